@@ -1,0 +1,57 @@
+# leasestore — run `make help` for the list of targets.
+
+GO          ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+TEST_FLAGS  ?= -race -count=1 -timeout 20m
+BENCH       ?= .
+BENCH_FLAGS ?= -run '^$$' -benchmem -benchtime 2s
+PG_DSN      ?= postgres://root@127.0.0.1:5432/test?sslmode=disable
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: test
+test: lint ## gofmt check, go vet, staticcheck, then every test with -race.
+	$(GO) test $(TEST_FLAGS) ./...
+
+.PHONY: lint
+lint: fmt-check vet staticcheck ## gofmt check, go vet and staticcheck.
+
+.PHONY: fmt
+fmt: ## Format every Go file in place.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet:
+	$(GO) vet ./...
+
+.PHONY: staticcheck
+staticcheck:
+	$(STATICCHECK) ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks (backends beside their raw-statement baselines).
+	LEASESTORE_TEST_POSTGRES_DSN=$${LEASESTORE_TEST_POSTGRES_DSN:-$(PG_DSN)} $(GO) test $(BENCH_FLAGS) -bench '$(BENCH)' ./...
+
+.PHONY: fuzz
+fuzz: ## Fuzz the key encoding for 30s.
+	$(GO) test -run '^$$' -fuzz FuzzKeyEncoding -fuzztime 30s ./protocol
+
+.PHONY: demo
+demo: ## Run the demo on the embedded SQLite store.
+	$(GO) run ./cmd/leasectl demo
+
+.PHONY: db-up
+db-up: ## Start a PostgreSQL 16 for development (docker compose) and wait until healthy.
+	docker compose up -d --wait
+
+.PHONY: db-down
+db-down: ## Stop the development PostgreSQL and delete its data.
+	docker compose down -v

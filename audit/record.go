@@ -1,0 +1,120 @@
+// Package audit holds leasestore's audit record type, the interface for
+// reading a store's append-only audit trail with filters and keyset
+// pagination, and audit hooks that copy state changes to other sinks.
+//
+// The durable trail is written by each backend in the same atomic step as
+// the state change it records; this package only reads it and describes it.
+// It must not import any database driver or any package under sqlstore/.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// RecordFormatVersion is the serialization version of [Record] written by
+// this release. Backends refuse audit rows of any other version.
+const RecordFormatVersion = 1
+
+// Page sizes for [Query].
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Record is one entry of the audit trail: a state change that took effect.
+// Records are never updated or deleted; the database refuses both.
+type Record struct {
+	ID        int64           `json:"id"`         // increasing in commit order within one store
+	At        time.Time       `json:"at"`         // the backend's clock when the change took effect
+	Op        protocol.Op     `json:"op"`         // acquire, renew, release or revoke
+	Namespace string          `json:"namespace"`  //
+	Key       string          `json:"key"`        // the key's name within Namespace
+	Owner     string          `json:"owner"`      // the lease's owner
+	Token     int64           `json:"token"`      // the lease's fencing token
+	RequestID string          `json:"request_id"` //
+	Actor     string          `json:"actor"`      // who asked: the owner, or the revoking operator
+	Reason    string          `json:"reason"`     // revoke's reason; "" otherwise
+	Status    protocol.Status `json:"status"`     // acquired, renewed, released or revoked
+	Version   int             `json:"version"`    // RecordFormatVersion
+	ExpiresAt time.Time       `json:"-"`          // the lease's expiry after the change (zero for release and revoke)
+}
+
+// Query filters and pages the audit trail. The zero Query reads the first
+// [DefaultLimit] records of every namespace, oldest first.
+type Query struct {
+	Namespace string    // "" for every namespace
+	Key       string    // a key name; requires Namespace
+	Since     time.Time // records at or after this time; zero for all
+	Limit     int       // 0 means DefaultLimit; at most MaxLimit
+	Cursor    string    // NextCursor of the previous page
+}
+
+// Page is one page of records, oldest first, and the cursor of the next page
+// ("" when there are no more records at the time of reading; a follower keeps
+// its last cursor and asks again).
+type Page struct {
+	Records    []Record
+	NextCursor string
+}
+
+// Reader reads a store's audit trail. Both SQL backends implement it.
+// Implementations are safe for concurrent use.
+type Reader interface {
+	ReadAudit(ctx context.Context, q Query) (Page, error)
+}
+
+// Validate checks q, cursor included.
+func (q Query) Validate() error {
+	var errs []error
+	if q.Namespace != "" {
+		errs = append(errs, protocol.ValidateText("namespace", q.Namespace, protocol.MaxNamespaceLen))
+	}
+	if q.Key != "" {
+		if q.Namespace == "" {
+			errs = append(errs, errors.New("audit: a key filter needs a namespace"))
+		}
+		errs = append(errs, protocol.ValidateText("key", q.Key, protocol.MaxNameLen))
+	}
+	if q.Limit < 0 || q.Limit > MaxLimit {
+		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", q.Limit, MaxLimit))
+	}
+	if q.Cursor != "" {
+		if _, err := DecodeCursor(q.Cursor); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// EffectiveLimit returns Limit, or [DefaultLimit] when Limit is zero.
+func (q Query) EffectiveLimit() int {
+	if q.Limit == 0 {
+		return DefaultLimit
+	}
+	return q.Limit
+}
+
+const cursorPrefix = "a1."
+
+// EncodeCursor returns the cursor that resumes after the record with id.
+func EncodeCursor(id int64) string { return cursorPrefix + strconv.FormatInt(id, 10) }
+
+// DecodeCursor returns the record id a cursor from [EncodeCursor] resumes after.
+func DecodeCursor(c string) (int64, error) {
+	rest, ok := strings.CutPrefix(c, cursorPrefix)
+	if !ok {
+		return 0, errors.New("cursor: not an audit cursor")
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || id < 0 {
+		return 0, errors.New("cursor: malformed")
+	}
+	return id, nil
+}

@@ -1,0 +1,140 @@
+// Package migrations holds leasestore's database schema as goose migrations,
+// embedded in the binary, one folder per dialect, and runs them through
+// goose's Provider API with leasestore's own version table
+// ([VersionTable]), so a team that already uses goose keeps its own.
+//
+// Migrations are meant to run at deploy time (leasectl migrate up), not from
+// a service at start-up. On PostgreSQL they take a session advisory lock, so
+// two deploys migrating the same schema at once are safe.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// VersionTable is goose's version table for leasestore's migrations.
+const VersionTable = "leasestore_goose_db_version"
+
+// Dialect selects a folder of migrations.
+type Dialect string
+
+// The supported dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+//go:embed postgres/*.sql sqlite/*.sql
+var embedded embed.FS
+
+// FS returns the migrations of dialect d, for teams that run migrations with
+// their own tooling. The files are goose-annotated SQL.
+func FS(d Dialect) (fs.FS, error) {
+	switch d {
+	case Postgres, SQLite:
+		return fs.Sub(embedded, string(d))
+	}
+	return nil, fmt.Errorf("migrations: unknown dialect %q (want %q or %q)", d, Postgres, SQLite)
+}
+
+// NewProvider returns a goose Provider for dialect d over db, using
+// [VersionTable]. On PostgreSQL it takes a session advisory lock whose id is
+// derived from the connection's current schema, so concurrent migrations of
+// one schema run one after the other while different schemas do not wait on
+// each other.
+//
+// The caller owns db. Do not call the Provider's Close: goose's Close closes
+// db. Providers are not meant to be shared between goroutines.
+func NewProvider(ctx context.Context, d Dialect, db *sql.DB) (*goose.Provider, error) {
+	fsys, err := FS(d)
+	if err != nil {
+		return nil, err
+	}
+	opts := []goose.ProviderOption{
+		goose.WithTableName(VersionTable),
+		goose.WithDisableGlobalRegistry(true),
+	}
+	gooseDialect := goose.DialectSQLite3
+	if d == Postgres {
+		gooseDialect = goose.DialectPostgres
+		var schema sql.NullString
+		if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+			return nil, fmt.Errorf("migrations: read current schema: %w", err)
+		}
+		if !schema.Valid {
+			return nil, fmt.Errorf("migrations: the connection has no current schema: check search_path")
+		}
+		locker, err := lock.NewPostgresSessionLocker(
+			lock.WithLockID(schemaLockID(schema.String)),
+			lock.WithLockTimeout(1, 300), // poll every second for up to 5 minutes
+		)
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(gooseDialect, db, fsys, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, nil
+}
+
+// schemaLockID maps a schema name to an advisory lock id in a range of its
+// own: FNV-1a of "leasestore:" + schema.
+func schemaLockID(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("leasestore:" + schema))
+	return int64(h.Sum64() >> 1)
+}
+
+// Up applies every pending migration of dialect d to db.
+func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, error) {
+	p, err := NewProvider(ctx, d, db)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return res, fmt.Errorf("migrations: up: %w", err)
+	}
+	return res, nil
+}
+
+// Down rolls back the most recent migration of dialect d.
+func Down(ctx context.Context, d Dialect, db *sql.DB) (*goose.MigrationResult, error) {
+	p, err := NewProvider(ctx, d, db)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Down(ctx)
+	if err != nil {
+		return res, fmt.Errorf("migrations: down: %w", err)
+	}
+	return res, nil
+}
+
+// Status reports every migration of dialect d and whether it is applied.
+func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatus, error) {
+	p, err := NewProvider(ctx, d, db)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return st, fmt.Errorf("migrations: status: %w", err)
+	}
+	return st, nil
+}
+
+// LatestVersion is the version of the newest embedded migration, the same
+// for every dialect. A backend checks the database is at this version.
+const LatestVersion = 1

@@ -1,0 +1,67 @@
+-- leasestore schema for PostgreSQL. Every object is created unqualified, so
+-- it lands in the first schema of the connection's search_path: give
+-- leasestore its own schema by setting search_path (for example in the DSN's
+-- options) before migrating.
+
+-- +goose Up
+CREATE TABLE leasestore_leases (
+    namespace   text        NOT NULL,
+    name        text        NOT NULL,
+    owner       text        NOT NULL,
+    token       bigint      NOT NULL CHECK (token > 0),
+    acquired_at timestamptz NOT NULL,
+    renewed_at  timestamptz NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    version     integer     NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+
+CREATE INDEX leasestore_leases_owner ON leasestore_leases (namespace, owner, name);
+
+-- Fencing tokens for every key. A sequence never goes backwards, across
+-- releases, revokes, crashes and restarts; gaps are harmless.
+CREATE SEQUENCE leasestore_fencing_seq AS bigint;
+
+CREATE TABLE leasestore_audit (
+    id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at          timestamptz NOT NULL,
+    op          text        NOT NULL,
+    namespace   text        NOT NULL,
+    name        text        NOT NULL,
+    owner       text        NOT NULL,
+    token       bigint      NOT NULL,
+    request_id  text        NOT NULL,
+    actor       text        NOT NULL,
+    reason      text        NOT NULL DEFAULT '',
+    status      text        NOT NULL,
+    version     integer     NOT NULL,
+    params_hash text        NOT NULL,
+    expires_at  timestamptz,
+    UNIQUE (namespace, request_id)
+);
+
+CREATE INDEX leasestore_audit_key ON leasestore_audit (namespace, name, id);
+CREATE INDEX leasestore_audit_at ON leasestore_audit (at, id);
+
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'leasestore_audit is append-only: % refused', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER leasestore_audit_no_update_delete
+    BEFORE UPDATE OR DELETE ON leasestore_audit
+    FOR EACH ROW EXECUTE FUNCTION leasestore_audit_refuse();
+
+CREATE TRIGGER leasestore_audit_no_truncate
+    BEFORE TRUNCATE ON leasestore_audit
+    FOR EACH STATEMENT EXECUTE FUNCTION leasestore_audit_refuse();
+
+-- +goose Down
+DROP TABLE leasestore_audit;
+DROP FUNCTION leasestore_audit_refuse();
+DROP SEQUENCE leasestore_fencing_seq;
+DROP TABLE leasestore_leases;

@@ -1,0 +1,108 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Length limits, in bytes, for the text fields of the protocol.
+const (
+	MaxNamespaceLen = 128
+	MaxNameLen      = 512
+	MaxOwnerLen     = 256
+	MaxRequestIDLen = 128
+	MaxReasonLen    = 1024
+)
+
+// KeyEncodingVersion is the version of [Key.Encode]'s canonical form.
+const KeyEncodingVersion = 1
+
+// DefaultNamespace is the namespace leasectl uses when none is given.
+const DefaultNamespace = "default"
+
+// Key names a lease: a namespace (a tenant, a service, a kind of work) and a
+// name within it. The zero Key is invalid. Key is a comparable value type.
+type Key struct {
+	Namespace string
+	Name      string
+}
+
+// NewKey returns the key (namespace, name) after validating it.
+func NewKey(namespace, name string) (Key, error) {
+	k := Key{Namespace: namespace, Name: name}
+	return k, k.Validate()
+}
+
+// Validate reports whether k is well formed: both parts non-empty, valid
+// UTF-8, free of control characters, and within [MaxNamespaceLen] and
+// [MaxNameLen] bytes.
+func (k Key) Validate() error {
+	if err := ValidateText("namespace", k.Namespace, MaxNamespaceLen); err != nil {
+		return err
+	}
+	return ValidateText("key", k.Name, MaxNameLen)
+}
+
+// String returns "namespace/name" for messages and logs. It is not the
+// canonical encoding: use [Key.Encode] for storage.
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// Encode returns the canonical, versioned encoding of k:
+//
+//	v1:<byte length of namespace>:<namespace><name>
+//
+// The length prefix makes the encoding injective (no two keys share one) and
+// [ParseKey] inverts it exactly. Encode does not validate k.
+func (k Key) Encode() string {
+	return "v1:" + strconv.Itoa(len(k.Namespace)) + ":" + k.Namespace + k.Name
+}
+
+// ParseKey parses the canonical encoding produced by [Key.Encode] and
+// validates the result. Encodings of unknown versions are refused.
+func ParseKey(s string) (Key, error) {
+	rest, ok := strings.CutPrefix(s, "v1:")
+	if !ok {
+		return Key{}, fmt.Errorf("key: unknown encoding %.12q: want prefix \"v1:\"", s)
+	}
+	digits, body, ok := strings.Cut(rest, ":")
+	if !ok || digits == "" || len(digits) > 4 || (digits[0] == '0') {
+		return Key{}, errors.New("key: malformed length prefix")
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n > len(body) {
+		return Key{}, errors.New("key: malformed length prefix")
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return Key{}, errors.New("key: malformed length prefix")
+		}
+	}
+	k := Key{Namespace: body[:n], Name: body[n:]}
+	if err := k.Validate(); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// ValidateText checks a protocol text field: non-empty, valid UTF-8, no
+// control characters, at most max bytes. field names the field in the error.
+func ValidateText(field, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s: must not be empty", field)
+	case len(s) > max:
+		return fmt.Errorf("%s: %d bytes is longer than the limit of %d", field, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s: not valid UTF-8", field)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s: control character %U at byte %d", field, r, i)
+		}
+	}
+	return nil
+}

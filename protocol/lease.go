@@ -1,0 +1,280 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LeaseFormatVersion is the serialization version of [Lease] written by this
+// release. Backends refuse rows with any other version.
+const LeaseFormatVersion = 1
+
+// TTL bounds accepted by acquire and renew.
+const (
+	MinTTL = time.Millisecond
+	MaxTTL = 7 * 24 * time.Hour
+)
+
+// List page sizes.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// Lease is a lease as stored by a backend. Times come from the backend's
+// clock and are kept at microsecond precision. Lease is a plain value; a
+// *Lease inside a [Result] belongs to the caller.
+type Lease struct {
+	Key        Key
+	Owner      string
+	Token      int64     // fencing token, strictly increasing per key across acquires
+	AcquiredAt time.Time // when the current token was issued
+	RenewedAt  time.Time // last acquire or renew
+	ExpiresAt  time.Time // the lease is live while the backend's now is before this
+	Version    int       // serialization format version, LeaseFormatVersion
+}
+
+// LiveAt reports whether the lease is still live at now (now < ExpiresAt).
+func (l Lease) LiveAt(now time.Time) bool { return now.Before(l.ExpiresAt) }
+
+// Result is what every lease operation returns: the status, the lease acted on
+// (or, for conflict, stale_token and not_owner, the lease currently held; nil
+// when there is none), whether the outcome is a replay of an earlier request
+// with the same request id, the request id, and a human-readable message.
+type Result struct {
+	Op        Op
+	Status    Status
+	Lease     *Lease
+	Replayed  bool
+	RequestID string
+	Message   string
+}
+
+// Err returns nil for a success status and an *[Error] matching the status's
+// sentinel otherwise.
+func (r Result) Err() error {
+	if r.Status.Success() {
+		return nil
+	}
+	e := &Error{Op: r.Op, Status: r.Status, Lease: r.Lease, Message: r.Message}
+	if r.Lease != nil {
+		e.Key = r.Lease.Key
+	}
+	return e
+}
+
+// ListResult is the answer to a list: a page of leases ordered by key name,
+// and the cursor for the next page ("" when this page is the last).
+type ListResult struct {
+	Status     Status
+	Leases     []Lease
+	NextCursor string
+	RequestID  string
+	Message    string
+}
+
+// AcquireRequest asks for a lease on Key for TTL on behalf of Owner.
+// RequestID makes the request idempotent; the runtime generates one when empty.
+type AcquireRequest struct {
+	Key       Key
+	Owner     string
+	TTL       time.Duration
+	RequestID string
+}
+
+// RenewRequest extends the lease identified by Key, Owner and Token to expire
+// TTL after the backend's now. The token does not change.
+type RenewRequest struct {
+	Key       Key
+	Owner     string
+	Token     int64
+	TTL       time.Duration
+	RequestID string
+}
+
+// ReleaseRequest gives up the lease identified by Key, Owner and Token.
+type ReleaseRequest struct {
+	Key       Key
+	Owner     string
+	Token     int64
+	RequestID string
+}
+
+// GetRequest reads the live lease at Key.
+type GetRequest struct {
+	Key       Key
+	RequestID string
+}
+
+// ListRequest pages through the leases of one namespace, ordered by name.
+// Prefix and Owner filter when non-empty; expired leases are left out unless
+// IncludeExpired. Limit defaults to [DefaultListLimit] and may not exceed
+// [MaxListLimit]. Cursor is the NextCursor of the previous page.
+type ListRequest struct {
+	Namespace      string
+	Prefix         string
+	Owner          string
+	IncludeExpired bool
+	Limit          int
+	Cursor         string
+	RequestID      string
+}
+
+// RevokeRequest removes the live lease at Key whoever holds it, recording
+// Actor and Reason in the audit trail. With a non-zero Token, only the lease
+// with that token is revoked (stale_token or not_owner otherwise).
+type RevokeRequest struct {
+	Key       Key
+	Actor     string
+	Reason    string
+	Token     int64
+	RequestID string
+}
+
+func validateTTL(ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return fmt.Errorf("ttl: %v is outside [%v, %v]", ttl, MinTTL, MaxTTL)
+	}
+	return nil
+}
+
+func validateToken(token int64) error {
+	if token <= 0 {
+		return fmt.Errorf("token: must be positive, got %d", token)
+	}
+	return nil
+}
+
+func validateRequestID(id string) error {
+	return ValidateText("request id", id, MaxRequestIDLen)
+}
+
+// Validate checks every field, including the request id.
+func (r AcquireRequest) Validate() error {
+	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+		validateTTL(r.TTL), validateRequestID(r.RequestID))
+}
+
+// Validate checks every field, including the request id.
+func (r RenewRequest) Validate() error {
+	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+		validateToken(r.Token), validateTTL(r.TTL), validateRequestID(r.RequestID))
+}
+
+// Validate checks every field, including the request id.
+func (r ReleaseRequest) Validate() error {
+	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+		validateToken(r.Token), validateRequestID(r.RequestID))
+}
+
+// Validate checks every field, including the request id.
+func (r GetRequest) Validate() error {
+	return errors.Join(r.Key.Validate(), validateRequestID(r.RequestID))
+}
+
+// Validate checks every field, including the request id and the cursor.
+// A zero Limit is valid and means [DefaultListLimit].
+func (r ListRequest) Validate() error {
+	var errs []error
+	errs = append(errs, ValidateText("namespace", r.Namespace, MaxNamespaceLen), validateRequestID(r.RequestID))
+	if r.Prefix != "" {
+		errs = append(errs, ValidateText("prefix", r.Prefix, MaxNameLen))
+	}
+	if r.Owner != "" {
+		errs = append(errs, ValidateText("owner", r.Owner, MaxOwnerLen))
+	}
+	if r.Limit < 0 || r.Limit > MaxListLimit {
+		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", r.Limit, MaxListLimit))
+	}
+	if r.Cursor != "" {
+		if _, err := DecodeListCursor(r.Cursor); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks every field, including the request id. Token may be zero
+// (revoke whatever lease is live) but not negative.
+func (r RevokeRequest) Validate() error {
+	var tokenErr error
+	if r.Token < 0 {
+		tokenErr = fmt.Errorf("token: must not be negative, got %d", r.Token)
+	}
+	return errors.Join(r.Key.Validate(), ValidateText("actor", r.Actor, MaxOwnerLen),
+		ValidateText("reason", r.Reason, MaxReasonLen), tokenErr, validateRequestID(r.RequestID))
+}
+
+// EffectiveLimit returns Limit, or [DefaultListLimit] when Limit is zero.
+func (r ListRequest) EffectiveLimit() int {
+	if r.Limit == 0 {
+		return DefaultListLimit
+	}
+	return r.Limit
+}
+
+// Fingerprints identify a state-changing request's parameters (everything but
+// the request id). Backends store them beside the request id so that a
+// repeated id with other parameters is recognised and refused as invalid.
+// The text fields cannot hold NUL (it is a control character), so joining
+// them with NUL is unambiguous.
+func fingerprint(op Op, parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte(op))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Fingerprint returns a hash of the request's parameters, excluding the request id.
+func (r AcquireRequest) Fingerprint() string {
+	return fingerprint(OpAcquire, r.Key.Encode(), r.Owner, strconv.FormatInt(int64(r.TTL), 10))
+}
+
+// Fingerprint returns a hash of the request's parameters, excluding the request id.
+func (r RenewRequest) Fingerprint() string {
+	return fingerprint(OpRenew, r.Key.Encode(), r.Owner, strconv.FormatInt(r.Token, 10), strconv.FormatInt(int64(r.TTL), 10))
+}
+
+// Fingerprint returns a hash of the request's parameters, excluding the request id.
+func (r ReleaseRequest) Fingerprint() string {
+	return fingerprint(OpRelease, r.Key.Encode(), r.Owner, strconv.FormatInt(r.Token, 10))
+}
+
+// Fingerprint returns a hash of the request's parameters, excluding the request id.
+func (r RevokeRequest) Fingerprint() string {
+	return fingerprint(OpRevoke, r.Key.Encode(), r.Actor, r.Reason, strconv.FormatInt(r.Token, 10))
+}
+
+const listCursorPrefix = "c1."
+
+// EncodeListCursor returns the opaque list cursor that resumes after the
+// lease named name. Every backend uses it, so cursors are portable.
+func EncodeListCursor(name string) string {
+	return listCursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// DecodeListCursor returns the name a cursor from [EncodeListCursor] resumes after.
+func DecodeListCursor(cursor string) (string, error) {
+	rest, ok := strings.CutPrefix(cursor, listCursorPrefix)
+	if !ok {
+		return "", errors.New("cursor: not a list cursor")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return "", errors.New("cursor: malformed")
+	}
+	name := string(b)
+	if err := ValidateText("cursor", name, MaxNameLen); err != nil {
+		return "", err
+	}
+	return name, nil
+}

@@ -1,0 +1,355 @@
+package protocol
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultTimeout is the deadline the runtime applies to an operation whose
+// context has none.
+const DefaultTimeout = 5 * time.Second
+
+// Config tunes a [Runtime]. A nil *Config means all defaults.
+type Config struct {
+	// DefaultTimeout bounds operations whose context has no deadline.
+	// Default: [DefaultTimeout] (5s).
+	DefaultTimeout time.Duration
+	// Observer is called once per operation. Default: none.
+	Observer Observer
+	// AuditHook is called once per state change that took effect. Default: none.
+	AuditHook AuditHook
+	// NewRequestID makes a request id when the caller gives none.
+	// Default: 32 random hex digits.
+	NewRequestID func() string
+}
+
+// Runtime is the object callers use: it wraps a [Backend], validates every
+// request before the backend sees it, applies the default deadline, generates
+// request ids, maps deadlines and cancellation to timeout, calls the hooks,
+// and owns the backend's lifecycle: after [Runtime.Close] every operation
+// answers closed, and the backend is closed exactly once.
+//
+// A Runtime is safe for concurrent use. It implements [Store].
+type Runtime struct {
+	backend    Backend
+	timeout    time.Duration
+	observer   Observer
+	audit      AuditHook
+	newReqID   func() string
+	mu         sync.Mutex
+	closed     bool
+	inflight   int
+	drained    chan struct{} // closed when closed && inflight == 0
+	closeDone  chan struct{} // closed when the backend's Close returned
+	closeErr   error
+	closeStart sync.Once
+}
+
+var _ Store = (*Runtime)(nil)
+
+// New returns a Runtime that owns b: closing the runtime closes b. cfg may be nil.
+func New(b Backend, cfg *Config) *Runtime {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	r := &Runtime{
+		backend:   b,
+		timeout:   cfg.DefaultTimeout,
+		observer:  cfg.Observer,
+		audit:     cfg.AuditHook,
+		newReqID:  cfg.NewRequestID,
+		drained:   make(chan struct{}),
+		closeDone: make(chan struct{}),
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	if r.newReqID == nil {
+		r.newReqID = RandomRequestID
+	}
+	return r
+}
+
+// RandomRequestID returns 32 random hex digits.
+func RandomRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// BackendName returns the wrapped backend's name.
+func (r *Runtime) BackendName() string { return r.backend.Name() }
+
+func (r *Runtime) begin() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.inflight++
+	return true
+}
+
+func (r *Runtime) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight--
+	if r.closed && r.inflight == 0 {
+		close(r.drained)
+	}
+}
+
+// call runs one keyed operation through the runtime's pipeline.
+func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID *string, validate func() error,
+	run func(context.Context) (Result, error)) (Result, error) {
+	start := time.Now()
+	if *reqID == "" {
+		*reqID = r.newReqID()
+	}
+	res, cause := r.run(ctx, op, validate, run)
+	res.Op, res.RequestID = op, *reqID
+	if res.Message == "" {
+		res.Message = describe(op, key, res)
+	}
+	r.observe(ctx, op, res.Status, res.Replayed, start)
+	if res.Status.Success() {
+		return res, nil
+	}
+	e := &Error{Op: op, Status: res.Status, Key: key, Lease: res.Lease, Message: res.Message, Err: cause}
+	return res, e
+}
+
+func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
+	run func(context.Context) (Result, error)) (Result, error) {
+	if err := validate(); err != nil {
+		return Result{Status: StatusInvalid, Message: err.Error()}, err
+	}
+	if !r.begin() {
+		return Result{Status: StatusClosed, Message: "the store was closed"}, nil
+	}
+	defer r.end()
+	ctx, cancel := r.withDeadline(ctx)
+	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return Result{Status: StatusTimeout, Message: err.Error()}, err
+	}
+	res, err := run(ctx)
+	if err != nil {
+		return r.failure(ctx, err), err
+	}
+	if !res.Status.Known() {
+		err := fmt.Errorf("backend %s returned unknown status %q", r.backend.Name(), res.Status)
+		return Result{Status: StatusUnavailable, Message: err.Error()}, err
+	}
+	return res, nil
+}
+
+// failure turns a backend error into a result: a passed deadline or a
+// cancelled context is always timeout, whatever the driver said.
+func (r *Runtime) failure(ctx context.Context, err error) Result {
+	status := StatusOf(err)
+	if ctx.Err() != nil {
+		status = StatusTimeout
+	}
+	if status.Success() || status == "" {
+		status = StatusUnavailable
+	}
+	msg := err.Error()
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		msg = e.Message
+		if e.Err != nil && e.Err.Error() != msg {
+			msg += ": " + e.Err.Error()
+		}
+	}
+	return Result{Status: status, Message: msg}
+}
+
+func (r *Runtime) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, r.timeout)
+}
+
+func (r *Runtime) observe(ctx context.Context, op Op, status Status, replayed bool, start time.Time) {
+	if r.observer == nil {
+		return
+	}
+	r.observer.ObserveOperation(ctx, OperationEvent{
+		Op: op, Status: status, Duration: time.Since(start), Backend: r.backend.Name(), Replayed: replayed,
+	})
+}
+
+func (r *Runtime) recordChange(ctx context.Context, res Result, actor, reason string) {
+	if r.audit == nil || res.Replayed || !res.Status.Success() || res.Lease == nil {
+		return
+	}
+	r.audit.RecordStateChange(ctx, StateChange{
+		Op: res.Op, Status: res.Status, Lease: *res.Lease, RequestID: res.RequestID, Actor: actor, Reason: reason,
+	})
+}
+
+// Acquire takes a lease on req.Key for req.TTL. On success the result's
+// status is acquired and its lease carries a fresh fencing token; if a live
+// lease is held (by anyone, the same owner included) the status is conflict
+// and the result carries that lease.
+func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
+	res, err := r.call(ctx, OpAcquire, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		return r.backend.Acquire(ctx, req)
+	})
+	r.recordChange(ctx, res, req.Owner, "")
+	return res, err
+}
+
+// Renew extends the lease (req.Key, req.Owner, req.Token) to expire req.TTL
+// from the backend's now. The token is kept.
+func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
+	res, err := r.call(ctx, OpRenew, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		return r.backend.Renew(ctx, req)
+	})
+	r.recordChange(ctx, res, req.Owner, "")
+	return res, err
+}
+
+// Release gives up the lease (req.Key, req.Owner, req.Token).
+func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, error) {
+	res, err := r.call(ctx, OpRelease, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		return r.backend.Release(ctx, req)
+	})
+	r.recordChange(ctx, res, req.Owner, "")
+	return res, err
+}
+
+// Get returns the live lease at req.Key (found) or not_found.
+func (r *Runtime) Get(ctx context.Context, req GetRequest) (Result, error) {
+	return r.call(ctx, OpGet, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		return r.backend.Get(ctx, req)
+	})
+}
+
+// Revoke removes the live lease at req.Key on behalf of an operator.
+func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error) {
+	res, err := r.call(ctx, OpRevoke, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		return r.backend.Revoke(ctx, req)
+	})
+	r.recordChange(ctx, res, req.Actor, req.Reason)
+	return res, err
+}
+
+// List returns one page of the leases in req.Namespace.
+func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error) {
+	var list ListResult
+	res, err := r.call(ctx, OpList, Key{}, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+		var err error
+		list, err = r.backend.List(ctx, req)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Status: list.Status, Message: list.Message}, nil
+	})
+	if err != nil {
+		return ListResult{Status: res.Status, RequestID: res.RequestID, Message: res.Message}, err
+	}
+	list.Status, list.RequestID, list.Message = res.Status, res.RequestID, res.Message
+	return list, nil
+}
+
+// Health returns nil when the backend can serve operations, and otherwise an
+// *[Error] with status unavailable, timeout or closed.
+func (r *Runtime) Health(ctx context.Context) error {
+	start := time.Now()
+	res, cause := r.run(ctx, OpHealth, func() error { return nil }, func(ctx context.Context) (Result, error) {
+		if err := r.backend.Health(ctx); err != nil {
+			return Result{}, err
+		}
+		return Result{Status: StatusFound}, nil
+	})
+	var status Status
+	if !res.Status.Success() {
+		status = res.Status
+	}
+	r.observe(ctx, OpHealth, status, false, start)
+	if status == "" {
+		return nil
+	}
+	return &Error{Op: OpHealth, Status: status, Message: res.Message, Err: cause}
+}
+
+// Close stops the runtime: operations that start afterwards answer closed,
+// operations in flight may finish until ctx is done, and then the backend is
+// closed, exactly once. Calling Close again waits for the first call and
+// returns its error. If ctx ends before in-flight operations finish, the
+// backend is closed anyway and the error includes ctx's.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.closeStart.Do(func() {
+		start := time.Now()
+		r.mu.Lock()
+		r.closed = true
+		if r.inflight == 0 {
+			close(r.drained)
+		}
+		r.mu.Unlock()
+		var waitErr error
+		select {
+		case <-r.drained:
+		case <-ctx.Done():
+			waitErr = fmt.Errorf("lease: close: in-flight operations did not finish: %w", ctx.Err())
+		}
+		r.closeErr = errors.Join(waitErr, r.backend.Close(ctx))
+		var status Status
+		if r.closeErr != nil {
+			status = StatusOf(r.closeErr)
+		}
+		r.observe(ctx, OpClose, status, false, start)
+		close(r.closeDone)
+	})
+	<-r.closeDone
+	return r.closeErr
+}
+
+// describe writes the default message for a result.
+func describe(op Op, key Key, res Result) string {
+	l := res.Lease
+	switch res.Status {
+	case StatusAcquired, StatusRenewed:
+		if l != nil {
+			return fmt.Sprintf("%s %s for %s with token %d until %s", res.Status, key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+	case StatusReleased, StatusRevoked:
+		if l != nil {
+			return fmt.Sprintf("%s %s (token %d)", res.Status, key, l.Token)
+		}
+	case StatusFound:
+		if op == OpList {
+			return "listed"
+		}
+		if l != nil {
+			return fmt.Sprintf("%s is held by %s with token %d until %s", key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+	case StatusNotFound:
+		return fmt.Sprintf("no live lease at %s", key)
+	case StatusConflict:
+		if l != nil {
+			return fmt.Sprintf("%s is held by %s with token %d until %s", key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+	case StatusStaleToken:
+		if l != nil {
+			return fmt.Sprintf("a newer lease holds %s (token %d)", key, l.Token)
+		}
+	case StatusNotOwner:
+		return fmt.Sprintf("the lease at %s is not held by the caller with that token", key)
+	case StatusExpired:
+		return fmt.Sprintf("the lease at %s expired before the request", key)
+	}
+	return string(res.Status)
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}

@@ -1,0 +1,175 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Status is the outcome of an operation. Its string values are part of the
+// public contract: the Go API, leasectl's JSON output and the audit trail all
+// use exactly these strings.
+type Status string
+
+// The status vocabulary. See DESIGN.md for the precise meaning of each.
+const (
+	StatusAcquired    Status = "acquired"    // acquire took effect
+	StatusRenewed     Status = "renewed"     // renew took effect
+	StatusReleased    Status = "released"    // release took effect
+	StatusRevoked     Status = "revoked"     // revoke took effect
+	StatusFound       Status = "found"       // get, list or an audit read answered
+	StatusNotFound    Status = "not_found"   // no live lease at that key
+	StatusConflict    Status = "conflict"    // acquire: a live lease is held
+	StatusStaleToken  Status = "stale_token" // the token is older than the key's current token
+	StatusNotOwner    Status = "not_owner"   // the token matches but the owner does not, or the token was never issued
+	StatusExpired     Status = "expired"     // the rightful holder's lease expired before it acted
+	StatusTimeout     Status = "timeout"     // the deadline passed first; the effect is unknown
+	StatusUnavailable Status = "unavailable" // the backend could not be reached or refused service
+	StatusClosed      Status = "closed"      // the runtime was closed
+	StatusInvalid     Status = "invalid"     // bad input or a reused request id; nothing was written
+)
+
+// Statuses lists every status in the vocabulary, in a stable order.
+var Statuses = []Status{
+	StatusAcquired, StatusRenewed, StatusReleased, StatusRevoked, StatusFound,
+	StatusNotFound, StatusConflict, StatusStaleToken, StatusNotOwner, StatusExpired,
+	StatusTimeout, StatusUnavailable, StatusClosed, StatusInvalid,
+}
+
+// Sentinel errors, one per non-success status, for matching with [errors.Is].
+// Every error returned by a [Runtime] operation for a non-success status
+// matches exactly one of them.
+var (
+	ErrNotFound    = errors.New("lease: not found")
+	ErrConflict    = errors.New("lease: conflict")
+	ErrStaleToken  = errors.New("lease: stale token")
+	ErrNotOwner    = errors.New("lease: not owner")
+	ErrExpired     = errors.New("lease: expired")
+	ErrTimeout     = errors.New("lease: timeout")
+	ErrUnavailable = errors.New("lease: unavailable")
+	ErrClosed      = errors.New("lease: closed")
+	ErrInvalid     = errors.New("lease: invalid")
+)
+
+// Success reports whether s means that the operation took effect or answered
+// (acquired, renewed, released, revoked, found).
+func (s Status) Success() bool {
+	switch s {
+	case StatusAcquired, StatusRenewed, StatusReleased, StatusRevoked, StatusFound:
+		return true
+	}
+	return false
+}
+
+// Known reports whether s is one of the vocabulary's statuses.
+func (s Status) Known() bool {
+	for _, k := range Statuses {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Sentinel returns the sentinel error for a non-success status, or nil for a
+// success status or an unknown string.
+func (s Status) Sentinel() error {
+	switch s {
+	case StatusNotFound:
+		return ErrNotFound
+	case StatusConflict:
+		return ErrConflict
+	case StatusStaleToken:
+		return ErrStaleToken
+	case StatusNotOwner:
+		return ErrNotOwner
+	case StatusExpired:
+		return ErrExpired
+	case StatusTimeout:
+		return ErrTimeout
+	case StatusUnavailable:
+		return ErrUnavailable
+	case StatusClosed:
+		return ErrClosed
+	case StatusInvalid:
+		return ErrInvalid
+	}
+	return nil
+}
+
+// Op names one of the protocol's operations. The values appear in metrics,
+// logs and the audit trail.
+type Op string
+
+// The eight operations.
+const (
+	OpAcquire Op = "acquire"
+	OpRenew   Op = "renew"
+	OpRelease Op = "release"
+	OpGet     Op = "get"
+	OpList    Op = "list"
+	OpRevoke  Op = "revoke"
+	OpHealth  Op = "health"
+	OpClose   Op = "close"
+)
+
+// Error is the typed error for every non-success outcome. It carries the
+// status, the operation, the key and, for conflict, stale_token and not_owner,
+// the lease currently held. It matches the status's sentinel with
+// [errors.Is], and unwraps to the underlying cause (a driver error, a context
+// error) when there is one.
+type Error struct {
+	Op      Op
+	Status  Status
+	Key     Key    // zero for list, health and close
+	Lease   *Lease // the current lease, when the status has one
+	Message string // human-readable detail
+	Err     error  // underlying cause, may be nil
+}
+
+// Error implements error. The text is lowercase and starts with "lease:".
+func (e *Error) Error() string {
+	msg := "lease: " + string(e.Op)
+	if e.Key != (Key{}) {
+		msg += " " + e.Key.String()
+	}
+	msg += ": " + string(e.Status)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Err != nil && (e.Message == "" || e.Message != e.Err.Error()) {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is the sentinel of e's status.
+func (e *Error) Is(target error) bool {
+	s := e.Status.Sentinel()
+	return s != nil && target == s
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewError returns an *Error for a non-success status. Backends use it to
+// report timeout and unavailable with the driver error as cause.
+func NewError(op Op, status Status, cause error, format string, args ...any) *Error {
+	return &Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
+}
+
+// StatusOf returns the status carried by err: the Status of an *Error in its
+// chain, StatusTimeout for context deadline or cancellation, StatusUnavailable
+// for any other non-nil error, and "" for nil.
+func StatusOf(err error) Status {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	if isContextErr(err) {
+		return StatusTimeout
+	}
+	return StatusUnavailable
+}

@@ -1,0 +1,145 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.
+type HoldConfig struct {
+	// RenewEvery is the interval between renewals. Default: a third of the TTL,
+	// so two renewals can fail in a row before the lease runs out.
+	RenewEvery time.Duration
+	// RenewTimeout bounds each renewal. Default: RenewEvery.
+	RenewTimeout time.Duration
+}
+
+// Held is a lease kept alive in the background by [Hold]. Its context is
+// cancelled as soon as the lease is lost (renewal refused, or no successful
+// renewal before the lease would run out by the local clock) or released.
+// Work done under the lease should use [Held.Context] and pass
+// [Held.Token] to every fenced resource.
+//
+// A Held is safe for concurrent use. Its renewal goroutine ends when the
+// lease is lost or released; call [Held.Release] (or cancel the context
+// given to Hold) to end it.
+type Held struct {
+	store  Store
+	req    AcquireRequest
+	token  int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	lease Lease
+}
+
+// ErrLeaseLost is the cause of a [Held]'s context when the lease was lost.
+var ErrLeaseLost = errors.New("lease: lost")
+
+// Hold acquires req and renews it in the background until it is released or
+// lost. It returns the acquire's error (for example one matching
+// [ErrConflict]) when the lease cannot be taken. ctx bounds the whole hold:
+// cancelling it stops renewals and cancels the Held's context, but does not
+// release the lease (it then expires after its TTL).
+func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
+	res, err := s.Acquire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if res.Lease == nil {
+		return nil, fmt.Errorf("lease: acquire of %s answered %s without a lease", req.Key, res.Status)
+	}
+	every, timeout := req.TTL/3, time.Duration(0)
+	if cfg != nil {
+		if cfg.RenewEvery > 0 {
+			every = cfg.RenewEvery
+		}
+		timeout = cfg.RenewTimeout
+	}
+	if timeout <= 0 {
+		timeout = every
+	}
+	req.RequestID = res.RequestID
+	hctx, cancel := context.WithCancelCause(ctx)
+	h := &Held{store: s, req: req, token: res.Lease.Token, ctx: hctx, cancel: cancel,
+		done: make(chan struct{}), lease: *res.Lease}
+	// The local deadline is measured from before the acquire was sent, so
+	// it can only be earlier than the backend's view of the expiry.
+	go h.renewLoop(every, timeout)
+	return h, nil
+}
+
+// Token returns the lease's fencing token.
+func (h *Held) Token() int64 { return h.token }
+
+// Lease returns the lease as of the last successful acquire or renew.
+func (h *Held) Lease() Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// Context is cancelled when the lease is lost or released; context.Cause
+// then tells which ([ErrLeaseLost] wrapped with the reason, or
+// context.Canceled after Release).
+func (h *Held) Context() context.Context { return h.ctx }
+
+// Done is closed when the renewal goroutine has ended.
+func (h *Held) Done() <-chan struct{} { return h.done }
+
+// Release stops renewing and releases the lease. It returns the release's
+// error; a lease already lost answers with the loss's cause instead.
+func (h *Held) Release(ctx context.Context) error {
+	if cause := context.Cause(h.ctx); cause != nil && errors.Is(cause, ErrLeaseLost) {
+		h.cancel(nil)
+		<-h.done
+		return cause
+	}
+	h.cancel(context.Canceled)
+	<-h.done
+	_, err := h.store.Release(ctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token})
+	return err
+}
+
+func (h *Held) renewLoop(every, timeout time.Duration) {
+	defer close(h.done)
+	// deadline is when the lease runs out by the local clock: TTL after the
+	// last successful renewal was sent.
+	deadline := time.Now().Add(h.req.TTL)
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(h.ctx, timeout)
+		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL})
+		cancel()
+		switch {
+		case err == nil && res.Lease != nil:
+			h.mu.Lock()
+			h.lease = *res.Lease
+			h.mu.Unlock()
+			deadline = sent.Add(h.req.TTL)
+		case h.ctx.Err() != nil:
+			return
+		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
+			// The effect is unknown: keep trying while the lease may still be live.
+			if !time.Now().Add(every).Before(deadline) {
+				h.cancel(fmt.Errorf("%w: no successful renewal before the lease ran out: %w", ErrLeaseLost, err))
+				return
+			}
+		default:
+			h.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			return
+		}
+	}
+}

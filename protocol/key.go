@@ -38,7 +38,7 @@ func NewKey(namespace, name string) (Key, error) {
 }
 
 // Validate reports whether k is well formed: both parts non-empty, valid
-// UTF-8, free of control characters, and within [MaxNamespaceLen] and
+// UTF-8, free of control and invisible formatting characters, and within [MaxNamespaceLen] and
 // [MaxNameLen] bytes.
 func (k Key) Validate() error {
 	if err := ValidateText("namespace", k.Namespace, MaxNamespaceLen); err != nil {
@@ -89,7 +89,8 @@ func ParseKey(s string) (Key, error) {
 }
 
 // ValidateText checks a protocol text field: non-empty, valid UTF-8, no
-// control characters, at most max bytes. field names the field in the error.
+// control characters nor invisible formatting characters (Unicode category
+// Cf: zero-width spaces, bidirectional overrides), at most max bytes. field names the field in the error.
 func ValidateText(field, s string, max int) error {
 	switch {
 	case s == "":
@@ -102,6 +103,11 @@ func ValidateText(field, s string, max int) error {
 	for i, r := range s {
 		if unicode.IsControl(r) {
 			return fmt.Errorf("%s: control character %U at byte %d", field, r, i)
+		}
+		if unicode.Is(unicode.Cf, r) {
+			// Zero-width and bidirectional formatting characters would let
+			// two keys look identical in logs and tables.
+			return fmt.Errorf("%s: invisible formatting character %U at byte %d", field, r, i)
 		}
 	}
 	return nil

@@ -104,7 +104,11 @@ func (r *Runtime) end() {
 	}
 }
 
-// call runs one keyed operation through the runtime's pipeline.
+// call runs one keyed operation through the runtime's pipeline. It fills in
+// *reqID before validating, so validate and run must read the request through
+// a closure: a method value such as req.Validate copies the request when it is
+// evaluated, before the id is set, and would refuse every request sent without
+// an id.
 func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID *string, validate func() error,
 	run func(context.Context) (Result, error)) (Result, error) {
 	start := time.Now()
@@ -200,7 +204,7 @@ func (r *Runtime) recordChange(ctx context.Context, res Result, actor, reason st
 // lease is held (by anyone, the same owner included) the status is conflict
 // and the result carries that lease.
 func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
-	res, err := r.call(ctx, OpAcquire, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	res, err := r.call(ctx, OpAcquire, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		return r.backend.Acquire(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -210,7 +214,7 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 // Renew extends the lease (req.Key, req.Owner, req.Token) to expire req.TTL
 // from the backend's now. The token is kept.
 func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
-	res, err := r.call(ctx, OpRenew, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	res, err := r.call(ctx, OpRenew, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		return r.backend.Renew(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -219,7 +223,7 @@ func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
 
 // Release gives up the lease (req.Key, req.Owner, req.Token).
 func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, error) {
-	res, err := r.call(ctx, OpRelease, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	res, err := r.call(ctx, OpRelease, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		return r.backend.Release(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -228,14 +232,14 @@ func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, erro
 
 // Get returns the live lease at req.Key (found) or not_found.
 func (r *Runtime) Get(ctx context.Context, req GetRequest) (Result, error) {
-	return r.call(ctx, OpGet, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	return r.call(ctx, OpGet, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		return r.backend.Get(ctx, req)
 	})
 }
 
 // Revoke removes the live lease at req.Key on behalf of an operator.
 func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error) {
-	res, err := r.call(ctx, OpRevoke, req.Key, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	res, err := r.call(ctx, OpRevoke, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		return r.backend.Revoke(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Actor, req.Reason)
@@ -245,7 +249,7 @@ func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error)
 // List returns one page of the leases in req.Namespace.
 func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	var list ListResult
-	res, err := r.call(ctx, OpList, Key{}, &req.RequestID, req.Validate, func(ctx context.Context) (Result, error) {
+	res, err := r.call(ctx, OpList, Key{}, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
 		var err error
 		list, err = r.backend.List(ctx, req)
 		if err != nil {

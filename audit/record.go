@@ -31,7 +31,7 @@ const (
 // Record is one entry of the audit trail: a state change that took effect.
 // Records are never updated or deleted; the database refuses both.
 type Record struct {
-	ID        int64           `json:"id"`         // increasing in commit order within one store
+	ID        int64           `json:"id"`         // unique and increasing within one store (see Reader on ordering)
 	At        time.Time       `json:"at"`         // the backend's clock when the change took effect
 	Op        protocol.Op     `json:"op"`         // acquire, renew, release or revoke
 	Namespace string          `json:"namespace"`  //
@@ -64,8 +64,14 @@ type Page struct {
 	NextCursor string
 }
 
-// Reader reads a store's audit trail. Both SQL backends implement it.
-// Implementations are safe for concurrent use.
+// Reader reads a store's audit trail, ordered by record id. Both SQL
+// backends implement it. Implementations are safe for concurrent use.
+//
+// Ids are assigned when a record is written. On SQLite writers are
+// serialized, so ids follow commit order. On PostgreSQL two concurrent
+// writers may commit out of id order for a moment; a PostgreSQL Reader
+// therefore holds back records that may still have an uncommitted
+// predecessor, so that a follower paging by cursor never skips one.
 type Reader interface {
 	ReadAudit(ctx context.Context, q Query) (Page, error)
 }

@@ -1,0 +1,261 @@
+package protocol
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testKey = Key{Namespace: "ns", Name: "job-1"}
+
+// wantInvalid asserts that err is non-nil and mentions every fragment.
+func wantInvalid(t *testing.T, what string, err error, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: Validate() = nil, want an error", what)
+		return
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("%s: Validate() = %q, want it to mention %q", what, err, f)
+		}
+	}
+}
+
+func TestAcquireRequestValidate(t *testing.T) {
+	ok := AcquireRequest{Key: testKey, Owner: "w1", TTL: 30 * time.Second, RequestID: "r1"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid acquire: %v", err)
+	}
+	for _, ttl := range []time.Duration{MinTTL, MaxTTL} {
+		r := ok
+		r.TTL = ttl
+		if err := r.Validate(); err != nil {
+			t.Errorf("acquire with TTL %v at the bound: %v", ttl, err)
+		}
+	}
+	mut := func(f func(*AcquireRequest)) AcquireRequest { r := ok; f(&r); return r }
+	wantInvalid(t, "no key", mut(func(r *AcquireRequest) { r.Key = Key{} }).Validate(), "namespace")
+	wantInvalid(t, "bad name", mut(func(r *AcquireRequest) { r.Key.Name = "a\nb" }).Validate(), "key: control")
+	wantInvalid(t, "no owner", mut(func(r *AcquireRequest) { r.Owner = "" }).Validate(), "owner: must not be empty")
+	wantInvalid(t, "long owner", mut(func(r *AcquireRequest) { r.Owner = strings.Repeat("o", MaxOwnerLen+1) }).Validate(), "owner:")
+	wantInvalid(t, "zero ttl", mut(func(r *AcquireRequest) { r.TTL = 0 }).Validate(), "ttl:")
+	wantInvalid(t, "negative ttl", mut(func(r *AcquireRequest) { r.TTL = -time.Second }).Validate(), "ttl:")
+	wantInvalid(t, "ttl below min", mut(func(r *AcquireRequest) { r.TTL = MinTTL - 1 }).Validate(), "ttl:")
+	wantInvalid(t, "ttl above max", mut(func(r *AcquireRequest) { r.TTL = MaxTTL + 1 }).Validate(), "ttl:")
+	wantInvalid(t, "no request id", mut(func(r *AcquireRequest) { r.RequestID = "" }).Validate(), "request id: must not be empty")
+	wantInvalid(t, "long request id", mut(func(r *AcquireRequest) { r.RequestID = strings.Repeat("r", MaxRequestIDLen+1) }).Validate(), "request id:")
+	// Every problem is reported at once.
+	wantInvalid(t, "everything wrong", AcquireRequest{}.Validate(), "namespace", "owner", "ttl", "request id")
+}
+
+func TestRenewRequestValidate(t *testing.T) {
+	ok := RenewRequest{Key: testKey, Owner: "w1", Token: 1, TTL: time.Minute, RequestID: "r1"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid renew: %v", err)
+	}
+	mut := func(f func(*RenewRequest)) RenewRequest { r := ok; f(&r); return r }
+	wantInvalid(t, "no key", mut(func(r *RenewRequest) { r.Key.Namespace = "" }).Validate(), "namespace")
+	wantInvalid(t, "no owner", mut(func(r *RenewRequest) { r.Owner = "" }).Validate(), "owner")
+	wantInvalid(t, "zero token", mut(func(r *RenewRequest) { r.Token = 0 }).Validate(), "token: must be positive")
+	wantInvalid(t, "negative token", mut(func(r *RenewRequest) { r.Token = -4 }).Validate(), "token: must be positive, got -4")
+	wantInvalid(t, "zero ttl", mut(func(r *RenewRequest) { r.TTL = 0 }).Validate(), "ttl:")
+	wantInvalid(t, "no request id", mut(func(r *RenewRequest) { r.RequestID = "" }).Validate(), "request id")
+	wantInvalid(t, "everything wrong", RenewRequest{}.Validate(), "namespace", "owner", "token", "ttl", "request id")
+}
+
+func TestReleaseRequestValidate(t *testing.T) {
+	ok := ReleaseRequest{Key: testKey, Owner: "w1", Token: 9, RequestID: "r1"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid release: %v", err)
+	}
+	mut := func(f func(*ReleaseRequest)) ReleaseRequest { r := ok; f(&r); return r }
+	wantInvalid(t, "bad key", mut(func(r *ReleaseRequest) { r.Key.Name = "\xff" }).Validate(), "UTF-8")
+	wantInvalid(t, "no owner", mut(func(r *ReleaseRequest) { r.Owner = "" }).Validate(), "owner")
+	wantInvalid(t, "zero token", mut(func(r *ReleaseRequest) { r.Token = 0 }).Validate(), "token")
+	wantInvalid(t, "bad request id", mut(func(r *ReleaseRequest) { r.RequestID = "a\tb" }).Validate(), "request id: control")
+	wantInvalid(t, "everything wrong", ReleaseRequest{}.Validate(), "namespace", "owner", "token", "request id")
+}
+
+func TestGetRequestValidate(t *testing.T) {
+	if err := (GetRequest{Key: testKey, RequestID: "r"}).Validate(); err != nil {
+		t.Fatalf("valid get: %v", err)
+	}
+	wantInvalid(t, "no key", GetRequest{RequestID: "r"}.Validate(), "namespace")
+	wantInvalid(t, "no request id", GetRequest{Key: testKey}.Validate(), "request id")
+}
+
+func TestRevokeRequestValidate(t *testing.T) {
+	ok := RevokeRequest{Key: testKey, Actor: "ops@host", Reason: "stuck worker", RequestID: "r1"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid revoke with token 0: %v", err)
+	}
+	mut := func(f func(*RevokeRequest)) RevokeRequest { r := ok; f(&r); return r }
+	if err := mut(func(r *RevokeRequest) { r.Token = 12 }).Validate(); err != nil {
+		t.Errorf("valid revoke with a token: %v", err)
+	}
+	wantInvalid(t, "negative token", mut(func(r *RevokeRequest) { r.Token = -1 }).Validate(), "token: must not be negative")
+	wantInvalid(t, "no actor", mut(func(r *RevokeRequest) { r.Actor = "" }).Validate(), "actor")
+	wantInvalid(t, "no reason", mut(func(r *RevokeRequest) { r.Reason = "" }).Validate(), "reason: must not be empty")
+	wantInvalid(t, "long reason", mut(func(r *RevokeRequest) { r.Reason = strings.Repeat("x", MaxReasonLen+1) }).Validate(), "reason:")
+	wantInvalid(t, "bad key", mut(func(r *RevokeRequest) { r.Key.Name = "" }).Validate(), "key")
+	wantInvalid(t, "no request id", mut(func(r *RevokeRequest) { r.RequestID = "" }).Validate(), "request id")
+}
+
+func TestListRequestValidate(t *testing.T) {
+	ok := ListRequest{Namespace: "ns", RequestID: "r1"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("minimal list: %v", err)
+	}
+	full := ListRequest{Namespace: "ns", Prefix: "job-", Owner: "w1", IncludeExpired: true,
+		Limit: MaxListLimit, Cursor: EncodeListCursor("job-7"), RequestID: "r1"}
+	if err := full.Validate(); err != nil {
+		t.Fatalf("full list: %v", err)
+	}
+	mut := func(f func(*ListRequest)) ListRequest { r := ok; f(&r); return r }
+	wantInvalid(t, "no namespace", mut(func(r *ListRequest) { r.Namespace = "" }).Validate(), "namespace")
+	wantInvalid(t, "bad prefix", mut(func(r *ListRequest) { r.Prefix = "a\x00" }).Validate(), "prefix: control")
+	wantInvalid(t, "bad owner", mut(func(r *ListRequest) { r.Owner = "\xff" }).Validate(), "owner")
+	wantInvalid(t, "negative limit", mut(func(r *ListRequest) { r.Limit = -1 }).Validate(), "limit: -1")
+	wantInvalid(t, "limit too big", mut(func(r *ListRequest) { r.Limit = MaxListLimit + 1 }).Validate(), "limit:")
+	wantInvalid(t, "foreign cursor", mut(func(r *ListRequest) { r.Cursor = "a1.5" }).Validate(), "cursor: not a list cursor")
+	wantInvalid(t, "malformed cursor", mut(func(r *ListRequest) { r.Cursor = "c1.!!" }).Validate(), "cursor: malformed")
+	wantInvalid(t, "no request id", mut(func(r *ListRequest) { r.RequestID = "" }).Validate(), "request id")
+
+	if got := ok.EffectiveLimit(); got != DefaultListLimit {
+		t.Errorf("EffectiveLimit() of a zero limit = %d, want %d", got, DefaultListLimit)
+	}
+	if got := mut(func(r *ListRequest) { r.Limit = 7 }).EffectiveLimit(); got != 7 {
+		t.Errorf("EffectiveLimit() = %d, want 7", got)
+	}
+}
+
+func TestListCursorRoundTrip(t *testing.T) {
+	for _, name := range []string{"a", "job-10", "名前/with/slashes", strings.Repeat("k", MaxNameLen), "c1.nested"} {
+		c := EncodeListCursor(name)
+		if !strings.HasPrefix(c, "c1.") {
+			t.Errorf("EncodeListCursor(%q) = %q, want prefix c1.", name, c)
+		}
+		got, err := DecodeListCursor(c)
+		if err != nil || got != name {
+			t.Errorf("DecodeListCursor(EncodeListCursor(%q)) = %q, %v", name, got, err)
+		}
+	}
+	for _, c := range []string{"", "c1.", "c2.YQ", "YQ", "c1.YQ==", "c1.!", EncodeListCursor("a\x00"), "c1." + "_w"} {
+		if name, err := DecodeListCursor(c); err == nil {
+			t.Errorf("DecodeListCursor(%q) = %q, nil; want an error", c, name)
+		} else if !strings.HasPrefix(err.Error(), "cursor: ") {
+			t.Errorf("DecodeListCursor(%q) error %q lacks the noun prefix", c, err)
+		}
+	}
+}
+
+func TestFingerprints(t *testing.T) {
+	acq := AcquireRequest{Key: testKey, Owner: "w1", TTL: time.Minute, RequestID: "r1"}
+	other := acq
+	other.RequestID = "r2"
+	if acq.Fingerprint() != other.Fingerprint() {
+		t.Error("the acquire fingerprint depends on the request id")
+	}
+	if len(acq.Fingerprint()) != 64 {
+		t.Errorf("fingerprint %q is not 64 hex digits", acq.Fingerprint())
+	}
+	distinct := map[string]string{}
+	add := func(what, fp string) {
+		t.Helper()
+		if prev, dup := distinct[fp]; dup {
+			t.Errorf("%s and %s share a fingerprint", prev, what)
+		}
+		distinct[fp] = what
+	}
+	add("acquire", acq.Fingerprint())
+	add("acquire other owner", AcquireRequest{Key: testKey, Owner: "w2", TTL: time.Minute}.Fingerprint())
+	add("acquire other ttl", AcquireRequest{Key: testKey, Owner: "w1", TTL: time.Hour}.Fingerprint())
+	add("acquire other key", AcquireRequest{Key: Key{Namespace: "ns", Name: "job-2"}, Owner: "w1", TTL: time.Minute}.Fingerprint())
+	// The key's parts are length-prefixed: moving bytes between them changes the fingerprint.
+	add("acquire resplit key", AcquireRequest{Key: Key{Namespace: "nsj", Name: "ob-1"}, Owner: "w1", TTL: time.Minute}.Fingerprint())
+	add("renew", RenewRequest{Key: testKey, Owner: "w1", Token: 1, TTL: time.Minute}.Fingerprint())
+	add("renew other token", RenewRequest{Key: testKey, Owner: "w1", Token: 2, TTL: time.Minute}.Fingerprint())
+	add("release", ReleaseRequest{Key: testKey, Owner: "w1", Token: 1}.Fingerprint())
+	add("revoke", RevokeRequest{Key: testKey, Actor: "w1", Reason: "r", Token: 1}.Fingerprint())
+	// Actor and reason are separate fields: "ab"+"c" differs from "a"+"bc".
+	add("revoke actor/reason split 1", RevokeRequest{Key: testKey, Actor: "ab", Reason: "c"}.Fingerprint())
+	add("revoke actor/reason split 2", RevokeRequest{Key: testKey, Actor: "a", Reason: "bc"}.Fingerprint())
+}
+
+func TestCheckHolder(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cur := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
+	expired := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
+	tests := []struct {
+		name  string
+		cur   *Lease
+		owner string
+		token int64
+		want  Status
+	}{
+		{"no row", nil, "w1", 5, StatusNotFound},
+		{"older token", cur, "w1", 4, StatusStaleToken},
+		{"older token, other owner", cur, "w2", 4, StatusStaleToken},
+		{"older token, expired", expired, "w1", 4, StatusStaleToken},
+		{"same token, other owner", cur, "w2", 5, StatusNotOwner},
+		{"newer token", cur, "w1", 6, StatusNotOwner},
+		{"same token, other owner, expired", expired, "w2", 5, StatusNotOwner},
+		{"rightful holder, expired", expired, "w1", 5, StatusExpired},
+		{"rightful holder, live", cur, "w1", 5, ""},
+	}
+	for _, tc := range tests {
+		if got := CheckHolder(tc.cur, tc.owner, tc.token, now); got != tc.want {
+			t.Errorf("%s: CheckHolder = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCheckRevoke(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cur := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
+	expired := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
+	tests := []struct {
+		name  string
+		cur   *Lease
+		token int64
+		want  Status
+	}{
+		{"no row", nil, 0, StatusNotFound},
+		{"no row, token", nil, 5, StatusNotFound},
+		{"any token", cur, 0, ""},
+		{"matching token", cur, 5, ""},
+		{"older token", cur, 4, StatusStaleToken},
+		{"newer token", cur, 6, StatusNotOwner},
+		{"older token, expired", expired, 4, StatusStaleToken},
+		{"expired", expired, 0, StatusNotFound},
+		{"matching token, expired", expired, 5, StatusNotFound},
+	}
+	for _, tc := range tests {
+		if got := CheckRevoke(tc.cur, tc.token, now); got != tc.want {
+			t.Errorf("%s: CheckRevoke = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCheckAcquire(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if got := CheckAcquire(nil, now); got != "" {
+		t.Errorf("no row: %q, want \"\"", got)
+	}
+	if got := CheckAcquire(&Lease{ExpiresAt: now}, now); got != "" {
+		t.Errorf("expired at now: %q, want \"\"", got)
+	}
+	if got := CheckAcquire(&Lease{ExpiresAt: now.Add(time.Microsecond)}, now); got != StatusConflict {
+		t.Errorf("live: %q, want conflict", got)
+	}
+}
+
+func TestValidationErrorsAreJoined(t *testing.T) {
+	err := AcquireRequest{}.Validate()
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) < 4 {
+		t.Fatalf("AcquireRequest{}.Validate() = %v, want the four problems joined", err)
+	}
+}

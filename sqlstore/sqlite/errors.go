@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	return interpretError(ctx, op, b.file, err)
+}
+
+// interpretError is the one place where the SQLite backend turns driver and
+// database/sql errors into the protocol's: an *[protocol.Error] with status
+// timeout when the operation's deadline passed or the file stayed locked by
+// another writer beyond the busy timeout (the effect of a state change is
+// then unknown: retrying with the same request id tells), and unavailable
+// otherwise, with a message naming the file. A *protocol.Error (a version
+// check, the schema check) passes through with op filled in.
+func interpretError(ctx context.Context, op protocol.Op, file string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		if pe.Op == "" {
+			pe.Op = op
+		}
+		return pe
+	}
+	where := fmt.Sprintf("sqlite database %q", file)
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the operation finished", where)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return protocol.NewError(op, protocol.StatusTimeout, err, "%s stayed locked by another writer beyond the busy timeout", where)
+		case sqlite3.SQLITE_INTERRUPT:
+			return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the operation was interrupted", where)
+		case sqlite3.SQLITE_CANTOPEN:
+			return protocol.NewError(op, protocol.StatusUnavailable, err,
+				"%s cannot be opened: check that the path names a file in an existing, writable directory", where)
+		case sqlite3.SQLITE_READONLY:
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s is read-only", where)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
+		case sqlite3.SQLITE_FULL:
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: the disk is full", where)
+		case sqlite3.SQLITE_IOERR:
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: disk I/O error", where)
+		case sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: permission denied", where)
+		case sqlite3.SQLITE_ERROR:
+			if strings.Contains(se.Error(), "no such table") {
+				e := sqlstore.SchemaVersionError(0, migrations.LatestVersion, where)
+				e.Op, e.Err = op, err
+				return e
+			}
+		}
+	}
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") {
+		return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: the backend was closed", where)
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, err, "%s", where)
+}

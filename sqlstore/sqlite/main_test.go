@@ -1,0 +1,15 @@
+package sqlite_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if worker := os.Getenv(workerEnv); worker != "" {
+		os.Exit(runWorker(worker))
+	}
+	goleak.VerifyTestMain(m)
+}

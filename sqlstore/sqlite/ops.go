@@ -1,0 +1,371 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+// micros returns t as stored: microseconds since the Unix epoch.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros returns a stored time as a UTC time.Time.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// clock reads the backend's clock at the precision of the database.
+func (b *Backend) clock() time.Time { return b.now().Truncate(time.Microsecond).UTC() }
+
+// change is the body of a write transaction: it returns the result and
+// whether to commit (false for a replay or a failed condition: nothing was
+// written, the transaction is rolled back).
+type change func(ctx context.Context, tx *sql.Tx, now time.Time) (res protocol.Result, commit bool, err error)
+
+// write runs fn in one BEGIN IMMEDIATE transaction (the DSN's _txlock, see
+// OpenDB), after taking the Backend's write slot. now is read once the write
+// lock is held.
+func (b *Backend) write(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
+	select {
+	case b.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return protocol.Result{}, b.interpret(ctx, op, ctx.Err())
+	}
+	defer func() { <-b.writeSlot }()
+
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return protocol.Result{}, b.interpret(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	res, commit, err := fn(ctx, tx, b.clock())
+	if err != nil {
+		return protocol.Result{}, b.interpret(ctx, op, err)
+	}
+	if commit {
+		if err := tx.Commit(); err != nil {
+			return protocol.Result{}, b.interpret(ctx, op, err)
+		}
+	}
+	return res, nil
+}
+
+// replay looks (namespace, requestID) up in the audit trail. done reports
+// that the request was answered from it (a replay, or invalid for a reused
+// id); the caller then writes nothing.
+func (b *Backend) replay(ctx context.Context, tx *sql.Tx, op protocol.Op, namespace, requestID, fingerprint string) (res protocol.Result, done bool, err error) {
+	rec, err := scanRecorded(tx.StmtContext(ctx, b.stmts.findRequest).QueryRowContext(ctx, namespace, requestID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return protocol.Result{}, false, nil
+	}
+	if err != nil {
+		return protocol.Result{}, false, err
+	}
+	res, err = sqlstore.Replay(rec, op, fingerprint)
+	return res, err == nil, err
+}
+
+// current reads the row at key (expired or not; nil when there is none)
+// and refuses a row of an unknown format version.
+func (b *Backend) current(ctx context.Context, q *sql.Stmt, op protocol.Op, key protocol.Key) (*protocol.Lease, error) {
+	l := protocol.Lease{Key: key}
+	var acq, ren, exp int64
+	err := q.QueryRowContext(ctx, key.Namespace, key.Name).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &l.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := sqlstore.CheckLeaseVersion(op, l.Version); err != nil {
+		return nil, err
+	}
+	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+	return &l, nil
+}
+
+// refused classifies a conditional statement that matched no row, from the
+// row that is there. check returns "" when the statement should have
+// matched, which the write lock makes impossible: that is reported as an
+// error rather than guessed at.
+func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key protocol.Key,
+	check func(*protocol.Lease) protocol.Status) (protocol.Result, bool, error) {
+	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), op, key)
+	if err != nil {
+		return protocol.Result{}, false, err
+	}
+	st := check(cur)
+	if st == "" {
+		return protocol.Result{}, false, fmt.Errorf("sqlite: %s %s: the conditional statement matched no row, yet the row allows it", op, key)
+	}
+	return protocol.Result{Status: st, Lease: cur}, false, nil
+}
+
+// record appends the audit record of a state change.
+func (b *Backend) record(ctx context.Context, tx *sql.Tx, r sqlstore.Recorded) error {
+	var exp sql.NullInt64
+	if !r.ExpiresAt.IsZero() {
+		exp = sql.NullInt64{Int64: micros(r.ExpiresAt), Valid: true}
+	}
+	_, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
+		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
+		string(r.Status), r.Version, r.ParamsHash, exp)
+	return err
+}
+
+// Acquire takes the lease at req.Key when there is no row or only an
+// expired one, with a token one above the file's fencing counter, which it
+// bumps; a live lease (anyone's) answers conflict with that lease.
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	const op = protocol.OpAcquire
+	fp := req.Fingerprint()
+	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+			return res, false, err
+		}
+		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
+			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
+		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
+			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&l.Token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+				return protocol.CheckAcquire(cur, now)
+			})
+		}
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		var last int64
+		if err := tx.StmtContext(ctx, b.stmts.bumpFencing).QueryRowContext(ctx).Scan(&last); err != nil {
+			return protocol.Result{}, false, err
+		}
+		if last != l.Token {
+			return protocol.Result{}, false, fmt.Errorf("sqlite: acquire %s: fencing counter at %d after issuing token %d", req.Key, last, l.Token)
+		}
+		rec := sqlstore.NewRecorded(now, op, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
+		if err := b.record(ctx, tx, rec); err != nil {
+			return protocol.Result{}, false, err
+		}
+		return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, true, nil
+	})
+}
+
+// Renew extends the live lease (req.Key, req.Owner, req.Token) to expire
+// req.TTL from now, keeping its token.
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	const op = protocol.OpRenew
+	fp := req.Fingerprint()
+	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+			return res, false, err
+		}
+		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now,
+			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
+		var acq int64
+		err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
+			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&acq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+				return protocol.CheckHolder(cur, req.Owner, req.Token, now)
+			})
+		}
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		l.AcquiredAt = fromMicros(acq)
+		rec := sqlstore.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
+		if err := b.record(ctx, tx, rec); err != nil {
+			return protocol.Result{}, false, err
+		}
+		return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, true, nil
+	})
+}
+
+// Release deletes the live lease (req.Key, req.Owner, req.Token). The result
+// carries the lease as it was.
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	const op = protocol.OpRelease
+	fp := req.Fingerprint()
+	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+			return res, false, err
+		}
+		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, Version: protocol.LeaseFormatVersion}
+		var acq, ren, exp int64
+		err := tx.StmtContext(ctx, b.stmts.release).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
+			micros(now), protocol.LeaseFormatVersion).Scan(&acq, &ren, &exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+				return protocol.CheckHolder(cur, req.Owner, req.Token, now)
+			})
+		}
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		rec := sqlstore.NewRecorded(now, op, protocol.StatusReleased, l, req.RequestID, fp, req.Owner, "")
+		if err := b.record(ctx, tx, rec); err != nil {
+			return protocol.Result{}, false, err
+		}
+		return protocol.Result{Status: protocol.StatusReleased, Lease: &l}, true, nil
+	})
+}
+
+// Revoke deletes the live lease at req.Key whoever holds it (only the one
+// with req.Token when it is non-zero), recording req.Actor and req.Reason.
+// The result carries the lease as it was.
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	const op = protocol.OpRevoke
+	fp := req.Fingerprint()
+	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+			return res, false, err
+		}
+		l := protocol.Lease{Key: req.Key, Version: protocol.LeaseFormatVersion}
+		var acq, ren, exp int64
+		err := tx.StmtContext(ctx, b.stmts.revoke).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Token,
+			micros(now), protocol.LeaseFormatVersion).Scan(&l.Owner, &l.Token, &acq, &ren, &exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+				return protocol.CheckRevoke(cur, req.Token, now)
+			})
+		}
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		rec := sqlstore.NewRecorded(now, op, protocol.StatusRevoked, l, req.RequestID, fp, req.Actor, req.Reason)
+		if err := b.record(ctx, tx, rec); err != nil {
+			return protocol.Result{}, false, err
+		}
+		return protocol.Result{Status: protocol.StatusRevoked, Lease: &l}, true, nil
+	})
+}
+
+// Get returns the live lease at req.Key (found), or not_found when there is
+// none or it expired. It reads without taking the write lock.
+func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	now := b.clock()
+	cur, err := b.current(ctx, b.stmts.currentLease, protocol.OpGet, req.Key)
+	if err != nil {
+		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
+	}
+	if cur == nil || !cur.LiveAt(now) {
+		return protocol.Result{Status: protocol.StatusNotFound}, nil
+	}
+	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+}
+
+// List returns one page of req.Namespace's leases, ordered by name.
+func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	const op = protocol.OpList
+	now := b.clock()
+	after := ""
+	if req.Cursor != "" {
+		name, err := protocol.DecodeListCursor(req.Cursor)
+		if err != nil {
+			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
+		}
+		after = name
+	}
+	limit := req.EffectiveLimit()
+	rows, err := b.stmts.list.QueryContext(ctx, req.Namespace, after, req.Prefix, prefixUpperBound(req.Prefix),
+		req.Owner, req.IncludeExpired, micros(now), limit+1)
+	if err != nil {
+		return protocol.ListResult{}, b.interpret(ctx, op, err)
+	}
+	defer rows.Close()
+	var leases []protocol.Lease
+	for rows.Next() {
+		l := protocol.Lease{Key: protocol.Key{Namespace: req.Namespace}}
+		var acq, ren, exp int64
+		if err := rows.Scan(&l.Key.Name, &l.Owner, &l.Token, &acq, &ren, &exp, &l.Version); err != nil {
+			return protocol.ListResult{}, b.interpret(ctx, op, err)
+		}
+		if err := sqlstore.CheckLeaseVersion(op, l.Version); err != nil {
+			return protocol.ListResult{}, err
+		}
+		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		leases = append(leases, l)
+	}
+	if err := rows.Err(); err != nil {
+		return protocol.ListResult{}, b.interpret(ctx, op, err)
+	}
+	return sqlstore.LeasePage(leases, limit), nil
+}
+
+// prefixUpperBound returns the smallest string above every string that
+// starts with prefix, in SQLite's default BINARY (memcmp) order of UTF-8
+// text: prefix followed by the byte 0xFF, which UTF-8 never contains. So
+// "name >= prefix AND name < prefixUpperBound(prefix)" selects exactly the
+// names with that prefix, as a range on the primary key; for prefix "" it
+// selects every name.
+func prefixUpperBound(prefix string) string { return prefix + "\xff" }
+
+// ReadAudit returns one page of the audit trail, oldest first. Writers are
+// serialized on SQLite, so record ids follow commit order and a follower
+// paging by cursor never skips a record.
+func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	const op = protocol.Op("audit")
+	if err := q.Validate(); err != nil {
+		return audit.Page{}, protocol.NewError(op, protocol.StatusInvalid, err, "%v", err)
+	}
+	var after int64
+	if q.Cursor != "" {
+		after, _ = audit.DecodeCursor(q.Cursor) // validated above
+	}
+	since := int64(math.MinInt64)
+	if !q.Since.IsZero() {
+		since = micros(q.Since)
+	}
+	limit := q.EffectiveLimit()
+	var rows *sql.Rows
+	var err error
+	if q.Key != "" {
+		rows, err = b.stmts.auditKey.QueryContext(ctx, after, q.Namespace, since, limit+1, q.Key)
+	} else {
+		rows, err = b.stmts.audit.QueryContext(ctx, after, q.Namespace, since, limit+1)
+	}
+	if err != nil {
+		return audit.Page{}, b.interpret(ctx, op, err)
+	}
+	defer rows.Close()
+	var recs []audit.Record
+	for rows.Next() {
+		r, err := scanRecorded(rows)
+		if err != nil {
+			return audit.Page{}, b.interpret(ctx, op, err)
+		}
+		if err := sqlstore.CheckRecordVersion(op, r.Version); err != nil {
+			return audit.Page{}, err
+		}
+		recs = append(recs, r.Record)
+	}
+	if err := rows.Err(); err != nil {
+		return audit.Page{}, b.interpret(ctx, op, err)
+	}
+	return sqlstore.AuditPage(recs, limit), nil
+}
+
+// scanRecorded scans a row of qFindRequest, qAudit or qAuditKey.
+func scanRecorded(row interface{ Scan(...any) error }) (sqlstore.Recorded, error) {
+	var r sqlstore.Recorded
+	var at int64
+	var op, status string
+	var exp sql.NullInt64
+	err := row.Scan(&r.ID, &at, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor,
+		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp)
+	if err != nil {
+		return sqlstore.Recorded{}, err
+	}
+	r.At, r.Op, r.Status = fromMicros(at), protocol.Op(op), protocol.Status(status)
+	if exp.Valid {
+		r.ExpiresAt = fromMicros(exp.Int64)
+	}
+	return r, nil
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+// Every statement of the SQLite backend, in one place. Parameters are
+// numbered (?1, ?2, ...) so a value used twice is bound once. Times are
+// INTEGER microseconds since the Unix epoch; "now" is always a parameter,
+// read from the backend's clock inside the transaction, never SQLite's own
+// clock, so an injected test clock governs expiry everywhere.
+//
+// State changes run inside one BEGIN IMMEDIATE transaction, in this order:
+// the idempotency look-up (qFindRequest), the conditional statement
+// (qAcquire, qRenew, qRelease or qRevoke), for acquire the fencing counter
+// bump (qBumpFencing), and the audit insert (qInsertAudit). When the
+// conditional statement matches no row, qCurrentLease reads the row that
+// made it fail, so the outcome is classified by protocol.CheckAcquire,
+// CheckHolder or CheckRevoke, and the transaction is rolled back.
+const (
+	// qSchemaTable tells whether goose's version table exists: ?1 its name.
+	qSchemaTable = `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1`
+
+	// qSchemaVersion reads the applied migration version, as goose does.
+	// The table name is a constant of the migrations package, not input.
+	qSchemaVersion = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`
+
+	// qDatabaseFile names the file behind a borrowed *sql.DB, for messages.
+	qDatabaseFile = `SELECT file FROM pragma_database_list WHERE name = 'main'`
+
+	// qFindRequest is the idempotency look-up: ?1 namespace, ?2 request id.
+	qFindRequest = `
+SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+       params_hash, expires_at
+FROM leasestore_audit
+WHERE namespace = ?1 AND request_id = ?2`
+
+	// qAcquire inserts a lease or takes over an expired one, with the next
+	// fencing token: ?1 namespace, ?2 name, ?3 owner, ?4 now, ?5 expires_at,
+	// ?6 the lease format version. It returns the token, or no row when a
+	// live lease (or a row of another format version) is in the way.
+	qAcquire = `
+INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+VALUES (?1, ?2, ?3, (SELECT last_token + 1 FROM leasestore_fencing WHERE id = 1), ?4, ?4, ?5, ?6)
+ON CONFLICT (namespace, name) DO UPDATE SET
+    owner       = excluded.owner,
+    token       = excluded.token,
+    acquired_at = excluded.acquired_at,
+    renewed_at  = excluded.renewed_at,
+    expires_at  = excluded.expires_at,
+    version     = excluded.version
+WHERE leasestore_leases.expires_at <= ?4 AND leasestore_leases.version = ?6
+RETURNING token`
+
+	// qBumpFencing records that the token qAcquire took was issued.
+	qBumpFencing = `UPDATE leasestore_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token`
+
+	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
+	// ?4 token) from ?5 now to ?6 expires_at; ?7 the lease format version.
+	qRenew = `
+UPDATE leasestore_leases SET renewed_at = ?5, expires_at = ?6
+WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?7
+RETURNING acquired_at`
+
+	// qRelease deletes the live lease (?1 namespace, ?2 name, ?3 owner,
+	// ?4 token) at ?5 now; ?6 the lease format version.
+	qRelease = `
+DELETE FROM leasestore_leases
+WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?6
+RETURNING acquired_at, renewed_at, expires_at`
+
+	// qRevoke deletes the live lease at (?1 namespace, ?2 name) whoever holds
+	// it, only with token ?3 unless ?3 is 0, at ?4 now; ?5 the lease format
+	// version.
+	qRevoke = `
+DELETE FROM leasestore_leases
+WHERE namespace = ?1 AND name = ?2 AND (?3 = 0 OR token = ?3) AND expires_at > ?4 AND version = ?5
+RETURNING owner, token, acquired_at, renewed_at, expires_at`
+
+	// qCurrentLease reads the row at (?1 namespace, ?2 name), expired or not:
+	// for get, and to classify a conditional statement that matched nothing.
+	qCurrentLease = `
+SELECT owner, token, acquired_at, renewed_at, expires_at, version
+FROM leasestore_leases
+WHERE namespace = ?1 AND name = ?2`
+
+	// qInsertAudit appends one audit record; ?13 expires_at is NULL for
+	// release and revoke.
+	qInsertAudit = `
+INSERT INTO leasestore_audit
+    (at, op, namespace, name, owner, token, request_id, actor, reason, status, version, params_hash, expires_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`
+
+	// qList pages through namespace ?1 by name, after the cursor's name ?2
+	// ("" for the first page), within the prefix range [?3, ?4) (see
+	// prefixUpperBound), for owner ?5 ("" for any), leaving out leases
+	// expired at ?7 unless ?6; ?8 is the page size plus one. The name range
+	// keeps the scan on the primary key.
+	qList = `
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+FROM leasestore_leases
+WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
+  AND (?5 = '' OR owner = ?5)
+  AND (?6 OR expires_at > ?7)
+ORDER BY name
+LIMIT ?8`
+
+	// qAudit pages through the trail by id after ?1, in namespace ?2 ("" for
+	// all), at or after ?3; ?4 is the page size plus one.
+	qAudit = `
+SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+       params_hash, expires_at
+FROM leasestore_audit
+WHERE id > ?1 AND (?2 = '' OR namespace = ?2) AND at >= ?3
+ORDER BY id
+LIMIT ?4`
+
+	// qAuditKey is qAudit for one key (?2 namespace, ?5 name), served by the
+	// (namespace, name, id) index.
+	qAuditKey = `
+SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+       params_hash, expires_at
+FROM leasestore_audit
+WHERE namespace = ?2 AND name = ?5 AND id > ?1 AND at >= ?3
+ORDER BY id
+LIMIT ?4`
+)

@@ -1,0 +1,351 @@
+// Package sqlite is leasestore's embedded backend: a [protocol.Backend] and
+// [audit.Reader] on one SQLite database file, through the pure-Go driver
+// modernc.org/sqlite (no cgo).
+//
+// Open a file with [Open], which owns its *sql.DB, or hand [New] a *sql.DB
+// made by [OpenDB], which stays the caller's. Neither migrates: run
+// `leasectl migrate up` or migrations.Up(ctx, migrations.SQLite, db) first;
+// an unmigrated or outdated file is refused with an error saying so.
+//
+// Every state change is one BEGIN IMMEDIATE transaction holding the
+// idempotency look-up, the conditional statement, the fencing counter bump
+// and the audit insert, so they commit together or not at all, also when
+// several processes share the file. See queries.go for every statement.
+//
+// SQLite has no server and so no clock of its own to judge expiry by: the
+// backend reads Go's time.Now() inside the write transaction, after the
+// write lock is taken, so on one machine the times of successive state
+// changes follow commit order (up to wall-clock steps). Processes sharing a
+// file share the machine, and so the clock.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+// DefaultBusyTimeout is how long a statement of a *sql.DB from [OpenDB]
+// waits for a lock held by another connection before failing with
+// SQLITE_BUSY, when its context allows that long.
+const DefaultBusyTimeout = 5 * time.Second
+
+// maxConns bounds the connections of a *sql.DB from [OpenDB]. Writes use one
+// at a time (see Backend.writeSlot); the others serve concurrent reads, which
+// WAL lets proceed beside a writer. Each connection has its own page cache,
+// so more would cost memory for little.
+const maxConns = 4
+
+// Config tunes a [Backend]. A nil *Config means all defaults.
+type Config struct {
+	// Now is the clock that judges expiry and stamps leases and audit
+	// records. For tests only (a manual clock passes TTLs without sleeping).
+	// Default: time.Now, read inside each write transaction.
+	Now func() time.Time
+	// BusyTimeout is SQLite's busy_timeout for the *sql.DB that [Open]
+	// creates: how long a statement waits for another connection's lock
+	// when its context allows that long. A context deadline always ends the
+	// wait first. [New] uses the caller's *sql.DB as it is configured.
+	// Default: [DefaultBusyTimeout].
+	BusyTimeout time.Duration
+}
+
+// Backend is the SQLite backend. It implements [protocol.Backend] and
+// [audit.Reader] and is safe for concurrent use. Create it with [Open] or
+// [New]; most callers wrap it in a [protocol.Runtime] with protocol.New.
+type Backend struct {
+	db    *sql.DB
+	owned bool   // Close closes db
+	file  string // the database file, for messages
+	now   func() time.Time
+	stmts statements
+
+	// writeSlot admits one write transaction of this Backend at a time, in
+	// arrival order, and lets a waiter give up when its context ends. SQLite
+	// allows a single writer per file anyway; queuing here instead of inside
+	// SQLite means that writers of one process wait on a channel rather
+	// than sleeping and polling in SQLite's busy handler (1, 2, 5, 10, ...
+	// 100 ms steps), which would cost throughput and latency under
+	// contention. Writers in other processes, or other Backends on the same
+	// file, are still arbitrated by SQLite's lock and the busy timeout.
+	writeSlot chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ protocol.Backend = (*Backend)(nil)
+	_ audit.Reader     = (*Backend)(nil)
+)
+
+// OpenDB returns a *sql.DB on the SQLite file at path, configured the way
+// the backend needs it, and checks that the file can be opened. path is a
+// file name (created when missing) or a "file:" URI, whose SQLite
+// parameters (mode=ro, ...) are kept. The caller owns the *sql.DB and closes
+// it; pass it to [New] and to migrations.Up.
+//
+// Every connection is set up with:
+//
+//   - journal_mode=WAL: readers do not block the writer nor the writer
+//     readers, and a commit appends to the log instead of rewriting pages.
+//     The mode is stored in the file, so every process agrees on it.
+//   - synchronous=FULL: each commit is fsynced before it returns. With
+//     NORMAL, WAL is consistent after a power loss but may lose the last
+//     commits, and a lost commit would let a fencing token be issued twice.
+//   - busy_timeout ([DefaultBusyTimeout]): a statement that meets another
+//     connection's lock (another process, a second handle) waits for it
+//     instead of failing at once with SQLITE_BUSY. The driver ends the wait
+//     early when the statement's context is done.
+//   - _txlock=immediate: every transaction begun through database/sql takes
+//     the write lock at BEGIN. A deferred transaction that reads and then
+//     writes can find at its first write that another connection committed
+//     meanwhile, and SQLite then fails it with SQLITE_BUSY at once, without
+//     waiting: its snapshot is stale, so retrying cannot help. Taking the
+//     lock first makes the wait happen at BEGIN, where the busy timeout
+//     applies, and makes each transaction see the latest state.
+//   - foreign_keys=ON: leasestore's schema has no foreign keys today; it is
+//     on so that a future migration adding one is enforced.
+//
+// At most four connections are open: writes of a Backend take one at a
+// time, and the rest serve reads concurrently.
+func OpenDB(path string) (*sql.DB, error) {
+	return openDB(path, DefaultBusyTimeout)
+}
+
+func openDB(path string, busy time.Duration) (*sql.DB, error) {
+	dsn, file, err := dataSourceName(path, busy)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, interpretError(context.Background(), "", file, err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	// sql.Open connects lazily: connect now so a bad path fails here, naming
+	// the file, rather than in the first operation.
+	ctx, cancel := context.WithTimeout(context.Background(), busy+time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, interpretError(ctx, "", file, err)
+	}
+	return db, nil
+}
+
+// dataSourceName turns path (a file name or a "file:" URI) into the
+// driver's DSN, and returns the file name for messages.
+func dataSourceName(path string, busy time.Duration) (dsn, file string, err error) {
+	if path == "" {
+		return "", "", errors.New("sqlite: empty database path")
+	}
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	var u *url.URL
+	if strings.HasPrefix(path, "file:") {
+		if u, err = url.Parse(path); err != nil {
+			return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+		}
+		file = u.Path
+		if file == "" {
+			file = u.Opaque
+		}
+	} else {
+		// A URI rather than a plain name, so that characters such as '?'
+		// and '#' in the path are escaped instead of being taken for
+		// parameters.
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", "", fmt.Errorf("sqlite: database path %q: %w", path, err)
+		}
+		u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true}
+		file = path
+	}
+	q := u.Query()
+	q.Set("_txlock", "immediate")
+	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_foreign_keys", "1")
+	u.RawQuery = q.Encode()
+	return u.String(), file, nil
+}
+
+// Open opens the SQLite file at path (a file name or a "file:" URI, as for
+// [OpenDB]) with cfg (nil for defaults) and checks its schema. The Backend
+// owns the *sql.DB it creates and closes it in Close.
+//
+// Open does not migrate: a file without leasestore's schema, or with an
+// older one, is refused with an *[protocol.Error] of status unavailable
+// naming `leasectl migrate up`. Use [OpenDB], migrations.Up and [New] to
+// create and migrate a file from code.
+func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
+	busy := DefaultBusyTimeout
+	if cfg != nil && cfg.BusyTimeout > 0 {
+		busy = cfg.BusyTimeout
+	}
+	db, err := openDB(path, busy)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBackend(ctx, db, cfg, true)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// New returns a Backend on db, which the caller keeps: Close leaves it
+// open, and the caller closes it after closing the Backend. db should come
+// from [OpenDB]; a *sql.DB configured otherwise must at least use WAL,
+// a busy timeout and _txlock=immediate, or concurrent writers on the file
+// will see spurious timeouts (never wrong answers). New checks the schema
+// like [Open] and does not migrate. cfg may be nil; its BusyTimeout is not
+// used.
+func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
+	if db == nil {
+		return nil, errors.New("sqlite: nil *sql.DB")
+	}
+	return newBackend(ctx, db, cfg, false)
+}
+
+func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Backend, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	b := &Backend{db: db, owned: owned, now: cfg.Now, writeSlot: make(chan struct{}, 1)}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	var file sql.NullString
+	if err := db.QueryRowContext(ctx, qDatabaseFile).Scan(&file); err != nil {
+		return nil, interpretError(ctx, "", "", err)
+	}
+	b.file = file.String
+	if b.file == "" {
+		b.file = "(in memory)"
+	}
+	if err := b.checkSchema(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.stmts.prepare(ctx, db); err != nil {
+		return nil, b.interpret(ctx, "", err)
+	}
+	return b, nil
+}
+
+// Name returns "sqlite".
+func (b *Backend) Name() string { return "sqlite" }
+
+// File returns the path of the database file, as SQLite reports it.
+func (b *Backend) File() string { return b.file }
+
+// checkSchema refuses a file whose leasestore schema is missing or not at
+// migrations.LatestVersion.
+func (b *Backend) checkSchema(ctx context.Context) error {
+	var n int
+	if err := b.db.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
+		return b.interpret(ctx, "", err)
+	}
+	var v int64
+	if n > 0 {
+		if err := b.db.QueryRowContext(ctx, qSchemaVersion).Scan(&v); err != nil {
+			return b.interpret(ctx, "", err)
+		}
+	}
+	if v != migrations.LatestVersion {
+		return sqlstore.SchemaVersionError(v, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file))
+	}
+	return nil
+}
+
+// Health returns nil when the file is readable and its schema is current.
+func (b *Backend) Health(ctx context.Context) error {
+	if err := b.checkSchema(ctx); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			pe.Op = protocol.OpHealth
+		}
+		return err
+	}
+	return nil
+}
+
+// Close closes the prepared statements and, when the Backend owns its
+// *sql.DB (it came from [Open]), the *sql.DB, which waits for connections in
+// use to be returned. A *sql.DB given to [New] is left open. Close is
+// idempotent; operations after Close fail with unavailable.
+func (b *Backend) Close(context.Context) error {
+	b.closeOnce.Do(func() {
+		err := b.stmts.close()
+		if b.owned {
+			err = errors.Join(err, b.db.Close())
+		}
+		if err != nil {
+			b.closeErr = fmt.Errorf("sqlite: close %q: %w", b.file, err)
+		}
+	})
+	return b.closeErr
+}
+
+// statements are prepared once per Backend; database/sql prepares each
+// again, once, on every connection that runs it, and keeps it there.
+type statements struct {
+	findRequest, acquire, bumpFencing, renew, release, revoke *sql.Stmt
+	currentLease, insertAudit, list, audit, auditKey          *sql.Stmt
+}
+
+func (s *statements) fields() []struct {
+	p **sql.Stmt
+	q string
+} {
+	return []struct {
+		p **sql.Stmt
+		q string
+	}{
+		{&s.findRequest, qFindRequest}, {&s.acquire, qAcquire}, {&s.bumpFencing, qBumpFencing},
+		{&s.renew, qRenew}, {&s.release, qRelease}, {&s.revoke, qRevoke},
+		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList},
+		{&s.audit, qAudit}, {&s.auditKey, qAuditKey},
+	}
+}
+
+func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
+	for _, f := range s.fields() {
+		st, err := db.PrepareContext(ctx, f.q)
+		if err != nil {
+			_ = s.close()
+			return err
+		}
+		*f.p = st
+	}
+	return nil
+}
+
+func (s *statements) close() error {
+	var errs []error
+	for _, f := range s.fields() {
+		if *f.p != nil {
+			errs = append(errs, (*f.p).Close())
+		}
+	}
+	return errors.Join(errs...)
+}

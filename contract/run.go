@@ -1,0 +1,115 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// opTimeout bounds every operation the suite runs. It is generous because
+// the suite's contention cases run on loaded machines; no case waits for it.
+const opTimeout = 30 * time.Second
+
+// testCase is one named subtest of the suite.
+type testCase struct {
+	name string
+	run  func(e *env)
+}
+
+// group is a named set of cases, run as nested subtests.
+type group struct {
+	name  string
+	cases []testCase
+}
+
+// Run runs the contract suite against the backend that newHarness makes.
+// Every subtest calls newHarness for a fresh, isolated store, wraps the
+// harness's two handles in [protocol.Runtime]s and closes both when the
+// subtest ends (before the factory's own cleanups run). The suite never
+// sleeps: it moves the [Clock] that it passes to the factory, so the
+// backend's test-only clock option must read it.
+//
+// Subtests run one after the other; the contention cases start goroutines
+// of their own on both handles.
+func Run(t *testing.T, newHarness Factory) {
+	t.Helper()
+	groups := []group{
+		{"Acquire", acquireCases()},
+		{"Renew", holderCases(renewOp)},
+		{"Release", holderCases(releaseOp)},
+		{"Revoke", revokeCases()},
+		{"Fencing", fencingCases()},
+		{"Get", getCases()},
+		{"List", listCases()},
+		{"Namespaces", namespaceCases()},
+		{"Idempotency", idempotencyCases()},
+		{"Audit", auditCases()},
+		{"Contention", contentionCases()},
+		{"Invalid", invalidCases()},
+		{"Lifecycle", lifecycleCases()},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, c := range g.cases {
+				t.Run(c.name, func(t *testing.T) {
+					c.run(newEnv(t, newHarness))
+				})
+			}
+		})
+	}
+}
+
+// env is one subtest's view of a fresh store: two runtimes over the
+// harness's handles, the audit reader and the clock.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *Clock
+	a, b  *protocol.Runtime // over Harness.Backend and Harness.Second
+	audit audit.Reader
+	ns    string // the namespace most cases work in
+	seq   atomic.Int64
+}
+
+func newEnv(t *testing.T, newHarness Factory) *env {
+	t.Helper()
+	clock := NewClock()
+	h := newHarness(t, clock)
+	if h.Backend == nil || h.Second == nil || h.Audit == nil {
+		t.Fatalf("contract: the factory returned an incomplete harness: %+v", h)
+	}
+	cfg := &protocol.Config{DefaultTimeout: opTimeout}
+	e := &env{
+		t:     t,
+		ctx:   t.Context(),
+		clock: clock,
+		a:     protocol.New(h.Backend, cfg),
+		b:     protocol.New(h.Second, cfg),
+		audit: h.Audit,
+		ns:    "contract",
+	}
+	// Registered after the factory ran, so this runs before the factory's
+	// cleanups (dropping a schema, removing a file).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if err := e.a.Close(ctx); err != nil {
+			t.Errorf("close first runtime: %v", err)
+		}
+		if err := e.b.Close(ctx); err != nil {
+			t.Errorf("close second runtime: %v", err)
+		}
+	})
+	return e
+}
+
+// key returns the key name in the env's namespace.
+func (e *env) key(name string) protocol.Key { return protocol.Key{Namespace: e.ns, Name: name} }
+
+// rid returns a request id unique within the subtest.
+func (e *env) rid() string { return fmt.Sprintf("req-%d", e.seq.Add(1)) }

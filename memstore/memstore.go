@@ -1,0 +1,432 @@
+// Package memstore is an in-memory, deterministic [protocol.Backend] FOR
+// UNIT TESTS ONLY: nothing is persisted, and the state lives in one process.
+// Use it to test code that depends on [protocol.Store] without a database:
+//
+//	rt := protocol.New(memstore.New(nil), nil)
+//	defer rt.Close(ctx)
+//
+// It implements the whole protocol as the SQL backends do (DESIGN.md):
+// fencing tokens from one counter per store, expiry judged by the store's
+// clock, idempotency by (namespace, request id) with a parameters hash and
+// replay, one audit record per state change, list with keyset pagination,
+// and [audit.Reader]. Because the store writes and reads its own values, the
+// format-version checks of the SQL backends have nothing to refuse here.
+//
+// A [Store] holds the state; each [Store.Handle] is an independent
+// [*Backend] on it, as a second process's connection would be, so tests of
+// contention can use two handles. This package must not import any database
+// driver or any package under sqlstore/.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Config tunes a [Store]. A nil *Config means all defaults.
+type Config struct {
+	// Now is the store's clock, FOR TESTS ONLY: it judges expiry and stamps
+	// leases and audit records. It is called with the store's lock held, so
+	// it must not call back into the store. Readings are truncated to the
+	// microsecond, the precision of the SQL backends. Default: time.Now.
+	Now func() time.Time
+}
+
+// Store is the shared in-memory state of one lease store: leases, the
+// fencing counter and the audit trail. Obtain handles on it with
+// [Store.Handle]. A Store is safe for concurrent use; every operation runs
+// under one mutex, so each check and change and its audit record form one
+// atomic step.
+type Store struct {
+	now func() time.Time
+
+	mu        sync.Mutex
+	leases    map[protocol.Key]protocol.Lease
+	lastToken int64              // the last fencing token issued, for every key
+	records   []record           // the audit trail; records[i].ID == i+1
+	requests  map[requestKey]int // (namespace, request id) -> index into records
+}
+
+// record is an audit record and the fingerprint of the request that caused
+// it, for recognising a reused request id.
+type record struct {
+	audit.Record
+	paramsHash string
+}
+
+type requestKey struct{ namespace, requestID string }
+
+// NewStore returns an empty store. cfg may be nil.
+func NewStore(cfg *Config) *Store {
+	s := &Store{
+		now:      time.Now,
+		leases:   make(map[protocol.Key]protocol.Lease),
+		requests: make(map[requestKey]int),
+	}
+	if cfg != nil && cfg.Now != nil {
+		s.now = cfg.Now
+	}
+	return s
+}
+
+// Handle returns a new open handle on s. Handles are independent: closing
+// one leaves the others and the store's state untouched.
+func (s *Store) Handle() *Backend { return &Backend{store: s} }
+
+// New returns a handle on a new, empty store: NewStore(cfg).Handle().
+func New(cfg *Config) *Backend { return NewStore(cfg).Handle() }
+
+// Backend is one handle on a [Store]. It implements [protocol.Backend] and
+// [audit.Reader] and is safe for concurrent use. After [Backend.Close] every
+// operation on this handle returns an *[protocol.Error] with status closed.
+type Backend struct {
+	store  *Store
+	closed atomic.Bool
+}
+
+var (
+	_ protocol.Backend = (*Backend)(nil)
+	_ audit.Reader     = (*Backend)(nil)
+)
+
+// errHandleClosed is the cause of every error of a closed handle.
+var errHandleClosed = errors.New("memstore: handle closed")
+
+// opAudit names audit reads in errors; it is not one of the protocol's operations.
+const opAudit protocol.Op = "audit"
+
+// interpretError is the one place where this backend builds its errors: a
+// closed handle answers closed, a finished context timeout, and an invalid
+// audit query invalid.
+func interpretError(op protocol.Op, err error) error {
+	var invalid *invalidError
+	switch {
+	case errors.Is(err, errHandleClosed):
+		return protocol.NewError(op, protocol.StatusClosed, err, "memstore: the handle was closed")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return protocol.NewError(op, protocol.StatusTimeout, err, "memstore: %v", err)
+	case errors.As(err, &invalid):
+		return protocol.NewError(op, protocol.StatusInvalid, invalid.err, "memstore: %v", invalid.err)
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, err, "memstore: %v", err)
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+func (e *invalidError) Unwrap() error { return e.err }
+
+// Name returns "memory".
+func (b *Backend) Name() string { return "memory" }
+
+// lock checks that the handle is open and ctx is not done, takes the store's
+// lock and reads the clock. On success the caller must call s.mu.Unlock.
+func (b *Backend) lock(ctx context.Context, op protocol.Op) (*Store, time.Time, error) {
+	if b.closed.Load() {
+		return nil, time.Time{}, interpretError(op, errHandleClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, interpretError(op, err)
+	}
+	s := b.store
+	s.mu.Lock()
+	return s, s.now().UTC().Truncate(time.Microsecond), nil
+}
+
+// expiry returns now+ttl at the store's microsecond precision.
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Microsecond)
+}
+
+// current returns a copy of the row at k, or nil when there is none.
+func (s *Store) current(k protocol.Key) *protocol.Lease {
+	l, ok := s.leases[k]
+	if !ok {
+		return nil
+	}
+	return &l
+}
+
+// replay looks up (namespace, request id). It reports done when the id was
+// used before: res is then the recorded outcome flagged Replayed, or invalid
+// when the id was used with another operation or other parameters.
+func (s *Store) replay(op protocol.Op, namespace, requestID, paramsHash string) (res protocol.Result, done bool) {
+	i, ok := s.requests[requestKey{namespace, requestID}]
+	if !ok {
+		return protocol.Result{}, false
+	}
+	r := s.records[i]
+	if r.Op != op || r.paramsHash != paramsHash {
+		return protocol.Result{
+			Status: protocol.StatusInvalid,
+			Message: fmt.Sprintf("request id %q was already used in namespace %q for a different %s request",
+				requestID, namespace, r.Op),
+		}, true
+	}
+	l := protocol.Lease{
+		Key:       protocol.Key{Namespace: r.Namespace, Name: r.Key},
+		Owner:     r.Owner,
+		Token:     r.Token,
+		RenewedAt: r.At,
+		ExpiresAt: r.ExpiresAt,
+		Version:   protocol.LeaseFormatVersion,
+	}
+	if op == protocol.OpAcquire {
+		l.AcquiredAt = r.At
+	}
+	return protocol.Result{Status: r.Status, Lease: &l, Replayed: true}, true
+}
+
+// change is one state change to record in the audit trail.
+type change struct {
+	op         protocol.Op
+	status     protocol.Status
+	lease      protocol.Lease
+	requestID  string
+	actor      string
+	reason     string
+	paramsHash string
+	expires    bool // record the lease's expiry (acquire and renew)
+}
+
+// record appends the audit record of c at now.
+func (s *Store) record(now time.Time, c change) {
+	r := record{
+		Record: audit.Record{
+			ID:        int64(len(s.records)) + 1,
+			At:        now,
+			Op:        c.op,
+			Namespace: c.lease.Key.Namespace,
+			Key:       c.lease.Key.Name,
+			Owner:     c.lease.Owner,
+			Token:     c.lease.Token,
+			RequestID: c.requestID,
+			Actor:     c.actor,
+			Reason:    c.reason,
+			Status:    c.status,
+			Version:   audit.RecordFormatVersion,
+		},
+		paramsHash: c.paramsHash,
+	}
+	if c.expires {
+		r.ExpiresAt = c.lease.ExpiresAt
+	}
+	s.requests[requestKey{r.Namespace, r.RequestID}] = len(s.records)
+	s.records = append(s.records, r)
+}
+
+// Acquire takes the lease on req.Key when it is free or expired, with a
+// token greater than every token the store issued, and records it.
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpAcquire)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	defer s.mu.Unlock()
+	hash := req.Fingerprint()
+	if res, done := s.replay(protocol.OpAcquire, req.Key.Namespace, req.RequestID, hash); done {
+		return res, nil
+	}
+	cur := s.current(req.Key)
+	if st := protocol.CheckAcquire(cur, now); st != "" {
+		return protocol.Result{Status: st, Lease: cur}, nil
+	}
+	s.lastToken++
+	l := protocol.Lease{
+		Key:        req.Key,
+		Owner:      req.Owner,
+		Token:      s.lastToken,
+		AcquiredAt: now,
+		RenewedAt:  now,
+		ExpiresAt:  expiry(now, req.TTL),
+		Version:    protocol.LeaseFormatVersion,
+	}
+	s.leases[req.Key] = l
+	s.record(now, change{op: protocol.OpAcquire, status: protocol.StatusAcquired, lease: l,
+		requestID: req.RequestID, actor: req.Owner, paramsHash: hash, expires: true})
+	return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, nil
+}
+
+// Renew extends the holder's live lease to now+req.TTL, keeping its token.
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpRenew)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	defer s.mu.Unlock()
+	hash := req.Fingerprint()
+	if res, done := s.replay(protocol.OpRenew, req.Key.Namespace, req.RequestID, hash); done {
+		return res, nil
+	}
+	cur := s.current(req.Key)
+	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
+		return protocol.Result{Status: st, Lease: cur}, nil
+	}
+	l := *cur
+	l.RenewedAt = now
+	l.ExpiresAt = expiry(now, req.TTL)
+	s.leases[req.Key] = l
+	s.record(now, change{op: protocol.OpRenew, status: protocol.StatusRenewed, lease: l,
+		requestID: req.RequestID, actor: req.Owner, paramsHash: hash, expires: true})
+	return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, nil
+}
+
+// Release deletes the holder's live lease. The result carries the lease as
+// it was.
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpRelease)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	defer s.mu.Unlock()
+	hash := req.Fingerprint()
+	if res, done := s.replay(protocol.OpRelease, req.Key.Namespace, req.RequestID, hash); done {
+		return res, nil
+	}
+	cur := s.current(req.Key)
+	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
+		return protocol.Result{Status: st, Lease: cur}, nil
+	}
+	delete(s.leases, req.Key)
+	s.record(now, change{op: protocol.OpRelease, status: protocol.StatusReleased, lease: *cur,
+		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
+	return protocol.Result{Status: protocol.StatusReleased, Lease: cur}, nil
+}
+
+// Revoke deletes the live lease at req.Key (only the one with req.Token when
+// it is non-zero) and records the actor and reason.
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpRevoke)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	defer s.mu.Unlock()
+	hash := req.Fingerprint()
+	if res, done := s.replay(protocol.OpRevoke, req.Key.Namespace, req.RequestID, hash); done {
+		return res, nil
+	}
+	cur := s.current(req.Key)
+	switch st := protocol.CheckRevoke(cur, req.Token, now); st {
+	case "":
+	case protocol.StatusNotFound:
+		return protocol.Result{Status: st}, nil
+	default:
+		return protocol.Result{Status: st, Lease: cur}, nil
+	}
+	delete(s.leases, req.Key)
+	s.record(now, change{op: protocol.OpRevoke, status: protocol.StatusRevoked, lease: *cur,
+		requestID: req.RequestID, actor: req.Actor, reason: req.Reason, paramsHash: hash})
+	return protocol.Result{Status: protocol.StatusRevoked, Lease: cur}, nil
+}
+
+// Get returns the live lease at req.Key (found) or not_found.
+func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpGet)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	defer s.mu.Unlock()
+	cur := s.current(req.Key)
+	if cur == nil || !cur.LiveAt(now) {
+		return protocol.Result{Status: protocol.StatusNotFound}, nil
+	}
+	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+}
+
+// List returns one page of the namespace's leases ordered by name (byte
+// order, as the SQL backends with the C collation).
+func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	after := ""
+	if req.Cursor != "" {
+		var err error
+		if after, err = protocol.DecodeListCursor(req.Cursor); err != nil {
+			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
+		}
+	}
+	s, now, err := b.lock(ctx, protocol.OpList)
+	if err != nil {
+		return protocol.ListResult{}, err
+	}
+	defer s.mu.Unlock()
+	var page []protocol.Lease
+	for k, l := range s.leases {
+		switch {
+		case k.Namespace != req.Namespace,
+			req.Cursor != "" && k.Name <= after,
+			!strings.HasPrefix(k.Name, req.Prefix),
+			req.Owner != "" && l.Owner != req.Owner,
+			!req.IncludeExpired && !l.LiveAt(now):
+			continue
+		}
+		page = append(page, l)
+	}
+	slices.SortFunc(page, func(x, y protocol.Lease) int { return cmp.Compare(x.Key.Name, y.Key.Name) })
+	res := protocol.ListResult{Status: protocol.StatusFound, Leases: page}
+	if limit := req.EffectiveLimit(); len(page) > limit {
+		res.Leases = page[:limit:limit]
+		res.NextCursor = protocol.EncodeListCursor(page[limit-1].Key.Name)
+	}
+	return res, nil
+}
+
+// ReadAudit returns one page of the audit trail, oldest first, filtered by
+// q's namespace, key and since. An invalid q is an *[protocol.Error] with
+// status invalid.
+func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	if err := q.Validate(); err != nil {
+		return audit.Page{}, interpretError(opAudit, &invalidError{err})
+	}
+	var after int64
+	if q.Cursor != "" {
+		after, _ = audit.DecodeCursor(q.Cursor) // checked by Validate
+	}
+	s, _, err := b.lock(ctx, opAudit)
+	if err != nil {
+		return audit.Page{}, err
+	}
+	defer s.mu.Unlock()
+	limit := q.EffectiveLimit()
+	var page audit.Page
+	for i := int(min(after, int64(len(s.records)))); i < len(s.records); i++ {
+		r := s.records[i].Record
+		switch {
+		case q.Namespace != "" && r.Namespace != q.Namespace,
+			q.Key != "" && r.Key != q.Key,
+			!q.Since.IsZero() && r.At.Before(q.Since):
+			continue
+		}
+		if len(page.Records) == limit {
+			page.NextCursor = audit.EncodeCursor(page.Records[limit-1].ID)
+			break
+		}
+		page.Records = append(page.Records, r)
+	}
+	return page, nil
+}
+
+// Health returns nil while the handle is open.
+func (b *Backend) Health(ctx context.Context) error {
+	s, _, err := b.lock(ctx, protocol.OpHealth)
+	if err != nil {
+		return err
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Close closes this handle only: the store and its other handles are not
+// affected. Close is idempotent and always returns nil.
+func (b *Backend) Close(context.Context) error {
+	b.closed.Store(true)
+	return nil
+}

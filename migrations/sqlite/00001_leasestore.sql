@@ -24,7 +24,7 @@ CREATE INDEX leasestore_leases_owner ON leasestore_leases (namespace, owner, nam
 -- One row: the last fencing token issued, for every key. Bumped in the same
 -- transaction as the acquire that uses it, so tokens never go backwards. The
 -- triggers make that a property of the file, not only of the code: the
--- counter may only grow and its row may not be deleted.
+-- counter may only grow and its row may not be deleted or replaced.
 CREATE TABLE leasestore_fencing (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     last_token INTEGER NOT NULL CHECK (last_token >= 0)
@@ -36,6 +36,15 @@ CREATE TRIGGER leasestore_fencing_no_decrease BEFORE UPDATE ON leasestore_fencin
 WHEN NEW.last_token < OLD.last_token OR NEW.id <> OLD.id
 BEGIN
     SELECT RAISE(ABORT, 'leasestore_fencing: the fencing counter may not decrease');
+END;
+-- +goose StatementEnd
+
+-- INSERT OR REPLACE would delete the row without firing the DELETE trigger.
+-- +goose StatementBegin
+CREATE TRIGGER leasestore_fencing_no_replace BEFORE INSERT ON leasestore_fencing
+WHEN EXISTS (SELECT 1 FROM leasestore_fencing)
+BEGIN
+    SELECT RAISE(ABORT, 'leasestore_fencing: the fencing counter may not be replaced');
 END;
 -- +goose StatementEnd
 

@@ -90,7 +90,7 @@ func (b *Backend) current(ctx context.Context, q *sql.Stmt, op protocol.Op, key 
 }
 
 // refused classifies a conditional statement that matched no row, from the
-// row that is there. check returns "" when the statement should have
+// row that is there, which the result carries (except for not_found). check returns "" when the statement should have
 // matched, which the write lock makes impossible: that is reported as an
 // error rather than guessed at.
 func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key protocol.Key,
@@ -102,6 +102,9 @@ func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key p
 	st := check(cur)
 	if st == "" {
 		return protocol.Result{}, false, fmt.Errorf("sqlite: %s %s: the conditional statement matched no row, yet the row allows it", op, key)
+	}
+	if st == protocol.StatusNotFound {
+		cur = nil // an expired row is no lease to report
 	}
 	return protocol.Result{Status: st, Lease: cur}, false, nil
 }

@@ -65,21 +65,37 @@ func contentionCases() []testCase {
 				e.t.Fatalf("audit after the race: %+v, want one acquire by the winner", recs)
 			}
 		}},
-		{"acquire_release_cycles", func(e *env) {
+		{"acquire_renew_release_cycles_with_revokes", func(e *env) {
+			// Workers on both handles take, renew and give up leases on a
+			// few keys while an operator revokes them. The audit trail is
+			// then replayed per key: at most one holder at a time, tokens
+			// strictly increasing, every renew, release and revoke acting
+			// on the lease then held.
 			const workers, rounds = 6, 15
 			keys := []string{"k0", "k1", "k2"}
 			var (
 				mu       sync.Mutex
 				failures []string
-				acquired = map[string]int{}
+				effects  = map[protocol.Op]int{}
 			)
 			fail := func(format string, args ...any) {
 				mu.Lock()
 				defer mu.Unlock()
 				failures = append(failures, fmt.Sprintf(format, args...))
 			}
+			took := func(op protocol.Op) {
+				mu.Lock()
+				defer mu.Unlock()
+				effects[op]++
+			}
+			// After a revoke, the holder's renew or release finds no row
+			// or a newer lease; nothing expires during the test.
+			lost := func(st protocol.Status) bool {
+				return st == protocol.StatusNotFound || st == protocol.StatusStaleToken
+			}
 			start := make(chan struct{})
-			var wg sync.WaitGroup
+			done := make(chan struct{})
+			var wg, revoker sync.WaitGroup
 			for w := range workers {
 				rt := e.a
 				if w%2 == 1 {
@@ -95,43 +111,75 @@ func contentionCases() []testCase {
 						case protocol.StatusConflict:
 							continue
 						case protocol.StatusAcquired:
+							took(protocol.OpAcquire)
 						default:
 							fail("%s acquire %s: %q %v", owner, k, res.Status, err)
 							return
 						}
-						mu.Lock()
-						acquired[k.Name]++
-						mu.Unlock()
-						l := res.Lease
-						res, err = rt.Release(e.ctx, protocol.ReleaseRequest{Key: k, Owner: owner, Token: l.Token, RequestID: fmt.Sprintf("%s-r%d", owner, i)})
-						if res.Status != protocol.StatusReleased {
-							fail("%s release %s token %d: %q %v", owner, k, l.Token, res.Status, err)
+						token := res.Lease.Token
+						res, err = rt.Renew(e.ctx, protocol.RenewRequest{Key: k, Owner: owner, Token: token, TTL: leaseTTL, RequestID: fmt.Sprintf("%s-n%d", owner, i)})
+						switch {
+						case res.Status == protocol.StatusRenewed:
+							took(protocol.OpRenew)
+						case lost(res.Status):
+							continue
+						default:
+							fail("%s renew %s token %d: %q %v", owner, k, token, res.Status, err)
+							return
+						}
+						res, err = rt.Release(e.ctx, protocol.ReleaseRequest{Key: k, Owner: owner, Token: token, RequestID: fmt.Sprintf("%s-r%d", owner, i)})
+						switch {
+						case res.Status == protocol.StatusReleased:
+							took(protocol.OpRelease)
+						case lost(res.Status):
+						default:
+							fail("%s release %s token %d: %q %v", owner, k, token, res.Status, err)
 							return
 						}
 					}
 				})
 			}
+			revoker.Go(func() {
+				<-start
+				for i := 0; ; i++ {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					k := e.key(keys[i%len(keys)])
+					res, err := e.b.Revoke(e.ctx, protocol.RevokeRequest{Key: k, Actor: "ops", Reason: "churn", RequestID: fmt.Sprintf("ops-%d", i)})
+					switch res.Status {
+					case protocol.StatusRevoked:
+						took(protocol.OpRevoke)
+					case protocol.StatusNotFound:
+					default:
+						fail("revoke %s: %q %v", k, res.Status, err)
+						return
+					}
+				}
+			})
 			close(start)
 			wg.Wait()
+			close(done)
+			revoker.Wait()
 			if len(failures) > 0 {
 				e.t.Fatalf("%d failures, first: %s", len(failures), failures[0])
 			}
-			// Replay the audit trail per key: holders never overlap and
-			// tokens strictly increase in audit order.
 			type keyState struct {
 				holder *audit.Record
 				last   int64
-				acq    int
 			}
 			per := map[string]*keyState{}
+			recorded := map[protocol.Op]int{}
 			for _, r := range e.auditAll(audit.Query{Namespace: e.ns}) {
 				s := per[r.Key]
 				if s == nil {
 					s = &keyState{}
 					per[r.Key] = s
 				}
-				switch r.Op {
-				case protocol.OpAcquire:
+				recorded[r.Op]++
+				if r.Op == protocol.OpAcquire {
 					if s.holder != nil {
 						e.t.Fatalf("key %s: acquire by %s token %d (record %d) while %s holds token %d",
 							r.Key, r.Owner, r.Token, r.ID, s.holder.Owner, s.holder.Token)
@@ -140,26 +188,27 @@ func contentionCases() []testCase {
 						e.t.Fatalf("key %s: token %d (record %d) after token %d", r.Key, r.Token, r.ID, s.last)
 					}
 					s.holder, s.last = &r, r.Token
-					s.acq++
-				case protocol.OpRelease:
-					if s.holder == nil || s.holder.Token != r.Token || s.holder.Owner != r.Owner {
-						e.t.Fatalf("key %s: release by %s token %d (record %d) of a lease it does not hold", r.Key, r.Owner, r.Token, r.ID)
-					}
+					continue
+				}
+				if s.holder == nil || s.holder.Token != r.Token || s.holder.Owner != r.Owner {
+					e.t.Fatalf("key %s: %s of %s token %d (record %d), but the holder is %+v",
+						r.Key, r.Op, r.Owner, r.Token, r.ID, s.holder)
+				}
+				switch r.Op {
+				case protocol.OpRenew:
+				case protocol.OpRelease, protocol.OpRevoke:
 					s.holder = nil
 				default:
 					e.t.Fatalf("unexpected audit record %+v", r)
 				}
 			}
-			total := 0
-			for _, k := range keys {
-				s := per[k]
-				if s == nil || s.acq != acquired[k] || s.holder != nil {
-					e.t.Fatalf("key %s: audit %+v, %d acquires answered", k, s, acquired[k])
+			for _, op := range []protocol.Op{protocol.OpAcquire, protocol.OpRenew, protocol.OpRelease, protocol.OpRevoke} {
+				if recorded[op] != effects[op] {
+					e.t.Fatalf("%d %s records, %d answered %s", recorded[op], op, effects[op], op)
 				}
-				total += s.acq
 			}
-			if total < len(keys) {
-				e.t.Fatalf("only %d acquires took effect", total)
+			if effects[protocol.OpAcquire] < len(keys) {
+				e.t.Fatalf("only %d acquires took effect", effects[protocol.OpAcquire])
 			}
 		}},
 	}

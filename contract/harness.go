@@ -54,7 +54,10 @@ type Harness struct {
 	// Second is another handle on the same store, as a second process would
 	// have it (for SQL: a separate pool or *sql.DB). The suite closes it too.
 	Second protocol.Backend
-	// Audit reads the store's audit trail.
+	// Audit reads the store's audit trail. It must not depend on Second:
+	// the suite closes Second early in its lifecycle cases and still reads
+	// the trail afterwards. The first handle, when it implements
+	// audit.Reader, is the natural choice.
 	Audit audit.Reader
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
+
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -216,8 +218,18 @@ func revokeCases() []testCase {
 		}},
 		{"success/any_token", func(e *env) {
 			l := e.acquire(e.a, "job", "w1", leaseTTL)
+			e.clock.Advance(time.Second)
 			res := revoke(e, e.b, "job", 0, protocol.StatusRevoked)
 			e.expectHolder("revoked lease", res.Lease, l)
+			recs := e.auditAll(audit.Query{Namespace: e.ns, Key: "job"})
+			if len(recs) != 2 {
+				e.t.Fatalf("%d audit records, want acquire and revoke", len(recs))
+			}
+			e.expectRecord("revoke record", recs[1], audit.Record{
+				At: e.clock.Now(), Op: protocol.OpRevoke, Namespace: e.ns, Key: "job", Owner: "w1", Token: l.Token,
+				RequestID: res.RequestID, Actor: "operator", Reason: "contract", Status: protocol.StatusRevoked,
+				Version: audit.RecordFormatVersion,
+			})
 			if g := e.get(e.a, "job"); g != nil {
 				e.t.Fatalf("get after revoke: %s, want not_found", fmtLease(g))
 			}

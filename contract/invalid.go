@@ -154,6 +154,9 @@ func invalidCases() []testCase {
 			}
 			e.unchanged("after invalid requests", before)
 			e.expectLease("the held lease", e.get(e.b, "held"), held)
+			if g := e.get(e.a, "fresh"); g != nil {
+				e.t.Fatalf("get fresh after invalid acquires: %s, want not_found", fmtLease(g))
+			}
 			if ls := e.list(e.a, protocol.ListRequest{Namespace: e.ns, IncludeExpired: true}).Leases; len(ls) != 1 {
 				e.t.Fatalf("list after invalid requests: %q, want only held", names(ls))
 			}

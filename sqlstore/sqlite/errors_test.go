@@ -1,0 +1,234 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+func TestOpenDirectoryUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	_, err := sqlite.OpenDB(dir)
+	expectUnavailable(t, "OpenDB on a directory", err, dir, "cannot be opened")
+	_, err = sqlite.Open(ctxT(t), dir, nil)
+	expectUnavailable(t, "Open on a directory", err, dir, "cannot be opened")
+
+	missing := filepath.Join(dir, "no", "such", "dir", "x.db")
+	_, err = sqlite.Open(ctxT(t), missing, nil)
+	expectUnavailable(t, "Open in a missing directory", err, missing, "cannot be opened")
+}
+
+func TestOpenCorruptFileUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "garbage.db")
+	garbage := []byte(strings.Repeat("this is not an sqlite database, only garbage bytes. ", 200))
+	if err := os.WriteFile(path, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.OpenDB(path)
+	expectUnavailable(t, "OpenDB on garbage", err, path, "not a database or is corrupt")
+	_, err = sqlite.Open(ctxT(t), path, nil)
+	expectUnavailable(t, "Open on garbage", err, path, "not a database or is corrupt")
+}
+
+// A database page overwritten with garbage after the backend opened the
+// file: reads and writes that touch it answer unavailable naming the file.
+func TestCorruptPageUnavailable(t *testing.T) {
+	ctx := ctxT(t)
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	rt := protocol.New(b, nil)
+	for i := range 50 {
+		name := strings.Repeat("k", 200) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "w", TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Move everything from the WAL into the file, then scribble over every
+	// page but the first (the header), as a failing disk would.
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	var pageSize, pages int64
+	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", int(pageSize)/4))
+	for p := int64(1); p < pages; p++ {
+		if _, err := f.WriteAt(junk, p*pageSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.List(ctx, protocol.ListRequest{Namespace: "ns", RequestID: "l"})
+	expectUnavailable(t, "list over corrupt pages", err, path, "corrupt")
+	_, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("new"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	expectUnavailable(t, "acquire over corrupt pages", err, path, "corrupt")
+}
+
+// A file opened read-only (SQLite's mode=ro) reads but refuses writes: a
+// state change answers unavailable naming the file. Tests run as root, for
+// whom file permissions do not stop writes, so read-only is requested
+// through the URI instead.
+func TestReadOnlyFileUnavailable(t *testing.T) {
+	ctx := ctxT(t)
+	path := migratedFile(t)
+	rw := open(t, path, nil)
+	if _, err := rw.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Hour, RequestID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	ro := open(t, "file:"+path+"?mode=ro", nil)
+	if res, err := ro.Get(ctx, protocol.GetRequest{Key: key("held"), RequestID: "g"}); err != nil || res.Status != protocol.StatusFound {
+		t.Fatalf("get on the read-only handle: %+v, %v; want found", res, err)
+	}
+	_, err := ro.Acquire(ctx, protocol.AcquireRequest{Key: key("other"), Owner: "w", TTL: time.Hour, RequestID: "b"})
+	expectUnavailable(t, "acquire on a read-only file", err, path, "read-only")
+	_, err = ro.Release(ctx, protocol.ReleaseRequest{Key: key("held"), Owner: "w", Token: 1, RequestID: "c"})
+	expectUnavailable(t, "release on a read-only file", err, path, "read-only")
+	if res, err := rw.Get(ctx, protocol.GetRequest{Key: key("other"), RequestID: "g2"}); err != nil || res.Status != protocol.StatusNotFound {
+		t.Fatalf("get after the refused acquire: %+v, %v; want not_found", res, err)
+	}
+}
+
+// holdWriteLock takes the file's write lock on a connection of its own and
+// returns a function that releases it.
+func holdWriteLock(t *testing.T, path string) func() {
+	t.Helper()
+	db := rawDB(t, path)
+	conn, err := db.Conn(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctxT(t), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+			t.Errorf("rollback: %v", err)
+		}
+		_ = conn.Close()
+	}
+	t.Cleanup(release)
+	return release
+}
+
+func expectTimeout(t *testing.T, what string, err error) {
+	t.Helper()
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Status != protocol.StatusTimeout || !errors.Is(err, protocol.ErrTimeout) {
+		t.Fatalf("%s: err = %v, want an *protocol.Error with status timeout", what, err)
+	}
+}
+
+// Another connection holds the write lock past the operation's deadline:
+// the state change answers timeout, having written nothing, and succeeds
+// once the lock is gone.
+func TestWriteBlockedPastDeadlineTimesOut(t *testing.T) {
+	path := migratedFile(t)
+	b := open(t, path, nil) // busy timeout 5s: the context's deadline ends the wait first
+	release := holdWriteLock(t, path)
+
+	req := protocol.AcquireRequest{Key: key("job"), Owner: "w", TTL: time.Minute, RequestID: "blocked"}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := b.Acquire(ctx, req)
+	expectTimeout(t, "acquire under another writer's lock", err)
+	// The wait ended with the deadline, not the 5s busy timeout. The bound is
+	// loose because the machine is shared.
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("acquire took %v to time out, want about the 150ms deadline", d)
+	}
+
+	// Through the runtime, the status is timeout as well.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	res, err := protocol.New(b, nil).Release(ctx2, protocol.ReleaseRequest{Key: key("job"), Owner: "w", Token: 1})
+	if res.Status != protocol.StatusTimeout || !errors.Is(err, protocol.ErrTimeout) {
+		t.Fatalf("runtime release under the lock: %+v, %v; want timeout", res, err)
+	}
+
+	// Reads do not wait for the writer (WAL).
+	if res, err := b.Get(ctxT(t), protocol.GetRequest{Key: key("job"), RequestID: "g"}); err != nil || res.Status != protocol.StatusNotFound {
+		t.Fatalf("get while the lock is held: %+v, %v; want not_found", res, err)
+	}
+
+	release()
+	res, err = b.Acquire(ctxT(t), req)
+	if err != nil || res.Status != protocol.StatusAcquired || res.Replayed {
+		t.Fatalf("acquire after the lock is gone: %+v, %v; want a fresh acquired (the timed-out one wrote nothing)", res, err)
+	}
+	if n := auditLen(t, b); n != 1 {
+		t.Fatalf("audit has %d records, want 1", n)
+	}
+}
+
+// With a busy timeout shorter than the deadline, SQLite gives up first with
+// SQLITE_BUSY, which is reported as timeout too: the caller cannot know
+// whether the change happened, and retries with the same request id.
+func TestBusyTimeoutBeforeDeadlineTimesOut(t *testing.T) {
+	path := migratedFile(t)
+	b, err := sqlite.Open(ctxT(t), path, &sqlite.Config{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	holdWriteLock(t, path)
+	_, err = b.Revoke(ctxT(t), protocol.RevokeRequest{Key: key("job"), Actor: "op", Reason: "r", RequestID: "v"})
+	expectTimeout(t, "revoke beyond the busy timeout", err)
+	if !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("err = %q, want it to say the file stayed locked", err)
+	}
+}
+
+// Two writers of one Backend while another connection holds the file's
+// lock: they queue on the Backend's write slot and then on the lock, in
+// whichever order they arrive. The one with a short deadline answers
+// timeout and writes nothing, wherever it was waiting; the other commits
+// once the lock is gone.
+func TestQueuedWriterTimesOut(t *testing.T) {
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	release := holdWriteLock(t, path)
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("a"), Owner: "w", TTL: time.Minute, RequestID: "first"})
+		first <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("b"), Owner: "w", TTL: time.Minute, RequestID: "second"})
+	expectTimeout(t, "queued acquire", err)
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("first writer after the lock was released: %v", err)
+	}
+	p, err := b.ReadAudit(ctxT(t), audit.Query{})
+	if err != nil || len(p.Records) != 1 || p.Records[0].RequestID != "first" {
+		t.Fatalf("audit = %+v, %v; want only the first writer's record", p.Records, err)
+	}
+}

@@ -34,6 +34,20 @@ type group struct {
 // sleeps: it moves the [Clock] that it passes to the factory, so the
 // backend's test-only clock option must read it.
 //
+// What a backend must provide beyond the protocol: that clock hook (every
+// case reads lease and audit times against it), two handles on one store,
+// and an [audit.Reader]. The suite writes no raw rows: refusing rows of an
+// unknown format version is left to each backend's own tests, which can
+// write such rows with raw statements.
+//
+// Beyond DESIGN.md's table the suite pins these details: a lease is live
+// while now < expires_at (at expires_at it is expired); a not_found result
+// carries no lease; list orders names byte by byte (PostgreSQL's "C"
+// collation) and treats a prefix literally (LIKE's % _ and \ are plain
+// characters); expired rows stay listable with include_expired until an
+// acquire replaces them; audit Since is inclusive; a page of exactly Limit
+// items is the last one (empty next cursor).
+//
 // Subtests run one after the other; the contention cases start goroutines
 // of their own on both handles.
 func Run(t *testing.T, newHarness Factory) {

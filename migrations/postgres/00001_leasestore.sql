@@ -2,12 +2,17 @@
 -- it lands in the first schema of the connection's search_path: give
 -- leasestore its own schema by setting search_path (for example in the DSN's
 -- options) before migrating.
+--
+-- Text that is compared or ordered (namespaces, names, owners) uses the "C"
+-- collation: byte order, the same order as Go's and SQLite's, independent of
+-- the database's locale, and usable by the b-tree indexes for prefixes and
+-- keyset pagination.
 
 -- +goose Up
 CREATE TABLE leasestore_leases (
-    namespace   text        NOT NULL,
-    name        text        NOT NULL,
-    owner       text        NOT NULL,
+    namespace   text        COLLATE "C" NOT NULL,
+    name        text        COLLATE "C" NOT NULL,
+    owner       text        COLLATE "C" NOT NULL,
     token       bigint      NOT NULL CHECK (token > 0),
     acquired_at timestamptz NOT NULL,
     renewed_at  timestamptz NOT NULL,
@@ -22,13 +27,21 @@ CREATE INDEX leasestore_leases_owner ON leasestore_leases (namespace, owner, nam
 -- releases, revokes, crashes and restarts; gaps are harmless.
 CREATE SEQUENCE leasestore_fencing_seq AS bigint;
 
+-- One row per state change. Every state change is one statement in its own
+-- transaction and writes exactly one row, whose id is that transaction's id
+-- (pg_current_xact_id(), 64 bits, never reused). So a reader can tell which
+-- records may still have an uncommitted predecessor: exactly those with an
+-- id at or above its snapshot's xmin (pg_snapshot_xmin); it holds them back,
+-- and a follower paging by id never skips a record that commits late. An
+-- identity column could not give that: its values are drawn before the
+-- transaction commits, in an order no snapshot reveals.
 CREATE TABLE leasestore_audit (
-    id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          bigint      PRIMARY KEY,
     at          timestamptz NOT NULL,
     op          text        NOT NULL,
-    namespace   text        NOT NULL,
-    name        text        NOT NULL,
-    owner       text        NOT NULL,
+    namespace   text        COLLATE "C" NOT NULL,
+    name        text        COLLATE "C" NOT NULL,
+    owner       text        COLLATE "C" NOT NULL,
     token       bigint      NOT NULL,
     request_id  text        NOT NULL,
     actor       text        NOT NULL,
@@ -37,7 +50,7 @@ CREATE TABLE leasestore_audit (
     version     integer     NOT NULL,
     params_hash text        NOT NULL,
     expires_at  timestamptz,
-    UNIQUE (namespace, request_id)
+    CONSTRAINT leasestore_audit_request UNIQUE (namespace, request_id)
 );
 
 CREATE INDEX leasestore_audit_key ON leasestore_audit (namespace, name, id);

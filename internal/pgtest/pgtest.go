@@ -1,0 +1,237 @@
+// Package pgtest gives tests of any leasestore package a PostgreSQL to run
+// against: each call of [DSN] or [MigratedDSN] creates a fresh, empty schema
+// and returns a DSN whose search_path is that schema, so tests are isolated
+// from each other and may run in parallel. The schema is dropped (CASCADE)
+// in t.Cleanup.
+//
+// The server comes from the environment variable LEASESTORE_TEST_POSTGRES_DSN
+// ([EnvDSN]). When it is unset and a Docker engine answers, one PostgreSQL 16
+// container is started with testcontainers-go for the whole test binary
+// (testcontainers' reaper removes it when the binary exits). Otherwise the
+// test is skipped with a message saying how to provide a server, except
+// when the environment variable CI is set: then a missing PostgreSQL fails
+// the test, so that CI never passes by skipping.
+//
+// pgtest is for tests only; it imports testing. Its functions are safe for
+// concurrent use by parallel tests.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/migrations"
+)
+
+// EnvDSN names the environment variable holding the test server's DSN, for
+// example postgres://root@127.0.0.1:5432/test?sslmode=disable. The role needs
+// the right to create schemas in that database.
+const EnvDSN = "LEASESTORE_TEST_POSTGRES_DSN"
+
+// ContainerImage is the image started when [EnvDSN] is unset and Docker
+// answers.
+const ContainerImage = "postgres:16-alpine"
+
+const howTo = "set " + EnvDSN + " to a PostgreSQL DSN (for example postgres://root@127.0.0.1:5432/test?sslmode=disable), " +
+	"or run `make db-up` and set " + EnvDSN + "=postgres://leasestore:leasestore@127.0.0.1:5432/leasestore?sslmode=disable, " +
+	"or start a Docker engine so that testcontainers can run " + ContainerImage
+
+var (
+	containerOnce sync.Once
+	containerDSN  string
+	containerErr  error
+)
+
+// ServerDSN returns the DSN of the test server itself (no schema of its
+// own): [EnvDSN], else the container's. Without a server it skips t, or
+// fails it when CI is set.
+func ServerDSN(t testing.TB) string {
+	t.Helper()
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		return dsn
+	}
+	containerOnce.Do(startContainer)
+	if containerDSN != "" {
+		return containerDSN
+	}
+	msg := fmt.Sprintf("pgtest: no PostgreSQL for this test (%v): %s", containerErr, howTo)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + " (CI is set, so a missing PostgreSQL is a failure)")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// startContainer starts the one container of this test binary, if a Docker
+// engine answers. It records why not in containerErr.
+func startContainer() {
+	defer func() {
+		// testcontainers panics in some set-ups without Docker.
+		if r := recover(); r != nil {
+			containerErr = fmt.Errorf("docker: %v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	provider, err := testcontainers.ProviderDefault.GetProvider()
+	if err != nil {
+		containerErr = fmt.Errorf("no docker engine: %w", err)
+		return
+	}
+	hctx, hcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer hcancel()
+	if err := provider.Health(hctx); err != nil { // Health closes the provider
+		containerErr = fmt.Errorf("no docker engine answers: %w", err)
+		return
+	}
+	c, err := tcpostgres.Run(ctx, ContainerImage,
+		tcpostgres.WithDatabase("leasestore"),
+		tcpostgres.WithUsername("leasestore"),
+		tcpostgres.WithPassword("leasestore"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		if c != nil {
+			_ = testcontainers.TerminateContainer(c)
+		}
+		containerErr = fmt.Errorf("start %s: %w", ContainerImage, err)
+		return
+	}
+	dsn, err := c.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		_ = testcontainers.TerminateContainer(c)
+		containerErr = fmt.Errorf("container dsn: %w", err)
+		return
+	}
+	containerDSN = dsn
+}
+
+// LeakOptions returns the goleak options that a TestMain using pgtest
+// passes to goleak.VerifyTestMain: they ignore the goroutines that
+// testcontainers keeps until the test binary exits (the reaper's connection
+// and the Docker client's idle HTTP connections) when the container path
+// was taken. Without a container nothing is ignored beyond those functions.
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/testcontainers/testcontainers-go.(*Reaper).connect.func1"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	}
+}
+
+// DSN creates a fresh, empty schema on the test server and returns a DSN
+// whose connections use it as search_path (through the options parameter,
+// so every pooled connection does). The schema is dropped in t.Cleanup,
+// after the cleanups registered later (so close pools with t.Cleanup after
+// calling DSN, or before the test returns).
+func DSN(t testing.TB) string {
+	t.Helper()
+	server := ServerDSN(t)
+	schema := "lstest_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := exec(ctx, server, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := exec(ctx, server, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+	})
+	dsn, err := WithSearchPath(server, schema)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dsn
+}
+
+// MigratedDSN is [DSN] with leasestore's migrations applied to the schema.
+func MigratedDSN(t testing.TB) string {
+	t.Helper()
+	dsn := DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Migrate(ctx, dsn); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dsn
+}
+
+// Migrate applies leasestore's migrations to the schema of dsn.
+func Migrate(ctx context.Context, dsn string) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("parse dsn: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	if _, err := migrations.Up(ctx, migrations.Postgres, db); err != nil {
+		return err
+	}
+	return nil
+}
+
+// WithSearchPath returns dsn with its connections' search_path set to
+// schema, through the options startup parameter (appended to any options
+// the DSN already has). It accepts both URL and key=value DSNs. schema must
+// be a plain identifier (lowercase letters, digits, underscores).
+func WithSearchPath(dsn, schema string) (string, error) {
+	for _, c := range schema {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return "", fmt.Errorf("search path: %q is not a plain identifier", schema)
+		}
+	}
+	opt := "-c search_path=" + schema
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("search path: the dsn is not a valid URL")
+		}
+		q := u.Query()
+		if old := q.Get("options"); old != "" {
+			opt = old + " " + opt
+		}
+		q.Set("options", opt)
+		// Encode writes spaces as "+", which pgx does not decode: use %20
+		// (a literal "+" is already escaped as %2B).
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+		return u.String(), nil
+	}
+	if strings.Contains(dsn, "options=") {
+		return "", fmt.Errorf("search path: a key=value dsn that sets options is not supported")
+	}
+	return dsn + " options='" + opt + "'", nil
+}
+
+// exec runs one statement on a connection of its own.
+func exec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

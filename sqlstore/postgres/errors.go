@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// requestConstraint is the unique constraint on (namespace, request_id) of
+// leasestore_audit (see the migration).
+const requestConstraint = "leasestore_audit_request"
+
+// errRequestIDRace reports that a statement's audit insert met a concurrent
+// writer of the same (namespace, request id): the statement was rolled back
+// and must be run again, when its fresh snapshot will find the other
+// writer's record. It never leaves the package.
+var errRequestIDRace = errors.New("postgres: a concurrent request used the same request id")
+
+// interpretError is the one place where driver and server errors become
+// protocol errors, for op (empty while opening):
+//
+//   - a unique violation of (namespace, request_id): errRequestIDRace, which
+//     the caller resolves into the replayed outcome;
+//   - a passed deadline or a cancelled context, and the server's
+//     query_canceled (the cancel request sent when the context ended, or a
+//     statement_timeout) or lock_not_available (lock_timeout): timeout;
+//   - a missing table, sequence or schema: unavailable, naming
+//     `leasectl migrate up`;
+//   - a refused, lost or terminated connection (class 08, 57P01-57P03),
+//     insufficient resources (class 53), and any other error:
+//     unavailable; server errors keep their SQLSTATE in the message.
+//
+// The result is an *protocol.Error whose cause is err.
+func interpretError(op protocol.Op, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch code := pe.Code; {
+		case code == "23505" && pe.ConstraintName == requestConstraint:
+			return errRequestIDRace
+		case code == "57014" || code == "55P03":
+			return protocol.NewError(op, protocol.StatusTimeout, err,
+				"postgres: the server cancelled the statement (SQLSTATE %s)", code)
+		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):
+			return protocol.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the leasestore schema is missing from the connection's search_path (SQLSTATE %s: %s): "+
+					"run `leasectl migrate up` (or call migrations.Up)", code, pe.Message)
+		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "53"):
+			return protocol.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server refused or dropped the connection (SQLSTATE %s)", code)
+		default:
+			return protocol.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: SQLSTATE %s: %s", code, pe.Message)
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), pgconn.Timeout(err):
+		return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: %s", firstLine(err.Error()))
+}
+
+// firstLine cuts multi-line driver messages (pgconn's connect errors list
+// every address tried) to their first line.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// inconsistent reports a statement result that the classification cannot
+// explain; it would be a bug in the statements.
+func inconsistent(op protocol.Op, format string, args ...any) error {
+	return protocol.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: unexpected outcome: %s",
+		op, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,395 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+// maxAttempts bounds how often a state-changing statement runs for one
+// operation. The first run answers almost always; a second is needed only
+// when the row changed between the statement's snapshot and its write (or a
+// concurrent request had the same request id), and then its fresh snapshot
+// sees the change. A third run means the key changed twice in that time.
+const maxAttempts = 3
+
+// leaseCols receives the six lease columns of a statement; all nil when the
+// row is absent.
+type leaseCols struct {
+	owner      *string
+	token      *int64
+	acquiredAt *time.Time
+	renewedAt  *time.Time
+	expiresAt  *time.Time
+	version    *int32
+}
+
+func (c *leaseCols) dest() []any {
+	return []any{&c.owner, &c.token, &c.acquiredAt, &c.renewedAt, &c.expiresAt, &c.version}
+}
+
+// lease returns the row as a lease of key, nil when there is no row, and the
+// version error when the row has a format version this release does not
+// know.
+func (c *leaseCols) lease(op protocol.Op, key protocol.Key) (*protocol.Lease, error) {
+	if c.owner == nil {
+		return nil, nil
+	}
+	if err := sqlstore.CheckLeaseVersion(op, int(*c.version)); err != nil {
+		return nil, err
+	}
+	return &protocol.Lease{
+		Key:        key,
+		Owner:      *c.owner,
+		Token:      *c.token,
+		AcquiredAt: c.acquiredAt.UTC(),
+		RenewedAt:  c.renewedAt.UTC(),
+		ExpiresAt:  c.expiresAt.UTC(),
+		Version:    int(*c.version),
+	}, nil
+}
+
+// priorCols receives the idempotency look-up's audit row.
+type priorCols struct {
+	id                                      *int64
+	at                                      *time.Time
+	op, namespace, name, owner              *string
+	token                                   *int64
+	requestID, actor, reason, status, phash *string
+	version                                 *int32
+	expiresAt                               *time.Time
+}
+
+func (c *priorCols) dest() []any {
+	return []any{&c.id, &c.at, &c.op, &c.namespace, &c.name, &c.owner, &c.token, &c.requestID,
+		&c.actor, &c.reason, &c.status, &c.version, &c.phash, &c.expiresAt}
+}
+
+func (c *priorCols) recorded() *sqlstore.Recorded {
+	if c.id == nil {
+		return nil
+	}
+	r := &sqlstore.Recorded{
+		Record: audit.Record{
+			ID: *c.id, At: c.at.UTC(), Op: protocol.Op(*c.op), Namespace: *c.namespace, Key: *c.name,
+			Owner: *c.owner, Token: *c.token, RequestID: *c.requestID, Actor: *c.actor, Reason: *c.reason,
+			Status: protocol.Status(*c.status), Version: int(*c.version),
+		},
+		ParamsHash: *c.phash,
+	}
+	if c.expiresAt != nil {
+		r.ExpiresAt = c.expiresAt.UTC()
+	}
+	return r
+}
+
+// outcome is what a state-changing statement returns (see queries.go).
+type outcome struct {
+	now   time.Time
+	prior *sqlstore.Recorded // the audit row of the request id, if any
+	cur   *protocol.Lease    // the key's row in the statement's snapshot
+	after *protocol.Lease    // the row as changed (acquire: or as locked by ON CONFLICT)
+	fresh *int64             // acquire: the token drawn, if one was
+}
+
+// change runs one state-changing statement (built by args for each attempt)
+// and classifies its outcome; see maxAttempts for when it runs again.
+// classify returns raced=true when the statement's snapshot and its write
+// disagree and only a fresh snapshot can tell the outcome.
+func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any,
+	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
+	for attempt := 1; ; attempt++ {
+		o, err := b.runChange(ctx, op, key, sql, args)
+		if errors.Is(err, errRequestIDRace) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, errRequestIDRace) {
+				err = protocol.NewError(op, protocol.StatusUnavailable, err,
+					"postgres: request id kept racing with concurrent requests; retry")
+			}
+			return protocol.Result{}, err
+		}
+		res, raced, err := classify(o)
+		if err != nil {
+			return protocol.Result{}, err
+		}
+		if !raced {
+			return res, nil
+		}
+		if attempt == maxAttempts {
+			if res.Status != "" {
+				return res, nil
+			}
+			return protocol.Result{}, protocol.NewError(op, protocol.StatusUnavailable, nil,
+				"postgres: the lease at %s changed while the %s ran, %d times in a row; retry with the same request id",
+				key, op, maxAttempts)
+		}
+	}
+}
+
+// runChange sends one state-changing statement and reads its one row.
+func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any) (*outcome, error) {
+	var (
+		o          outcome
+		prior      priorCols
+		cur, after leaseCols
+		dest       = make([]any, 0, 28)
+	)
+	dest = append(dest, &o.now)
+	dest = append(dest, prior.dest()...)
+	dest = append(dest, cur.dest()...)
+	dest = append(dest, after.dest()...)
+	dest = append(dest, &o.fresh)
+	if err := b.pool.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+		return nil, interpretError(op, err)
+	}
+	o.now = o.now.UTC()
+	o.prior = prior.recorded()
+	if o.prior != nil {
+		// The replay reads only the audit row: a lease row of an unknown
+		// version does not stop it.
+		return &o, nil
+	}
+	var err error
+	if o.cur, err = cur.lease(op, key); err != nil {
+		return nil, err
+	}
+	if o.after, err = after.lease(op, key); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// interval converts a TTL to the interval the statements add to now(), at
+// the microsecond precision the server keeps.
+func interval(ttl time.Duration) pgtype.Interval {
+	return pgtype.Interval{Microseconds: ttl.Microseconds(), Valid: true}
+}
+
+// holderResult answers a renew or release that the snapshot refused with
+// status st: the result carries the key's current lease, if any.
+func holderResult(st protocol.Status, cur *protocol.Lease) protocol.Result {
+	return protocol.Result{Status: st, Lease: cur}
+}
+
+// Acquire takes the lease on req.Key when it is free or expired, in one
+// statement; see acquireSQL.
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	fp := req.Fingerprint()
+	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, interval(req.TTL), req.RequestID, fp,
+		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+		if o.prior != nil {
+			res, err := sqlstore.Replay(*o.prior, protocol.OpAcquire, fp)
+			return res, false, err
+		}
+		if o.after != nil {
+			if o.fresh != nil && o.after.Token == *o.fresh {
+				return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
+			}
+			// Another acquire took the key after our snapshot; ON CONFLICT
+			// locked its row, so this is the true holder. If it has our
+			// owner it may have been this very request, sent twice: only a
+			// fresh snapshot, which sees its audit row, can tell.
+			if protocol.CheckAcquire(o.after, o.now) != protocol.StatusConflict {
+				return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "the locked row is not live")
+			}
+			return protocol.Result{Status: protocol.StatusConflict, Lease: o.after}, o.after.Owner == req.Owner, nil
+		}
+		if o.fresh == nil && protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
+			return protocol.Result{Status: protocol.StatusConflict, Lease: o.cur}, false, nil
+		}
+		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")
+	})
+}
+
+// Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	fp := req.Fingerprint()
+	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, req.Token, interval(req.TTL), req.RequestID, fp,
+		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+		if o.prior != nil {
+			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, fp)
+			return res, false, err
+		}
+		if o.after != nil {
+			return protocol.Result{Status: protocol.StatusRenewed, Lease: o.after}, false, nil
+		}
+		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
+			return holderResult(st, o.cur), false, nil
+		}
+		return protocol.Result{}, true, nil
+	})
+}
+
+// Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	fp := req.Fingerprint()
+	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, req.Token, req.RequestID, fp,
+		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	return b.change(ctx, protocol.OpRelease, req.Key, releaseSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+		if o.prior != nil {
+			res, err := sqlstore.Replay(*o.prior, protocol.OpRelease, fp)
+			return res, false, err
+		}
+		if o.after != nil {
+			return protocol.Result{Status: protocol.StatusReleased, Lease: o.after}, false, nil
+		}
+		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
+			return holderResult(st, o.cur), false, nil
+		}
+		return protocol.Result{}, true, nil
+	})
+}
+
+// Revoke deletes the live lease at req.Key (with req.Token when non-zero) in
+// one statement, recording req.Actor and req.Reason.
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	fp := req.Fingerprint()
+	args := []any{req.Key.Namespace, req.Key.Name, req.Actor, req.Reason, req.Token, req.RequestID, fp,
+		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	return b.change(ctx, protocol.OpRevoke, req.Key, revokeSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+		if o.prior != nil {
+			res, err := sqlstore.Replay(*o.prior, protocol.OpRevoke, fp)
+			return res, false, err
+		}
+		if o.after != nil {
+			return protocol.Result{Status: protocol.StatusRevoked, Lease: o.after}, false, nil
+		}
+		switch st := protocol.CheckRevoke(o.cur, req.Token, o.now); st {
+		case "":
+			return protocol.Result{}, true, nil
+		case protocol.StatusNotFound:
+			return protocol.Result{Status: st}, false, nil
+		default:
+			return protocol.Result{Status: st, Lease: o.cur}, false, nil
+		}
+	})
+}
+
+// Get reads the live lease at req.Key.
+func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	var (
+		now time.Time
+		row leaseCols
+	)
+	dest := append([]any{&now}, row.dest()...)
+	if err := b.pool.QueryRow(ctx, getSQL, req.Key.Namespace, req.Key.Name, b.clock()).Scan(dest...); err != nil {
+		return protocol.Result{}, interpretError(protocol.OpGet, err)
+	}
+	l, err := row.lease(protocol.OpGet, req.Key)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	if l == nil || !l.LiveAt(now) {
+		return protocol.Result{Status: protocol.StatusNotFound}, nil
+	}
+	return protocol.Result{Status: protocol.StatusFound, Lease: l}, nil
+}
+
+// List reads one page of the leases of req.Namespace, ordered by name.
+func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	after := ""
+	if req.Cursor != "" {
+		name, err := protocol.DecodeListCursor(req.Cursor)
+		if err != nil {
+			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
+		}
+		after = name
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = protocol.DefaultListLimit
+	}
+	rows, err := b.pool.Query(ctx, listSQL, req.Namespace, req.Prefix, after, req.Owner, req.IncludeExpired,
+		b.clock(), limit+1)
+	if err != nil {
+		return protocol.ListResult{}, interpretError(protocol.OpList, err)
+	}
+	var (
+		leases []protocol.Lease
+		name   string
+		cols   leaseCols
+	)
+	dest := append([]any{&name}, cols.dest()...)
+	_, err = pgx.ForEachRow(rows, dest, func() error {
+		l, err := cols.lease(protocol.OpList, protocol.Key{Namespace: req.Namespace, Name: name})
+		if err != nil {
+			return err
+		}
+		leases = append(leases, *l)
+		return nil
+	})
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return protocol.ListResult{}, err
+		}
+		return protocol.ListResult{}, interpretError(protocol.OpList, err)
+	}
+	return sqlstore.LeasePage(leases, limit), nil
+}
+
+// ReadAudit reads one page of the audit trail, oldest first. Records that
+// may still have an uncommitted predecessor are held back until they cannot
+// (see readAuditSQL), so a follower resuming from NextCursor never skips a
+// record. It implements [audit.Reader].
+func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	if err := q.Validate(); err != nil {
+		return audit.Page{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+	}
+	var afterID int64
+	if q.Cursor != "" {
+		afterID, _ = audit.DecodeCursor(q.Cursor) // validated above
+	}
+	var since *time.Time
+	if !q.Since.IsZero() {
+		since = &q.Since
+	}
+	limit := q.EffectiveLimit()
+	rows, err := b.pool.Query(ctx, readAuditSQL, afterID, q.Namespace, q.Key, since, limit+1)
+	if err != nil {
+		return audit.Page{}, interpretError("", err)
+	}
+	var (
+		recs      []audit.Record
+		r         audit.Record
+		op        string
+		status    string
+		expiresAt *time.Time
+	)
+	dest := []any{&r.ID, &r.At, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor, &r.Reason,
+		&status, &r.Version, &expiresAt}
+	_, err = pgx.ForEachRow(rows, dest, func() error {
+		if err := sqlstore.CheckRecordVersion("", r.Version); err != nil {
+			return err
+		}
+		rec := r
+		rec.At = rec.At.UTC()
+		rec.Op, rec.Status = protocol.Op(op), protocol.Status(status)
+		rec.ExpiresAt = time.Time{}
+		if expiresAt != nil {
+			rec.ExpiresAt = expiresAt.UTC()
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return audit.Page{}, err
+		}
+		return audit.Page{}, interpretError("", fmt.Errorf("audit: read: %w", err))
+	}
+	return sqlstore.AuditPage(recs, limit), nil
+}

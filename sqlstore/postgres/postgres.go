@@ -1,0 +1,278 @@
+// Package postgres is leasestore's PostgreSQL backend, on pgx/v5 and its
+// pool (pgxpool). [Open] makes a backend that owns its pool; [New] wraps a
+// pool the caller owns. Either way the backend implements
+// [protocol.Backend] (wrap it in a [protocol.Runtime]) and [audit.Reader].
+//
+// Every lease operation is exactly one SQL statement, so one network round
+// trip: the idempotency look-up, the conditional change, the fencing token
+// and the audit record are one atomic step (see queries.go). Expiry is judged
+// by the server's clock, now() at the start of the statement, unless a test
+// injects a clock with [Config.Now].
+//
+// The database objects (leasestore_leases, leasestore_audit,
+// leasestore_fencing_seq and goose's leasestore_goose_db_version) live in the
+// connection's schema: the first schema of its search_path. To give
+// leasestore a schema of its own, put it in the DSN, for example
+//
+//	postgres://app@db/prod?options=-csearch_path%3Dleasestore
+//
+// so that every pooled connection uses it. The backend never migrates: it
+// refuses to open a schema that is not at [migrations.LatestVersion] and
+// says to run `leasectl migrate up` (or [migrations.Up]).
+//
+// This package is the only one that imports pgx; protocol, audit and
+// sqlstore stay free of drivers.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+// Name is what [Backend.Name] returns.
+const Name = "postgres"
+
+// DefaultApplicationName is the application_name the pool of [Open] reports
+// to the server (pg_stat_activity) when neither [Config.ApplicationName] nor
+// the DSN sets one.
+const DefaultApplicationName = "leasestore"
+
+// cancelGrace is how long, after an operation's context ends, the
+// connection waits for the server to answer the cancel request before it
+// gives up on the connection (see Open).
+const cancelGrace = 500 * time.Millisecond
+
+// Config tunes a [Backend]. A nil *Config means all defaults. The pool
+// settings (ApplicationName, MaxConns) apply only to the pool that [Open]
+// makes; [New] leaves the caller's pool as it is.
+type Config struct {
+	// Now, when set, replaces the server's clock: each statement is given
+	// Now() (truncated to the microsecond) as its time. For tests only: in
+	// production, expiry must be judged by the one clock every process
+	// shares, the server's. Default: nil, the server's now().
+	Now func() time.Time
+	// ApplicationName is reported to the server as application_name.
+	// Default: the DSN's application_name, else [DefaultApplicationName].
+	ApplicationName string
+	// MaxConns caps the pool. Default: the DSN's pool_max_conns, else
+	// pgxpool's default (the larger of 4 and the number of CPUs).
+	MaxConns int32
+}
+
+// Backend is the PostgreSQL lease backend. It is safe for concurrent use.
+// Close closes the pool only when the backend owns it (made by [Open]).
+type Backend struct {
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	now       func() time.Time
+	closeOnce sync.Once
+}
+
+var (
+	_ protocol.Backend = (*Backend)(nil)
+	_ audit.Reader     = (*Backend)(nil)
+)
+
+// Open connects to the PostgreSQL server named by dsn (a pgx connection
+// string: postgres://... or key=value pairs, including pgxpool's pool_*
+// settings), checks that it answers and that the connection's schema is
+// migrated to [migrations.LatestVersion], and returns a backend that owns
+// the pool: [Backend.Close] closes it. cfg may be nil.
+//
+// The pool cancels a statement on the server when its context ends (a
+// cancel request, with the connection's deadline as a fallback after half a
+// second), so an operation that timed out does not go on to take effect
+// long after its caller gave up. The effect of a timed-out operation is
+// still unknown to the caller: retry with the same request id to learn it.
+//
+// Errors never contain the DSN's password. Errors about the schema are
+// *[protocol.Error] values with status unavailable that name
+// `leasectl migrate up`.
+func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, protocol.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(dsn)), "postgres: parse dsn")
+	}
+	password := pcfg.ConnConfig.Password
+	switch {
+	case cfg.ApplicationName != "":
+		pcfg.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
+	case pcfg.ConnConfig.RuntimeParams["application_name"] == "":
+		pcfg.ConnConfig.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = cfg.MaxConns
+	}
+	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, redacted(interpretError("", fmt.Errorf("postgres: open: %w", err)), password)
+	}
+	b := &Backend{pool: pool, ownsPool: true, now: cfg.Now}
+	if err := b.checkSchema(ctx); err != nil {
+		pool.Close()
+		return nil, redacted(err, password)
+	}
+	return b, nil
+}
+
+// New returns a backend over pool, which the caller owns: [Backend.Close]
+// leaves it open, and the caller closes it after the backend is closed.
+// Like [Open], it checks that the server answers and that the pool's schema
+// (the search_path of its connections) is at [migrations.LatestVersion].
+// The pool's own settings are used as they are; cfg.ApplicationName and
+// cfg.MaxConns are ignored. cfg may be nil.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error) {
+	if pool == nil {
+		return nil, errors.New("postgres: new: nil pool")
+	}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	b := &Backend{pool: pool, now: cfg.Now}
+	if err := b.checkSchema(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkSchema reads the connection's schema and its migration version, in
+// two statements (this happens once, at open).
+func (b *Backend) checkSchema(ctx context.Context) error {
+	var (
+		schema *string
+		exists bool
+	)
+	if err := b.pool.QueryRow(ctx, schemaSQL).Scan(&schema, &exists); err != nil {
+		return interpretError("", fmt.Errorf("postgres: read the schema: %w", err))
+	}
+	if schema == nil {
+		return protocol.NewError("", protocol.StatusUnavailable, nil,
+			"postgres: no schema of the connection's search_path exists: create it, "+
+				"then run `leasectl migrate up` (or call migrations.Up)")
+	}
+	where := fmt.Sprintf("postgres schema %q", *schema)
+	var version int64
+	if exists {
+		if err := b.pool.QueryRow(ctx, schemaVersionSQL).Scan(&version); err != nil {
+			return interpretError("", fmt.Errorf("postgres: read the schema version: %w", err))
+		}
+	}
+	if version != migrations.LatestVersion {
+		return sqlstore.SchemaVersionError(version, migrations.LatestVersion, where)
+	}
+	return nil
+}
+
+// Name returns "postgres".
+func (b *Backend) Name() string { return Name }
+
+// Pool returns the backend's pool, owned or borrowed. Callers must not
+// close a pool the backend owns.
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
+
+// Health returns nil when the server answers a round trip within ctx.
+func (b *Backend) Health(ctx context.Context) error {
+	if err := b.pool.Ping(ctx); err != nil {
+		return interpretError(protocol.OpHealth, err)
+	}
+	return nil
+}
+
+// Close closes the pool when the backend owns it, waiting until every
+// connection was returned (operations have deadlines, so this is bounded);
+// a borrowed pool is left open. Close is idempotent and always returns nil.
+func (b *Backend) Close(context.Context) error {
+	b.closeOnce.Do(func() {
+		if b.ownsPool {
+			b.pool.Close()
+		}
+	})
+	return nil
+}
+
+// clock returns the injected time (UTC, truncated to the microsecond as the
+// server stores it) or nil, which makes the statements use now().
+func (b *Backend) clock() *time.Time {
+	if b.now == nil {
+		return nil
+	}
+	t := b.now().UTC().Truncate(time.Microsecond)
+	return &t
+}
+
+// dsnPassword extracts the password from a DSN that pgx could not parse, so
+// that it can be kept out of error messages: the password of a URL, or the
+// value of a password= pair.
+func dsnPassword(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		rest := dsn[i+3:]
+		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				return pw
+			}
+		}
+		return ""
+	}
+	for _, f := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(f, "password="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}
+
+// redact replaces every occurrence of secret in s.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "xxxxx")
+}
+
+// redactedError is an error whose text has a secret removed; it unwraps to
+// the original error so that errors.Is and errors.As still work.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redacted returns err with secret removed from its text. A *protocol.Error
+// keeps its type (its message and cause are redacted) so that its status
+// still reads with errors.As.
+func redacted(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		c := *pe
+		c.Message = redact(c.Message, secret)
+		if c.Err != nil {
+			c.Err = &redactedError{msg: redact(c.Err.Error(), secret), err: c.Err}
+		}
+		return &c
+	}
+	return &redactedError{msg: redact(err.Error(), secret), err: err}
+}

@@ -1,0 +1,286 @@
+package postgres
+
+// Every statement the backend sends lives in this file.
+//
+// Each lease operation is exactly one statement, so one round trip. The
+// state-changing statements share a shape:
+//
+//	clock  the time the statement judges expiry by: the injected test clock
+//	       ($now) or the server's now(), the statement's start
+//	prior  the audit row of (namespace, request id), if any: the idempotency
+//	       look-up; when it exists nothing is written
+//	cur    the key's row as the statement's snapshot sees it
+//	up/del the conditional change, which locks the row and re-checks its
+//	       condition on the newest committed version (READ COMMITTED)
+//	rec    the audit row, inserted only from the change's RETURNING, so it
+//	       exists exactly when the change happened
+//
+// and the final SELECT returns one row with all of them (NULLs where absent).
+// The classification happens in Go with the protocol's Check functions.
+//
+// Snapshots and races. Every sub-statement of a WITH sees one snapshot,
+// taken when the statement starts; a plain SELECT (prior, cur) does not see
+// what commits afterwards, while UPDATE, DELETE and INSERT ... ON CONFLICT
+// lock the row they change and re-check their WHERE on its newest version.
+// When the two disagree (the snapshot allowed the change but the re-check
+// refused it, because another transaction changed the row after our snapshot
+// was taken) the statement changed nothing and the backend runs it once more
+// with a fresh snapshot; see Backend.change. A concurrent request with the
+// same request id makes the audit insert fail on leasestore_audit_request
+// (the second writer waits for the first and then violates the unique
+// constraint); the statement is rolled back and re-run, and its fresh
+// snapshot finds the first writer's audit row: a replay.
+//
+// Parameters shared by the state-changing statements: the audit row's id is
+// the writing transaction's id (see the migration), $lv is
+// protocol.LeaseFormatVersion (rows of another version are never changed, and
+// are returned so that the backend refuses them) and $rv is
+// audit.RecordFormatVersion.
+
+// outcomeColumns is the select list every state-changing statement ends
+// with; scanOutcome reads it.
+//
+//	now,
+//	prior: id, at, op, namespace, name, owner, token, request_id, actor,
+//	       reason, status, version, params_hash, expires_at   (14)
+//	cur:   owner, token, acquired_at, renewed_at, expires_at, version (6)
+//	after: the same six columns, for the row as changed (or, for acquire,
+//	       as locked by ON CONFLICT)
+//	fresh: the token drawn for this acquire (NULL for other operations)
+
+// acquireSQL: $1 namespace, $2 name, $3 owner, $4 ttl (interval),
+// $5 request id, $6 params hash, $7 now (NULL: the server's), $8 $lv, $9 $rv.
+//
+// The token is drawn from leasestore_fencing_seq in the fresh CTE only when
+// the snapshot says the key is free (no row, or an expired row of a known
+// version) and the request id is new; a conflict that the snapshot already
+// shows costs no token. When a concurrent acquire took the key after our
+// snapshot, our INSERT meets its row: ON CONFLICT waits for it, locks it and
+// evaluates the CASEs against its newest version. The DO UPDATE has no WHERE
+// on purpose: a failing WHERE would return no row, and the statement could
+// not tell whom it lost to; instead the CASEs keep every column when the row
+// is live (a no-op update, paid only in that race) and RETURNING yields the
+// true holder. The drawn token is then unused: a gap, which is harmless as
+// tokens need only increase. The acquire took effect exactly when the row
+// returned carries the drawn token.
+const acquireSQL = `
+WITH clock AS (
+    SELECT coalesce($7::timestamptz, now()) AS now
+), prior AS (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $5
+), cur AS (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2
+), fresh AS (
+    SELECT nextval('leasestore_fencing_seq') AS token
+    WHERE NOT EXISTS (SELECT FROM prior)
+      AND NOT EXISTS (SELECT FROM cur, clock WHERE cur.expires_at > clock.now OR cur.version <> $8)
+), after AS (
+    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+    SELECT $1, $2, $3, fresh.token, clock.now, clock.now, clock.now + $4::interval, $8
+    FROM fresh, clock
+    ON CONFLICT (namespace, name) DO UPDATE SET
+        owner       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.owner       ELSE l.owner       END,
+        token       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.token       ELSE l.token       END,
+        acquired_at = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.acquired_at ELSE l.acquired_at END,
+        renewed_at  = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.renewed_at  ELSE l.renewed_at  END,
+        expires_at  = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.expires_at  ELSE l.expires_at  END
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, after.acquired_at, 'acquire', $1, $2, after.owner, after.token, $5, $3, '',
+           'acquired', $9, $6, after.expires_at
+    FROM after JOIN fresh ON after.token = fresh.token
+)
+SELECT clock.now,
+       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
+       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
+       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       fresh.token
+FROM clock
+LEFT JOIN prior ON true
+LEFT JOIN cur ON true
+LEFT JOIN after ON true
+LEFT JOIN fresh ON true`
+
+// renewSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 ttl (interval),
+// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv.
+const renewSQL = `
+WITH clock AS (
+    SELECT coalesce($8::timestamptz, now()) AS now
+), prior AS (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $6
+), cur AS (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2
+), after AS (
+    UPDATE leasestore_leases l
+    SET renewed_at = clock.now, expires_at = clock.now + $5::interval
+    FROM clock
+    WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
+      AND l.expires_at > clock.now AND l.version = $9
+      AND NOT EXISTS (SELECT FROM prior)
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, after.renewed_at, 'renew', $1, $2, after.owner, after.token, $6, $3, '',
+           'renewed', $10, $7, after.expires_at
+    FROM after
+)
+SELECT clock.now,
+       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
+       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
+       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint
+FROM clock
+LEFT JOIN prior ON true
+LEFT JOIN cur ON true
+LEFT JOIN after ON true`
+
+// releaseSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 request id,
+// $6 params hash, $7 now, $8 $lv, $9 $rv.
+const releaseSQL = `
+WITH clock AS (
+    SELECT coalesce($7::timestamptz, now()) AS now
+), prior AS (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $5
+), cur AS (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2
+), after AS (
+    DELETE FROM leasestore_leases l
+    USING clock
+    WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
+      AND l.expires_at > clock.now AND l.version = $8
+      AND NOT EXISTS (SELECT FROM prior)
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, clock.now, 'release', $1, $2, after.owner, after.token, $5, $3, '',
+           'released', $9, $6, NULL
+    FROM after, clock
+)
+SELECT clock.now,
+       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
+       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
+       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint
+FROM clock
+LEFT JOIN prior ON true
+LEFT JOIN cur ON true
+LEFT JOIN after ON true`
+
+// revokeSQL: $1 namespace, $2 name, $3 actor, $4 reason, $5 token (0: any),
+// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. The audit row's
+// owner is the revoked lease's owner.
+const revokeSQL = `
+WITH clock AS (
+    SELECT coalesce($8::timestamptz, now()) AS now
+), prior AS (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $6
+), cur AS (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2
+), after AS (
+    DELETE FROM leasestore_leases l
+    USING clock
+    WHERE l.namespace = $1 AND l.name = $2 AND ($5::bigint = 0 OR l.token = $5)
+      AND l.expires_at > clock.now AND l.version = $9
+      AND NOT EXISTS (SELECT FROM prior)
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, clock.now, 'revoke', $1, $2, after.owner, after.token, $6, $3, $4,
+           'revoked', $10, $7, NULL
+    FROM after, clock
+)
+SELECT clock.now,
+       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
+       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
+       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint
+FROM clock
+LEFT JOIN prior ON true
+LEFT JOIN cur ON true
+LEFT JOIN after ON true`
+
+// getSQL: $1 namespace, $2 name, $3 now. Always one row: the clock and the
+// key's row (NULLs when there is none). Expiry is judged in Go.
+const getSQL = `
+SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+FROM (SELECT coalesce($3::timestamptz, now()) AS now) AS clock
+LEFT JOIN leasestore_leases l ON l.namespace = $1 AND l.name = $2`
+
+// listSQL: $1 namespace, $2 prefix ("" for none), $3 the name to resume
+// after ("" for the first page; names are never empty), $4 owner ("" for
+// any), $5 include expired, $6 now, $7 limit+1. The "C" collation of name
+// makes the order bytewise and lets the primary key serve both the prefix
+// range (name >= prefix) and the keyset condition.
+const listSQL = `
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+FROM leasestore_leases l
+WHERE l.namespace = $1
+  AND l.name >= $2 AND starts_with(l.name, $2)
+  AND l.name > $3
+  AND ($4::text = '' OR l.owner = $4)
+  AND ($5::boolean OR l.expires_at > coalesce($6::timestamptz, now()))
+ORDER BY l.name
+LIMIT $7`
+
+// readAuditSQL: $1 the id to resume after (0 for the start), $2 namespace
+// ("" for all), $3 name ("" for all), $4 since (NULL for all), $5 limit+1.
+//
+// Records whose id (their writer's transaction id) is at or above the
+// snapshot's xmin are held back: their transaction, or one with a smaller
+// id, may still be running, so a smaller id could still commit after this
+// read. Every record below xmin was committed (and is visible) or rolled back
+// before this statement began, so a follower resuming after the last id it
+// saw never skips one. A long-running transaction that holds a transaction id
+// (anywhere in the cluster) delays followers until it ends; it never makes
+// them skip a record.
+const readAuditSQL = `
+SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
+       a.status, a.version, a.expires_at
+FROM leasestore_audit a
+WHERE a.id > $1
+  AND a.id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+  AND ($2::text = '' OR a.namespace = $2)
+  AND ($3::text = '' OR a.name = $3)
+  AND ($4::timestamptz IS NULL OR a.at >= $4)
+ORDER BY a.id
+LIMIT $5`
+
+// schemaSQL reads the connection's current schema and whether goose's
+// version table exists in it (the same test goose makes).
+const schemaSQL = `
+SELECT current_schema(),
+       EXISTS (SELECT FROM pg_catalog.pg_tables
+               WHERE schemaname = current_schema() AND tablename = 'leasestore_goose_db_version')`
+
+// schemaVersionSQL reads the applied migration version: goose deletes a
+// version's row when it rolls it back, so the maximum is the current one.
+const schemaVersionSQL = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// parseSince reads --since: a duration back from now (by this machine's
+// clock) or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, usageError("--since: duration %v must not be negative", d)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, usageError("--since: %q is neither a duration (15m) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+func (a *app) auditCommand() *cobra.Command {
+	var (
+		q        audit.Query
+		since    string
+		follow   bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read the audit trail (every acquire, renew, release and revoke)",
+		Long: `Read the append-only audit trail of the store, oldest first: every state change
+that took effect, with the lease's owner and token, the request id, the actor
+and, for revoke, the reason.
+
+One page is printed (--limit records) with a cursor for the next one. With
+--follow, leasectl keeps polling every --interval and prints new records as
+they are committed, until interrupted (exit 0); in JSON mode it prints one
+object per page that has records, one per line. -n "" reads every namespace.`,
+		Example: `  leasectl audit --key scan/10.0.0.0-24 --since 1h
+  leasectl audit -n billing --since 2026-01-02T15:04:05Z -o json
+  leasectl audit --follow`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if q.Since, err = parseSince(since, time.Now()); err != nil {
+				return err
+			}
+			if err := q.Validate(); err != nil {
+				return &failure{status: string(protocol.StatusInvalid), err: err}
+			}
+			if follow && interval <= 0 {
+				return usageError("--interval: must be positive, got %v", interval)
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close(a)
+			if follow {
+				return a.followAudit(cmd.Context(), s.audit, q, interval)
+			}
+			ctx, cancel := a.opContext(cmd.Context())
+			defer cancel()
+			page, err := s.audit.ReadAudit(ctx, q)
+			if err != nil {
+				return failWith(err)
+			}
+			if a.output == "json" {
+				a.printJSON(toAuditJSON(page))
+				return nil
+			}
+			if len(page.Records) == 0 {
+				a.printText("no audit records\n")
+				return nil
+			}
+			text := formatRecords(page.Records)
+			if page.NextCursor != "" {
+				text += "more: leasectl audit --cursor " + page.NextCursor + "\n"
+			}
+			a.printText(text)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
+	f.StringVar(&q.Key, "key", "", "only records of this key")
+	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m) or an RFC 3339 time")
+	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size (1 to 1000)")
+	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
+	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
+	f.DurationVar(&interval, "interval", time.Second, "poll interval of --follow")
+	return cmd
+}
+
+func toAuditJSON(page audit.Page) auditJSON {
+	out := auditJSON{Status: string(protocol.StatusFound), Records: []recordJSON{}, NextCursor: page.NextCursor}
+	for _, r := range page.Records {
+		out.Records = append(out.Records, toRecordJSON(r))
+	}
+	return out
+}
+
+// followAudit polls the trail from q until ctx is cancelled. The first read
+// must succeed; later failures are logged and retried at the next poll, so a
+// follower rides out a database restart.
+func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, interval time.Duration) error {
+	first := true
+	for {
+		opCtx, cancel := a.opContext(ctx)
+		page, err := r.ReadAudit(opCtx, q)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && first:
+			return failWith(err)
+		case err != nil:
+			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
+		default:
+			first = false
+			if len(page.Records) > 0 {
+				if a.output == "json" {
+					a.printJSON(toAuditJSON(page))
+				} else {
+					text := ""
+					for _, rec := range page.Records {
+						text += formatRecordLine(rec)
+					}
+					a.printText(text)
+				}
+				// A Reader may answer NextCursor "" at the end of the trail;
+				// the follower resumes after the last record it printed.
+				q.Cursor = audit.EncodeCursor(page.Records[len(page.Records)-1].ID)
+			}
+			if page.NextCursor != "" {
+				continue // more records are waiting: no pause
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,406 @@
+// Package cli implements leasectl, leasestore's operator command line: the
+// cobra command tree, DSN handling, output (tables or one JSON object per
+// command) and exit codes, as pinned by the "leasectl contract" in
+// DESIGN.md. cmd/leasectl/main.go only calls [Execute].
+//
+// Every command writes to the writers given to [Execute] and logs through a
+// *slog.Logger on stderr, so commands are tested in-process by capturing
+// output in buffers. Nothing here keeps global state: concurrent calls to
+// Execute are independent.
+//
+// Exit codes: 0 success (acquired, renewed, released, revoked, found,
+// healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
+// stale_token, not_owner, expired; 5 timeout, unavailable, closed; 1
+// anything else (status "error").
+//
+// Library packages must not import this package: it imports every backend.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/lmittmann/tint"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Exit codes, as pinned by DESIGN.md.
+const (
+	ExitOK          = 0 // acquired, renewed, released, revoked, found, healthy, ok
+	ExitError       = 1 // anything else
+	ExitUsage       = 2 // invalid input or usage
+	ExitConflict    = 3 // conflict
+	ExitRefused     = 4 // not_found, stale_token, not_owner, expired
+	ExitUnavailable = 5 // timeout, unavailable, closed
+)
+
+// Statuses leasectl prints besides the protocol's vocabulary.
+const (
+	StatusHealthy = "healthy" // health: the store answered
+	StatusOK      = "ok"      // migrate, demo, version: the command did its job
+	StatusError   = "error"   // any failure outside the vocabulary (exit 1)
+)
+
+// DefaultDSN is the store leasectl uses when neither --dsn nor
+// LEASESTORE_DSN is set: a SQLite file in the working directory, created
+// and migrated on first use.
+const DefaultDSN = "sqlite:leasestore.db"
+
+// EnvDSN is the environment variable read when --dsn is not given.
+const EnvDSN = "LEASESTORE_DSN"
+
+// ExitCode returns the process exit code for a status printed by leasectl.
+func ExitCode(status string) int {
+	switch status {
+	case string(protocol.StatusAcquired), string(protocol.StatusRenewed), string(protocol.StatusReleased),
+		string(protocol.StatusRevoked), string(protocol.StatusFound), StatusHealthy, StatusOK:
+		return ExitOK
+	case string(protocol.StatusInvalid):
+		return ExitUsage
+	case string(protocol.StatusConflict):
+		return ExitConflict
+	case string(protocol.StatusNotFound), string(protocol.StatusStaleToken), string(protocol.StatusNotOwner),
+		string(protocol.StatusExpired):
+		return ExitRefused
+	case string(protocol.StatusTimeout), string(protocol.StatusUnavailable), string(protocol.StatusClosed):
+		return ExitUnavailable
+	}
+	return ExitError
+}
+
+// failure is an error that Execute prints (as text or one JSON object) with
+// its status, and turns into the status's exit code.
+type failure struct {
+	status string
+	err    error
+	msg    string // shown instead of err's text when set
+}
+
+func (f *failure) Error() string {
+	if f.msg != "" {
+		return f.msg
+	}
+	return f.err.Error()
+}
+func (f *failure) Unwrap() error { return f.err }
+
+// fail returns a *failure with status and a formatted error.
+func fail(status protocol.Status, format string, args ...any) error {
+	return &failure{status: string(status), err: fmt.Errorf(format, args...)}
+}
+
+// usageError marks bad input found by a command itself (exit 2).
+func usageError(format string, args ...any) error {
+	return fail(protocol.StatusInvalid, format, args...)
+}
+
+// failWith wraps err with the status it carries: timeout for deadlines and
+// cancellation, the status of a *protocol.Error, unavailable otherwise.
+func failWith(err error) error {
+	var f *failure
+	if errors.As(err, &f) {
+		return err
+	}
+	return &failure{status: string(protocol.StatusOf(err)), err: err}
+}
+
+// describeErr renders err for people. For a *protocol.Error it shows the
+// message and the cause without repeating what the message already says
+// (drivers' messages often restate their cause's first line).
+func describeErr(err error) string {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	m := pe.Message
+	if pe.Err == nil {
+		return m
+	}
+	c := pe.Err.Error()
+	first, rest, _ := strings.Cut(c, "\n")
+	switch {
+	case m == "":
+		return c
+	case strings.Contains(c, m):
+		return c
+	case strings.Contains(m, c):
+		return m
+	case strings.HasSuffix(m, first):
+		if rest == "" {
+			return m
+		}
+		return m + "\n" + rest
+	}
+	return m + ": " + c
+}
+
+// reported is returned by a command that already printed its outcome; it
+// only carries the status for the exit code.
+type reported struct{ status string }
+
+func (r reported) Error() string { return "leasectl: " + r.status }
+
+// app holds one invocation's writers, settings and state. It is not shared
+// between invocations.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	log    *slog.Logger
+	red    *redactor
+
+	// global flags
+	dsnFlag  string
+	output   string
+	timeout  time.Duration
+	logLevel string
+
+	defaultOwner string
+	ran          bool // a command's own code started (errors before that are usage errors); see markRun
+}
+
+// Execute runs leasectl with args (the command line without the program
+// name) and returns the process exit code. stdin, stdout and stderr are the
+// command's streams; getenv reads the environment (os.Getenv in main).
+// Cancelling ctx stops a running command (audit --follow and bench end
+// cleanly with exit 0; other commands report timeout).
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...)
+	a := &app{
+		ctx:          ctx,
+		stdin:        stdin,
+		stdout:       &redactingWriter{w: stdout, r: red},
+		stderr:       &redactingWriter{w: stderr, r: red},
+		getenv:       getenv,
+		red:          red,
+		timeout:      5 * time.Second,
+		logLevel:     "info",
+		defaultOwner: defaultOwner(getenv),
+	}
+	a.log = a.newLogger(slog.LevelInfo, stderr)
+	root := a.rootCommand()
+	// Until cobra parses -o, use what the command line asks for, so that a
+	// flag error is reported as JSON when JSON was requested.
+	a.output = outputArg(args)
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	return a.finish(err)
+}
+
+// finish prints err (when not already printed) and returns the exit code.
+func (a *app) finish(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var rep reported
+	if errors.As(err, &rep) {
+		return ExitCode(rep.status)
+	}
+	status := StatusError
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		status = f.status
+	case !a.ran:
+		// cobra refused the command line: unknown command or flag, bad
+		// flag value, wrong number of arguments, missing required flag.
+		status = string(protocol.StatusInvalid)
+	}
+	msg := a.red.redact(err.Error())
+	if a.output == "json" {
+		a.printJSON(errorJSON{Status: status, Message: msg})
+	} else {
+		fmt.Fprintf(a.stderr, "leasectl: %s\n", msg)
+		if status == string(protocol.StatusInvalid) && !a.ran {
+			fmt.Fprintln(a.stderr, "Run 'leasectl --help' for usage.")
+		}
+	}
+	return ExitCode(status)
+}
+
+// newLogger returns a tint logger on w at level. Colour is used only when w
+// is a terminal and NO_COLOR is unset (https://no-color.org).
+func (a *app) newLogger(level slog.Level, w io.Writer) *slog.Logger {
+	color := false
+	if f, ok := w.(*os.File); ok {
+		color = isatty.IsTerminal(f.Fd()) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"
+	}
+	return slog.New(tint.NewTextHandler(&redactingWriter{w: w, r: a.red}, &tint.Options{
+		Level:      level,
+		TimeFormat: "15:04:05.000",
+		NoColor:    !color,
+	}))
+}
+
+// defaultOwner returns user@host for --owner and --actor.
+func defaultOwner(getenv func(string) string) string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = getenv("USER")
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host
+}
+
+// parseLevel maps --log-level to a slog level.
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", s)
+}
+
+// rootCommand builds the command tree.
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "leasectl",
+		Short: "Inspect and operate leasestore leases",
+		Long: `leasectl is the operator CLI for leasestore: fenced, audited leases stored in
+PostgreSQL or SQLite.
+
+The store is chosen by --dsn, else $LEASESTORE_DSN, else sqlite:leasestore.db
+in the working directory:
+  postgres://USER:PASSWORD@HOST:PORT/DB?...   PostgreSQL (pgx connection string);
+                                             never migrated implicitly: run 'leasectl migrate up'
+  sqlite:PATH                                 SQLite file, created and migrated on first use
+
+Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
+4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
+1 anything else.`,
+		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
+  leasectl list -o json
+  LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch a.output {
+			case "table", "json":
+			default:
+				return usageError("--output: %q is not one of table, json", a.output)
+			}
+			level, err := parseLevel(a.logLevel)
+			if err != nil {
+				return &failure{status: string(protocol.StatusInvalid), err: err}
+			}
+			if a.timeout <= 0 {
+				return usageError("--timeout: must be positive, got %v", a.timeout)
+			}
+			a.log = a.newLogger(level, unwrapWriter(a.stderr))
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &failure{status: string(protocol.StatusInvalid), err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://... or sqlite:PATH (default $"+EnvDSN+", else "+DefaultDSN+")")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.DurationVar(&a.timeout, "timeout", 5*time.Second, "deadline of each operation")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
+
+	root.AddCommand(
+		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.listCommand(),
+		a.revokeCommand(), a.auditCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
+		a.benchCommand(), a.versionCommand(),
+	)
+	markRun(root, &a.ran)
+	return root
+}
+
+// markRun wraps the RunE of c and its subcommands so that *ran is set when
+// a command's own code starts: errors before that point come from cobra
+// (unknown command or flag, bad flag value, wrong arguments, missing
+// required flag) and are usage errors.
+func markRun(c *cobra.Command, ran *bool) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			*ran = true
+			return run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRun(sub, ran)
+	}
+}
+
+// outputArg returns the output format given in args ("table" when none),
+// found before cobra parses them, so that a usage error is reported in the
+// requested format even when flag parsing stops before -o.
+func outputArg(args []string) string {
+	out := "table"
+	for i, arg := range args {
+		if arg == "--" {
+			break
+		}
+		switch {
+		case (arg == "-o" || arg == "--output") && i+1 < len(args):
+			out = args[i+1]
+		case strings.HasPrefix(arg, "--output="):
+			out = strings.TrimPrefix(arg, "--output=")
+		case strings.HasPrefix(arg, "-o") && !strings.HasPrefix(arg, "--") && len(arg) > 2:
+			out = strings.TrimPrefix(strings.TrimPrefix(arg, "-o"), "=")
+		}
+	}
+	return out
+}
+
+// unwrapWriter returns the writer under a redactingWriter, so a logger can
+// look at the real stream for terminal detection (it re-wraps it).
+func unwrapWriter(w io.Writer) io.Writer {
+	if rw, ok := w.(*redactingWriter); ok {
+		return rw.w
+	}
+	return w
+}
+
+// opContext returns a context bounded by --timeout for one operation.
+func (a *app) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.timeout)
+}
+
+// exactArgs is cobra.ExactArgs with a message naming the argument.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError("expected %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
+}

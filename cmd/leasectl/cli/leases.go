@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// DefaultTTL is the lease duration of acquire and renew without --ttl.
+const DefaultTTL = 30 * time.Second
+
+// withStore opens the store, runs fn with a context bounded by --timeout,
+// and closes the store.
+func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s *store) error) error {
+	s, err := a.openStore(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.close(a)
+	ctx, cancel := a.opContext(cmd.Context())
+	defer cancel()
+	return fn(ctx, s)
+}
+
+func (a *app) acquireCommand() *cobra.Command {
+	var (
+		ns, owner, reqID string
+		ttl              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "acquire KEY",
+		Short: "Take a lease on a key (exit 3 when someone holds it)",
+		Long: `Take a lease on KEY for --ttl. On success the lease carries a fencing token
+strictly greater than every token ever issued for the key: pass it to every
+resource the holder writes to, and to renew and release.
+
+If a live lease is held (by anyone, the same owner included) the answer is
+conflict (exit 3) and the output shows the holder.`,
+		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
+  leasectl acquire shard-7 -n billing --owner "$(hostname)" -o json`,
+		Args: exactArgs(1, "one KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Acquire(ctx, protocol.AcquireRequest{
+					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID,
+				})
+				return a.printResult(res)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
+	f.DurationVar(&ttl, "ttl", DefaultTTL, "lease duration (1ms to 168h)")
+	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
+	return cmd
+}
+
+func (a *app) renewCommand() *cobra.Command {
+	var (
+		ns, owner, reqID string
+		token            int64
+		ttl              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "renew KEY",
+		Short: "Extend a lease you hold (exit 4 when it is gone or newer)",
+		Long: `Extend the lease (KEY, --owner, --token) to expire --ttl from the store's now.
+The token does not change.
+
+Refusals (exit 4): not_found (no lease), stale_token (a newer lease holds the
+key: you were fenced off), not_owner (the token is someone else's or was never
+issued), expired (your lease ran out; nobody took it yet: acquire again).`,
+		Example: `  leasectl renew scan/10.0.0.0-24 --owner worker-1 --token 42 --ttl 30s`,
+		Args:    exactArgs(1, "one KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Renew(ctx, protocol.RenewRequest{
+					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, TTL: ttl, RequestID: reqID,
+				})
+				return a.printResult(res)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
+	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
+	f.DurationVar(&ttl, "ttl", DefaultTTL, "new lease duration from now (1ms to 168h)")
+	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
+	_ = cmd.MarkFlagRequired("token")
+	return cmd
+}
+
+func (a *app) releaseCommand() *cobra.Command {
+	var (
+		ns, owner, reqID string
+		token            int64
+	)
+	cmd := &cobra.Command{
+		Use:     "release KEY",
+		Short:   "Give up a lease you hold",
+		Long:    `Give up the lease (KEY, --owner, --token). Refusals exit 4, as for renew.`,
+		Example: `  leasectl release scan/10.0.0.0-24 --owner worker-1 --token 42`,
+		Args:    exactArgs(1, "one KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Release(ctx, protocol.ReleaseRequest{
+					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, RequestID: reqID,
+				})
+				return a.printResult(res)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
+	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
+	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
+	_ = cmd.MarkFlagRequired("token")
+	return cmd
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var ns string
+	cmd := &cobra.Command{
+		Use:     "get KEY",
+		Short:   "Show the live lease on a key (exit 4 when there is none)",
+		Example: `  leasectl get scan/10.0.0.0-24 -o json`,
+		Args:    exactArgs(1, "one KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}})
+				return a.printResult(res)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	return cmd
+}
+
+func (a *app) listCommand() *cobra.Command {
+	var req protocol.ListRequest
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the leases of a namespace, by key name",
+		Long: `List the live leases of a namespace ordered by key name, one page at a time.
+When more leases exist, the output carries a cursor: pass it to --cursor for
+the next page. Times left are computed with this machine's clock.`,
+		Example: `  leasectl list
+  leasectl list -n billing --prefix shard- --owner worker-1
+  leasectl list --limit 50 --cursor c1.c2hhcmQtNDk -o json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.List(ctx, req)
+				if res.Status != protocol.StatusFound {
+					return a.printResult(protocol.Result{
+						Op: protocol.OpList, Status: res.Status, RequestID: res.RequestID, Message: res.Message,
+					})
+				}
+				if a.output == "json" {
+					out := listJSON{Status: string(res.Status), Leases: []leaseJSON{}, NextCursor: res.NextCursor}
+					for _, l := range res.Leases {
+						out.Leases = append(out.Leases, toLeaseJSON(l))
+					}
+					a.printJSON(out)
+					return nil
+				}
+				if len(res.Leases) == 0 {
+					a.printText("no leases in namespace " + req.Namespace + "\n")
+					return nil
+				}
+				text := formatLeases(res.Leases, time.Now())
+				if res.NextCursor != "" {
+					text += "more: leasectl list --cursor " + res.NextCursor + "\n"
+				}
+				a.printText(text)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&req.Namespace, "namespace", "n", protocol.DefaultNamespace, "namespace to list")
+	f.StringVar(&req.Prefix, "prefix", "", "only keys starting with this")
+	f.StringVar(&req.Owner, "owner", "", "only leases held by this owner")
+	f.BoolVar(&req.IncludeExpired, "include-expired", false, "also show expired leases not yet taken over")
+	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size (1 to 1000)")
+	f.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")
+	return cmd
+}
+
+func (a *app) revokeCommand() *cobra.Command {
+	var (
+		ns, actor, reason, reqID string
+		token                    int64
+	)
+	cmd := &cobra.Command{
+		Use:   "revoke KEY",
+		Short: "Remove someone's lease, recording who and why",
+		Long: `Remove the live lease on KEY whoever holds it. The audit trail records
+--actor and --reason. With --token, only the lease with that token is revoked
+(stale_token or not_owner otherwise), so an operator cannot revoke a newer
+lease by mistake. The holder finds out at its next renew (not_found) and the
+next acquire issues a greater token, so the old holder is fenced off.`,
+		Example: `  leasectl revoke scan/10.0.0.0-24 --reason "worker-1 is stuck on a dead host"
+  leasectl revoke shard-7 -n billing --token 42 --reason "INC-1234" --actor oncall@example.com`,
+		Args: exactArgs(1, "one KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Revoke(ctx, protocol.RevokeRequest{
+					Key: protocol.Key{Namespace: ns, Name: args[0]}, Actor: actor, Reason: reason, Token: token, RequestID: reqID,
+				})
+				return a.printResult(res)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	f.StringVar(&reason, "reason", "", "why, for the audit trail (required)")
+	f.StringVar(&actor, "actor", a.defaultOwner, "who is revoking, for the audit trail")
+	f.Int64Var(&token, "token", 0, "revoke only the lease with this token (0: whatever lease is live)")
+	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func (a *app) healthCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "health",
+		Short: "Check that the store answers (exit 0 healthy, 5 otherwise)",
+		Long: `Open the store and ask it to serve. Exit 0 and status healthy when it answers;
+exit 5 (unavailable or timeout) when it cannot be reached, refuses service,
+or is a PostgreSQL schema that was never migrated.`,
+		Example: `  leasectl health --dsn postgres://leasestore@db:5432/leases -o json`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+				start := time.Now()
+				if err := s.rt.Health(ctx); err != nil {
+					return failWith(err)
+				}
+				latency := time.Since(start)
+				if a.output == "json" {
+					a.printJSON(healthJSON{
+						Status: StatusHealthy, Backend: s.backend, Store: s.shown,
+						LatencyMS: float64(latency.Microseconds()) / 1000,
+					})
+				} else {
+					a.printText("healthy: " + s.backend + " store " + s.shown + " answered in " + latency.Round(time.Microsecond).String() + "\n")
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// healthJSON is the output of health.
+type healthJSON struct {
+	Status    string  `json:"status"`
+	Backend   string  `json:"backend"`
+	Store     string  `json:"store"`
+	LatencyMS float64 `json:"latency_ms"`
+}

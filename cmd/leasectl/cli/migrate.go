@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// migrationJSON is one applied or rolled back migration.
+type migrationJSON struct {
+	Version    int64   `json:"version"`
+	Source     string  `json:"source"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// migrateJSON is the output of migrate up and migrate down.
+type migrateJSON struct {
+	Status     string          `json:"status"`
+	Dialect    string          `json:"dialect"`
+	Direction  string          `json:"direction"`
+	Migrations []migrationJSON `json:"migrations"`
+	Version    int64           `json:"version"` // the schema version afterwards
+}
+
+// migrationStateJSON is one migration in migrate status.
+type migrationStateJSON struct {
+	Version   int64  `json:"version"`
+	Source    string `json:"source"`
+	State     string `json:"state"`      // applied or pending
+	AppliedAt string `json:"applied_at"` // "" when pending
+}
+
+// migrateStatusJSON is the output of migrate status.
+type migrateStatusJSON struct {
+	Status     string               `json:"status"`
+	Dialect    string               `json:"dialect"`
+	Version    int64                `json:"version"` // highest applied, 0 for none
+	Latest     int64                `json:"latest"`  // newest migration this leasectl knows
+	Migrations []migrationStateJSON `json:"migrations"`
+}
+
+func convertResults(res []*goose.MigrationResult) []*gooseResult {
+	var out []*gooseResult
+	for _, r := range res {
+		if r == nil || r.Source == nil {
+			continue
+		}
+		out = append(out, &gooseResult{version: r.Source.Version, source: path.Base(r.Source.Path), duration: r.Duration})
+	}
+	return out
+}
+
+func toMigrationsJSON(res []*gooseResult) []migrationJSON {
+	out := []migrationJSON{}
+	for _, r := range res {
+		out = append(out, migrationJSON{Version: r.version, Source: r.source, DurationMS: float64(r.duration.Microseconds()) / 1000})
+	}
+	return out
+}
+
+// openMigrationDB opens a *sql.DB for migrations and checks it answers.
+func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
+	t, err := parseDSN(a.dsn())
+	if err != nil {
+		return t, nil, err
+	}
+	var db *sql.DB
+	if t.dialect == migrations.SQLite {
+		db, err = sqlite.OpenDB(t.path)
+	} else {
+		db, err = sql.Open("pgx", t.raw)
+	}
+	if err != nil {
+		return t, nil, a.storeError(t, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return t, nil, a.storeError(t, err)
+	}
+	return t, db, nil
+}
+
+// migrationError classifies a failure after the database answered: timeout
+// when the deadline passed (another deploy may hold the migration lock:
+// raise --timeout), otherwise a plain error (exit 1).
+func migrationError(ctx context.Context, t target, err error) error {
+	status := StatusError
+	if ctx.Err() != nil {
+		status = string(protocol.StatusTimeout)
+	}
+	return &failure{status: status, err: fmt.Errorf("migrate %s: %w", t.shown, err)}
+}
+
+// schemaVersion returns the highest applied migration version.
+func schemaVersion(ctx context.Context, d migrations.Dialect, db *sql.DB) ([]*goose.MigrationStatus, int64, error) {
+	st, err := migrations.Status(ctx, d, db)
+	if err != nil {
+		return nil, 0, err
+	}
+	var v int64
+	for _, s := range st {
+		if s.State == goose.StateApplied && s.Source != nil && s.Source.Version > v {
+			v = s.Source.Version
+		}
+	}
+	return st, v, nil
+}
+
+func (a *app) migrateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply, roll back or show the schema migrations",
+		Long: `Manage leasestore's schema with its embedded goose migrations. The version
+table is leasestore_goose_db_version, so a team's own goose table is left alone.
+On PostgreSQL the objects go to the connection's current schema (set
+search_path, e.g. with options=-csearch_path=leasestore in the DSN), and
+concurrent migrations of one schema wait on an advisory lock.
+
+--timeout bounds the whole command: raise it when another deploy may be
+holding the migration lock.`,
+		Example: `  leasectl migrate up --dsn postgres://leasestore@db:5432/leases
+  leasectl migrate status -o json`,
+		Args: exactArgs(0, "a subcommand: up, down or status"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError("migrate: expected a subcommand: up, down or status")
+		},
+	}
+	cmd.AddCommand(a.migrateUpCommand(), a.migrateDownCommand(), a.migrateStatusCommand())
+	return cmd
+}
+
+func (a *app) migrateUpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "up",
+		Short:   "Apply every pending migration",
+		Example: `  leasectl migrate up --dsn "postgres://leasestore@db:5432/leases?options=-csearch_path%3Dleasestore"`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.opContext(cmd.Context())
+			defer cancel()
+			t, db, err := a.openMigrationDB(ctx)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			res, err := migrations.Up(ctx, t.dialect, db)
+			if err != nil {
+				return migrationError(ctx, t, err)
+			}
+			_, v, err := schemaVersion(ctx, t.dialect, db)
+			if err != nil {
+				return migrationError(ctx, t, err)
+			}
+			a.printMigrated(t, "up", convertResults(res), v)
+			return nil
+		},
+	}
+}
+
+func (a *app) migrateDownCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Roll back the most recent migration (drops tables: the leases and the audit trail)",
+		Long: `Roll back the most recent migration. Rolling back the first migration drops
+every leasestore table, the audit trail included: there is no undo.`,
+		Example: `  leasectl migrate down --dsn sqlite:scratch.db`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.opContext(cmd.Context())
+			defer cancel()
+			t, db, err := a.openMigrationDB(ctx)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var done []*gooseResult
+			res, err := migrations.Down(ctx, t.dialect, db)
+			switch {
+			case errors.Is(err, goose.ErrNoNextVersion):
+				// nothing applied: nothing to roll back
+			case err != nil:
+				return migrationError(ctx, t, err)
+			default:
+				done = convertResults([]*goose.MigrationResult{res})
+			}
+			_, v, err := schemaVersion(ctx, t.dialect, db)
+			if err != nil {
+				return migrationError(ctx, t, err)
+			}
+			a.printMigrated(t, "down", done, v)
+			return nil
+		},
+	}
+}
+
+func (a *app) printMigrated(t target, direction string, res []*gooseResult, version int64) {
+	if a.output == "json" {
+		a.printJSON(migrateJSON{
+			Status: StatusOK, Dialect: string(t.dialect), Direction: direction,
+			Migrations: toMigrationsJSON(res), Version: version,
+		})
+		return
+	}
+	var b strings.Builder
+	if len(res) == 0 {
+		fmt.Fprintf(&b, "%s: nothing to %s; schema version %d\n", t.shown, map[string]string{"up": "apply", "down": "roll back"}[direction], version)
+	}
+	verb := map[string]string{"up": "applied", "down": "rolled back"}[direction]
+	for _, r := range res {
+		fmt.Fprintf(&b, "%s %s (version %d) in %s\n", verb, r.source, r.version, r.duration.Round(time.Microsecond))
+	}
+	if len(res) > 0 {
+		fmt.Fprintf(&b, "%s: schema version %d\n", t.shown, version)
+	}
+	a.printText(b.String())
+}
+
+func (a *app) migrateStatusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "status",
+		Short:   "Show which migrations are applied",
+		Example: `  leasectl migrate status --dsn postgres://leasestore@db:5432/leases`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.opContext(cmd.Context())
+			defer cancel()
+			t, db, err := a.openMigrationDB(ctx)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			st, v, err := schemaVersion(ctx, t.dialect, db)
+			if err != nil {
+				return migrationError(ctx, t, err)
+			}
+			out := migrateStatusJSON{Status: StatusOK, Dialect: string(t.dialect), Version: v,
+				Latest: migrations.LatestVersion, Migrations: []migrationStateJSON{}}
+			for _, s := range st {
+				m := migrationStateJSON{State: string(s.State)}
+				if s.Source != nil {
+					m.Version, m.Source = s.Source.Version, path.Base(s.Source.Path)
+				}
+				if s.State == goose.StateApplied && !s.AppliedAt.IsZero() {
+					m.AppliedAt = timeJSON(s.AppliedAt)
+				}
+				out.Migrations = append(out.Migrations, m)
+			}
+			if a.output == "json" {
+				a.printJSON(out)
+				return nil
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s (%s): schema version %d, latest known %d\n", t.shown, t.dialect, v, out.Latest)
+			tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "VERSION\tMIGRATION\tSTATE\tAPPLIED AT")
+			for _, m := range out.Migrations {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Source, m.State, m.AppliedAt)
+			}
+			_ = tw.Flush()
+			a.printText(b.String())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// leaseJSON is a lease in leasectl's JSON output (DESIGN.md).
+type leaseJSON struct {
+	Namespace  string `json:"namespace"`
+	Key        string `json:"key"`
+	Owner      string `json:"owner"`
+	Token      int64  `json:"token"`
+	AcquiredAt string `json:"acquired_at"`
+	RenewedAt  string `json:"renewed_at"`
+	ExpiresAt  string `json:"expires_at"`
+	Version    int    `json:"version"`
+}
+
+// resultJSON is the output of acquire, renew, release, get and revoke.
+type resultJSON struct {
+	Status    string     `json:"status"`
+	Replayed  bool       `json:"replayed"`
+	RequestID string     `json:"request_id"`
+	Message   string     `json:"message"`
+	Lease     *leaseJSON `json:"lease"`
+}
+
+// listJSON is the output of list.
+type listJSON struct {
+	Status     string      `json:"status"`
+	Leases     []leaseJSON `json:"leases"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+// recordJSON is an audit record in leasectl's JSON output.
+type recordJSON struct {
+	ID        int64  `json:"id"`
+	At        string `json:"at"`
+	Op        string `json:"op"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Owner     string `json:"owner"`
+	Token     int64  `json:"token"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	Reason    string `json:"reason"`
+	Status    string `json:"status"`
+	Version   int    `json:"version"`
+}
+
+// auditJSON is the output of audit (one object per page with --follow).
+type auditJSON struct {
+	Status     string       `json:"status"`
+	Records    []recordJSON `json:"records"`
+	NextCursor string       `json:"next_cursor"`
+}
+
+// errorJSON is what a failed command prints in JSON mode.
+type errorJSON struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// timeJSON formats a backend time for JSON: RFC 3339 with nanoseconds, UTC.
+func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func toLeaseJSON(l protocol.Lease) leaseJSON {
+	return leaseJSON{
+		Namespace:  l.Key.Namespace,
+		Key:        l.Key.Name,
+		Owner:      l.Owner,
+		Token:      l.Token,
+		AcquiredAt: timeJSON(l.AcquiredAt),
+		RenewedAt:  timeJSON(l.RenewedAt),
+		ExpiresAt:  timeJSON(l.ExpiresAt),
+		Version:    l.Version,
+	}
+}
+
+func toRecordJSON(r audit.Record) recordJSON {
+	return recordJSON{
+		ID: r.ID, At: timeJSON(r.At), Op: string(r.Op), Namespace: r.Namespace, Key: r.Key, Owner: r.Owner,
+		Token: r.Token, RequestID: r.RequestID, Actor: r.Actor, Reason: r.Reason, Status: string(r.Status),
+		Version: r.Version,
+	}
+}
+
+func toResultJSON(res protocol.Result, msg string) resultJSON {
+	out := resultJSON{Status: string(res.Status), Replayed: res.Replayed, RequestID: res.RequestID, Message: msg}
+	if res.Lease != nil {
+		l := toLeaseJSON(*res.Lease)
+		out.Lease = &l
+	}
+	return out
+}
+
+// printJSON writes v as one line of JSON on stdout, in one Write.
+func (a *app) printJSON(v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only unsupported types fail; every output type here is plain data.
+		panic(fmt.Sprintf("leasectl: encode output: %v", err))
+	}
+	_, _ = a.stdout.Write(buf.Bytes())
+}
+
+// printText writes s on stdout in one Write.
+func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
+
+// printResult prints a lease operation's result and returns the error that
+// makes Execute exit with the status's code.
+func (a *app) printResult(res protocol.Result) error {
+	msg := a.red.redact(res.Message)
+	if a.output == "json" {
+		a.printJSON(toResultJSON(res, msg))
+	} else {
+		a.printText(formatResult(res, msg, time.Now()))
+	}
+	if res.Status.Success() {
+		return nil
+	}
+	return reported{status: string(res.Status)}
+}
+
+// formatResult renders a result for people: the status and message, then
+// the lease, one field a line.
+func formatResult(res protocol.Result, msg string, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", res.Status, msg)
+	if res.Replayed {
+		b.WriteString("(replayed: the recorded outcome of an earlier request with this id; nothing changed now)\n")
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if l := res.Lease; l != nil {
+		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
+		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)
+		fmt.Fprintf(tw, "  token\t%d\n", l.Token)
+		fmt.Fprintf(tw, "  acquired\t%s\n", timeJSON(l.AcquiredAt))
+		fmt.Fprintf(tw, "  renewed\t%s\n", timeJSON(l.RenewedAt))
+		fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeJSON(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
+	}
+	if res.RequestID != "" {
+		fmt.Fprintf(tw, "  request id\t%s\n", res.RequestID)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// timeLeft describes how long until expires by the local clock (the backend
+// judges expiry by its own clock; this is for people).
+func timeLeft(expires, now time.Time) string {
+	d := expires.Sub(now)
+	switch {
+	case d <= 0:
+		return "expired " + roundDuration(-d).String() + " ago"
+	default:
+		return "in " + roundDuration(d).String()
+	}
+}
+
+// roundDuration rounds to 0.1s under a minute and to seconds above.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// formatLeases renders a page of leases as a table.
+func formatLeases(leases []protocol.Lease, now time.Time) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tKEY\tOWNER\tTOKEN\tTIME LEFT\tEXPIRES AT")
+	for _, l := range leases {
+		left := "expired"
+		if d := l.ExpiresAt.Sub(now); d > 0 {
+			left = roundDuration(d).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, left, timeJSON(l.ExpiresAt))
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// formatRecords renders audit records as a table.
+func formatRecords(recs []audit.Record) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAT\tOP\tNAMESPACE\tKEY\tOWNER\tTOKEN\tACTOR\tSTATUS\tREASON")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, timeJSON(r.At), r.Op, r.Namespace, r.Key,
+			r.Owner, r.Token, r.Actor, r.Status, r.Reason)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// formatRecordLine renders one audit record on one line, for audit --follow.
+func formatRecordLine(r audit.Record) string {
+	line := fmt.Sprintf("%d %s %-7s %s/%s owner=%s token=%d actor=%s status=%s", r.ID, timeJSON(r.At), r.Op,
+		r.Namespace, r.Key, r.Owner, r.Token, r.Actor, r.Status)
+	if r.Reason != "" {
+		line += fmt.Sprintf(" reason=%q", r.Reason)
+	}
+	return line + "\n"
+}

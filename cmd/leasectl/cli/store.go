@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx" for migrations
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// target is a parsed DSN.
+type target struct {
+	dialect migrations.Dialect
+	raw     string // as given: pgx connection string, or the sqlite: form
+	path    string // SQLite file path
+	shown   string // fit for messages: password masked
+}
+
+// parseDSN recognises postgres://, postgresql:// and sqlite:PATH. Any other
+// form is invalid input; the message never repeats the DSN, which may hold
+// a password in a form leasectl does not know how to mask.
+func parseDSN(dsn string) (target, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return target{dialect: migrations.Postgres, raw: dsn, shown: redactDSN(dsn)}, nil
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		if path == "" {
+			return target{}, usageError("dsn: sqlite: needs a file path, as in sqlite:leasestore.db")
+		}
+		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
+	case dsn == "":
+		return target{}, usageError("dsn: empty")
+	}
+	return target{}, usageError("dsn: unknown form: want postgres://..., postgresql://... or sqlite:PATH")
+}
+
+// dsn returns the DSN in effect: --dsn, else $LEASESTORE_DSN, else DefaultDSN.
+func (a *app) dsn() string {
+	if a.dsnFlag != "" {
+		return a.dsnFlag
+	}
+	if v := a.getenv(EnvDSN); v != "" {
+		return v
+	}
+	return DefaultDSN
+}
+
+// store is an open lease store: a runtime over a backend, its audit reader,
+// and what must be closed afterwards.
+type store struct {
+	rt      *protocol.Runtime
+	audit   audit.Reader
+	backend string // "postgres" or "sqlite"
+	shown   string // the DSN, password masked
+	db      *sql.DB
+}
+
+// openStore opens the store named by the DSN in effect. A SQLite file is
+// created and migrated if needed; PostgreSQL is never migrated here, and an
+// unmigrated schema is refused by the backend with an error naming
+// 'leasectl migrate up' (status unavailable, exit 5).
+func (a *app) openStore(ctx context.Context) (*store, error) {
+	t, err := parseDSN(a.dsn())
+	if err != nil {
+		return nil, err
+	}
+	return a.openTarget(ctx, t, nil)
+}
+
+// openTarget opens t (see openStore) with an optional observer on the
+// runtime.
+func (a *app) openTarget(ctx context.Context, t target, obs protocol.Observer) (*store, error) {
+	ctx, cancel := a.opContext(ctx)
+	defer cancel()
+	a.log.Debug("opening store", "dsn", t.shown)
+	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: obs}
+	switch t.dialect {
+	case migrations.Postgres:
+		b, err := postgres.Open(ctx, t.raw, nil)
+		if err != nil {
+			return nil, a.storeError(t, err)
+		}
+		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown}, nil
+	default:
+		db, err := sqlite.OpenDB(t.path)
+		if err != nil {
+			return nil, a.storeError(t, err)
+		}
+		if err := a.migrateSQLite(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, a.storeError(t, err)
+		}
+		b, err := sqlite.New(ctx, db, nil)
+		if err != nil {
+			_ = db.Close()
+			return nil, a.storeError(t, err)
+		}
+		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown, db: db}, nil
+	}
+}
+
+// storeError wraps an open failure with the (masked) DSN and its status:
+// timeout when the deadline passed, the status of a *protocol.Error,
+// unavailable otherwise.
+func (a *app) storeError(t target, err error) error {
+	status := protocol.StatusOf(err)
+	return &failure{
+		status: string(status),
+		err:    fmt.Errorf("store: open %s: %w", t.shown, err),
+		msg:    fmt.Sprintf("store: open %s: %s: %s", t.shown, status, describeErr(err)),
+	}
+}
+
+// migrateSQLite applies pending migrations to a SQLite file. SQLite has no
+// migration lock, so two leasectl processes creating one file at the same
+// moment may collide; the loser retries and finds the schema in place.
+func (a *app) migrateSQLite(ctx context.Context, db *sql.DB) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var res []*gooseResult
+		res, err = upSQLite(ctx, db)
+		if err == nil {
+			for _, r := range res {
+				a.log.Info("migrated SQLite store", "version", r.version, "migration", r.source)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		a.log.Debug("sqlite migration collided; retrying", "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(20*(attempt+1)) * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("store: migrate sqlite: %w", err)
+}
+
+// gooseResult is one applied or rolled back migration.
+type gooseResult struct {
+	version  int64
+	source   string
+	duration time.Duration
+}
+
+// upSQLite runs migrations.Up on db.
+func upSQLite(ctx context.Context, db *sql.DB) ([]*gooseResult, error) {
+	res, err := migrations.Up(ctx, migrations.SQLite, db)
+	return convertResults(res), err
+}
+
+// close closes the runtime (and so the backend) and any *sql.DB leasectl
+// opened for it. It logs instead of failing: the command's outcome is
+// already decided.
+func (s *store) close(a *app) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	err := s.rt.Close(ctx)
+	if s.db != nil {
+		err = errors.Join(err, s.db.Close())
+	}
+	if err != nil {
+		a.log.Warn("closing the store", "err", a.red.redact(err.Error()))
+	}
+}

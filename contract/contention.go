@@ -211,5 +211,91 @@ func contentionCases() []testCase {
 				e.t.Fatalf("only %d acquires took effect", effects[protocol.OpAcquire])
 			}
 		}},
+		{"racing_retries_with_one_request_id", func(e *env) {
+			// A client that retries after a timeout may race its own first
+			// attempt. Every attempt with the same id and parameters must
+			// answer the one outcome: exactly one takes effect, the others
+			// are replays of it, and the trail holds one record.
+			const n = 16
+			req := e.acquireReq("retried", "w1", leaseTTL)
+			out := racing(n, func(i int) outcome {
+				rt := e.a
+				if i%2 == 1 {
+					rt = e.b
+				}
+				res, err := rt.Acquire(e.ctx, req)
+				return outcome{res, err}
+			})
+			var first *protocol.Lease
+			replays := 0
+			for i, o := range out {
+				e.expect(fmt.Sprintf("attempt %d", i), o.res, o.err, protocol.StatusAcquired)
+				if o.res.Replayed {
+					replays++
+				}
+				if first == nil {
+					first = o.res.Lease
+				}
+				e.expectHolder(fmt.Sprintf("attempt %d", i), o.res.Lease, *first)
+			}
+			if replays != n-1 {
+				e.t.Fatalf("%d replays among %d attempts, want %d", replays, n, n-1)
+			}
+			if recs := e.auditAll(audit.Query{Namespace: e.ns}); len(recs) != 1 {
+				e.t.Fatalf("audit holds %d records, want 1: %+v", len(recs), recs)
+			}
+		}},
+		{"racing_reuse_of_one_request_id_with_other_parameters", func(e *env) {
+			// The same id sent with different owners at once: one takes
+			// effect; every other answers invalid (the id is taken) or
+			// conflict (it lost the race for the key) and writes nothing.
+			const n = 16
+			out := racing(n, func(i int) outcome {
+				rt := e.a
+				if i%2 == 1 {
+					rt = e.b
+				}
+				req := protocol.AcquireRequest{Key: e.key("reused"), Owner: fmt.Sprintf("w%02d", i), TTL: leaseTTL, RequestID: "shared-id"}
+				res, err := rt.Acquire(e.ctx, req)
+				return outcome{res, err}
+			})
+			winners := 0
+			for i, o := range out {
+				switch o.res.Status {
+				case protocol.StatusAcquired:
+					winners++
+					if o.res.Replayed {
+						e.t.Fatalf("attempt %d replayed another owner's acquire", i)
+					}
+				case protocol.StatusInvalid, protocol.StatusConflict:
+					e.expect(fmt.Sprintf("attempt %d", i), o.res, o.err, o.res.Status)
+				default:
+					e.t.Fatalf("attempt %d: status %q (%v), want acquired, invalid or conflict", i, o.res.Status, o.err)
+				}
+			}
+			if winners != 1 {
+				e.t.Fatalf("%d attempts took effect, want 1", winners)
+			}
+			if recs := e.auditAll(audit.Query{Namespace: e.ns}); len(recs) != 1 {
+				e.t.Fatalf("audit holds %d records, want 1: %+v", len(recs), recs)
+			}
+		}},
 	}
+}
+
+// racing runs f(0..n-1) on n goroutines released at once and returns the
+// outcomes in index order.
+func racing(n int, f func(i int) outcome) []outcome {
+	out := make([]outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			out[i] = f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
 }

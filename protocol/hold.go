@@ -47,6 +47,7 @@ var ErrLeaseLost = errors.New("lease: lost")
 // cancelling it stops renewals and cancels the Held's context, but does not
 // release the lease (it then expires after its TTL).
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
+	sent := time.Now()
 	res, err := s.Acquire(ctx, req)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		done: make(chan struct{}), lease: *res.Lease}
 	// The local deadline is measured from before the acquire was sent, so
 	// it can only be earlier than the backend's view of the expiry.
-	go h.renewLoop(every, timeout)
+	go h.renewLoop(sent.Add(req.TTL), every, timeout)
 	return h, nil
 }
 
@@ -106,11 +107,11 @@ func (h *Held) Release(ctx context.Context) error {
 	return err
 }
 
-func (h *Held) renewLoop(every, timeout time.Duration) {
+// renewLoop renews every interval until the lease is released or lost.
+// deadline is when the lease runs out by the local clock: TTL after the last
+// successful acquire or renewal was sent.
+func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 	defer close(h.done)
-	// deadline is when the lease runs out by the local clock: TTL after the
-	// last successful renewal was sent.
-	deadline := time.Now().Add(h.req.TTL)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {

@@ -1,0 +1,31 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/leasestore/leasestore/contract"
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// TestContract runs the backend contract suite. Each subtest gets a fresh
+// schema; its two handles are two backends with separate pools, as two
+// processes would have, sharing the suite's clock.
+func TestContract(t *testing.T) {
+	contract.Run(t, func(t *testing.T, clock *contract.Clock) contract.Harness {
+		dsn := pgtest.MigratedDSN(t)
+		open := func() *postgres.Backend {
+			b, err := postgres.Open(context.Background(), dsn, &postgres.Config{Now: clock.Now, MaxConns: 8})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			// The suite closes the handles; closing again is a no-op, and
+			// makes sure no pool outlives the schema if the suite fails early.
+			t.Cleanup(func() { _ = b.Close(context.Background()) })
+			return b
+		}
+		first, second := open(), open()
+		return contract.Harness{Backend: first, Second: second, Audit: first}
+	})
+}

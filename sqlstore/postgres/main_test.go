@@ -1,0 +1,13 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, pgtest.LeakOptions()...)
+}

@@ -92,21 +92,64 @@ func (a *app) openTarget(ctx context.Context, t target, obs protocol.Observer) (
 		}
 		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown}, nil
 	default:
-		db, err := sqlite.OpenDB(t.path)
+		db, b, err := a.openSQLite(ctx, t)
 		if err != nil {
-			return nil, a.storeError(t, err)
-		}
-		if err := a.migrateSQLite(ctx, db); err != nil {
-			_ = db.Close()
-			return nil, a.storeError(t, err)
-		}
-		b, err := sqlite.New(ctx, db, nil)
-		if err != nil {
-			_ = db.Close()
 			return nil, a.storeError(t, err)
 		}
 		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown, db: db}, nil
 	}
+}
+
+// sqliteAttempts bounds openSQLite's attempts.
+const sqliteAttempts = 5
+
+// openSQLite opens, migrates if needed, and wraps the SQLite file of t.
+//
+// SQLite has no migration lock, and a file that does not exist yet is
+// switched to WAL by the first connection: two leasectl processes meeting a
+// fresh file at the same moment can collide (SQLITE_BUSY before the busy
+// timeout applies, or goose finding the version table created under it).
+// The loser retries a few times and then finds the schema in place.
+func (a *app) openSQLite(ctx context.Context, t target) (*sql.DB, *sqlite.Backend, error) {
+	for attempt := 1; ; attempt++ {
+		db, b, retry, err := a.openSQLiteOnce(ctx, t)
+		if err == nil {
+			return db, b, nil
+		}
+		if !retry || attempt == sqliteAttempts || ctx.Err() != nil {
+			return nil, nil, err
+		}
+		a.log.Debug("sqlite: opening collided with another process; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// openSQLiteOnce is one attempt of openSQLite. retry reports whether the
+// failure may be a collision with another process.
+func (a *app) openSQLiteOnce(ctx context.Context, t target) (db *sql.DB, b *sqlite.Backend, retry bool, err error) {
+	busy := func(err error) bool { return protocol.StatusOf(err) == protocol.StatusTimeout && ctx.Err() == nil }
+	db, err = sqlite.OpenDB(t.path)
+	if err != nil {
+		return nil, nil, busy(err), err
+	}
+	res, err := migrations.Up(ctx, migrations.SQLite, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, ctx.Err() == nil, fmt.Errorf("store: migrate sqlite: %w", err)
+	}
+	for _, r := range convertResults(res) {
+		a.log.Info("migrated SQLite store", "file", t.path, "version", r.version, "migration", r.source)
+	}
+	b, err = sqlite.New(ctx, db, nil)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, busy(err), err
+	}
+	return db, b, false, nil
 }
 
 // storeError wraps an open failure with the (masked) DSN and its status:
@@ -121,43 +164,11 @@ func (a *app) storeError(t target, err error) error {
 	}
 }
 
-// migrateSQLite applies pending migrations to a SQLite file. SQLite has no
-// migration lock, so two leasectl processes creating one file at the same
-// moment may collide; the loser retries and finds the schema in place.
-func (a *app) migrateSQLite(ctx context.Context, db *sql.DB) error {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var res []*gooseResult
-		res, err = upSQLite(ctx, db)
-		if err == nil {
-			for _, r := range res {
-				a.log.Info("migrated SQLite store", "version", r.version, "migration", r.source)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		a.log.Debug("sqlite migration collided; retrying", "attempt", attempt+1, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(20*(attempt+1)) * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("store: migrate sqlite: %w", err)
-}
-
 // gooseResult is one applied or rolled back migration.
 type gooseResult struct {
 	version  int64
 	source   string
 	duration time.Duration
-}
-
-// upSQLite runs migrations.Up on db.
-func upSQLite(ctx context.Context, db *sql.DB) ([]*gooseResult, error) {
-	res, err := migrations.Up(ctx, migrations.SQLite, db)
-	return convertResults(res), err
 }
 
 // close closes the runtime (and so the backend) and any *sql.DB leasectl

@@ -1,0 +1,441 @@
+package main
+
+// End-to-end tests: TestMain builds the leasectl binary once, and every test
+// runs it as a user would, in a process of its own, against SQLite (a
+// temporary file) and PostgreSQL (a fresh schema from pgtest), checking
+// exit codes and the JSON output pinned by DESIGN.md.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+)
+
+// bin is the leasectl binary built by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "leasectl-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: temporary directory:", err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "leasectl")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: go build:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	goleak.VerifyTestMain(m, opts...)
+}
+
+// run is one finished leasectl process.
+type run struct {
+	args           []string
+	stdout, stderr string
+	code           int
+}
+
+func (r run) String() string {
+	return fmt.Sprintf("leasectl %s\nexit %d\nstdout: %s\nstderr: %s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// obj decodes stdout as exactly one JSON object.
+func (r run) obj(t *testing.T) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, r)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON value\n%s", r)
+	}
+	return m
+}
+
+// leasectl runs leasectl with args in dir, with LEASESTORE_DSN=dsn when dsn is
+// not empty (and never inherited from the test's environment).
+type leasectl struct {
+	dir string
+	dsn string
+}
+
+func (c leasectl) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = c.dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEASESTORE_DSN=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if c.dsn != "" {
+		cmd.Env = append(cmd.Env, "LEASESTORE_DSN="+c.dsn)
+	}
+	cmd.Env = append(cmd.Env, "NO_COLOR=1")
+	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	return cmd
+}
+
+func (c leasectl) run(t *testing.T, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	return finish(t, cmd, args, cmd.Run())
+}
+
+// finish collects a process made by command.
+func finish(t *testing.T, cmd *exec.Cmd, args []string, err error) run {
+	t.Helper()
+	r := run{args: args, stdout: cmd.Stdout.(*bytes.Buffer).String(), stderr: cmd.Stderr.(*bytes.Buffer).String()}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		r.code = exitErr.ExitCode()
+	default:
+		t.Fatalf("leasectl %v did not run: %v", args, err)
+	}
+	return r
+}
+
+func (c leasectl) runJSON(t *testing.T, wantCode int, args ...string) map[string]any {
+	t.Helper()
+	r := c.run(t, append(args, "-o", "json")...)
+	if r.code != wantCode {
+		t.Fatalf("exit code %d, want %d\n%s", r.code, wantCode, r)
+	}
+	return r.obj(t)
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
+	t.Helper()
+	sort.Strings(want)
+	if got := sortedKeys(m); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: keys %v, want exactly %v", what, got, want)
+	}
+}
+
+var (
+	resultKeys = []string{"status", "replayed", "request_id", "message", "lease"}
+	leaseKeys  = []string{"namespace", "key", "owner", "token", "acquired_at", "renewed_at", "expires_at", "version"}
+	recordKeys = []string{"id", "at", "op", "namespace", "key", "owner", "token", "request_id", "actor", "reason", "status", "version"}
+	benchKeys  = []string{"backend", "op", "concurrency", "keys", "ops", "errors", "duration_s", "ops_per_sec", "p50_ms", "p99_ms"}
+)
+
+// result checks a lease operation's JSON and returns its lease (nil when null).
+func result(t *testing.T, m map[string]any, status string) map[string]any {
+	t.Helper()
+	wantKeys(t, "result", m, resultKeys...)
+	if m["status"] != status {
+		t.Fatalf("status %v, want %s: %v", m["status"], status, m)
+	}
+	if m["lease"] == nil {
+		return nil
+	}
+	l := m["lease"].(map[string]any)
+	wantKeys(t, "lease", l, leaseKeys...)
+	for _, k := range []string{"acquired_at", "renewed_at", "expires_at"} {
+		if _, err := time.Parse(time.RFC3339Nano, l[k].(string)); err != nil {
+			t.Fatalf("lease %s: %v", k, err)
+		}
+	}
+	return l
+}
+
+func tok(l map[string]any) string { return fmt.Sprint(int64(l["token"].(float64))) }
+
+// exercise runs every lease command against the store of c.
+func exercise(t *testing.T, c leasectl, backend string) {
+	h := c.runJSON(t, 0, "health")
+	if h["status"] != "healthy" || h["backend"] != backend {
+		t.Fatalf("health: %v", h)
+	}
+
+	// Two processes race to acquire one key: exactly one wins.
+	racers := make([]run, 2)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := []string{"acquire", "race", "-n", "e2e", "--owner", fmt.Sprintf("racer-%d", i), "-o", "json"}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := c.command(ctx, args...)
+			racers[i] = finish(t, cmd, args, cmd.Run())
+		}()
+	}
+	wg.Wait()
+	codes := []int{racers[0].code, racers[1].code}
+	sort.Ints(codes)
+	if !reflect.DeepEqual(codes, []int{0, 3}) {
+		t.Fatalf("racing acquires exited %v, want one 0 and one 3\n%s\n%s", codes, racers[0], racers[1])
+	}
+	winner, loser := racers[0], racers[1]
+	if winner.code != 0 {
+		winner, loser = loser, winner
+	}
+	won := result(t, winner.obj(t), "acquired")
+	held := result(t, loser.obj(t), "conflict")
+	if held["owner"] != won["owner"] || tok(held) != tok(won) {
+		t.Fatalf("the conflict shows %v, the winner holds %v", held, won)
+	}
+	owner, oldTok := won["owner"].(string), tok(won)
+
+	got := result(t, c.runJSON(t, 0, "get", "race", "-n", "e2e"), "found")
+	if tok(got) != oldTok {
+		t.Fatalf("get: %v", got)
+	}
+	renewed := result(t, c.runJSON(t, 0, "renew", "race", "-n", "e2e", "--owner", owner, "--token", oldTok, "--ttl", "45s"), "renewed")
+	if tok(renewed) != oldTok || renewed["renewed_at"] == won["renewed_at"] && renewed["expires_at"] == won["expires_at"] {
+		t.Fatalf("renew: %v after %v", renewed, won)
+	}
+	list := c.runJSON(t, 0, "list", "-n", "e2e")
+	wantKeys(t, "list", list, "status", "leases", "next_cursor")
+	if list["status"] != "found" || len(list["leases"].([]any)) != 1 || list["next_cursor"] != "" {
+		t.Fatalf("list: %v", list)
+	}
+	wantKeys(t, "listed lease", list["leases"].([]any)[0].(map[string]any), leaseKeys...)
+
+	// An operator revokes; the next acquire gets a greater token; the old
+	// holder's token is stale.
+	result(t, c.runJSON(t, 0, "revoke", "race", "-n", "e2e", "--reason", "e2e: host drained", "--actor", "oncall"), "revoked")
+	next := result(t, c.runJSON(t, 0, "acquire", "race", "-n", "e2e", "--owner", "newcomer"), "acquired")
+	if next["token"].(float64) <= won["token"].(float64) {
+		t.Fatalf("token after revoke %v is not greater than %v", next["token"], won["token"])
+	}
+	stale := c.runJSON(t, 4, "renew", "race", "-n", "e2e", "--owner", owner, "--token", oldTok)
+	if l := result(t, stale, "stale_token"); tok(l) != tok(next) || l["owner"] != "newcomer" {
+		t.Fatalf("stale renew shows %v", l)
+	}
+	result(t, c.runJSON(t, 4, "release", "race", "-n", "e2e", "--owner", owner, "--token", oldTok), "stale_token")
+	result(t, c.runJSON(t, 4, "renew", "race", "-n", "e2e", "--owner", "intruder", "--token", tok(next)), "not_owner")
+
+	// Bad input: exit 2, one JSON object.
+	for _, ttl := range []string{"soon", "0s", "-5s"} {
+		bad := c.runJSON(t, 2, "acquire", "other", "-n", "e2e", "--ttl", ttl)
+		if bad["status"] != "invalid" {
+			t.Fatalf("--ttl %s: %v", ttl, bad)
+		}
+	}
+	if r := c.run(t, "no-such-command"); r.code != 2 {
+		t.Fatalf("unknown command:\n%s", r)
+	}
+
+	result(t, c.runJSON(t, 0, "release", "race", "-n", "e2e", "--owner", "newcomer", "--token", tok(next)), "released")
+	if l := result(t, c.runJSON(t, 4, "get", "race", "-n", "e2e"), "not_found"); l != nil {
+		t.Fatalf("get after release has a lease: %v", l)
+	}
+	result(t, c.runJSON(t, 4, "revoke", "race", "-n", "e2e", "--reason", "nothing there"), "not_found")
+
+	// The revoke and its reason are in the audit trail.
+	audit := c.runJSON(t, 0, "audit", "-n", "e2e", "--key", "race")
+	wantKeys(t, "audit", audit, "status", "records", "next_cursor")
+	var ops []string
+	var revoke map[string]any
+	for _, r := range audit["records"].([]any) {
+		rec := r.(map[string]any)
+		wantKeys(t, "audit record", rec, recordKeys...)
+		ops = append(ops, rec["op"].(string))
+		if rec["op"] == "revoke" {
+			revoke = rec
+		}
+	}
+	if want := []string{"acquire", "renew", "revoke", "acquire", "release"}; !reflect.DeepEqual(ops, want) {
+		t.Fatalf("audit ops %v, want %v", ops, want)
+	}
+	if revoke["reason"] != "e2e: host drained" || revoke["actor"] != "oncall" || revoke["owner"] != owner ||
+		tok(revoke) != oldTok || revoke["status"] != "revoked" {
+		t.Fatalf("revoke record: %v", revoke)
+	}
+	if r := c.run(t, "audit", "-n", "e2e"); r.code != 0 || !strings.Contains(r.stdout, "e2e: host drained") {
+		t.Fatalf("audit table:\n%s", r)
+	}
+
+	v := c.runJSON(t, 0, "version")
+	if v["module"] != "github.com/leasestore/leasestore" {
+		t.Fatalf("version: %v", v)
+	}
+
+	b := c.runJSON(t, 0, "bench", "--duration", "1s", "--concurrency", "4", "--keys", "2")
+	wantKeys(t, "bench", b, benchKeys...)
+	if b["backend"] != backend || b["op"] != "acquire-release" || b["concurrency"] != float64(4) || b["keys"] != float64(2) ||
+		b["ops"].(float64) < 1 || b["errors"] != float64(0) || b["duration_s"].(float64) < 1 {
+		t.Fatalf("bench: %v", b)
+	}
+}
+
+func TestSQLite(t *testing.T) {
+	dir := t.TempDir()
+	exercise(t, leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}, "sqlite")
+}
+
+func TestSQLiteDefaultDSN(t *testing.T) {
+	// Without --dsn or LEASESTORE_DSN, leasectl uses leasestore.db in the
+	// working directory, created and migrated on first use.
+	c := leasectl{dir: t.TempDir()}
+	result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w"), "acquired")
+	if _, err := os.Stat(filepath.Join(c.dir, "leasestore.db")); err != nil {
+		t.Fatalf("the default store was not created: %v", err)
+	}
+	result(t, c.runJSON(t, 3, "acquire", "k", "--owner", "w"), "conflict")
+}
+
+func TestSQLiteFreshFileRace(t *testing.T) {
+	// Two processes meeting a file that does not exist yet both create and
+	// migrate it; exactly one gets the lease.
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "fresh.db")}
+	var wg sync.WaitGroup
+	runs := make([]run, 2)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := []string{"acquire", "k", "--owner", fmt.Sprintf("w%d", i), "-o", "json"}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := c.command(ctx, args...)
+			runs[i] = finish(t, cmd, args, cmd.Run())
+		}()
+	}
+	wg.Wait()
+	codes := []int{runs[0].code, runs[1].code}
+	sort.Ints(codes)
+	if !reflect.DeepEqual(codes, []int{0, 3}) {
+		t.Fatalf("exit codes %v, want one 0 and one 3\n%s\n%s", codes, runs[0], runs[1])
+	}
+}
+
+func TestPostgres(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	exercise(t, leasectl{dir: t.TempDir(), dsn: dsn}, "postgres")
+}
+
+func TestPostgresMigrate(t *testing.T) {
+	c := leasectl{dir: t.TempDir(), dsn: pgtest.DSN(t)} // an empty schema
+
+	// Never migrated implicitly: a clear error naming the command, exit 5.
+	for _, args := range [][]string{{"get", "k"}, {"acquire", "k", "--owner", "w"}, {"health"}} {
+		m := c.runJSON(t, 5, args...)
+		if m["status"] != "unavailable" || !strings.Contains(m["message"].(string), "leasectl migrate up") {
+			t.Fatalf("%v on an unmigrated schema: %v", args, m)
+		}
+	}
+	if r := c.run(t, "get", "k"); r.code != 5 || !strings.Contains(r.stderr, "leasectl migrate up") {
+		t.Fatalf("table mode on an unmigrated schema:\n%s", r)
+	}
+
+	st := c.runJSON(t, 0, "migrate", "status")
+	if st["dialect"] != "postgres" || st["version"] != float64(0) || st["latest"] != float64(1) {
+		t.Fatalf("migrate status before: %v", st)
+	}
+	up := c.runJSON(t, 0, "migrate", "up")
+	if up["version"] != float64(1) || len(up["migrations"].([]any)) != 1 {
+		t.Fatalf("migrate up: %v", up)
+	}
+	if again := c.runJSON(t, 0, "migrate", "up"); len(again["migrations"].([]any)) != 0 {
+		t.Fatalf("second migrate up: %v", again)
+	}
+	st = c.runJSON(t, 0, "migrate", "status")
+	ms := st["migrations"].([]any)
+	if st["version"] != float64(1) || len(ms) != 1 || ms[0].(map[string]any)["state"] != "applied" {
+		t.Fatalf("migrate status after: %v", st)
+	}
+	result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w"), "acquired")
+
+	down := c.runJSON(t, 0, "migrate", "down")
+	if down["version"] != float64(0) || len(down["migrations"].([]any)) != 1 {
+		t.Fatalf("migrate down: %v", down)
+	}
+	c.runJSON(t, 5, "get", "k")
+	c.runJSON(t, 0, "migrate", "up")
+	// The tables were dropped and recreated: the store is empty again.
+	result(t, c.runJSON(t, 4, "get", "k"), "not_found")
+}
+
+func TestUnreachablePostgres(t *testing.T) {
+	const password = "s3cretPW"
+	dsn := "postgres://u:" + password + "@127.0.0.1:1/db"
+	c := leasectl{dir: t.TempDir()}
+	for _, args := range [][]string{
+		{"get", "k", "--dsn", dsn},
+		{"get", "k", "--dsn", dsn, "-o", "json"},
+		{"acquire", "k", "--dsn", dsn, "--log-level", "debug"},
+		{"health", "--dsn", dsn, "-o", "json"},
+		{"migrate", "up", "--dsn", dsn},
+		{"audit", "--dsn", dsn, "-o", "json"},
+		{"bench", "--dsn", dsn, "--duration", "1s"},
+		{"demo", "--dsn", dsn},
+	} {
+		r := c.run(t, args...)
+		if r.code != 5 {
+			t.Fatalf("exit code %d, want 5\n%s", r.code, r)
+		}
+		if strings.Contains(r.stdout+r.stderr, password) {
+			t.Fatalf("the password appears in the output\n%s", r)
+		}
+		if !strings.Contains(r.stdout+r.stderr, "127.0.0.1") {
+			t.Fatalf("the error does not name the server\n%s", r)
+		}
+	}
+	// Through the environment too.
+	r := leasectl{dir: t.TempDir(), dsn: dsn}.run(t, "list", "-o", "json")
+	if r.code != 5 || strings.Contains(r.stdout+r.stderr, password) {
+		t.Fatalf("via LEASESTORE_DSN:\n%s", r)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	c := leasectl{dir: t.TempDir()}
+	r := c.run(t, "demo")
+	if r.code != 0 {
+		t.Fatalf("demo failed\n%s", r)
+	}
+	for _, want := range []string{"fresh SQLite file", "stale_token", "expired", "REFUSED", "revoked", "Summary", "audit trail"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q\n%s", want, r)
+		}
+	}
+	// The demo leaves the working directory alone.
+	if entries, _ := os.ReadDir(c.dir); len(entries) != 0 {
+		t.Errorf("demo wrote into the working directory: %v", entries)
+	}
+}
+
+func TestDemoPostgres(t *testing.T) {
+	c := leasectl{dir: t.TempDir()}
+	m := c.runJSON(t, 0, "demo", "--dsn", pgtest.MigratedDSN(t), "--ttl", "500ms")
+	if m["status"] != "ok" || m["backend"] != "postgres" || len(m["records"].([]any)) < 8 {
+		t.Fatalf("demo on postgres: %v", m)
+	}
+}

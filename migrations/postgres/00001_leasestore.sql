@@ -29,12 +29,13 @@ CREATE SEQUENCE leasestore_fencing_seq AS bigint;
 
 -- One row per state change. Every state change is one statement in its own
 -- transaction and writes exactly one row, whose id is that transaction's id
--- (pg_current_xact_id(), 64 bits, never reused). So a reader can tell which
--- records may still have an uncommitted predecessor: exactly those with an
--- id at or above its snapshot's xmin (pg_snapshot_xmin); it holds them back,
--- and a follower paging by id never skips a record that commits late. An
--- identity column could not give that: its values are drawn before the
--- transaction commits, in an order no snapshot reveals.
+-- (pg_current_xact_id(), 64 bits, never reused). Ids follow the order in
+-- which transactions started, not the order in which they commit; a reader
+-- knows from its snapshot and from who holds the table's write lock which
+-- records may still gain an uncommitted predecessor, and holds those back,
+-- so a follower paging by id never skips a record that commits late (see
+-- readAuditSQL in sqlstore/postgres). An identity column could not give
+-- that: its values are drawn in an order no snapshot reveals.
 CREATE TABLE leasestore_audit (
     id          bigint      PRIMARY KEY,
     at          timestamptz NOT NULL,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,10 +34,11 @@ var errRequestIDRace = errors.New("postgres: a concurrent request used the same 
 //   - a missing table, sequence or schema: unavailable, naming
 //     `leasectl migrate up`;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
-//     insufficient resources (class 53), and any other error:
-//     unavailable; server errors keep their SQLSTATE in the message.
+//     insufficient resources (class 53), and any other error: unavailable;
+//     other server errors name their SQLSTATE.
 //
-// The result is an *protocol.Error whose cause is err.
+// The result is an *protocol.Error whose cause is err; its message does not
+// repeat the cause, which the error's text appends.
 func interpretError(op protocol.Op, err error) error {
 	if err == nil {
 		return nil
@@ -46,32 +49,33 @@ func interpretError(op protocol.Op, err error) error {
 		case code == "23505" && pe.ConstraintName == requestConstraint:
 			return errRequestIDRace
 		case code == "57014" || code == "55P03":
-			return protocol.NewError(op, protocol.StatusTimeout, err,
-				"postgres: the server cancelled the statement (SQLSTATE %s)", code)
+			return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):
 			return protocol.NewError(op, protocol.StatusUnavailable, err,
-				"postgres: the leasestore schema is missing from the connection's search_path (SQLSTATE %s: %s): "+
-					"run `leasectl migrate up` (or call migrations.Up)", code, pe.Message)
+				"postgres: the leasestore schema is missing from the connection's search_path: "+
+					"run `leasectl migrate up` (or call migrations.Up)")
 		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "53"):
 			return protocol.NewError(op, protocol.StatusUnavailable, err,
-				"postgres: the server refused or dropped the connection (SQLSTATE %s)", code)
+				"postgres: the server refused or dropped the connection")
 		default:
-			return protocol.NewError(op, protocol.StatusUnavailable, err,
-				"postgres: SQLSTATE %s: %s", code, pe.Message)
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: SQLSTATE %s", code)
 		}
 	}
+	var ce *pgconn.ConnectError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), pgconn.Timeout(err):
 		return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
+	case errors.As(err, &ce):
+		return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: cannot connect")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
+		return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: the connection was lost")
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: %s", firstLine(err.Error()))
+	return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres")
 }
 
-// firstLine cuts multi-line driver messages (pgconn's connect errors list
-// every address tried) to their first line.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // inconsistent reports a statement result that the classification cannot

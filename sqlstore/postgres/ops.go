@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -389,7 +388,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		if errors.As(err, &pe) {
 			return audit.Page{}, err
 		}
-		return audit.Page{}, interpretError("", fmt.Errorf("audit: read: %w", err))
+		return audit.Page{}, interpretError("", err)
 	}
 	return sqlstore.AuditPage(recs, limit), nil
 }

@@ -124,7 +124,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, redacted(interpretError("", fmt.Errorf("postgres: open: %w", err)), password)
+		return nil, redacted(interpretError("", err), password)
 	}
 	b := &Backend{pool: pool, ownsPool: true, now: cfg.Now}
 	if err := b.checkSchema(ctx); err != nil {
@@ -162,7 +162,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 		exists bool
 	)
 	if err := b.pool.QueryRow(ctx, schemaSQL).Scan(&schema, &exists); err != nil {
-		return interpretError("", fmt.Errorf("postgres: read the schema: %w", err))
+		return interpretError("", err)
 	}
 	if schema == nil {
 		return protocol.NewError("", protocol.StatusUnavailable, nil,
@@ -173,7 +173,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 	var version int64
 	if exists {
 		if err := b.pool.QueryRow(ctx, schemaVersionSQL).Scan(&version); err != nil {
-			return interpretError("", fmt.Errorf("postgres: read the schema version: %w", err))
+			return interpretError("", err)
 		}
 	}
 	if version != migrations.LatestVersion {

@@ -254,20 +254,45 @@ LIMIT $7`
 // readAuditSQL: $1 the id to resume after (0 for the start), $2 namespace
 // ("" for all), $3 name ("" for all), $4 since (NULL for all), $5 limit+1.
 //
-// Records whose id (their writer's transaction id) is at or above the
-// snapshot's xmin are held back: their transaction, or one with a smaller
-// id, may still be running, so a smaller id could still commit after this
-// read. Every record below xmin was committed (and is visible) or rolled back
-// before this statement began, so a follower resuming after the last id it
-// saw never skips one. A long-running transaction that holds a transaction id
-// (anywhere in the cluster) delays followers until it ends; it never makes
-// them skip a record.
+// A record's id is its writer's transaction id, and transactions commit in
+// any order, so a record may become visible before one with a smaller id.
+// The statement returns only records below a horizon: the smallest
+// transaction id, among those in progress when its snapshot was taken, that
+// may still add a record. Those are the transactions that now hold the
+// write lock on leasestore_audit (every writer takes it when its statement
+// starts, before it has a transaction id, and keeps it until it commits),
+// and, conservatively, those that committed since the snapshot was taken
+// (their records, if any, are not in it). Transactions that merely run
+// elsewhere in the cluster do not hold records back. So a follower that
+// resumes after the last id it saw never skips a record: anything below the
+// horizon that is not in this page's snapshot was rolled back.
+//
+// pg_locks reports 32-bit transaction ids; the snapshot's are 64-bit, and
+// their low 32 bits match.
 const readAuditSQL = `
+WITH snap AS (
+    SELECT pg_current_snapshot() AS s
+), writers AS (
+    SELECT t.transactionid::text::bigint AS xid32
+    FROM pg_locks r
+    JOIN pg_locks t ON t.virtualtransaction = r.virtualtransaction AND t.locktype = 'transactionid'
+    WHERE r.locktype = 'relation' AND r.mode = 'RowExclusiveLock' AND r.granted
+      AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND r.relation = 'leasestore_audit'::regclass
+), horizon AS (
+    SELECT coalesce(
+               (SELECT min(x::text::bigint)
+                FROM pg_snapshot_xip(snap.s) AS x
+                WHERE pg_xact_status(x) = 'committed'
+                   OR x::text::bigint % 4294967296 IN (SELECT xid32 FROM writers)),
+               pg_snapshot_xmax(snap.s)::text::bigint) AS id
+    FROM snap
+)
 SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
        a.status, a.version, a.expires_at
-FROM leasestore_audit a
+FROM leasestore_audit a, horizon
 WHERE a.id > $1
-  AND a.id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+  AND a.id < horizon.id
   AND ($2::text = '' OR a.namespace = $2)
   AND ($3::text = '' OR a.name = $3)
   AND ($4::timestamptz IS NULL OR a.at >= $4)

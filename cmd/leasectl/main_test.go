@@ -6,6 +6,7 @@ package main
 // exit codes and the JSON output pinned by DESIGN.md.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -437,5 +438,63 @@ func TestDemoPostgres(t *testing.T) {
 	m := c.runJSON(t, 0, "demo", "--dsn", pgtest.MigratedDSN(t), "--ttl", "500ms")
 	if m["status"] != "ok" || m["backend"] != "postgres" || len(m["records"].([]any)) < 8 {
 		t.Fatalf("demo on postgres: %v", m)
+	}
+}
+
+func TestAuditFollowInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "follow.db")}
+	result(t, c.runJSON(t, 0, "acquire", "first", "--owner", "w"), "acquired")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "audit", "--follow", "--interval", "50ms", "-o", "json")
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("audit --follow ended early; stderr: %s", cmd.Stderr)
+			}
+			var page map[string]any
+			if err := json.Unmarshal([]byte(line), &page); err != nil {
+				t.Fatalf("follow line %q: %v", line, err)
+			}
+			wantKeys(t, "follow page", page, "status", "records", "next_cursor")
+			if !strings.Contains(line, `"key":"`+want+`"`) {
+				t.Fatalf("follow line %q lacks key %s", line, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no follow line for %s; stderr: %s", want, cmd.Stderr)
+		}
+	}
+	next("first")
+	result(t, c.runJSON(t, 0, "acquire", "second", "--owner", "w"), "acquired")
+	next("second")
+
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for line := range lines {
+		t.Errorf("unexpected line after the interrupt: %s", line)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("audit --follow after an interrupt: %v; stderr: %s", err, cmd.Stderr)
 	}
 }

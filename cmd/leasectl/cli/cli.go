@@ -111,15 +111,16 @@ func failWith(err error) error {
 	if errors.As(err, &f) {
 		return err
 	}
-	return &failure{status: string(protocol.StatusOf(err)), err: err}
+	status := protocol.StatusOf(err)
+	return &failure{status: string(status), err: err, msg: string(status) + ": " + describeErr(err)}
 }
 
 // describeErr renders err for people. For a *protocol.Error it shows the
 // message and the cause without repeating what the message already says
 // (drivers' messages often restate their cause's first line).
 func describeErr(err error) string {
-	var pe *protocol.Error
-	if !errors.As(err, &pe) {
+	pe, ok := err.(*protocol.Error)
+	if !ok {
 		return err.Error()
 	}
 	m := pe.Message
@@ -201,9 +202,6 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// flag error is reported as JSON when JSON was requested.
 	a.output = outputArg(args)
 	root.SetArgs(args)
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	return a.finish(err)
 }
@@ -340,6 +338,30 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		a.revokeCommand(), a.auditCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
 		a.benchCommand(), a.versionCommand(),
 	)
+	// The writers are set before cobra's help and completion commands are
+	// made: the completion commands capture the output writer when made.
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Example = "  leasectl help acquire"
+		case "completion":
+			c.Example = "  source <(leasectl completion bash)\n  leasectl completion zsh > \"${fpath[1]}/_leasectl\""
+			examples := map[string]string{
+				"bash":       "  source <(leasectl completion bash)",
+				"zsh":        "  leasectl completion zsh > \"${fpath[1]}/_leasectl\"",
+				"fish":       "  leasectl completion fish | source",
+				"powershell": "  leasectl completion powershell | Out-String | Invoke-Expression",
+			}
+			for _, sub := range c.Commands() {
+				sub.Example = examples[sub.Name()]
+			}
+		}
+	}
 	markRun(root, &a.ran)
 	return root
 }

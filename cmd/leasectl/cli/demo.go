@@ -235,9 +235,13 @@ func (d *demo) run(ctx context.Context, s *store, where string) error {
 	}
 
 	d.say("")
-	d.say("3. Leases are renewed in the background every %v. Now %s (shard-a) and %s (shard-c)", d.ttl/3, a.worker, c.worker)
-	d.say("   freeze (a stop-the-world pause, a suspended VM): they stop renewing but still believe")
-	d.say("   they hold their shards. %s keeps renewing shard-b. %s wants shard-a.", b.worker, loser)
+	d.say("3. The holders work on, their leases renewed in the background every %v.", (d.ttl / 3).Round(time.Millisecond))
+	if err := d.waitRenewed(ctx, a, b, c); err != nil {
+		return err
+	}
+	d.say("   Now %s (shard-a) and %s (shard-c) freeze (a stop-the-world pause, a suspended VM):", a.worker, c.worker)
+	d.say("   they stop renewing but still believe they hold their shards. %s keeps renewing shard-b;", b.worker)
+	d.say("   %s still wants a shard.", loser)
 	a.stop()
 	c.stop()
 
@@ -422,6 +426,30 @@ func (d *demo) takeOver(ctx context.Context, worker, shard string, frozen *holde
 		case <-time.After(d.ttl / 5):
 		}
 	}
+}
+
+// waitRenewed waits until each holder's lease has been renewed at least
+// once in the background.
+func (d *demo) waitRenewed(ctx context.Context, hs ...*holder) error {
+	deadline := time.Now().Add(5*d.ttl + 5*time.Second)
+	for _, h := range hs {
+		for h.held.Lease().RenewedAt.Equal(h.held.Lease().AcquiredAt) {
+			if err := h.held.Context().Err(); err != nil {
+				return fmt.Errorf("demo: %s lost %s: %w", h.worker, h.shard, context.Cause(h.held.Context()))
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("demo: %s's lease on %s was not renewed", h.worker, h.shard)
+			}
+			select {
+			case <-ctx.Done():
+				return failWith(ctx.Err())
+			case <-time.After(d.ttl / 20):
+			}
+		}
+		l := h.held.Lease()
+		d.say("   %s renewed %s: token %d, now until %s", h.worker, h.shard, l.Token, l.ExpiresAt.UTC().Format("15:04:05.000"))
+	}
+	return nil
 }
 
 // waitGone polls get until the store (by its own clock) sees no live lease

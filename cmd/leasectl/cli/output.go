@@ -72,6 +72,10 @@ type errorJSON struct {
 // timeJSON formats a backend time for JSON: RFC 3339 with nanoseconds, UTC.
 func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// timeTable formats a backend time for tables: UTC with a fixed six
+// fraction digits (backends keep microseconds), so columns line up.
+func timeTable(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+
 func toLeaseJSON(l protocol.Lease) leaseJSON {
 	return leaseJSON{
 		Namespace:  l.Key.Namespace,
@@ -145,9 +149,9 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
 		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)
 		fmt.Fprintf(tw, "  token\t%d\n", l.Token)
-		fmt.Fprintf(tw, "  acquired\t%s\n", timeJSON(l.AcquiredAt))
-		fmt.Fprintf(tw, "  renewed\t%s\n", timeJSON(l.RenewedAt))
-		fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeJSON(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
+		fmt.Fprintf(tw, "  acquired\t%s\n", timeTable(l.AcquiredAt))
+		fmt.Fprintf(tw, "  renewed\t%s\n", timeTable(l.RenewedAt))
+		fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 	}
 	if res.RequestID != "" {
 		fmt.Fprintf(tw, "  request id\t%s\n", res.RequestID)
@@ -186,7 +190,7 @@ func formatLeases(leases []protocol.Lease, now time.Time) string {
 		if d := l.ExpiresAt.Sub(now); d > 0 {
 			left = roundDuration(d).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, left, timeJSON(l.ExpiresAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, left, timeTable(l.ExpiresAt))
 	}
 	_ = tw.Flush()
 	return b.String()
@@ -198,7 +202,7 @@ func formatRecords(recs []audit.Record) string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAT\tOP\tNAMESPACE\tKEY\tOWNER\tTOKEN\tACTOR\tSTATUS\tREASON")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, timeJSON(r.At), r.Op, r.Namespace, r.Key,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, timeTable(r.At), r.Op, r.Namespace, r.Key,
 			r.Owner, r.Token, r.Actor, r.Status, r.Reason)
 	}
 	_ = tw.Flush()
@@ -207,7 +211,7 @@ func formatRecords(recs []audit.Record) string {
 
 // formatRecordLine renders one audit record on one line, for audit --follow.
 func formatRecordLine(r audit.Record) string {
-	line := fmt.Sprintf("%d %s %-7s %s/%s owner=%s token=%d actor=%s status=%s", r.ID, timeJSON(r.At), r.Op,
+	line := fmt.Sprintf("%d %s %-7s %s/%s owner=%s token=%d actor=%s status=%s", r.ID, timeTable(r.At), r.Op,
 		r.Namespace, r.Key, r.Owner, r.Token, r.Actor, r.Status)
 	if r.Reason != "" {
 		line += fmt.Sprintf(" reason=%q", r.Reason)

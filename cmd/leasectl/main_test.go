@@ -435,7 +435,7 @@ func TestDemo(t *testing.T) {
 
 func TestDemoPostgres(t *testing.T) {
 	c := leasectl{dir: t.TempDir()}
-	m := c.runJSON(t, 0, "demo", "--dsn", pgtest.MigratedDSN(t), "--ttl", "500ms")
+	m := c.runJSON(t, 0, "demo", "--dsn", pgtest.MigratedDSN(t))
 	if m["status"] != "ok" || m["backend"] != "postgres" || len(m["records"].([]any)) < 8 {
 		t.Fatalf("demo on postgres: %v", m)
 	}

@@ -660,7 +660,7 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	o := runCLI(t, env{}, "demo", "--ttl", "300ms", "-o", "json")
+	o := runCLI(t, env{}, "demo", "-o", "json")
 	wantCode(t, o, 0)
 	m := o.json(t)
 	if m["status"] != "ok" || m["backend"] != "sqlite" {
@@ -686,7 +686,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("audit trail ops: %v", ops)
 	}
 
-	table := runCLI(t, env{}, "demo", "--ttl", "300ms")
+	table := runCLI(t, env{}, "demo", "--ttl", "600ms")
 	wantCode(t, table, 0)
 	for _, want := range []string{"fresh SQLite file", "Summary", "ID", "REASON"} {
 		if !strings.Contains(table.stdout, want) {

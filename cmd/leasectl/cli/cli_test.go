@@ -454,6 +454,11 @@ func TestRedactor(t *testing.T) {
 	if got := redactDSN("postgres://u:s3cretPW@h:5432/db?sslmode=disable"); got != "postgres://u:xxxxx@h:5432/db?sslmode=disable" {
 		t.Errorf("redactDSN = %q", got)
 	}
+	// Redacting twice changes nothing more.
+	shown := redactDSN("postgres://u@h/db?password=qu3ryPW")
+	if got := newRedactor().redact("open " + shown + ": unavailable"); got != "open postgres://u@h/db?password=xxxxx: unavailable" {
+		t.Errorf("redacting a redacted DSN again: %q", got)
+	}
 	if got := dsnArgs([]string{"get", "--dsn", "a", "--dsn=b", "--", "--dsn", "c"}); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Errorf("dsnArgs = %v", got)
 	}

@@ -55,7 +55,19 @@ func (r *redactor) redact(s string) string {
 		}
 	}
 	s = urlPassword.ReplaceAllString(s, "${1}"+mask+"@")
-	return kvPassword.ReplaceAllString(s, "${1}"+mask)
+	return maskKV(s)
+}
+
+// maskKV masks password=VALUE pairs, leaving pairs already masked as they
+// are (so that text redacted twice keeps what follows the mask).
+func maskKV(s string) string {
+	return kvPassword.ReplaceAllStringFunc(s, func(m string) string {
+		key, value, _ := strings.Cut(m, "=")
+		if strings.HasPrefix(value, mask) {
+			return m
+		}
+		return key + "=" + mask
+	})
 }
 
 // secretsOf returns the passwords written in dsn, in decoded and raw
@@ -103,9 +115,7 @@ func redactDSN(dsn string) string {
 }
 
 // redactQuery masks password query values in an already parsed URL string.
-func redactQuery(s string) string {
-	return kvPassword.ReplaceAllString(s, "${1}"+mask)
-}
+func redactQuery(s string) string { return maskKV(s) }
 
 // dsnArgs returns the values given to --dsn in args, found before cobra
 // parses them, so that even a flag-parsing error cannot print a password.

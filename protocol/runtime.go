@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -144,7 +145,7 @@ func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
 	}
 	res, err := run(ctx)
 	if err != nil {
-		return r.failure(ctx, err), err
+		return r.failure(ctx, err)
 	}
 	if !res.Status.Known() {
 		err := fmt.Errorf("backend %s returned unknown status %q", r.backend.Name(), res.Status)
@@ -153,25 +154,42 @@ func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
 	return res, nil
 }
 
-// failure turns a backend error into a result: a passed deadline or a
-// cancelled context is always timeout, whatever the driver said.
-func (r *Runtime) failure(ctx context.Context, err error) Result {
+// failure turns a backend error into a result and the cause for the
+// runtime's *Error. A passed deadline or a cancelled context is always
+// timeout, whatever the driver said; a status outside the vocabulary, or a
+// success reported as an error, is unavailable.
+//
+// When the backend's error is an *Error, its message is taken over and the
+// cause it wraps becomes the cause: the runtime's *Error must match exactly
+// one sentinel, and would match two (timeout and the backend's unavailable,
+// say) if it wrapped the backend's *Error after overriding its status.
+func (r *Runtime) failure(ctx context.Context, err error) (Result, error) {
 	status := StatusOf(err)
 	if ctx.Err() != nil {
 		status = StatusTimeout
 	}
-	if status.Success() || status == "" {
+	if status.Success() || !status.Known() {
 		status = StatusUnavailable
 	}
-	msg := err.Error()
-	var e *Error
-	if errors.As(err, &e) && e.Message != "" {
-		msg = e.Message
-		if e.Err != nil && e.Err.Error() != msg {
-			msg += ": " + e.Err.Error()
+	var msgs []string
+	cause := err
+	for {
+		var e *Error
+		if !errors.As(cause, &e) {
+			break
 		}
+		if e.Message != "" {
+			msgs = append(msgs, e.Message)
+		}
+		cause = e.Err
 	}
-	return Result{Status: status, Message: msg}
+	if cause != nil {
+		msgs = append(msgs, cause.Error())
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, string(status))
+	}
+	return Result{Status: status, Message: strings.Join(msgs, ": ")}, cause
 }
 
 func (r *Runtime) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {

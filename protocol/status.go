@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Status is the outcome of an operation. Its string values are part of the
@@ -136,7 +137,9 @@ func (e *Error) Error() string {
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}
-	if e.Err != nil && (e.Message == "" || e.Message != e.Err.Error()) {
+	// The cause is not repeated when the message already ends with its text,
+	// as the runtime's messages for backend failures do.
+	if e.Err != nil && (e.Message == "" || !strings.HasSuffix(e.Message, e.Err.Error())) {
 		msg += ": " + e.Err.Error()
 	}
 	return msg

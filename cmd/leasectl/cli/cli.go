@@ -154,7 +154,6 @@ func (r reported) Error() string { return "leasectl: " + r.status }
 // app holds one invocation's writers, settings and state. It is not shared
 // between invocations.
 type app struct {
-	ctx    context.Context
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -186,7 +185,6 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...)
 	a := &app{
-		ctx:          ctx,
 		stdin:        stdin,
 		stdout:       &redactingWriter{w: stdout, r: red},
 		stderr:       &redactingWriter{w: stderr, r: red},
@@ -202,12 +200,13 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// flag error is reported as JSON when JSON was requested.
 	a.output = outputArg(args)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return a.finish(err)
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.finish(cmd, err)
 }
 
 // finish prints err (when not already printed) and returns the exit code.
-func (a *app) finish(err error) int {
+// cmd is the command that ran or was refused, for the usage hint.
+func (a *app) finish(cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -231,7 +230,11 @@ func (a *app) finish(err error) int {
 	} else {
 		fmt.Fprintf(a.stderr, "leasectl: %s\n", msg)
 		if status == string(protocol.StatusInvalid) && !a.ran {
-			fmt.Fprintln(a.stderr, "Run 'leasectl --help' for usage.")
+			path := "leasectl"
+			if cmd != nil {
+				path = cmd.CommandPath()
+			}
+			fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", path)
 		}
 	}
 	return ExitCode(status)

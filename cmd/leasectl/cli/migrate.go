@@ -132,8 +132,13 @@ concurrent migrations of one schema wait on an advisory lock.
 holding the migration lock.`,
 		Example: `  leasectl migrate up --dsn postgres://leasestore@db:5432/leases
   leasectl migrate status -o json`,
-		Args: exactArgs(0, "a subcommand: up, down or status"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("migrate: unknown subcommand %q: want up, down or status", args[0])
+			}
+			return nil
+		},
+		RunE: func(*cobra.Command, []string) error {
 			return usageError("migrate: expected a subcommand: up, down or status")
 		},
 	}

@@ -244,7 +244,13 @@ bench at a scratch store.`,
 			if err := protocol.ValidateText("namespace", ns, protocol.MaxNamespaceLen); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			s, err := a.openStore(cmd.Context())
+			t, err := parseDSN(a.dsn())
+			if err != nil {
+				return err
+			}
+			// One pooled connection per worker, so that the figures measure
+			// the database rather than a queue for connections.
+			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(concurrency)})
 			if err != nil {
 				return err
 			}

@@ -165,7 +165,7 @@ in a namespace of its own, demo-XXXXXXXX.`,
 			}
 			defer cleanup()
 			counter := &statusCounter{counts: map[string]int64{}}
-			s, err := a.openTarget(cmd.Context(), t, counter)
+			s, err := a.openTarget(cmd.Context(), t, openOptions{observer: counter})
 			if err != nil {
 				return err
 			}

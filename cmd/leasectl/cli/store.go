@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -74,19 +75,33 @@ func (a *app) openStore(ctx context.Context) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.openTarget(ctx, t, nil)
+	return a.openTarget(ctx, t, openOptions{})
 }
 
-// openTarget opens t (see openStore) with an optional observer on the
-// runtime.
-func (a *app) openTarget(ctx context.Context, t target, obs protocol.Observer) (*store, error) {
+// openOptions tunes openTarget.
+type openOptions struct {
+	observer protocol.Observer // on the runtime; nil for none
+	maxConns int32             // PostgreSQL pool size unless the DSN sets pool_max_conns; 0 for pgxpool's default
+}
+
+// openTarget opens t; see openStore.
+func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*store, error) {
 	ctx, cancel := a.opContext(ctx)
 	defer cancel()
 	a.log.Debug("opening store", "dsn", t.shown)
-	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: obs}
+	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer}
 	switch t.dialect {
 	case migrations.Postgres:
-		b, err := postgres.Open(ctx, t.raw, nil)
+		var pcfg postgres.Config
+		// Sessions show up as leasectl in pg_stat_activity, unless the DSN
+		// names itself.
+		if !dsnHasParam(t.raw, "application_name") {
+			pcfg.ApplicationName = "leasectl"
+		}
+		if opts.maxConns > 0 && !dsnHasParam(t.raw, "pool_max_conns") {
+			pcfg.MaxConns = opts.maxConns
+		}
+		b, err := postgres.Open(ctx, t.raw, &pcfg)
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
@@ -98,6 +113,12 @@ func (a *app) openTarget(ctx context.Context, t target, obs protocol.Observer) (
 		}
 		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown, db: db}, nil
 	}
+}
+
+// dsnHasParam reports whether a postgres URL sets the query parameter name.
+func dsnHasParam(dsn, name string) bool {
+	u, err := url.Parse(dsn)
+	return err == nil && u.Query().Has(name)
 }
 
 // sqliteAttempts bounds openSQLite's attempts.

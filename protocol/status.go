@@ -129,11 +129,17 @@ type Error struct {
 
 // Error implements error. The text is lowercase and starts with "lease:".
 func (e *Error) Error() string {
-	msg := "lease: " + string(e.Op)
+	msg := "lease:"
+	if e.Op != "" {
+		msg += " " + string(e.Op)
+	}
 	if e.Key != (Key{}) {
 		msg += " " + e.Key.String()
 	}
-	msg += ": " + string(e.Status)
+	if e.Op != "" || e.Key != (Key{}) {
+		msg += ":"
+	}
+	msg += " " + string(e.Status)
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}

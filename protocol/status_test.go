@@ -214,3 +214,14 @@ func TestLeaseLiveAt(t *testing.T) {
 		t.Error("lease live after it expired")
 	}
 }
+
+func TestErrorTextWithoutOpOrKey(t *testing.T) {
+	e := &Error{Status: StatusUnavailable, Message: "schema not migrated"}
+	if got, want := e.Error(), "lease: unavailable: schema not migrated"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	e = &Error{Op: OpGet, Key: Key{Namespace: "ns", Name: "k"}, Status: StatusNotFound}
+	if got, want := e.Error(), "lease: get ns/k: not_found"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+}

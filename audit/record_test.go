@@ -1,0 +1,101 @@
+package audit_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestQueryValidate(t *testing.T) {
+	valid := []audit.Query{
+		{},
+		{Namespace: "ns"},
+		{Namespace: "ns", Key: "job-1"},
+		{Namespace: "ns", Since: time.Now(), Limit: audit.MaxLimit, Cursor: audit.EncodeCursor(42)},
+		{Limit: 1},
+	}
+	for _, q := range valid {
+		if err := q.Validate(); err != nil {
+			t.Errorf("%+v.Validate() = %v, want nil", q, err)
+		}
+	}
+	invalid := []struct {
+		q    audit.Query
+		want string
+	}{
+		{audit.Query{Key: "job-1"}, "audit: a key filter needs a namespace"},
+		{audit.Query{Namespace: "n\x00s"}, "namespace: control character"},
+		{audit.Query{Namespace: strings.Repeat("n", protocol.MaxNamespaceLen+1)}, "namespace:"},
+		{audit.Query{Namespace: "ns", Key: "\xff"}, "key: not valid UTF-8"},
+		{audit.Query{Namespace: "ns", Key: strings.Repeat("k", protocol.MaxNameLen+1)}, "key:"},
+		{audit.Query{Limit: -1}, "limit: -1 is outside [0, 1000]"},
+		{audit.Query{Limit: audit.MaxLimit + 1}, "limit: 1001"},
+		{audit.Query{Cursor: "c1.YQ"}, "cursor: not an audit cursor"},
+		{audit.Query{Cursor: "a1.x"}, "cursor: malformed"},
+	}
+	for _, tc := range invalid {
+		err := tc.q.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v.Validate() = %v, want an error containing %q", tc.q, err, tc.want)
+		}
+	}
+	// Every problem is reported at once.
+	err := audit.Query{Key: "\xff", Limit: -1, Cursor: "bad"}.Validate()
+	for _, want := range []string{"needs a namespace", "key:", "limit:", "cursor:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() of a query wrong everywhere = %v, want it to mention %q", err, want)
+		}
+	}
+}
+
+func TestQueryEffectiveLimit(t *testing.T) {
+	if got := (audit.Query{}).EffectiveLimit(); got != audit.DefaultLimit {
+		t.Errorf("EffectiveLimit() of a zero limit = %d, want %d", got, audit.DefaultLimit)
+	}
+	if got := (audit.Query{Limit: 5}).EffectiveLimit(); got != 5 {
+		t.Errorf("EffectiveLimit() = %d, want 5", got)
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, id := range []int64{0, 1, 42, 1 << 40, math.MaxInt64} {
+		c := audit.EncodeCursor(id)
+		got, err := audit.DecodeCursor(c)
+		if err != nil || got != id {
+			t.Errorf("DecodeCursor(EncodeCursor(%d)) = %d, %v", id, got, err)
+		}
+	}
+	if got := audit.EncodeCursor(7); got != "a1.7" {
+		t.Errorf("EncodeCursor(7) = %q, want %q", got, "a1.7")
+	}
+	for _, c := range []string{"", "a1.", "a1", "7", "a2.7", "c1.7", "a1.-1", "a1.x", "a1.7x", "a1. 7", "a1.9223372036854775808", "a1.0x10"} {
+		if id, err := audit.DecodeCursor(c); err == nil {
+			t.Errorf("DecodeCursor(%q) = %d, nil; want an error", c, id)
+		} else if !strings.HasPrefix(err.Error(), "cursor: ") {
+			t.Errorf("DecodeCursor(%q) error %q lacks the noun prefix", c, err)
+		}
+	}
+	// A list cursor is not an audit cursor, and the other way round.
+	if _, err := protocol.DecodeListCursor(audit.EncodeCursor(3)); err == nil {
+		t.Error("an audit cursor decoded as a list cursor")
+	}
+	if _, err := audit.DecodeCursor(protocol.EncodeListCursor("3")); err == nil {
+		t.Error("a list cursor decoded as an audit cursor")
+	}
+}
+
+func TestRecordFormatVersion(t *testing.T) {
+	if audit.RecordFormatVersion != 1 {
+		t.Errorf("RecordFormatVersion = %d: a change needs a migration and a reader for the old version", audit.RecordFormatVersion)
+	}
+}

@@ -75,3 +75,13 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 	}
 	return protocol.NewError(op, protocol.StatusUnavailable, err, "%s", where)
 }
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}

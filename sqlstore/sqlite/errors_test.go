@@ -232,3 +232,34 @@ func TestQueuedWriterTimesOut(t *testing.T) {
 		t.Fatalf("audit = %+v, %v; want only the first writer's record", p.Records, err)
 	}
 }
+
+// Connections opening a fresh file at the same moment all succeed: the
+// first switches it to WAL while the others wait for it (switching the
+// journal mode fails at once with SQLITE_BUSY, without SQLite's busy wait,
+// so OpenDB retries it). Before OpenDB retried, about one round in fifteen
+// failed here.
+func TestConcurrentFirstOpen(t *testing.T) {
+	for round := range 30 {
+		path := filepath.Join(t.TempDir(), "fresh.db")
+		errs := make(chan error, 6)
+		for range cap(errs) {
+			go func() {
+				db, err := sqlite.OpenDB(path)
+				if err == nil {
+					var mode string
+					err = db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+					if err == nil && mode != "wal" {
+						err = errors.New("journal mode " + mode + ", want wal")
+					}
+					_ = db.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

@@ -21,6 +21,10 @@ const (
 	// The table name is a constant of the migrations package, not input.
 	qSchemaVersion = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`
 
+	// qJournalModeWAL switches the file to WAL (persistent) and returns the
+	// journal mode in effect.
+	qJournalModeWAL = `PRAGMA journal_mode = WAL`
+
 	// qDatabaseFile names the file behind a borrowed *sql.DB, for messages.
 	qDatabaseFile = `SELECT file FROM pragma_database_list WHERE name = 'main'`
 

@@ -103,7 +103,11 @@ var (
 //
 //   - journal_mode=WAL: readers do not block the writer nor the writer
 //     readers, and a commit appends to the log instead of rewriting pages.
-//     The mode is stored in the file, so every process agrees on it.
+//     The mode is stored in the file, so every process agrees on it, and
+//     it is set once here rather than by every new connection: switching
+//     a fresh file to WAL while another process opens it fails at once
+//     with SQLITE_BUSY (SQLite does not wait in the busy handler for it),
+//     so OpenDB retries the switch until its deadline.
 //   - synchronous=FULL: each commit is fsynced before it returns. With
 //     NORMAL, WAL is consistent after a power loss but may lose the last
 //     commits, and a lost commit would let a fencing token be issued twice.
@@ -142,11 +146,38 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	// the file, rather than in the first operation.
 	ctx, cancel := context.WithTimeout(context.Background(), busy+time.Second)
 	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
+	if err := enableWAL(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, interpretError(ctx, "", file, err)
 	}
 	return db, nil
+}
+
+// enableWAL switches the file to WAL, or checks that it is in WAL already,
+// retrying while another connection's lock makes the switch fail with
+// SQLITE_BUSY, until ctx ends.
+func enableWAL(ctx context.Context, db *sql.DB) error {
+	backoff := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, qJournalModeWAL).Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				// A read-only file in another journal mode cannot be switched.
+				return fmt.Errorf("sqlite: the journal mode is %q and cannot be switched to WAL (open the file read-write once)", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
 }
 
 // dataSourceName turns path (a file name or a "file:" URI) into the
@@ -181,7 +212,6 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 	q := u.Query()
 	q.Set("_txlock", "immediate")
 	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
-	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "1")
 	u.RawQuery = q.Encode()

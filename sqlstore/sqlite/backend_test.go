@@ -375,3 +375,66 @@ func TestListPrefixBytewise(t *testing.T) {
 		}
 	}
 }
+
+func TestReadAuditFilters(t *testing.T) {
+	ctx := ctxT(t)
+	clock := newClock()
+	b := open(t, migratedFile(t), clock)
+	rt := protocol.New(b, nil)
+	start := clock.Now()
+	for i, k := range []protocol.Key{key("a"), key("b"), {Namespace: "other", Name: "a"}} {
+		clock.Advance(time.Second)
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "w", TTL: time.Minute, RequestID: "acq" + k.Name}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := rt.Revoke(ctx, protocol.RevokeRequest{Key: k, Actor: "op", Reason: "why", RequestID: "rev"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	type want struct {
+		q    audit.Query
+		recs []string // "namespace/key op"
+	}
+	for _, c := range []want{
+		{audit.Query{}, []string{"ns/a acquire", "ns/a revoke", "ns/b acquire", "other/a acquire"}},
+		{audit.Query{Namespace: "ns"}, []string{"ns/a acquire", "ns/a revoke", "ns/b acquire"}},
+		{audit.Query{Namespace: "ns", Key: "a"}, []string{"ns/a acquire", "ns/a revoke"}},
+		{audit.Query{Namespace: "other", Key: "a"}, []string{"other/a acquire"}},
+		{audit.Query{Since: start.Add(2 * time.Second)}, []string{"ns/b acquire", "other/a acquire"}},
+		{audit.Query{Namespace: "ns", Key: "a", Since: start.Add(2 * time.Second)}, nil},
+	} {
+		var got []string
+		cursor := ""
+		for {
+			q := c.q
+			q.Limit, q.Cursor = 1, cursor
+			p, err := b.ReadAudit(ctx, q)
+			if err != nil {
+				t.Fatalf("%+v: %v", c.q, err)
+			}
+			for _, r := range p.Records {
+				got = append(got, r.Namespace+"/"+r.Key+" "+string(r.Op))
+			}
+			if cursor = p.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(c.recs, ",") {
+			t.Errorf("%+v: got %q, want %q", c.q, got, c.recs)
+		}
+	}
+	p, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Key: "a"})
+	if err != nil || len(p.Records) != 2 {
+		t.Fatal(p, err)
+	}
+	rev := p.Records[1]
+	if rev.Actor != "op" || rev.Reason != "why" || rev.Owner != "w" || rev.Status != protocol.StatusRevoked ||
+		rev.Token != p.Records[0].Token || !rev.ExpiresAt.IsZero() || rev.Version != audit.RecordFormatVersion {
+		t.Fatalf("revoke record = %+v", rev)
+	}
+	if _, err := b.ReadAudit(ctx, audit.Query{Key: "a"}); !errors.Is(err, protocol.ErrInvalid) {
+		t.Fatalf("key without namespace: %v, want invalid", err)
+	}
+}

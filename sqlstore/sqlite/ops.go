@@ -314,9 +314,9 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 // serialized on SQLite, so record ids follow commit order and a follower
 // paging by cursor never skips a record.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
-	const op = protocol.Op("audit")
+	const op protocol.Op = "" // reading the trail is not one of the protocol's operations
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, protocol.NewError(op, protocol.StatusInvalid, err, "%v", err)
+		return audit.Page{}, protocol.NewError(op, protocol.StatusInvalid, err, "audit: %v", err)
 	}
 	var after int64
 	if q.Cursor != "" {

@@ -314,7 +314,7 @@ func TestNewBorrowsDB(t *testing.T) {
 	}
 	// The closed backend answers unavailable, not a panic.
 	_, err = b.Get(ctx, protocol.GetRequest{Key: key("a"), RequestID: "g"})
-	expectUnavailable(t, "get after Close", err)
+	expectUnavailable(t, "get after Close", err, "closed")
 }
 
 // Open owns its *sql.DB: operations after Close answer unavailable.

@@ -70,7 +70,8 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 			}
 		}
 	}
-	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") {
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") ||
+		strings.Contains(err.Error(), "statement is closed") {
 		return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: the backend was closed", where)
 	}
 	return protocol.NewError(op, protocol.StatusUnavailable, err, "%s", where)

@@ -29,13 +29,15 @@ CREATE SEQUENCE leasestore_fencing_seq AS bigint;
 
 -- One row per state change. Every state change is one statement in its own
 -- transaction and writes exactly one row, whose id is that transaction's id
--- (pg_current_xact_id(), 64 bits, never reused). Ids follow the order in
--- which transactions started, not the order in which they commit; a reader
--- knows from its snapshot and from who holds the table's write lock which
--- records may still gain an uncommitted predecessor, and holds those back,
--- so a follower paging by id never skips a record that commits late (see
--- readAuditSQL in sqlstore/postgres). An identity column could not give
--- that: its values are drawn in an order no snapshot reveals.
+-- (pg_current_xact_id(), 64 bits, never reused). Changes of one key get
+-- their transaction ids one after the other, so a key's records read in id
+-- order are in the order they happened (see sqlstore/postgres). Across keys,
+-- transactions commit in any order; a reader knows from its snapshot, and
+-- from who holds this table's write lock, which records may still gain an
+-- uncommitted predecessor, and holds them back, so a follower paging by id
+-- never skips a record that commits late (readAuditSQL in sqlstore/postgres).
+-- An identity column could not give that: its values are drawn in an order
+-- no snapshot reveals.
 CREATE TABLE leasestore_audit (
     id          bigint      PRIMARY KEY,
     at          timestamptz NOT NULL,

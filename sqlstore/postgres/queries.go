@@ -10,7 +10,8 @@ package postgres
 //	prior  the audit row of (namespace, request id), if any: the idempotency
 //	       look-up; when it exists nothing is written
 //	cur    the key's row as the statement's snapshot sees it
-//	up/del the conditional change, which locks the row and re-checks its
+//	lk     a transaction-scoped advisory lock on the key (see below)
+//	after  the conditional change, which locks the row and re-checks its
 //	       condition on the newest committed version (READ COMMITTED)
 //	rec    the audit row, inserted only from the change's RETURNING, so it
 //	       exists exactly when the change happened
@@ -31,14 +32,29 @@ package postgres
 // constraint); the statement is rolled back and re-run, and its fresh
 // snapshot finds the first writer's audit row: a replay.
 //
-// Parameters shared by the state-changing statements: the audit row's id is
-// the writing transaction's id (see the migration), $lv is
+// Audit ids and the key lock. An audit row's id is its writer's transaction
+// id (see the migration), which lets readers hold back records that may
+// still gain a predecessor (readAuditSQL). For the trail of one key to read
+// in the order the changes happened, a later change of a key must get a
+// greater transaction id. PostgreSQL assigns the id at a transaction's
+// first write, and an UPDATE or DELETE takes it before it waits for a row
+// lock, so two writers queued on one row could commit in the opposite order
+// of their ids. The lk CTE prevents that: every change takes an advisory
+// lock on its key (class 1818583411, "leas"; the key's hash) before it
+// writes anything, and keeps it until it commits, so writers of one key
+// get their transaction ids, and commit, one after the other. The change
+// CTEs join lk, which makes the lock come before any write; acquire draws
+// its token only after the lock too. Hash collisions only make two keys
+// wait for each other. Statements that change nothing (replays, conflicts
+// the snapshot already shows) may skip the lock.
+//
+// Parameters shared by the state-changing statements: $lv is
 // protocol.LeaseFormatVersion (rows of another version are never changed, and
 // are returned so that the backend refuses them) and $rv is
 // audit.RecordFormatVersion.
 
 // outcomeColumns is the select list every state-changing statement ends
-// with; scanOutcome reads it.
+// with; Backend.runChange reads it.
 //
 //	now,
 //	prior: id, at, op, namespace, name, owner, token, request_id, actor,
@@ -75,8 +91,11 @@ WITH clock AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
+), lk AS (
+    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
 ), fresh AS (
     SELECT nextval('leasestore_fencing_seq') AS token
+    FROM lk
     WHERE NOT EXISTS (SELECT FROM prior)
       AND NOT EXISTS (SELECT FROM cur, clock WHERE cur.expires_at > clock.now OR cur.version <> $8)
 ), after AS (
@@ -123,10 +142,12 @@ WITH clock AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
+), lk AS (
+    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
 ), after AS (
     UPDATE leasestore_leases l
     SET renewed_at = clock.now, expires_at = clock.now + $5::interval
-    FROM clock
+    FROM clock, lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
       AND l.expires_at > clock.now AND l.version = $9
       AND NOT EXISTS (SELECT FROM prior)
@@ -163,9 +184,11 @@ WITH clock AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
+), lk AS (
+    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
 ), after AS (
     DELETE FROM leasestore_leases l
-    USING clock
+    USING clock, lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
       AND l.expires_at > clock.now AND l.version = $8
       AND NOT EXISTS (SELECT FROM prior)
@@ -203,9 +226,11 @@ WITH clock AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
+), lk AS (
+    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
 ), after AS (
     DELETE FROM leasestore_leases l
-    USING clock
+    USING clock, lk
     WHERE l.namespace = $1 AND l.name = $2 AND ($5::bigint = 0 OR l.token = $5)
       AND l.expires_at > clock.now AND l.version = $9
       AND NOT EXISTS (SELECT FROM prior)

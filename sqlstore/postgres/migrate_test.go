@@ -1,0 +1,186 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// objectsPresent counts which of leasestore's objects exist in the schema of
+// dsn's connections.
+func objectsPresent(t *testing.T, dsn string) int {
+	t.Helper()
+	return count(t, rawPool(t, dsn), `SELECT
+		(to_regclass('leasestore_leases') IS NOT NULL)::int +
+		(to_regclass('leasestore_audit') IS NOT NULL)::int +
+		(to_regclass('leasestore_fencing_seq') IS NOT NULL)::int +
+		(to_regprocedure('leasestore_audit_refuse()') IS NOT NULL)::int`)
+}
+
+func TestMigrationsUpDownUp(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db := sqlDB(t, dsn)
+	ctx := ctxT(t)
+	for round := range 2 {
+		res, err := migrations.Up(ctx, migrations.Postgres, db)
+		if err != nil {
+			t.Fatalf("round %d: up: %v", round, err)
+		}
+		if len(res) != migrations.LatestVersion {
+			t.Fatalf("round %d: up applied %d migrations, want %d", round, len(res), migrations.LatestVersion)
+		}
+		if n := objectsPresent(t, dsn); n != 4 {
+			t.Fatalf("round %d: %d of 4 objects after up", round, n)
+		}
+		b, err := postgres.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatalf("round %d: open after up: %v", round, err)
+		}
+		r, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
+		wantStatus(t, "acquire", r, err, protocol.StatusAcquired)
+		if r.Lease.Token != 1 {
+			t.Fatalf("round %d: first token %d, want 1 on a fresh schema", round, r.Lease.Token)
+		}
+		_ = b.Close(ctx)
+
+		st, err := migrations.Status(ctx, migrations.Postgres, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			if s.State != "applied" {
+				t.Fatalf("round %d: migration %d is %s", round, s.Source.Version, s.State)
+			}
+		}
+		if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
+			t.Fatalf("round %d: down: %v", round, err)
+		}
+		if n := objectsPresent(t, dsn); n != 0 {
+			t.Fatalf("round %d: %d objects remain after down", round, n)
+		}
+		if _, err := postgres.Open(ctx, dsn, nil); err == nil {
+			t.Fatalf("round %d: open after down succeeded", round)
+		}
+	}
+	if _, err := migrations.Up(ctx, migrations.Postgres, db); err != nil {
+		t.Fatal(err)
+	}
+	openOK(t, dsn)
+}
+
+// TestConcurrentMigrators runs two migrations of one schema at once, each
+// on its own connection pool, as two deploys would: both succeed, and the
+// schema is migrated once.
+func TestConcurrentMigrators(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dbs := []*sql.DB{sqlDB(t, dsn), sqlDB(t, dsn)}
+	var (
+		wg      sync.WaitGroup
+		errs    = make([]error, len(dbs))
+		applied = make([]int, len(dbs))
+		start   = make(chan struct{})
+	)
+	for i := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := migrations.Up(ctx, migrations.Postgres, dbs[i])
+			errs[i], applied[i] = err, len(res)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrator %d: %v", i, err)
+		}
+	}
+	if applied[0]+applied[1] != migrations.LatestVersion {
+		t.Fatalf("the migrators applied %v migrations, want %d in all", applied, migrations.LatestVersion)
+	}
+	raw := rawPool(t, dsn)
+	if n := count(t, raw, "SELECT count(*) FROM "+migrations.VersionTable+" WHERE version_id = $1", migrations.LatestVersion); n != 1 {
+		t.Fatalf("version %d recorded %d times, want once", migrations.LatestVersion, n)
+	}
+	if n := objectsPresent(t, dsn); n != 4 {
+		t.Fatalf("%d of 4 objects", n)
+	}
+	openOK(t, dsn)
+}
+
+// TestReadAuditHoldsBackBehindAnOpenWriter opens a transaction that writes a
+// record and keeps it open, then commits a record with a greater id through
+// the backend: the reader must not show the later record until the earlier
+// one is decided, else a follower would move past it. A transaction that
+// does not write the trail must not hold anything back.
+func TestReadAuditHoldsBackBehindAnOpenWriter(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	ctx := ctxT(t)
+
+	// An unrelated transaction with a transaction id, open throughout.
+	bystander, err := rawConn(t, dsn).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bystander.Rollback(context.Background()) }()
+	mustExec(t, bystander, "SELECT pg_current_xact_id()")
+
+	writer, err := rawConn(t, dsn).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = writer.Rollback(context.Background()) }()
+	mustExec(t, writer, `INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor,
+		reason, status, version, params_hash, expires_at)
+		VALUES (pg_current_xact_id()::text::bigint, now(), 'acquire', 'ns', 'early', 'w', 1000, 'early', 'w', '',
+		'acquired', 1, 'x', now() + interval '1 minute')`)
+
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("late"), Owner: "o", TTL: time.Minute, RequestID: "late"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 0 {
+		t.Fatalf("read %+v while an earlier record was uncommitted, want nothing yet", page.Records)
+	}
+
+	if err := writer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 2 || page.Records[0].RequestID != "early" || page.Records[1].RequestID != "late" ||
+		page.Records[0].ID >= page.Records[1].ID {
+		t.Fatalf("read %+v, want the early then the late record", page.Records)
+	}
+	// Paging by cursor resumes after the last record seen.
+	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns", Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 1 || page.NextCursor == "" {
+		t.Fatalf("first page %+v", page)
+	}
+	next, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Limit: 1, Cursor: page.NextCursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Records) != 1 || next.Records[0].RequestID != "late" || next.NextCursor != "" {
+		t.Fatalf("second page %+v", next)
+	}
+}

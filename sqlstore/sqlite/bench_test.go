@@ -135,7 +135,6 @@ func benchRuntime(b *testing.B, path string) *protocol.Runtime {
 type raw struct {
 	db                                               *sql.DB
 	find, acquire, bump, renew, release, insertAudit *sql.Stmt
-	seq                                              atomic.Int64
 }
 
 func newRaw(b *testing.B, db *sql.DB) *raw {
@@ -168,7 +167,9 @@ func (r *raw) tx(ctx context.Context, ns, op string, body func(tx *sql.Tx, now i
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	rid := "raw-" + strconv.FormatInt(r.seq.Add(1), 10)
+	// The runtime's request ids: random ones land anywhere in the audit
+	// trail's (namespace, request_id) index, sequential ones would append.
+	rid := protocol.RandomRequestID()
 	var id int64
 	var dummy any
 	err = tx.StmtContext(ctx, r.find).QueryRowContext(ctx, ns, rid).Scan(&id, &dummy, &dummy, &dummy, &dummy, &dummy,

@@ -119,7 +119,7 @@ func DecodeCursor(c string) (int64, error) {
 		return 0, errors.New("cursor: not an audit cursor")
 	}
 	id, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil || id < 0 {
+	if err != nil || id < 0 || strconv.FormatInt(id, 10) != rest {
 		return 0, errors.New("cursor: malformed")
 	}
 	return id, nil

@@ -78,7 +78,7 @@ func TestCursorRoundTrip(t *testing.T) {
 	if got := audit.EncodeCursor(7); got != "a1.7" {
 		t.Errorf("EncodeCursor(7) = %q, want %q", got, "a1.7")
 	}
-	for _, c := range []string{"", "a1.", "a1", "7", "a2.7", "c1.7", "a1.-1", "a1.x", "a1.7x", "a1. 7", "a1.9223372036854775808", "a1.0x10"} {
+	for _, c := range []string{"", "a1.", "a1", "7", "a2.7", "c1.7", "a1.-1", "a1.x", "a1.7x", "a1. 7", "a1.9223372036854775808", "a1.0x10", "a1.+5", "a1.007", "a1.-0"} {
 		if id, err := audit.DecodeCursor(c); err == nil {
 			t.Errorf("DecodeCursor(%q) = %d, nil; want an error", c, id)
 		} else if !strings.HasPrefix(err.Error(), "cursor: ") {

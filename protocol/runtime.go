@@ -37,18 +37,17 @@ type Config struct {
 //
 // A Runtime is safe for concurrent use. It implements [Store].
 type Runtime struct {
-	backend    Backend
-	timeout    time.Duration
-	observer   Observer
-	audit      AuditHook
-	newReqID   func() string
-	mu         sync.Mutex
-	closed     bool
-	inflight   int
-	drained    chan struct{} // closed when closed && inflight == 0
-	closeDone  chan struct{} // closed when the backend's Close returned
-	closeErr   error
-	closeStart sync.Once
+	backend   Backend
+	timeout   time.Duration
+	observer  Observer
+	audit     AuditHook
+	newReqID  func() string
+	mu        sync.Mutex
+	closed    bool
+	inflight  int
+	drained   chan struct{} // closed when closed && inflight == 0
+	closeDone chan struct{} // closed when the backend's Close returned
+	closeErr  error         // set before closeDone is closed
 }
 
 var _ Store = (*Runtime)(nil)
@@ -305,35 +304,57 @@ func (r *Runtime) Health(ctx context.Context) error {
 
 // Close stops the runtime: operations that start afterwards answer closed,
 // operations in flight may finish until ctx is done, and then the backend is
-// closed, exactly once. Calling Close again waits for the first call and
-// returns its error. If ctx ends before in-flight operations finish, the
-// backend is closed anyway and the error includes ctx's.
+// closed, exactly once. Calling Close again waits (bounded by its own ctx)
+// for the first call and returns its error. If ctx ends before in-flight
+// operations finish, the backend is closed anyway, given a grace of its own
+// of up to 5s, and the error includes ctx's.
 func (r *Runtime) Close(ctx context.Context) error {
-	r.closeStart.Do(func() {
-		start := time.Now()
-		r.mu.Lock()
+	r.mu.Lock()
+	first := !r.closed
+	if first {
 		r.closed = true
 		if r.inflight == 0 {
 			close(r.drained)
 		}
-		r.mu.Unlock()
-		var waitErr error
+	}
+	r.mu.Unlock()
+	if !first {
 		select {
-		case <-r.drained:
+		case <-r.closeDone:
+			return r.closeErr
 		case <-ctx.Done():
-			waitErr = fmt.Errorf("lease: close: in-flight operations did not finish: %w", ctx.Err())
+			return fmt.Errorf("lease: close: waiting for another Close: %w", ctx.Err())
 		}
-		r.closeErr = errors.Join(waitErr, r.backend.Close(ctx))
-		var status Status
-		if r.closeErr != nil {
-			status = StatusOf(r.closeErr)
-		}
-		r.observe(ctx, OpClose, status, false, start)
-		close(r.closeDone)
-	})
-	<-r.closeDone
+	}
+
+	start := time.Now()
+	var waitErr error
+	select {
+	case <-r.drained:
+	case <-ctx.Done():
+		waitErr = fmt.Errorf("lease: close: in-flight operations did not finish: %w", ctx.Err())
+	}
+	// A backend must get the chance to close even when ctx is already done
+	// (a backend may give up on a done context at once).
+	closeCtx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		closeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), backendCloseGrace)
+		defer cancel()
+	}
+	r.closeErr = errors.Join(waitErr, r.backend.Close(closeCtx))
+	var status Status
+	if r.closeErr != nil {
+		status = StatusOf(r.closeErr)
+	}
+	r.observe(ctx, OpClose, status, false, start)
+	close(r.closeDone)
 	return r.closeErr
 }
+
+// backendCloseGrace bounds the backend's Close when the caller's close
+// context was already done.
+const backendCloseGrace = 5 * time.Second
 
 // describe writes the default message for a result.
 func describe(op Op, key Key, res Result) string {

@@ -25,6 +25,9 @@ type fakeBackend struct {
 	calls    []fakeCall
 	closes   int
 	closeCtx context.Context
+	// closeCtxErr and closeCtxBounded describe closeCtx when Close was called.
+	closeCtxErr     error
+	closeCtxBounded bool
 }
 
 type fakeCall struct {
@@ -122,6 +125,8 @@ func (b *fakeBackend) Close(ctx context.Context) error {
 	defer b.mu.Unlock()
 	b.closes++
 	b.closeCtx = ctx
+	b.closeCtxErr = ctx.Err()
+	_, b.closeCtxBounded = ctx.Deadline()
 	return b.closeErr
 }
 
@@ -899,6 +904,15 @@ func TestRuntimeCloseDeadlineWithStuckOperation(t *testing.T) {
 	if n := b.closeCount(); n != 1 {
 		t.Fatalf("backend closed %d times after the close deadline, want 1", n)
 	}
+	b.mu.Lock()
+	closeCtxErr, bounded := b.closeCtxErr, b.closeCtxBounded
+	b.mu.Unlock()
+	if closeCtxErr != nil {
+		t.Fatalf("backend Close got a context that was already done (%v): it had no chance to close cleanly", closeCtxErr)
+	}
+	if !bounded {
+		t.Fatalf("backend Close got an unbounded context after the caller's deadline passed")
+	}
 	// A later Close reports the same outcome without closing the backend again.
 	if err2 := rt.Close(context.Background()); err2 == nil || err2.Error() != err.Error() {
 		t.Errorf("second Close = %v, want the first call's error %v", err2, err)
@@ -920,5 +934,38 @@ func TestRuntimeCloseDeadlineWithStuckOperation(t *testing.T) {
 	}
 	if closeEv == nil || closeEv.Status != StatusTimeout {
 		t.Errorf("close event = %+v, want status timeout", closeEv)
+	}
+}
+
+func TestRuntimeSecondCloseHonoursItsOwnContext(t *testing.T) {
+	bl := newBlocker(OpRenew)
+	b := &fakeBackend{handle: bl.handle}
+	rt := New(b, nil)
+	_, ren, _, _, _, _ := validRequests()
+	go func() { _, _ = rt.Renew(context.Background(), ren) }()
+	bl.waitEntered(t)
+
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- rt.Close(context.Background()) }()
+	// Wait until the first Close has begun: new operations answer closed.
+	for {
+		if _, err := rt.Get(context.Background(), GetRequest{Key: ren.Key}); errors.Is(err, ErrClosed) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The first Close waits for the stuck renew; a second Close with a short
+	// deadline must give up at its deadline instead of waiting with it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := rt.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Close = %v, want its own deadline", err)
+	}
+	close(bl.release)
+	if err := <-firstDone; err != nil {
+		t.Fatalf("first Close = %v", err)
+	}
+	if n := b.closeCount(); n != 1 {
+		t.Fatalf("backend closed %d times, want 1", n)
 	}
 }

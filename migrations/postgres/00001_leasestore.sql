@@ -21,7 +21,11 @@ CREATE TABLE leasestore_leases (
     PRIMARY KEY (namespace, name)
 );
 
-CREATE INDEX leasestore_leases_owner ON leasestore_leases (namespace, owner, name);
+-- Listing one owner's leases. The owner comes first so that the planner
+-- never prefers this index to the primary key for a look-up by key (with
+-- (namespace, ...) first, a generic plan built while the table is small may
+-- scan the namespace through it).
+CREATE INDEX leasestore_leases_owner ON leasestore_leases (owner, namespace, name);
 
 -- Fencing tokens for every key. A sequence never goes backwards, across
 -- releases, revokes, crashes and restarts; gaps are harmless.
@@ -46,7 +50,7 @@ CREATE TABLE leasestore_audit (
     name        text        COLLATE "C" NOT NULL,
     owner       text        COLLATE "C" NOT NULL,
     token       bigint      NOT NULL,
-    request_id  text        NOT NULL,
+    request_id  text        COLLATE "C" NOT NULL,
     actor       text        NOT NULL,
     reason      text        NOT NULL DEFAULT '',
     status      text        NOT NULL,
@@ -56,7 +60,10 @@ CREATE TABLE leasestore_audit (
     CONSTRAINT leasestore_audit_request UNIQUE (namespace, request_id)
 );
 
-CREATE INDEX leasestore_audit_key ON leasestore_audit (namespace, name, id);
+-- A key's trail. The name comes first for the same reason as above: the
+-- idempotency look-up by (namespace, request_id) must use its unique index,
+-- not scan a namespace through this one.
+CREATE INDEX leasestore_audit_key ON leasestore_audit (name, namespace, id);
 CREATE INDEX leasestore_audit_at ON leasestore_audit (at, id);
 
 -- +goose StatementBegin

@@ -138,15 +138,16 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 // runChange sends one state-changing statement and reads its one row.
 func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any) (*outcome, error) {
 	var (
-		o          outcome
-		prior      priorCols
-		cur, after leaseCols
-		dest       = make([]any, 0, 28)
+		o       outcome
+		prior   priorCols
+		changed bool
+		row     leaseCols
+		dest    = make([]any, 0, 23)
 	)
 	dest = append(dest, &o.now)
 	dest = append(dest, prior.dest()...)
-	dest = append(dest, cur.dest()...)
-	dest = append(dest, after.dest()...)
+	dest = append(dest, &changed)
+	dest = append(dest, row.dest()...)
 	dest = append(dest, &o.fresh)
 	if err := b.pool.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
 		return nil, interpretError(op, err)
@@ -158,12 +159,14 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 		// version does not stop it.
 		return &o, nil
 	}
-	var err error
-	if o.cur, err = cur.lease(op, key); err != nil {
+	l, err := row.lease(op, key)
+	if err != nil {
 		return nil, err
 	}
-	if o.after, err = after.lease(op, key); err != nil {
-		return nil, err
+	if changed {
+		o.after = l
+	} else {
+		o.cur = l
 	}
 	return &o, nil
 }
@@ -310,8 +313,13 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if limit == 0 {
 		limit = protocol.DefaultListLimit
 	}
-	rows, err := b.pool.Query(ctx, listSQL, req.Namespace, req.Prefix, after, req.Owner, req.IncludeExpired,
-		b.clock(), limit+1)
+	args := []any{req.Namespace, req.Prefix, after, req.IncludeExpired, b.clock(), limit + 1}
+	sql := listSQL
+	if req.Owner != "" {
+		sql = listOwnerSQL
+		args = append(args, req.Owner)
+	}
+	rows, err := b.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return protocol.ListResult{}, interpretError(protocol.OpList, err)
 	}
@@ -356,7 +364,13 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
-	rows, err := b.pool.Query(ctx, readAuditSQL, afterID, q.Namespace, q.Key, since, limit+1)
+	args := []any{afterID, q.Namespace, since, limit + 1}
+	sql := readAuditSQL
+	if q.Key != "" {
+		sql = readAuditKeySQL
+		args = append(args, q.Key)
+	}
+	rows, err := b.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return audit.Page{}, interpretError("", err)
 	}

@@ -5,32 +5,39 @@ package postgres
 // Each lease operation is exactly one statement, so one round trip. The
 // state-changing statements share a shape:
 //
-//	clock  the time the statement judges expiry by: the injected test clock
-//	       ($now) or the server's now(), the statement's start
-//	prior  the audit row of (namespace, request id), if any: the idempotency
-//	       look-up; when it exists nothing is written
-//	cur    the key's row as the statement's snapshot sees it
-//	lk     a transaction-scoped advisory lock on the key (see below)
-//	after  the conditional change, which locks the row and re-checks its
-//	       condition on the newest committed version (READ COMMITTED)
+//	lk     the idempotency look-up (is (namespace, request id) in the
+//	       trail?) and, only when the request is new, a transaction-scoped
+//	       advisory lock on the key (see below); no row when nothing may be
+//	       written
+//	after  the conditional change, joined to lk, which locks the row and
+//	       re-checks its condition on the newest committed version (READ
+//	       COMMITTED); RETURNING gives the row as changed
 //	rec    the audit row, inserted only from the change's RETURNING, so it
 //	       exists exactly when the change happened
 //
-// and the final SELECT returns one row with all of them (NULLs where absent).
-// The classification happens in Go with the protocol's Check functions.
+// and the final SELECT returns one row: the time, then the earlier audit row
+// of the request id (prior) and the key's row as the statement's snapshot
+// sees it (cur), each read only when no change happened (a LATERAL subquery
+// gated on that, with OFFSET 0 so the planner keeps the gate), then whether
+// the change happened, and the lease (the changed row, or cur). The
+// classification happens in Go with the protocol's Check functions.
 //
-// Snapshots and races. Every sub-statement of a WITH sees one snapshot,
-// taken when the statement starts; a plain SELECT (prior, cur) does not see
-// what commits afterwards, while UPDATE, DELETE and INSERT ... ON CONFLICT
-// lock the row they change and re-check their WHERE on its newest version.
-// When the two disagree (the snapshot allowed the change but the re-check
-// refused it, because another transaction changed the row after our snapshot
-// was taken) the statement changed nothing and the backend runs it once more
-// with a fresh snapshot; see Backend.change. A concurrent request with the
-// same request id makes the audit insert fail on leasestore_audit_request
-// (the second writer waits for the first and then violates the unique
-// constraint); the statement is rolled back and re-run, and its fresh
-// snapshot finds the first writer's audit row: a replay.
+// Time is coalesce($now, now()): the injected test clock, or the server's
+// clock at the start of the statement's transaction (the statement is its
+// own transaction).
+//
+// Snapshots and races. Every part of the statement sees one snapshot, taken
+// when the statement starts; a plain read (the look-up, prior, cur) does not
+// see what commits afterwards, while UPDATE, DELETE and INSERT ... ON
+// CONFLICT lock the row they change and re-check their WHERE on its newest
+// version. When the two disagree (the snapshot allowed the change but the
+// re-check refused it, because another transaction changed the row after
+// our snapshot was taken) the statement changed nothing and the backend runs
+// it once more with a fresh snapshot; see Backend.change. A concurrent
+// request with the same request id makes the audit insert fail on
+// leasestore_audit_request (the second writer waits for the first and then
+// violates the unique constraint); the statement is rolled back and re-run,
+// and its fresh snapshot finds the first writer's audit row: a replay.
 //
 // Audit ids and the key lock. An audit row's id is its writer's transaction
 // id (see the migration), which lets readers hold back records that may
@@ -39,14 +46,13 @@ package postgres
 // greater transaction id. PostgreSQL assigns the id at a transaction's
 // first write, and an UPDATE or DELETE takes it before it waits for a row
 // lock, so two writers queued on one row could commit in the opposite order
-// of their ids. The lk CTE prevents that: every change takes an advisory
-// lock on its key (class 1818583411, "leas"; the key's hash) before it
-// writes anything, and keeps it until it commits, so writers of one key
-// get their transaction ids, and commit, one after the other. The change
-// CTEs join lk, which makes the lock come before any write; acquire draws
+// of their ids. The lock in lk prevents that: every change takes an
+// advisory lock on its key (class 1818583411, "leas"; the key's hash)
+// before it writes anything, and keeps it until it commits, so writers of
+// one key get their transaction ids, and commit, one after the other. The
+// change joins lk, which makes the lock come before any write; acquire draws
 // its token only after the lock too. Hash collisions only make two keys
-// wait for each other. Statements that change nothing (replays, conflicts
-// the snapshot already shows) may skip the lock.
+// wait for each other.
 //
 // Parameters shared by the state-changing statements: $lv is
 // protocol.LeaseFormatVersion (rows of another version are never changed, and
@@ -57,12 +63,14 @@ package postgres
 // with; Backend.runChange reads it.
 //
 //	now,
-//	prior: id, at, op, namespace, name, owner, token, request_id, actor,
-//	       reason, status, version, params_hash, expires_at   (14)
-//	cur:   owner, token, acquired_at, renewed_at, expires_at, version (6)
-//	after: the same six columns, for the row as changed (or, for acquire,
-//	       as locked by ON CONFLICT)
-//	fresh: the token drawn for this acquire (NULL for other operations)
+//	prior:   id, at, op, namespace, name, owner, token, request_id, actor,
+//	         reason, status, version, params_hash, expires_at   (14)
+//	changed: whether the change (for acquire: the INSERT ... ON CONFLICT)
+//	         returned a row
+//	lease:   owner, token, acquired_at, renewed_at, expires_at, version: the
+//	         row as changed (for acquire: or as locked by ON CONFLICT), else
+//	         the snapshot's (6)
+//	fresh:   the token drawn for this acquire (NULL for other operations)
 
 // acquireSQL: $1 namespace, $2 name, $3 owner, $4 ttl (interval),
 // $5 request id, $6 params hash, $7 now (NULL: the server's), $8 $lv, $9 $rv.
@@ -70,38 +78,32 @@ package postgres
 // The token is drawn from leasestore_fencing_seq in the fresh CTE only when
 // the snapshot says the key is free (no row, or an expired row of a known
 // version) and the request id is new; a conflict that the snapshot already
-// shows costs no token. When a concurrent acquire took the key after our
-// snapshot, our INSERT meets its row: ON CONFLICT waits for it, locks it and
-// evaluates the CASEs against its newest version. The DO UPDATE has no WHERE
-// on purpose: a failing WHERE would return no row, and the statement could
-// not tell whom it lost to; instead the CASEs keep every column when the row
-// is live (a no-op update, paid only in that race) and RETURNING yields the
-// true holder. The drawn token is then unused: a gap, which is harmless as
-// tokens need only increase. The acquire took effect exactly when the row
-// returned carries the drawn token.
+// shows costs no token and takes no lock. When a concurrent acquire took the
+// key after our snapshot, our INSERT meets its row: ON CONFLICT waits for
+// it, locks it and evaluates the CASEs against its newest version. The DO
+// UPDATE has no WHERE on purpose: a failing WHERE would return no row, and
+// the statement could not tell whom it lost to; instead the CASEs keep every
+// column when the row is live (a no-op update, paid only in that race) and
+// RETURNING yields the true holder. The drawn token is then unused: a gap,
+// which is harmless as tokens need only increase. The acquire took effect
+// exactly when the row returned carries the drawn token.
 const acquireSQL = `
-WITH clock AS (
-    SELECT coalesce($7::timestamptz, now()) AS now
-), prior AS (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $5
-), cur AS (
+WITH cur AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
 ), lk AS (
     SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
+    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
+      AND NOT EXISTS (SELECT FROM cur WHERE cur.expires_at > coalesce($7::timestamptz, now()) OR cur.version <> $8)
 ), fresh AS (
     SELECT nextval('leasestore_fencing_seq') AS token
     FROM lk
-    WHERE NOT EXISTS (SELECT FROM prior)
-      AND NOT EXISTS (SELECT FROM cur, clock WHERE cur.expires_at > clock.now OR cur.version <> $8)
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-    SELECT $1, $2, $3, fresh.token, clock.now, clock.now, clock.now + $4::interval, $8
-    FROM fresh, clock
+    SELECT $1, $2, $3, fresh.token, coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()),
+           coalesce($7::timestamptz, now()) + $4::interval, $8
+    FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
         owner       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.owner       ELSE l.owner       END,
         token       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.token       ELSE l.token       END,
@@ -116,41 +118,38 @@ WITH clock AS (
            'acquired', $9, $6, after.expires_at
     FROM after JOIN fresh ON after.token = fresh.token
 )
-SELECT clock.now,
+SELECT coalesce($7::timestamptz, now()),
        prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
        prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.token IS NOT NULL,
+       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
+       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
+       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
        fresh.token
-FROM clock
-LEFT JOIN prior ON true
-LEFT JOIN cur ON true
+FROM (SELECT) AS one
 LEFT JOIN after ON true
-LEFT JOIN fresh ON true`
+LEFT JOIN fresh ON true
+LEFT JOIN cur ON true
+LEFT JOIN LATERAL (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $5 AND after.token IS NULL
+    OFFSET 0
+) AS prior ON true`
 
 // renewSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 ttl (interval),
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv.
 const renewSQL = `
-WITH clock AS (
-    SELECT coalesce($8::timestamptz, now()) AS now
-), prior AS (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $6
-), cur AS (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2
-), lk AS (
+WITH lk AS (
     SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
+    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
 ), after AS (
     UPDATE leasestore_leases l
-    SET renewed_at = clock.now, expires_at = clock.now + $5::interval
-    FROM clock, lk
+    SET renewed_at = coalesce($8::timestamptz, now()), expires_at = coalesce($8::timestamptz, now()) + $5::interval
+    FROM lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
-      AND l.expires_at > clock.now AND l.version = $9
-      AND NOT EXISTS (SELECT FROM prior)
+      AND l.expires_at > coalesce($8::timestamptz, now()) AND l.version = $9
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -159,99 +158,116 @@ WITH clock AS (
            'renewed', $10, $7, after.expires_at
     FROM after
 )
-SELECT clock.now,
+SELECT coalesce($8::timestamptz, now()),
        prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
        prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.token IS NOT NULL,
+       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
+       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
+       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
        NULL::bigint
-FROM clock
-LEFT JOIN prior ON true
-LEFT JOIN cur ON true
-LEFT JOIN after ON true`
+FROM (SELECT) AS one
+LEFT JOIN after ON true
+LEFT JOIN LATERAL (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $6 AND after.token IS NULL
+    OFFSET 0
+) AS prior ON true
+LEFT JOIN LATERAL (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
+    OFFSET 0
+) AS cur ON true`
 
 // releaseSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 request id,
 // $6 params hash, $7 now, $8 $lv, $9 $rv.
 const releaseSQL = `
-WITH clock AS (
-    SELECT coalesce($7::timestamptz, now()) AS now
-), prior AS (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $5
-), cur AS (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2
-), lk AS (
+WITH lk AS (
     SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
+    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
 ), after AS (
     DELETE FROM leasestore_leases l
-    USING clock, lk
+    USING lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
-      AND l.expires_at > clock.now AND l.version = $8
-      AND NOT EXISTS (SELECT FROM prior)
+      AND l.expires_at > coalesce($7::timestamptz, now()) AND l.version = $8
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at)
-    SELECT pg_current_xact_id()::text::bigint, clock.now, 'release', $1, $2, after.owner, after.token, $5, $3, '',
-           'released', $9, $6, NULL
-    FROM after, clock
+    SELECT pg_current_xact_id()::text::bigint, coalesce($7::timestamptz, now()), 'release', $1, $2, after.owner,
+           after.token, $5, $3, '', 'released', $9, $6, NULL
+    FROM after
 )
-SELECT clock.now,
+SELECT coalesce($7::timestamptz, now()),
        prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
        prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.token IS NOT NULL,
+       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
+       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
+       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
        NULL::bigint
-FROM clock
-LEFT JOIN prior ON true
-LEFT JOIN cur ON true
-LEFT JOIN after ON true`
+FROM (SELECT) AS one
+LEFT JOIN after ON true
+LEFT JOIN LATERAL (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $5 AND after.token IS NULL
+    OFFSET 0
+) AS prior ON true
+LEFT JOIN LATERAL (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
+    OFFSET 0
+) AS cur ON true`
 
 // revokeSQL: $1 namespace, $2 name, $3 actor, $4 reason, $5 token (0: any),
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. The audit row's
 // owner is the revoked lease's owner.
 const revokeSQL = `
-WITH clock AS (
-    SELECT coalesce($8::timestamptz, now()) AS now
-), prior AS (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $6
-), cur AS (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2
-), lk AS (
+WITH lk AS (
     SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
+    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
 ), after AS (
     DELETE FROM leasestore_leases l
-    USING clock, lk
+    USING lk
     WHERE l.namespace = $1 AND l.name = $2 AND ($5::bigint = 0 OR l.token = $5)
-      AND l.expires_at > clock.now AND l.version = $9
-      AND NOT EXISTS (SELECT FROM prior)
+      AND l.expires_at > coalesce($8::timestamptz, now()) AND l.version = $9
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at)
-    SELECT pg_current_xact_id()::text::bigint, clock.now, 'revoke', $1, $2, after.owner, after.token, $6, $3, $4,
-           'revoked', $10, $7, NULL
-    FROM after, clock
+    SELECT pg_current_xact_id()::text::bigint, coalesce($8::timestamptz, now()), 'revoke', $1, $2, after.owner,
+           after.token, $6, $3, $4, 'revoked', $10, $7, NULL
+    FROM after
 )
-SELECT clock.now,
+SELECT coalesce($8::timestamptz, now()),
        prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
        prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       cur.owner, cur.token, cur.acquired_at, cur.renewed_at, cur.expires_at, cur.version,
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.token IS NOT NULL,
+       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
+       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
+       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
        NULL::bigint
-FROM clock
-LEFT JOIN prior ON true
-LEFT JOIN cur ON true
-LEFT JOIN after ON true`
+FROM (SELECT) AS one
+LEFT JOIN after ON true
+LEFT JOIN LATERAL (
+    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+           a.reason, a.status, a.version, a.params_hash, a.expires_at
+    FROM leasestore_audit a
+    WHERE a.namespace = $1 AND a.request_id = $6 AND after.token IS NULL
+    OFFSET 0
+) AS prior ON true
+LEFT JOIN LATERAL (
+    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
+    OFFSET 0
+) AS cur ON true`
 
 // getSQL: $1 namespace, $2 name, $3 now. Always one row: the clock and the
 // key's row (NULLs when there is none). Expiry is judged in Go.
@@ -261,23 +277,34 @@ FROM (SELECT coalesce($3::timestamptz, now()) AS now) AS clock
 LEFT JOIN leasestore_leases l ON l.namespace = $1 AND l.name = $2`
 
 // listSQL: $1 namespace, $2 prefix ("" for none), $3 the name to resume
-// after ("" for the first page; names are never empty), $4 owner ("" for
-// any), $5 include expired, $6 now, $7 limit+1. The "C" collation of name
-// makes the order bytewise and lets the primary key serve both the prefix
-// range (name >= prefix) and the keyset condition.
+// after ("" for the first page; names are never empty), $4 include expired,
+// $5 now, $6 limit+1. The "C" collation of name makes the order bytewise and
+// lets the primary key serve both the prefix range (name >= prefix) and the
+// keyset condition.
 const listSQL = `
 SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM leasestore_leases l
 WHERE l.namespace = $1
   AND l.name >= $2 AND starts_with(l.name, $2)
   AND l.name > $3
-  AND ($4::text = '' OR l.owner = $4)
-  AND ($5::boolean OR l.expires_at > coalesce($6::timestamptz, now()))
+  AND ($4::boolean OR l.expires_at > coalesce($5::timestamptz, now()))
 ORDER BY l.name
-LIMIT $7`
+LIMIT $6`
+
+// listOwnerSQL is listSQL for one owner, $7, through the owner index.
+const listOwnerSQL = `
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+FROM leasestore_leases l
+WHERE l.owner = $7 AND l.namespace = $1
+  AND l.name >= $2 AND starts_with(l.name, $2)
+  AND l.name > $3
+  AND ($4::boolean OR l.expires_at > coalesce($5::timestamptz, now()))
+ORDER BY l.name
+LIMIT $6`
 
 // readAuditSQL: $1 the id to resume after (0 for the start), $2 namespace
-// ("" for all), $3 name ("" for all), $4 since (NULL for all), $5 limit+1.
+// ("" for all), $3 since (NULL for all), $4 limit+1. readAuditKeySQL is the
+// same for one key, $5 the name, through the key index.
 //
 // A record's id is its writer's transaction id, and transactions commit in
 // any order, so a record may become visible before one with a smaller id.
@@ -319,10 +346,40 @@ FROM leasestore_audit a, horizon
 WHERE a.id > $1
   AND a.id < horizon.id
   AND ($2::text = '' OR a.namespace = $2)
-  AND ($3::text = '' OR a.name = $3)
-  AND ($4::timestamptz IS NULL OR a.at >= $4)
+  AND ($3::timestamptz IS NULL OR a.at >= $3)
 ORDER BY a.id
-LIMIT $5`
+LIMIT $4`
+
+
+const readAuditKeySQL = `
+WITH snap AS (
+    SELECT pg_current_snapshot() AS s
+), writers AS (
+    SELECT t.transactionid::text::bigint AS xid32
+    FROM pg_locks r
+    JOIN pg_locks t ON t.virtualtransaction = r.virtualtransaction AND t.locktype = 'transactionid'
+    WHERE r.locktype = 'relation' AND r.mode = 'RowExclusiveLock' AND r.granted
+      AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND r.relation = 'leasestore_audit'::regclass
+), horizon AS (
+    SELECT coalesce(
+               (SELECT min(x::text::bigint)
+                FROM pg_snapshot_xip(snap.s) AS x
+                WHERE pg_xact_status(x) = 'committed'
+                   OR x::text::bigint % 4294967296 IN (SELECT xid32 FROM writers)),
+               pg_snapshot_xmax(snap.s)::text::bigint) AS id
+    FROM snap
+)
+SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
+       a.status, a.version, a.expires_at
+FROM leasestore_audit a, horizon
+WHERE a.name = $5 AND a.namespace = $2
+  AND a.id > $1
+  AND a.id < horizon.id
+  AND ($3::timestamptz IS NULL OR a.at >= $3)
+ORDER BY a.id
+LIMIT $4`
+
 
 // schemaSQL reads the connection's current schema and whether goose's
 // version table exists in it (the same test goose makes).

@@ -1,0 +1,264 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// The benchmarks run each operation through the backend and, beside it, a
+// raw baseline: the equivalent single statement (the conditional change and
+// the audit insert, without the idempotency look-up, the snapshot read of
+// the row, the key lock and the classification) sent straight through the
+// same kind of pool. Each goroutine count gets a fresh schema and a pool of
+// that many connections. ns/op is wall time divided by operations, so it is
+// the inverse of throughput at that concurrency.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench . -benchtime 2s ./sqlstore/postgres/
+
+var benchConcurrency = []int{1, 8, 32}
+
+const rawAcquireSQL = `
+WITH up AS (
+    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+    VALUES ($1, $2, $3, nextval('leasestore_fencing_seq'), now(), now(), now() + $4::interval, 1)
+    ON CONFLICT (namespace, name) DO UPDATE
+        SET owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+            renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+        WHERE l.expires_at <= excluded.acquired_at
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, up.acquired_at, 'acquire', $1, $2, up.owner, up.token, $5, $3, '',
+           'acquired', 1, $6, up.expires_at
+    FROM up
+)
+SELECT owner, token, acquired_at, renewed_at, expires_at FROM up`
+
+const rawRenewSQL = `
+WITH up AS (
+    UPDATE leasestore_leases l SET renewed_at = now(), expires_at = now() + $5::interval
+    WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4 AND l.expires_at > now()
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, up.renewed_at, 'renew', $1, $2, up.owner, up.token, $6, $3, '',
+           'renewed', 1, $7, up.expires_at
+    FROM up
+)
+SELECT owner, token, acquired_at, renewed_at, expires_at FROM up`
+
+const rawReleaseSQL = `
+WITH del AS (
+    DELETE FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4 AND l.expires_at > now()
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at
+), rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at)
+    SELECT pg_current_xact_id()::text::bigint, now(), 'release', $1, $2, del.owner, del.token, $5, $3, '',
+           'released', 1, $6, NULL
+    FROM del
+)
+SELECT owner, token, acquired_at, renewed_at, expires_at FROM del`
+
+// benchEnv is one fresh schema with a backend and a raw pool of n
+// connections each.
+type benchEnv struct {
+	b    *postgres.Backend
+	pool *pgxpool.Pool
+}
+
+func newBenchEnv(b *testing.B, conns int) benchEnv {
+	b.Helper()
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	dsn := pgtest.MigratedDSN(b)
+	cfg := &postgres.Config{MaxConns: int32(conns)}
+	backend := openBackend(b, dsn, cfg)
+	raw := openBackend(b, dsn, cfg) // the same pool settings, used raw
+	return benchEnv{b: backend, pool: raw.Pool()}
+}
+
+// runWorkers runs b.N operations on n goroutines; op gets the worker and
+// the operation's index and reports whether it had the expected outcome.
+func runWorkers(b *testing.B, n int, op func(worker, i int) error) {
+	b.Helper()
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		first atomic.Value
+	)
+	b.ResetTimer()
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				if err := op(w, i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err := first.Load(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+func wantBench(res protocol.Result, err error, want protocol.Status) error {
+	if err != nil {
+		return err
+	}
+	if res.Status != want {
+		return fmt.Errorf("status %q (%s), want %q", res.Status, res.Message, want)
+	}
+	return nil
+}
+
+func benchInterval(d time.Duration) pgtype.Interval {
+	return pgtype.Interval{Microseconds: d.Microseconds(), Valid: true}
+}
+
+// rawRow scans the five columns the raw statements return; a missing row
+// means the change did not happen.
+func rawRow(env benchEnv, sql string, args ...any) error {
+	ctx, cancel := benchCtx()
+	defer cancel()
+	var (
+		owner   string
+		token   int64
+		a, r, e time.Time
+	)
+	return env.pool.QueryRow(ctx, sql, args...).Scan(&owner, &token, &a, &r, &e)
+}
+
+func BenchmarkAcquire(b *testing.B) {
+	for _, n := range benchConcurrency {
+		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			runWorkers(b, n, func(_, i int) error {
+				ctx, cancel := benchCtx()
+				defer cancel()
+				res, err := env.b.Acquire(ctx, protocol.AcquireRequest{
+					Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", TTL: time.Minute, RequestID: fmt.Sprintf("a-%d", i),
+				})
+				return wantBench(res, err, protocol.StatusAcquired)
+			})
+		})
+		b.Run(fmt.Sprintf("goroutines=%d/raw", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			ttl := benchInterval(time.Minute)
+			runWorkers(b, n, func(_, i int) error {
+				req := protocol.AcquireRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", TTL: time.Minute, RequestID: fmt.Sprintf("a-%d", i)}
+				return rawRow(env, rawAcquireSQL, "ns", req.Key.Name, req.Owner, ttl, req.RequestID, req.Fingerprint())
+			})
+		})
+	}
+}
+
+// holdKeys acquires one key per worker, before the timer starts, and
+// returns the tokens.
+func holdKeys(b *testing.B, env benchEnv, n int) []int64 {
+	b.Helper()
+	tokens := make([]int64, n)
+	for w := range n {
+		ctx, cancel := benchCtx()
+		res, err := env.b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprintf("w-%d", w)), Owner: "o", TTL: time.Hour, RequestID: fmt.Sprintf("hold-%d", w)})
+		cancel()
+		if err := wantBench(res, err, protocol.StatusAcquired); err != nil {
+			b.Fatal(err)
+		}
+		tokens[w] = res.Lease.Token
+	}
+	return tokens
+}
+
+func BenchmarkRenew(b *testing.B) {
+	for _, n := range benchConcurrency {
+		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			tokens := holdKeys(b, env, n)
+			runWorkers(b, n, func(w, i int) error {
+				ctx, cancel := benchCtx()
+				defer cancel()
+				res, err := env.b.Renew(ctx, protocol.RenewRequest{
+					Key: key(fmt.Sprintf("w-%d", w)), Owner: "o", Token: tokens[w], TTL: time.Hour, RequestID: fmt.Sprintf("r-%d", i),
+				})
+				return wantBench(res, err, protocol.StatusRenewed)
+			})
+		})
+		b.Run(fmt.Sprintf("goroutines=%d/raw", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			tokens := holdKeys(b, env, n)
+			ttl := benchInterval(time.Hour)
+			runWorkers(b, n, func(w, i int) error {
+				req := protocol.RenewRequest{Key: key(fmt.Sprintf("w-%d", w)), Owner: "o", Token: tokens[w], TTL: time.Hour, RequestID: fmt.Sprintf("r-%d", i)}
+				return rawRow(env, rawRenewSQL, "ns", req.Key.Name, req.Owner, req.Token, ttl, req.RequestID, req.Fingerprint())
+			})
+		})
+	}
+}
+
+// seedLeases writes b.N live leases k-0 ... k-(N-1), token i+1, owner o, in
+// one statement before the timer starts.
+func seedLeases(b *testing.B, env benchEnv) {
+	b.Helper()
+	ctx, cancel := benchCtx()
+	defer cancel()
+	if _, err := env.pool.Exec(ctx, `INSERT INTO leasestore_leases
+		SELECT 'ns', 'k-' || i, 'o', i + 1, now(), now(), now() + interval '1 hour', 1
+		FROM generate_series(0, $1::int - 1) AS i`, b.N); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkRelease(b *testing.B) {
+	for _, n := range benchConcurrency {
+		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			seedLeases(b, env)
+			runWorkers(b, n, func(_, i int) error {
+				ctx, cancel := benchCtx()
+				defer cancel()
+				res, err := env.b.Release(ctx, protocol.ReleaseRequest{
+					Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", Token: int64(i + 1), RequestID: fmt.Sprintf("l-%d", i),
+				})
+				return wantBench(res, err, protocol.StatusReleased)
+			})
+		})
+		b.Run(fmt.Sprintf("goroutines=%d/raw", n), func(b *testing.B) {
+			env := newBenchEnv(b, n)
+			seedLeases(b, env)
+			runWorkers(b, n, func(_, i int) error {
+				req := protocol.ReleaseRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", Token: int64(i + 1), RequestID: fmt.Sprintf("l-%d", i)}
+				return rawRow(env, rawReleaseSQL, "ns", req.Key.Name, req.Owner, req.Token, req.RequestID, req.Fingerprint())
+			})
+		})
+	}
+}

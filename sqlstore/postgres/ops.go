@@ -20,15 +20,15 @@ import (
 // sees the change. A third run means the key changed twice in that time.
 const maxAttempts = 3
 
-// leaseCols receives the six lease columns of a statement; all nil when the
-// row is absent.
+// leaseCols receives the six lease columns of a statement; all invalid
+// (NULL) when the row is absent. pgtype values scan without allocating.
 type leaseCols struct {
-	owner      *string
-	token      *int64
-	acquiredAt *time.Time
-	renewedAt  *time.Time
-	expiresAt  *time.Time
-	version    *int32
+	owner      pgtype.Text
+	token      pgtype.Int8
+	acquiredAt pgtype.Timestamptz
+	renewedAt  pgtype.Timestamptz
+	expiresAt  pgtype.Timestamptz
+	version    pgtype.Int4
 }
 
 func (c *leaseCols) dest() []any {
@@ -39,32 +39,32 @@ func (c *leaseCols) dest() []any {
 // version error when the row has a format version this release does not
 // know.
 func (c *leaseCols) lease(op protocol.Op, key protocol.Key) (*protocol.Lease, error) {
-	if c.owner == nil {
+	if !c.owner.Valid {
 		return nil, nil
 	}
-	if err := sqlstore.CheckLeaseVersion(op, int(*c.version)); err != nil {
+	if err := sqlstore.CheckLeaseVersion(op, int(c.version.Int32)); err != nil {
 		return nil, err
 	}
 	return &protocol.Lease{
 		Key:        key,
-		Owner:      *c.owner,
-		Token:      *c.token,
-		AcquiredAt: c.acquiredAt.UTC(),
-		RenewedAt:  c.renewedAt.UTC(),
-		ExpiresAt:  c.expiresAt.UTC(),
-		Version:    int(*c.version),
+		Owner:      c.owner.String,
+		Token:      c.token.Int64,
+		AcquiredAt: c.acquiredAt.Time.UTC(),
+		RenewedAt:  c.renewedAt.Time.UTC(),
+		ExpiresAt:  c.expiresAt.Time.UTC(),
+		Version:    int(c.version.Int32),
 	}, nil
 }
 
 // priorCols receives the idempotency look-up's audit row.
 type priorCols struct {
-	id                                      *int64
-	at                                      *time.Time
-	op, namespace, name, owner              *string
-	token                                   *int64
-	requestID, actor, reason, status, phash *string
-	version                                 *int32
-	expiresAt                               *time.Time
+	id                                      pgtype.Int8
+	at                                      pgtype.Timestamptz
+	op, namespace, name, owner              pgtype.Text
+	token                                   pgtype.Int8
+	requestID, actor, reason, status, phash pgtype.Text
+	version                                 pgtype.Int4
+	expiresAt                               pgtype.Timestamptz
 }
 
 func (c *priorCols) dest() []any {
@@ -73,19 +73,20 @@ func (c *priorCols) dest() []any {
 }
 
 func (c *priorCols) recorded() *sqlstore.Recorded {
-	if c.id == nil {
+	if !c.id.Valid {
 		return nil
 	}
 	r := &sqlstore.Recorded{
 		Record: audit.Record{
-			ID: *c.id, At: c.at.UTC(), Op: protocol.Op(*c.op), Namespace: *c.namespace, Key: *c.name,
-			Owner: *c.owner, Token: *c.token, RequestID: *c.requestID, Actor: *c.actor, Reason: *c.reason,
-			Status: protocol.Status(*c.status), Version: int(*c.version),
+			ID: c.id.Int64, At: c.at.Time.UTC(), Op: protocol.Op(c.op.String), Namespace: c.namespace.String,
+			Key: c.name.String, Owner: c.owner.String, Token: c.token.Int64, RequestID: c.requestID.String,
+			Actor: c.actor.String, Reason: c.reason.String, Status: protocol.Status(c.status.String),
+			Version: int(c.version.Int32),
 		},
-		ParamsHash: *c.phash,
+		ParamsHash: c.phash.String,
 	}
-	if c.expiresAt != nil {
-		r.ExpiresAt = c.expiresAt.UTC()
+	if c.expiresAt.Valid {
+		r.ExpiresAt = c.expiresAt.Time.UTC()
 	}
 	return r
 }
@@ -96,7 +97,7 @@ type outcome struct {
 	prior *sqlstore.Recorded // the audit row of the request id, if any
 	cur   *protocol.Lease    // the key's row in the statement's snapshot
 	after *protocol.Lease    // the row as changed (acquire: or as locked by ON CONFLICT)
-	fresh *int64             // acquire: the token drawn, if one was
+	fresh pgtype.Int8        // acquire: the token drawn, if one was
 }
 
 // change runs one state-changing statement (built by args for each attempt)
@@ -195,7 +196,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return res, false, err
 		}
 		if o.after != nil {
-			if o.fresh != nil && o.after.Token == *o.fresh {
+			if o.fresh.Valid && o.after.Token == o.fresh.Int64 {
 				return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
 			}
 			// Another acquire took the key after our snapshot; ON CONFLICT
@@ -207,7 +208,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			}
 			return protocol.Result{Status: protocol.StatusConflict, Lease: o.after}, o.after.Owner == req.Owner, nil
 		}
-		if o.fresh == nil && protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
+		if !o.fresh.Valid && protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
 			return protocol.Result{Status: protocol.StatusConflict, Lease: o.cur}, false, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")

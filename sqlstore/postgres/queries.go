@@ -5,17 +5,17 @@ package postgres
 // Each lease operation is exactly one statement, so one round trip. The
 // state-changing statements share a shape:
 //
-//	lk     the idempotency look-up (is (namespace, request id) in the
-//	       trail?) and, only when the request is new, a transaction-scoped
-//	       advisory lock on the key (see below); no row when nothing may be
-//	       written
-//	after  the conditional change, joined to lk, which locks the row and
-//	       re-checks its condition on the newest committed version (READ
-//	       COMMITTED); RETURNING gives the row as changed
+//	after  the conditional change. Its WHERE also holds the idempotency
+//	       look-up (no audit row has this (namespace, request id)) and takes
+//	       a transaction-scoped advisory lock on the key (see below). It
+//	       locks the row and re-checks its condition on the newest committed
+//	       version (READ COMMITTED); RETURNING gives the row as changed.
 //	rec    the audit row, inserted only from the change's RETURNING, so it
 //	       exists exactly when the change happened
 //
-// and the final SELECT returns one row: the time, then the earlier audit row
+// (acquire puts the look-up and the lock in the condition of its fresh CTE,
+// which draws the token, and its change is an INSERT ... ON CONFLICT), and
+// the final SELECT returns one row: the time, then the earlier audit row
 // of the request id (prior) and the key's row as the statement's snapshot
 // sees it (cur), each read only when no change happened (a LATERAL subquery
 // gated on that, with OFFSET 0 so the planner keeps the gate), then whether
@@ -46,13 +46,13 @@ package postgres
 // greater transaction id. PostgreSQL assigns the id at a transaction's
 // first write, and an UPDATE or DELETE takes it before it waits for a row
 // lock, so two writers queued on one row could commit in the opposite order
-// of their ids. The lock in lk prevents that: every change takes an
-// advisory lock on its key (class 1818583411, "leas"; the key's hash)
-// before it writes anything, and keeps it until it commits, so writers of
-// one key get their transaction ids, and commit, one after the other. The
-// change joins lk, which makes the lock come before any write; acquire draws
-// its token only after the lock too. Hash collisions only make two keys
-// wait for each other.
+// of their ids. The advisory lock prevents that: every change takes a lock
+// on its key (class 1818583411, "leas"; the key's hash) before it writes
+// anything, and keeps it until it commits, so writers of one key get their
+// transaction ids, and commit, one after the other. The lock is a condition
+// of the change's scan, so it is taken before the row is written; acquire
+// takes it in the condition that draws its token. Hash collisions only make
+// two keys wait for each other.
 //
 // Parameters shared by the state-changing statements: $lv is
 // protocol.LeaseFormatVersion (rows of another version are never changed, and
@@ -92,13 +92,11 @@ WITH cur AS (
     SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
     FROM leasestore_leases l
     WHERE l.namespace = $1 AND l.name = $2
-), lk AS (
-    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
-    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
-      AND NOT EXISTS (SELECT FROM cur WHERE cur.expires_at > coalesce($7::timestamptz, now()) OR cur.version <> $8)
 ), fresh AS (
     SELECT nextval('leasestore_fencing_seq') AS token
-    FROM lk
+    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
+      AND NOT EXISTS (SELECT FROM cur WHERE cur.expires_at > coalesce($7::timestamptz, now()) OR cur.version <> $8)
+      AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
     SELECT $1, $2, $3, fresh.token, coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now()),
@@ -141,15 +139,13 @@ LEFT JOIN LATERAL (
 // renewSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 ttl (interval),
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv.
 const renewSQL = `
-WITH lk AS (
-    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
-    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
-), after AS (
+WITH after AS (
     UPDATE leasestore_leases l
     SET renewed_at = coalesce($8::timestamptz, now()), expires_at = coalesce($8::timestamptz, now()) + $5::interval
-    FROM lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
       AND l.expires_at > coalesce($8::timestamptz, now()) AND l.version = $9
+      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
+      AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -185,14 +181,12 @@ LEFT JOIN LATERAL (
 // releaseSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 request id,
 // $6 params hash, $7 now, $8 $lv, $9 $rv.
 const releaseSQL = `
-WITH lk AS (
-    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
-    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
-), after AS (
+WITH after AS (
     DELETE FROM leasestore_leases l
-    USING lk
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
       AND l.expires_at > coalesce($7::timestamptz, now()) AND l.version = $8
+      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
+      AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -229,14 +223,12 @@ LEFT JOIN LATERAL (
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. The audit row's
 // owner is the revoked lease's owner.
 const revokeSQL = `
-WITH lk AS (
-    SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))
-    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
-), after AS (
+WITH after AS (
     DELETE FROM leasestore_leases l
-    USING lk
     WHERE l.namespace = $1 AND l.name = $2 AND ($5::bigint = 0 OR l.token = $5)
       AND l.expires_at > coalesce($8::timestamptz, now()) AND l.version = $9
+      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
+      AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -350,7 +342,6 @@ WHERE a.id > $1
 ORDER BY a.id
 LIMIT $4`
 
-
 const readAuditKeySQL = `
 WITH snap AS (
     SELECT pg_current_snapshot() AS s
@@ -379,7 +370,6 @@ WHERE a.name = $5 AND a.namespace = $2
   AND ($3::timestamptz IS NULL OR a.at >= $3)
 ORDER BY a.id
 LIMIT $4`
-
 
 // schemaSQL reads the connection's current schema and whether goose's
 // version table exists in it (the same test goose makes).

@@ -1,11 +1,15 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +28,13 @@ import (
 // same kind of pool. Each goroutine count gets a fresh schema and a pool of
 // that many connections. ns/op is wall time divided by operations, so it is
 // the inverse of throughput at that concurrency.
+//
+// On a machine shared with other work, wall time is noisy. When the server
+// runs on the same Linux host (its processes are readable in /proc), the
+// benchmarks also report the CPU time spent per operation by the server
+// processes serving the pool (pg-cpu-us/op) and by this process
+// (go-cpu-us/op): at high concurrency on a small machine, throughput is
+// bounded by their sum.
 //
 //	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench . -benchtime 2s ./sqlstore/postgres/
 
@@ -94,37 +105,115 @@ func newBenchEnv(b *testing.B, conns int) benchEnv {
 	return benchEnv{b: backend, pool: raw.Pool()}
 }
 
-// runWorkers runs b.N operations on n goroutines; op gets the worker and
-// the operation's index and reports whether it had the expected outcome.
-func runWorkers(b *testing.B, n int, op func(worker, i int) error) {
+// runWorkers runs b.N operations on n goroutines through pool; op gets the
+// worker and the operation's index and reports whether it had the expected
+// outcome.
+func runWorkers(b *testing.B, pool *pgxpool.Pool, n int, op func(worker, i int) error) {
 	b.Helper()
 	var (
 		next  atomic.Int64
 		wg    sync.WaitGroup
 		first atomic.Value
 	)
-	b.ResetTimer()
-	for w := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
+	pids := warmPool(b, pool, n)
+	// Warm up outside the measurement: every connection prepares the
+	// statement and plans it a few times before the server settles on a
+	// generic plan; a service pays that once per connection, not per
+	// operation. The warm-up uses the indices after b.N.
+	run := func(from, to int) {
+		next.Store(int64(from))
+		for w := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= to {
+						return
+					}
+					if err := op(w, i); err != nil {
+						first.CompareAndSwap(nil, err)
+						return
+					}
 				}
-				if err := op(w, i); err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	run(b.N, b.N+warmUp(n))
+	server0, client0 := serverCPU(pids), clientCPU()
+	b.ResetTimer()
+	run(0, b.N)
 	b.StopTimer()
 	if err := first.Load(); err != nil {
 		b.Fatal(err)
 	}
+	server1, client1 := serverCPU(pids), clientCPU()
+	if server0 >= 0 && server1 >= 0 && len(pids) == int(pool.Stat().TotalConns()) {
+		b.ReportMetric(float64(server1-server0)/float64(time.Microsecond)/float64(b.N), "pg-cpu-us/op")
+	}
+	b.ReportMetric(float64(client1-client0)/float64(time.Microsecond)/float64(b.N), "go-cpu-us/op")
+}
+
+// warmUp is the number of operations run before the measurement with n
+// goroutines: enough for each connection to pass the plan cache's five
+// custom plans.
+func warmUp(n int) int { return 10 * n }
+
+// warmPool opens n connections in pool and returns their server process ids.
+func warmPool(b *testing.B, pool *pgxpool.Pool, n int) []uint32 {
+	b.Helper()
+	ctx, cancel := benchCtx()
+	defer cancel()
+	conns := make([]*pgxpool.Conn, 0, n)
+	pids := make([]uint32, 0, n)
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		pids = append(pids, c.Conn().PgConn().PID())
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	return pids
+}
+
+// serverCPU returns the CPU time (user and system) the server processes
+// pids have used, or -1 when /proc does not show them (another host).
+func serverCPU(pids []uint32) time.Duration {
+	const tick = 10 * time.Millisecond // USER_HZ, 100 on Linux
+	var total time.Duration
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return -1
+		}
+		// The fields after the command name, which is in parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			return -1
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return -1
+		}
+		total += time.Duration(utime+stime) * tick
+	}
+	return total
+}
+
+// clientCPU returns the CPU time this process has used.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchCtx() (context.Context, context.CancelFunc) {
@@ -162,7 +251,7 @@ func BenchmarkAcquire(b *testing.B) {
 	for _, n := range benchConcurrency {
 		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
 			env := newBenchEnv(b, n)
-			runWorkers(b, n, func(_, i int) error {
+			runWorkers(b, env.b.Pool(), n, func(_, i int) error {
 				ctx, cancel := benchCtx()
 				defer cancel()
 				res, err := env.b.Acquire(ctx, protocol.AcquireRequest{
@@ -174,7 +263,7 @@ func BenchmarkAcquire(b *testing.B) {
 		b.Run(fmt.Sprintf("goroutines=%d/raw", n), func(b *testing.B) {
 			env := newBenchEnv(b, n)
 			ttl := benchInterval(time.Minute)
-			runWorkers(b, n, func(_, i int) error {
+			runWorkers(b, env.pool, n, func(_, i int) error {
 				req := protocol.AcquireRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", TTL: time.Minute, RequestID: fmt.Sprintf("a-%d", i)}
 				return rawRow(env, rawAcquireSQL, "ns", req.Key.Name, req.Owner, ttl, req.RequestID, req.Fingerprint())
 			})
@@ -204,7 +293,7 @@ func BenchmarkRenew(b *testing.B) {
 		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
 			env := newBenchEnv(b, n)
 			tokens := holdKeys(b, env, n)
-			runWorkers(b, n, func(w, i int) error {
+			runWorkers(b, env.b.Pool(), n, func(w, i int) error {
 				ctx, cancel := benchCtx()
 				defer cancel()
 				res, err := env.b.Renew(ctx, protocol.RenewRequest{
@@ -217,7 +306,7 @@ func BenchmarkRenew(b *testing.B) {
 			env := newBenchEnv(b, n)
 			tokens := holdKeys(b, env, n)
 			ttl := benchInterval(time.Hour)
-			runWorkers(b, n, func(w, i int) error {
+			runWorkers(b, env.pool, n, func(w, i int) error {
 				req := protocol.RenewRequest{Key: key(fmt.Sprintf("w-%d", w)), Owner: "o", Token: tokens[w], TTL: time.Hour, RequestID: fmt.Sprintf("r-%d", i)}
 				return rawRow(env, rawRenewSQL, "ns", req.Key.Name, req.Owner, req.Token, ttl, req.RequestID, req.Fingerprint())
 			})
@@ -225,15 +314,16 @@ func BenchmarkRenew(b *testing.B) {
 	}
 }
 
-// seedLeases writes b.N live leases k-0 ... k-(N-1), token i+1, owner o, in
-// one statement before the timer starts.
-func seedLeases(b *testing.B, env benchEnv) {
+// seedLeases writes live leases k-0 ... k-(N-1), token i+1, owner o, for
+// the b.N operations and the warm-up, in one statement before the timer
+// starts.
+func seedLeases(b *testing.B, env benchEnv, n int) {
 	b.Helper()
 	ctx, cancel := benchCtx()
 	defer cancel()
 	if _, err := env.pool.Exec(ctx, `INSERT INTO leasestore_leases
 		SELECT 'ns', 'k-' || i, 'o', i + 1, now(), now(), now() + interval '1 hour', 1
-		FROM generate_series(0, $1::int - 1) AS i`, b.N); err != nil {
+		FROM generate_series(0, $1::int - 1) AS i`, b.N+warmUp(n)); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -242,8 +332,8 @@ func BenchmarkRelease(b *testing.B) {
 	for _, n := range benchConcurrency {
 		b.Run(fmt.Sprintf("goroutines=%d/backend", n), func(b *testing.B) {
 			env := newBenchEnv(b, n)
-			seedLeases(b, env)
-			runWorkers(b, n, func(_, i int) error {
+			seedLeases(b, env, n)
+			runWorkers(b, env.b.Pool(), n, func(_, i int) error {
 				ctx, cancel := benchCtx()
 				defer cancel()
 				res, err := env.b.Release(ctx, protocol.ReleaseRequest{
@@ -254,8 +344,8 @@ func BenchmarkRelease(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("goroutines=%d/raw", n), func(b *testing.B) {
 			env := newBenchEnv(b, n)
-			seedLeases(b, env)
-			runWorkers(b, n, func(_, i int) error {
+			seedLeases(b, env, n)
+			runWorkers(b, env.pool, n, func(_, i int) error {
 				req := protocol.ReleaseRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", Token: int64(i + 1), RequestID: fmt.Sprintf("l-%d", i)}
 				return rawRow(env, rawReleaseSQL, "ns", req.Key.Name, req.Owner, req.Token, req.RequestID, req.Fingerprint())
 			})

@@ -83,7 +83,39 @@ CREATE TRIGGER leasestore_audit_no_truncate
     BEFORE TRUNCATE ON leasestore_audit
     FOR EACH STATEMENT EXECUTE FUNCTION leasestore_audit_refuse();
 
+-- What a state-changing statement that changed nothing needs to answer:
+-- the audit row of (namespace, request id) if there is one (a replay, or a
+-- request id reused), else the key's lease row, if any; as JSON, NULL
+-- members for what is absent. The backend calls it only on that path, from
+-- the statement's final SELECT, so that a change that takes effect does not
+-- pay for these reads (see sqlstore/postgres/queries.go). STABLE: it reads
+-- with the calling statement's snapshot. PL/pgSQL keeps its plans for the
+-- session.
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_outcome(p_namespace text, p_name text, p_request_id text) RETURNS json
+STABLE LANGUAGE plpgsql AS $$
+DECLARE
+    r json;
+BEGIN
+    SELECT row_to_json(a) INTO r
+    FROM (SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+                 params_hash, expires_at
+          FROM leasestore_audit
+          WHERE namespace = p_namespace AND request_id = p_request_id) AS a;
+    IF r IS NOT NULL THEN
+        RETURN json_build_object('prior', r);
+    END IF;
+    SELECT row_to_json(l) INTO r
+    FROM (SELECT owner, token, acquired_at, renewed_at, expires_at, version
+          FROM leasestore_leases
+          WHERE namespace = p_namespace AND name = p_name) AS l;
+    RETURN json_build_object('cur', r);
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION leasestore_outcome(text, text, text);
 DROP TABLE leasestore_audit;
 DROP FUNCTION leasestore_audit_refuse();
 DROP SEQUENCE leasestore_fencing_seq;

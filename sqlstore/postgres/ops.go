@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -56,46 +57,68 @@ func (c *leaseCols) lease(op protocol.Op, key protocol.Key) (*protocol.Lease, er
 	}, nil
 }
 
-// priorCols receives the idempotency look-up's audit row.
-type priorCols struct {
-	id                                      pgtype.Int8
-	at                                      pgtype.Timestamptz
-	op, namespace, name, owner              pgtype.Text
-	token                                   pgtype.Int8
-	requestID, actor, reason, status, phash pgtype.Text
-	version                                 pgtype.Int4
-	expiresAt                               pgtype.Timestamptz
+// outcomeJSON is leasestore_outcome's answer (see the migration): the audit
+// row of the request id, or else the key's lease row; either may be null.
+type outcomeJSON struct {
+	Prior *struct {
+		ID         int64      `json:"id"`
+		At         time.Time  `json:"at"`
+		Op         string     `json:"op"`
+		Namespace  string     `json:"namespace"`
+		Name       string     `json:"name"`
+		Owner      string     `json:"owner"`
+		Token      int64      `json:"token"`
+		RequestID  string     `json:"request_id"`
+		Actor      string     `json:"actor"`
+		Reason     string     `json:"reason"`
+		Status     string     `json:"status"`
+		Version    int        `json:"version"`
+		ParamsHash string     `json:"params_hash"`
+		ExpiresAt  *time.Time `json:"expires_at"`
+	} `json:"prior"`
+	Cur *struct {
+		Owner      string    `json:"owner"`
+		Token      int64     `json:"token"`
+		AcquiredAt time.Time `json:"acquired_at"`
+		RenewedAt  time.Time `json:"renewed_at"`
+		ExpiresAt  time.Time `json:"expires_at"`
+		Version    int       `json:"version"`
+	} `json:"cur"`
 }
 
-func (c *priorCols) dest() []any {
-	return []any{&c.id, &c.at, &c.op, &c.namespace, &c.name, &c.owner, &c.token, &c.requestID,
-		&c.actor, &c.reason, &c.status, &c.version, &c.phash, &c.expiresAt}
-}
-
-func (c *priorCols) recorded() *sqlstore.Recorded {
-	if !c.id.Valid {
+// decode fills o.prior or o.cur from the JSON.
+func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error {
+	if p := j.Prior; p != nil {
+		o.prior = &sqlstore.Recorded{
+			Record: audit.Record{
+				ID: p.ID, At: p.At.UTC(), Op: protocol.Op(p.Op), Namespace: p.Namespace, Key: p.Name,
+				Owner: p.Owner, Token: p.Token, RequestID: p.RequestID, Actor: p.Actor, Reason: p.Reason,
+				Status: protocol.Status(p.Status), Version: p.Version,
+			},
+			ParamsHash: p.ParamsHash,
+		}
+		if p.ExpiresAt != nil {
+			o.prior.ExpiresAt = p.ExpiresAt.UTC()
+		}
 		return nil
 	}
-	r := &sqlstore.Recorded{
-		Record: audit.Record{
-			ID: c.id.Int64, At: c.at.Time.UTC(), Op: protocol.Op(c.op.String), Namespace: c.namespace.String,
-			Key: c.name.String, Owner: c.owner.String, Token: c.token.Int64, RequestID: c.requestID.String,
-			Actor: c.actor.String, Reason: c.reason.String, Status: protocol.Status(c.status.String),
-			Version: int(c.version.Int32),
-		},
-		ParamsHash: c.phash.String,
+	if c := j.Cur; c != nil {
+		if err := sqlstore.CheckLeaseVersion(op, c.Version); err != nil {
+			return err
+		}
+		o.cur = &protocol.Lease{
+			Key: key, Owner: c.Owner, Token: c.Token, AcquiredAt: c.AcquiredAt.UTC(), RenewedAt: c.RenewedAt.UTC(),
+			ExpiresAt: c.ExpiresAt.UTC(), Version: c.Version,
+		}
 	}
-	if c.expiresAt.Valid {
-		r.ExpiresAt = c.expiresAt.Time.UTC()
-	}
-	return r
+	return nil
 }
 
 // outcome is what a state-changing statement returns (see queries.go).
 type outcome struct {
 	now   time.Time
-	prior *sqlstore.Recorded // the audit row of the request id, if any
-	cur   *protocol.Lease    // the key's row in the statement's snapshot
+	prior *sqlstore.Recorded // nothing changed: the audit row of the request id, if any
+	cur   *protocol.Lease    // nothing changed and no prior: the key's row in the statement's snapshot
 	after *protocol.Lease    // the row as changed (acquire: or as locked by ON CONFLICT)
 	fresh pgtype.Int8        // acquire: the token drawn, if one was
 }
@@ -139,35 +162,28 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 // runChange sends one state-changing statement and reads its one row.
 func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any) (*outcome, error) {
 	var (
-		o       outcome
-		prior   priorCols
-		changed bool
-		row     leaseCols
-		dest    = make([]any, 0, 23)
+		o     outcome
+		row   leaseCols
+		extra []byte
 	)
-	dest = append(dest, &o.now)
-	dest = append(dest, prior.dest()...)
-	dest = append(dest, &changed)
-	dest = append(dest, row.dest()...)
-	dest = append(dest, &o.fresh)
+	dest := append(append([]any{&o.now}, row.dest()...), &o.fresh, &extra)
 	if err := b.pool.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
 		return nil, interpretError(op, err)
 	}
 	o.now = o.now.UTC()
-	o.prior = prior.recorded()
-	if o.prior != nil {
-		// The replay reads only the audit row: a lease row of an unknown
-		// version does not stop it.
-		return &o, nil
-	}
 	l, err := row.lease(op, key)
 	if err != nil {
 		return nil, err
 	}
-	if changed {
-		o.after = l
-	} else {
-		o.cur = l
+	o.after = l
+	if extra != nil {
+		var j outcomeJSON
+		if err := json.Unmarshal(extra, &j); err != nil {
+			return nil, inconsistent(op, "leasestore_outcome: %v", err)
+		}
+		if err := j.decode(op, key, &o); err != nil {
+			return nil, err
+		}
 	}
 	return &o, nil
 }

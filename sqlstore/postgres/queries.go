@@ -15,12 +15,15 @@ package postgres
 //
 // (acquire puts the look-up and the lock in the condition of its fresh CTE,
 // which draws the token, and its change is an INSERT ... ON CONFLICT), and
-// the final SELECT returns one row: the time, then the earlier audit row
-// of the request id (prior) and the key's row as the statement's snapshot
-// sees it (cur), each read only when no change happened (a LATERAL subquery
-// gated on that, with OFFSET 0 so the planner keeps the gate), then whether
-// the change happened, and the lease (the changed row, or cur). The
-// classification happens in Go with the protocol's Check functions.
+// the final SELECT returns one row: the time, the row as changed (for
+// acquire: or as locked by ON CONFLICT), the token acquire drew, and, only
+// when no row came back, leasestore_outcome (see the migration): as JSON,
+// the earlier audit row of the request id (prior) if there is one, else the
+// key's row as the statement's snapshot sees it (cur). Those reads sit in a
+// function called from a CASE, not in the plan, so a change that takes
+// effect neither runs nor initializes them (executor start-up is a large
+// share of such a short statement's cost). The classification happens in Go
+// with the protocol's Check functions.
 //
 // Time is coalesce($now, now()): the injected test clock, or the server's
 // clock at the start of the statement's transaction (the statement is its
@@ -62,15 +65,11 @@ package postgres
 // outcomeColumns is the select list every state-changing statement ends
 // with; Backend.runChange reads it.
 //
-//	now,
-//	prior:   id, at, op, namespace, name, owner, token, request_id, actor,
-//	         reason, status, version, params_hash, expires_at   (14)
-//	changed: whether the change (for acquire: the INSERT ... ON CONFLICT)
-//	         returned a row
-//	lease:   owner, token, acquired_at, renewed_at, expires_at, version: the
-//	         row as changed (for acquire: or as locked by ON CONFLICT), else
-//	         the snapshot's (6)
-//	fresh:   the token drawn for this acquire (NULL for other operations)
+//	now
+//	owner, token, acquired_at, renewed_at, expires_at, version: the row as
+//	       changed (for acquire: or as locked by ON CONFLICT); NULLs if none
+//	fresh: the token drawn for this acquire (NULL for other operations)
+//	outcome: leasestore_outcome's JSON when no row came back, else NULL
 
 // acquireSQL: $1 namespace, $2 name, $3 owner, $4 ttl (interval),
 // $5 request id, $6 params hash, $7 now (NULL: the server's), $8 $lv, $9 $rv.
@@ -117,24 +116,12 @@ WITH cur AS (
     FROM after JOIN fresh ON after.token = fresh.token
 )
 SELECT coalesce($7::timestamptz, now()),
-       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
-       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       after.token IS NOT NULL,
-       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
-       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
-       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
-       fresh.token
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       fresh.token,
+       CASE WHEN after.token IS NULL THEN leasestore_outcome($1, $2, $5) END
 FROM (SELECT) AS one
 LEFT JOIN after ON true
-LEFT JOIN fresh ON true
-LEFT JOIN cur ON true
-LEFT JOIN LATERAL (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $5 AND after.token IS NULL
-    OFFSET 0
-) AS prior ON true`
+LEFT JOIN fresh ON true`
 
 // renewSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 ttl (interval),
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv.
@@ -155,28 +142,11 @@ WITH after AS (
     FROM after
 )
 SELECT coalesce($8::timestamptz, now()),
-       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
-       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       after.token IS NOT NULL,
-       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
-       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
-       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
-       NULL::bigint
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint,
+       CASE WHEN after.token IS NULL THEN leasestore_outcome($1, $2, $6) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true
-LEFT JOIN LATERAL (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $6 AND after.token IS NULL
-    OFFSET 0
-) AS prior ON true
-LEFT JOIN LATERAL (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
-    OFFSET 0
-) AS cur ON true`
+LEFT JOIN after ON true`
 
 // releaseSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 request id,
 // $6 params hash, $7 now, $8 $lv, $9 $rv.
@@ -196,28 +166,11 @@ WITH after AS (
     FROM after
 )
 SELECT coalesce($7::timestamptz, now()),
-       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
-       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       after.token IS NOT NULL,
-       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
-       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
-       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
-       NULL::bigint
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint,
+       CASE WHEN after.token IS NULL THEN leasestore_outcome($1, $2, $5) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true
-LEFT JOIN LATERAL (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $5 AND after.token IS NULL
-    OFFSET 0
-) AS prior ON true
-LEFT JOIN LATERAL (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
-    OFFSET 0
-) AS cur ON true`
+LEFT JOIN after ON true`
 
 // revokeSQL: $1 namespace, $2 name, $3 actor, $4 reason, $5 token (0: any),
 // $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. The audit row's
@@ -238,28 +191,11 @@ WITH after AS (
     FROM after
 )
 SELECT coalesce($8::timestamptz, now()),
-       prior.id, prior.at, prior.op, prior.namespace, prior.name, prior.owner, prior.token, prior.request_id,
-       prior.actor, prior.reason, prior.status, prior.version, prior.params_hash, prior.expires_at,
-       after.token IS NOT NULL,
-       coalesce(after.owner, cur.owner), coalesce(after.token, cur.token),
-       coalesce(after.acquired_at, cur.acquired_at), coalesce(after.renewed_at, cur.renewed_at),
-       coalesce(after.expires_at, cur.expires_at), coalesce(after.version, cur.version),
-       NULL::bigint
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint,
+       CASE WHEN after.token IS NULL THEN leasestore_outcome($1, $2, $6) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true
-LEFT JOIN LATERAL (
-    SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
-           a.reason, a.status, a.version, a.params_hash, a.expires_at
-    FROM leasestore_audit a
-    WHERE a.namespace = $1 AND a.request_id = $6 AND after.token IS NULL
-    OFFSET 0
-) AS prior ON true
-LEFT JOIN LATERAL (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2 AND after.token IS NULL AND prior.id IS NULL
-    OFFSET 0
-) AS cur ON true`
+LEFT JOIN after ON true`
 
 // getSQL: $1 namespace, $2 name, $3 now. Always one row: the clock and the
 // key's row (NULLs when there is none). Expiry is judged in Go.

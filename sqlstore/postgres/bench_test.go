@@ -23,9 +23,9 @@ import (
 
 // The benchmarks run each operation through the backend and, beside it, a
 // raw baseline: the equivalent single statement (the conditional change and
-// the audit insert, without the idempotency look-up, the snapshot read of
-// the row, the key lock and the classification) sent straight through the
-// same kind of pool. Each goroutine count gets a fresh schema and a pool of
+// the audit insert, without the idempotency look-up, the key lock, the
+// snapshot read acquire makes to keep conflicts read-only, and what the
+// classification needs) sent straight through the same kind of pool. Each goroutine count gets a fresh schema and a pool of
 // that many connections. ns/op is wall time divided by operations, so it is
 // the inverse of throughput at that concurrency.
 //

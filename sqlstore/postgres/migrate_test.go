@@ -22,7 +22,8 @@ func objectsPresent(t *testing.T, dsn string) int {
 		(to_regclass('leasestore_leases') IS NOT NULL)::int +
 		(to_regclass('leasestore_audit') IS NOT NULL)::int +
 		(to_regclass('leasestore_fencing_seq') IS NOT NULL)::int +
-		(to_regprocedure('leasestore_audit_refuse()') IS NOT NULL)::int`)
+		(to_regprocedure('leasestore_audit_refuse()') IS NOT NULL)::int +
+		(to_regprocedure('leasestore_outcome(text, text, text)') IS NOT NULL)::int`)
 }
 
 func TestMigrationsUpDownUp(t *testing.T) {
@@ -37,8 +38,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 		if len(res) != migrations.LatestVersion {
 			t.Fatalf("round %d: up applied %d migrations, want %d", round, len(res), migrations.LatestVersion)
 		}
-		if n := objectsPresent(t, dsn); n != 4 {
-			t.Fatalf("round %d: %d of 4 objects after up", round, n)
+		if n := objectsPresent(t, dsn); n != 5 {
+			t.Fatalf("round %d: %d of 5 objects after up", round, n)
 		}
 		b, err := postgres.Open(ctx, dsn, nil)
 		if err != nil {
@@ -113,8 +114,8 @@ func TestConcurrentMigrators(t *testing.T) {
 	if n := count(t, raw, "SELECT count(*) FROM "+migrations.VersionTable+" WHERE version_id = $1", migrations.LatestVersion); n != 1 {
 		t.Fatalf("version %d recorded %d times, want once", migrations.LatestVersion, n)
 	}
-	if n := objectsPresent(t, dsn); n != 4 {
-		t.Fatalf("%d of 4 objects", n)
+	if n := objectsPresent(t, dsn); n != 5 {
+		t.Fatalf("%d of 5 objects", n)
 	}
 	openOK(t, dsn)
 }

@@ -9,9 +9,10 @@
 // by the server's clock, now() at the start of the statement, unless a test
 // injects a clock with [Config.Now].
 //
-// The database objects (leasestore_leases, leasestore_audit,
-// leasestore_fencing_seq and goose's leasestore_goose_db_version) live in the
-// connection's schema: the first schema of its search_path. To give
+// The database objects (the tables leasestore_leases and leasestore_audit,
+// the sequence leasestore_fencing_seq, the functions leasestore_outcome and
+// leasestore_audit_refuse, and goose's leasestore_goose_db_version) live in
+// the connection's schema: the first schema of its search_path. To give
 // leasestore a schema of its own, put it in the DSN, for example
 //
 //	postgres://app@db/prod?options=-csearch_path%3Dleasestore

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/contract"
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/protocol"
@@ -83,7 +84,9 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 		_, _ = b.Revoke(ctx, protocol.RevokeRequest{Key: key(w), Actor: "w", Reason: "x", RequestID: w + "v"})
 		_, _ = b.Get(ctx, protocol.GetRequest{Key: key(w), RequestID: w + "g"})
 		_, _ = b.List(ctx, protocol.ListRequest{Namespace: "ns", RequestID: w + "s"})
+		_, _ = b.List(ctx, protocol.ListRequest{Namespace: "ns", Owner: "w", RequestID: w + "s"})
 		_, _ = b.ReadAudit(ctx, auditQuery("ns"))
+		_, _ = b.ReadAudit(ctx, audit.Query{Namespace: "ns", Key: w})
 	}
 
 	measure := func(what string, want protocol.Status, replayed bool, op func() (protocol.Result, error)) protocol.Result {
@@ -151,8 +154,16 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 		l, err := b.List(ctx, protocol.ListRequest{Namespace: "ns", Limit: 1, RequestID: "list"})
 		return protocol.Result{Status: l.Status}, err
 	})
+	measure("list by owner", protocol.StatusFound, false, func() (protocol.Result, error) {
+		l, err := b.List(ctx, protocol.ListRequest{Namespace: "ns", Owner: "a", RequestID: "list"})
+		return protocol.Result{Status: l.Status}, err
+	})
 	measure("audit", protocol.StatusFound, false, func() (protocol.Result, error) {
 		_, err := b.ReadAudit(ctx, auditQuery("ns"))
+		return protocol.Result{Status: protocol.StatusFound}, err
+	})
+	measure("audit of a key", protocol.StatusFound, false, func() (protocol.Result, error) {
+		_, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Key: "k"})
 		return protocol.Result{Status: protocol.StatusFound}, err
 	})
 

@@ -160,3 +160,39 @@ func TestAuditRecordsAreComplete(t *testing.T) {
 		t.Fatalf("%d rows with a params hash and the right expires_at, want %d", n, len(want))
 	}
 }
+
+// TestOutcomesUnderASessionTimeZone runs with a session time zone far from
+// UTC: leases read back on every path (the changed row, and the rows that
+// leasestore_outcome returns as JSON for conflicts and replays) must keep
+// their instants to the microsecond.
+func TestOutcomesUnderASessionTimeZone(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t) + "&timezone=Asia/Kathmandu"
+	b := openBackend(t, dsn, nil)
+	var tz string
+	if err := b.Pool().QueryRow(ctxT(t), "SHOW TimeZone").Scan(&tz); err != nil || tz != "Asia/Kathmandu" {
+		t.Fatalf("session time zone %q (%v)", tz, err)
+	}
+	ctx := ctxT(t)
+	req := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: 90*time.Second + 123*time.Microsecond, RequestID: "a"}
+	first, err := b.Acquire(ctx, req)
+	wantStatus(t, "acquire", first, err, protocol.StatusAcquired)
+	held := *first.Lease
+	if got := held.ExpiresAt.Sub(held.AcquiredAt); got != req.TTL {
+		t.Fatalf("expires %v after acquired, want %v", got, req.TTL)
+	}
+	conflict, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "p", TTL: time.Minute, RequestID: "b"})
+	wantStatus(t, "conflict", conflict, err, protocol.StatusConflict)
+	replay, err := b.Acquire(ctx, req)
+	wantStatus(t, "replay", replay, err, protocol.StatusAcquired)
+	for what, l := range map[string]*protocol.Lease{"conflict": conflict.Lease, "replay": replay.Lease} {
+		if l == nil || l.Owner != held.Owner || l.Token != held.Token || !l.AcquiredAt.Equal(held.AcquiredAt) ||
+			!l.ExpiresAt.Equal(held.ExpiresAt) || l.ExpiresAt.Location() != time.UTC {
+			t.Fatalf("%s carries %+v, want %+v in UTC", what, l, held)
+		}
+	}
+	stale, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "o", Token: held.Token - 1, TTL: time.Minute, RequestID: "c"})
+	wantStatus(t, "stale renew", stale, err, protocol.StatusStaleToken)
+	if stale.Lease == nil || !stale.Lease.RenewedAt.Equal(held.RenewedAt) {
+		t.Fatalf("stale renew carries %+v, want %+v", stale.Lease, held)
+	}
+}

@@ -230,6 +230,19 @@ func exec(ctx context.Context, dsn, sql string) error {
 	return err
 }
 
+// query runs one single-row query on a connection of its own.
+func query(t testing.TB, dsn, sql string, dest ...any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

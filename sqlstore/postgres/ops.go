@@ -123,7 +123,7 @@ type outcome struct {
 	fresh pgtype.Int8        // acquire: the token drawn, if one was
 }
 
-// change runs one state-changing statement (built by args for each attempt)
+// change runs one state-changing statement with args
 // and classifies its outcome; see maxAttempts for when it runs again.
 // classify returns raced=true when the statement's snapshot and its write
 // disagree and only a fresh snapshot can tell the outcome.

@@ -87,14 +87,11 @@ package postgres
 // which is harmless as tokens need only increase. The acquire took effect
 // exactly when the row returned carries the drawn token.
 const acquireSQL = `
-WITH cur AS (
-    SELECT l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-    FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2
-), fresh AS (
+WITH fresh AS (
     SELECT nextval('leasestore_fencing_seq') AS token
     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
-      AND NOT EXISTS (SELECT FROM cur WHERE cur.expires_at > coalesce($7::timestamptz, now()) OR cur.version <> $8)
+      AND NOT EXISTS (SELECT FROM leasestore_leases l WHERE l.namespace = $1 AND l.name = $2
+                      AND (l.expires_at > coalesce($7::timestamptz, now()) OR l.version <> $8))
       AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)

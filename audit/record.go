@@ -54,6 +54,12 @@ type Query struct {
 	Since     time.Time // records at or after this time; zero for all
 	Limit     int       // 0 means DefaultLimit; at most MaxLimit
 	Cursor    string    // NextCursor of the previous page
+	// Follow asks for a follower's read: records that may still gain a
+	// predecessor with a smaller id are held back, so paging by cursor
+	// never skips one, at the price of lagging writers in flight. Without
+	// it a read returns what is committed, the caller's own writes included.
+	// Only PostgreSQL needs it; other backends commit in id order.
+	Follow bool
 }
 
 // Page is one page of records, oldest first, and the cursor of the next page
@@ -69,9 +75,10 @@ type Page struct {
 //
 // Ids are assigned when a record is written. On SQLite writers are
 // serialized, so ids follow commit order. On PostgreSQL two concurrent
-// writers may commit out of id order for a moment; a PostgreSQL Reader
-// therefore holds back records that may still have an uncommitted
-// predecessor, so that a follower paging by cursor never skips one.
+// writers may commit out of id order for a moment (the changes of one key
+// always commit in id order); a PostgreSQL Reader given [Query.Follow]
+// holds back records that may still have an uncommitted predecessor, so
+// that a follower paging by cursor never skips one.
 type Reader interface {
 	ReadAudit(ctx context.Context, q Query) (Page, error)
 }

@@ -150,18 +150,26 @@ func TestReadAuditHoldsBackBehindAnOpenWriter(t *testing.T) {
 
 	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("late"), Owner: "o", TTL: time.Minute, RequestID: "late"})
 	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
-	page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
+	page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Records) != 0 {
-		t.Fatalf("read %+v while an earlier record was uncommitted, want nothing yet", page.Records)
+		t.Fatalf("follower read %+v while an earlier record was uncommitted, want nothing yet", page.Records)
+	}
+	// A plain read sees what is committed: the caller's own write.
+	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 1 || page.Records[0].RequestID != "late" {
+		t.Fatalf("plain read %+v, want the committed late record", page.Records)
 	}
 
 	if err := writer.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
+	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}

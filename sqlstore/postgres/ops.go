@@ -364,10 +364,10 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	return sqlstore.LeasePage(leases, limit), nil
 }
 
-// ReadAudit reads one page of the audit trail, oldest first. Records that
-// may still have an uncommitted predecessor are held back until they cannot
-// (see readAuditSQL), so a follower resuming from NextCursor never skips a
-// record. It implements [audit.Reader].
+// ReadAudit reads one page of the audit trail, oldest first. With
+// q.Follow, records that may still have an uncommitted predecessor are held
+// back until they cannot (see readAuditSQL), so a follower resuming from
+// NextCursor never skips a record. It implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
@@ -381,7 +381,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
-	args := []any{afterID, q.Namespace, since, limit + 1}
+	args := []any{afterID, q.Namespace, since, limit + 1, q.Follow}
 	sql := readAuditSQL
 	if q.Key != "" {
 		sql = readAuditKeySQL

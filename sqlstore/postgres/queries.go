@@ -228,12 +228,15 @@ ORDER BY l.name
 LIMIT $6`
 
 // readAuditSQL: $1 the id to resume after (0 for the start), $2 namespace
-// ("" for all), $3 since (NULL for all), $4 limit+1. readAuditKeySQL is the
-// same for one key, $5 the name, through the key index.
+// ("" for all), $3 since (NULL for all), $4 limit+1, $5 follow (hold back,
+// see below). readAuditKeySQL is the same for one key, $6 the name, through
+// the key index.
 //
 // A record's id is its writer's transaction id, and transactions commit in
 // any order, so a record may become visible before one with a smaller id.
-// The statement returns only records below a horizon: the smallest
+// A plain read returns what its snapshot sees, so a caller reads its own
+// writes. A follower's read ($5 true, audit.Query.Follow) returns only
+// records below a horizon: the smallest
 // transaction id, among those in progress when its snapshot was taken, that
 // may still add a record. Those are the transactions that now hold the
 // write lock on leasestore_audit (every writer takes it when its statement
@@ -267,9 +270,9 @@ WITH snap AS (
 )
 SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
        a.status, a.version, a.expires_at
-FROM leasestore_audit a, horizon
+FROM leasestore_audit a
 WHERE a.id > $1
-  AND a.id < horizon.id
+  AND (NOT $5::boolean OR a.id < (SELECT id FROM horizon))
   AND ($2::text = '' OR a.namespace = $2)
   AND ($3::timestamptz IS NULL OR a.at >= $3)
 ORDER BY a.id
@@ -296,10 +299,10 @@ WITH snap AS (
 )
 SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
        a.status, a.version, a.expires_at
-FROM leasestore_audit a, horizon
-WHERE a.name = $5 AND a.namespace = $2
+FROM leasestore_audit a
+WHERE a.name = $6 AND a.namespace = $2
   AND a.id > $1
-  AND a.id < horizon.id
+  AND (NOT $5::boolean OR a.id < (SELECT id FROM horizon))
   AND ($3::timestamptz IS NULL OR a.at >= $3)
 ORDER BY a.id
 LIMIT $4`

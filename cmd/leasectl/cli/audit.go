@@ -115,6 +115,7 @@ func toAuditJSON(page audit.Page) auditJSON {
 // must succeed; later failures are logged and retried at the next poll, so a
 // follower rides out a database restart.
 func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, interval time.Duration) error {
+	q.Follow = true // never skip a record that commits out of id order
 	first := true
 	for {
 		opCtx, cancel := a.opContext(ctx)

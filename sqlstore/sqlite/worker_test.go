@@ -23,8 +23,9 @@ const (
 	workerEnv      = "LEASESTORE_SQLITE_TEST_WORKER" // the worker mode: "hammer"
 	workerFileEnv  = "LEASESTORE_SQLITE_TEST_FILE"
 	workerOwnerEnv = "LEASESTORE_SQLITE_TEST_OWNER"
-	workerCycles   = 150 // acquire attempts per goroutine
-	workerThreads  = 2   // goroutines per worker process
+	workerCycles   = 150              // acquire attempts per goroutine
+	workerThreads  = 2                // goroutines per worker process
+	workerOvertime = 20 * time.Second // see runWorker
 )
 
 // hammerKeys are the few keys the workers fight over.
@@ -64,11 +65,21 @@ func runWorker(mode string) int {
 		defer mu.Unlock()
 		failures = append(failures, fmt.Sprintf(format, args...))
 	}
+	// Each goroutine makes workerCycles attempts, and goes on (for at most
+	// workerOvertime) while its process has met no conflict yet: on a loaded
+	// machine the other process may start late, and the test is about the
+	// two competing.
+	start := time.Now()
+	noConflictYet := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return conflicts == 0 && time.Since(start) < workerOvertime
+	}
 	var wg sync.WaitGroup
 	for g := range workerThreads {
 		wg.Go(func() {
 			me := fmt.Sprintf("%s/%d", owner, g)
-			for i := range workerCycles {
+			for i := 0; i < workerCycles || noConflictYet(); i++ {
 				k := protocol.Key{Namespace: "hammer", Name: hammerKeys[(i+g)%len(hammerKeys)]}
 				res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: me, TTL: time.Minute})
 				switch res.Status {

@@ -498,3 +498,31 @@ func TestAuditFollowInterrupt(t *testing.T) {
 		t.Fatalf("audit --follow after an interrupt: %v; stderr: %s", err, cmd.Stderr)
 	}
 }
+
+// A password that equals ordinary data (here "postgres", also the backend's
+// name and the owner) must not rewrite stdout: scripts read owners, keys and
+// the backend from it. The password stays out of every DSN printed.
+func TestPasswordEqualToDataLeavesStdoutIntact(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	withPW := strings.Replace(dsn, "://root@", "://root:postgres@", 1)
+	if withPW == dsn {
+		t.Skipf("the test DSN %q has no root@ user part to add a password to", dsn)
+	}
+	c := leasectl{dir: t.TempDir(), dsn: withPW}
+	m := c.runJSON(t, 0, "acquire", "pw-key", "--owner", "postgres")
+	lease, _ := m["lease"].(map[string]any)
+	if lease == nil || lease["owner"] != "postgres" {
+		t.Fatalf("acquire JSON %v: the owner was rewritten", m)
+	}
+	h := c.runJSON(t, 0, "health")
+	if h["backend"] != "postgres" {
+		t.Fatalf("health JSON %v: the backend was rewritten", h)
+	}
+	if store, _ := h["store"].(string); strings.Contains(store, ":postgres@") || !strings.Contains(store, "root") {
+		t.Fatalf("health store %q: want the DSN with its password masked and its user kept", store)
+	}
+	r := c.run(t, "get", "pw-key", "--log-level", "debug")
+	if strings.Contains(r.stdout+r.stderr, ":postgres@") {
+		t.Fatalf("the password appears in a DSN\n%s", r)
+	}
+}

@@ -93,4 +93,9 @@ func TestRedacted(t *testing.T) {
 	if strings.Contains(plain.Error(), "hunter2") || !errors.Is(plain, cause) {
 		t.Fatalf("%v", plain)
 	}
+	// A very short password would mangle ordinary words: it is left alone.
+	short := errors.New("failed to connect to `user=root database=test`")
+	if got := redacted(short, "ab"); got.Error() != short.Error() {
+		t.Fatalf("a 2-byte password rewrote the error: %q", got)
+	}
 }

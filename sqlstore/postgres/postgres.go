@@ -241,9 +241,14 @@ func dsnPassword(dsn string) string {
 	return ""
 }
 
+// minRedactedSecret is the shortest password replaced in error text: a
+// shorter one would mangle ordinary words ("ab" in "database"), and pgx does
+// not print passwords in its errors; the redaction is a safety net.
+const minRedactedSecret = 4
+
 // redact replaces every occurrence of secret in s.
 func redact(s, secret string) string {
-	if secret == "" {
+	if len(secret) < minRedactedSecret {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "xxxxx")
@@ -263,7 +268,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 // keeps its type (its message and cause are redacted) so that its status
 // still reads with errors.As.
 func redacted(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+	if err == nil || len(secret) < minRedactedSecret || !strings.Contains(err.Error(), secret) {
 		return err
 	}
 	var pe *protocol.Error

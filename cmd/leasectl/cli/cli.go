@@ -186,7 +186,7 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...)
 	a := &app{
 		stdin:        stdin,
-		stdout:       &redactingWriter{w: stdout, r: red},
+		stdout:       &redactingWriter{w: stdout, r: red, urlsOnly: true},
 		stderr:       &redactingWriter{w: stderr, r: red},
 		getenv:       getenv,
 		red:          red,

@@ -137,15 +137,28 @@ func dsnArgs(args []string) []string {
 // redactingWriter removes passwords from everything written to w. leasectl
 // writes whole lines or whole JSON objects in one Write, so a password is
 // never split across calls.
+//
+// On stderr (logs and human messages) every known password is masked
+// wherever it occurs. On stdout, which carries data (owners, keys, backend
+// names, JSON for scripts), only passwords inside postgres URLs are masked,
+// so that a password that happens to equal ordinary text never rewrites
+// data; free-text messages bound for stdout are redacted where they are
+// made (see printResult and finish).
 type redactingWriter struct {
-	w io.Writer
-	r *redactor
+	w        io.Writer
+	r        *redactor
+	urlsOnly bool
 }
 
 // Write implements io.Writer. It reports len(p) on success, whatever the
 // redaction changed.
 func (rw *redactingWriter) Write(p []byte) (int, error) {
-	s := rw.r.redact(string(p))
+	var s string
+	if rw.urlsOnly {
+		s = urlPassword.ReplaceAllString(string(p), "${1}"+mask+"@")
+	} else {
+		s = rw.r.redact(string(p))
+	}
 	if _, err := io.WriteString(rw.w, s); err != nil {
 		return 0, err
 	}

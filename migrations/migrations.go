@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -109,11 +110,22 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 	return res, nil
 }
 
-// Down rolls back the most recent migration of dialect d.
+// ErrNothingApplied is returned by [Down] when no migration of leasestore
+// was ever applied to the database.
+var ErrNothingApplied = errors.New("migrations: no leasestore migration is applied: nothing to roll back")
+
+// Down rolls back the most recent migration of dialect d. It returns
+// [ErrNothingApplied], and writes nothing, when the database has no
+// leasestore version table.
 func Down(ctx context.Context, d Dialect, db *sql.DB) (*goose.MigrationResult, error) {
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
 		return nil, err
+	}
+	if ok, err := versionTableExists(ctx, d, db); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, ErrNothingApplied
 	}
 	res, err := p.Down(ctx)
 	if err != nil {
@@ -123,16 +135,42 @@ func Down(ctx context.Context, d Dialect, db *sql.DB) (*goose.MigrationResult, e
 }
 
 // Status reports every migration of dialect d and whether it is applied.
+// It only reads: on a database that was never migrated it reports every
+// migration pending without creating goose's version table.
 func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatus, error) {
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
 		return nil, err
+	}
+	if ok, err := versionTableExists(ctx, d, db); err != nil {
+		return nil, err
+	} else if !ok {
+		var st []*goose.MigrationStatus
+		for _, src := range p.ListSources() {
+			st = append(st, &goose.MigrationStatus{Source: src, State: goose.StatePending})
+		}
+		return st, nil
 	}
 	st, err := p.Status(ctx)
 	if err != nil {
 		return st, fmt.Errorf("migrations: status: %w", err)
 	}
 	return st, nil
+}
+
+// versionTableExists reports whether [VersionTable] exists where goose
+// would look for it: the connection's current schema on PostgreSQL, the
+// main database on SQLite.
+func versionTableExists(ctx context.Context, d Dialect, db *sql.DB) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`
+	if d == Postgres {
+		q = `SELECT EXISTS (SELECT FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1)`
+	}
+	var ok bool
+	if err := db.QueryRowContext(ctx, q, VersionTable).Scan(&ok); err != nil {
+		return false, fmt.Errorf("migrations: look for %s: %w", VersionTable, err)
+	}
+	return ok, nil
 }
 
 // LatestVersion is the version of the newest embedded migration, the same

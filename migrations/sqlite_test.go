@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,5 +211,42 @@ func TestSQLiteFencingCounterOnlyGrows(t *testing.T) {
 	var last int64
 	if err := db.QueryRow(`SELECT last_token FROM leasestore_fencing WHERE id = 1`).Scan(&last); err != nil || last != 10 {
 		t.Fatalf("counter = %d, %v; want 10", last, err)
+	}
+}
+
+// Status and Down only read a database that was never migrated: they must
+// not create goose's version table (that would be migrating implicitly).
+func TestStatusAndDownOfAnUnmigratedDatabaseWriteNothing(t *testing.T) {
+	ctx := testCtx(t)
+	db := openSQLite(t)
+	st, err := migrations.Status(ctx, migrations.SQLite, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != migrations.LatestVersion {
+		t.Fatalf("status lists %d migrations, want %d", len(st), migrations.LatestVersion)
+	}
+	for _, s := range st {
+		if s.State != "pending" {
+			t.Fatalf("migration %d is %q on a fresh file, want pending", s.Source.Version, s.State)
+		}
+	}
+	if _, err := migrations.Down(ctx, migrations.SQLite, db); !errors.Is(err, migrations.ErrNothingApplied) {
+		t.Fatalf("down on a fresh file: %v, want ErrNothingApplied", err)
+	}
+	var tables int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Fatalf("status and down created %d schema objects in an unmigrated file", tables)
+	}
+	// Once migrated, status reads goose's table as before.
+	if _, err := migrations.Up(ctx, migrations.SQLite, db); err != nil {
+		t.Fatal(err)
+	}
+	st, err = migrations.Status(ctx, migrations.SQLite, db)
+	if err != nil || len(st) != 1 || st[0].State != "applied" {
+		t.Fatalf("status after up: %v %v", st, err)
 	}
 }

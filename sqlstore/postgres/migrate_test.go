@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -204,5 +205,32 @@ func TestReadAuditHoldsBackBehindAnOpenWriter(t *testing.T) {
 	}
 	if len(next.Records) != 1 || next.Records[0].RequestID != "late" || next.NextCursor != "" {
 		t.Fatalf("second page %+v", next)
+	}
+}
+
+// leasectl migrate status and down on a schema that was never migrated
+// must not write: goose would create its version table on first contact,
+// which is migrating implicitly.
+func TestStatusAndDownOfAnUnmigratedSchemaWriteNothing(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db := sqlDB(t, dsn)
+	ctx := ctxT(t)
+	st, err := migrations.Status(ctx, migrations.Postgres, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != migrations.LatestVersion || st[0].State != "pending" {
+		t.Fatalf("status of an empty schema: %+v", st)
+	}
+	if _, err := migrations.Down(ctx, migrations.Postgres, db); !errors.Is(err, migrations.ErrNothingApplied) {
+		t.Fatalf("down on an empty schema: %v, want ErrNothingApplied", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema()`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("status and down created %d relations in an unmigrated schema", n)
 	}
 }

@@ -748,3 +748,34 @@ func TestHistogram(t *testing.T) {
 		t.Error("quantile of an empty histogram")
 	}
 }
+
+// A replayed release carries only what the audit trail recorded: the times
+// it did not record print as null, never as year 1.
+func TestReplayedReleasePrintsUnknownTimesAsNull(t *testing.T) {
+	e := sqliteEnv(t)
+	acq := runCLI(t, e, "acquire", "k", "--owner", "w1", "-o", "json")
+	wantCode(t, acq, 0)
+	tk := token(t, acq.json(t))
+	args := []string{"release", "k", "--owner", "w1", "--token", fmt.Sprint(tk), "--request-id", "rel-1", "-o", "json"}
+	wantCode(t, runCLI(t, e, args...), 0)
+	again := runCLI(t, e, args...)
+	wantCode(t, again, 0)
+	if strings.Contains(again.stdout, "0001-01-01") {
+		t.Fatalf("replayed release prints a zero time:\n%s", again.stdout)
+	}
+	m := again.json(t)
+	l, ok := m["lease"].(map[string]any)
+	if m["replayed"] != true || !ok {
+		t.Fatalf("replayed release: %v", m)
+	}
+	if l["expires_at"] != nil {
+		t.Fatalf("replayed release expires_at = %v, want null (the trail does not record it)", l["expires_at"])
+	}
+	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["renewed_at"])); err != nil {
+		t.Fatalf("replayed release renewed_at = %v: %v", l["renewed_at"], err)
+	}
+	table := runCLI(t, e, "release", "k", "--owner", "w1", "--token", fmt.Sprint(tk), "--request-id", "rel-1")
+	if strings.Contains(table.stdout, "0001-01-01") {
+		t.Fatalf("table output prints a zero time:\n%s", table.stdout)
+	}
+}

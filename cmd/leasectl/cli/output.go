@@ -14,14 +14,14 @@ import (
 
 // leaseJSON is a lease in leasectl's JSON output (DESIGN.md).
 type leaseJSON struct {
-	Namespace  string `json:"namespace"`
-	Key        string `json:"key"`
-	Owner      string `json:"owner"`
-	Token      int64  `json:"token"`
-	AcquiredAt string `json:"acquired_at"`
-	RenewedAt  string `json:"renewed_at"`
-	ExpiresAt  string `json:"expires_at"`
-	Version    int    `json:"version"`
+	Namespace  string  `json:"namespace"`
+	Key        string  `json:"key"`
+	Owner      string  `json:"owner"`
+	Token      int64   `json:"token"`
+	AcquiredAt *string `json:"acquired_at"` // null when unknown (see optTimeJSON)
+	RenewedAt  *string `json:"renewed_at"`
+	ExpiresAt  *string `json:"expires_at"`
+	Version    int     `json:"version"`
 }
 
 // resultJSON is the output of acquire, renew, release, get and revoke.
@@ -72,9 +72,26 @@ type errorJSON struct {
 // timeJSON formats a backend time for JSON: RFC 3339 with nanoseconds, UTC.
 func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// optTimeJSON is timeJSON, or nil (JSON null) for the zero time: a replayed
+// result carries only the times the audit trail recorded (a replayed renew
+// has no acquired_at, a replayed release or revoke no expires_at).
+func optTimeJSON(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := timeJSON(t)
+	return &s
+}
+
 // timeTable formats a backend time for tables: UTC with a fixed six
-// fraction digits (backends keep microseconds), so columns line up.
-func timeTable(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+// fraction digits (backends keep microseconds), so columns line up; "-"
+// for an unknown (zero) time.
+func timeTable(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
 
 func toLeaseJSON(l protocol.Lease) leaseJSON {
 	return leaseJSON{
@@ -82,9 +99,9 @@ func toLeaseJSON(l protocol.Lease) leaseJSON {
 		Key:        l.Key.Name,
 		Owner:      l.Owner,
 		Token:      l.Token,
-		AcquiredAt: timeJSON(l.AcquiredAt),
-		RenewedAt:  timeJSON(l.RenewedAt),
-		ExpiresAt:  timeJSON(l.ExpiresAt),
+		AcquiredAt: optTimeJSON(l.AcquiredAt),
+		RenewedAt:  optTimeJSON(l.RenewedAt),
+		ExpiresAt:  optTimeJSON(l.ExpiresAt),
 		Version:    l.Version,
 	}
 }
@@ -151,7 +168,11 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		fmt.Fprintf(tw, "  token\t%d\n", l.Token)
 		fmt.Fprintf(tw, "  acquired\t%s\n", timeTable(l.AcquiredAt))
 		fmt.Fprintf(tw, "  renewed\t%s\n", timeTable(l.RenewedAt))
-		fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
+		if l.ExpiresAt.IsZero() {
+			fmt.Fprintf(tw, "  expires\t-\n")
+		} else {
+			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
+		}
 	}
 	if res.RequestID != "" {
 		fmt.Fprintf(tw, "  request id\t%s\n", res.RequestID)

@@ -114,7 +114,7 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) (protocol.Result, 
 	if rec.Op != op || rec.ParamsHash != fingerprint {
 		return protocol.Result{
 			Status: protocol.StatusInvalid,
-			Message: fmt.Sprintf("request id %q was already used in namespace %q by a %s of %s with other parameters",
+			Message: fmt.Sprintf("request id %q was already used in namespace %q by an earlier %s of %s with other parameters",
 				rec.RequestID, rec.Namespace, rec.Op, rec.Key),
 		}, nil
 	}

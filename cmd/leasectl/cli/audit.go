@@ -86,7 +86,7 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 			}
 			text := formatRecords(page.Records)
 			if page.NextCursor != "" {
-				text += "more: leasectl audit --cursor " + page.NextCursor + "\n"
+				text += "more: " + nextPageCommand(cmd, page.NextCursor) + "\n"
 			}
 			a.printText(text)
 			return nil
@@ -96,7 +96,7 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	f.StringVar(&q.Key, "key", "", "only records of this key")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m) or an RFC 3339 time")
-	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size (1 to 1000)")
+	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.DurationVar(&interval, "interval", time.Second, "poll interval of --follow")

@@ -779,3 +779,29 @@ func TestReplayedReleasePrintsUnknownTimesAsNull(t *testing.T) {
 		t.Fatalf("table output prints a zero time:\n%s", table.stdout)
 	}
 }
+
+// The "more:" hint of a table page is the whole command for the next page:
+// it keeps the namespace and the limit, so following it reads the same list.
+func TestNextPageHintKeepsTheFlags(t *testing.T) {
+	e := sqliteEnv(t)
+	for _, k := range []string{"a", "b", "c"} {
+		wantCode(t, runCLI(t, e, "acquire", k, "-n", "pg"), 0)
+	}
+	first := runCLI(t, e, "list", "-n", "pg", "--limit", "2")
+	wantCode(t, first, 0)
+	var hint string
+	for _, line := range strings.Split(first.stdout, "\n") {
+		if h, ok := strings.CutPrefix(line, "more: "); ok {
+			hint = h
+		}
+	}
+	fields := strings.Fields(hint)
+	if len(fields) < 2 || fields[0] != "leasectl" || fields[1] != "list" {
+		t.Fatalf("no next-page hint in:\n%s", first.stdout)
+	}
+	next := runCLI(t, e, fields[1:]...)
+	wantCode(t, next, 0)
+	if !strings.Contains(next.stdout, "pg ") || !strings.Contains(next.stdout, " c ") || strings.Contains(next.stdout, " a ") {
+		t.Fatalf("following %q printed:\n%s", hint, next.stdout)
+	}
+}

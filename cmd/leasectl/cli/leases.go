@@ -176,7 +176,7 @@ the next page. Times left are computed with this machine's clock.`,
 				}
 				text := formatLeases(res.Leases, time.Now())
 				if res.NextCursor != "" {
-					text += "more: leasectl list --cursor " + res.NextCursor + "\n"
+					text += "more: " + nextPageCommand(cmd, res.NextCursor) + "\n"
 				}
 				a.printText(text)
 				return nil
@@ -188,7 +188,7 @@ the next page. Times left are computed with this machine's clock.`,
 	f.StringVar(&req.Prefix, "prefix", "", "only keys starting with this")
 	f.StringVar(&req.Owner, "owner", "", "only leases held by this owner")
 	f.BoolVar(&req.IncludeExpired, "include-expired", false, "also show expired leases not yet taken over")
-	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size (1 to 1000)")
+	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")
 	return cmd
 }

@@ -8,6 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -238,4 +241,33 @@ func formatRecordLine(r audit.Record) string {
 		line += fmt.Sprintf(" reason=%q", r.Reason)
 	}
 	return line + "\n"
+}
+
+// nextPageCommand returns the command line that reads the page after this
+// one: the command with every flag the user set (the namespace, filters,
+// limit and store included) and --cursor. A DSN is shown with its password
+// masked, which the user must put back.
+func nextPageCommand(cmd *cobra.Command, cursor string) string {
+	parts := []string{cmd.CommandPath()}
+	add := func(f *pflag.Flag) {
+		if !f.Changed || f.Name == "cursor" {
+			return
+		}
+		v := f.Value.String()
+		if f.Name == "dsn" {
+			v = redactDSN(v)
+		}
+		parts = append(parts, "--"+f.Name+"="+shellQuote(v))
+	}
+	cmd.InheritedFlags().VisitAll(add)
+	cmd.LocalFlags().VisitAll(add)
+	return strings.Join(append(parts, "--cursor="+cursor), " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

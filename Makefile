@@ -11,10 +11,14 @@ PG_DSN      ?= postgres://root@127.0.0.1:5432/test?sslmode=disable
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: test
 test: lint ## gofmt check, go vet, staticcheck, then every test with -race.
+	@if [ -z "$$LEASESTORE_TEST_POSTGRES_DSN" ]; then \
+	  echo "note: LEASESTORE_TEST_POSTGRES_DSN is not set: the PostgreSQL tests start a testcontainer if Docker answers, else they are SKIPPED"; \
+	  echo "      (export LEASESTORE_TEST_POSTGRES_DSN='$(PG_DSN)' for a local server; see README, Testing)"; \
+	fi
 	$(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: lint
@@ -25,15 +29,15 @@ fmt: ## Format every Go file in place.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: fmt-check
-fmt-check:
+fmt-check: ## Fail if gofmt would change a file.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: vet
-vet:
+vet: ## go vet.
 	$(GO) vet ./...
 
 .PHONY: staticcheck
-staticcheck:
+staticcheck: ## staticcheck (pinned version, fetched through the module proxy).
 	$(STATICCHECK) ./...
 
 .PHONY: bench

@@ -465,6 +465,7 @@ func TestAuditFollowInterrupt(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
+	var cursors []string
 	next := func(want string) {
 		t.Helper()
 		select {
@@ -480,6 +481,11 @@ func TestAuditFollowInterrupt(t *testing.T) {
 			if !strings.Contains(line, `"key":"`+want+`"`) {
 				t.Fatalf("follow line %q lacks key %s", line, want)
 			}
+			cur, _ := page["next_cursor"].(string)
+			if cur == "" {
+				t.Fatalf("follow line %q has no cursor to resume from", line)
+			}
+			cursors = append(cursors, cur)
 		case <-ctx.Done():
 			t.Fatalf("no follow line for %s; stderr: %s", want, cmd.Stderr)
 		}
@@ -487,6 +493,11 @@ func TestAuditFollowInterrupt(t *testing.T) {
 	next("first")
 	result(t, c.runJSON(t, 0, "acquire", "second", "--owner", "w"), "acquired")
 	next("second")
+	// Resuming from the first line's cursor reads exactly what followed it.
+	rest := c.runJSON(t, 0, "audit", "--cursor", cursors[0])
+	if recs, _ := rest["records"].([]any); len(recs) != 1 || !strings.Contains(fmt.Sprint(recs[0]), "second") {
+		t.Fatalf("audit resumed from the first follow line's cursor: %v", rest)
+	}
 
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)

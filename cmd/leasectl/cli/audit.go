@@ -132,7 +132,11 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 			first = false
 			if len(page.Records) > 0 {
 				if a.output == "json" {
-					a.printJSON(toAuditJSON(page))
+					// Each line carries the cursor to resume after it, so
+					// a script can restart the follow where it stopped.
+					out := toAuditJSON(page)
+					out.NextCursor = audit.EncodeCursor(page.Records[len(page.Records)-1].ID)
+					a.printJSON(out)
 				} else {
 					text := ""
 					for _, rec := range page.Records {

@@ -226,7 +226,11 @@ func (a *app) finish(cmd *cobra.Command, err error) int {
 	}
 	msg := a.red.redact(err.Error())
 	if a.output == "json" {
-		a.printJSON(errorJSON{Status: status, Message: msg})
+		command := ""
+		if cmd != nil {
+			command = cmd.Name()
+		}
+		a.printJSON(failureJSON(command, status, msg))
 	} else {
 		fmt.Fprintf(a.stderr, "leasectl: %s\n", msg)
 		if status == string(protocol.StatusInvalid) && !a.ran {

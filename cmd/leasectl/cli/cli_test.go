@@ -363,14 +363,28 @@ func TestUsageErrors(t *testing.T) {
 			}
 		})
 	}
-	// In JSON mode the error is one object with status and message.
+	// In JSON mode the error is one object in the shape of the command's
+	// answer (a result for the lease commands, a page for list and audit),
+	// with status and message; {"status","message"} for the others.
 	o := runCLI(t, e, "acquire", "k", "--ttl", "soon", "-o", "json")
 	wantCode(t, o, ExitUsage)
 	m := o.json(t)
-	wantKeys(t, "usage error", m, "status", "message")
-	if m["status"] != "invalid" || !strings.Contains(m["message"].(string), "ttl") {
+	wantKeys(t, "usage error", m, "status", "replayed", "request_id", "message", "lease")
+	if m["status"] != "invalid" || !strings.Contains(m["message"].(string), "ttl") || m["lease"] != nil {
 		t.Fatalf("usage error object: %v", m)
 	}
+	o = runCLI(t, e, "list", "--limit", "5000", "-o", "json")
+	wantCode(t, o, ExitUsage)
+	wantKeys(t, "list error", o.json(t), "status", "leases", "next_cursor", "message")
+	o = runCLI(t, e, "list", "--cursor", "garbage", "-o", "json")
+	wantCode(t, o, ExitUsage)
+	wantKeys(t, "list error", o.json(t), "status", "leases", "next_cursor", "message")
+	o = runCLI(t, e, "audit", "--since", "yesterday", "-o", "json")
+	wantCode(t, o, ExitUsage)
+	wantKeys(t, "audit error", o.json(t), "status", "records", "next_cursor", "message")
+	o = runCLI(t, e, "bench", "--op", "sprint", "-o", "json")
+	wantCode(t, o, ExitUsage)
+	wantKeys(t, "bench error", o.json(t), "status", "message")
 }
 
 func TestDSNForms(t *testing.T) {

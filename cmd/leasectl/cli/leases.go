@@ -158,6 +158,10 @@ the next page. Times left are computed with this machine's clock.`,
 			return a.withStore(cmd, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.List(ctx, req)
 				if res.Status != protocol.StatusFound {
+					if a.output == "json" {
+						a.printJSON(failureJSON("list", string(res.Status), a.red.redact(res.Message)))
+						return reported{status: string(res.Status)}
+					}
 					return a.printResult(protocol.Result{
 						Op: protocol.OpList, Status: res.Status, RequestID: res.RequestID, Message: res.Message,
 					})

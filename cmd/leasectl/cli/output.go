@@ -41,6 +41,7 @@ type listJSON struct {
 	Status     string      `json:"status"`
 	Leases     []leaseJSON `json:"leases"`
 	NextCursor string      `json:"next_cursor"`
+	Message    string      `json:"message,omitempty"` // set when the list failed
 }
 
 // recordJSON is an audit record in leasectl's JSON output.
@@ -64,6 +65,7 @@ type auditJSON struct {
 	Status     string       `json:"status"`
 	Records    []recordJSON `json:"records"`
 	NextCursor string       `json:"next_cursor"`
+	Message    string       `json:"message,omitempty"` // set when the read failed
 }
 
 // errorJSON is what a failed command prints in JSON mode.
@@ -270,4 +272,20 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// failureJSON is the one JSON object a command prints when it fails before
+// or instead of its answer: the shape of the command's own answer (a
+// result for the lease commands, a page for list and audit) with the status
+// and message, or {"status","message"} for the other commands.
+func failureJSON(command, status, msg string) any {
+	switch command {
+	case "acquire", "renew", "release", "get", "revoke":
+		return resultJSON{Status: status, Message: msg}
+	case "list":
+		return listJSON{Status: status, Leases: []leaseJSON{}, Message: msg}
+	case "audit":
+		return auditJSON{Status: status, Records: []recordJSON{}, Message: msg}
+	}
+	return errorJSON{Status: status, Message: msg}
 }

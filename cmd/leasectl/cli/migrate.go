@@ -193,7 +193,7 @@ every leasestore table, the audit trail included: there is no undo.`,
 			var done []*gooseResult
 			res, err := migrations.Down(ctx, t.dialect, db)
 			switch {
-			case errors.Is(err, goose.ErrNoNextVersion):
+			case errors.Is(err, goose.ErrNoNextVersion), errors.Is(err, migrations.ErrNothingApplied):
 				// nothing applied: nothing to roll back
 			case err != nil:
 				return migrationError(ctx, t, err)

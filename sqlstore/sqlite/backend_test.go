@@ -3,6 +3,8 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -239,11 +241,23 @@ func TestUnknownRecordVersionRefused(t *testing.T) {
 func TestSchemaChecked(t *testing.T) {
 	ctx := ctxT(t)
 
-	t.Run("unmigrated", func(t *testing.T) {
-		path := t.TempDir() + "/empty.db"
+	t.Run("missing", func(t *testing.T) {
+		path := t.TempDir() + "/missing.db"
 		_, err := sqlite.Open(ctx, path, nil)
 		expectUnavailable(t, "Open", err, "leasectl migrate up", "migrations.Up", path)
+		if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+			t.Fatalf("Open of a missing file left %s behind (stat: %v)", path, statErr)
+		}
+	})
+
+	t.Run("unmigrated", func(t *testing.T) {
+		path := t.TempDir() + "/empty.db"
 		db := rawDB(t, path)
+		if err := db.PingContext(ctx); err != nil { // creates the empty file
+			t.Fatal(err)
+		}
+		_, err := sqlite.Open(ctx, path, nil)
+		expectUnavailable(t, "Open", err, "leasectl migrate up", "migrations.Up", path)
 		_, err = sqlite.New(ctx, db, nil)
 		expectUnavailable(t, "New", err, "leasectl migrate up")
 		var n int

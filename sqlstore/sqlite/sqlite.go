@@ -24,7 +24,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -235,6 +237,15 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 	busy := DefaultBusyTimeout
 	if cfg != nil && cfg.BusyTimeout > 0 {
 		busy = cfg.BusyTimeout
+	}
+	// A missing file is refused before SQLite would create an empty one
+	// that Open then refuses as unmigrated, leaving it behind.
+	if _, file, err := dataSourceName(path, busy); err == nil && file != "" {
+		_, statErr := os.Stat(file)
+		if _, dirErr := os.Stat(filepath.Dir(file)); errors.Is(statErr, fs.ErrNotExist) && dirErr == nil {
+			return nil, protocol.NewError("", protocol.StatusUnavailable, statErr,
+				"sqlite: no leasestore store at %s: create and migrate it with `leasectl migrate up --dsn sqlite:%s` (or OpenDB and migrations.Up)", file, path)
+		}
 	}
 	db, err := openDB(path, busy)
 	if err != nil {

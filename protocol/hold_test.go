@@ -110,9 +110,11 @@ func TestHoldGivesUpBeforeTheLeaseRunsOutDuringAnOutage(t *testing.T) {
 	fb := &flakyBackend{Backend: memstore.New(nil)}
 	rt := protocol.New(fb, nil)
 	defer rt.Close(ctx)
-	const ttl = 200 * time.Millisecond
+	// Renewals every 100ms leave the renewal goroutine that much slack for
+	// scheduling delays on a loaded machine before the lease runs out.
+	const ttl = time.Second
 	h, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: holdKey(t), Owner: "w1", TTL: ttl},
-		&protocol.HoldConfig{RenewEvery: 20 * time.Millisecond})
+		&protocol.HoldConfig{RenewEvery: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

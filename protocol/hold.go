@@ -46,6 +46,15 @@ var ErrLeaseLost = errors.New("lease: lost")
 // [ErrConflict]) when the lease cannot be taken. ctx bounds the whole hold:
 // cancelling it stops renewals and cancels the Held's context, but does not
 // release the lease (it then expires after its TTL).
+//
+// A replayed acquire (req.RequestID was used before, say by a retry after a
+// timeout) is history, not proof of holding now: Hold confirms it with a
+// renew under a fresh request id before returning, and the Held then carries
+// the renewed lease. If that renew fails, Hold returns its error and no
+// Held: when the lease is gone (an error matching [ErrNotFound],
+// [ErrStaleToken], [ErrNotOwner] or [ErrExpired]) acquire with a new request
+// id; when the outcome is unknown ([ErrTimeout], [ErrUnavailable]) call Hold
+// again with the same one.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
 	sent := time.Now()
 	res, err := s.Acquire(ctx, req)
@@ -54,6 +63,14 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	}
 	if res.Lease == nil {
 		return nil, fmt.Errorf("lease: acquire of %s answered %s without a lease", req.Key, res.Status)
+	}
+	req.RequestID = res.RequestID
+	lease := *res.Lease
+	if res.Replayed {
+		sent = time.Now()
+		if lease, err = confirm(ctx, s, req, lease.Token); err != nil {
+			return nil, err
+		}
 	}
 	every, timeout := req.TTL/3, time.Duration(0)
 	if cfg != nil {
@@ -65,14 +82,36 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	if timeout <= 0 {
 		timeout = every
 	}
-	req.RequestID = res.RequestID
 	hctx, cancel := context.WithCancelCause(ctx)
-	h := &Held{store: s, req: req, token: res.Lease.Token, ctx: hctx, cancel: cancel,
-		done: make(chan struct{}), lease: *res.Lease}
-	// The local deadline is measured from before the acquire was sent, so
-	// it can only be earlier than the backend's view of the expiry.
+	h := &Held{store: s, req: req, token: lease.Token, ctx: hctx, cancel: cancel,
+		done: make(chan struct{}), lease: lease}
+	// The local deadline is measured from before the acquire (or the renew
+	// confirming a replay) was sent, so it can only be earlier than the
+	// backend's view of the expiry.
 	go h.renewLoop(sent.Add(req.TTL), every, timeout)
 	return h, nil
+}
+
+// confirm renews the lease of a replayed acquire of req, under a fresh
+// request id, and returns the renewed lease.
+func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
+	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL})
+	switch StatusOf(err) {
+	case "":
+	case StatusNotFound, StatusStaleToken, StatusNotOwner, StatusExpired:
+		return Lease{}, fmt.Errorf("lease: replayed acquire %s no longer holds token %d, acquire with a new request id: %w",
+			req.RequestID, token, err)
+	case StatusTimeout, StatusUnavailable:
+		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d), retry with the same request id: %w",
+			req.RequestID, token, err)
+	default:
+		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d): %w", req.RequestID, token, err)
+	}
+	if res.Lease == nil {
+		return Lease{}, fmt.Errorf("lease: confirm the replayed acquire %s (token %d): renew answered %s without a lease",
+			req.RequestID, token, res.Status)
+	}
+	return *res.Lease, nil
 }
 
 // Token returns the lease's fencing token.

@@ -3,6 +3,9 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +153,215 @@ func TestHoldReturnsTheConflict(t *testing.T) {
 	var le *protocol.Error
 	if h != nil || !errors.Is(err, protocol.ErrConflict) || !errors.As(err, &le) || le.Lease == nil || le.Lease.Owner != "w0" {
 		t.Fatalf("hold of a held key: %v, %v; want conflict carrying w0's lease", h, err)
+	}
+}
+
+// countingBackend counts renewals and records their request ids.
+type countingBackend struct {
+	protocol.Backend
+	mu       sync.Mutex
+	renewIDs []string
+}
+
+func (c *countingBackend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	c.mu.Lock()
+	c.renewIDs = append(c.renewIDs, req.RequestID)
+	c.mu.Unlock()
+	return c.Backend.Renew(ctx, req)
+}
+
+func (c *countingBackend) renews() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.renewIDs)
+}
+
+// manualClock is a store clock that moves only when told.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A replayed acquire is history: when the lease it reports is no longer
+// held, Hold must answer the refusal instead of a live Held.
+func TestHoldRefusesAReplayedAcquireThatIsNoLongerHeld(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		after func(t *testing.T, rt *protocol.Runtime, clock *manualClock, k protocol.Key)
+		want  error
+	}{
+		{"another holder took the key", func(t *testing.T, rt *protocol.Runtime, clock *manualClock, k protocol.Key) {
+			clock.Advance(400 * time.Millisecond)
+			res, err := rt.Acquire(context.Background(), protocol.AcquireRequest{Key: k, Owner: "b", TTL: time.Minute, RequestID: "b-1"})
+			if err != nil || res.Lease.Token != 2 {
+				t.Fatalf("b's acquire: %v, %v; want token 2", res.Lease, err)
+			}
+		}, protocol.ErrStaleToken},
+		{"expired", func(t *testing.T, rt *protocol.Runtime, clock *manualClock, k protocol.Key) {
+			clock.Advance(400 * time.Millisecond)
+		}, protocol.ErrExpired},
+		{"revoked", func(t *testing.T, rt *protocol.Runtime, clock *manualClock, k protocol.Key) {
+			if _, err := rt.Revoke(context.Background(), protocol.RevokeRequest{Key: k, Actor: "op", Reason: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}, protocol.ErrNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			clock := newManualClock()
+			rt := protocol.New(memstore.New(&memstore.Config{Now: clock.Now}), nil)
+			defer rt.Close(ctx)
+			k := holdKey(t)
+			req := protocol.AcquireRequest{Key: k, Owner: "a", TTL: 300 * time.Millisecond, RequestID: "a-1"}
+			if res, err := rt.Acquire(ctx, req); err != nil || res.Lease.Token != 1 {
+				t.Fatalf("a's acquire: %v, %v; want token 1", res.Lease, err)
+			}
+			c.after(t, rt, clock, k)
+
+			h, err := protocol.Hold(ctx, rt, req, nil)
+			if h != nil {
+				defer h.Release(ctx)
+				t.Fatalf("Hold of a replayed acquire that is no longer held returned a Held with token %d (context error %v)",
+					h.Token(), h.Context().Err())
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "new request id") {
+				t.Fatalf("Hold: %v, want an error matching %v that says to acquire with a new request id", err, c.want)
+			}
+		})
+	}
+}
+
+// A replayed acquire that is still live is confirmed by exactly one renew,
+// under a request id of its own, and the Held carries the renewed lease.
+func TestHoldConfirmsAReplayedAcquireWithOneRenew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newManualClock()
+	cb := &countingBackend{Backend: memstore.New(&memstore.Config{Now: clock.Now})}
+	rt := protocol.New(cb, nil)
+	defer rt.Close(ctx)
+	k := holdKey(t)
+	req := protocol.AcquireRequest{Key: k, Owner: "a", TTL: time.Minute, RequestID: "a-1"}
+	first, err := rt.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second)
+
+	h, err := protocol.Hold(ctx, rt, req, nil)
+	if err != nil {
+		t.Fatalf("Hold of a live replayed acquire: %v", err)
+	}
+	defer h.Release(ctx)
+	ids := cb.renews()
+	if len(ids) != 1 {
+		t.Fatalf("Hold sent %d renewals before returning, want exactly 1 to confirm the replay", len(ids))
+	}
+	if ids[0] == "" || ids[0] == req.RequestID {
+		t.Fatalf("the confirming renew used request id %q, want a fresh one", ids[0])
+	}
+	got, wantRenewed := h.Lease(), clock.Now()
+	if got.Token != first.Lease.Token || h.Token() != first.Lease.Token {
+		t.Fatalf("Held token %d (lease %d), want %d", h.Token(), got.Token, first.Lease.Token)
+	}
+	if !got.RenewedAt.Equal(wantRenewed) || !got.ExpiresAt.Equal(wantRenewed.Add(req.TTL)) {
+		t.Fatalf("Held lease renewed at %v expiring %v, want the confirming renew's (%v, %v)",
+			got.RenewedAt, got.ExpiresAt, wantRenewed, wantRenewed.Add(req.TTL))
+	}
+	if !got.AcquiredAt.Equal(first.Lease.AcquiredAt) {
+		t.Fatalf("Held lease acquired at %v, want %v", got.AcquiredAt, first.Lease.AcquiredAt)
+	}
+}
+
+// The local deadline of a confirmed replay runs from the confirmation: the
+// Held outlives the replayed acquire's own expiry while renewals fail, and
+// gives up before the confirmed lease runs out.
+func TestHoldMeasuresAReplayFromItsConfirmation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fb := &flakyBackend{Backend: memstore.New(nil)}
+	rt := protocol.New(fb, nil)
+	defer rt.Close(ctx)
+	const ttl, every = 2 * time.Second, 200 * time.Millisecond
+	req := protocol.AcquireRequest{Key: holdKey(t), Owner: "a", TTL: ttl, RequestID: "a-1"}
+	first, err := rt.Acquire(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl / 2)
+
+	confirm := time.Now()
+	h, err := protocol.Hold(ctx, rt, req, &protocol.HoldConfig{RenewEvery: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb.failing.Store(true)
+	confirmed := h.Lease().ExpiresAt
+	<-h.Context().Done()
+	lostAt := time.Now()
+	<-h.Done()
+	if !errors.Is(context.Cause(h.Context()), protocol.ErrUnavailable) {
+		t.Fatalf("cause %v, want lost with unavailable", context.Cause(h.Context()))
+	}
+	if !lostAt.After(first.Lease.ExpiresAt) {
+		t.Fatalf("gave up at %v, before the replayed acquire's expiry %v: the deadline was not measured from the confirmation",
+			lostAt, first.Lease.ExpiresAt)
+	}
+	if !lostAt.Before(confirmed) {
+		t.Fatalf("context cancelled at %v, after the confirmed lease expired at %v", lostAt, confirmed)
+	}
+	if lostAt.Sub(confirm) > ttl {
+		t.Fatalf("gave up %v after the confirmation, longer than the TTL %v", lostAt.Sub(confirm), ttl)
+	}
+}
+
+// When the renew confirming a replay cannot answer, the outcome is unknown:
+// Hold reports it and returns no Held.
+func TestHoldReportsAnUnconfirmedReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fb := &flakyBackend{Backend: memstore.New(nil)}
+	rt := protocol.New(fb, nil)
+	defer rt.Close(ctx)
+	req := protocol.AcquireRequest{Key: holdKey(t), Owner: "a", TTL: time.Minute, RequestID: "a-1"}
+	if _, err := rt.Acquire(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	fb.failing.Store(true)
+	h, err := protocol.Hold(ctx, rt, req, nil)
+	if h != nil {
+		defer h.Release(ctx)
+		t.Fatalf("Hold returned a Held with token %d although the replay could not be confirmed", h.Token())
+	}
+	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "same request id") {
+		t.Fatalf("Hold: %v, want unavailable advising a retry with the same request id", err)
+	}
+	// Once the store answers again, the same request id is confirmed.
+	fb.failing.Store(false)
+	h, err = protocol.Hold(ctx, rt, req, nil)
+	if err != nil {
+		t.Fatalf("Hold after the outage: %v", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -43,7 +43,7 @@ type Record struct {
 	Reason    string          `json:"reason"`     // revoke's reason; "" otherwise
 	Status    protocol.Status `json:"status"`     // acquired, renewed, released or revoked
 	Version   int             `json:"version"`    // RecordFormatVersion
-	ExpiresAt time.Time       `json:"-"`          // the lease's expiry after the change (zero for release and revoke)
+	ExpiresAt time.Time       `json:"-"`          // the lease's expiry after the change; for release and revoke, when it would have expired (zero in records written before schema version 2)
 }
 
 // Query filters and pages the audit trail. The zero Query reads the first

@@ -65,7 +65,8 @@ func auditCases() []testCase {
 			ren := protocol.RenewRequest{Key: l1.Key, Owner: "w1", Token: l1.Token, TTL: renewTTL, RequestID: e.rid()}
 			res, err = e.b.Renew(e.ctx, ren)
 			e.expect("renew", res, err, protocol.StatusRenewed)
-			rec(protocol.OpRenew, protocol.StatusRenewed, l1, ren.RequestID, "w1", "", e.clock.Now().Add(renewTTL))
+			renewedExpiry := e.clock.Now().Add(renewTTL)
+			rec(protocol.OpRenew, protocol.StatusRenewed, l1, ren.RequestID, "w1", "", renewedExpiry)
 
 			res, err = e.a.Renew(e.ctx, protocol.RenewRequest{Key: l1.Key, Owner: "w2", Token: l1.Token, TTL: renewTTL, RequestID: e.rid()})
 			e.expect("renew by another owner", res, err, protocol.StatusNotOwner)
@@ -74,7 +75,7 @@ func auditCases() []testCase {
 			rel := protocol.ReleaseRequest{Key: l1.Key, Owner: "w1", Token: l1.Token, RequestID: e.rid()}
 			res, err = e.a.Release(e.ctx, rel)
 			e.expect("release", res, err, protocol.StatusReleased)
-			rec(protocol.OpRelease, protocol.StatusReleased, l1, rel.RequestID, "w1", "", time.Time{})
+			rec(protocol.OpRelease, protocol.StatusReleased, l1, rel.RequestID, "w1", "", renewedExpiry)
 
 			res, err = e.a.Release(e.ctx, protocol.ReleaseRequest{Key: l1.Key, Owner: "w1", Token: l1.Token, RequestID: e.rid()})
 			e.expect("second release", res, err, protocol.StatusNotFound)
@@ -88,7 +89,7 @@ func auditCases() []testCase {
 			rev := protocol.RevokeRequest{Key: l2.Key, Actor: "ops@host", Reason: "stuck worker", RequestID: e.rid()}
 			res, err = e.a.Revoke(e.ctx, rev)
 			e.expect("revoke", res, err, protocol.StatusRevoked)
-			rec(protocol.OpRevoke, protocol.StatusRevoked, l2, rev.RequestID, "ops@host", "stuck worker", time.Time{})
+			rec(protocol.OpRevoke, protocol.StatusRevoked, l2, rev.RequestID, "ops@host", "stuck worker", l2.ExpiresAt)
 
 			res, err = e.b.Revoke(e.ctx, protocol.RevokeRequest{Key: l2.Key, Actor: "ops@host", Reason: "again", RequestID: e.rid()})
 			e.expect("second revoke", res, err, protocol.StatusNotFound)

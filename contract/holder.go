@@ -228,7 +228,7 @@ func revokeCases() []testCase {
 			e.expectRecord("revoke record", recs[1], audit.Record{
 				At: e.clock.Now(), Op: protocol.OpRevoke, Namespace: e.ns, Key: "job", Owner: "w1", Token: l.Token,
 				RequestID: res.RequestID, Actor: "operator", Reason: "contract", Status: protocol.StatusRevoked,
-				Version: audit.RecordFormatVersion,
+				Version: audit.RecordFormatVersion, ExpiresAt: l.ExpiresAt,
 			})
 			if g := e.get(e.a, "job"); g != nil {
 				e.t.Fatalf("get after revoke: %s, want not_found", fmtLease(g))

@@ -68,7 +68,7 @@ func idempotencyCases() []testCase {
 				before := e.snapshot("job")
 				res, err = rt.Renew(e.ctx, req)
 				e.expectReplay("repeated renew", res, err, protocol.StatusRenewed)
-				e.expectHolder("replayed lease", res.Lease, renewed)
+				e.expectLease("replayed lease", res.Lease, renewed)
 				if !sameInstant(res.Lease.RenewedAt, renewed.RenewedAt) {
 					e.t.Fatalf("replayed renewed_at %v, want %v", res.Lease.RenewedAt, renewed.RenewedAt)
 				}
@@ -91,9 +91,7 @@ func idempotencyCases() []testCase {
 				before := e.snapshot("job")
 				res, err = rt.Release(e.ctx, req)
 				e.expectReplay("repeated release", res, err, protocol.StatusReleased)
-				if res.Lease == nil || res.Lease.Key != l.Key || res.Lease.Owner != l.Owner || res.Lease.Token != l.Token {
-					e.t.Fatalf("replayed release carries %s, want %s", fmtLease(res.Lease), fmtLease(&l))
-				}
+				e.expectLease("replayed release", res.Lease, l)
 				e.unchanged("after replay", before)
 			}
 			e.expectLease("the new holder is untouched", e.get(e.a, "job"), cur)
@@ -108,9 +106,7 @@ func idempotencyCases() []testCase {
 				before := e.snapshot("job")
 				res, err = rt.Revoke(e.ctx, req)
 				e.expectReplay("repeated revoke", res, err, protocol.StatusRevoked)
-				if res.Lease == nil || res.Lease.Key != l.Key || res.Lease.Owner != l.Owner || res.Lease.Token != l.Token {
-					e.t.Fatalf("replayed revoke carries %s, want %s", fmtLease(res.Lease), fmtLease(&l))
-				}
+				e.expectLease("replayed revoke", res.Lease, l)
 				e.unchanged("after replay", before)
 			}
 			e.expectLease("the new holder is untouched", e.get(e.b, "job"), cur)

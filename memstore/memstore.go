@@ -62,6 +62,7 @@ type Store struct {
 type record struct {
 	audit.Record
 	paramsHash string
+	lease      protocol.Lease // as the operation answered it, for replays
 }
 
 type requestKey struct{ namespace, requestID string }
@@ -173,17 +174,7 @@ func (s *Store) replay(op protocol.Op, namespace, requestID, paramsHash string) 
 				requestID, namespace, r.Op),
 		}, true
 	}
-	l := protocol.Lease{
-		Key:       protocol.Key{Namespace: r.Namespace, Name: r.Key},
-		Owner:     r.Owner,
-		Token:     r.Token,
-		RenewedAt: r.At,
-		ExpiresAt: r.ExpiresAt,
-		Version:   protocol.LeaseFormatVersion,
-	}
-	if op == protocol.OpAcquire {
-		l.AcquiredAt = r.At
-	}
+	l := r.lease
 	return protocol.Result{Status: r.Status, Lease: &l, Replayed: true}, true
 }
 
@@ -196,7 +187,6 @@ type change struct {
 	actor      string
 	reason     string
 	paramsHash string
-	expires    bool // record the lease's expiry (acquire and renew)
 }
 
 // record appends the audit record of c at now.
@@ -215,11 +205,10 @@ func (s *Store) record(now time.Time, c change) {
 			Reason:    c.reason,
 			Status:    c.status,
 			Version:   audit.RecordFormatVersion,
+			ExpiresAt: c.lease.ExpiresAt,
 		},
 		paramsHash: c.paramsHash,
-	}
-	if c.expires {
-		r.ExpiresAt = c.lease.ExpiresAt
+		lease:      c.lease,
 	}
 	s.requests[requestKey{r.Namespace, r.RequestID}] = len(s.records)
 	s.records = append(s.records, r)
@@ -253,7 +242,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	}
 	s.leases[req.Key] = l
 	s.record(now, change{op: protocol.OpAcquire, status: protocol.StatusAcquired, lease: l,
-		requestID: req.RequestID, actor: req.Owner, paramsHash: hash, expires: true})
+		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
 	return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, nil
 }
 
@@ -277,7 +266,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 	l.ExpiresAt = expiry(now, req.TTL)
 	s.leases[req.Key] = l
 	s.record(now, change{op: protocol.OpRenew, status: protocol.StatusRenewed, lease: l,
-		requestID: req.RequestID, actor: req.Owner, paramsHash: hash, expires: true})
+		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
 	return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, nil
 }
 

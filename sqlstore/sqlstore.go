@@ -47,6 +47,15 @@ func checkVersion(op protocol.Op, table string, found, supported int) error {
 		table, found, supported)
 }
 
+// ServesSchema reports whether a release whose newest migration is want
+// can serve a schema at version found: the same version, or a newer one
+// whose leasestore_compat row says releases from oldestServing on can (a
+// rolling deploy migrates before the binaries roll). oldestServing is 0
+// when the schema has no such row.
+func ServesSchema(found, oldestServing, want int64) bool {
+	return found == want || (found > want && oldestServing > 0 && want >= oldestServing)
+}
+
 // SchemaVersionError returns the error a backend gives when the schema is
 // not at the version this release needs: found is the applied migration
 // version (0 when none was applied, or the version table is missing), want
@@ -65,45 +74,51 @@ func SchemaVersionError(found, want int64, where string) *protocol.Error {
 			where, found, want)
 	default:
 		return protocol.NewError("", protocol.StatusUnavailable, nil,
-			"%s has leasestore schema version %d, newer than the %d this release knows: upgrade leasestore",
+			"%s has leasestore schema version %d, newer than the %d this release knows, and releases older than "+
+				"its own cannot serve it: upgrade leasestore",
 			where, found, want)
 	}
 }
 
 // Recorded is an audit row as the idempotency look-up reads it: the public
-// [audit.Record] and the fingerprint of the request that wrote it.
+// [audit.Record], the fingerprint of the request that wrote it, and the
+// lease's other times as the operation answered them.
 type Recorded struct {
 	audit.Record
-	ParamsHash string // the request's Fingerprint()
+	ParamsHash string    // the request's Fingerprint()
+	AcquiredAt time.Time // the lease's acquired_at (zero in records written before schema version 2)
+	RenewedAt  time.Time // the lease's renewed_at (zero in records written before schema version 2)
 }
 
 // NewRecorded returns the audit row for a state change that took effect at
-// at (the backend's clock): op and status, the lease acted on, the request's
-// id and fingerprint, and actor and reason (reason is "" except for revoke).
-// ExpiresAt is the lease's expiry for acquire and renew and zero (NULL in the
-// database) for release and revoke. ID is left zero: the database assigns it.
+// at (the backend's clock): op and status, the lease acted on as the
+// operation answers it, the request's id and fingerprint, and actor and
+// reason (reason is "" except for revoke). ExpiresAt is the lease's expiry
+// after the change (for release and revoke: when it would have expired).
+// ID is left zero: the database assigns it.
 func NewRecorded(at time.Time, op protocol.Op, status protocol.Status, l protocol.Lease,
 	requestID, fingerprint, actor, reason string) Recorded {
-	r := Recorded{
+	return Recorded{
 		Record: audit.Record{
 			At: at, Op: op, Namespace: l.Key.Namespace, Key: l.Key.Name, Owner: l.Owner, Token: l.Token,
 			RequestID: requestID, Actor: actor, Reason: reason, Status: status, Version: audit.RecordFormatVersion,
+			ExpiresAt: l.ExpiresAt,
 		},
 		ParamsHash: fingerprint,
+		AcquiredAt: l.AcquiredAt,
+		RenewedAt:  l.RenewedAt,
 	}
-	if op == protocol.OpAcquire || op == protocol.OpRenew {
-		r.ExpiresAt = l.ExpiresAt
-	}
-	return r
 }
 
 // Replay answers a state-changing request whose (namespace, request id) is
 // already in the audit trail as rec. When rec was written by the same
 // operation with the same parameters (op and fingerprint match), the result
-// is the recorded outcome with Replayed set, its lease rebuilt from the row:
-// key, owner, token, RenewedAt = At, ExpiresAt, and AcquiredAt = At for
-// acquire (zero otherwise, as the row does not hold it). Otherwise the
-// result is invalid: the request id was reused with other parameters.
+// is the recorded outcome with Replayed set and the lease as the first
+// request answered it. Records written before schema version 2 lack some
+// times: acquired_at is then At for acquire and zero otherwise, renewed_at
+// At for acquire and renew and zero otherwise, and expires_at zero for
+// release and revoke. Otherwise the result is invalid: the request id was
+// reused with other parameters.
 //
 // A row of an unknown format version is refused with the error of
 // [CheckRecordVersion]; the caller writes nothing in either case.
@@ -119,15 +134,19 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) (protocol.Result, 
 		}, nil
 	}
 	l := &protocol.Lease{
-		Key:       protocol.Key{Namespace: rec.Namespace, Name: rec.Key},
-		Owner:     rec.Owner,
-		Token:     rec.Token,
-		RenewedAt: rec.At,
-		ExpiresAt: rec.ExpiresAt,
-		Version:   protocol.LeaseFormatVersion,
+		Key:        protocol.Key{Namespace: rec.Namespace, Name: rec.Key},
+		Owner:      rec.Owner,
+		Token:      rec.Token,
+		AcquiredAt: rec.AcquiredAt,
+		RenewedAt:  rec.RenewedAt,
+		ExpiresAt:  rec.ExpiresAt,
+		Version:    protocol.LeaseFormatVersion,
 	}
-	if op == protocol.OpAcquire {
+	if l.AcquiredAt.IsZero() && op == protocol.OpAcquire {
 		l.AcquiredAt = rec.At
+	}
+	if l.RenewedAt.IsZero() && (op == protocol.OpAcquire || op == protocol.OpRenew) {
+		l.RenewedAt = rec.At
 	}
 	return protocol.Result{Status: rec.Status, Lease: l, Replayed: true}, nil
 }

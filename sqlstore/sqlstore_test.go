@@ -71,13 +71,13 @@ func TestNewRecorded(t *testing.T) {
 	r := sqlstore.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid", "fp", "w1", "")
 	want := sqlstore.Recorded{Record: audit.Record{At: at, Op: protocol.OpRenew, Namespace: "ns", Key: "job", Owner: "w1",
 		Token: 7, RequestID: "rid", Actor: "w1", Status: protocol.StatusRenewed, Version: audit.RecordFormatVersion, ExpiresAt: exp},
-		ParamsHash: "fp"}
+		ParamsHash: "fp", AcquiredAt: l.AcquiredAt, RenewedAt: l.RenewedAt}
 	if r != want {
 		t.Fatalf("renew record = %+v, want %+v", r, want)
 	}
 	r = sqlstore.NewRecorded(at, protocol.OpRevoke, protocol.StatusRevoked, l, "rid", "fp", "operator", "stuck")
-	if !r.ExpiresAt.IsZero() || r.Actor != "operator" || r.Reason != "stuck" || r.Owner != "w1" {
-		t.Fatalf("revoke record = %+v, want no expiry, the operator as actor, the lease's owner as owner", r)
+	if !r.ExpiresAt.Equal(exp) || r.Actor != "operator" || r.Reason != "stuck" || r.Owner != "w1" {
+		t.Fatalf("revoke record = %+v, want the lease's expiry, the operator as actor, the lease's owner as owner", r)
 	}
 }
 
@@ -91,12 +91,30 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replay of acquire = %+v (lease %+v), %v; want acquired, replayed, lease %+v", res, res.Lease, err, l)
 	}
 
-	// A renew replay has no acquired_at to give.
+	// Every operation's replay answers the whole lease as first answered.
+	held := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at.Add(-time.Hour), RenewedAt: at.Add(-time.Minute),
+		ExpiresAt: exp, Version: 1}
 	ren := protocol.RenewRequest{Key: k, Owner: "w1", Token: 7, TTL: time.Minute, RequestID: "rid2"}
+	rel := protocol.ReleaseRequest{Key: k, Owner: "w1", Token: 7, RequestID: "rid3"}
+	for _, c := range []struct {
+		op protocol.Op
+		st protocol.Status
+		fp string
+	}{{protocol.OpRenew, protocol.StatusRenewed, ren.Fingerprint()}, {protocol.OpRelease, protocol.StatusReleased, rel.Fingerprint()}} {
+		rr := sqlstore.NewRecorded(at, c.op, c.st, held, "rid2", c.fp, "w1", "")
+		res, err = sqlstore.Replay(rr, c.op, c.fp)
+		if err != nil || !res.Replayed || res.Status != c.st || *res.Lease != held {
+			t.Fatalf("replay of %s = %+v (lease %+v), %v; want lease %+v", c.op, res, res.Lease, err, held)
+		}
+	}
+
+	// A record written before schema version 2 lacks acquired_at and
+	// renewed_at: a renew's replay has no acquired_at to give.
 	rr := sqlstore.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid2", ren.Fingerprint(), "w1", "")
+	rr.AcquiredAt, rr.RenewedAt = time.Time{}, time.Time{}
 	res, err = sqlstore.Replay(rr, protocol.OpRenew, ren.Fingerprint())
 	if err != nil || !res.Replayed || !res.Lease.AcquiredAt.IsZero() || !res.Lease.RenewedAt.Equal(at) || !res.Lease.ExpiresAt.Equal(exp) {
-		t.Fatalf("replay of renew = %+v (lease %+v), %v", res, res.Lease, err)
+		t.Fatalf("replay of a version 1 renew = %+v (lease %+v), %v", res, res.Lease, err)
 	}
 
 	// The same id with other parameters, or for another operation, is invalid.

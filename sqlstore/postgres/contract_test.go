@@ -16,7 +16,7 @@ func TestContract(t *testing.T) {
 	contract.Run(t, func(t *testing.T, clock *contract.Clock) contract.Harness {
 		dsn := pgtest.MigratedDSN(t)
 		open := func() *postgres.Backend {
-			b, err := postgres.Open(context.Background(), dsn, &postgres.Config{Now: clock.Now, MaxConns: 8})
+			b, err := postgres.Open(context.Background(), dsn, postgres.WithTestClock(&postgres.Config{MaxConns: 8}, clock.Now))
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}

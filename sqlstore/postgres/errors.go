@@ -23,11 +23,21 @@ const requestConstraint = "leasestore_audit_request"
 // writer's record. It never leaves the package.
 var errRequestIDRace = errors.New("postgres: a concurrent request used the same request id")
 
+// errSerialization reports a serialization failure or a deadlock (SQLSTATE
+// 40001, 40P01): the server rolled the statement back, which happens under
+// a default_transaction_isolation above read committed on a pool the
+// backend does not own. Every statement is one transaction and carries its
+// request id, so running it again is safe; the backend does, until it
+// answers or the deadline passes. It never leaves the package.
+var errSerialization = errors.New("postgres: serialization failure or deadlock")
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //
 //   - a unique violation of (namespace, request_id): errRequestIDRace, which
 //     the caller resolves into the replayed outcome;
+//   - a serialization failure or deadlock: errSerialization (wrapping err),
+//     which the caller runs again;
 //   - a passed deadline or a cancelled context, and the server's
 //     query_canceled (the cancel request sent when the context ended, or a
 //     statement_timeout) or lock_not_available (lock_timeout): timeout;
@@ -48,6 +58,8 @@ func interpretError(op protocol.Op, err error) error {
 		switch code := pe.Code; {
 		case code == "23505" && pe.ConstraintName == requestConstraint:
 			return errRequestIDRace
+		case code == "40001" || code == "40P01":
+			return fmt.Errorf("%w: %w", errSerialization, err)
 		case code == "57014" || code == "55P03":
 			return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):

@@ -24,7 +24,8 @@ func objectsPresent(t *testing.T, dsn string) int {
 		(to_regclass('leasestore_audit') IS NOT NULL)::int +
 		(to_regclass('leasestore_fencing_seq') IS NOT NULL)::int +
 		(to_regprocedure('leasestore_audit_refuse()') IS NOT NULL)::int +
-		(to_regprocedure('leasestore_outcome(text, text, text)') IS NOT NULL)::int`)
+		(to_regprocedure('leasestore_outcome(text, text, text)') IS NOT NULL)::int +
+		(to_regclass('leasestore_compat') IS NOT NULL)::int`)
 }
 
 func TestMigrationsUpDownUp(t *testing.T) {
@@ -39,8 +40,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 		if len(res) != migrations.LatestVersion {
 			t.Fatalf("round %d: up applied %d migrations, want %d", round, len(res), migrations.LatestVersion)
 		}
-		if n := objectsPresent(t, dsn); n != 5 {
-			t.Fatalf("round %d: %d of 5 objects after up", round, n)
+		if n := objectsPresent(t, dsn); n != 6 {
+			t.Fatalf("round %d: %d of 6 objects after up", round, n)
 		}
 		b, err := postgres.Open(ctx, dsn, nil)
 		if err != nil {
@@ -62,8 +63,10 @@ func TestMigrationsUpDownUp(t *testing.T) {
 				t.Fatalf("round %d: migration %d is %s", round, s.Source.Version, s.State)
 			}
 		}
-		if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
-			t.Fatalf("round %d: down: %v", round, err)
+		for range migrations.LatestVersion {
+			if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
+				t.Fatalf("round %d: down: %v", round, err)
+			}
 		}
 		if n := objectsPresent(t, dsn); n != 0 {
 			t.Fatalf("round %d: %d objects remain after down", round, n)
@@ -115,8 +118,8 @@ func TestConcurrentMigrators(t *testing.T) {
 	if n := count(t, raw, "SELECT count(*) FROM "+migrations.VersionTable+" WHERE version_id = $1", migrations.LatestVersion); n != 1 {
 		t.Fatalf("version %d recorded %d times, want once", migrations.LatestVersion, n)
 	}
-	if n := objectsPresent(t, dsn); n != 5 {
-		t.Fatalf("%d of 5 objects", n)
+	if n := objectsPresent(t, dsn); n != 6 {
+		t.Fatalf("%d of 6 objects", n)
 	}
 	openOK(t, dsn)
 }

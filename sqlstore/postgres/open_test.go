@@ -67,6 +67,10 @@ func TestOpenRefusesAnUnmigratedSchema(t *testing.T) {
 	}
 	mustExec(t, pool, "INSERT INTO leasestore_goose_db_version (version_id, is_applied) VALUES ($1, true)",
 		migrations.LatestVersion+1)
+	// It declares that this release can serve it (a rolling deploy).
+	openOK(t, dsn)
+	// It declares that only newer releases can.
+	mustExec(t, pool, "UPDATE leasestore_compat SET oldest_serving_version = $1", migrations.LatestVersion+1)
 	_, err = postgres.Open(ctxT(t), dsn, nil)
 	check("open a newer schema", err, "upgrade leasestore")
 }

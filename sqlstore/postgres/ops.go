@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,8 @@ type outcomeJSON struct {
 		Version    int        `json:"version"`
 		ParamsHash string     `json:"params_hash"`
 		ExpiresAt  *time.Time `json:"expires_at"`
+		AcquiredAt *time.Time `json:"acquired_at"`
+		RenewedAt  *time.Time `json:"renewed_at"`
 	} `json:"prior"`
 	Cur *struct {
 		Owner      string    `json:"owner"`
@@ -100,9 +103,15 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 		if p.ExpiresAt != nil {
 			o.prior.ExpiresAt = p.ExpiresAt.UTC()
 		}
+		if p.AcquiredAt != nil {
+			o.prior.AcquiredAt = p.AcquiredAt.UTC()
+		}
+		if p.RenewedAt != nil {
+			o.prior.RenewedAt = p.RenewedAt.UTC()
+		}
 		return nil
 	}
-	if c := j.Cur; c != nil {
+	if c := j.Cur; c != nil && c.Owner != "" { // a tombstone (empty owner) is no lease
 		if err := sqlstore.CheckLeaseVersion(op, c.Version); err != nil {
 			return err
 		}
@@ -118,7 +127,7 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 type outcome struct {
 	now   time.Time
 	prior *sqlstore.Recorded // nothing changed: the audit row of the request id, if any
-	cur   *protocol.Lease    // nothing changed and no prior: the key's row in the statement's snapshot
+	cur   *protocol.Lease    // nothing changed and no prior: the key's lease in the statement's snapshot (nil for a tombstone)
 	after *protocol.Lease    // the row as changed (acquire: or as locked by ON CONFLICT)
 	fresh pgtype.Int8        // acquire: the token drawn, if one was
 }
@@ -130,7 +139,11 @@ type outcome struct {
 func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
 	for attempt := 1; ; attempt++ {
-		o, err := b.runChange(ctx, op, key, sql, args)
+		var o *outcome
+		err := retrySerialization(ctx, op, func() (err error) {
+			o, err = b.runChange(ctx, op, key, sql, args)
+			return err
+		})
 		if errors.Is(err, errRequestIDRace) && attempt < maxAttempts {
 			continue
 		}
@@ -156,6 +169,29 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 				"postgres: the lease at %s changed while the %s ran, %d times in a row; retry with the same request id",
 				key, op, maxAttempts)
 		}
+	}
+}
+
+// retrySerialization runs fn until it returns something other than
+// errSerialization, waiting a little longer, with jitter, before each new
+// attempt so that transactions that collided do not collide again. When ctx
+// ends first, the answer is timeout.
+func retrySerialization(ctx context.Context, op protocol.Op, fn func() error) error {
+	wait := 500 * time.Microsecond
+	for {
+		err := fn()
+		if !errors.Is(err, errSerialization) {
+			return err
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return protocol.NewError(op, protocol.StatusTimeout, err,
+				"postgres: the deadline passed while the statement kept failing to serialize")
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
 
@@ -215,12 +251,14 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			if o.fresh.Valid && o.after.Token == o.fresh.Int64 {
 				return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
 			}
-			// Another acquire took the key after our snapshot; ON CONFLICT
-			// locked its row, so this is the true holder. If it has our
+			// The key changed after our snapshot; ON CONFLICT locked its
+			// newest row. A live lease is the true holder; if it has our
 			// owner it may have been this very request, sent twice: only a
-			// fresh snapshot, which sees its audit row, can tell.
-			if protocol.CheckAcquire(o.after, o.now) != protocol.StatusConflict {
-				return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "the locked row is not live")
+			// fresh snapshot, which sees its audit row, can tell. A free row
+			// carries a token at least ours (a lease taken and given up since
+			// our snapshot): a fresh snapshot draws a greater one.
+			if o.after.Owner == "" || protocol.CheckAcquire(o.after, o.now) != protocol.StatusConflict {
+				return protocol.Result{}, true, nil
 			}
 			return protocol.Result{Status: protocol.StatusConflict, Lease: o.after}, o.after.Owner == req.Owner, nil
 		}
@@ -303,8 +341,11 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 		row leaseCols
 	)
 	dest := append([]any{&now}, row.dest()...)
-	if err := b.pool.QueryRow(ctx, getSQL, req.Key.Namespace, req.Key.Name, b.clock()).Scan(dest...); err != nil {
-		return protocol.Result{}, interpretError(protocol.OpGet, err)
+	err := retrySerialization(ctx, protocol.OpGet, func() error {
+		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL, req.Key.Namespace, req.Key.Name, b.clock()).Scan(dest...))
+	})
+	if err != nil {
+		return protocol.Result{}, err
 	}
 	l, err := row.lease(protocol.OpGet, req.Key)
 	if err != nil {
@@ -336,30 +377,34 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		sql = listOwnerSQL
 		args = append(args, req.Owner)
 	}
-	rows, err := b.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return protocol.ListResult{}, interpretError(protocol.OpList, err)
-	}
-	var (
-		leases []protocol.Lease
-		name   string
-		cols   leaseCols
-	)
-	dest := append([]any{&name}, cols.dest()...)
-	_, err = pgx.ForEachRow(rows, dest, func() error {
-		l, err := cols.lease(protocol.OpList, protocol.Key{Namespace: req.Namespace, Name: name})
+	var leases []protocol.Lease
+	err := retrySerialization(ctx, protocol.OpList, func() error {
+		leases = leases[:0]
+		rows, err := b.pool.Query(ctx, sql, args...)
 		if err != nil {
-			return err
+			return interpretError(protocol.OpList, err)
 		}
-		leases = append(leases, *l)
-		return nil
+		var (
+			name string
+			cols leaseCols
+		)
+		dest := append([]any{&name}, cols.dest()...)
+		_, err = pgx.ForEachRow(rows, dest, func() error {
+			l, err := cols.lease(protocol.OpList, protocol.Key{Namespace: req.Namespace, Name: name})
+			if err != nil {
+				return err
+			}
+			leases = append(leases, *l)
+			return nil
+		})
+		var pe *protocol.Error
+		if err != nil && !errors.As(err, &pe) {
+			err = interpretError(protocol.OpList, err)
+		}
+		return err
 	})
 	if err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			return protocol.ListResult{}, err
-		}
-		return protocol.ListResult{}, interpretError(protocol.OpList, err)
+		return protocol.ListResult{}, err
 	}
 	return sqlstore.LeasePage(leases, limit), nil
 }

@@ -7,7 +7,7 @@
 // trip: the idempotency look-up, the conditional change, the fencing token
 // and the audit record are one atomic step (see queries.go). Expiry is judged
 // by the server's clock, now() at the start of the statement, unless a test
-// injects a clock with [Config.Now].
+// injects a clock (possible only in this package's own tests).
 //
 // The database objects (the tables leasestore_leases and leasestore_audit,
 // the sequence leasestore_fencing_seq, the functions leasestore_outcome and
@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,17 +61,17 @@ const cancelGrace = 500 * time.Millisecond
 // settings (ApplicationName, MaxConns) apply only to the pool that [Open]
 // makes; [New] leaves the caller's pool as it is.
 type Config struct {
-	// Now, when set, replaces the server's clock: each statement is given
-	// Now() (truncated to the microsecond) as its time. For tests only: in
-	// production, expiry must be judged by the one clock every process
-	// shares, the server's. Default: nil, the server's now().
-	Now func() time.Time
 	// ApplicationName is reported to the server as application_name.
 	// Default: the DSN's application_name, else [DefaultApplicationName].
 	ApplicationName string
 	// MaxConns caps the pool. Default: the DSN's pool_max_conns, else
 	// pgxpool's default (the larger of 4 and the number of CPUs).
 	MaxConns int32
+
+	// testNow replaces the server's clock in this package's tests (see
+	// export_test.go); production code cannot set it, since expiry must be
+	// judged by the one clock every process shares, the server's.
+	testNow func() time.Time
 }
 
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
@@ -120,6 +121,12 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
+	// Pinned whatever the DSN, role or database say: see pinSettingsSQL.
+	pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, pinSettingsSQL)
+		return err
+	}
 	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
@@ -127,8 +134,8 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if err != nil {
 		return nil, redacted(interpretError("", err), password)
 	}
-	b := &Backend{pool: pool, ownsPool: true, now: cfg.Now}
-	if err := b.checkSchema(ctx); err != nil {
+	b := &Backend{pool: pool, ownsPool: true, now: cfg.testNow}
+	if err := b.check(ctx); err != nil {
 		pool.Close()
 		return nil, redacted(err, password)
 	}
@@ -148,11 +155,64 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{pool: pool, now: cfg.Now}
-	if err := b.checkSchema(ctx); err != nil {
+	b := &Backend{pool: pool, now: cfg.testNow}
+	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// check is what Open and New verify before they return a backend: the
+// schema's version, then the settings that fencing depends on.
+func (b *Backend) check(ctx context.Context) error {
+	if err := b.checkSchema(ctx); err != nil {
+		return err
+	}
+	return b.checkSettings(ctx, "")
+}
+
+// checkSettings refuses what would break a guarantee and repairs what it
+// can, in one round trip (two when it repairs):
+//
+//   - synchronous_commit off or local: a crash could lose a committed
+//     acquire and issue its token again. The pools Open makes pin it; a
+//     borrowed pool is refused, naming the fix.
+//   - a fencing sequence that caches values: sessions would hand out tokens
+//     out of order. Tokens of a key still increase (every acquire takes
+//     more than the key's last token), but the sequence must be fixed.
+//   - a fencing sequence behind the tokens already issued (a logical
+//     replication switchover, or a restore that did not carry it): harmless
+//     for keys with a row, and repaired here by moving the sequence past
+//     every token in leasestore_leases.
+func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
+	var (
+		syncCommit string
+		cache      int64
+		behind     bool
+	)
+	err := retrySerialization(ctx, op, func() error {
+		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind))
+	})
+	if err != nil {
+		return err
+	}
+	if syncCommit == "off" || syncCommit == "local" {
+		return protocol.NewError(op, protocol.StatusUnavailable, nil,
+			"postgres: synchronous_commit is %q on this pool's connections, so a crash can lose a committed acquire "+
+				"and issue its token again: set it to on (ALTER ROLE ... SET synchronous_commit = on) or let "+
+				"postgres.Open make the pool", syncCommit)
+	}
+	if cache > 1 {
+		return protocol.NewError(op, protocol.StatusUnavailable, nil,
+			"postgres: leasestore_fencing_seq caches %d values per session, so sessions issue tokens out of order: "+
+				"run ALTER SEQUENCE leasestore_fencing_seq CACHE 1", cache)
+	}
+	if behind {
+		if _, err := b.pool.Exec(ctx, repairSequenceSQL); err != nil {
+			return interpretError(op, err)
+		}
+	}
+	return nil
 }
 
 // checkSchema reads the connection's schema and its migration version, in
@@ -177,7 +237,12 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 			return interpretError("", err)
 		}
 	}
-	if version != migrations.LatestVersion {
+	var oldest int64
+	if version > migrations.LatestVersion {
+		// A missing table (a schema that predates it) leaves oldest at 0.
+		_ = b.pool.QueryRow(ctx, schemaCompatSQL).Scan(&oldest)
+	}
+	if !sqlstore.ServesSchema(version, oldest, migrations.LatestVersion) {
 		return sqlstore.SchemaVersionError(version, migrations.LatestVersion, where)
 	}
 	return nil
@@ -190,12 +255,11 @@ func (b *Backend) Name() string { return Name }
 // close a pool the backend owns.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
-// Health returns nil when the server answers a round trip within ctx.
+// Health returns nil when the server answers within ctx and the settings
+// that fencing depends on hold (see [Open]); a fencing sequence left behind
+// the issued tokens is repaired on the way.
 func (b *Backend) Health(ctx context.Context) error {
-	if err := b.pool.Ping(ctx); err != nil {
-		return interpretError(protocol.OpHealth, err)
-	}
-	return nil
+	return b.checkSettings(ctx, protocol.OpHealth)
 }
 
 // Close closes the pool when the backend owns it, waiting until every

@@ -74,24 +74,31 @@ package postgres
 // acquireSQL: $1 namespace, $2 name, $3 owner, $4 ttl (interval),
 // $5 request id, $6 params hash, $7 now (NULL: the server's), $8 $lv, $9 $rv.
 //
-// The token is drawn from leasestore_fencing_seq in the fresh CTE only when
-// the snapshot says the key is free (no row, or an expired row of a known
-// version) and the request id is new; a conflict that the snapshot already
-// shows costs no token and takes no lock. When a concurrent acquire took the
-// key after our snapshot, our INSERT meets its row: ON CONFLICT waits for
-// it, locks it and evaluates the CASEs against its newest version. The DO
-// UPDATE has no WHERE on purpose: a failing WHERE would return no row, and
-// the statement could not tell whom it lost to; instead the CASEs keep every
-// column when the row is live (a no-op update, paid only in that race) and
-// RETURNING yields the true holder. The drawn token is then unused: a gap,
-// which is harmless as tokens need only increase. The acquire took effect
-// exactly when the row returned carries the drawn token.
+// prev is the key's row in the statement's snapshot: a live lease, an
+// expired one, or a tombstone (empty owner) left by a release or revoke. The
+// token is drawn in the fresh CTE only when the snapshot says the key is
+// free and the request id is new; a conflict that the snapshot already shows
+// costs no token and takes no lock. The token is the greater of the
+// sequence's next value and prev's token plus one: tokens of a key increase
+// whatever the sequence's state (a cache, a restore or a switchover that did
+// not carry it). When a concurrent acquire took the key after our snapshot,
+// our INSERT meets its row: ON CONFLICT waits for it, locks it and evaluates
+// the CASEs against its newest version. The DO UPDATE has no WHERE on
+// purpose: a failing WHERE would return no row, and the statement could not
+// tell whom it lost to; instead the CASEs keep every column unless the row
+// is free and its token below ours (a no-op update, paid only in a race),
+// and RETURNING yields the row as it is. The acquire took effect exactly
+// when the row returned carries the drawn token; a drawn token left unused
+// is a gap, which is harmless as tokens need only increase.
 const acquireSQL = `
-WITH fresh AS (
-    SELECT nextval('leasestore_fencing_seq') AS token
+WITH prev AS (
+    SELECT l.owner, l.token, l.expires_at, l.version
+    FROM leasestore_leases l WHERE l.namespace = $1 AND l.name = $2
+), fresh AS (
+    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
-      AND NOT EXISTS (SELECT FROM leasestore_leases l WHERE l.namespace = $1 AND l.name = $2
-                      AND (l.expires_at > coalesce($7::timestamptz, now()) OR l.version <> $8))
+      AND NOT EXISTS (SELECT FROM prev
+                      WHERE (prev.owner <> '' AND prev.expires_at > coalesce($7::timestamptz, now())) OR prev.version <> $8)
       AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
@@ -99,17 +106,17 @@ WITH fresh AS (
            coalesce($7::timestamptz, now()) + $4::interval, $8
     FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
-        owner       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.owner       ELSE l.owner       END,
-        token       = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.token       ELSE l.token       END,
-        acquired_at = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.acquired_at ELSE l.acquired_at END,
-        renewed_at  = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.renewed_at  ELSE l.renewed_at  END,
-        expires_at  = CASE WHEN l.expires_at <= excluded.acquired_at AND l.version = $8 THEN excluded.expires_at  ELSE l.expires_at  END
+        owner       = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = $8 AND l.token < excluded.token THEN excluded.owner       ELSE l.owner       END,
+        token       = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = $8 AND l.token < excluded.token THEN excluded.token       ELSE l.token       END,
+        acquired_at = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = $8 AND l.token < excluded.token THEN excluded.acquired_at ELSE l.acquired_at END,
+        renewed_at  = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = $8 AND l.token < excluded.token THEN excluded.renewed_at  ELSE l.renewed_at  END,
+        expires_at  = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = $8 AND l.token < excluded.token THEN excluded.expires_at  ELSE l.expires_at  END
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at)
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
     SELECT pg_current_xact_id()::text::bigint, after.acquired_at, 'acquire', $1, $2, after.owner, after.token, $5, $3, '',
-           'acquired', $9, $6, after.expires_at
+           'acquired', $9, $6, after.expires_at, after.acquired_at, after.renewed_at
     FROM after JOIN fresh ON after.token = fresh.token
 )
 SELECT coalesce($7::timestamptz, now()),
@@ -121,7 +128,8 @@ LEFT JOIN after ON true
 LEFT JOIN fresh ON true`
 
 // renewSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 ttl (interval),
-// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv.
+// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. A tombstone's
+// owner is empty, which no request's is.
 const renewSQL = `
 WITH after AS (
     UPDATE leasestore_leases l
@@ -133,9 +141,9 @@ WITH after AS (
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at)
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
     SELECT pg_current_xact_id()::text::bigint, after.renewed_at, 'renew', $1, $2, after.owner, after.token, $6, $3, '',
-           'renewed', $10, $7, after.expires_at
+           'renewed', $10, $7, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
 )
 SELECT coalesce($8::timestamptz, now()),
@@ -146,20 +154,22 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`
 
 // releaseSQL: $1 namespace, $2 name, $3 owner, $4 token, $5 request id,
-// $6 params hash, $7 now, $8 $lv, $9 $rv.
+// $6 params hash, $7 now, $8 $lv, $9 $rv. The row stays as a tombstone
+// (see acquireSQL): its owner is emptied and the rest is kept, so RETURNING
+// gives the lease as released.
 const releaseSQL = `
 WITH after AS (
-    DELETE FROM leasestore_leases l
+    UPDATE leasestore_leases l SET owner = ''
     WHERE l.namespace = $1 AND l.name = $2 AND l.owner = $3 AND l.token = $4
       AND l.expires_at > coalesce($7::timestamptz, now()) AND l.version = $8
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $5)
       AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    RETURNING $3::text AS owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at)
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
     SELECT pg_current_xact_id()::text::bigint, coalesce($7::timestamptz, now()), 'release', $1, $2, after.owner,
-           after.token, $5, $3, '', 'released', $9, $6, NULL
+           after.token, $5, $3, '', 'released', $9, $6, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
 )
 SELECT coalesce($7::timestamptz, now()),
@@ -170,21 +180,28 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`
 
 // revokeSQL: $1 namespace, $2 name, $3 actor, $4 reason, $5 token (0: any),
-// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. The audit row's
-// owner is the revoked lease's owner.
+// $6 request id, $7 params hash, $8 now, $9 $lv, $10 $rv. Like release, it
+// leaves a tombstone. The audit row's owner is the revoked lease's owner,
+// read from the snapshot (prev): the UPDATE re-checks on the newest version
+// that the token is still prev's, and a token has one owner for life.
 const revokeSQL = `
-WITH after AS (
-    DELETE FROM leasestore_leases l
-    WHERE l.namespace = $1 AND l.name = $2 AND ($5::bigint = 0 OR l.token = $5)
+WITH prev AS (
+    SELECT l.owner, l.token FROM leasestore_leases l
+    WHERE l.namespace = $1 AND l.name = $2 AND l.owner <> ''
+), after AS (
+    UPDATE leasestore_leases l SET owner = ''
+    FROM prev
+    WHERE l.namespace = $1 AND l.name = $2 AND l.token = prev.token AND l.owner <> ''
+      AND ($5::bigint = 0 OR l.token = $5)
       AND l.expires_at > coalesce($8::timestamptz, now()) AND l.version = $9
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = $1 AND a.request_id = $6)
       AND pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2)) IS NOT NULL
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    RETURNING prev.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at)
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
     SELECT pg_current_xact_id()::text::bigint, coalesce($8::timestamptz, now()), 'revoke', $1, $2, after.owner,
-           after.token, $6, $3, $4, 'revoked', $10, $7, NULL
+           after.token, $6, $3, $4, 'revoked', $10, $7, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
 )
 SELECT coalesce($8::timestamptz, now()),
@@ -195,11 +212,12 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`
 
 // getSQL: $1 namespace, $2 name, $3 now. Always one row: the clock and the
-// key's row (NULLs when there is none). Expiry is judged in Go.
+// key's lease (NULLs when there is none or only a tombstone). Expiry is
+// judged in Go.
 const getSQL = `
 SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM (SELECT coalesce($3::timestamptz, now()) AS now) AS clock
-LEFT JOIN leasestore_leases l ON l.namespace = $1 AND l.name = $2`
+LEFT JOIN leasestore_leases l ON l.namespace = $1 AND l.name = $2 AND l.owner <> ''`
 
 // listSQL: $1 namespace, $2 prefix ("" for none), $3 the name to resume
 // after ("" for the first page; names are never empty), $4 include expired,
@@ -211,7 +229,7 @@ SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.ve
 FROM leasestore_leases l
 WHERE l.namespace = $1
   AND l.name >= $2 AND starts_with(l.name, $2)
-  AND l.name > $3
+  AND l.name > $3 AND l.owner <> ''
   AND ($4::boolean OR l.expires_at > coalesce($5::timestamptz, now()))
 ORDER BY l.name
 LIMIT $6`
@@ -317,3 +335,37 @@ SELECT current_schema(),
 // schemaVersionSQL reads the applied migration version: goose deletes a
 // version's row when it rolls it back, so the maximum is the current one.
 const schemaVersionSQL = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`
+
+// schemaCompatSQL reads the oldest release schema version that can serve
+// this (newer) schema; see migrations/postgres/00002.
+const schemaCompatSQL = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
+
+// pinSettingsSQL runs on every connection of a pool that Open makes: a
+// crash must not lose a committed acquire (its token could be issued
+// again), so synchronous_commit is raised to on unless it is already
+// stronger (remote_write, remote_apply). Open also pins
+// default_transaction_isolation to read committed as a startup parameter:
+// the statements re-check their conditions on the newest row version, as
+// read committed does, instead of failing to serialize.
+const pinSettingsSQL = `
+SELECT set_config('synchronous_commit', 'on', false)
+WHERE current_setting('synchronous_commit') IN ('off', 'local')`
+
+// settingsSQL reads what checkSettings judges: synchronous_commit, the
+// fencing sequence's cache, and whether the sequence is behind the newest
+// audit record's token (a cheap sign that it lost its state).
+const settingsSQL = `
+SELECT current_setting('synchronous_commit'),
+       (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
+       coalesce((SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1) >
+                (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq), false)`
+
+// repairSequenceSQL moves leasestore_fencing_seq past every token in
+// leasestore_leases (tombstones keep each key's last token there) and past
+// the newest audit record's. setval never moves it backwards here: it runs
+// only when the sequence is below the greatest of those.
+const repairSequenceSQL = `
+SELECT setval('leasestore_fencing_seq', m.token)
+FROM (SELECT greatest((SELECT max(token) FROM leasestore_leases),
+                      (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS m
+WHERE m.token > (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)`

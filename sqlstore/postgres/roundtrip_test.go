@@ -70,7 +70,7 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	clock := contract.NewClock()
-	b, err := postgres.New(ctxT(t), pool, &postgres.Config{Now: clock.Now})
+	b, err := postgres.New(ctxT(t), pool, postgres.WithTestClock(nil, clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func wantVersionRefusal(t *testing.T, what string, err error, table string) {
 func TestUnknownLeaseVersionIsRefused(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
-	b := openBackend(t, dsn, &postgres.Config{Now: clock.Now})
+	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
 	raw := rawPool(t, dsn)
 	ctx := ctxT(t)
 	// A live row and an expired row, both written by a future release.
@@ -114,7 +114,7 @@ func TestAuditTrailIsAppendOnly(t *testing.T) {
 func TestAuditRecordsAreComplete(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
-	b := openBackend(t, dsn, &postgres.Config{Now: clock.Now})
+	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
 	ctx := ctxT(t)
 	acq, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
 	wantStatus(t, "acquire", acq, err, protocol.StatusAcquired)
@@ -137,9 +137,9 @@ func TestAuditRecordsAreComplete(t *testing.T) {
 	want := []audit.Record{
 		{At: t0, Op: protocol.OpAcquire, Owner: "o", Token: acq.Lease.Token, RequestID: "a", Actor: "o", Status: protocol.StatusAcquired, ExpiresAt: t0.Add(time.Minute)},
 		{At: t0.Add(time.Second), Op: protocol.OpRenew, Owner: "o", Token: acq.Lease.Token, RequestID: "r", Actor: "o", Status: protocol.StatusRenewed, ExpiresAt: t0.Add(time.Second + 2*time.Minute)},
-		{At: t0.Add(2 * time.Second), Op: protocol.OpRevoke, Owner: "o", Token: acq.Lease.Token, RequestID: "v", Actor: "admin", Reason: "stuck", Status: protocol.StatusRevoked},
+		{At: t0.Add(2 * time.Second), Op: protocol.OpRevoke, Owner: "o", Token: acq.Lease.Token, RequestID: "v", Actor: "admin", Reason: "stuck", Status: protocol.StatusRevoked, ExpiresAt: t0.Add(time.Second + 2*time.Minute)},
 		{At: t0.Add(2 * time.Second), Op: protocol.OpAcquire, Owner: "p", Token: acq2.Lease.Token, RequestID: "a2", Actor: "p", Status: protocol.StatusAcquired, ExpiresAt: t0.Add(2*time.Second + time.Minute)},
-		{At: t0.Add(2 * time.Second), Op: protocol.OpRelease, Owner: "p", Token: acq2.Lease.Token, RequestID: "l", Actor: "p", Status: protocol.StatusReleased},
+		{At: t0.Add(2 * time.Second), Op: protocol.OpRelease, Owner: "p", Token: acq2.Lease.Token, RequestID: "l", Actor: "p", Status: protocol.StatusReleased, ExpiresAt: t0.Add(2*time.Second + time.Minute)},
 	}
 	if len(page.Records) != len(want) {
 		t.Fatalf("%d records, want %d: %+v", len(page.Records), len(want), page.Records)
@@ -156,8 +156,8 @@ func TestAuditRecordsAreComplete(t *testing.T) {
 	}
 	raw := rawPool(t, dsn)
 	if n := count(t, raw, `SELECT count(*) FROM leasestore_audit
-		WHERE params_hash <> '' AND (expires_at IS NULL) = (op IN ('release', 'revoke'))`); n != len(want) {
-		t.Fatalf("%d rows with a params hash and the right expires_at, want %d", n, len(want))
+		WHERE params_hash <> '' AND expires_at IS NOT NULL AND acquired_at IS NOT NULL AND renewed_at IS NOT NULL`); n != len(want) {
+		t.Fatalf("%d rows with a params hash and the lease's times, want %d", n, len(want))
 	}
 }
 

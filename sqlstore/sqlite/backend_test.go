@@ -28,7 +28,7 @@ func TestReplayAfterReopen(t *testing.T) {
 	path := migratedFile(t)
 	clock := newClock()
 
-	first, err := sqlite.Open(ctx, path, &sqlite.Config{Now: clock.Now})
+	first, err := sqlite.Open(ctx, path, sqlite.WithTestClock(nil, clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestTokensIncreaseAcrossReopen(t *testing.T) {
 	clock := newClock()
 	var last int64
 	for round := range 4 {
-		b, err := sqlite.Open(ctx, path, &sqlite.Config{Now: clock.Now})
+		b, err := sqlite.Open(ctx, path, sqlite.WithTestClock(nil, clock.Now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,17 @@ func TestSchemaChecked(t *testing.T) {
 			migrations.LatestVersion+1); err != nil {
 			t.Fatal(err)
 		}
-		_, err := sqlite.Open(ctx, path, nil)
+		b, err := sqlite.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatalf("Open of a newer schema that declares this release can serve it: %v", err)
+		}
+		_ = b.Close(ctx)
+		// A newer schema that this release cannot serve is refused.
+		if _, err := db.ExecContext(ctx, `UPDATE leasestore_compat SET oldest_serving_version = ?`,
+			migrations.LatestVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		_, err = sqlite.Open(ctx, path, nil)
 		expectUnavailable(t, "Open", err, "newer", "upgrade leasestore")
 	})
 	t.Run("dropped_table", func(t *testing.T) {
@@ -445,7 +455,7 @@ func TestReadAuditFilters(t *testing.T) {
 	}
 	rev := p.Records[1]
 	if rev.Actor != "op" || rev.Reason != "why" || rev.Owner != "w" || rev.Status != protocol.StatusRevoked ||
-		rev.Token != p.Records[0].Token || !rev.ExpiresAt.IsZero() || rev.Version != audit.RecordFormatVersion {
+		rev.Token != p.Records[0].Token || !rev.ExpiresAt.Equal(p.Records[0].ExpiresAt) || rev.Version != audit.RecordFormatVersion {
 		t.Fatalf("revoke record = %+v", rev)
 	}
 	if _, err := b.ReadAudit(ctx, audit.Query{Key: "a"}); !errors.Is(err, protocol.ErrInvalid) {

@@ -13,7 +13,7 @@ import (
 func TestContract(t *testing.T) {
 	contract.Run(t, func(t *testing.T, clock *contract.Clock) contract.Harness {
 		path := migratedFile(t)
-		cfg := func() *sqlite.Config { return &sqlite.Config{Now: clock.Now} }
+		cfg := func() *sqlite.Config { return sqlite.WithTestClock(nil, clock.Now) }
 		first, err := sqlite.Open(ctxT(t), path, cfg())
 		if err != nil {
 			t.Fatalf("Open: %v", err)

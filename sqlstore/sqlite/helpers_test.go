@@ -39,7 +39,7 @@ func open(t testing.TB, path string, clock *testClock) *sqlite.Backend {
 	t.Helper()
 	cfg := &sqlite.Config{}
 	if clock != nil {
-		cfg.Now = clock.Now
+		cfg = sqlite.WithTestClock(cfg, clock.Now)
 	}
 	b, err := sqlite.Open(context.Background(), path, cfg)
 	if err != nil {

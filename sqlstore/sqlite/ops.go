@@ -111,14 +111,19 @@ func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key p
 
 // record appends the audit record of a state change.
 func (b *Backend) record(ctx context.Context, tx *sql.Tx, r sqlstore.Recorded) error {
-	var exp sql.NullInt64
-	if !r.ExpiresAt.IsZero() {
-		exp = sql.NullInt64{Int64: micros(r.ExpiresAt), Valid: true}
-	}
 	_, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
-		string(r.Status), r.Version, r.ParamsHash, exp)
+		string(r.Status), r.Version, r.ParamsHash, nullMicros(r.ExpiresAt), nullMicros(r.AcquiredAt),
+		nullMicros(r.RenewedAt))
 	return err
+}
+
+// nullMicros stores t, or NULL for the zero time.
+func nullMicros(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(t), Valid: true}
 }
 
 // Acquire takes the lease at req.Key when there is no row or only an
@@ -360,15 +365,20 @@ func scanRecorded(row interface{ Scan(...any) error }) (sqlstore.Recorded, error
 	var r sqlstore.Recorded
 	var at int64
 	var op, status string
-	var exp sql.NullInt64
+	var exp, acq, ren sql.NullInt64
 	err := row.Scan(&r.ID, &at, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor,
-		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp)
+		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp, &acq, &ren)
 	if err != nil {
 		return sqlstore.Recorded{}, err
 	}
 	r.At, r.Op, r.Status = fromMicros(at), protocol.Op(op), protocol.Status(status)
-	if exp.Valid {
-		r.ExpiresAt = fromMicros(exp.Int64)
+	for _, t := range []struct {
+		v   sql.NullInt64
+		dst *time.Time
+	}{{exp, &r.ExpiresAt}, {acq, &r.AcquiredAt}, {ren, &r.RenewedAt}} {
+		if t.v.Valid {
+			*t.dst = fromMicros(t.v.Int64)
+		}
 	}
 	return r, nil
 }

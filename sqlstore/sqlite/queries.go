@@ -21,6 +21,10 @@ const (
 	// The table name is a constant of the migrations package, not input.
 	qSchemaVersion = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`
 
+	// qSchemaCompat reads the oldest release schema version that can serve
+	// this (newer) schema; see migrations/sqlite/00002.
+	qSchemaCompat = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
+
 	// qJournalModeWAL switches the file to WAL (persistent) and returns the
 	// journal mode in effect.
 	qJournalModeWAL = `PRAGMA journal_mode = WAL`
@@ -31,7 +35,7 @@ const (
 	// qFindRequest is the idempotency look-up: ?1 namespace, ?2 request id.
 	qFindRequest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at
+       params_hash, expires_at, acquired_at, renewed_at
 FROM leasestore_audit
 WHERE namespace = ?1 AND request_id = ?2`
 
@@ -84,12 +88,14 @@ SELECT owner, token, acquired_at, renewed_at, expires_at, version
 FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2`
 
-	// qInsertAudit appends one audit record; ?13 expires_at is NULL for
-	// release and revoke.
+	// qInsertAudit appends one audit record; ?13 expires_at, ?14
+	// acquired_at and ?15 renewed_at are the lease's as the operation
+	// answered it.
 	qInsertAudit = `
 INSERT INTO leasestore_audit
-    (at, op, namespace, name, owner, token, request_id, actor, reason, status, version, params_hash, expires_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`
+    (at, op, namespace, name, owner, token, request_id, actor, reason, status, version, params_hash, expires_at,
+     acquired_at, renewed_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 
 	// qList pages through namespace ?1 by name, after the cursor's name ?2
 	// ("" for the first page), within the prefix range [?3, ?4) (see
@@ -109,7 +115,7 @@ LIMIT ?8`
 	// all), at or after ?3; ?4 is the page size plus one.
 	qAudit = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at
+       params_hash, expires_at, acquired_at, renewed_at
 FROM leasestore_audit
 WHERE id > ?1 AND (?2 = '' OR namespace = ?2) AND at >= ?3
 ORDER BY id
@@ -119,7 +125,7 @@ LIMIT ?4`
 	// (namespace, name, id) index.
 	qAuditKey = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at
+       params_hash, expires_at, acquired_at, renewed_at
 FROM leasestore_audit
 WHERE namespace = ?2 AND name = ?5 AND id > ?1 AND at >= ?3
 ORDER BY id

@@ -54,16 +54,17 @@ const maxConns = 4
 
 // Config tunes a [Backend]. A nil *Config means all defaults.
 type Config struct {
-	// Now is the clock that judges expiry and stamps leases and audit
-	// records. For tests only (a manual clock passes TTLs without sleeping).
-	// Default: time.Now, read inside each write transaction.
-	Now func() time.Time
 	// BusyTimeout is SQLite's busy_timeout for the *sql.DB that [Open]
 	// creates: how long a statement waits for another connection's lock
 	// when its context allows that long. A context deadline always ends the
 	// wait first. [New] uses the caller's *sql.DB as it is configured.
 	// Default: [DefaultBusyTimeout].
 	BusyTimeout time.Duration
+
+	// testNow replaces time.Now in this package's tests (see
+	// export_test.go), so that a manual clock passes TTLs without
+	// sleeping; production code cannot set it.
+	testNow func() time.Time
 }
 
 // Backend is the SQLite backend. It implements [protocol.Backend] and
@@ -277,7 +278,7 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{db: db, owned: owned, now: cfg.Now, writeSlot: make(chan struct{}, 1)}
+	b := &Backend{db: db, owned: owned, now: cfg.testNow, writeSlot: make(chan struct{}, 1)}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -304,8 +305,8 @@ func (b *Backend) Name() string { return "sqlite" }
 // File returns the path of the database file, as SQLite reports it.
 func (b *Backend) File() string { return b.file }
 
-// checkSchema refuses a file whose leasestore schema is missing or not at
-// migrations.LatestVersion.
+// checkSchema refuses a file whose leasestore schema is missing, older than
+// migrations.LatestVersion, or newer and not servable by this release.
 func (b *Backend) checkSchema(ctx context.Context) error {
 	var n int
 	if err := b.db.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
@@ -317,7 +318,12 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 			return b.interpret(ctx, "", err)
 		}
 	}
-	if v != migrations.LatestVersion {
+	var oldest int64
+	if v > migrations.LatestVersion {
+		// A missing table (a schema that predates it) leaves oldest at 0.
+		_ = b.db.QueryRowContext(ctx, qSchemaCompat).Scan(&oldest)
+	}
+	if !sqlstore.ServesSchema(v, oldest, migrations.LatestVersion) {
 		return sqlstore.SchemaVersionError(v, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file))
 	}
 	return nil

@@ -23,9 +23,9 @@ type LogHookConfig struct {
 //
 //	op, status, namespace, key, owner, token, request_id, actor, reason
 //
-// always present (reason is "" except for revoke), and expires_at (a time)
-// only for acquire and renew, whose lease lives on; like the audit trail's
-// expires_at column, it is absent for release and revoke.
+// and expires_at (a time), always present (reason is "" except for
+// revoke); like the audit trail's expires_at, for release and revoke it is
+// when the lease would have expired.
 //
 // The log is a copy for operators and pipelines: the durable trail is the
 // one each backend writes in the same atomic step as the change. Pass the
@@ -68,9 +68,7 @@ func (h *LogHook) RecordStateChange(ctx context.Context, ch protocol.StateChange
 		slog.String("request_id", ch.RequestID),
 		slog.String("actor", ch.Actor),
 		slog.String("reason", ch.Reason),
-	}
-	if ch.Op == protocol.OpAcquire || ch.Op == protocol.OpRenew {
-		attrs = append(attrs, slog.Time("expires_at", ch.Lease.ExpiresAt))
+		slog.Time("expires_at", ch.Lease.ExpiresAt),
 	}
 	h.logger.LogAttrs(ctx, level, LogHookMessage, attrs...)
 }

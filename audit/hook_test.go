@@ -95,9 +95,9 @@ func TestLogHookThroughRuntime(t *testing.T) {
 	want := []map[string]any{
 		rec("acquire", "acquired", "w1", token, "acq-1", "w1", "", exp1),
 		rec("renew", "renewed", "w1", token, "ren-1", "w1", "", exp2),
-		rec("release", "released", "w1", token, "rel-1", "w1", "", ""),
+		rec("release", "released", "w1", token, "rel-1", "w1", "", exp2),
 		rec("acquire", "acquired", "w2", token2, "acq-3", "w2", "", exp3),
-		rec("revoke", "revoked", "w2", token2, "rev-1", "ops@host", "stuck worker", ""),
+		rec("revoke", "revoked", "w2", token2, "rev-1", "ops@host", "stuck worker", exp3),
 	}
 	got := decodeLines(t, &buf)
 	if len(got) != len(want) {
@@ -145,7 +145,7 @@ func sameMap(a, b map[string]any) bool {
 func TestLogHookLevel(t *testing.T) {
 	ch := protocol.StateChange{
 		Op: protocol.OpRelease, Status: protocol.StatusReleased, RequestID: "r", Actor: "w",
-		Lease: protocol.Lease{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "w", Token: 3},
+		Lease: protocol.Lease{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "w", Token: 3, ExpiresAt: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
 	}
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -159,8 +159,8 @@ func TestLogHookLevel(t *testing.T) {
 	if len(got) != 1 || got[0]["level"] != "WARN" || got[0]["op"] != "release" {
 		t.Fatalf("warn-level hook wrote %v", got)
 	}
-	if _, ok := got[0]["expires_at"]; ok {
-		t.Errorf("release record has expires_at: %v", got[0])
+	if got[0]["expires_at"] != ch.Lease.ExpiresAt.Format(time.RFC3339Nano) {
+		t.Errorf("release record has expires_at %v, want the lease's %v", got[0]["expires_at"], ch.Lease.ExpiresAt)
 	}
 }
 

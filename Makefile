@@ -48,6 +48,10 @@ bench: ## Run the benchmarks (backends beside their raw-statement baselines).
 fuzz: ## Fuzz the key encoding for 30s.
 	$(GO) test -run '^$$' -fuzz FuzzKeyEncoding -fuzztime 30s ./protocol
 
+.PHONY: chaos
+chaos: ## Linearizability check while a throwaway PostgreSQL cluster (initdb; needs the server binaries) crashes mid-run; a few minutes.
+	LEASESTORE_CHAOS=1 $(GO) test $(TEST_FLAGS) -v -run 'Chaos' ./sqlstore/postgres/
+
 .PHONY: demo
 demo: ## Run the demo on the embedded SQLite store.
 	$(GO) run ./cmd/leasectl demo

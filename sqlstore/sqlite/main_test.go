@@ -9,6 +9,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if worker := os.Getenv(workerEnv); worker != "" {
+		if worker == lincheckWorkerMode {
+			os.Exit(runLincheckWorker())
+		}
 		os.Exit(runWorker(worker))
 	}
 	goleak.VerifyTestMain(m)

@@ -1,0 +1,402 @@
+package lincheck
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// ClockSlack widens every time comparison of the model: it covers the
+// microsecond precision of stored times and the granularity of the clocks.
+// It is not meant to cover clock skew (every process of a history runs on
+// one machine).
+const ClockSlack = time.Millisecond
+
+const slack = int64(ClockSlack)
+
+// state is the model of one key. The zero value is a key never acquired.
+type state struct {
+	held  bool
+	owner string
+	// token is the held lease's token; 0 while it was issued by an acquire
+	// of unknown outcome and no result has shown it yet (then it is at
+	// least issued).
+	token int64
+	// The held lease's expires_at lies in [expLo, expHi] (Unix ns).
+	expLo, expHi int64
+	// issued bounds from below the tokens issued for the key so far: the
+	// next acquire's token must exceed it.
+	issued int64
+}
+
+// input is a porcupine input: the operation and the interval in which it
+// may have taken effect ([start, ret]; ret is past the end of the history
+// for an unknown outcome, see Check).
+type input struct {
+	op         *Operation
+	start, ret int64
+}
+
+// liveness tells whether, judged at some instant of in's interval, the held
+// lease can have been live, and whether it can have been expired.
+func (s state) liveness(in input) (canLive, canExpire bool) {
+	return in.start-slack < s.expHi, in.ret+slack >= s.expLo
+}
+
+// tokenCan tells which of s.token <, ==, > t are possible.
+func (s state) tokenCan(t int64) (less, equal, greater bool) {
+	if s.token != 0 {
+		return s.token < t, s.token == t, s.token > t
+	}
+	// Unknown: any value >= s.issued.
+	return s.issued < t, s.issued <= t, true
+}
+
+// withToken returns s with its token known to be t; ok is false when t is
+// impossible.
+func (s state) withToken(t int64) (state, bool) {
+	if s.token == 0 {
+		if t < s.issued || t <= 0 {
+			return s, false
+		}
+		s.token, s.issued = t, t
+		return s, true
+	}
+	return s, s.token == t
+}
+
+// see checks that l, a lease carried by a result, is the held row, and
+// learns from it: its token if unknown, its exact expiry.
+func (s state) see(l *Lease) (state, bool) {
+	if l == nil || !s.held || l.Owner != s.owner {
+		return s, false
+	}
+	s, ok := s.withToken(l.Token)
+	if !ok {
+		return s, false
+	}
+	if l.ExpiresAt != 0 {
+		if l.ExpiresAt < s.expLo-slack || l.ExpiresAt > s.expHi+slack {
+			return s, false
+		}
+		s.expLo, s.expHi = l.ExpiresAt, l.ExpiresAt
+	}
+	return s, true
+}
+
+// expiry returns the window of expires_at for a lease acquired or renewed
+// for ttl by in, narrowed to l's expires_at when it says; ok is false when
+// that lies outside the window.
+func expiry(in input, l *Lease) (lo, hi int64, ok bool) {
+	ttl := int64(in.op.TTL)
+	lo, hi = in.start+ttl, in.ret+ttl
+	if l == nil || l.ExpiresAt == 0 {
+		return lo, hi, true
+	}
+	if l.ExpiresAt < lo-slack || l.ExpiresAt > hi+slack {
+		return 0, 0, false
+	}
+	return l.ExpiresAt, l.ExpiresAt, true
+}
+
+// free is the state after a release or revoke: no row, the token bound kept.
+func (s state) free() state { return state{issued: s.issued} }
+
+// step returns the states that s can move to when in takes effect with
+// out (nil: unknown); none when it cannot.
+func step(s state, in input, out *Outcome) []state {
+	if out == nil || unknownStatus(out.Status) {
+		return append([]state{s}, effects(s, in)...)
+	}
+	if next, ok := stepKnown(s, in, out); ok {
+		return []state{next}
+	}
+	return nil
+}
+
+// effects returns the states that an operation of unknown outcome may have
+// left if it took effect.
+func effects(s state, in input) []state {
+	op := in.op
+	canLive, canExpire := s.liveness(in)
+	_, eq, _ := s.tokenCan(op.Token)
+	holder := s.held && s.owner == op.Owner && eq && canLive
+	switch op.Op {
+	case protocol.OpAcquire:
+		if s.held && !canExpire {
+			return nil
+		}
+		lo, hi, _ := expiry(in, nil)
+		return []state{{held: true, owner: op.Owner, expLo: lo, expHi: hi, issued: s.issued + 1}}
+	case protocol.OpRenew:
+		if !holder {
+			return nil
+		}
+		next, _ := s.withToken(op.Token)
+		next.expLo, next.expHi, _ = expiry(in, nil)
+		return []state{next}
+	case protocol.OpRelease:
+		if !holder {
+			return nil
+		}
+		next, _ := s.withToken(op.Token)
+		return []state{next.free()}
+	case protocol.OpRevoke:
+		if !s.held || !canLive {
+			return nil
+		}
+		next := s
+		if op.Token != 0 {
+			var ok bool
+			if next, ok = s.withToken(op.Token); !ok {
+				return nil
+			}
+		}
+		return []state{next.free()}
+	}
+	return nil // get changes nothing
+}
+
+// stepKnown is step for an operation whose outcome is known.
+func stepKnown(s state, in input, out *Outcome) (state, bool) {
+	op := in.op
+	canLive, canExpire := s.liveness(in)
+	less, eq, greater := s.tokenCan(op.Token)
+	l := out.Lease
+	// seeIf checks the lease a refusal may carry.
+	seeIf := func(s state) (state, bool) {
+		if l == nil {
+			return s, true
+		}
+		return s.see(l)
+	}
+	switch op.Op {
+	case protocol.OpAcquire:
+		switch out.Status {
+		case protocol.StatusAcquired:
+			if l == nil || l.Owner != op.Owner || l.Token <= s.issued || (s.held && !canExpire) {
+				return s, false
+			}
+			lo, hi, ok := expiry(in, l)
+			return state{held: true, owner: op.Owner, token: l.Token, expLo: lo, expHi: hi, issued: l.Token}, ok
+		case protocol.StatusConflict:
+			if l == nil || !s.held || !canLive {
+				return s, false
+			}
+			return s.see(l)
+		}
+
+	case protocol.OpRenew, protocol.OpRelease:
+		success := protocol.StatusRenewed
+		if op.Op == protocol.OpRelease {
+			success = protocol.StatusReleased
+		}
+		switch out.Status {
+		case success:
+			if l == nil || l.Owner != op.Owner || l.Token != op.Token || !s.held || s.owner != op.Owner || !canLive {
+				return s, false
+			}
+			if op.Op == protocol.OpRelease {
+				// The result carries the lease as it was.
+				next, ok := s.see(l)
+				return next.free(), ok
+			}
+			next, ok := s.withToken(op.Token)
+			if !ok {
+				return s, false
+			}
+			next.expLo, next.expHi, ok = expiry(in, l)
+			return next, ok
+		case protocol.StatusNotFound:
+			return s, !s.held
+		case protocol.StatusStaleToken:
+			if !s.held || !greater {
+				return s, false
+			}
+			next, ok := seeIf(s)
+			return next, ok && (next.token == 0 || next.token > op.Token)
+		case protocol.StatusNotOwner:
+			if !s.held || !(less || (eq && s.owner != op.Owner)) {
+				return s, false
+			}
+			next, ok := seeIf(s)
+			return next, ok && (next.token == 0 || next.token < op.Token || (next.token == op.Token && next.owner != op.Owner))
+		case protocol.StatusExpired:
+			if !s.held || s.owner != op.Owner || !eq || !canExpire {
+				return s, false
+			}
+			next, ok := s.withToken(op.Token)
+			if !ok || l == nil {
+				return next, ok
+			}
+			return next.see(l)
+		}
+
+	case protocol.OpRevoke:
+		switch out.Status {
+		case protocol.StatusRevoked:
+			if l == nil || !s.held || !canLive || (op.Token != 0 && l.Token != op.Token) {
+				return s, false
+			}
+			next, ok := s.see(l)
+			return next.free(), ok
+		case protocol.StatusNotFound:
+			return s, !s.held || ((op.Token == 0 || eq) && canExpire)
+		case protocol.StatusStaleToken:
+			if !s.held || op.Token == 0 || !greater {
+				return s, false
+			}
+			next, ok := seeIf(s)
+			return next, ok && (next.token == 0 || next.token > op.Token)
+		case protocol.StatusNotOwner:
+			if !s.held || op.Token == 0 || !less {
+				return s, false
+			}
+			next, ok := seeIf(s)
+			return next, ok && (next.token == 0 || next.token < op.Token)
+		}
+
+	case protocol.OpGet:
+		switch out.Status {
+		case protocol.StatusFound:
+			if l == nil || !s.held || !canLive {
+				return s, false
+			}
+			return s.see(l)
+		case protocol.StatusNotFound:
+			return s, !s.held || canExpire
+		}
+	}
+	return s, false // a status this operation cannot answer
+}
+
+// hashState hashes every field of a state (equal states have equal hashes).
+func hashState(v any) uint64 {
+	s := v.(state)
+	h := fnv.New64a()
+	var b []byte
+	b = strconv.AppendBool(b, s.held)
+	b = append(b, 0)
+	b = append(b, s.owner...)
+	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued} {
+		b = append(b, 0)
+		b = strconv.AppendInt(b, n, 10)
+	}
+	h.Write(b)
+	return h.Sum64()
+}
+
+// partitionKey is the key an operation is checked under.
+func partitionKey(op *Operation) string { return op.Namespace + "/" + op.Key }
+
+// newModel returns the porcupine model. Times in descriptions are relative
+// to base (Unix ns), in milliseconds.
+func newModel(base int64) porcupine.Model {
+	rel := func(t int64) string {
+		return strconv.FormatFloat(float64(t-base)/1e6, 'f', 3, 64) + "ms"
+	}
+	nm := porcupine.NondeterministicModel{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			index := map[string]int{}
+			var parts [][]porcupine.Operation
+			for _, o := range history {
+				k := partitionKey(o.Input.(input).op)
+				i, ok := index[k]
+				if !ok {
+					i = len(parts)
+					index[k] = i
+					parts = append(parts, nil)
+				}
+				parts[i] = append(parts[i], o)
+			}
+			return parts
+		},
+		Init: func() []any { return []any{state{}} },
+		Step: func(st, in, out any) []any {
+			o, _ := out.(*Outcome)
+			next := step(st.(state), in.(input), o)
+			res := make([]any, len(next))
+			for i, n := range next {
+				res[i] = n
+			}
+			return res
+		},
+		Hash: hashState,
+		DescribeOperation: func(in, out any) string {
+			return describeOp(in.(input), outcomeOf(out), rel)
+		},
+		DescribeState: func(st any) string {
+			s := st.(state)
+			if !s.held {
+				return fmt.Sprintf("free (tokens > %d)", s.issued)
+			}
+			tok := strconv.FormatInt(s.token, 10)
+			if s.token == 0 {
+				tok = fmt.Sprintf("? (>= %d)", s.issued)
+			}
+			exp := rel(s.expLo)
+			if s.expHi != s.expLo {
+				exp = "[" + rel(s.expLo) + ", " + rel(s.expHi) + "]"
+			}
+			return fmt.Sprintf("held by %s, token %s, expires %s", s.owner, tok, exp)
+		},
+		DescribeOperationMetadata: func(info any) string {
+			if info == nil {
+				return ""
+			}
+			return fmt.Sprint(info)
+		},
+	}
+	return nm.ToModel()
+}
+
+func outcomeOf(out any) *Outcome {
+	o, _ := out.(*Outcome)
+	return o
+}
+
+// describeOp renders an operation and its outcome for the visualization.
+func describeOp(in input, out *Outcome, rel func(int64) string) string {
+	op := in.op
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(%s", op.Op, op.Key)
+	if op.Owner != "" {
+		fmt.Fprintf(&b, ", %s", op.Owner)
+	}
+	if op.Token != 0 || op.Op == protocol.OpRenew || op.Op == protocol.OpRelease {
+		fmt.Fprintf(&b, ", token %d", op.Token)
+	}
+	if op.TTL != 0 {
+		fmt.Fprintf(&b, ", ttl %v", op.TTL)
+	}
+	b.WriteString(") -> ")
+	switch {
+	case out == nil:
+		b.WriteString("? (never returned)")
+	default:
+		b.WriteString(string(out.Status))
+		if unknownStatus(out.Status) {
+			b.WriteString(" (unknown)")
+		}
+		if out.Replayed {
+			b.WriteString(" replayed")
+		}
+		if l := out.Lease; l != nil {
+			fmt.Fprintf(&b, " [%s token %d", l.Owner, l.Token)
+			if l.ExpiresAt != 0 {
+				fmt.Fprintf(&b, " expires %s", rel(l.ExpiresAt))
+			}
+			b.WriteString("]")
+		}
+		if out.Attempts > 1 {
+			fmt.Fprintf(&b, " after %d attempts", out.Attempts)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,351 @@
+package lincheck_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/contract/lincheck"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Hand-made histories. Times are in milliseconds from t0; every lease is
+// on one key unless said otherwise.
+
+const t0 = int64(1_900_000_000_000_000_000)
+
+func ms(v float64) int64 { return t0 + int64(v*1e6) }
+
+const long = time.Hour
+
+type hist struct{ h lincheck.History }
+
+// op adds an operation by client from start to end (ms); out nil means it
+// never returned.
+func (b *hist) op(client int, start, end float64, req lincheck.Request, out *lincheck.Outcome) *hist {
+	if req.Key == "" {
+		req.Key = "k"
+	}
+	req.Namespace = "ns"
+	o := lincheck.Operation{Process: "p", Client: client, Request: req, Start: ms(start), Outcome: out}
+	if out != nil {
+		o.End = ms(end)
+	}
+	b.h.Ops = append(b.h.Ops, o)
+	return b
+}
+
+func acquire(owner string, ttl time.Duration) lincheck.Request {
+	return lincheck.Request{Op: protocol.OpAcquire, Owner: owner, TTL: ttl}
+}
+
+func renew(owner string, token int64, ttl time.Duration) lincheck.Request {
+	return lincheck.Request{Op: protocol.OpRenew, Owner: owner, Token: token, TTL: ttl}
+}
+
+func release(owner string, token int64) lincheck.Request {
+	return lincheck.Request{Op: protocol.OpRelease, Owner: owner, Token: token}
+}
+
+func revoke(token int64) lincheck.Request {
+	return lincheck.Request{Op: protocol.OpRevoke, Owner: "admin", Token: token}
+}
+
+func get() lincheck.Request { return lincheck.Request{Op: protocol.OpGet} }
+
+// lease is a result lease; exp in ms from t0, 0 for none.
+func lease(owner string, token int64, exp float64) *lincheck.Lease {
+	l := &lincheck.Lease{Owner: owner, Token: token}
+	if exp != 0 {
+		l.ExpiresAt = ms(exp)
+	}
+	return l
+}
+
+func out(status protocol.Status, l *lincheck.Lease) *lincheck.Outcome {
+	return &lincheck.Outcome{Status: status, Lease: l, Attempts: 1}
+}
+
+func replayed(status protocol.Status, l *lincheck.Lease) *lincheck.Outcome {
+	return &lincheck.Outcome{Status: status, Lease: l, Replayed: true, Attempts: 2}
+}
+
+var unknown = &lincheck.Outcome{Status: protocol.StatusTimeout, Attempts: 3}
+
+// expAt is the expiry of a lease taken at start ms for ttl, in ms.
+func expAt(start float64, ttl time.Duration) float64 {
+	return start + float64(ttl)/1e6
+}
+
+func TestCheckRejects(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		h    *hist
+	}{{
+		name: "two holders at once",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(1, 2, 3, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(2.5, long)))),
+	}, {
+		name: "two holders while a short lease is live",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 100.5))).
+			op(1, 50, 60, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(55, long)))),
+	}, {
+		name: "a token going backwards",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, long)))).
+			op(0, 2, 3, release("a", 5), out(protocol.StatusReleased, lease("a", 5, expAt(0.5, long)))).
+			op(1, 4, 5, acquire("b", long), out(protocol.StatusAcquired, lease("b", 3, expAt(4.5, long)))),
+	}, {
+		name: "a token issued twice",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 5, 0))).
+			op(1, 4, 5, acquire("b", long), out(protocol.StatusAcquired, lease("b", 5, expAt(4.5, long)))),
+	}, {
+		name: "a token not above one issued with an unknown outcome",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, long)))).
+			op(0, 2, 3, release("a", 5), out(protocol.StatusReleased, lease("a", 5, 0))).
+			op(1, 4, 6, acquire("b", long), unknown).
+			op(2, 5, 6, get(), out(protocol.StatusFound, lease("b", 9, expAt(5, long)))).
+			op(2, 7, 8, revoke(0), out(protocol.StatusRevoked, lease("b", 9, 0))).
+			op(0, 9, 10, acquire("a", long), out(protocol.StatusAcquired, lease("a", 9, expAt(9.5, long)))),
+	}, {
+		name: "a renew succeeding after another acquire",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 50*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 50.5))).
+			op(1, 100, 101, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(100.5, long)))).
+			op(0, 200, 201, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 1, expAt(200.5, long)))),
+	}, {
+		name: "a stale release succeeding",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 4, 5, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(4.5, long)))).
+			op(0, 6, 7, release("a", 1), out(protocol.StatusReleased, lease("a", 1, 0))),
+	}, {
+		name: "a renew that changes the token",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 2, expAt(2.5, long)))),
+	}, {
+		name: "a get that finds a released lease",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, release("a", 1), out(protocol.StatusReleased, lease("a", 1, 0))).
+			op(1, 4, 5, get(), out(protocol.StatusFound, lease("a", 1, expAt(0.5, long)))),
+	}, {
+		name: "a conflict on a free key",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusConflict, lease("b", 1, expAt(0.5, long)))),
+	}, {
+		name: "a conflict naming someone else than the holder",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(1, 2, 3, acquire("b", long), out(protocol.StatusConflict, lease("c", 1, expAt(0.5, long)))),
+	}, {
+		name: "expired while surely live",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 100.5))).
+			op(0, 10, 11, renew("a", 1, long), out(protocol.StatusExpired, lease("a", 1, 100.5))),
+	}, {
+		name: "not_found for a live lease",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(1, 2, 3, get(), out(protocol.StatusNotFound, nil)),
+	}, {
+		name: "stale_token for the current token",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, release("a", 1), out(protocol.StatusStaleToken, lease("a", 1, expAt(0.5, long)))),
+	}, {
+		name: "not_owner for a stale token",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 4, expAt(0.5, long)))).
+			op(1, 2, 3, renew("b", 3, long), out(protocol.StatusNotOwner, lease("a", 4, expAt(0.5, long)))),
+	}, {
+		name: "an acquire whose expiry is not TTL after the call",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 300))),
+	}, {
+		name: "a revoke of a free key",
+		h: new(hist).
+			op(0, 0, 1, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))),
+	}, {
+		name: "a status the operation cannot answer",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusInvalid, nil)),
+	}, {
+		name: "an unknown acquire cannot explain two holders",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 0, 50, acquire("c", long), unknown).
+			op(1, 2, 3, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(2.5, long)))),
+	}, {
+		name: "an operation of a lost process taking effect after it was lost",
+		h: func() *hist {
+			b := new(hist).
+				op(0, 0, 1, acquire("a", long), nil). // never returned; process lost at 50
+				op(1, 60, 70, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(65, long)))).
+				op(1, 71, 72, release("b", 2), out(protocol.StatusReleased, lease("b", 2, 0))).
+				op(2, 80, 90, get(), out(protocol.StatusFound, lease("a", 3, expAt(75, long))))
+			b.h.Ops[1].Process, b.h.Ops[2].Process, b.h.Ops[3].Process = "q", "q", "q"
+			b.h.Lost("p", time.Unix(0, ms(50)))
+			return b
+		}(),
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			res, err := lincheck.Check(&c.h.h, &lincheck.CheckOptions{Dir: dir, Name: t.Name()})
+			if !errors.Is(err, lincheck.ErrNotLinearizable) {
+				t.Fatalf("Check: %v, want ErrNotLinearizable", err)
+			}
+			if res.Visualization == "" || !strings.Contains(err.Error(), res.Visualization) || !strings.Contains(err.Error(), res.History) {
+				t.Fatalf("the error does not name the files: %v (result %+v)", err, res)
+			}
+			for _, f := range []string{res.Visualization, res.History} {
+				if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+					t.Fatalf("%s: %v", f, err)
+				}
+			}
+			back, err := lincheck.ReadHistoryFiles(res.History)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Len() != c.h.h.Len() {
+				t.Fatalf("the written history has %d operations, want %d", back.Len(), c.h.h.Len())
+			}
+			if _, err := lincheck.Check(back, &lincheck.CheckOptions{Dir: dir}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+				t.Fatalf("the written history, checked again: %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckAccepts(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		h    *hist
+	}{{
+		name: "a lease's life, tokens with gaps",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 1, expAt(2.5, long)))).
+			op(1, 4, 5, get(), out(protocol.StatusFound, lease("a", 1, expAt(2.5, long)))).
+			op(0, 6, 7, release("a", 1), out(protocol.StatusReleased, lease("a", 1, expAt(2.5, long)))).
+			op(0, 8, 9, release("a", 1), out(protocol.StatusNotFound, nil)).
+			op(1, 10, 11, acquire("b", long), out(protocol.StatusAcquired, lease("b", 7, expAt(10.5, long)))).
+			op(0, 12, 13, renew("a", 1, long), out(protocol.StatusStaleToken, lease("b", 7, expAt(10.5, long)))).
+			op(0, 14, 15, renew("a", 9, long), out(protocol.StatusNotOwner, lease("b", 7, expAt(10.5, long)))).
+			op(0, 16, 17, release("a", 7), out(protocol.StatusNotOwner, lease("b", 7, expAt(10.5, long)))).
+			op(2, 18, 19, revoke(6), out(protocol.StatusStaleToken, lease("b", 7, expAt(10.5, long)))).
+			op(2, 20, 21, revoke(8), out(protocol.StatusNotOwner, lease("b", 7, expAt(10.5, long)))).
+			op(2, 22, 23, revoke(7), out(protocol.StatusRevoked, lease("b", 7, expAt(10.5, long)))).
+			op(1, 24, 25, renew("b", 7, long), out(protocol.StatusNotFound, nil)),
+	}, {
+		name: "concurrent acquires, one winner",
+		h: new(hist).
+			op(0, 0, 10, acquire("a", long), out(protocol.StatusConflict, lease("b", 2, expAt(5, long)))).
+			op(1, 1, 9, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(5, long)))).
+			op(2, 2, 8, get(), out(protocol.StatusNotFound, nil)),
+	}, {
+		name: "an acquire of unknown outcome that took effect",
+		h: new(hist).
+			op(0, 0, 30, acquire("a", long), unknown).
+			op(1, 40, 41, acquire("b", long), out(protocol.StatusConflict, lease("a", 4, expAt(20, long)))).
+			op(1, 42, 43, get(), out(protocol.StatusFound, lease("a", 4, expAt(20, long)))).
+			op(2, 44, 45, revoke(4), out(protocol.StatusRevoked, lease("a", 4, expAt(20, long)))).
+			op(1, 46, 47, acquire("b", long), out(protocol.StatusAcquired, lease("b", 5, expAt(46.5, long)))),
+	}, {
+		name: "an acquire of unknown outcome that did not",
+		h: new(hist).
+			op(0, 0, 30, acquire("a", long), &lincheck.Outcome{Status: protocol.StatusUnavailable}).
+			op(1, 40, 41, acquire("b", long), out(protocol.StatusAcquired, lease("b", 1, expAt(40.5, long)))),
+	}, {
+		name: "an operation that never returned, in a lost process",
+		h: func() *hist {
+			b := new(hist).
+				op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+				op(0, 2, 0, release("a", 1), nil).
+				op(1, 60, 61, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(60.5, long))))
+			b.h.Ops[2].Process = "q"
+			b.h.Lost("p", time.Unix(0, ms(50)))
+			return b
+		}(),
+	}, {
+		name: "a killed process's acquire seen later",
+		h: new(hist).
+			op(0, 0, 0, acquire("a", long), nil).
+			op(1, 60, 70, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(65, long)))).
+			op(1, 71, 72, release("b", 2), out(protocol.StatusReleased, lease("b", 2, 0))).
+			op(2, 80, 90, get(), out(protocol.StatusFound, lease("a", 3, expAt(75, long)))),
+	}, {
+		name: "expiry, takeover, stale holder",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 50*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 50.5))).
+			op(1, 20, 21, get(), out(protocol.StatusFound, lease("a", 1, 50.5))).
+			op(1, 60, 61, get(), out(protocol.StatusNotFound, nil)).
+			op(2, 70, 71, revoke(0), out(protocol.StatusNotFound, nil)).
+			op(0, 80, 81, renew("a", 1, long), out(protocol.StatusExpired, lease("a", 1, 50.5))).
+			op(1, 100, 101, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(100.5, long)))).
+			op(0, 200, 201, renew("a", 1, long), out(protocol.StatusStaleToken, lease("b", 2, expAt(100.5, long)))).
+			op(0, 202, 203, release("a", 1), out(protocol.StatusStaleToken, nil)),
+	}, {
+		name: "expiry judged anywhere inside the operation",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 50*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 50.5))).
+			op(1, 45, 55, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 50.5))).
+			op(2, 46, 56, acquire("c", long), out(protocol.StatusAcquired, lease("c", 2, expAt(51, long)))),
+	}, {
+		name: "a replayed acquire after someone else took the key",
+		h: new(hist).
+			op(0, 0, 300, acquire("a", 50*time.Millisecond), replayed(protocol.StatusAcquired, lease("a", 1, 50.5))).
+			op(1, 100, 110, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(105, long)))),
+	}, {
+		name: "a retried renew whose first attempt took effect",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(0, 2, 40, renew("a", 1, long), replayed(protocol.StatusRenewed, lease("a", 1, expAt(3, long)))).
+			op(1, 30, 31, get(), out(protocol.StatusFound, lease("a", 1, expAt(3, long)))),
+	}, {
+		name: "unknown renew and release",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 50*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 50.5))).
+			op(0, 2, 10, renew("a", 1, long), unknown).
+			op(0, 11, 20, release("a", 1), unknown).
+			op(1, 100, 101, get(), out(protocol.StatusFound, lease("a", 1, expAt(5, long)))).
+			op(1, 102, 103, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(102.5, long)))),
+	}, {
+		name: "keys are independent",
+		h: new(hist).
+			op(0, 0, 1, lincheck.Request{Op: protocol.OpAcquire, Key: "x", Owner: "a", TTL: long}, out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, long)))).
+			op(1, 2, 3, lincheck.Request{Op: protocol.OpAcquire, Key: "y", Owner: "b", TTL: long}, out(protocol.StatusAcquired, lease("b", 3, expAt(2.5, long)))),
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := lincheck.Check(&c.h.h, &lincheck.CheckOptions{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			if res.Operations != c.h.h.Len() || res.Visualization != "" {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestCheckEmpty(t *testing.T) {
+	t.Parallel()
+	if _, err := lincheck.Check(&lincheck.History{}, nil); err == nil {
+		t.Fatal("an empty history passed")
+	}
+}

@@ -1,0 +1,166 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasestore/leasestore/contract/lincheck"
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// lincheckRun is a lincheck workload over several pools of one schema, as
+// several processes would have them.
+type lincheckRun struct {
+	dsn     string // the migrated schema
+	app     string // application_name of every pool, to find their connections
+	pools   int
+	clients int // per pool
+	ops     int // per pool
+	// RetryFor, RetryDelay and LoseAnswers of the workloads; zero for the
+	// defaults.
+	retryFor, retryDelay time.Duration
+	loseAnswers          float64
+}
+
+// open opens r.pools runtimes, each over a pool of its own; they are
+// closed when the test ends (run closes them earlier).
+func (r lincheckRun) open(t *testing.T) []*protocol.Runtime {
+	t.Helper()
+	rts := make([]*protocol.Runtime, r.pools)
+	for i := range rts {
+		b, err := postgres.Open(ctxT(t), r.dsn, &postgres.Config{ApplicationName: r.app, MaxConns: int32(r.clients)})
+		if err != nil {
+			t.Fatalf("open pool %d: %v", i, err)
+		}
+		rts[i] = protocol.New(b, nil)
+		t.Cleanup(func() { _ = rts[i].Close(context.Background()) })
+	}
+	return rts
+}
+
+// run runs one workload per runtime until each made r.ops operations or
+// ctx is done, closes the runtimes and returns the merged history.
+// Runtime i records as process "pool<i>".
+func (r lincheckRun) run(t *testing.T, ctx context.Context, rts []*protocol.Runtime) *lincheck.History {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		hist lincheck.History
+	)
+	for i, rt := range rts {
+		rec := lincheck.NewRecorder(fmt.Sprintf("pool%d", i), nil)
+		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops,
+			RetryFor: r.retryFor, RetryDelay: r.retryDelay, LoseAnswers: r.loseAnswers}
+		wg.Go(func() {
+			defer rt.Close(context.Background())
+			stats, err := w.Run(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			t.Logf("%s: %v", rec.Process(), stats)
+			mu.Lock()
+			defer mu.Unlock()
+			hist.Merge(rec.History())
+		})
+	}
+	wg.Wait()
+	return &hist
+}
+
+// terminator kills, at random intervals averaging every, one server
+// process of the pools named app (pg_terminate_backend; one running a
+// statement when there is one), from a connection of its own, until stop
+// is called; stop returns how many it killed. It reconnects when its
+// connection fails (the chaos test restarts the server under it).
+func terminator(t *testing.T, serverDSN, app string, every time.Duration) (stop func() int) {
+	t.Helper()
+	var (
+		killed atomic.Int64
+		done   = make(chan struct{})
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() {
+		var conn *pgx.Conn
+		defer func() {
+			if conn != nil {
+				_ = conn.Close(context.Background())
+			}
+		}()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(every/2 + rand.N(every)):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			var err error
+			if conn == nil {
+				conn, err = pgx.Connect(ctx, serverDSN)
+			}
+			var n int64
+			if err == nil {
+				err = conn.QueryRow(ctx, `
+					SELECT count(pg_terminate_backend(pid)) FROM (
+						SELECT pid FROM pg_stat_activity WHERE application_name = $1
+						ORDER BY state = 'active' DESC, random() LIMIT 1) AS victim`,
+					app).Scan(&n)
+			}
+			cancel()
+			if err != nil {
+				if conn != nil {
+					_ = conn.Close(context.Background())
+					conn = nil
+				}
+				continue
+			}
+			killed.Add(n)
+		}
+	})
+	return func() int {
+		close(done)
+		wg.Wait()
+		return int(killed.Load())
+	}
+}
+
+// TestLinearizableWhileConnectionsAreTerminated runs the lincheck workload
+// from three pools on one schema while another connection terminates their
+// server processes (pg_terminate_backend) at random, every 20ms or so. The
+// clients retry what answers unavailable with the same request id (and
+// throw away 2% of the answers, so that retries meet replays); the history
+// must be linearizable.
+func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1500, loseAnswers: 0.02}
+	rts := r.open(t)
+	stop := terminator(t, pgtest.ServerDSN(t), r.app, 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	began := time.Now()
+	h := r.run(t, ctx, rts)
+	killed := stop()
+	elapsed := time.Since(began)
+
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+	t.Logf("history: %v; %d server processes terminated in %v", res, killed, elapsed.Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Operations < 2000 {
+		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+	}
+	if killed == 0 {
+		t.Errorf("no connection was terminated")
+	}
+}

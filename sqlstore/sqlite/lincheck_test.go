@@ -1,0 +1,208 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/contract/lincheck"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// The lincheck worker: TestMain runs runLincheckWorker when workerEnv is
+// lincheckWorkerMode. It opens workerFileEnv, records its operations as
+// JSON lines in lincheckHistoryEnv under the process name lincheckProcEnv,
+// prints "ready", and runs the lincheck workload until its stdin closes (or
+// lincheckWorkerMax passed), then prints its counts and exits 0.
+const (
+	lincheckWorkerMode = "lincheck"
+	lincheckHistoryEnv = "LEASESTORE_SQLITE_TEST_HISTORY"
+	lincheckProcEnv    = "LEASESTORE_SQLITE_TEST_PROC"
+	lincheckWorkerMax  = 2 * time.Minute
+)
+
+func runLincheckWorker() int {
+	ctx, stop := context.WithTimeout(context.Background(), lincheckWorkerMax)
+	defer stop()
+	proc := os.Getenv(lincheckProcEnv)
+	f, err := os.OpenFile(os.Getenv(lincheckHistoryEnv), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker %s: %v\n", proc, err)
+		return 1
+	}
+	defer f.Close()
+	b, err := sqlite.Open(ctx, os.Getenv(workerFileEnv), nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker %s: open: %v\n", proc, err)
+		return 1
+	}
+	rt := protocol.New(b, nil)
+	defer rt.Close(context.Background())
+	go func() { // the parent closes stdin to stop the run
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	fmt.Println("ready")
+	w := lincheck.Workload{Store: rt, Recorder: lincheck.NewRecorder(proc, f), Clients: 3, LoseAnswers: 0.02}
+	stats, err := w.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker %s: %v\n", proc, err)
+		return 1
+	}
+	fmt.Println(stats)
+	return 0
+}
+
+// lincheckProc is one run of a lincheck worker process.
+type lincheckProc struct {
+	name    string
+	history string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  *bufio.Reader
+	stderr  strings.Builder
+}
+
+func startLincheckWorker(t *testing.T, db, dir, name string) *lincheckProc {
+	t.Helper()
+	p := &lincheckProc{name: name, history: filepath.Join(dir, name+".jsonl"), cmd: exec.Command(os.Args[0], "-test.run=^$")}
+	p.cmd.Env = append(os.Environ(), workerEnv+"="+lincheckWorkerMode, workerFileEnv+"="+db,
+		lincheckHistoryEnv+"="+p.history, lincheckProcEnv+"="+name)
+	p.cmd.Stderr = &p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdout = bufio.NewReader(out)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	})
+	if line, err := p.stdout.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		t.Fatalf("worker %s said %q (%v); stderr:\n%s", name, line, err, p.stderr.String())
+	}
+	return p
+}
+
+// countReturns counts the operations that returned in the history files.
+func countReturns(t *testing.T, files []string) int {
+	t.Helper()
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		n += bytes.Count(b, []byte(`"ev":"return"`))
+	}
+	return n
+}
+
+// TestLinearizableAcrossKilledProcesses runs the lincheck workload from
+// several worker processes on one database file while the test kills one
+// of them with SIGKILL, at random moments, and starts a new one in its
+// place. The history of every process (the operations a killed process had
+// in flight are unknown: they may or may not have committed before it
+// died) must be linearizable. The workers also throw away 2% of their
+// answers, so that retries meet replays.
+func TestLinearizableAcrossKilledProcesses(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	const (
+		workers   = 3
+		wantOps   = 2500
+		minKills  = 6
+		minRun    = 4 * time.Second
+		maxRun    = 35 * time.Second
+		killEvery = 300 * time.Millisecond // on average
+	)
+	db := migratedFile(t)
+	dir := t.TempDir()
+	var (
+		files []string
+		lost  = map[string]time.Time{}
+		live  [workers]*lincheckProc
+		gen   [workers]int
+	)
+	start := func(i int) {
+		name := fmt.Sprintf("w%d.%d", i, gen[i])
+		gen[i]++
+		live[i] = startLincheckWorker(t, db, dir, name)
+		files = append(files, live[i].history)
+	}
+	for i := range workers {
+		start(i)
+	}
+	began := time.Now()
+	kills := 0
+	for {
+		elapsed := time.Since(began)
+		if elapsed > maxRun || elapsed > minRun && kills >= minKills && countReturns(t, files) >= wantOps {
+			break
+		}
+		time.Sleep(killEvery/2 + rand.N(killEvery))
+		i := rand.IntN(workers)
+		p := live[i]
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait() // killed: the error says so
+		if p.cmd.ProcessState.ExitCode() != -1 {
+			t.Fatalf("worker %s exited by itself (%v) before it was killed; stderr:\n%s", p.name, p.cmd.ProcessState, p.stderr.String())
+		}
+		lost[p.name] = time.Now() // it is gone, and nothing it sent can commit any more
+		kills++
+		start(i)
+	}
+	for _, p := range live {
+		_ = p.stdin.Close()
+	}
+	for _, p := range live {
+		summary, _ := p.stdout.ReadString('\n')
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("worker %s: %v; stderr:\n%s", p.name, err, p.stderr.String())
+		}
+		t.Logf("worker %s: %s", p.name, strings.TrimSpace(summary))
+	}
+
+	h, err := lincheck.ReadHistoryFiles(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, at := range lost {
+		h.Lost(name, at)
+	}
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+	t.Logf("history: %v; %d processes killed, %d started, in %v", res, kills, len(files), time.Since(began).Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Operations < 2000 {
+		t.Fatalf("only %d operations in %v: the history is too small to mean much", res.Operations, maxRun)
+	}
+	if res.Unknown == 0 {
+		t.Errorf("no operation of unknown outcome: no kill caught a worker mid-operation")
+	}
+}

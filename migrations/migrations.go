@@ -5,7 +5,9 @@
 //
 // Migrations are meant to run at deploy time (leasectl migrate up), not from
 // a service at start-up. On PostgreSQL they take a session advisory lock, so
-// two deploys migrating the same schema at once are safe.
+// two deploys migrating the same schema at once are safe. Rolling back the
+// first migration drops the store: [Down] refuses that on a store holding
+// data unless given [DestroyData].
 package migrations
 
 import (
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -114,10 +117,35 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 // was ever applied to the database.
 var ErrNothingApplied = errors.New("migrations: no leasestore migration is applied: nothing to roll back")
 
+// ErrStoreNotEmpty is matched by the error of [Down] when it refuses to roll
+// back the first migration of a store that holds data. Nothing was written.
+var ErrStoreNotEmpty = errors.New("migrations: the store holds data")
+
+// DownOption changes what [Down] may do.
+type DownOption func(*downConfig)
+
+type downConfig struct{ destroyData bool }
+
+// DestroyData lets [Down] roll back the first migration of a store that holds
+// data. That drops every lease, the whole audit trail and the fencing
+// counter: tokens start again at 1, so resources that saw higher tokens
+// refuse every new holder.
+func DestroyData() DownOption { return func(c *downConfig) { c.destroyData = true } }
+
 // Down rolls back the most recent migration of dialect d. It returns
 // [ErrNothingApplied], and writes nothing, when the database has no
 // leasestore version table.
-func Down(ctx context.Context, d Dialect, db *sql.DB) (*goose.MigrationResult, error) {
+//
+// Rolling back the first migration drops the store. Down refuses that, with
+// an error matching [ErrStoreNotEmpty] and without writing anything, when the
+// store holds leases or audit records or has issued a fencing token, unless
+// [DestroyData] is given. The check and the rollback are two steps: stop the
+// services that use the store first.
+func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goose.MigrationResult, error) {
+	var cfg downConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
 		return nil, err
@@ -127,12 +155,101 @@ func Down(ctx context.Context, d Dialect, db *sql.DB) (*goose.MigrationResult, e
 	} else if !ok {
 		return nil, ErrNothingApplied
 	}
+	if !cfg.destroyData {
+		if err := refuseToDropData(ctx, d, db, p); err != nil {
+			return nil, err
+		}
+	}
 	res, err := p.Down(ctx)
 	if err != nil {
 		return res, fmt.Errorf("migrations: down: %w", err)
 	}
 	return res, nil
 }
+
+// storeDataQuery reads, per dialect, what rolling back the first migration
+// would destroy: the rows of leasestore_leases and leasestore_audit (each
+// counted up to dataCountLimit, so a long audit trail is not scanned) and
+// the last fencing token issued (0 for none).
+var storeDataQuery = map[Dialect]string{
+	SQLite: `SELECT
+		(SELECT count(*) FROM (SELECT 1 FROM leasestore_leases LIMIT 1000)),
+		(SELECT count(*) FROM (SELECT 1 FROM leasestore_audit LIMIT 1000)),
+		(SELECT coalesce(max(last_token), 0) FROM leasestore_fencing)`,
+	Postgres: `SELECT
+		(SELECT count(*) FROM (SELECT 1 FROM leasestore_leases LIMIT 1000) AS l),
+		(SELECT count(*) FROM (SELECT 1 FROM leasestore_audit LIMIT 1000) AS a),
+		(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)`,
+}
+
+// dataCountLimit is the LIMIT of the counts in storeDataQuery.
+const dataCountLimit = 1000
+
+// refuseToDropData returns an error matching [ErrStoreNotEmpty] when the
+// next rollback is that of the first migration and the store holds data.
+func refuseToDropData(ctx context.Context, d Dialect, db *sql.DB, p *goose.Provider) error {
+	sources := p.ListSources()
+	if len(sources) == 0 {
+		return nil
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: down: read the schema version: %w", err)
+	}
+	if current != sources[0].Version {
+		return nil
+	}
+	q, ok := storeDataQuery[d]
+	if !ok {
+		return fmt.Errorf("migrations: unknown dialect %q (want %q or %q)", d, Postgres, SQLite)
+	}
+	var leases, records, lastToken int64
+	if err := db.QueryRowContext(ctx, q).Scan(&leases, &records, &lastToken); err != nil {
+		return fmt.Errorf("migrations: down: look for data before dropping the store: %w", err)
+	}
+	if leases == 0 && records == 0 && lastToken == 0 {
+		return nil
+	}
+	return &storeNotEmptyError{version: current, leases: leases, records: records, lastToken: lastToken}
+}
+
+// storeNotEmptyError is the refusal of [Down]; it matches [ErrStoreNotEmpty].
+type storeNotEmptyError struct {
+	version                    int64
+	leases, records, lastToken int64
+}
+
+func (e *storeNotEmptyError) Error() string {
+	count := func(n int64, what string) string {
+		switch {
+		case n >= dataCountLimit:
+			return fmt.Sprintf("%d or more %ss", n, what)
+		case n == 1:
+			return "1 " + what
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	var data []string
+	if e.leases > 0 {
+		data = append(data, count(e.leases, "lease row"))
+	}
+	if e.records > 0 {
+		data = append(data, count(e.records, "audit record"))
+	}
+	if e.lastToken > 0 {
+		data = append(data, fmt.Sprintf("the fencing counter at %d", e.lastToken))
+	}
+	list := strings.Join(data, ", ")
+	if n := len(data); n > 1 {
+		list = strings.Join(data[:n-1], ", ") + " and " + data[n-1]
+	}
+	return fmt.Sprintf("migrations: down: refused to roll back migration %d: it drops %s, and tokens would start "+
+		"again at 1, so resources that saw higher tokens would refuse every new holder; "+
+		"pass --destroy-data to leasectl migrate down (migrations.DestroyData in Go) to destroy them anyway",
+		e.version, list)
+}
+
+func (e *storeNotEmptyError) Is(target error) bool { return target == ErrStoreNotEmpty }
 
 // Status reports every migration of dialect d and whether it is applied.
 // It only reads: on a database that was never migrated it reports every

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,15 +68,19 @@ func TestSQLiteUpDownUp(t *testing.T) {
 	if len(res) != migrations.LatestVersion {
 		t.Fatalf("up applied %d migrations, want %d", len(res), migrations.LatestVersion)
 	}
-	want := []string{
+	// The objects of the first migration; later ones may add more.
+	core := []string{
 		"index leasestore_audit_at", "index leasestore_audit_key", "index leasestore_leases_owner",
 		"table leasestore_audit", "table leasestore_fencing", "table leasestore_leases",
 		"trigger leasestore_audit_no_delete", "trigger leasestore_audit_no_replace", "trigger leasestore_audit_no_update",
 		"trigger leasestore_fencing_no_decrease", "trigger leasestore_fencing_no_delete",
 		"trigger leasestore_fencing_no_replace",
 	}
-	if got := sqliteObjects(t, db); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("after up, objects = %q, want %q", got, want)
+	want := sqliteObjects(t, db)
+	for _, o := range core {
+		if !slices.Contains(want, o) {
+			t.Fatalf("after up, objects = %q, want them to include %q", want, o)
+		}
 	}
 	assertStatus(t, ctx, db, true)
 
@@ -245,8 +250,5 @@ func TestStatusAndDownOfAnUnmigratedDatabaseWriteNothing(t *testing.T) {
 	if _, err := migrations.Up(ctx, migrations.SQLite, db); err != nil {
 		t.Fatal(err)
 	}
-	st, err = migrations.Status(ctx, migrations.SQLite, db)
-	if err != nil || len(st) != 1 || st[0].State != "applied" {
-		t.Fatalf("status after up: %v %v", st, err)
-	}
+	assertStatus(t, ctx, db, true)
 }

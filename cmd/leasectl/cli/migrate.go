@@ -175,13 +175,22 @@ func (a *app) migrateUpCommand() *cobra.Command {
 }
 
 func (a *app) migrateDownCommand() *cobra.Command {
-	return &cobra.Command{
+	var destroyData bool
+	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Roll back the most recent migration (drops tables: the leases and the audit trail)",
-		Long: `Roll back the most recent migration. Rolling back the first migration drops
-every leasestore table, the audit trail included: there is no undo.`,
-		Example: `  leasectl migrate down --dsn sqlite:scratch.db`,
-		Args:    exactArgs(0, "no arguments"),
+		Short: "Roll back the most recent migration",
+		Long: `Roll back the most recent migration.
+
+Rolling back the first migration drops every leasestore table. On a store
+that holds leases or audit records, or has issued a fencing token, it is
+refused (exit 2, nothing written) unless --destroy-data is given.
+--destroy-data destroys, with no undo: every lease, the whole audit trail,
+and the fencing counter, so tokens start again at 1 and resources that saw
+higher tokens will refuse every new holder. Stop the services that use the
+store first.`,
+		Example: `  leasectl migrate down --dsn sqlite:scratch.db
+  leasectl migrate down --destroy-data --dsn sqlite:scratch.db`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
@@ -190,11 +199,18 @@ every leasestore table, the audit trail included: there is no undo.`,
 				return err
 			}
 			defer db.Close()
+			var opts []migrations.DownOption
+			if destroyData {
+				opts = append(opts, migrations.DestroyData())
+			}
 			var done []*gooseResult
-			res, err := migrations.Down(ctx, t.dialect, db)
+			res, err := migrations.Down(ctx, t.dialect, db, opts...)
 			switch {
 			case errors.Is(err, goose.ErrNoNextVersion), errors.Is(err, migrations.ErrNothingApplied):
 				// nothing applied: nothing to roll back
+			case errors.Is(err, migrations.ErrStoreNotEmpty):
+				// Refused for want of a flag, and nothing was written: invalid (exit 2).
+				return &failure{status: string(protocol.StatusInvalid), err: fmt.Errorf("migrate %s: %w", t.shown, err)}
 			case err != nil:
 				return migrationError(ctx, t, err)
 			default:
@@ -208,6 +224,10 @@ every leasestore table, the audit trail included: there is no undo.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&destroyData, "destroy-data", false,
+		"allow rolling back the first migration of a store that holds data: destroys every lease, the whole audit trail "+
+			"and the fencing counter (tokens start again at 1, so resources that saw higher tokens will refuse new holders)")
+	return cmd
 }
 
 func (a *app) printMigrated(t target, direction string, res []*gooseResult, version int64) {

@@ -68,6 +68,12 @@ type Query struct {
 type Page struct {
 	Records    []Record
 	NextCursor string
+	// HeldBack is set on a follower's page (Query.Follow) that stopped
+	// short of records already committed, because a transaction that began
+	// before them is still in progress (on PostgreSQL: any transaction of
+	// the cluster). They come in a later page once it ends; a follower that
+	// keeps seeing HeldBack is waiting on a long-running transaction.
+	HeldBack bool
 }
 
 // Reader reads a store's audit trail, ordered by record id. Both SQL
@@ -77,8 +83,9 @@ type Page struct {
 // serialized, so ids follow commit order. On PostgreSQL two concurrent
 // writers may commit out of id order for a moment (the changes of one key
 // always commit in id order); a PostgreSQL Reader given [Query.Follow]
-// holds back records that may still have an uncommitted predecessor, so
-// that a follower paging by cursor never skips one.
+// reads only below the oldest transaction still in progress, so that a
+// follower paging by cursor never skips a record, on a primary or a hot
+// standby.
 type Reader interface {
 	ReadAudit(ctx context.Context, q Query) (Page, error)
 }

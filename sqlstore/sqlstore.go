@@ -12,6 +12,7 @@ package sqlstore
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
@@ -104,10 +105,26 @@ func NewRecorded(at time.Time, op protocol.Op, status protocol.Status, l protoco
 			RequestID: requestID, Actor: actor, Reason: reason, Status: status, Version: audit.RecordFormatVersion,
 			ExpiresAt: l.ExpiresAt,
 		},
-		ParamsHash: fingerprint,
+		ParamsHash: StoredFingerprint(fingerprint),
 		AcquiredAt: l.AcquiredAt,
 		RenewedAt:  l.RenewedAt,
 	}
+}
+
+// StoredFingerprintLen is how much of a request's fingerprint (64 hex
+// digits of SHA-256) a record keeps: 128 bits tell a reused request id
+// apart as surely, in half the bytes of every record and index entry.
+const StoredFingerprintLen = 32
+
+// StoredFingerprint returns the part of fingerprint a record keeps.
+func StoredFingerprint(fingerprint string) string {
+	return fingerprint[:min(len(fingerprint), StoredFingerprintLen)]
+}
+
+// SameFingerprint reports whether stored, a record's params_hash (whole in
+// records of schema version 1, shortened since), is fingerprint's.
+func SameFingerprint(stored, fingerprint string) bool {
+	return len(stored) >= min(len(fingerprint), StoredFingerprintLen) && strings.HasPrefix(fingerprint, stored)
 }
 
 // Replay answers a state-changing request whose (namespace, request id) is
@@ -126,7 +143,7 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) (protocol.Result, 
 	if err := CheckRecordVersion(op, rec.Version); err != nil {
 		return protocol.Result{}, err
 	}
-	if rec.Op != op || rec.ParamsHash != fingerprint {
+	if rec.Op != op || !SameFingerprint(rec.ParamsHash, fingerprint) {
 		return protocol.Result{
 			Status: protocol.StatusInvalid,
 			Message: fmt.Sprintf("request id %q was already used in namespace %q by an earlier %s of %s with other parameters",

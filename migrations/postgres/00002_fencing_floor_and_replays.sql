@@ -14,6 +14,22 @@
 -- are new, and expires_at is now filled for release and revoke too (the
 -- lease's expiry when it was given up). Records of version 1 have NULLs.
 --
+-- Audit ids. A record's id is its writer's transaction id plus
+-- leasestore_audit_era.id_offset (0 until a move to another cluster). A
+-- follower reads only records below the oldest transaction still in
+-- progress (pg_snapshot_xmin, plus the offset): every transaction below it
+-- has ended, so no record below it can still appear, on a primary or a hot
+-- standby. A cluster made by pg_restore or a logical-replication switchover
+-- starts its transaction ids low: the first write that would get an id not
+-- above every existing one fails with SQLSTATE LS001 instead, and the
+-- backend (or `leasectl health`) calls leasestore_audit_new_era(), which
+-- raises the offset so that new records sort after every earlier one.
+--
+-- Retention. Records leave only through `leasectl audit prune`, which opens
+-- a window (a row of leasestore_audit_prune) in the transaction that
+-- deletes, records the prune and closes the window; the trigger refuses any
+-- other UPDATE, DELETE or TRUNCATE.
+--
 -- leasestore_compat tells a release that finds a schema newer than the one
 -- it ships whether it can still serve it (rolling deploys migrate first):
 -- a release whose newest migration is at least oldest_serving_version can.
@@ -28,6 +44,68 @@ CREATE TABLE leasestore_compat (
     oldest_serving_version bigint  NOT NULL
 );
 INSERT INTO leasestore_compat (id, oldest_serving_version) VALUES (1, 2);
+
+CREATE TABLE leasestore_audit_era (
+    id        integer PRIMARY KEY CHECK (id = 1),
+    id_offset bigint  NOT NULL CHECK (id_offset >= 0)
+);
+INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0);
+
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_went_back() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'leasestore_audit: a new record would sort before existing ones: the database was restored '
+                    'or switched to another cluster; leasestore_audit_new_era() moves ids past them'
+        USING ERRCODE = 'LS001';
+END;
+$$;
+-- +goose StatementEnd
+
+-- Raises the offset so that the next transaction id maps above every
+-- existing record. SHARE ROW EXCLUSIVE waits for every writer in progress
+-- and keeps new ones out until it commits, so no record is written with the
+-- old offset afterwards. Returns the offset in effect.
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_new_era() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    top  bigint;
+    next bigint;
+    cur  bigint;
+BEGIN
+    LOCK TABLE leasestore_audit IN SHARE ROW EXCLUSIVE MODE;
+    SELECT id_offset INTO cur FROM leasestore_audit_era WHERE id = 1 FOR UPDATE;
+    SELECT max(id) INTO top FROM leasestore_audit;
+    next := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+    IF top IS NOT NULL AND next + cur <= top THEN
+        cur := top - next + 1;
+        UPDATE leasestore_audit_era SET id_offset = cur WHERE id = 1;
+    END IF;
+    RETURN cur;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TABLE leasestore_audit_prune (
+    id     integer     PRIMARY KEY CHECK (id = 1),
+    before timestamptz NOT NULL
+);
+
+-- Time reads use a BRIN index: records are appended in time order, and a
+-- BRIN index costs almost nothing to maintain.
+DROP INDEX leasestore_audit_at;
+CREATE INDEX leasestore_audit_at_brin ON leasestore_audit USING brin (at);
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION leasestore_audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND OLD.at < (SELECT before FROM leasestore_audit_prune WHERE id = 1) THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'leasestore_audit is append-only: % refused (records leave only through `leasectl audit prune`)', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+-- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_outcome(p_namespace text, p_name text, p_request_id text) RETURNS json
@@ -53,6 +131,23 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION leasestore_audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'leasestore_audit is append-only: % refused', TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+-- +goose StatementEnd
+DROP INDEX leasestore_audit_at_brin;
+CREATE INDEX leasestore_audit_at ON leasestore_audit (at, id);
+DROP TABLE leasestore_audit_prune;
+DROP FUNCTION leasestore_audit_new_era();
+DROP FUNCTION leasestore_audit_went_back();
+DROP TABLE leasestore_audit_era;
+-- Version 1 reads a tombstone as a live lease held by '' until its expiry:
+-- end them now, so that their keys are free at once.
+UPDATE leasestore_leases SET expires_at = least(expires_at, now()) WHERE owner = '';
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_outcome(p_namespace text, p_name text, p_request_id text) RETURNS json
 STABLE LANGUAGE plpgsql AS $$

@@ -31,6 +31,12 @@ var errRequestIDRace = errors.New("postgres: a concurrent request used the same 
 // answers or the deadline passes. It never leaves the package.
 var errSerialization = errors.New("postgres: serialization failure or deadlock")
 
+// errAuditWentBack reports SQLSTATE LS001: a new audit record would sort
+// before existing ones, after a move to another cluster (see the
+// migration's leasestore_audit_new_era). Backend.runChange starts a new era
+// and runs the statement again.
+var errAuditWentBack = errors.New("postgres: audit ids went back: the database moved to another cluster")
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //
@@ -38,6 +44,8 @@ var errSerialization = errors.New("postgres: serialization failure or deadlock")
 //     the caller resolves into the replayed outcome;
 //   - a serialization failure or deadlock: errSerialization (wrapping err),
 //     which the caller runs again;
+//   - LS001 (audit ids went back): errAuditWentBack, which the caller
+//     repairs;
 //   - a passed deadline or a cancelled context, and the server's
 //     query_canceled (the cancel request sent when the context ended, or a
 //     statement_timeout) or lock_not_available (lock_timeout): timeout;
@@ -60,6 +68,8 @@ func interpretError(op protocol.Op, err error) error {
 			return errRequestIDRace
 		case code == "40001" || code == "40P01":
 			return fmt.Errorf("%w: %w", errSerialization, err)
+		case code == "LS001":
+			return fmt.Errorf("%w: %w", errAuditWentBack, err)
 		case code == "57014" || code == "55P03":
 			return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):

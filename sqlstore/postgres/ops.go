@@ -58,6 +58,37 @@ func (c *leaseCols) lease(op protocol.Op, key protocol.Key) (*protocol.Lease, er
 	}, nil
 }
 
+// auditCols receives an audit record's columns; all invalid (NULL) in the
+// row readAuditSQL returns for an empty page.
+type auditCols struct {
+	id, token                             pgtype.Int8
+	at, expiresAt                         pgtype.Timestamptz
+	op, ns, name, owner, requestID, actor pgtype.Text
+	reason, status                        pgtype.Text
+	version                               pgtype.Int4
+}
+
+func (c *auditCols) dest() []any {
+	return []any{&c.id, &c.at, &c.op, &c.ns, &c.name, &c.owner, &c.token, &c.requestID, &c.actor, &c.reason,
+		&c.status, &c.version, &c.expiresAt}
+}
+
+// record returns the row as a record, refusing an unknown format version.
+func (c *auditCols) record() (audit.Record, error) {
+	if err := sqlstore.CheckRecordVersion("", int(c.version.Int32)); err != nil {
+		return audit.Record{}, err
+	}
+	r := audit.Record{
+		ID: c.id.Int64, At: c.at.Time.UTC(), Op: protocol.Op(c.op.String), Namespace: c.ns.String, Key: c.name.String,
+		Owner: c.owner.String, Token: c.token.Int64, RequestID: c.requestID.String, Actor: c.actor.String,
+		Reason: c.reason.String, Status: protocol.Status(c.status.String), Version: int(c.version.Int32),
+	}
+	if c.expiresAt.Valid {
+		r.ExpiresAt = c.expiresAt.Time.UTC()
+	}
+	return r, nil
+}
+
 // outcomeJSON is leasestore_outcome's answer (see the migration): the audit
 // row of the request id, or else the key's lease row; either may be null.
 type outcomeJSON struct {
@@ -136,7 +167,7 @@ type outcome struct {
 // and classifies its outcome; see maxAttempts for when it runs again.
 // classify returns raced=true when the statement's snapshot and its write
 // disagree and only a fresh snapshot can tell the outcome.
-func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any,
+func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args pgx.NamedArgs,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
 	for attempt := 1; ; attempt++ {
 		var o *outcome
@@ -196,14 +227,23 @@ func retrySerialization(ctx context.Context, op protocol.Op, fn func() error) er
 }
 
 // runChange sends one state-changing statement and reads its one row.
-func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args []any) (*outcome, error) {
+func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args pgx.NamedArgs) (*outcome, error) {
 	var (
 		o     outcome
 		row   leaseCols
 		extra []byte
 	)
 	dest := append(append([]any{&o.now}, row.dest()...), &o.fresh, &extra)
-	if err := b.pool.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+	err := b.pool.QueryRow(ctx, sql, args).Scan(dest...)
+	if errors.Is(interpretError(op, err), errAuditWentBack) {
+		// A move to another cluster: start a new era of audit ids, once,
+		// and run the statement again.
+		if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
+			return nil, interpretError(op, err)
+		}
+		err = b.pool.QueryRow(ctx, sql, args).Scan(dest...)
+	}
+	if err != nil {
 		return nil, interpretError(op, err)
 	}
 	o.now = o.now.UTC()
@@ -224,6 +264,16 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 	return &o, nil
 }
 
+// args returns the named arguments every state-changing statement takes.
+// The fingerprint is stored shortened (sqlstore.StoredFingerprint).
+func (b *Backend) args(key protocol.Key, requestID, fingerprint string) pgx.NamedArgs {
+	return pgx.NamedArgs{
+		"ns": key.Namespace, "name": key.Name, "request_id": requestID,
+		"params_hash": sqlstore.StoredFingerprint(fingerprint), "now": b.clock(),
+		"lease_version": protocol.LeaseFormatVersion, "record_version": audit.RecordFormatVersion,
+	}
+}
+
 // interval converts a TTL to the interval the statements add to now(), at
 // the microsecond precision the server keeps.
 func interval(ttl time.Duration) pgtype.Interval {
@@ -240,8 +290,8 @@ func holderResult(st protocol.Status, cur *protocol.Lease) protocol.Result {
 // statement; see acquireSQL.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, interval(req.TTL), req.RequestID, fp,
-		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	args := b.args(req.Key, req.RequestID, fp)
+	args["owner"], args["ttl"] = req.Owner, interval(req.TTL)
 	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, args, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpAcquire, fp)
@@ -272,8 +322,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, req.Token, interval(req.TTL), req.RequestID, fp,
-		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	args := b.args(req.Key, req.RequestID, fp)
+	args["owner"], args["token"], args["ttl"] = req.Owner, req.Token, interval(req.TTL)
 	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, args, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, fp)
@@ -292,8 +342,8 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := []any{req.Key.Namespace, req.Key.Name, req.Owner, req.Token, req.RequestID, fp,
-		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	args := b.args(req.Key, req.RequestID, fp)
+	args["owner"], args["token"] = req.Owner, req.Token
 	return b.change(ctx, protocol.OpRelease, req.Key, releaseSQL, args, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRelease, fp)
@@ -313,8 +363,8 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // one statement, recording req.Actor and req.Reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := []any{req.Key.Namespace, req.Key.Name, req.Actor, req.Reason, req.Token, req.RequestID, fp,
-		b.clock(), protocol.LeaseFormatVersion, audit.RecordFormatVersion}
+	args := b.args(req.Key, req.RequestID, fp)
+	args["actor"], args["reason"], args["token"] = req.Actor, req.Reason, req.Token
 	return b.change(ctx, protocol.OpRevoke, req.Key, revokeSQL, args, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRevoke, fp)
@@ -342,7 +392,8 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	)
 	dest := append([]any{&now}, row.dest()...)
 	err := retrySerialization(ctx, protocol.OpGet, func() error {
-		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL, req.Key.Namespace, req.Key.Name, b.clock()).Scan(dest...))
+		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL,
+			pgx.NamedArgs{"ns": req.Key.Namespace, "name": req.Key.Name, "now": b.clock()}).Scan(dest...))
 	})
 	if err != nil {
 		return protocol.Result{}, err
@@ -371,16 +422,17 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if limit == 0 {
 		limit = protocol.DefaultListLimit
 	}
-	args := []any{req.Namespace, req.Prefix, after, req.IncludeExpired, b.clock(), limit + 1}
+	args := pgx.NamedArgs{"ns": req.Namespace, "prefix": req.Prefix, "after": after,
+		"include_expired": req.IncludeExpired, "now": b.clock(), "limit": limit + 1}
 	sql := listSQL
 	if req.Owner != "" {
 		sql = listOwnerSQL
-		args = append(args, req.Owner)
+		args["owner"] = req.Owner
 	}
 	var leases []protocol.Lease
 	err := retrySerialization(ctx, protocol.OpList, func() error {
 		leases = leases[:0]
-		rows, err := b.pool.Query(ctx, sql, args...)
+		rows, err := b.pool.Query(ctx, sql, args)
 		if err != nil {
 			return interpretError(protocol.OpList, err)
 		}
@@ -410,9 +462,10 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 }
 
 // ReadAudit reads one page of the audit trail, oldest first. With
-// q.Follow, records that may still have an uncommitted predecessor are held
-// back until they cannot (see readAuditSQL), so a follower resuming from
-// NextCursor never skips a record. It implements [audit.Reader].
+// q.Follow it reads only below the oldest transaction in progress (see
+// readAuditSQL), so a follower resuming from NextCursor never skips a
+// record; Page.HeldBack says when committed records wait behind it. It
+// implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
@@ -426,45 +479,47 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
-	args := []any{afterID, q.Namespace, since, limit + 1, q.Follow}
+	args := pgx.NamedArgs{"after": afterID, "ns": q.Namespace, "since": since, "limit": limit + 1, "follow": q.Follow}
 	sql := readAuditSQL
 	if q.Key != "" {
 		sql = readAuditKeySQL
-		args = append(args, q.Key)
-	}
-	rows, err := b.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return audit.Page{}, interpretError("", err)
+		args["name"] = q.Key
 	}
 	var (
-		recs      []audit.Record
-		r         audit.Record
-		op        string
-		status    string
-		expiresAt *time.Time
+		recs []audit.Record
+		held bool
 	)
-	dest := []any{&r.ID, &r.At, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor, &r.Reason,
-		&status, &r.Version, &expiresAt}
-	_, err = pgx.ForEachRow(rows, dest, func() error {
-		if err := sqlstore.CheckRecordVersion("", r.Version); err != nil {
+	err := retrySerialization(ctx, "", func() error {
+		recs, held = recs[:0], false
+		rows, err := b.pool.Query(ctx, sql, args)
+		if err != nil {
+			return interpretError("", err)
+		}
+		var (
+			horizon int64
+			row     auditCols
+		)
+		dest := append([]any{&horizon, &held}, row.dest()...)
+		_, err = pgx.ForEachRow(rows, dest, func() error {
+			if !row.id.Valid {
+				return nil // the one row of an empty page
+			}
+			rec, err := row.record()
+			if err == nil {
+				recs = append(recs, rec)
+			}
 			return err
+		})
+		var pe *protocol.Error
+		if err != nil && !errors.As(err, &pe) {
+			err = interpretError("", err)
 		}
-		rec := r
-		rec.At = rec.At.UTC()
-		rec.Op, rec.Status = protocol.Op(op), protocol.Status(status)
-		rec.ExpiresAt = time.Time{}
-		if expiresAt != nil {
-			rec.ExpiresAt = expiresAt.UTC()
-		}
-		recs = append(recs, rec)
-		return nil
+		return err
 	})
 	if err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			return audit.Page{}, err
-		}
-		return audit.Page{}, interpretError("", err)
+		return audit.Page{}, err
 	}
-	return sqlstore.AuditPage(recs, limit), nil
+	p := sqlstore.AuditPage(recs, limit)
+	p.HeldBack = q.Follow && held && len(recs) <= limit
+	return p, nil
 }

@@ -184,14 +184,19 @@ func (b *Backend) check(ctx context.Context) error {
 //     replication switchover, or a restore that did not carry it): harmless
 //     for keys with a row, and repaired here by moving the sequence past
 //     every token in leasestore_leases.
+//   - transaction ids that map below the newest audit record (a restore
+//     into another cluster, a switchover): a new era of audit ids starts,
+//     so that new records sort after every earlier one. (A write that meets
+//     this first does the same.)
 func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	var (
 		syncCommit string
 		cache      int64
 		behind     bool
+		moved      bool
 	)
 	err := retrySerialization(ctx, op, func() error {
-		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind))
+		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved))
 	})
 	if err != nil {
 		return err
@@ -209,6 +214,11 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	}
 	if behind {
 		if _, err := b.pool.Exec(ctx, repairSequenceSQL); err != nil {
+			return interpretError(op, err)
+		}
+	}
+	if moved {
+		if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
 			return interpretError(op, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -616,24 +617,27 @@ func TestMigrateSQLite(t *testing.T) {
 	e := sqliteEnv(t)
 	st := runCLI(t, e, "migrate", "status", "-o", "json")
 	wantCode(t, st, 0)
-	if m := st.json(t); m["version"] != float64(0) || m["latest"] != float64(1) {
+	if m := st.json(t); m["version"] != float64(0) || m["latest"] != float64(migrations.LatestVersion) {
 		t.Fatalf("status of a fresh file: %v", m)
 	}
 	up := runCLI(t, e, "migrate", "up", "-o", "json")
 	wantCode(t, up, 0)
 	m := up.json(t)
 	wantKeys(t, "migrate up", m, "status", "dialect", "direction", "migrations", "version")
-	if m["version"] != float64(1) || len(m["migrations"].([]any)) != 1 {
+	latest := float64(migrations.LatestVersion)
+	if m["version"] != latest || len(m["migrations"].([]any)) != migrations.LatestVersion {
 		t.Fatalf("migrate up: %v", m)
 	}
 	again := runCLI(t, e, "migrate", "up", "-o", "json")
-	if m := again.json(t); len(m["migrations"].([]any)) != 0 || m["version"] != float64(1) {
+	if m := again.json(t); len(m["migrations"].([]any)) != 0 || m["version"] != latest {
 		t.Fatalf("second migrate up: %v", m)
 	}
-	down := runCLI(t, e, "migrate", "down", "-o", "json")
-	wantCode(t, down, 0)
-	if m := down.json(t); m["version"] != float64(0) || len(m["migrations"].([]any)) != 1 {
-		t.Fatalf("migrate down: %v", m)
+	for v := latest - 1; v >= 0; v-- {
+		down := runCLI(t, e, "migrate", "down", "-o", "json")
+		wantCode(t, down, 0)
+		if m := down.json(t); m["version"] != v || len(m["migrations"].([]any)) != 1 {
+			t.Fatalf("migrate down to %v: %v", v, m)
+		}
 	}
 	none := runCLI(t, e, "migrate", "down")
 	wantCode(t, none, 0)
@@ -763,9 +767,10 @@ func TestHistogram(t *testing.T) {
 	}
 }
 
-// A replayed release carries only what the audit trail recorded: the times
-// it did not record print as null, never as year 1.
-func TestReplayedReleasePrintsUnknownTimesAsNull(t *testing.T) {
+// A replayed release answers the lease as the first release did, every time
+// included; a time a record does not hold (records written before schema
+// version 2) prints as null, never as year 1.
+func TestReplayedReleasePrintsTheWholeLease(t *testing.T) {
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "k", "--owner", "w1", "-o", "json")
 	wantCode(t, acq, 0)
@@ -782,11 +787,11 @@ func TestReplayedReleasePrintsUnknownTimesAsNull(t *testing.T) {
 	if m["replayed"] != true || !ok {
 		t.Fatalf("replayed release: %v", m)
 	}
-	if l["expires_at"] != nil {
-		t.Fatalf("replayed release expires_at = %v, want null (the trail does not record it)", l["expires_at"])
-	}
-	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["renewed_at"])); err != nil {
-		t.Fatalf("replayed release renewed_at = %v: %v", l["renewed_at"], err)
+	first := acq.json(t)["lease"].(map[string]any)
+	for _, f := range []string{"acquired_at", "renewed_at", "expires_at"} {
+		if l[f] != first[f] {
+			t.Fatalf("replayed release %s = %v, want %v as acquired", f, l[f], first[f])
+		}
 	}
 	table := runCLI(t, e, "release", "k", "--owner", "w1", "--token", fmt.Sprint(tk), "--request-id", "rel-1")
 	if strings.Contains(table.stdout, "0001-01-01") {

@@ -176,7 +176,10 @@ func writeFailure(h *History, model porcupine.Model, info porcupine.Linearizatio
 	if err != nil {
 		return paths, err
 	}
-	err = porcupine.Visualize(model, info, viz)
+	err = viz.Chmod(0o644)
+	if err == nil {
+		err = porcupine.Visualize(model, info, viz)
+	}
 	if cerr := viz.Close(); err == nil {
 		err = cerr
 	}

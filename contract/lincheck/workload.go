@@ -74,6 +74,9 @@ type Workload struct {
 	// ShortTTL is the longest of the short TTLs (drawn from ShortTTL/8 up,
 	// in whole milliseconds). Default: [DefaultShortTTL].
 	ShortTTL time.Duration
+	// Think is a pause between a client's operations, to bound the size
+	// of a long run's history. Default: none.
+	Think time.Duration
 	// LoseAnswers is the probability (0 to 1) that the workload throws an
 	// attempt's answer away, as a network that lost the response would,
 	// and takes it for unavailable: the operation may well have taken
@@ -141,6 +144,9 @@ func (w *Workload) Run(ctx context.Context) (Stats, error) {
 			for ctx.Err() == nil {
 				if cfg.Ops > 0 && started.Add(1) > int64(cfg.Ops) {
 					return
+				}
+				if cfg.Think > 0 {
+					time.Sleep(cfg.Think)
 				}
 				op := c.next()
 				mu.Lock()

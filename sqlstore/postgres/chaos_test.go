@@ -160,6 +160,19 @@ func (c *cluster) migratedSchema(t *testing.T) string {
 	return dsn
 }
 
+// setSequenceBack sets the fencing sequence of dsn's schema back to 1.
+func setSequenceBack(dsn string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "SELECT setval('leasestore_fencing_seq', 1)")
+	return err
+}
+
 // TestChaosServerCrashes (LEASESTORE_CHAOS=1, `make chaos`) runs the
 // lincheck workload from three pools against a throwaway cluster while the
 // server is crashed (pg_ctl -m immediate) and started again every few
@@ -171,17 +184,22 @@ func (c *cluster) migratedSchema(t *testing.T) string {
 // The second case runs the same with server settings a DBA may choose that
 // break naive backends: asynchronous commit (a crash loses the last
 // commits, unless the backend pins synchronous_commit) and serializable as
-// the default isolation.
+// the default isolation. In the third, the server comes back from each
+// crash with its fencing sequence set back to 1, as a switchover to a
+// logical replica (which does not carry sequence state) would leave it
+// under a running fleet: tokens must still increase per key (DESIGN.md).
 func TestChaosServerCrashes(t *testing.T) {
 	if os.Getenv(chaosEnv) == "" {
 		t.Skip("a long test with a PostgreSQL cluster of its own: set " + chaosEnv + "=1 (make chaos)")
 	}
 	for _, c := range []struct {
-		name     string
-		settings []string
+		name           string
+		settings       []string
+		sequenceBehind bool
 	}{
-		{"defaults", nil},
-		{"hostile settings", []string{"synchronous_commit=off", "default_transaction_isolation=serializable"}},
+		{"defaults", nil, false},
+		{"hostile settings", []string{"synchronous_commit=off", "default_transaction_isolation=serializable"}, false},
+		{"sequence left behind", nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const (
@@ -190,7 +208,8 @@ func TestChaosServerCrashes(t *testing.T) {
 			)
 			cl := newCluster(t, c.settings...)
 			r := lincheckRun{dsn: cl.migratedSchema(t), app: "lincheck-chaos", pools: 3, clients: 2,
-				retryFor: time.Minute, retryDelay: 50 * time.Millisecond, loseAnswers: 0.01}
+				retryFor: time.Minute, retryDelay: 50 * time.Millisecond, loseAnswers: 0.01,
+				think: 10 * time.Millisecond} // a history that porcupine searches in seconds
 			rts := r.open(t)
 			stopTerm := terminator(t, cl.dsn(), r.app, 500*time.Millisecond)
 			ctx, cancel := context.WithTimeout(context.Background(), runFor)
@@ -208,6 +227,12 @@ func TestChaosServerCrashes(t *testing.T) {
 					if err := cl.crash(rand.N(time.Second)); err != nil {
 						t.Error(err)
 						return
+					}
+					if c.sequenceBehind {
+						if err := setSequenceBack(r.dsn); err != nil {
+							t.Error(err)
+							return
+						}
 					}
 					crashes++
 				}

@@ -25,10 +25,10 @@ type lincheckRun struct {
 	pools   int
 	clients int // per pool
 	ops     int // per pool
-	// RetryFor, RetryDelay and LoseAnswers of the workloads; zero for the
-	// defaults.
-	retryFor, retryDelay time.Duration
-	loseAnswers          float64
+	// RetryFor, RetryDelay, Think and LoseAnswers of the workloads; zero
+	// for the defaults.
+	retryFor, retryDelay, think time.Duration
+	loseAnswers                 float64
 }
 
 // open opens r.pools runtimes, each over a pool of its own; they are
@@ -60,7 +60,7 @@ func (r lincheckRun) run(t *testing.T, ctx context.Context, rts []*protocol.Runt
 	for i, rt := range rts {
 		rec := lincheck.NewRecorder(fmt.Sprintf("pool%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops,
-			RetryFor: r.retryFor, RetryDelay: r.retryDelay, LoseAnswers: r.loseAnswers}
+			RetryFor: r.retryFor, RetryDelay: r.retryDelay, Think: r.think, LoseAnswers: r.loseAnswers}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(ctx)

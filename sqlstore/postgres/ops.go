@@ -167,12 +167,12 @@ type outcome struct {
 // and classifies its outcome; see maxAttempts for when it runs again.
 // classify returns raced=true when the statement's snapshot and its write
 // disagree and only a fresh snapshot can tell the outcome.
-func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args pgx.NamedArgs,
+func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, st statement, a args,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
 	for attempt := 1; ; attempt++ {
 		var o *outcome
 		err := retrySerialization(ctx, op, func() (err error) {
-			o, err = b.runChange(ctx, op, key, sql, args)
+			o, err = b.runChange(ctx, op, key, st, a)
 			return err
 		})
 		if errors.Is(err, errRequestIDRace) && attempt < maxAttempts {
@@ -227,21 +227,21 @@ func retrySerialization(ctx context.Context, op protocol.Op, fn func() error) er
 }
 
 // runChange sends one state-changing statement and reads its one row.
-func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, sql string, args pgx.NamedArgs) (*outcome, error) {
+func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Key, st statement, a args) (*outcome, error) {
 	var (
 		o     outcome
 		row   leaseCols
 		extra []byte
 	)
 	dest := append(append([]any{&o.now}, row.dest()...), &o.fresh, &extra)
-	err := b.pool.QueryRow(ctx, sql, args).Scan(dest...)
+	err := b.pool.QueryRow(ctx, st.sql, st.bind(a)...).Scan(dest...)
 	if errors.Is(interpretError(op, err), errAuditWentBack) {
 		// A move to another cluster: start a new era of audit ids, once,
 		// and run the statement again.
 		if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
 			return nil, interpretError(op, err)
 		}
-		err = b.pool.QueryRow(ctx, sql, args).Scan(dest...)
+		err = b.pool.QueryRow(ctx, st.sql, st.bind(a)...).Scan(dest...)
 	}
 	if err != nil {
 		return nil, interpretError(op, err)
@@ -266,8 +266,8 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 
 // args returns the named arguments every state-changing statement takes.
 // The fingerprint is stored shortened (sqlstore.StoredFingerprint).
-func (b *Backend) args(key protocol.Key, requestID, fingerprint string) pgx.NamedArgs {
-	return pgx.NamedArgs{
+func (b *Backend) changeArgs(key protocol.Key, requestID, fingerprint string) args {
+	return args{
 		"ns": key.Namespace, "name": key.Name, "request_id": requestID,
 		"params_hash": sqlstore.StoredFingerprint(fingerprint), "now": b.clock(),
 		"lease_version": protocol.LeaseFormatVersion, "record_version": audit.RecordFormatVersion,
@@ -290,9 +290,9 @@ func holderResult(st protocol.Status, cur *protocol.Lease) protocol.Result {
 // statement; see acquireSQL.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := b.args(req.Key, req.RequestID, fp)
-	args["owner"], args["ttl"] = req.Owner, interval(req.TTL)
-	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+	a := b.changeArgs(req.Key, req.RequestID, fp)
+	a["owner"], a["ttl"] = req.Owner, interval(req.TTL)
+	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpAcquire, fp)
 			return res, false, err
@@ -322,9 +322,9 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := b.args(req.Key, req.RequestID, fp)
-	args["owner"], args["token"], args["ttl"] = req.Owner, req.Token, interval(req.TTL)
-	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+	a := b.changeArgs(req.Key, req.RequestID, fp)
+	a["owner"], a["token"], a["ttl"] = req.Owner, req.Token, interval(req.TTL)
+	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, fp)
 			return res, false, err
@@ -342,9 +342,9 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := b.args(req.Key, req.RequestID, fp)
-	args["owner"], args["token"] = req.Owner, req.Token
-	return b.change(ctx, protocol.OpRelease, req.Key, releaseSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+	a := b.changeArgs(req.Key, req.RequestID, fp)
+	a["owner"], a["token"] = req.Owner, req.Token
+	return b.change(ctx, protocol.OpRelease, req.Key, releaseSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRelease, fp)
 			return res, false, err
@@ -363,9 +363,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // one statement, recording req.Actor and req.Reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	fp := req.Fingerprint()
-	args := b.args(req.Key, req.RequestID, fp)
-	args["actor"], args["reason"], args["token"] = req.Actor, req.Reason, req.Token
-	return b.change(ctx, protocol.OpRevoke, req.Key, revokeSQL, args, func(o *outcome) (protocol.Result, bool, error) {
+	a := b.changeArgs(req.Key, req.RequestID, fp)
+	a["actor"], a["reason"], a["token"] = req.Actor, req.Reason, req.Token
+	return b.change(ctx, protocol.OpRevoke, req.Key, revokeSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpRevoke, fp)
 			return res, false, err
@@ -392,8 +392,8 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	)
 	dest := append([]any{&now}, row.dest()...)
 	err := retrySerialization(ctx, protocol.OpGet, func() error {
-		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL,
-			pgx.NamedArgs{"ns": req.Key.Namespace, "name": req.Key.Name, "now": b.clock()}).Scan(dest...))
+		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL.sql,
+			getSQL.bind(args{"ns": req.Key.Namespace, "name": req.Key.Name, "now": b.clock()})...).Scan(dest...))
 	})
 	if err != nil {
 		return protocol.Result{}, err
@@ -422,17 +422,17 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if limit == 0 {
 		limit = protocol.DefaultListLimit
 	}
-	args := pgx.NamedArgs{"ns": req.Namespace, "prefix": req.Prefix, "after": after,
+	a := args{"ns": req.Namespace, "prefix": req.Prefix, "after": after,
 		"include_expired": req.IncludeExpired, "now": b.clock(), "limit": limit + 1}
-	sql := listSQL
+	st := listSQL
 	if req.Owner != "" {
-		sql = listOwnerSQL
-		args["owner"] = req.Owner
+		st = listOwnerSQL
+		a["owner"] = req.Owner
 	}
 	var leases []protocol.Lease
 	err := retrySerialization(ctx, protocol.OpList, func() error {
 		leases = leases[:0]
-		rows, err := b.pool.Query(ctx, sql, args)
+		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretError(protocol.OpList, err)
 		}
@@ -479,11 +479,11 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
-	args := pgx.NamedArgs{"after": afterID, "ns": q.Namespace, "since": since, "limit": limit + 1, "follow": q.Follow}
-	sql := readAuditSQL
+	a := args{"after": afterID, "ns": q.Namespace, "since": since, "limit": limit + 1, "follow": q.Follow}
+	st := readAuditSQL
 	if q.Key != "" {
-		sql = readAuditKeySQL
-		args["name"] = q.Key
+		st = readAuditKeySQL
+		a["name"] = q.Key
 	}
 	var (
 		recs []audit.Record
@@ -491,7 +491,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	)
 	err := retrySerialization(ctx, "", func() error {
 		recs, held = recs[:0], false
-		rows, err := b.pool.Query(ctx, sql, args)
+		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretError("", err)
 		}

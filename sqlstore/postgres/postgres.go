@@ -123,6 +123,10 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	}
 	// Pinned whatever the DSN, role or database say: see pinSettingsSQL.
 	pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	// The statements are short and run by the thousand: compiling one
+	// (JIT) costs more than it could save, and a generic plan's estimates
+	// can trigger it.
+	pcfg.ConnConfig.RuntimeParams["jit"] = "off"
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, pinSettingsSQL)
 		return err

@@ -1,7 +1,7 @@
 package postgres
 
 // Every statement the backend sends lives in this file. Parameters are named
-// (pgx.NamedArgs), with the same name in every statement: @ns, @name,
+// (see statement.go), with the same name in every statement: @ns, @name,
 // @owner, @token, @ttl (an interval), @request_id, @params_hash, @actor,
 // @reason, @now (the injected test clock, or NULL for the server's now()),
 // @lease_version and @record_version (the format versions this release
@@ -34,7 +34,7 @@ package postgres
 // WHERE, so that RETURNING always yields the row as it is: the CASEs keep
 // every column unless the row is free and its token below ours. The acquire
 // took effect exactly when the row returned carries the drawn token.
-const acquireSQL = `
+var acquireSQL = compile(`
 WITH prev AS (
     SELECT l.owner, l.token, l.expires_at, l.version
     FROM leasestore_leases l WHERE l.namespace = @ns AND l.name = @name
@@ -74,11 +74,11 @@ SELECT coalesce(@now::timestamptz, now()),
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
 LEFT JOIN after ON true
-LEFT JOIN fresh ON true`
+LEFT JOIN fresh ON true`)
 
 // renewSQL extends the live lease (@owner, @token) by @ttl from now. A
 // tombstone's owner is empty, which no request's is.
-const renewSQL = `
+var renewSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
     SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval
@@ -103,12 +103,12 @@ SELECT coalesce(@now::timestamptz, now()),
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true`
+LEFT JOIN after ON true`)
 
 // releaseSQL gives up the live lease (@owner, @token). The row stays as a
 // tombstone: its owner is emptied and the rest is kept, so RETURNING gives
 // the lease as released.
-const releaseSQL = `
+var releaseSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l SET owner = ''
     WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
@@ -132,14 +132,14 @@ SELECT coalesce(@now::timestamptz, now()),
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true`
+LEFT JOIN after ON true`)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
 // @token is 0) on behalf of @actor, leaving a tombstone like release. The
 // record's owner is the revoked lease's, read from the snapshot (prev): the
 // UPDATE re-checks on the newest version that the token is still prev's,
 // and a token has one owner for life.
-const revokeSQL = `
+var revokeSQL = compile(`
 WITH prev AS (
     SELECT l.owner, l.token FROM leasestore_leases l
     WHERE l.namespace = @ns AND l.name = @name AND l.owner <> ''
@@ -168,21 +168,21 @@ SELECT coalesce(@now::timestamptz, now()),
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true`
+LEFT JOIN after ON true`)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
 // there is none or only a tombstone). Expiry is judged in Go.
-const getSQL = `
+var getSQL = compile(`
 SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM (SELECT coalesce(@now::timestamptz, now()) AS now) AS clock
-LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.owner <> ''`
+LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.owner <> ''`)
 
 // listSQL pages through @ns by name: names starting with @prefix, after
 // @after ("" for the first page; names are never empty), live unless
 // @include_expired, at most @limit rows. The "C" collation of name makes
 // the order bytewise and lets the primary key serve both the prefix range
 // (name >= prefix) and the keyset condition.
-const listSQL = `
+var listSQL = compile(`
 SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM leasestore_leases l
 WHERE l.namespace = @ns
@@ -190,10 +190,10 @@ WHERE l.namespace = @ns
   AND l.name > @after AND l.owner <> ''
   AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
 ORDER BY l.name
-LIMIT @limit`
+LIMIT @limit`)
 
 // listOwnerSQL is listSQL for one @owner, through the owner index.
-const listOwnerSQL = `
+var listOwnerSQL = compile(`
 SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM leasestore_leases l
 WHERE l.owner = @owner AND l.namespace = @ns
@@ -201,7 +201,7 @@ WHERE l.owner = @owner AND l.namespace = @ns
   AND l.name > @after
   AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
 ORDER BY l.name
-LIMIT @limit`
+LIMIT @limit`)
 
 // readAuditSQL pages through the trail by id after @after, in @ns ("" for
 // all), at or after @since (NULL for all), at most @limit records. A
@@ -214,9 +214,9 @@ LIMIT @limit`
 // it along the primary key, where it may lie at the far end), not at the
 // start of the trail. readAuditKeySQL is the same for
 // the key (@ns, @name), through the key index.
-const readAuditSQL = `
-WITH h AS (
-    SELECT x.horizon, EXISTS (SELECT FROM leasestore_audit a WHERE a.id >= x.horizon AND a.id > @after) AS held
+var readAuditSQL = compile(`
+WITH h AS MATERIALIZED (
+    SELECT x.horizon, coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) >= greatest(x.horizon, @after + 1) AS held
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon
           FROM leasestore_audit_era e) AS x
 )
@@ -234,11 +234,11 @@ LEFT JOIN LATERAL (
     ORDER BY a.id
     LIMIT @limit
 ) AS a ON true
-ORDER BY a.id`
+ORDER BY a.id`)
 
-const readAuditKeySQL = `
-WITH h AS (
-    SELECT x.horizon, EXISTS (SELECT FROM leasestore_audit a WHERE a.id >= x.horizon AND a.id > @after) AS held
+var readAuditKeySQL = compile(`
+WITH h AS MATERIALIZED (
+    SELECT x.horizon, coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) >= greatest(x.horizon, @after + 1) AS held
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon
           FROM leasestore_audit_era e) AS x
 )
@@ -254,7 +254,7 @@ LEFT JOIN LATERAL (
     ORDER BY a.id
     LIMIT @limit
 ) AS a ON true
-ORDER BY a.id`
+ORDER BY a.id`)
 
 // newEraSQL moves audit ids past every existing record after a move to
 // another cluster (see the migration's leasestore_audit_new_era).

@@ -1,0 +1,234 @@
+package postgres_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// The tests in this file move a store the way operators do: pg_dump and
+// pg_restore into a new cluster, and a hot standby made with pg_basebackup.
+// Each makes throwaway clusters of its own (see cluster in chaos_test.go).
+
+// burnTransactionIDs commits n transactions with an id each on dsn, so
+// that the cluster's next ids lie well above a new cluster's.
+func burnTransactionIDs(t *testing.T, dsn string, n int) {
+	t.Helper()
+	conn := rawConn(t, dsn)
+	mustExec(t, conn, fmt.Sprintf(`DO $$ BEGIN
+		FOR i IN 1..%d LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP;
+	END $$`, n))
+}
+
+// cycle acquires name as owner and releases it unless keep, and returns the
+// lease acquired.
+func cycle(t *testing.T, b *postgres.Backend, name, owner, rid string, keep bool) protocol.Lease {
+	t.Helper()
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(name), Owner: owner, TTL: time.Hour, RequestID: rid + "-a"})
+	wantStatus(t, "acquire "+name, res, err, protocol.StatusAcquired)
+	if !keep {
+		rel, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: key(name), Owner: owner, Token: res.Lease.Token, RequestID: rid + "-r"})
+		wantStatus(t, "release "+name, rel, err, protocol.StatusReleased)
+	}
+	return *res.Lease
+}
+
+// TestRestoreIntoANewCluster dumps a store with pg_dump, restores it with
+// pg_restore into a new cluster (whose transaction ids start far lower),
+// and keeps using it with no manual step: leases and tokens carry over,
+// new audit records sort after every restored one, and a follower resuming
+// after the last restored record sees them. A backend that was already
+// open when the ids went back (a switchover under a running service) gets
+// there on its own too.
+func TestRestoreIntoANewCluster(t *testing.T) {
+	t.Parallel()
+	src := newCluster(t)
+	srcDSN := src.migratedSchema(t)
+	burnTransactionIDs(t, srcDSN, 20000)
+	b := openBackend(t, srcDSN, nil)
+	last := map[string]int64{}
+	for i := range 12 {
+		name := fmt.Sprintf("k%d", i%4)
+		l := cycle(t, b, name, "w", fmt.Sprintf("src-%d", i), i >= 8)
+		last[name] = l.Token
+	}
+	restored := readAll(t, b, "ns")
+	top := restored[len(restored)-1]
+
+	dump := filepath.Join(src.dir, "store.dump")
+	if out, err := exec.Command(filepath.Join(src.bin, "pg_dump"), "-h", "127.0.0.1", "-p", src.port, "-U", "leasestore",
+		"-d", "postgres", "-n", "lincheck", "-Fc", "-f", dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v: %s", err, out)
+	}
+	dst := newCluster(t)
+	if out, err := exec.Command(filepath.Join(dst.bin, "pg_restore"), "-h", "127.0.0.1", "-p", dst.port, "-U", "leasestore",
+		"-d", "postgres", "--no-owner", "--no-privileges", dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v: %s", err, out)
+	}
+	dstDSN, err := pgtest.WithSearchPath(dst.dsn(), "lincheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next int64
+	if err := rawConn(t, dstDSN).QueryRow(ctxT(t), "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next >= top {
+		t.Fatalf("the new cluster's next transaction id %d is not below the restored records' %d: the test proves nothing", next, top)
+	}
+
+	nb := openBackend(t, dstDSN, nil)
+	// The leases came along: k0..k3 are held (the last four cycles kept them).
+	res, err := nb.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k0"), Owner: "x", TTL: time.Hour, RequestID: "dst-held"})
+	wantStatus(t, "acquire of a restored lease", res, err, protocol.StatusConflict)
+	rev, err := nb.Revoke(ctxT(t), protocol.RevokeRequest{Key: key("k0"), Actor: "op", Reason: "moved", RequestID: "dst-rev"})
+	wantStatus(t, "revoke", rev, err, protocol.StatusRevoked)
+	l := cycle(t, nb, "k0", "x", "dst-0", false)
+	if l.Token <= last["k0"] {
+		t.Fatalf("token %d after the restore, want more than %d", l.Token, last["k0"])
+	}
+	cycle(t, nb, "fresh", "x", "dst-1", false)
+
+	after := readAll(t, nb, "ns")
+	if len(after) != len(restored)+5 {
+		t.Fatalf("%d records after the restore, want %d restored and 5 new", len(after), len(restored))
+	}
+	for _, id := range after[len(restored):] {
+		if id <= top {
+			t.Fatalf("a new record has id %d, not after the last restored one, %d", id, top)
+		}
+	}
+	got := followFrom(t, nb, audit.EncodeCursor(top), 5)
+	if len(got) != 5 {
+		t.Fatalf("a follower resuming after the last restored record saw %d new records, want 5", len(got))
+	}
+
+	// A backend already open when the ids went back: the write that meets
+	// it starts a new era and succeeds.
+	mustExec(t, rawConn(t, dstDSN), "UPDATE leasestore_audit_era SET id_offset = 0")
+	before := readAll(t, nb, "ns")
+	cycle(t, nb, "fresh", "x", "dst-2", false)
+	all := readAll(t, nb, "ns")
+	if len(all) != len(before)+2 || all[len(all)-2] <= before[len(before)-1] {
+		t.Fatalf("records after the ids went back under an open backend: %v, want two after %d", all[len(before):], before[len(before)-1])
+	}
+}
+
+// followFrom reads as a follower from cursor until it has want records or
+// ten seconds passed.
+func followFrom(t *testing.T, r audit.Reader, cursor string, want int) []audit.Record {
+	t.Helper()
+	var got []audit.Record
+	for deadline := time.Now().Add(10 * time.Second); len(got) < want && time.Now().Before(deadline); {
+		p, err := r.ReadAudit(ctxT(t), audit.Query{Namespace: "ns", Follow: true, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range p.Records {
+			got = append(got, rec)
+			cursor = audit.EncodeCursor(rec.ID)
+		}
+		if len(p.Records) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return got
+}
+
+// newStandby makes a hot standby of primary with pg_basebackup and starts
+// it on a port of its own; it is stopped and removed when the test ends.
+func newStandby(t *testing.T, primary *cluster) *cluster {
+	t.Helper()
+	s := &cluster{bin: primary.bin, asUser: primary.asUser}
+	var err error
+	if s.dir, err = os.MkdirTemp("", "leasestore-standby-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(s.dir) })
+	if s.asUser != nil {
+		if out, err := exec.Command("chown", "postgres:", s.dir).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v: %s", err, out)
+		}
+	}
+	s.data = filepath.Join(s.dir, "data")
+	s.port = freePort(t)
+	s.opts = fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c hot_standby=on", s.port, s.dir)
+	s.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", primary.port, "-U", "leasestore", "-D", s.data, "-R", "-X", "stream")
+	s.start(t)
+	t.Cleanup(func() {
+		if out, err := s.command("pg_ctl", "-D", s.data, "-m", "immediate", "-w", "stop").CombinedOutput(); err != nil {
+			t.Logf("stopping the standby: %v: %s", err, out)
+		}
+	})
+	return s
+}
+
+// TestFollowerOnAHotStandby follows the trail on a hot standby while
+// writers commit on the primary: the follower must see every record, in
+// order. The standby knows the primary's transactions in progress from the
+// WAL, so its snapshots hold back what may still commit.
+func TestFollowerOnAHotStandby(t *testing.T) {
+	t.Parallel()
+	primary := newCluster(t)
+	pDSN := primary.migratedSchema(t)
+	standby := newStandby(t, primary)
+	sDSN, err := pgtest.WithSearchPath(standby.dsn(), "lincheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writers := []*postgres.Backend{openBackend(t, pDSN, &postgres.Config{MaxConns: 4}),
+		openBackend(t, pDSN, &postgres.Config{MaxConns: 4})}
+	follower := openBackend(t, sDSN, nil)
+
+	stop := make(chan struct{})
+	var followed []int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		followed = follow(t, follower, "", stop)
+	}()
+	written := writeCycles(t, writers, 8, 20000, "ns")
+	waitForReplay(t, pDSN, sDSN)
+	close(stop)
+	<-done
+	all := readAll(t, writers[0], "")
+	if int64(len(all)) != written {
+		t.Fatalf("the primary's trail holds %d records, the writers reported %d", len(all), written)
+	}
+	if lost := missing(all, followed); len(lost) > 0 {
+		t.Fatalf("the follower on the standby missed %d of %d records, first %v", len(lost), len(all), lost[:min(len(lost), 10)])
+	}
+	t.Logf("the follower on the standby saw all %d records", len(all))
+}
+
+// waitForReplay waits until the standby has replayed the primary's WAL as
+// of now.
+func waitForReplay(t *testing.T, primaryDSN, standbyDSN string) {
+	t.Helper()
+	var lsn string
+	if err := rawConn(t, primaryDSN).QueryRow(ctxT(t), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t, standbyDSN)
+	for deadline := time.Now().Add(time.Minute); ; {
+		var caught bool
+		if err := conn.QueryRow(ctxT(t), "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&caught); err != nil {
+			t.Fatal(err)
+		}
+		if caught {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby did not replay up to %s in a minute", lsn)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -135,17 +135,17 @@ func terminator(t *testing.T, serverDSN, app string, every time.Duration) (stop 
 
 // TestLinearizableWhileConnectionsAreTerminated runs the lincheck workload
 // from three pools on one schema while another connection terminates their
-// server processes (pg_terminate_backend) at random, every 20ms or so. The
+// server processes (pg_terminate_backend) at random, every 30ms or so. The
 // clients retry what answers unavailable with the same request id (and
 // throw away 2% of the answers, so that retries meet replays); the history
 // must be linearizable.
 func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1500, loseAnswers: 0.02}
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1100, loseAnswers: 0.02}
 	rts := r.open(t)
-	stop := terminator(t, pgtest.ServerDSN(t), r.app, 20*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	stop := terminator(t, pgtest.ServerDSN(t), r.app, 30*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	began := time.Now()
 	h := r.run(t, ctx, rts)

@@ -137,8 +137,8 @@ func TestLinearizableAcrossKilledProcesses(t *testing.T) {
 		wantOps   = 2500
 		minKills  = 6
 		minRun    = 4 * time.Second
-		maxRun    = 35 * time.Second
-		killEvery = 300 * time.Millisecond // on average
+		maxRun    = 40 * time.Second
+		killEvery = 500 * time.Millisecond // on average
 	)
 	db := migratedFile(t)
 	dir := t.TempDir()

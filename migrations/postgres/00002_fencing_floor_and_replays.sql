@@ -1,13 +1,12 @@
 -- leasestore schema version 2 for PostgreSQL.
 --
--- Released and revoked leases leave their row behind as a tombstone (owner
--- '', the rest as it was), so that the key's last token stays in the table
--- and an acquire can issue a greater one whatever the state of
--- leasestore_fencing_seq (a cache, a restore or a switchover that did not
--- carry it). No DDL is needed for that; rows written by version 1 are valid.
--- A release of schema version 1 still running during a rolling deploy reads
--- a tombstone as a lease held by '' until its expiry: it answers conflict
--- where it could acquire, never the other way round.
+-- Released and revoked leases leave their row behind as a tombstone: owner
+-- '', expires_at the time it ended (its expiry until then moves to
+-- ended_expiry, for the answer and the audit record), so that the key's
+-- last token stays in the table and an acquire can issue a greater one
+-- whatever the state of leasestore_fencing_seq (a cache, a restore or a
+-- switchover that did not carry it). A release of schema version 1 still
+-- running during a rolling deploy reads a tombstone as an expired lease.
 --
 -- Audit records keep the whole lease as the operation answered it, so that
 -- a replay answers what the first request did: acquired_at and renewed_at
@@ -35,6 +34,8 @@
 -- a release whose newest migration is at least oldest_serving_version can.
 
 -- +goose Up
+ALTER TABLE leasestore_leases ADD COLUMN ended_expiry timestamptz;
+
 ALTER TABLE leasestore_audit
     ADD COLUMN acquired_at timestamptz,
     ADD COLUMN renewed_at  timestamptz;
@@ -145,9 +146,7 @@ DROP TABLE leasestore_audit_prune;
 DROP FUNCTION leasestore_audit_new_era();
 DROP FUNCTION leasestore_audit_went_back();
 DROP TABLE leasestore_audit_era;
--- Version 1 reads a tombstone as a live lease held by '' until its expiry:
--- end them now, so that their keys are free at once.
-UPDATE leasestore_leases SET expires_at = least(expires_at, now()) WHERE owner = '';
+ALTER TABLE leasestore_leases DROP COLUMN ended_expiry;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_outcome(p_namespace text, p_name text, p_request_id text) RETURNS json
 STABLE LANGUAGE plpgsql AS $$

@@ -25,9 +25,9 @@ package postgres
 // reports as SQLSTATE LS001). It runs only when the change happened.
 
 // acquireSQL takes the key when the snapshot shows it free (no row, an
-// expired lease, or a tombstone: a row whose owner was emptied by a release
-// or revoke, kept so that the key's last token stays known) and the request
-// id is new. The token is the greater of the sequence's next value and the
+// expired lease, or a tombstone: the row of a released or revoked lease,
+// with an empty owner, kept so that the key's last token stays known) and
+// the request id is new. The token is the greater of the sequence's next value and the
 // key's last token plus one. When a concurrent acquire took the key after
 // our snapshot, our INSERT meets its row: ON CONFLICT waits for it, locks
 // it and evaluates the CASEs on its newest version. The DO UPDATE has no
@@ -106,16 +106,17 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`)
 
 // releaseSQL gives up the live lease (@owner, @token). The row stays as a
-// tombstone: its owner is emptied and the rest is kept, so RETURNING gives
-// the lease as released.
+// tombstone: empty owner, expires_at now; the expiry it had moves to
+// ended_expiry, so that RETURNING gives the lease as released.
 var releaseSQL = compile(`
 WITH after AS (
-    UPDATE leasestore_leases l SET owner = ''
+    UPDATE leasestore_leases l
+    SET owner = '', ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
     WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
       AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
-    RETURNING @owner::text AS owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    RETURNING @owner::text AS owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
@@ -144,14 +145,15 @@ WITH prev AS (
     SELECT l.owner, l.token FROM leasestore_leases l
     WHERE l.namespace = @ns AND l.name = @name AND l.owner <> ''
 ), after AS (
-    UPDATE leasestore_leases l SET owner = ''
+    UPDATE leasestore_leases l
+    SET owner = '', ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
     FROM prev
     WHERE l.namespace = @ns AND l.name = @name AND l.token = prev.token AND l.owner <> ''
       AND (@token::bigint = 0 OR l.token = @token)
       AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
-    RETURNING prev.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    RETURNING prev.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)

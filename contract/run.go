@@ -63,6 +63,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Namespaces", namespaceCases()},
 		{"Idempotency", idempotencyCases()},
 		{"Audit", auditCases()},
+		{"Retention", retentionCases()},
 		{"Contention", contentionCases()},
 		{"Invalid", invalidCases()},
 		{"Lifecycle", lifecycleCases()},

@@ -34,6 +34,25 @@
 -- a release whose newest migration is at least oldest_serving_version can.
 
 -- +goose Up
+-- Take both tables before changing either: statements lock them in
+-- different orders, so waiting for one while holding the other could
+-- deadlock with a statement of a running release. NOWAIT attempts take both
+-- or neither; after a few seconds of a busy store, wait in line.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    FOR i IN 1..300 LOOP
+        BEGIN
+            LOCK TABLE leasestore_leases, leasestore_audit IN ACCESS EXCLUSIVE MODE NOWAIT;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_sleep(0.02 * random());
+        END;
+    END LOOP;
+    LOCK TABLE leasestore_leases, leasestore_audit IN ACCESS EXCLUSIVE MODE;
+END $$;
+-- +goose StatementEnd
+
 ALTER TABLE leasestore_leases ADD COLUMN ended_expiry timestamptz;
 
 ALTER TABLE leasestore_audit
@@ -132,6 +151,25 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- As in Up: take both tables before changing either: statements lock them in
+-- different orders, so waiting for one while holding the other could
+-- deadlock with a statement of a running release. NOWAIT attempts take both
+-- or neither; after a few seconds of a busy store, wait in line.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    FOR i IN 1..300 LOOP
+        BEGIN
+            LOCK TABLE leasestore_leases, leasestore_audit IN ACCESS EXCLUSIVE MODE NOWAIT;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_sleep(0.02 * random());
+        END;
+    END LOOP;
+    LOCK TABLE leasestore_leases, leasestore_audit IN ACCESS EXCLUSIVE MODE;
+END $$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

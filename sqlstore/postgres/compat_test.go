@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -29,7 +31,22 @@ type v1Client struct {
 
 // cycle acquires name and, when that took effect, releases it. It reports
 // the token acquired (0 for a conflict) and any error a statement returned.
+// Like a caller of that release, it retries a statement that answered
+// unavailable because of a deadlock or a serialization failure (while a
+// migration takes its locks), with the same request id.
 func (c *v1Client) cycle(ctx context.Context, name string) (int64, error) {
+	for {
+		tok, err := c.cycleOnce(ctx, name)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+			c.n.Add(-1) // the same request ids
+			continue
+		}
+		return tok, err
+	}
+}
+
+func (c *v1Client) cycleOnce(ctx context.Context, name string) (int64, error) {
 	i := c.n.Add(1)
 	var (
 		now                     time.Time

@@ -19,8 +19,9 @@ import (
 // operation. The first run answers almost always; a second is needed only
 // when the row changed between the statement's snapshot and its write (or a
 // concurrent request had the same request id), and then its fresh snapshot
-// sees the change. A third run means the key changed twice in that time.
-const maxAttempts = 3
+// sees the change. A further run means the key changed again in that time,
+// which a hot key under many writers can do a few times in a row.
+const maxAttempts = 5
 
 // leaseCols receives the six lease columns of a statement; all invalid
 // (NULL) when the row is absent. pgtype values scan without allocating.
@@ -298,21 +299,16 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return res, false, err
 		}
 		if o.after != nil {
-			if o.fresh.Valid && o.after.Token == o.fresh.Int64 {
-				return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
+			if !o.fresh.Valid || o.after.Token != o.fresh.Int64 {
+				return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "a row came back without the drawn token")
 			}
-			// The key changed after our snapshot; ON CONFLICT locked its
-			// newest row. A live lease is the true holder; if it has our
-			// owner it may have been this very request, sent twice: only a
-			// fresh snapshot, which sees its audit row, can tell. A free row
-			// carries a token at least ours (a lease taken and given up since
-			// our snapshot): a fresh snapshot draws a greater one.
-			if o.after.Owner == "" || protocol.CheckAcquire(o.after, o.now) != protocol.StatusConflict {
-				return protocol.Result{}, true, nil
-			}
-			return protocol.Result{Status: protocol.StatusConflict, Lease: o.after}, o.after.Owner == req.Owner, nil
+			return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
 		}
-		if !o.fresh.Valid && protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
+		if o.fresh.Valid {
+			// The key changed after our snapshot: run again with a fresh one.
+			return protocol.Result{}, true, nil
+		}
+		if protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
 			return protocol.Result{Status: protocol.StatusConflict, Lease: o.cur}, false, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")

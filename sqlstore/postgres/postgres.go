@@ -186,8 +186,10 @@ func (b *Backend) check(ctx context.Context) error {
 //     more than the key's last token), but the sequence must be fixed.
 //   - a fencing sequence behind the tokens already issued (a logical
 //     replication switchover, or a restore that did not carry it): harmless
-//     for keys with a row, and repaired here by moving the sequence past
-//     every token in leasestore_leases.
+//     for keys with a row (an acquire takes more than the key's last token,
+//     and takes the row only if no other acquire took it since its
+//     snapshot), and repaired here by moving the sequence past every token
+//     in leasestore_leases.
 //   - transaction ids that map below the newest audit record (a restore
 //     into another cluster, a switchover): a new era of audit ids starts,
 //     so that new records sort after every earlier one. (A write that meets

@@ -27,13 +27,14 @@ package postgres
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
 // with an empty owner, kept so that the key's last token stays known) and
-// the request id is new. The token is the greater of the sequence's next value and the
-// key's last token plus one. When a concurrent acquire took the key after
-// our snapshot, our INSERT meets its row: ON CONFLICT waits for it, locks
-// it and evaluates the CASEs on its newest version. The DO UPDATE has no
-// WHERE, so that RETURNING always yields the row as it is: the CASEs keep
-// every column unless the row is free and its token below ours. The acquire
-// took effect exactly when the row returned carries the drawn token.
+// the request id is new. The token is the greater of the sequence's next
+// value and the key's last token plus one, so the tokens of a key increase
+// whatever the sequence's state. When the key changed after our snapshot,
+// our INSERT meets its newest row: ON CONFLICT waits for it, locks it and
+// takes it only if it is still free and its token below ours. So a row
+// comes back exactly when the acquire took effect; none with a drawn token
+// means the key changed after the snapshot (another acquire, or one taken
+// and given up), and only a fresh snapshot can tell the answer.
 var acquireSQL = compile(`
 WITH prev AS (
     SELECT l.owner, l.token, l.expires_at, l.version
@@ -51,11 +52,10 @@ WITH prev AS (
            coalesce(@now::timestamptz, now()) + @ttl::interval, @lease_version
     FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
-        owner       = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version AND l.token < excluded.token THEN excluded.owner       ELSE l.owner       END,
-        token       = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version AND l.token < excluded.token THEN excluded.token       ELSE l.token       END,
-        acquired_at = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version AND l.token < excluded.token THEN excluded.acquired_at ELSE l.acquired_at END,
-        renewed_at  = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version AND l.token < excluded.token THEN excluded.renewed_at  ELSE l.renewed_at  END,
-        expires_at  = CASE WHEN (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version AND l.token < excluded.token THEN excluded.expires_at  ELSE l.expires_at  END
+        owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+    WHERE (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version
+      AND l.token < excluded.token
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -63,7 +63,7 @@ WITH prev AS (
     SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
            after.acquired_at, 'acquire', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'acquired', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
-    FROM after JOIN fresh ON after.token = fresh.token
+    FROM after
     CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
                                (SELECT max(a.id) FROM leasestore_audit a) AS top
                         FROM leasestore_audit_era e) AS next
@@ -311,3 +311,37 @@ SELECT setval('leasestore_fencing_seq', m.token)
 FROM (SELECT greatest((SELECT max(token) FROM leasestore_leases),
                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS m
 WHERE m.token > (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)`
+
+// Pruning (see Backend.PruneAudit and the migration's prune window). Each
+// batch is one transaction: open the window for records before @before,
+// delete the oldest @limit of them, close the window. pruneRecordSQL writes
+// the prune's own record in the last batch's transaction, with an id made
+// as the lease statements make theirs.
+var (
+	pruneOpenSQL = compile(`
+INSERT INTO leasestore_audit_prune (id, before) VALUES (1, @before)
+ON CONFLICT (id) DO UPDATE SET before = excluded.before`)
+
+	pruneBatchSQL = compile(`
+WITH gone AS (
+    DELETE FROM leasestore_audit
+    WHERE id IN (SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit)
+    RETURNING 1
+)
+SELECT count(*) FROM gone`)
+
+	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
+
+	pruneUsedSQL = compile(`SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id)`)
+
+	pruneRecordSQL = compile(`
+INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                              status, version, params_hash)
+SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+       coalesce(@now::timestamptz, now()), 'prune', '', '', '', 0, @request_id, @actor, @reason, 'pruned',
+       @record_version, ''
+FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+             (SELECT max(a.id) FROM leasestore_audit a) AS top
+      FROM leasestore_audit_era e) AS next
+RETURNING id, at`)
+)

@@ -59,33 +59,4 @@ SELECT coalesce($7::timestamptz, now()),
        CASE WHEN after.token IS NULL THEN leasestore_outcome($1, $2, $5) END
 FROM (SELECT) AS one
 LEFT JOIN after ON true`
-
-	v1ReadAuditSQL = `
-WITH snap AS (
-    SELECT pg_current_snapshot() AS s
-), writers AS (
-    SELECT t.transactionid::text::bigint AS xid32
-    FROM pg_locks r
-    JOIN pg_locks t ON t.virtualtransaction = r.virtualtransaction AND t.locktype = 'transactionid'
-    WHERE r.locktype = 'relation' AND r.mode = 'RowExclusiveLock' AND r.granted
-      AND r.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND r.relation = 'leasestore_audit'::regclass
-), horizon AS (
-    SELECT coalesce(
-               (SELECT min(x::text::bigint)
-                FROM pg_snapshot_xip(snap.s) AS x
-                WHERE pg_xact_status(x) = 'committed'
-                   OR x::text::bigint % 4294967296 IN (SELECT xid32 FROM writers)),
-               pg_snapshot_xmax(snap.s)::text::bigint) AS id
-    FROM snap
-)
-SELECT a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor, a.reason,
-       a.status, a.version, a.expires_at
-FROM leasestore_audit a
-WHERE a.id > $1
-  AND (NOT $5::boolean OR a.id < (SELECT id FROM horizon))
-  AND ($2::text = '' OR a.namespace = $2)
-  AND ($3::timestamptz IS NULL OR a.at >= $3)
-ORDER BY a.id
-LIMIT $4`
 )

@@ -11,3 +11,11 @@ func WithTestClock(cfg *Config, now func() time.Time) *Config {
 	cfg.testNow = now
 	return cfg
 }
+
+// SetPruneBatch sets how many records one prune transaction removes, until
+// the test ends.
+func SetPruneBatch(t interface{ Cleanup(func()) }, n int64) {
+	old := pruneBatch
+	pruneBatch = n
+	t.Cleanup(func() { pruneBatch = old })
+}

@@ -131,3 +131,12 @@ WHERE namespace = ?2 AND name = ?5 AND id > ?1 AND at >= ?3
 ORDER BY id
 LIMIT ?4`
 )
+
+// Pruning (see Backend.PruneAudit and the migration's prune window): in one
+// transaction per batch, open the window for records before ?1, delete the
+// oldest ?2 of them, close the window.
+const (
+	qPruneOpen  = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
+	qPruneBatch = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
+	qPruneClose = `DELETE FROM leasestore_audit_prune WHERE id = 1`
+)

@@ -1,0 +1,81 @@
+package contract
+
+import (
+	"errors"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// retentionCases check audit.Pruner, for harnesses whose Audit reader
+// implements it (both SQL backends do); others skip them.
+func retentionCases() []testCase {
+	pruner := func(e *env) audit.Pruner {
+		p, ok := e.audit.(audit.Pruner)
+		if !ok {
+			e.t.Skip("the harness's audit reader does not implement audit.Pruner")
+		}
+		return p
+	}
+	return []testCase{
+		{"prune_removes_older_records_and_is_recorded", func(e *env) {
+			p := pruner(e)
+			l := e.acquire(e.a, "old", "w1", leaseTTL)
+			e.clock.Advance(time.Second)
+			e.release(e.a, l)
+			e.clock.Advance(time.Second)
+			cut := e.clock.Now()
+			kept := e.acquire(e.b, "new", "w2", leaseTTL)
+			e.clock.Advance(time.Second)
+
+			res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()})
+			if err != nil {
+				e.t.Fatalf("prune: %v", err)
+			}
+			if res.Removed != 2 {
+				e.t.Fatalf("prune removed %d records, want the acquire and release before the cut-off", res.Removed)
+			}
+			all := e.auditAll(audit.Query{})
+			if len(all) != 2 || all[0].Key != "new" || all[0].Token != kept.Token || all[1].Op != audit.OpPrune {
+				e.t.Fatalf("trail after prune: %+v, want the newer acquire and the prune's record", all)
+			}
+			rec := all[1]
+			if rec.Status != audit.StatusPruned || rec.Actor != "ops" || rec.ID != res.Record.ID || rec.ID <= all[0].ID ||
+				rec.Namespace != "" || rec.Key != "" {
+				e.t.Fatalf("prune record %+v (result %+v)", rec, res.Record)
+			}
+			// Pruning again removes nothing older and records again.
+			res, err = p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()})
+			if err != nil || res.Removed != 0 {
+				e.t.Fatalf("second prune: %+v, %v; want nothing removed", res, err)
+			}
+			// The lease state is untouched: the newer lease is still held.
+			e.expectLease("get after prune", e.get(e.a, "new"), kept)
+		}},
+		{"prune_refuses_bad_requests_and_writes_nothing", func(e *env) {
+			p := pruner(e)
+			l := e.acquire(e.a, "k", "w1", leaseTTL)
+			e.clock.Advance(time.Second)
+			used := e.rid()
+			if _, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: l.AcquiredAt, Actor: "ops", RequestID: used}); err != nil {
+				e.t.Fatal(err)
+			}
+			before := e.auditCount()
+			for what, r := range map[string]audit.PruneRequest{
+				"no cut-off":     {Actor: "ops", RequestID: e.rid()},
+				"no actor":       {Before: e.clock.Now(), RequestID: e.rid()},
+				"no request id":  {Before: e.clock.Now(), Actor: "ops"},
+				"reused request": {Before: e.clock.Now(), Actor: "ops", RequestID: used},
+			} {
+				_, err := p.PruneAudit(e.ctx, r)
+				if !errors.Is(err, protocol.ErrInvalid) {
+					e.t.Fatalf("prune with %s: %v, want invalid", what, err)
+				}
+			}
+			if after := e.auditCount(); after != before {
+				e.t.Fatalf("refused prunes changed the trail: %d records, want %d", after, before)
+			}
+		}},
+	}
+}

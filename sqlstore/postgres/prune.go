@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var _ audit.Pruner = (*Backend)(nil)
+
+// pruneBatch is how many records one prune transaction removes (a
+// variable for this package's tests).
+var pruneBatch int64 = 5000
+
+// PruneAudit removes every audit record older than r.Before, oldest first,
+// pruneBatch records per transaction, and records the prune (see
+// [audit.Pruner]). ctx bounds the whole prune; batches that committed
+// before it ended stay done, and the prune's record is written only with
+// the last batch.
+func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
+	if err := r.Validate(); err != nil {
+		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+	}
+	// A reused request id is refused before anything goes: every prune
+	// that removed records has its record.
+	var used bool
+	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(args{"request_id": r.RequestID})...).Scan(&used); err != nil {
+		return audit.PruneResult{}, interpretError("", err)
+	}
+	if used {
+		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, nil,
+			"audit: prune: request id %q was already used: give another", r.RequestID)
+	}
+	var res audit.PruneResult
+	for {
+		n, rec, err := b.pruneOnce(ctx, r, res.Removed)
+		if errors.Is(err, errAuditWentBack) {
+			if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
+				return res, interpretError("", err)
+			}
+			continue
+		}
+		if errors.Is(interpretError("", err), errRequestIDRace) {
+			return res, protocol.NewError("", protocol.StatusInvalid, nil,
+				"audit: prune: request id %q was already used: give another", r.RequestID)
+		}
+		if err != nil {
+			return res, interpretError("", err)
+		}
+		res.Removed += n
+		if rec != nil {
+			res.Record = *rec
+			return res, nil
+		}
+	}
+}
+
+// pruneOnce runs one batch; when it is the last (fewer than pruneBatch
+// records left), it also writes the prune's record and returns it.
+func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, before int64) (int64, *audit.Record, error) {
+	var (
+		n   int64
+		rec *audit.Record
+	)
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		a := args{"before": r.Before, "limit": pruneBatch}
+		if _, err := tx.Exec(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&n); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, pruneCloseSQL.sql); err != nil {
+			return err
+		}
+		if n == pruneBatch {
+			return nil
+		}
+		reason := fmt.Sprintf("removed %d records before %s", before+n, r.Before.UTC().Format(time.RFC3339Nano))
+		rec = &audit.Record{Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor, Reason: reason,
+			Status: audit.StatusPruned, Version: audit.RecordFormatVersion}
+		a = args{"request_id": r.RequestID, "actor": r.Actor, "reason": reason, "now": b.clock(),
+			"record_version": audit.RecordFormatVersion}
+		if err := tx.QueryRow(ctx, pruneRecordSQL.sql, pruneRecordSQL.bind(a)...).Scan(&rec.ID, &rec.At); err != nil {
+			return err
+		}
+		rec.At = rec.At.UTC()
+		return nil
+	})
+	if err != nil {
+		if ie := interpretError("", err); errors.Is(ie, errAuditWentBack) {
+			return 0, nil, errAuditWentBack
+		}
+		return 0, nil, err
+	}
+	return n, rec, nil
+}

@@ -1,0 +1,74 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+var _ audit.Pruner = (*Backend)(nil)
+
+// pruneBatch is how many records one prune transaction removes (a
+// variable for this package's tests).
+var pruneBatch int64 = 5000
+
+// PruneAudit removes every audit record older than r.Before, oldest first,
+// pruneBatch records per write transaction, and records the prune in the
+// last one (see [audit.Pruner]). A request id already in the trail answers
+// invalid.
+func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
+	if err := r.Validate(); err != nil {
+		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+	}
+	// A reused request id is refused before anything goes: every prune
+	// that removed records has its record.
+	if prior, err := scanRecorded(b.stmts.findRequest.QueryRowContext(ctx, "", r.RequestID)); err == nil && prior.ID != 0 {
+		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, nil,
+			"audit: prune: request id %q was already used: give another", r.RequestID)
+	}
+	var res audit.PruneResult
+	for {
+		var (
+			n   int64
+			rec *sqlstore.Recorded
+		)
+		_, err := b.write(ctx, "", func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+			if _, err := tx.ExecContext(ctx, qPruneOpen, micros(r.Before)); err != nil {
+				return protocol.Result{}, false, err
+			}
+			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch)
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
+			if n, err = out.RowsAffected(); err != nil {
+				return protocol.Result{}, false, err
+			}
+			if _, err := tx.ExecContext(ctx, qPruneClose); err != nil {
+				return protocol.Result{}, false, err
+			}
+			if n == pruneBatch {
+				return protocol.Result{}, true, nil
+			}
+			reason := fmt.Sprintf("removed %d records before %s", res.Removed+n, r.Before.UTC().Format(time.RFC3339Nano))
+			rec = &sqlstore.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
+				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
+			if err := b.record(ctx, tx, *rec); err != nil {
+				return protocol.Result{}, false, err
+			}
+			return protocol.Result{}, true, tx.QueryRowContext(ctx, `SELECT last_insert_rowid()`).Scan(&rec.ID)
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Removed += n
+		if rec != nil {
+			res.Record = rec.Record
+			return res, nil
+		}
+	}
+}

@@ -100,6 +100,7 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.DurationVar(&interval, "interval", time.Second, "poll interval of --follow")
+	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())
 	return cmd
 }
 
@@ -111,12 +112,17 @@ func toAuditJSON(page audit.Page) auditJSON {
 	return out
 }
 
+// heldBackNotice is how long a follower waits on records held back before
+// it says so.
+const heldBackNotice = 5 * time.Second
+
 // followAudit polls the trail from q until ctx is cancelled. The first read
 // must succeed; later failures are logged and retried at the next poll, so a
 // follower rides out a database restart.
 func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, interval time.Duration) error {
 	q.Follow = true // never skip a record that commits out of id order
 	first := true
+	var heldSince time.Time // when the follower began to wait on a transaction in progress
 	for {
 		opCtx, cancel := a.opContext(ctx)
 		page, err := r.ReadAudit(opCtx, q)
@@ -130,6 +136,18 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
 		default:
 			first = false
+			switch {
+			case !page.HeldBack:
+				heldSince = time.Time{}
+			case heldSince.IsZero():
+				heldSince = time.Now()
+			case time.Since(heldSince) > heldBackNotice:
+				// Said once per stall: the follower is not stuck, it waits.
+				a.log.Warn("audit: newer records are held back behind a transaction that is still in progress "+
+					"(on PostgreSQL, any transaction of the cluster that began before them); they follow once it ends",
+					"waiting", time.Since(heldSince).Round(time.Second))
+				heldSince = time.Now().Add(time.Hour)
+			}
 			if len(page.Records) > 0 {
 				if a.output == "json" {
 					// Each line carries the cursor to resume after it, so

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// pruneJSON is the output of audit prune.
+type pruneJSON struct {
+	Status  string     `json:"status"` // "pruned"
+	Removed int64      `json:"removed"`
+	Before  string     `json:"before"`
+	Record  recordJSON `json:"record"` // the prune's own record
+}
+
+// pruneTimeout bounds a whole prune: it runs in batches, each its own
+// transaction, and a long trail takes a while.
+const pruneTimeout = time.Hour
+
+func (a *app) auditPruneCommand() *cobra.Command {
+	var (
+		before, actor, reqID string
+		yes                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "prune --before DURATION|RFC3339 --yes",
+		Short: "Remove audit records older than a time (retention); the prune itself is recorded",
+		Long: `Remove every audit record older than --before, oldest first, in batches of a
+few thousand records, each its own transaction. This is the only way records
+leave the trail: the database refuses any other UPDATE, DELETE or TRUNCATE of
+it, and lets prune delete only records older than its cut-off. The prune
+leaves a record of its own (op prune, status pruned, the actor, and how many
+records went before which time), written with the last batch.
+
+Nothing is removed without --yes. Export what you must keep first
+(leasectl audit export). --before is a duration back from now (720h) or an
+RFC 3339 time.`,
+		Example: `  leasectl audit export --since 0s > trail.jsonl && leasectl audit prune --before 720h --yes
+  leasectl audit prune --before 2026-01-01T00:00:00Z --yes -o json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if before == "" {
+				return usageError("--before is required: a duration back from now (720h) or an RFC 3339 time")
+			}
+			cut, err := parseSince(before, time.Now())
+			if err != nil {
+				return usageError("--before: %q is neither a duration (720h) nor an RFC 3339 time", before)
+			}
+			if !yes {
+				return usageError("prune removes every audit record before %s for good: add --yes to go ahead",
+					cut.UTC().Format(time.RFC3339))
+			}
+			if reqID == "" {
+				reqID = protocol.RandomRequestID()
+			}
+			req := audit.PruneRequest{Before: cut, Actor: actor, RequestID: reqID}
+			if err := req.Validate(); err != nil {
+				return &failure{status: string(protocol.StatusInvalid), err: err}
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close(a)
+			p, ok := s.audit.(audit.Pruner)
+			if !ok {
+				return fail(protocol.StatusUnavailable, "audit prune: the %s store cannot prune", s.backend)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), pruneTimeout)
+			defer cancel()
+			res, err := p.PruneAudit(ctx, req)
+			if err != nil {
+				if res.Removed > 0 {
+					a.log.Warn("audit prune stopped part way; run it again to finish", "removed", res.Removed)
+				}
+				return failWith(err)
+			}
+			if a.output == "json" {
+				a.printJSON(pruneJSON{Status: string(audit.StatusPruned), Removed: res.Removed,
+					Before: timeJSON(cut), Record: toRecordJSON(res.Record)})
+				return nil
+			}
+			a.printText(fmt.Sprintf("pruned %d audit records before %s (record %d)\n", res.Removed, timeJSON(cut), res.Record.ID))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&before, "before", "", "remove records older than this: a duration back from now (720h) or an RFC 3339 time")
+	f.BoolVar(&yes, "yes", false, "confirm: the records are removed for good")
+	f.StringVar(&actor, "actor", a.defaultOwner, "who prunes, for the prune's record")
+	f.StringVar(&reqID, "request-id", "", "request id of the prune's record (default: a random one)")
+	return cmd
+}
+
+func (a *app) auditExportCommand() *cobra.Command {
+	var (
+		q     audit.Query
+		since string
+	)
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Print the audit trail as JSON lines, oldest first, one record a line",
+		Long: `Print the audit trail, oldest first, as JSON lines: one record per line, in
+the record shape of 'leasectl audit -o json', whatever -o says. It reads page by
+page, so memory stays flat however long the trail.
+
+Export reads as a follower does (records that may still gain an earlier
+neighbour are held back), so it never skips one. To resume an export, pass
+--cursor a1.ID where ID is the id of the last line you kept; the cursor to
+resume after the last line printed is logged when export ends. -n "" (the
+default) exports every namespace. --since takes a duration back from now
+(24h; 0s means from now on, so nothing yet) or an RFC 3339 time.`,
+		Example: `  leasectl audit export > trail.jsonl
+  leasectl audit export -n billing --since 2026-01-01T00:00:00Z
+  leasectl audit export --cursor a1.18446 >> trail.jsonl`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if q.Since, err = parseSince(since, time.Now()); err != nil {
+				return err
+			}
+			q.Limit, q.Follow = audit.MaxLimit, true
+			if err := q.Validate(); err != nil {
+				return &failure{status: string(protocol.StatusInvalid), err: err}
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close(a)
+			n, last, held, err := a.export(cmd.Context(), s.audit, q)
+			if err != nil {
+				return failWith(err)
+			}
+			switch {
+			case held:
+				a.log.Warn("audit export: newer records are held back behind a transaction still in progress; resume later",
+					"exported", n, "resume", "--cursor "+last)
+			case last != "":
+				a.log.Info("audit export: done", "exported", n, "resume", "--cursor "+last)
+			default:
+				a.log.Info("audit export: no records", "exported", n)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&q.Namespace, "namespace", "n", "", `namespace ("" for every namespace)`)
+	f.StringVar(&q.Key, "key", "", "only records of this key (needs -n)")
+	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
+	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
+	return cmd
+}
+
+// export prints the trail from q as JSON lines until the end, and returns
+// how many records it printed, the cursor after the last, and whether it
+// stopped at records held back.
+func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query) (n int64, last string, held bool, err error) {
+	last = q.Cursor
+	for {
+		opCtx, cancel := a.opContext(ctx)
+		page, err := r.ReadAudit(opCtx, q)
+		cancel()
+		if err != nil {
+			return n, last, false, err
+		}
+		for _, rec := range page.Records {
+			a.printJSON(toRecordJSON(rec))
+			n++
+			last = audit.EncodeCursor(rec.ID)
+		}
+		if len(page.Records) < q.EffectiveLimit() {
+			return n, last, page.HeldBack, nil
+		}
+		q.Cursor = last
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // DefaultTimeout is the deadline the runtime applies to an operation whose
@@ -25,7 +27,7 @@ type Config struct {
 	// AuditHook is called once per state change that took effect. Default: none.
 	AuditHook AuditHook
 	// NewRequestID makes a request id when the caller gives none.
-	// Default: 32 random hex digits.
+	// Default: [NewRequestID], time-ordered.
 	NewRequestID func() string
 }
 
@@ -70,9 +72,21 @@ func New(b Backend, cfg *Config) *Runtime {
 		r.timeout = DefaultTimeout
 	}
 	if r.newReqID == nil {
-		r.newReqID = RandomRequestID
+		r.newReqID = NewRequestID
 	}
 	return r
+}
+
+// NewRequestID returns a request id that sorts by the time it was made: a
+// UUIDv7 (48 bits of Unix milliseconds, then random bits) as 32 hex
+// digits. Ids that reach a store in about the order they were made are
+// inserted at the end of its request-id index, which keeps writes cheap.
+func NewRequestID() string {
+	u, err := uuid.NewV7()
+	if err != nil { // the system's randomness failed
+		return RandomRequestID()
+	}
+	return hex.EncodeToString(u[:])
 }
 
 // RandomRequestID returns 32 random hex digits.

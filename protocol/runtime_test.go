@@ -969,3 +969,18 @@ func TestRuntimeSecondCloseHonoursItsOwnContext(t *testing.T) {
 		t.Fatalf("backend closed %d times, want 1", n)
 	}
 }
+
+// NewRequestID makes 32 hex digits that sort in the order they were made.
+func TestNewRequestIDIsTimeOrdered(t *testing.T) {
+	prev := ""
+	for range 1000 {
+		id := NewRequestID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("request id %q: want 32 hex digits", id)
+		}
+		if id <= prev {
+			t.Fatalf("request id %q after %q: not increasing", id, prev)
+		}
+		prev = id
+	}
+}

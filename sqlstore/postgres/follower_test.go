@@ -186,3 +186,55 @@ func TestFollowerMissesNothing(t *testing.T) {
 	}
 	t.Logf("the follower saw all %d records, written by 8 writers in %v", len(all), time.Since(began).Round(time.Millisecond))
 }
+
+// TestSinceReadsStartNearTheirTime: a read of the records since T starts
+// its scan near T (sinceStartSQL), and still returns every record at or
+// after T, those whose time lags their place in the trail (a statement that
+// waited before it wrote) included, and none before.
+func TestSinceReadsStartNearTheirTime(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	raw := rawPool(t, dsn)
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	// 20,000 records a second apart, ids in step, except that every 97th
+	// record's time lags its place by 20 seconds.
+	mustExec(t, raw, `
+		INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+		                              status, version, params_hash)
+		SELECT i, $1::timestamptz + (i * interval '1 second') - CASE WHEN i % 97 = 0 THEN interval '20 seconds' ELSE interval '0' END,
+		       'renew', 'ns', 'k', 'w', i, 'r' || i, 'w', '', 'renewed', 1, 'x'
+		FROM generate_series(1, 20000) AS i`, base)
+	b := openBackend(t, dsn, nil)
+	for _, cut := range []int{0, 1, 500, 9713, 9715, 19990, 20001} {
+		since := base.Add(time.Duration(cut) * time.Second)
+		var want []int64
+		for i := int64(1); i <= 20000; i++ {
+			at := base.Add(time.Duration(i) * time.Second)
+			if i%97 == 0 {
+				at = at.Add(-20 * time.Second)
+			}
+			if !at.Before(since) {
+				want = append(want, i)
+			}
+		}
+		var got []int64
+		q := audit.Query{Namespace: "ns", Since: since, Limit: audit.MaxLimit}
+		for {
+			p, err := b.ReadAudit(ctxT(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range p.Records {
+				got = append(got, r.ID)
+			}
+			if p.NextCursor == "" {
+				break
+			}
+			q.Cursor = p.NextCursor
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("since +%ds: %d records (first %v), want %d (first %v)", cut, len(got), got[:min(3, len(got))],
+				len(want), want[:min(3, len(want))])
+		}
+	}
+}

@@ -475,6 +475,16 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
+	if since != nil && afterID == 0 {
+		// Start at the records of that time, not at the start of the trail.
+		err := retrySerialization(ctx, "", func() error {
+			return interpretError("", b.pool.QueryRow(ctx, sinceStartSQL.sql,
+				sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&afterID))
+		})
+		if err != nil {
+			return audit.Page{}, err
+		}
+	}
 	a := args{"after": afterID, "ns": q.Namespace, "since": since, "limit": limit + 1, "follow": q.Follow}
 	st := readAuditSQL
 	if q.Key != "" {

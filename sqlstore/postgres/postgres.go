@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,18 @@ const Name = "postgres"
 // to the server (pg_stat_activity) when neither [Config.ApplicationName] nor
 // the DSN sets one.
 const DefaultApplicationName = "leasestore"
+
+// statementTimeout is the statement_timeout of the pools Open makes, and
+// statementSlack how much earlier than its place in the trail a record's
+// time may be: a statement's run time, with a margin. A read of the
+// records since T starts at a record older than T - statementSlack. Pools
+// given to New should set a statement_timeout no longer than
+// statementTimeout, or a record written by a statement that ran longer may
+// be left out of such a read (cursor and follower reads are exact).
+const (
+	statementTimeout = 30 * time.Second
+	statementSlack   = 2 * statementTimeout
+)
 
 // cancelGrace is how long, after an operation's context ends, the
 // connection waits for the server to answer the cancel request before it
@@ -127,6 +140,12 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	// (JIT) costs more than it could save, and a generic plan's estimates
 	// can trigger it.
 	pcfg.ConnConfig.RuntimeParams["jit"] = "off"
+	// No statement of the backend runs longer than statementTimeout (a
+	// caller's deadline usually ends it much sooner), which bounds how far
+	// a record's time may lag its place in the trail (see sinceStartSQL).
+	if _, ok := pcfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
+		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.Itoa(int(statementTimeout.Milliseconds()))
+	}
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, pinSettingsSQL)
 		return err

@@ -210,11 +210,9 @@ LIMIT @limit`)
 // follower (@follow) reads only below the horizon: the oldest transaction
 // in progress, as an id (see the package doc). The first row carries the
 // horizon and whether a committed record at or above it is held back; a
-// page with no records is that one row with NULL record columns. On a
-// first page, @since starts the scan at the first record of that time
-// (found through the BRIN index; "+ 0" keeps the planner from looking for
-// it along the primary key, where it may lie at the far end), not at the
-// start of the trail. readAuditKeySQL is the same for
+// page with no records is that one row with NULL record columns. A first
+// page with @since starts after sinceStartSQL's id, not at the start of
+// the trail. readAuditKeySQL is the same for
 // the key (@ns, @name), through the key index.
 var readAuditSQL = compile(`
 WITH h AS MATERIALIZED (
@@ -229,8 +227,6 @@ LEFT JOIN LATERAL (
     SELECT a.* FROM leasestore_audit a
     WHERE a.id > @after
       AND (@since::timestamptz IS NULL OR a.at >= @since)
-      AND a.id >= CASE WHEN @after::bigint = 0 AND @since::timestamptz IS NOT NULL
-                       THEN (SELECT min(s.id + 0) FROM leasestore_audit s WHERE s.at >= @since) ELSE 0 END
       AND (NOT @follow::boolean OR a.id < h.horizon)
       AND (@ns::text = '' OR a.namespace = @ns)
     ORDER BY a.id
@@ -257,6 +253,32 @@ LEFT JOIN LATERAL (
     LIMIT @limit
 ) AS a ON true
 ORDER BY a.id`)
+
+// sinceStartSQL finds where a read of the records at or after @since may
+// start: an id below which every record is older, in about 30 index
+// probes, however long the trail. Ids follow the order in which writers got
+// their transaction ids; a record's time is its statement's start, at most
+// a statement's run time (@slack) before that. So any record older than
+// @since - @slack, and every record with a smaller id, is older than
+// @since. A binary search over ids finds such a record close to the
+// boundary (or none: then 0, the start of the trail). hi is an exclusive
+// bound; the search halves [lo, hi) every step.
+var sinceStartSQL = compile(`
+WITH RECURSIVE search AS (
+    SELECT e.lo, e.hi, 0 AS step
+    FROM (SELECT (SELECT min(id) FROM leasestore_audit) AS lo, (SELECT max(id) FROM leasestore_audit) + 1 AS hi) AS e
+    WHERE e.lo IS NOT NULL
+      AND (SELECT a.at FROM leasestore_audit a WHERE a.id = e.lo) < @since::timestamptz - @slack::interval
+    UNION ALL
+    SELECT CASE WHEN m.at < @since::timestamptz - @slack::interval THEN m.id ELSE s.lo END,
+           CASE WHEN m.at < @since::timestamptz - @slack::interval THEN s.hi ELSE s.lo + (s.hi - s.lo) / 2 END,
+           s.step + 1
+    FROM search s
+    CROSS JOIN LATERAL (SELECT a.id, a.at FROM leasestore_audit a
+                        WHERE a.id >= s.lo + (s.hi - s.lo) / 2 ORDER BY a.id LIMIT 1) AS m
+    WHERE s.hi - s.lo > 1 AND s.step < 100
+)
+SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0)`)
 
 // newEraSQL moves audit ids past every existing record after a move to
 // another cluster (see the migration's leasestore_audit_new_era).

@@ -1,0 +1,194 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// BenchmarkWritePath compares, in one run, the write path of the first
+// release (schema version 1 and its statements, verbatim: audit ids from
+// transaction ids behind a per-key lock, four audit indexes, random request
+// ids, 64-digit fingerprints) with the current one (the backend on the
+// current schema: a BRIN index for time, time-ordered request ids, shorter
+// fingerprints). Each op is an acquire-release cycle on a random key of
+// 100,000; ns/op is per protocol operation (a cycle is two).
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench WritePath -benchtime 10000x ./sqlstore/postgres/
+func BenchmarkWritePath(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	for _, n := range benchConcurrency {
+		b.Run(fmt.Sprintf("goroutines=%d/v1", n), func(b *testing.B) {
+			dsn := pgtest.DSN(b)
+			p, err := migrations.NewProvider(context.Background(), migrations.Postgres, sqlDB(b, dsn))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.UpTo(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+			pool := rawPoolN(b, dsn, n)
+			c := &v1Client{pool: pool, owner: "bench"}
+			runWorkers(b, pool, n, func(_, i int) error {
+				if i%2 == 1 {
+					return nil // the release of the cycle counted at i-1
+				}
+				ctx, cancel := benchCtx()
+				defer cancel()
+				_, err := c.cycleRandom(ctx, fmt.Sprintf("k%d", rand.N(100_000)))
+				return err
+			})
+		})
+		b.Run(fmt.Sprintf("goroutines=%d/current", n), func(b *testing.B) {
+			e := newBenchEnv(b, n)
+			runWorkers(b, e.pool, n, func(_, i int) error {
+				if i%2 == 1 {
+					return nil
+				}
+				ctx, cancel := benchCtx()
+				defer cancel()
+				k := protocol.Key{Namespace: "ns", Name: fmt.Sprintf("k%d", rand.N(100_000))}
+				res, err := e.b.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "bench", TTL: time.Minute, RequestID: protocol.NewRequestID()})
+				if err != nil || res.Status != protocol.StatusAcquired {
+					return err
+				}
+				_, err = e.b.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "bench", Token: res.Lease.Token, RequestID: protocol.NewRequestID()})
+				return err
+			})
+		})
+	}
+}
+
+// rawPoolN opens a plain pool of n connections on dsn, closed when the
+// benchmark ends.
+func rawPoolN(b *testing.B, dsn string, n int) *pgxpool.Pool {
+	b.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = int32(n)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// cycleRandom is cycle with random request ids and a 64-digit fingerprint,
+// as the first release's runtime sent them.
+func (c *v1Client) cycleRandom(ctx context.Context, name string) (int64, error) {
+	var (
+		now           time.Time
+		owner         pgtype.Text
+		token, fresh  pgtype.Int8
+		acq, ren, exp pgtype.Timestamptz
+		version       pgtype.Int4
+		outcome       []byte
+		ttl           = pgtype.Interval{Microseconds: time.Minute.Microseconds(), Valid: true}
+		hash          = protocol.RandomRequestID() + protocol.RandomRequestID()
+	)
+	err := c.pool.QueryRow(ctx, v1AcquireSQL, "ns", name, c.owner, ttl, protocol.RandomRequestID(), hash, nil, 1, 1).
+		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
+	if err != nil || !fresh.Valid || token.Int64 != fresh.Int64 {
+		return 0, err
+	}
+	err = c.pool.QueryRow(ctx, v1ReleaseSQL, "ns", name, c.owner, token.Int64, protocol.RandomRequestID(), hash, nil, 1, 1).
+		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
+	return token.Int64, err
+}
+
+// trailEnv names how many records BenchmarkAuditReads puts in its trail.
+const trailEnv = "LEASESTORE_BENCH_TRAIL"
+
+// BenchmarkAuditReads reads a long trail (10,000,000 records unless
+// LEASESTORE_BENCH_TRAIL says otherwise; 100,000 keys, one record every
+// 10 ms of the trail's time span, the newest now) through the backend: the
+// first page of one key's trail, a page of it after a cursor deep in it,
+// the first page since 10 minutes, an hour and a day ago, and a
+// follower's page near the head. Filling the trail takes a few minutes at full size.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench AuditReads -benchtime 200x ./sqlstore/postgres/
+func BenchmarkAuditReads(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	n := 10_000_000
+	if v, err := strconv.Atoi(os.Getenv(trailEnv)); err == nil && v > 0 {
+		n = v
+	}
+	dsn := pgtest.MigratedDSN(b)
+	raw := rawPool(b, dsn)
+	fill := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	// Raw rows as the backend writes them (the triggers allow INSERT).
+	// Ids below the current transaction ids' era would make the backend
+	// start a new era at open; these ids are far above, which it accepts.
+	if _, err := raw.Exec(ctx, `
+		INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+		                              status, version, params_hash, expires_at, acquired_at, renewed_at)
+		SELECT i, now() - (($1 - i) * interval '10 milliseconds'), 'renew', 'bench', 'k' || (i % 100000), 'w',
+		       i, 'r' || i, 'w', '', 'renewed', 1, md5(i::text), now(), now(), now()
+		FROM generate_series(1, $1::bigint) AS i`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, "VACUUM ANALYZE leasestore_audit"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled a trail of %d records in %v", n, time.Since(fill).Round(time.Second))
+	backend := openBackend(b, dsn, nil)
+	deep := audit.EncodeCursor(int64(n / 2))
+	for _, c := range []struct {
+		name string
+		q    func() audit.Query
+	}{
+		{"key_first_page", func() audit.Query {
+			return audit.Query{Namespace: "bench", Key: fmt.Sprintf("k%d", rand.N(100_000))}
+		}},
+		{"key_deep_page", func() audit.Query {
+			return audit.Query{Namespace: "bench", Key: fmt.Sprintf("k%d", rand.N(100_000)), Cursor: deep}
+		}},
+		{"since_10m", func() audit.Query {
+			return audit.Query{Namespace: "bench", Since: time.Now().Add(-10 * time.Minute)}
+		}},
+		{"since_1h", func() audit.Query {
+			return audit.Query{Namespace: "bench", Since: time.Now().Add(-time.Hour)}
+		}},
+		{"since_24h", func() audit.Query {
+			return audit.Query{Namespace: "bench", Since: time.Now().Add(-24 * time.Hour)}
+		}},
+		{"follower_head", func() audit.Query {
+			return audit.Query{Follow: true, Cursor: audit.EncodeCursor(int64(n - 50))}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ctx, cancel := benchCtx()
+				p, err := backend.ReadAudit(ctx, c.q())
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(p.Records) == 0 {
+					b.Fatalf("%s: empty page", c.name)
+				}
+			}
+		})
+	}
+}

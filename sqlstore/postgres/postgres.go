@@ -1,25 +1,67 @@
 // Package postgres is leasestore's PostgreSQL backend, on pgx/v5 and its
 // pool (pgxpool). [Open] makes a backend that owns its pool; [New] wraps a
 // pool the caller owns. Either way the backend implements
-// [protocol.Backend] (wrap it in a [protocol.Runtime]) and [audit.Reader].
+// [protocol.Backend] (wrap it in a [protocol.Runtime]), [audit.Reader] and
+// [audit.Pruner].
 //
-// Every lease operation is exactly one SQL statement, so one network round
-// trip: the idempotency look-up, the conditional change, the fencing token
-// and the audit record are one atomic step (see queries.go). Expiry is judged
-// by the server's clock, now() at the start of the statement, unless a test
-// injects a clock (possible only in this package's own tests).
+// # One statement per operation
 //
-// The database objects (the tables leasestore_leases and leasestore_audit,
-// the sequence leasestore_fencing_seq, the functions leasestore_outcome and
-// leasestore_audit_refuse, and goose's leasestore_goose_db_version) live in
-// the connection's schema: the first schema of its search_path. To give
+// Every lease operation is one SQL statement, so one network round trip:
+// the idempotency look-up, the conditional change, the fencing token and
+// the audit record are one atomic step (queries.go). Expiry is judged by
+// the server's clock, now() at the start of the statement (tests of this
+// package alone can inject a clock). A change that did not happen returns,
+// through leasestore_outcome, what the answer needs (the earlier record of
+// the request id, or the key's row), read only on that path.
+//
+// Every part of a statement sees the snapshot taken when it starts, while
+// UPDATE and INSERT ... ON CONFLICT lock the row and re-check their
+// condition on its newest version (read committed, which the pools of Open
+// pin). When the two disagree, another change landed after the snapshot,
+// and the statement runs again with a fresh one: a second round trip, paid
+// only in that race. A serialization failure or deadlock (under a stricter
+// isolation level on a borrowed pool) is run again too; the request id
+// makes that safe.
+//
+// Released and revoked leases leave their row as a tombstone (empty owner),
+// so a key's last token is always known: an acquire takes a token greater
+// than both the sequence's next value and the key's last token, so tokens
+// of a key increase whatever the sequence's state.
+//
+// # The audit trail
+//
+// A record's id is its writer's transaction id plus an era offset. Writers
+// of one key take a transaction-scoped advisory lock on the key before they
+// write, so they get their transaction ids, and commit, in turn: a key's
+// records are in the order its changes happened. A follower
+// ([audit.Query].Follow) reads only below the oldest transaction in
+// progress (pg_snapshot_xmin): every transaction below it has ended, so no
+// record can still appear below it, on a primary or a hot standby. A
+// transaction left open anywhere in the cluster holds followers back
+// ([audit.Page].HeldBack says so) but never makes them skip.
+//
+// A restore into another cluster, or a switchover, starts transaction ids
+// lower. A write whose id would not sort after every record it can see (on
+// the cluster that wrote them, ids are always greater: a transaction id is
+// assigned after the snapshot) fails with SQLSTATE LS001 instead, and the
+// backend starts a new era (leasestore_audit_new_era) and runs it again; Open
+// and Health do the same on sight.
+//
+// # Schema
+//
+// The database objects (tables leasestore_leases, leasestore_audit,
+// leasestore_audit_era, leasestore_audit_prune and leasestore_compat, the
+// sequence leasestore_fencing_seq, functions leasestore_outcome,
+// leasestore_audit_refuse, leasestore_audit_went_back and
+// leasestore_audit_new_era, and goose's leasestore_goose_db_version) live
+// in the connection's schema: the first schema of its search_path. To give
 // leasestore a schema of its own, put it in the DSN, for example
 //
 //	postgres://app@db/prod?options=-csearch_path%3Dleasestore
 //
 // so that every pooled connection uses it. The backend never migrates: it
-// refuses to open a schema that is not at [migrations.LatestVersion] and
-// says to run `leasectl migrate up` (or [migrations.Up]).
+// refuses to open a schema older than [migrations.LatestVersion], or newer
+// and not declared servable by this release, and says what to run.
 //
 // This package is the only one that imports pgx; protocol, audit and
 // sqlstore stay free of drivers.

@@ -1,13 +1,16 @@
 -- leasestore schema version 2 for PostgreSQL.
 --
--- Released and revoked leases leave their row behind as a tombstone: owner
--- '', expires_at the time it ended (its expiry until then moves to
--- ended_expiry, for the answer and the audit record), so that the key's
--- last token stays in the table and an acquire can issue a greater one
--- whatever the state of leasestore_fencing_seq (a cache, a restore or a
--- switchover that did not carry it). A release of schema version 1 still
--- running during a rolling deploy reads a tombstone as an expired lease.
---
+-- Released and revoked leases leave their row behind as a tombstone:
+-- ended_token takes the lease's token (the row is a tombstone while the two
+-- are equal; an acquire changes token, also one of a release of schema
+-- version 1 during a rolling deploy), ended_expiry the expiry it had (for
+-- the answer and the audit record), and expires_at the time it ended, so
+-- the row reads as expired to every release. The key's last token stays in
+-- the table, and an acquire issues a greater one whatever the state of
+-- leasestore_fencing_seq (a cache, a restore or a switchover that did not
+-- carry it). No indexed column changes, so the update stays on its page
+-- (HOT) where the page has room: fillfactor leaves some.
+
 -- Audit records keep the whole lease as the operation answered it, so that
 -- a replay answers what the first request did: acquired_at and renewed_at
 -- are new, and expires_at is now filled for release and revoke too (the
@@ -53,7 +56,8 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
-ALTER TABLE leasestore_leases ADD COLUMN ended_expiry timestamptz;
+ALTER TABLE leasestore_leases ADD COLUMN ended_token bigint, ADD COLUMN ended_expiry timestamptz;
+ALTER TABLE leasestore_leases SET (fillfactor = 80);
 
 ALTER TABLE leasestore_audit
     ADD COLUMN acquired_at timestamptz,
@@ -142,7 +146,7 @@ BEGIN
         RETURN json_build_object('prior', r);
     END IF;
     SELECT row_to_json(l) INTO r
-    FROM (SELECT owner, token, acquired_at, renewed_at, expires_at, version
+    FROM (SELECT owner, token, acquired_at, renewed_at, expires_at, version, ended_token IS NOT DISTINCT FROM token AS ended
           FROM leasestore_leases
           WHERE namespace = p_namespace AND name = p_name) AS l;
     RETURN json_build_object('cur', r);
@@ -184,7 +188,8 @@ DROP TABLE leasestore_audit_prune;
 DROP FUNCTION leasestore_audit_new_era();
 DROP FUNCTION leasestore_audit_went_back();
 DROP TABLE leasestore_audit_era;
-ALTER TABLE leasestore_leases DROP COLUMN ended_expiry;
+ALTER TABLE leasestore_leases RESET (fillfactor);
+ALTER TABLE leasestore_leases DROP COLUMN ended_expiry, DROP COLUMN ended_token;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_outcome(p_namespace text, p_name text, p_request_id text) RETURNS json
 STABLE LANGUAGE plpgsql AS $$

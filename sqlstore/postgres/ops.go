@@ -118,6 +118,7 @@ type outcomeJSON struct {
 		RenewedAt  time.Time `json:"renewed_at"`
 		ExpiresAt  time.Time `json:"expires_at"`
 		Version    int       `json:"version"`
+		Ended      bool      `json:"ended"`
 	} `json:"cur"`
 }
 
@@ -143,7 +144,7 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 		}
 		return nil
 	}
-	if c := j.Cur; c != nil && c.Owner != "" { // a tombstone (empty owner) is no lease
+	if c := j.Cur; c != nil && !c.Ended { // a tombstone is no lease
 		if err := sqlstore.CheckLeaseVersion(op, c.Version); err != nil {
 			return err
 		}

@@ -26,8 +26,10 @@ package postgres
 
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
-// with an empty owner, kept so that the key's last token stays known) and
-// the request id is new. The token is the greater of the sequence's next
+// kept so that the key's last token stays known) and the request id is
+// new. A row is a tombstone while ended_token equals its token (see
+// releaseSQL); the statements test that, not the time, since the now() of
+// a statement that began before a release committed may precede it. The token is the greater of the sequence's next
 // value and the key's last token plus one, so the tokens of a key increase
 // whatever the sequence's state. When the key changed after our snapshot,
 // our INSERT meets its newest row: ON CONFLICT waits for it, locks it and
@@ -37,13 +39,14 @@ package postgres
 // and given up), and only a fresh snapshot can tell the answer.
 var acquireSQL = compile(`
 WITH prev AS (
-    SELECT l.owner, l.token, l.expires_at, l.version
+    SELECT l.token, l.expires_at, l.version, l.ended_token
     FROM leasestore_leases l WHERE l.namespace = @ns AND l.name = @name
 ), fresh AS (
     SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND NOT EXISTS (SELECT FROM prev
-                      WHERE (prev.owner <> '' AND prev.expires_at > coalesce(@now::timestamptz, now()))
+                      WHERE (prev.ended_token IS DISTINCT FROM prev.token
+                             AND prev.expires_at > coalesce(@now::timestamptz, now()))
                          OR prev.version <> @lease_version)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
 ), after AS (
@@ -53,8 +56,9 @@ WITH prev AS (
     FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
         owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
-        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
-    WHERE (l.owner = '' OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version
+        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
+        ended_token = NULL, ended_expiry = NULL
+    WHERE (l.ended_token = l.token OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version
       AND l.token < excluded.token
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), rec AS (
@@ -76,14 +80,14 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
 
-// renewSQL extends the live lease (@owner, @token) by @ttl from now. A
-// tombstone's owner is empty, which no request's is.
+// renewSQL extends the live lease (@owner, @token) by @ttl from now.
 var renewSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
     SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval
     WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.version = @lease_version
+      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
@@ -106,17 +110,21 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`)
 
 // releaseSQL gives up the live lease (@owner, @token). The row stays as a
-// tombstone: empty owner, expires_at now; the expiry it had moves to
-// ended_expiry, so that RETURNING gives the lease as released.
+// tombstone: ended_token marks it (a tombstone while it equals token; an
+// acquire, of this release or an older one, changes token), expires_at
+// becomes now and the expiry it had moves to ended_expiry, so that
+// RETURNING gives the lease as released. No indexed column changes, so the
+// update can stay on its page (HOT).
 var releaseSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
-    SET owner = '', ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
+    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
     WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.version = @lease_version
+      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
-    RETURNING @owner::text AS owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
@@ -136,24 +144,18 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
-// @token is 0) on behalf of @actor, leaving a tombstone like release. The
-// record's owner is the revoked lease's, read from the snapshot (prev): the
-// UPDATE re-checks on the newest version that the token is still prev's,
-// and a token has one owner for life.
+// @token is 0) on behalf of @actor, leaving a tombstone like release.
 var revokeSQL = compile(`
-WITH prev AS (
-    SELECT l.owner, l.token FROM leasestore_leases l
-    WHERE l.namespace = @ns AND l.name = @name AND l.owner <> ''
-), after AS (
+WITH after AS (
     UPDATE leasestore_leases l
-    SET owner = '', ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
-    FROM prev
-    WHERE l.namespace = @ns AND l.name = @name AND l.token = prev.token AND l.owner <> ''
+    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
+    WHERE l.namespace = @ns AND l.name = @name
       AND (@token::bigint = 0 OR l.token = @token)
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.version = @lease_version
+      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
-    RETURNING prev.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
@@ -173,15 +175,15 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true`)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
-// there is none or only a tombstone). Expiry is judged in Go.
+// there is none, or only a tombstone). Expiry is judged in Go.
 var getSQL = compile(`
 SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM (SELECT coalesce(@now::timestamptz, now()) AS now) AS clock
-LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.owner <> ''`)
+LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.ended_token IS DISTINCT FROM l.token`)
 
 // listSQL pages through @ns by name: names starting with @prefix, after
 // @after ("" for the first page; names are never empty), live unless
-// @include_expired, at most @limit rows. The "C" collation of name makes
+// @include_expired, never tombstones, at most @limit rows. The "C" collation of name makes
 // the order bytewise and lets the primary key serve both the prefix range
 // (name >= prefix) and the keyset condition.
 var listSQL = compile(`
@@ -189,7 +191,8 @@ SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.ve
 FROM leasestore_leases l
 WHERE l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
-  AND l.name > @after AND l.owner <> ''
+  AND l.name > @after
+  AND l.ended_token IS DISTINCT FROM l.token
   AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
 ORDER BY l.name
 LIMIT @limit`)
@@ -201,6 +204,7 @@ FROM leasestore_leases l
 WHERE l.owner = @owner AND l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
   AND l.name > @after
+  AND l.ended_token IS DISTINCT FROM l.token
   AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
 ORDER BY l.name
 LIMIT @limit`)

@@ -171,7 +171,7 @@ func TestDuplicateRequestsRace(t *testing.T) {
 			})
 			check("revoke", results, errs, protocol.StatusRevoked, rid("revoke"))
 		}
-		if c := count(t, raw, "SELECT count(*) FROM leasestore_leases WHERE name = $1 AND owner <> ''", name); c != 0 {
+		if c := count(t, raw, "SELECT count(*) FROM leasestore_leases WHERE name = $1 AND ended_token IS DISTINCT FROM token", name); c != 0 {
 			t.Fatalf("round %d: the lease remains", round)
 		}
 	}
@@ -285,7 +285,7 @@ func TestRacingOperationsClassify(t *testing.T) {
 		if got := records("acquire"); got != wonAcquires {
 			t.Fatalf("round %d: %d acquire records, %d acquires reported", round, got, wonAcquires)
 		}
-		rows := count(t, raw, "SELECT count(*) FROM leasestore_leases WHERE name = $1 AND owner <> ''", name)
+		rows := count(t, raw, "SELECT count(*) FROM leasestore_leases WHERE name = $1 AND ended_token IS DISTINCT FROM token", name)
 		if (winner != nil) != (rows == 1) {
 			t.Fatalf("round %d: %d rows remain, winner %v", round, rows, winner)
 		}

@@ -317,8 +317,12 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch a.output {
 			case "table", "json":
+			case "token":
+				if !printsToken(cmd) {
+					return usageError("--output token: only acquire, renew and get print a token; use -o json with %s", cmd.CommandPath())
+				}
 			default:
-				return usageError("--output: %q is not one of table, json", a.output)
+				return usageError("--output: %q is not one of table, json, token", a.output)
 			}
 			level, err := parseLevel(a.logLevel)
 			if err != nil {
@@ -336,7 +340,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://... or sqlite:PATH (default $"+EnvDSN+", else "+DefaultDSN+")")
-	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
 	pf.DurationVar(&a.timeout, "timeout", 5*time.Second, "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
 
@@ -387,6 +391,19 @@ func markRun(c *cobra.Command, ran *bool) {
 	for _, sub := range c.Commands() {
 		markRun(sub, ran)
 	}
+}
+
+// printsToken reports whether cmd takes -o token: the commands whose
+// success carries the caller's lease.
+func printsToken(cmd *cobra.Command) bool {
+	if cmd.Parent() == nil || cmd.Parent().Parent() != nil {
+		return false
+	}
+	switch cmd.Name() {
+	case "acquire", "renew", "get":
+		return true
+	}
+	return false
 }
 
 // outputArg returns the output format given in args ("table" when none),

@@ -40,7 +40,8 @@ resource the holder writes to, and to renew and release.
 If a live lease is held (by anyone, the same owner included) the answer is
 conflict (exit 3) and the output shows the holder.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
-  leasectl acquire shard-7 -n billing --owner "$(hostname)" -o json`,
+  leasectl acquire shard-7 -n billing --owner "$(hostname)" -o json
+  token=$(leasectl acquire nightly-report --ttl 10m -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd, func(ctx context.Context, s *store) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -144,12 +145,23 @@ func (a *app) printJSON(v any) {
 func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 
 // printResult prints a lease operation's result and returns the error that
-// makes Execute exit with the status's code.
+// makes Execute exit with the status's code. With -o token only a success
+// prints (the token and a newline) on stdout; anything else goes to stderr,
+// so a script never reads another owner's token.
 func (a *app) printResult(res protocol.Result) error {
 	msg := a.red.redact(res.Message)
-	if a.output == "json" {
+	switch {
+	case a.output == "json":
 		a.printJSON(toResultJSON(res, msg))
-	} else {
+	case a.output == "token" && res.Status.Success() && res.Lease != nil:
+		if res.Replayed {
+			fmt.Fprintf(a.stderr, "leasectl: replayed: the recorded outcome of an earlier request with this id; "+
+				"renew the lease before acting on token %d\n", res.Lease.Token)
+		}
+		a.printText(fmt.Sprintf("%d\n", res.Lease.Token))
+	case a.output == "token":
+		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now()))
+	default:
 		a.printText(formatResult(res, msg, time.Now()))
 	}
 	if res.Status.Success() {

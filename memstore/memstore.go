@@ -22,7 +22,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -52,17 +52,9 @@ type Store struct {
 
 	mu        sync.Mutex
 	leases    map[protocol.Key]protocol.Lease
-	lastToken int64              // the last fencing token issued, for every key
-	records   []record           // the audit trail; records[i].ID == i+1
-	requests  map[requestKey]int // (namespace, request id) -> index into records
-}
-
-// record is an audit record and the fingerprint of the request that caused
-// it, for recognising a reused request id.
-type record struct {
-	audit.Record
-	paramsHash string
-	lease      protocol.Lease // as the operation answered it, for replays
+	lastToken int64                 // the last fencing token issued, for every key
+	records   []backendkit.Recorded // the audit trail; records[i].ID == i+1
+	requests  map[requestKey]int    // (namespace, request id) -> index into records
 }
 
 type requestKey struct{ namespace, requestID string }
@@ -166,16 +158,7 @@ func (s *Store) replay(op protocol.Op, namespace, requestID, paramsHash string) 
 	if !ok {
 		return protocol.Result{}, false
 	}
-	r := s.records[i]
-	if r.Op != op || r.paramsHash != paramsHash {
-		return protocol.Result{
-			Status: protocol.StatusInvalid,
-			Message: fmt.Sprintf("request id %q was already used in namespace %q for a different %s request",
-				requestID, namespace, r.Op),
-		}, true
-	}
-	l := r.lease
-	return protocol.Result{Status: r.Status, Lease: &l, Replayed: true}, true
+	return backendkit.Replay(s.records[i], op, paramsHash), true
 }
 
 // change is one state change to record in the audit trail.
@@ -191,25 +174,8 @@ type change struct {
 
 // record appends the audit record of c at now.
 func (s *Store) record(now time.Time, c change) {
-	r := record{
-		Record: audit.Record{
-			ID:        int64(len(s.records)) + 1,
-			At:        now,
-			Op:        c.op,
-			Namespace: c.lease.Key.Namespace,
-			Key:       c.lease.Key.Name,
-			Owner:     c.lease.Owner,
-			Token:     c.lease.Token,
-			RequestID: c.requestID,
-			Actor:     c.actor,
-			Reason:    c.reason,
-			Status:    c.status,
-			Version:   audit.RecordFormatVersion,
-			ExpiresAt: c.lease.ExpiresAt,
-		},
-		paramsHash: c.paramsHash,
-		lease:      c.lease,
-	}
+	r := backendkit.NewRecorded(now, c.op, c.status, c.lease, c.requestID, c.paramsHash, c.actor, c.reason)
+	r.ID = int64(len(s.records)) + 1
 	s.requests[requestKey{r.Namespace, r.RequestID}] = len(s.records)
 	s.records = append(s.records, r)
 }
@@ -228,7 +194,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	}
 	cur := s.current(req.Key)
 	if st := protocol.CheckAcquire(cur, now); st != "" {
-		return protocol.Result{Status: st, Lease: cur}, nil
+		return backendkit.Refused(st, cur), nil
 	}
 	s.lastToken++
 	l := protocol.Lease{
@@ -259,7 +225,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 	}
 	cur := s.current(req.Key)
 	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
-		return protocol.Result{Status: st, Lease: cur}, nil
+		return backendkit.Refused(st, cur), nil
 	}
 	l := *cur
 	l.RenewedAt = now
@@ -284,7 +250,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 	}
 	cur := s.current(req.Key)
 	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
-		return protocol.Result{Status: st, Lease: cur}, nil
+		return backendkit.Refused(st, cur), nil
 	}
 	delete(s.leases, req.Key)
 	s.record(now, change{op: protocol.OpRelease, status: protocol.StatusReleased, lease: *cur,
@@ -305,12 +271,8 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		return res, nil
 	}
 	cur := s.current(req.Key)
-	switch st := protocol.CheckRevoke(cur, req.Token, now); st {
-	case "":
-	case protocol.StatusNotFound:
-		return protocol.Result{Status: st}, nil
-	default:
-		return protocol.Result{Status: st, Lease: cur}, nil
+	if st := protocol.CheckRevoke(cur, req.Token, now); st != "" {
+		return backendkit.Refused(st, cur), nil
 	}
 	delete(s.leases, req.Key)
 	s.record(now, change{op: protocol.OpRevoke, status: protocol.StatusRevoked, lease: *cur,
@@ -325,22 +287,15 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
-	cur := s.current(req.Key)
-	if cur == nil || !cur.LiveAt(now) {
-		return protocol.Result{Status: protocol.StatusNotFound}, nil
-	}
-	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+	return backendkit.Found(s.current(req.Key), now), nil
 }
 
 // List returns one page of the namespace's leases ordered by name (byte
 // order, as the SQL backends with the C collation).
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
-	after := ""
-	if req.Cursor != "" {
-		var err error
-		if after, err = protocol.DecodeListCursor(req.Cursor); err != nil {
-			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
-		}
+	after, limit, err := backendkit.ListStart(req)
+	if err != nil {
+		return protocol.ListResult{}, err
 	}
 	s, now, err := b.lock(ctx, protocol.OpList)
 	if err != nil {
@@ -360,12 +315,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		page = append(page, l)
 	}
 	slices.SortFunc(page, func(x, y protocol.Lease) int { return cmp.Compare(x.Key.Name, y.Key.Name) })
-	res := protocol.ListResult{Status: protocol.StatusFound, Leases: page}
-	if limit := req.EffectiveLimit(); len(page) > limit {
-		res.Leases = page[:limit:limit]
-		res.NextCursor = protocol.EncodeListCursor(page[limit-1].Key.Name)
-	}
-	return res, nil
+	return backendkit.LeasePage(page, limit), nil
 }
 
 // ReadAudit returns one page of the audit trail, oldest first, filtered by

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
 )
@@ -125,7 +126,7 @@ type outcomeJSON struct {
 // decode fills o.prior or o.cur from the JSON.
 func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error {
 	if p := j.Prior; p != nil {
-		o.prior = &sqlstore.Recorded{
+		o.prior = &backendkit.Recorded{
 			Record: audit.Record{
 				ID: p.ID, At: p.At.UTC(), Op: protocol.Op(p.Op), Namespace: p.Namespace, Key: p.Name,
 				Owner: p.Owner, Token: p.Token, RequestID: p.RequestID, Actor: p.Actor, Reason: p.Reason,
@@ -159,10 +160,10 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 // outcome is what a state-changing statement returns (see queries.go).
 type outcome struct {
 	now   time.Time
-	prior *sqlstore.Recorded // nothing changed: the audit row of the request id, if any
-	cur   *protocol.Lease    // nothing changed and no prior: the key's lease in the statement's snapshot (nil for a tombstone)
-	after *protocol.Lease    // the row as changed (acquire: or as locked by ON CONFLICT)
-	fresh pgtype.Int8        // acquire: the token drawn, if one was
+	prior *backendkit.Recorded // nothing changed: the audit row of the request id, if any
+	cur   *protocol.Lease      // nothing changed and no prior: the key's lease in the statement's snapshot (nil for a tombstone)
+	after *protocol.Lease      // the row as changed (acquire: or as locked by ON CONFLICT)
+	fresh pgtype.Int8          // acquire: the token drawn, if one was
 }
 
 // change runs one state-changing statement with args
@@ -267,11 +268,11 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 }
 
 // args returns the named arguments every state-changing statement takes.
-// The fingerprint is stored shortened (sqlstore.StoredFingerprint).
+// The fingerprint is stored shortened (backendkit.StoredFingerprint).
 func (b *Backend) changeArgs(key protocol.Key, requestID, fingerprint string) args {
 	return args{
 		"ns": key.Namespace, "name": key.Name, "request_id": requestID,
-		"params_hash": sqlstore.StoredFingerprint(fingerprint), "now": b.clock(),
+		"params_hash": backendkit.StoredFingerprint(fingerprint), "now": b.clock(),
 		"lease_version": protocol.LeaseFormatVersion, "record_version": audit.RecordFormatVersion,
 	}
 }
@@ -280,12 +281,6 @@ func (b *Backend) changeArgs(key protocol.Key, requestID, fingerprint string) ar
 // the microsecond precision the server keeps.
 func interval(ttl time.Duration) pgtype.Interval {
 	return pgtype.Interval{Microseconds: ttl.Microseconds(), Valid: true}
-}
-
-// holderResult answers a renew or release that the snapshot refused with
-// status st: the result carries the key's current lease, if any.
-func holderResult(st protocol.Status, cur *protocol.Lease) protocol.Result {
-	return protocol.Result{Status: st, Lease: cur}
 }
 
 // Acquire takes the lease on req.Key when it is free or expired, in one
@@ -310,7 +305,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return protocol.Result{}, true, nil
 		}
 		if protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
-			return protocol.Result{Status: protocol.StatusConflict, Lease: o.cur}, false, nil
+			return backendkit.Refused(protocol.StatusConflict, o.cur), false, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")
 	})
@@ -330,7 +325,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 			return protocol.Result{Status: protocol.StatusRenewed, Lease: o.after}, false, nil
 		}
 		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
-			return holderResult(st, o.cur), false, nil
+			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
 	})
@@ -350,7 +345,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return protocol.Result{Status: protocol.StatusReleased, Lease: o.after}, false, nil
 		}
 		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
-			return holderResult(st, o.cur), false, nil
+			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
 	})
@@ -370,14 +365,10 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		if o.after != nil {
 			return protocol.Result{Status: protocol.StatusRevoked, Lease: o.after}, false, nil
 		}
-		switch st := protocol.CheckRevoke(o.cur, req.Token, o.now); st {
-		case "":
-			return protocol.Result{}, true, nil
-		case protocol.StatusNotFound:
-			return protocol.Result{Status: st}, false, nil
-		default:
-			return protocol.Result{Status: st, Lease: o.cur}, false, nil
+		if st := protocol.CheckRevoke(o.cur, req.Token, o.now); st != "" {
+			return backendkit.Refused(st, o.cur), false, nil
 		}
+		return protocol.Result{}, true, nil
 	})
 }
 
@@ -399,25 +390,14 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	if err != nil {
 		return protocol.Result{}, err
 	}
-	if l == nil || !l.LiveAt(now) {
-		return protocol.Result{Status: protocol.StatusNotFound}, nil
-	}
-	return protocol.Result{Status: protocol.StatusFound, Lease: l}, nil
+	return backendkit.Found(l, now), nil
 }
 
 // List reads one page of the leases of req.Namespace, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
-	after := ""
-	if req.Cursor != "" {
-		name, err := protocol.DecodeListCursor(req.Cursor)
-		if err != nil {
-			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
-		}
-		after = name
-	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = protocol.DefaultListLimit
+	after, limit, err := backendkit.ListStart(req)
+	if err != nil {
+		return protocol.ListResult{}, err
 	}
 	a := args{"ns": req.Namespace, "prefix": req.Prefix, "after": after,
 		"include_expired": req.IncludeExpired, "now": b.clock(), "limit": limit + 1}
@@ -427,7 +407,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		a["owner"] = req.Owner
 	}
 	var leases []protocol.Lease
-	err := retrySerialization(ctx, protocol.OpList, func() error {
+	err = retrySerialization(ctx, protocol.OpList, func() error {
 		leases = leases[:0]
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
@@ -455,7 +435,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if err != nil {
 		return protocol.ListResult{}, err
 	}
-	return sqlstore.LeasePage(leases, limit), nil
+	return backendkit.LeasePage(leases, limit), nil
 }
 
 // ReadAudit reads one page of the audit trail, oldest first. With
@@ -526,7 +506,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err != nil {
 		return audit.Page{}, err
 	}
-	p := sqlstore.AuditPage(recs, limit)
+	p := backendkit.AuditPage(recs, limit)
 	p.HeldBack = q.Follow && held && len(recs) <= limit
 	return p, nil
 }

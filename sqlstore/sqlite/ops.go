@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
 )
@@ -103,14 +104,11 @@ func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key p
 	if st == "" {
 		return protocol.Result{}, false, fmt.Errorf("sqlite: %s %s: the conditional statement matched no row, yet the row allows it", op, key)
 	}
-	if st == protocol.StatusNotFound {
-		cur = nil // an expired row is no lease to report
-	}
-	return protocol.Result{Status: st, Lease: cur}, false, nil
+	return backendkit.Refused(st, cur), false, nil
 }
 
 // record appends the audit record of a state change.
-func (b *Backend) record(ctx context.Context, tx *sql.Tx, r sqlstore.Recorded) error {
+func (b *Backend) record(ctx context.Context, tx *sql.Tx, r backendkit.Recorded) error {
 	_, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
 		string(r.Status), r.Version, r.ParamsHash, nullMicros(r.ExpiresAt), nullMicros(r.AcquiredAt),
@@ -155,7 +153,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		if last != l.Token {
 			return protocol.Result{}, false, fmt.Errorf("sqlite: acquire %s: fencing counter at %d after issuing token %d", req.Key, last, l.Token)
 		}
-		rec := sqlstore.NewRecorded(now, op, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
+		rec := backendkit.NewRecorded(now, op, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
 		}
@@ -186,7 +184,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 			return protocol.Result{}, false, err
 		}
 		l.AcquiredAt = fromMicros(acq)
-		rec := sqlstore.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
+		rec := backendkit.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
 		}
@@ -216,7 +214,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return protocol.Result{}, false, err
 		}
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
-		rec := sqlstore.NewRecorded(now, op, protocol.StatusReleased, l, req.RequestID, fp, req.Owner, "")
+		rec := backendkit.NewRecorded(now, op, protocol.StatusReleased, l, req.RequestID, fp, req.Owner, "")
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
 		}
@@ -247,7 +245,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			return protocol.Result{}, false, err
 		}
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
-		rec := sqlstore.NewRecorded(now, op, protocol.StatusRevoked, l, req.RequestID, fp, req.Actor, req.Reason)
+		rec := backendkit.NewRecorded(now, op, protocol.StatusRevoked, l, req.RequestID, fp, req.Actor, req.Reason)
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
 		}
@@ -263,25 +261,17 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
 	}
-	if cur == nil || !cur.LiveAt(now) {
-		return protocol.Result{Status: protocol.StatusNotFound}, nil
-	}
-	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+	return backendkit.Found(cur, now), nil
 }
 
 // List returns one page of req.Namespace's leases, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
 	const op = protocol.OpList
 	now := b.clock()
-	after := ""
-	if req.Cursor != "" {
-		name, err := protocol.DecodeListCursor(req.Cursor)
-		if err != nil {
-			return protocol.ListResult{Status: protocol.StatusInvalid, Message: err.Error()}, nil
-		}
-		after = name
+	after, limit, err := backendkit.ListStart(req)
+	if err != nil {
+		return protocol.ListResult{}, err
 	}
-	limit := req.EffectiveLimit()
 	rows, err := b.stmts.list.QueryContext(ctx, req.Namespace, after, req.Prefix, prefixUpperBound(req.Prefix),
 		req.Owner, req.IncludeExpired, micros(now), limit+1)
 	if err != nil {
@@ -304,7 +294,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if err := rows.Err(); err != nil {
 		return protocol.ListResult{}, b.interpret(ctx, op, err)
 	}
-	return sqlstore.LeasePage(leases, limit), nil
+	return backendkit.LeasePage(leases, limit), nil
 }
 
 // prefixUpperBound returns the smallest string above every string that
@@ -357,19 +347,19 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err := rows.Err(); err != nil {
 		return audit.Page{}, b.interpret(ctx, op, err)
 	}
-	return sqlstore.AuditPage(recs, limit), nil
+	return backendkit.AuditPage(recs, limit), nil
 }
 
 // scanRecorded scans a row of qFindRequest, qAudit or qAuditKey.
-func scanRecorded(row interface{ Scan(...any) error }) (sqlstore.Recorded, error) {
-	var r sqlstore.Recorded
+func scanRecorded(row interface{ Scan(...any) error }) (backendkit.Recorded, error) {
+	var r backendkit.Recorded
 	var at int64
 	var op, status string
 	var exp, acq, ren sql.NullInt64
 	err := row.Scan(&r.ID, &at, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor,
 		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp, &acq, &ren)
 	if err != nil {
-		return sqlstore.Recorded{}, err
+		return backendkit.Recorded{}, err
 	}
 	r.At, r.Op, r.Status = fromMicros(at), protocol.Op(op), protocol.Status(status)
 	for _, t := range []struct {

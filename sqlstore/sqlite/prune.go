@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
-	"github.com/leasestore/leasestore/sqlstore"
 )
 
 var _ audit.Pruner = (*Backend)(nil)
@@ -35,7 +35,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	for {
 		var (
 			n   int64
-			rec *sqlstore.Recorded
+			rec *backendkit.Recorded
 		)
 		_, err := b.write(ctx, "", func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 			if _, err := tx.ExecContext(ctx, qPruneOpen, micros(r.Before)); err != nil {
@@ -55,7 +55,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				return protocol.Result{}, true, nil
 			}
 			reason := fmt.Sprintf("removed %d records before %s", res.Removed+n, r.Before.UTC().Format(time.RFC3339Nano))
-			rec = &sqlstore.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
+			rec = &backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
 				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
 			if err := b.record(ctx, tx, *rec); err != nil {
 				return protocol.Result{}, false, err

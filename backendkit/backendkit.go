@@ -1,0 +1,166 @@
+// Package backendkit is the bookkeeping every leasestore backend shares,
+// whatever stores its data: the recorded outcome of a state change and its
+// replay for a repeated request id, the results of refused changes and of
+// get, where a list page starts, and keyset-paginated pages. A new backend
+// supplies its statements and its error interpretation and calls these.
+//
+// It is for backend authors; users of leasestore meet protocol and audit.
+// It depends only on protocol and audit: no database driver, no sqlstore.
+// Everything in it is a pure function or a constant, safe for concurrent
+// use.
+package backendkit
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Recorded is an audit row as the idempotency look-up reads it: the public
+// [audit.Record], the fingerprint of the request that wrote it, and the
+// lease's other times as the operation answered them.
+type Recorded struct {
+	audit.Record
+	ParamsHash string    // the request's Fingerprint()
+	AcquiredAt time.Time // the lease's acquired_at (zero in records written before schema version 2)
+	RenewedAt  time.Time // the lease's renewed_at (zero in records written before schema version 2)
+}
+
+// NewRecorded returns the audit row for a state change that took effect at
+// at (the backend's clock): op and status, the lease acted on as the
+// operation answers it, the request's id and fingerprint, and actor and
+// reason (reason is "" except for revoke). ExpiresAt is the lease's expiry
+// after the change (for release and revoke: when it would have expired).
+// ID is left zero: the database assigns it.
+func NewRecorded(at time.Time, op protocol.Op, status protocol.Status, l protocol.Lease,
+	requestID, fingerprint, actor, reason string) Recorded {
+	return Recorded{
+		Record: audit.Record{
+			At: at, Op: op, Namespace: l.Key.Namespace, Key: l.Key.Name, Owner: l.Owner, Token: l.Token,
+			RequestID: requestID, Actor: actor, Reason: reason, Status: status, Version: audit.RecordFormatVersion,
+			ExpiresAt: l.ExpiresAt,
+		},
+		ParamsHash: StoredFingerprint(fingerprint),
+		AcquiredAt: l.AcquiredAt,
+		RenewedAt:  l.RenewedAt,
+	}
+}
+
+// StoredFingerprintLen is how much of a request's fingerprint (64 hex
+// digits of SHA-256) a record keeps: 128 bits tell a reused request id
+// apart as surely, in half the bytes of every record and index entry.
+const StoredFingerprintLen = 32
+
+// StoredFingerprint returns the part of fingerprint a record keeps.
+func StoredFingerprint(fingerprint string) string {
+	return fingerprint[:min(len(fingerprint), StoredFingerprintLen)]
+}
+
+// SameFingerprint reports whether stored, a record's params_hash (whole in
+// records of schema version 1, shortened since), is fingerprint's.
+func SameFingerprint(stored, fingerprint string) bool {
+	return len(stored) >= min(len(fingerprint), StoredFingerprintLen) && strings.HasPrefix(fingerprint, stored)
+}
+
+// Replay answers a state-changing request whose (namespace, request id) is
+// already in the audit trail as rec. When rec was written by the same
+// operation with the same parameters (op and fingerprint match), the result
+// is the recorded outcome with Replayed set and the lease as the first
+// request answered it. Records written before schema version 2 lack some
+// times: acquired_at is then At for acquire and zero otherwise, renewed_at
+// At for acquire and renew and zero otherwise, and expires_at zero for
+// release and revoke. Otherwise the result is invalid: the request id was
+// reused with other parameters.
+//
+// The caller writes nothing in either case. A backend that reads records
+// of several format versions refuses unknown ones before it calls Replay.
+func Replay(rec Recorded, op protocol.Op, fingerprint string) protocol.Result {
+	if rec.Op != op || !SameFingerprint(rec.ParamsHash, fingerprint) {
+		return protocol.Result{
+			Status: protocol.StatusInvalid,
+			Message: fmt.Sprintf("request id %q was already used in namespace %q by an earlier %s of %s with other parameters",
+				rec.RequestID, rec.Namespace, rec.Op, rec.Key),
+		}
+	}
+	l := &protocol.Lease{
+		Key:        protocol.Key{Namespace: rec.Namespace, Name: rec.Key},
+		Owner:      rec.Owner,
+		Token:      rec.Token,
+		AcquiredAt: rec.AcquiredAt,
+		RenewedAt:  rec.RenewedAt,
+		ExpiresAt:  rec.ExpiresAt,
+		Version:    protocol.LeaseFormatVersion,
+	}
+	if l.AcquiredAt.IsZero() && op == protocol.OpAcquire {
+		l.AcquiredAt = rec.At
+	}
+	if l.RenewedAt.IsZero() && (op == protocol.OpAcquire || op == protocol.OpRenew) {
+		l.RenewedAt = rec.At
+	}
+	return protocol.Result{Status: rec.Status, Lease: l, Replayed: true}
+}
+
+// LeasePage turns rows fetched with LIMIT limit+1, ordered by name, into a
+// list page: at most limit leases, and a NextCursor resuming after the last
+// one only when a further row exists. limit must be positive. The slice is
+// reused.
+func LeasePage(rows []protocol.Lease, limit int) protocol.ListResult {
+	res := protocol.ListResult{Status: protocol.StatusFound, Leases: rows}
+	if len(rows) > limit {
+		res.Leases = rows[:limit]
+		res.NextCursor = protocol.EncodeListCursor(rows[limit-1].Key.Name)
+	}
+	if res.Leases == nil {
+		res.Leases = []protocol.Lease{}
+	}
+	return res
+}
+
+// AuditPage is [LeasePage] for audit records fetched with LIMIT limit+1,
+// ordered by id; the cursor resumes after the last record's id.
+func AuditPage(rows []audit.Record, limit int) audit.Page {
+	p := audit.Page{Records: rows}
+	if len(rows) > limit {
+		p.Records = rows[:limit]
+		p.NextCursor = audit.EncodeCursor(rows[limit-1].ID)
+	}
+	if p.Records == nil {
+		p.Records = []audit.Record{}
+	}
+	return p
+}
+
+// Refused is the result of a change that the lease at the key refused with
+// status st: it carries that lease, except for not_found, which carries
+// none (an expired or missing lease is no lease to show).
+func Refused(st protocol.Status, cur *protocol.Lease) protocol.Result {
+	if st == protocol.StatusNotFound {
+		cur = nil
+	}
+	return protocol.Result{Status: st, Lease: cur}
+}
+
+// Found is the result of a get that read cur (nil for no row) at now: found
+// with the lease while it is live, else not_found without one.
+func Found(cur *protocol.Lease, now time.Time) protocol.Result {
+	if cur == nil || !cur.LiveAt(now) {
+		return protocol.Result{Status: protocol.StatusNotFound}
+	}
+	return protocol.Result{Status: protocol.StatusFound, Lease: cur}
+}
+
+// ListStart returns where a page of req starts: the name to resume after
+// ("" for the first page) and the page size. A malformed cursor is an
+// *[protocol.Error] with status invalid; the Runtime refuses it before a
+// backend sees it.
+func ListStart(req protocol.ListRequest) (after string, limit int, err error) {
+	if req.Cursor != "" {
+		if after, err = protocol.DecodeListCursor(req.Cursor); err != nil {
+			return "", 0, protocol.NewError(protocol.OpList, protocol.StatusInvalid, err, "list: bad cursor")
+		}
+	}
+	return after, req.EffectiveLimit(), nil
+}

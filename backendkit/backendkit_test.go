@@ -1,0 +1,156 @@
+package backendkit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var (
+	at  = time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+	exp = at.Add(time.Minute)
+	k   = protocol.Key{Namespace: "ns", Name: "job"}
+)
+
+func TestNewRecorded(t *testing.T) {
+	l := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at.Add(-time.Hour), RenewedAt: at, ExpiresAt: exp, Version: 1}
+	r := backendkit.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid", "fp", "w1", "")
+	want := backendkit.Recorded{Record: audit.Record{At: at, Op: protocol.OpRenew, Namespace: "ns", Key: "job", Owner: "w1",
+		Token: 7, RequestID: "rid", Actor: "w1", Status: protocol.StatusRenewed, Version: audit.RecordFormatVersion, ExpiresAt: exp},
+		ParamsHash: "fp", AcquiredAt: l.AcquiredAt, RenewedAt: l.RenewedAt}
+	if r != want {
+		t.Fatalf("renew record = %+v, want %+v", r, want)
+	}
+	r = backendkit.NewRecorded(at, protocol.OpRevoke, protocol.StatusRevoked, l, "rid", "fp", "operator", "stuck")
+	if !r.ExpiresAt.Equal(exp) || r.Actor != "operator" || r.Reason != "stuck" || r.Owner != "w1" {
+		t.Fatalf("revoke record = %+v, want the lease's expiry, the operator as actor, the lease's owner as owner", r)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	acq := protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "rid"}
+	l := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at, RenewedAt: at, ExpiresAt: exp, Version: 1}
+	rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", acq.Fingerprint(), "w1", "")
+
+	res := backendkit.Replay(rec, protocol.OpAcquire, acq.Fingerprint())
+	if res.Status != protocol.StatusAcquired || !res.Replayed || res.Lease == nil || *res.Lease != l {
+		t.Fatalf("replay of acquire = %+v (lease %+v); want acquired, replayed, lease %+v", res, res.Lease, l)
+	}
+
+	// Every operation's replay answers the whole lease as first answered.
+	held := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at.Add(-time.Hour), RenewedAt: at.Add(-time.Minute),
+		ExpiresAt: exp, Version: 1}
+	ren := protocol.RenewRequest{Key: k, Owner: "w1", Token: 7, TTL: time.Minute, RequestID: "rid2"}
+	rel := protocol.ReleaseRequest{Key: k, Owner: "w1", Token: 7, RequestID: "rid3"}
+	for _, c := range []struct {
+		op protocol.Op
+		st protocol.Status
+		fp string
+	}{{protocol.OpRenew, protocol.StatusRenewed, ren.Fingerprint()}, {protocol.OpRelease, protocol.StatusReleased, rel.Fingerprint()}} {
+		rr := backendkit.NewRecorded(at, c.op, c.st, held, "rid2", c.fp, "w1", "")
+		res = backendkit.Replay(rr, c.op, c.fp)
+		if !res.Replayed || res.Status != c.st || *res.Lease != held {
+			t.Fatalf("replay of %s = %+v (lease %+v); want lease %+v", c.op, res, res.Lease, held)
+		}
+	}
+
+	// A record written before schema version 2 lacks acquired_at and
+	// renewed_at: a renew's replay has no acquired_at to give.
+	rr := backendkit.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid2", ren.Fingerprint(), "w1", "")
+	rr.AcquiredAt, rr.RenewedAt = time.Time{}, time.Time{}
+	res = backendkit.Replay(rr, protocol.OpRenew, ren.Fingerprint())
+	if !res.Replayed || !res.Lease.AcquiredAt.IsZero() || !res.Lease.RenewedAt.Equal(at) || !res.Lease.ExpiresAt.Equal(exp) {
+		t.Fatalf("replay of a version 1 renew = %+v (lease %+v)", res, res.Lease)
+	}
+
+	// The same id with other parameters, or for another operation, is invalid.
+	other := acq
+	other.TTL = 2 * time.Minute
+	for _, c := range []struct {
+		op protocol.Op
+		fp string
+	}{{protocol.OpAcquire, other.Fingerprint()}, {protocol.OpRenew, acq.Fingerprint()}} {
+		res := backendkit.Replay(rec, c.op, c.fp)
+		if res.Status != protocol.StatusInvalid || res.Replayed || res.Lease != nil || !strings.Contains(res.Message, "rid") {
+			t.Fatalf("replay as %s with fingerprint %.8s = %+v; want invalid naming the request id", c.op, c.fp, res)
+		}
+	}
+}
+
+func TestLeasePage(t *testing.T) {
+	rows := func(names ...string) []protocol.Lease {
+		var ls []protocol.Lease
+		for _, n := range names {
+			ls = append(ls, protocol.Lease{Key: protocol.Key{Namespace: "ns", Name: n}})
+		}
+		return ls
+	}
+	p := backendkit.LeasePage(nil, 2)
+	if p.Status != protocol.StatusFound || p.Leases == nil || len(p.Leases) != 0 || p.NextCursor != "" {
+		t.Fatalf("empty page = %+v, want found, an empty non-nil slice, no cursor", p)
+	}
+	p = backendkit.LeasePage(rows("a", "b"), 2)
+	if len(p.Leases) != 2 || p.NextCursor != "" {
+		t.Fatalf("full last page = %+v, want 2 leases and no cursor", p)
+	}
+	p = backendkit.LeasePage(rows("a", "b", "c"), 2)
+	if len(p.Leases) != 2 || p.Leases[1].Key.Name != "b" {
+		t.Fatalf("page with more = %+v, want a and b", p)
+	}
+	if name, err := protocol.DecodeListCursor(p.NextCursor); err != nil || name != "b" {
+		t.Fatalf("cursor decodes to %q, %v; want b", name, err)
+	}
+}
+
+func TestAuditPage(t *testing.T) {
+	p := backendkit.AuditPage(nil, 1)
+	if p.Records == nil || len(p.Records) != 0 || p.NextCursor != "" {
+		t.Fatalf("empty page = %+v", p)
+	}
+	p = backendkit.AuditPage([]audit.Record{{ID: 4}, {ID: 9}}, 1)
+	if len(p.Records) != 1 || p.Records[0].ID != 4 {
+		t.Fatalf("page = %+v, want record 4", p)
+	}
+	if id, err := audit.DecodeCursor(p.NextCursor); err != nil || id != 4 {
+		t.Fatalf("cursor decodes to %d, %v; want 4", id, err)
+	}
+}
+
+func TestRefusedAndFound(t *testing.T) {
+	l := &protocol.Lease{Key: k, Owner: "w1", Token: 7, ExpiresAt: exp}
+	if r := backendkit.Refused(protocol.StatusNotFound, l); r.Status != protocol.StatusNotFound || r.Lease != nil {
+		t.Fatalf("not_found carries %+v, want no lease", r.Lease)
+	}
+	for _, st := range []protocol.Status{protocol.StatusConflict, protocol.StatusStaleToken, protocol.StatusNotOwner, protocol.StatusExpired} {
+		if r := backendkit.Refused(st, l); r.Status != st || r.Lease != l {
+			t.Fatalf("%s carries %+v, want the current lease", st, r.Lease)
+		}
+	}
+	if r := backendkit.Found(l, exp.Add(-time.Nanosecond)); r.Status != protocol.StatusFound || r.Lease != l {
+		t.Fatalf("get of a live lease: %+v", r)
+	}
+	for _, cur := range []*protocol.Lease{nil, l} {
+		if r := backendkit.Found(cur, exp); r.Status != protocol.StatusNotFound || r.Lease != nil {
+			t.Fatalf("get at expiry of %+v: %+v, want not_found without a lease", cur, r)
+		}
+	}
+}
+
+func TestListStart(t *testing.T) {
+	after, limit, err := backendkit.ListStart(protocol.ListRequest{Namespace: "ns"})
+	if after != "" || limit != protocol.DefaultListLimit || err != nil {
+		t.Fatalf("first page: %q %d %v", after, limit, err)
+	}
+	after, limit, err = backendkit.ListStart(protocol.ListRequest{Namespace: "ns", Limit: 7, Cursor: protocol.EncodeListCursor("job-9")})
+	if after != "job-9" || limit != 7 || err != nil {
+		t.Fatalf("next page: %q %d %v", after, limit, err)
+	}
+	if _, _, err := backendkit.ListStart(protocol.ListRequest{Namespace: "ns", Cursor: "garbage"}); !errors.Is(err, protocol.ErrInvalid) {
+		t.Fatalf("bad cursor: %v, want invalid", err)
+	}
+}

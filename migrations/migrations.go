@@ -46,7 +46,7 @@ func FS(d Dialect) (fs.FS, error) {
 	case Postgres, SQLite:
 		return fs.Sub(embedded, string(d))
 	}
-	return nil, fmt.Errorf("migrations: unknown dialect %q (want %q or %q)", d, Postgres, SQLite)
+	return nil, unknownDialect(d)
 }
 
 // NewProvider returns a goose Provider for dialect d over db, using
@@ -66,30 +66,50 @@ func NewProvider(ctx context.Context, d Dialect, db *sql.DB) (*goose.Provider, e
 		goose.WithTableName(VersionTable),
 		goose.WithDisableGlobalRegistry(true),
 	}
-	gooseDialect := goose.DialectSQLite3
-	if d == Postgres {
+	var gooseDialect goose.Dialect
+	switch d {
+	case SQLite:
+		gooseDialect = goose.DialectSQLite3
+	case Postgres:
 		gooseDialect = goose.DialectPostgres
-		var schema sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-			return nil, fmt.Errorf("migrations: read current schema: %w", err)
-		}
-		if !schema.Valid {
-			return nil, fmt.Errorf("migrations: the connection has no current schema: check search_path")
-		}
-		locker, err := lock.NewPostgresSessionLocker(
-			lock.WithLockID(schemaLockID(schema.String)),
-			lock.WithLockTimeout(1, 300), // poll every second for up to 5 minutes
-		)
+		locker, err := postgresLocker(ctx, db)
 		if err != nil {
-			return nil, fmt.Errorf("migrations: %w", err)
+			return nil, err
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
+	default:
+		return nil, unknownDialect(d)
 	}
 	p, err := goose.NewProvider(gooseDialect, db, fsys, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
 	return p, nil
+}
+
+// postgresLocker returns the session locker of the connection's current
+// schema (see NewProvider).
+func postgresLocker(ctx context.Context, db *sql.DB) (lock.SessionLocker, error) {
+	var schema sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, fmt.Errorf("migrations: read current schema: %w", err)
+	}
+	if !schema.Valid {
+		return nil, fmt.Errorf("migrations: the connection has no current schema: check search_path")
+	}
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(schemaLockID(schema.String)),
+		lock.WithLockTimeout(1, 300), // poll every second for up to 5 minutes
+	)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return locker, nil
+}
+
+// unknownDialect is the error for a dialect this package has no migrations for.
+func unknownDialect(d Dialect) error {
+	return fmt.Errorf("migrations: unknown dialect %q (want %q or %q)", d, Postgres, SQLite)
 }
 
 // schemaLockID maps a schema name to an advisory lock id in a range of its
@@ -279,9 +299,14 @@ func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatu
 // would look for it: the connection's current schema on PostgreSQL, the
 // main database on SQLite.
 func versionTableExists(ctx context.Context, d Dialect, db *sql.DB) (bool, error) {
-	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`
-	if d == Postgres {
+	var q string
+	switch d {
+	case SQLite:
+		q = `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`
+	case Postgres:
 		q = `SELECT EXISTS (SELECT FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1)`
+	default:
+		return false, unknownDialect(d)
 	}
 	var ok bool
 	if err := db.QueryRowContext(ctx, q, VersionTable).Scan(&ok); err != nil {

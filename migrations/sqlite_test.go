@@ -252,3 +252,35 @@ func TestStatusAndDownOfAnUnmigratedDatabaseWriteNothing(t *testing.T) {
 	}
 	assertStatus(t, ctx, db, true)
 }
+
+// A dialect this package has no migrations for is refused by every entry
+// point, before anything touches the database (a new dialect constant must
+// not fall through to another dialect's path).
+func TestUnknownDialectRefused(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const mysql = migrations.Dialect("mysql")
+	if _, err := migrations.FS(mysql); err == nil || !strings.Contains(err.Error(), "unknown dialect") {
+		t.Fatalf("FS: %v", err)
+	}
+	if _, err := migrations.NewProvider(ctx, mysql, db); err == nil || !strings.Contains(err.Error(), "unknown dialect") {
+		t.Fatalf("NewProvider: %v", err)
+	}
+	if _, err := migrations.Up(ctx, mysql, db); err == nil {
+		t.Fatal("Up of an unknown dialect succeeded")
+	}
+	if _, err := migrations.Down(ctx, mysql, db); err == nil {
+		t.Fatal("Down of an unknown dialect succeeded")
+	}
+	if _, err := migrations.Status(ctx, mysql, db); err == nil {
+		t.Fatal("Status of an unknown dialect succeeded")
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the database has %d objects (%v), want none", n, err)
+	}
+}

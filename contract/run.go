@@ -64,6 +64,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Idempotency", idempotencyCases()},
 		{"Audit", auditCases()},
 		{"Retention", retentionCases()},
+		{"Sweep", sweepCases()},
 		{"Contention", contentionCases()},
 		{"Invalid", invalidCases()},
 		{"Lifecycle", lifecycleCases()},
@@ -87,6 +88,7 @@ type env struct {
 	clock *Clock
 	a, b  *protocol.Runtime // over Harness.Backend and Harness.Second
 	audit audit.Reader
+	h     Harness
 	ns    string // the namespace most cases work in
 	seq   atomic.Int64
 }
@@ -106,6 +108,7 @@ func newEnv(t *testing.T, newHarness Factory) *env {
 		a:     protocol.New(h.Backend, cfg),
 		b:     protocol.New(h.Second, cfg),
 		audit: h.Audit,
+		h:     h,
 		ns:    "contract",
 	}
 	// Registered after the factory ran, so this runs before the factory's

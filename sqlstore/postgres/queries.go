@@ -371,3 +371,25 @@ FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
       FROM leasestore_audit_era e) AS next
 RETURNING id, at`)
 )
+
+// sweepSQL removes up to @limit rows of leases that expired or ended more
+// than @grace ago. A row goes only while the fencing sequence has issued
+// its token and caches no values, so that any later acquire of the key
+// draws a greater one; rows another sweeper or a writer holds are skipped.
+// A key whose row is gone has no lease and no last token to keep, and its
+// trail is untouched.
+var sweepSQL = compile(`
+WITH dead AS (
+    SELECT l.namespace, l.name
+    FROM leasestore_leases l
+    WHERE l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+      AND l.token <= (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)
+      AND (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1
+    LIMIT @limit
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM leasestore_leases l USING dead
+    WHERE l.namespace = dead.namespace AND l.name = dead.name
+    RETURNING 1
+)
+SELECT count(*) FROM gone`)

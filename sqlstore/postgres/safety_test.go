@@ -296,3 +296,35 @@ func TestConfigHasNoClock(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepKeepsRowsTheSequenceHasNotPassed: a sweep removes a key's row
+// only when any later acquire of the key is sure to draw a greater token:
+// not while the fencing sequence caches values, nor while it lags behind
+// the row's token (a switchover that did not carry it).
+func TestSweepKeepsRowsTheSequenceHasNotPassed(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	for i := range 3 {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "w",
+			TTL: time.Millisecond, RequestID: fmt.Sprintf("a%d", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	time.Sleep(5 * time.Millisecond)
+	rows := func() int { return count(t, raw, "SELECT count(*) FROM leasestore_leases") }
+
+	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 20")
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 0 || rows() != 3 {
+		t.Fatalf("sweep under a caching sequence: %d removed, %v, %d rows left; want none removed", n, err, rows())
+	}
+	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 1")
+	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 1)") // behind k1 and k2
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 1 || rows() != 2 {
+		t.Fatalf("sweep under a lagging sequence: %d removed, %v, %d rows left; want only k0's row (token 1) removed", n, err, rows())
+	}
+	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 3)")
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 2 || rows() != 0 {
+		t.Fatalf("sweep once the sequence passed every token: %d removed, %v, %d rows left", n, err, rows())
+	}
+}

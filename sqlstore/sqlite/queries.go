@@ -140,3 +140,10 @@ const (
 	qPruneBatch = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
 	qPruneClose = `DELETE FROM leasestore_audit_prune WHERE id = 1`
 )
+
+// qSweep removes up to ?3 rows of leases that expired before ?1 - ?2 (now
+// minus the grace, in microseconds). The fencing counter has issued every
+// token, so a key acquired after its row is gone still gets a greater one.
+const qSweep = `
+DELETE FROM leasestore_leases
+WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases WHERE expires_at < ?1 - ?2 LIMIT ?3)`

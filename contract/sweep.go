@@ -1,0 +1,67 @@
+package contract
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// sweepCases check protocol.Sweeper, for harnesses whose first handle
+// implements it; others skip them.
+func sweepCases() []testCase {
+	sweeper := func(e *env, b protocol.Backend) protocol.Sweeper {
+		s, ok := b.(protocol.Sweeper)
+		if !ok {
+			e.t.Skip("the harness's backend does not implement protocol.Sweeper")
+		}
+		return s
+	}
+	return []testCase{
+		{"removes_only_rows_past_the_grace", func(e *env) {
+			s := sweeper(e, e.h.Backend)
+			old := e.acquire(e.a, "old", "w1", 10*time.Second)
+			gone := e.acquire(e.a, "gone", "w1", time.Hour)
+			e.release(e.a, gone)
+			live := e.acquire(e.b, "live", "w2", time.Hour)
+			e.clock.Advance(20 * time.Second)
+			if n, err := s.Sweep(e.ctx, 100, time.Hour); err != nil || n != 0 {
+				e.t.Fatalf("sweep with a grace longer than any lease ended: %d removed, %v; want none", n, err)
+			}
+			if n, err := s.Sweep(e.ctx, 100, 5*time.Second); err != nil || n < 1 {
+				e.t.Fatalf("sweep: %d removed, %v; want the expired row (and the released one where it stays)", n, err)
+			}
+			if rows := e.listAll(e.a, protocol.ListRequest{Namespace: e.ns, IncludeExpired: true}); len(rows) != 1 || rows[0].Key.Name != "live" {
+				e.t.Fatalf("rows after sweep: %v, want only the live lease", rows)
+			}
+			e.expectLease("live lease after sweep", e.get(e.a, "live"), live)
+			// The former holder now gets not_found, no longer expired.
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: old.Key, Owner: old.Owner, Token: old.Token, TTL: leaseTTL, RequestID: e.rid()})
+			e.expect("renew of a swept lease", res, err, protocol.StatusNotFound)
+			// Fencing holds across the sweep.
+			for _, l := range []protocol.Lease{old, gone} {
+				next := e.acquire(e.b, l.Key.Name, "w3", leaseTTL)
+				if next.Token <= live.Token || next.Token <= l.Token {
+					e.t.Fatalf("%s acquired after its row was swept with token %d, want more than %d and %d",
+						l.Key.Name, next.Token, l.Token, live.Token)
+				}
+			}
+		}},
+		{"removes_at_most_max", func(e *env) {
+			s := sweeper(e, e.h.Backend)
+			for i := range 5 {
+				e.acquire(e.a, fmt.Sprintf("k%d", i), "w1", time.Second)
+			}
+			e.clock.Advance(time.Minute)
+			if n, err := s.Sweep(e.ctx, 2, 0); err != nil || n != 2 {
+				e.t.Fatalf("sweep with max 2: %d, %v", n, err)
+			}
+			if n, err := s.Sweep(e.ctx, 100, 0); err != nil || n != 3 {
+				e.t.Fatalf("second sweep: %d, %v; want the other 3", n, err)
+			}
+			if n, err := s.Sweep(e.ctx, 100, 0); err != nil || n != 0 {
+				e.t.Fatalf("third sweep: %d, %v; want none", n, err)
+			}
+		}},
+	}
+}

@@ -1,0 +1,32 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var _ protocol.Sweeper = (*Backend)(nil)
+
+// Sweep removes up to max leases that expired more than grace ago by the
+// store's clock (see [protocol.Sweeper]); one counter issues every token,
+// so a key acquired afterwards still gets a greater one.
+func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (int, error) {
+	s, now, err := b.lock(ctx, protocol.OpSweep)
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	n := 0
+	for k, l := range s.leases {
+		if n == max {
+			break
+		}
+		if l.ExpiresAt.Before(now.Add(-grace)) {
+			delete(s.leases, k)
+			n++
+		}
+	}
+	return n, nil
+}

@@ -27,12 +27,13 @@ type HoldConfig struct {
 // lease is lost or released; call [Held.Release] (or cancel the context
 // given to Hold) to end it.
 type Held struct {
-	store  Store
-	req    AcquireRequest
-	token  int64
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	store   Store
+	req     AcquireRequest
+	token   int64
+	timeout time.Duration // of each renewal, and of a release whose context has ended
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
 
 	mu    sync.Mutex
 	lease Lease
@@ -45,7 +46,8 @@ var ErrLeaseLost = errors.New("lease: lost")
 // lost. It returns the acquire's error (for example one matching
 // [ErrConflict]) when the lease cannot be taken. ctx bounds the whole hold:
 // cancelling it stops renewals and cancels the Held's context, but does not
-// release the lease (it then expires after its TTL).
+// release the lease: call [Held.Release] (it works on the cancelled ctx
+// too), or the lease expires after its TTL.
 //
 // A replayed acquire (req.RequestID was used before, say by a retry after a
 // timeout) is history, not proof of holding now: Hold confirms it with a
@@ -83,7 +85,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		timeout = every
 	}
 	hctx, cancel := context.WithCancelCause(ctx)
-	h := &Held{store: s, req: req, token: lease.Token, ctx: hctx, cancel: cancel,
+	h := &Held{store: s, req: req, token: lease.Token, timeout: timeout, ctx: hctx, cancel: cancel,
 		done: make(chan struct{}), lease: lease}
 	// The local deadline is measured from before the acquire (or the renew
 	// confirming a replay) was sent, so it can only be earlier than the
@@ -134,6 +136,11 @@ func (h *Held) Done() <-chan struct{} { return h.done }
 
 // Release stops renewing and releases the lease. It returns the release's
 // error; a lease already lost answers with the loss's cause instead.
+//
+// The release runs even when ctx is cancelled, as the context given to Hold
+// usually is when a deferred Release runs at shutdown: it keeps ctx's
+// values, not its cancellation, and is bounded by ctx's deadline while that
+// is ahead, else by the renewal timeout ([HoldConfig.RenewTimeout]).
 func (h *Held) Release(ctx context.Context) error {
 	if cause := context.Cause(h.ctx); cause != nil && errors.Is(cause, ErrLeaseLost) {
 		h.cancel(nil)
@@ -142,7 +149,13 @@ func (h *Held) Release(ctx context.Context) error {
 	}
 	h.cancel(context.Canceled)
 	<-h.done
-	_, err := h.store.Release(ctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token})
+	deadline := time.Now().Add(h.timeout)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > 0 {
+		deadline = d
+	}
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	_, err := h.store.Release(rctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token})
 	return err
 }
 

@@ -153,8 +153,8 @@ func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
 	defer r.end()
 	ctx, cancel := r.withDeadline(ctx)
 	defer cancel()
-	if err := ctx.Err(); err != nil {
-		return Result{Status: StatusTimeout, Message: err.Error()}, err
+	if ctx.Err() != nil {
+		return interrupted(ctx, nil, nil)
 	}
 	res, err := run(ctx)
 	if err != nil {
@@ -169,8 +169,8 @@ func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
 
 // failure turns a backend error into a result and the cause for the
 // runtime's *Error. A passed deadline or a cancelled context is always
-// timeout, whatever the driver said; a status outside the vocabulary, or a
-// success reported as an error, is unavailable.
+// timeout, whatever the driver said (see [interrupted]); a status outside
+// the vocabulary, or a success reported as an error, is unavailable.
 //
 // When the backend's error is an *Error, its message is taken over and the
 // cause it wraps becomes the cause: the runtime's *Error must match exactly
@@ -196,6 +196,9 @@ func (r *Runtime) failure(ctx context.Context, err error) (Result, error) {
 		}
 		cause = e.Err
 	}
+	if ctx.Err() != nil {
+		return interrupted(ctx, msgs, cause)
+	}
 	if cause != nil {
 		msgs = append(msgs, cause.Error())
 	}
@@ -203,6 +206,29 @@ func (r *Runtime) failure(ctx context.Context, err error) (Result, error) {
 		msgs = append(msgs, string(status))
 	}
 	return Result{Status: status, Message: strings.Join(msgs, ": ")}, cause
+}
+
+// interrupted is the timeout result of an operation whose context ended
+// before the store answered. The vocabulary has no status for a cancelled
+// caller, and the effect is unknown either way, so both are timeout; the
+// message says which happened, and the cause matches ctx's error
+// (context.Canceled or context.DeadlineExceeded) and its [context.Cause]
+// (a signal, say) as well as the backend's cause, when there is one.
+func interrupted(ctx context.Context, msgs []string, cause error) (Result, error) {
+	why := context.Cause(ctx)
+	lead := "the deadline passed before the store answered"
+	if errors.Is(ctx.Err(), context.Canceled) {
+		lead = "cancelled by the caller before the store answered"
+	}
+	switch {
+	case cause == nil:
+		cause = why
+	case !errors.Is(cause, why):
+		cause = fmt.Errorf("%w: %w", why, cause)
+	}
+	lead += "; retry with the same request id to learn the outcome"
+	msg := strings.Join(append(append([]string{lead}, msgs...), cause.Error()), ": ")
+	return Result{Status: StatusTimeout, Message: msg}, cause
 }
 
 func (r *Runtime) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -10,8 +10,8 @@
 //
 // Exit codes: 0 success (acquired, renewed, released, revoked, found,
 // healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
-// stale_token, not_owner, expired; 5 timeout, unavailable, closed; 1
-// anything else (status "error").
+// stale_token, not_owner, expired; 5 timeout, unavailable, closed; 130
+// interrupted (Ctrl-C); 1 anything else (status "error").
 //
 // Library packages must not import this package: it imports every backend.
 package cli
@@ -42,6 +42,10 @@ const (
 	ExitConflict    = 3 // conflict
 	ExitRefused     = 4 // not_found, stale_token, not_owner, expired
 	ExitUnavailable = 5 // timeout, unavailable, closed
+	// ExitInterrupted is what a command ends with when its context was
+	// cancelled (Ctrl-C) before it finished: 128+SIGINT, as a shell reports
+	// a process that SIGINT ended.
+	ExitInterrupted = 130
 )
 
 // Statuses leasectl prints besides the protocol's vocabulary.
@@ -49,6 +53,9 @@ const (
 	StatusHealthy = "healthy" // health: the store answered
 	StatusOK      = "ok"      // migrate, demo, version: the command did its job
 	StatusError   = "error"   // any failure outside the vocabulary (exit 1)
+	// StatusInterrupted: Ctrl-C (or the caller's context) ended the command
+	// before it had an answer to print (exit 130).
+	StatusInterrupted = "interrupted"
 )
 
 // DefaultDSN is the store leasectl uses when neither --dsn nor
@@ -74,6 +81,8 @@ func ExitCode(status string) int {
 		return ExitRefused
 	case string(protocol.StatusTimeout), string(protocol.StatusUnavailable), string(protocol.StatusClosed):
 		return ExitUnavailable
+	case StatusInterrupted:
+		return ExitInterrupted
 	}
 	return ExitError
 }
@@ -174,8 +183,11 @@ type app struct {
 // Execute runs leasectl with args (the command line without the program
 // name) and returns the process exit code. stdin, stdout and stderr are the
 // command's streams; getenv reads the environment (os.Getenv in main).
-// Cancelling ctx stops a running command (audit --follow and bench end
-// cleanly with exit 0; other commands report timeout).
+// Cancelling ctx (main does on SIGINT and SIGTERM) stops a running
+// command: audit --follow and bench end cleanly with exit 0; any other
+// command that had not finished exits [ExitInterrupted]. A lease command
+// interrupted inside the store still prints its result (status timeout: the
+// effect is unknown, retry with the same request id to learn it).
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -201,22 +213,31 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	a.output = outputArg(args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return a.finish(cmd, err)
+	return a.finish(ctx, cmd, err)
 }
 
 // finish prints err (when not already printed) and returns the exit code.
-// cmd is the command that ran or was refused, for the usage hint.
-func (a *app) finish(cmd *cobra.Command, err error) int {
+// cmd is the command that ran or was refused, for the usage hint. A command
+// that failed after ctx was cancelled was interrupted: whatever it printed,
+// it exits [ExitInterrupted].
+func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOK
 	}
+	interrupted := ctx.Err() != nil && a.ran
 	var rep reported
 	if errors.As(err, &rep) {
+		if interrupted {
+			return ExitInterrupted
+		}
 		return ExitCode(rep.status)
 	}
 	status := StatusError
 	var f *failure
 	switch {
+	case interrupted:
+		status = StatusInterrupted
+		err = fmt.Errorf("interrupted (%v) before %s finished", context.Cause(ctx), cmd.CommandPath())
 	case errors.As(err, &f):
 		status = f.status
 	case !a.ran:
@@ -308,7 +329,7 @@ in the working directory:
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
-1 anything else.`,
+130 interrupted (Ctrl-C); 1 anything else.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl list -o json
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,

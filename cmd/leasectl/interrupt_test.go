@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Ctrl-C on a running command exits 130, as a shell reports SIGINT, says it
+// was interrupted (not "timeout: context canceled"), and the demo's
+// temporary store is removed.
+func TestInterruptExits130(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	c := leasectl{dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "demo", "--ttl", "2s")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var stdout strings.Builder
+	// The demo's first step is under way once its third line is out.
+	for i := 0; i < 3 && sc.Scan(); i++ {
+		stdout.WriteString(sc.Text() + "\n")
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+	}
+	cmd.Stdout = &bytes.Buffer{}
+	r := finish(t, cmd, []string{"demo"}, cmd.Wait())
+	r.stdout = stdout.String()
+	if r.code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130\n%s", r.code, r)
+	}
+	if !strings.Contains(r.stderr, "interrupted") || strings.Contains(r.stderr, "timeout") {
+		t.Errorf("stderr after Ctrl-C should say interrupted, not timeout:\n%s", r.stderr)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("the interrupted demo left %v in %s", entries, tmp)
+	}
+}
+
+// Ctrl-C ends audit --follow with exit 0, as documented: following until
+// interrupted is its job.
+func TestInterruptFollowStillExits0(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "f.db")}
+	if r := c.run(t, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up\n%s", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "audit", "--follow", "--interval", "20ms")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if r := finish(t, cmd, []string{"audit", "--follow"}, cmd.Wait()); r.code != 0 {
+		t.Fatalf("audit --follow after Ctrl-C: exit %d, want 0\n%s", r.code, r)
+	}
+}

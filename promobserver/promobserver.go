@@ -32,6 +32,7 @@ import (
 const (
 	OperationsTotalName   = "leasestore_operations_total"
 	OperationDurationName = "leasestore_operation_duration_seconds"
+	SweptRowsTotalName    = "leasestore_swept_rows_total"
 )
 
 // statusOK is the status label of a successful health or close, which the
@@ -50,6 +51,7 @@ var durationBuckets = prometheus.ExponentialBuckets(0.0005, 2, 15)
 type Observer struct {
 	ops      *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	swept    *prometheus.CounterVec
 }
 
 var (
@@ -76,6 +78,10 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Help:    "Duration of lease store operations from the call to its result, as seen by the runtime, in seconds.",
 			Buckets: durationBuckets,
 		}, []string{"op", "backend"}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: SweptRowsTotalName,
+			Help: "Rows of ended leases removed by background sweeps (op sweep), by backend.",
+		}, []string{"backend"}),
 	}
 	if err := reg.Register(o); err != nil {
 		return nil, fmt.Errorf("promobserver: register metrics: %w", err)
@@ -92,16 +98,21 @@ func (o *Observer) ObserveOperation(_ context.Context, ev protocol.OperationEven
 	}
 	o.ops.WithLabelValues(string(ev.Op), status, ev.Backend, strconv.FormatBool(ev.Replayed)).Inc()
 	o.duration.WithLabelValues(string(ev.Op), ev.Backend).Observe(ev.Duration.Seconds())
+	if ev.Op == protocol.OpSweep {
+		o.swept.WithLabelValues(ev.Backend).Add(float64(ev.Items))
+	}
 }
 
 // Describe implements [prometheus.Collector].
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.ops.Describe(ch)
 	o.duration.Describe(ch)
+	o.swept.Describe(ch)
 }
 
 // Collect implements [prometheus.Collector].
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.ops.Collect(ch)
 	o.duration.Collect(ch)
+	o.swept.Collect(ch)
 }

@@ -219,3 +219,25 @@ func TestNewNilUsesDefaultRegisterer(t *testing.T) {
 		t.Error("a second New(nil) registered on the default registry again")
 	}
 }
+
+// Sweeps count as operations and add the rows they removed to their own
+// counter.
+func TestCountsSweptRows(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	obs.ObserveOperation(ctx, protocol.OperationEvent{Op: protocol.OpSweep, Backend: "postgres", Items: 1000})
+	obs.ObserveOperation(ctx, protocol.OperationEvent{Op: protocol.OpSweep, Backend: "postgres", Items: 7})
+	obs.ObserveOperation(ctx, protocol.OperationEvent{Op: protocol.OpAcquire, Status: protocol.StatusAcquired, Backend: "postgres", Items: 3})
+	want := `
+# HELP leasestore_swept_rows_total Rows of ended leases removed by background sweeps (op sweep), by backend.
+# TYPE leasestore_swept_rows_total counter
+leasestore_swept_rows_total{backend="postgres"} 1007
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SweptRowsTotalName); err != nil {
+		t.Fatal(err)
+	}
+}

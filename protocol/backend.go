@@ -71,6 +71,7 @@ type OperationEvent struct {
 	Duration time.Duration
 	Backend  string
 	Replayed bool
+	Items    int // sweep: the rows removed; 0 otherwise
 }
 
 // Observer is called once per operation, after it finished, on the calling

@@ -29,6 +29,9 @@ type Config struct {
 	// NewRequestID makes a request id when the caller gives none.
 	// Default: [NewRequestID], time-ordered.
 	NewRequestID func() string
+	// Sweep tunes the background removal of ended leases' rows, for a
+	// backend that implements [Sweeper]. Default (nil): see [SweepConfig].
+	Sweep *SweepConfig
 }
 
 // Runtime is the object callers use: it wraps a [Backend], validates every
@@ -50,6 +53,7 @@ type Runtime struct {
 	drained   chan struct{} // closed when closed && inflight == 0
 	closeDone chan struct{} // closed when the backend's Close returned
 	closeErr  error         // set before closeDone is closed
+	sweep     *sweepLoop    // the background sweep; nil when there is none
 }
 
 var _ Store = (*Runtime)(nil)
@@ -74,6 +78,7 @@ func New(b Backend, cfg *Config) *Runtime {
 	if r.newReqID == nil {
 		r.newReqID = NewRequestID
 	}
+	r.sweep = startSweep(b, cfg.Sweep, r.timeout, r.observer)
 	return r
 }
 
@@ -382,6 +387,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 		closeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), backendCloseGrace)
 		defer cancel()
 	}
+	r.sweep.stop()
 	r.closeErr = errors.Join(waitErr, r.backend.Close(closeCtx))
 	var status Status
 	if r.closeErr != nil {

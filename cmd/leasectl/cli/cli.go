@@ -367,7 +367,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 
 	root.AddCommand(
 		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.listCommand(),
-		a.revokeCommand(), a.auditCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
+		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
 		a.benchCommand(), a.versionCommand(),
 	)
 	// The writers are set before cobra's help and completion commands are

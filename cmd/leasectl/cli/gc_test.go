@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+)
+
+// gc removes the rows of ended leases past the grace, keeps live ones and
+// younger ones, and refuses bad flags without opening the store.
+func TestGC(t *testing.T) {
+	for name, e := range map[string]func(*testing.T) env{
+		"sqlite":   sqliteEnv,
+		"postgres": func(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := e(t)
+			wantCode(t, runCLI(t, e, "acquire", "short", "--owner", "w", "--ttl", "1ms"), 0)
+			acq := runCLI(t, e, "acquire", "done", "--owner", "w", "-o", "json")
+			wantCode(t, acq, 0)
+			wantCode(t, runCLI(t, e, "release", "done", "--owner", "w", "--token", itoa(token(t, acq.json(t)))), 0)
+			wantCode(t, runCLI(t, e, "acquire", "live", "--owner", "w", "--ttl", "1h"), 0)
+			time.Sleep(20 * time.Millisecond)
+
+			wantCode(t, runCLI(t, e, "gc", "--grace", "-1s"), 2)
+			wantCode(t, runCLI(t, e, "gc", "--batch", "0"), 2)
+			kept := runCLI(t, e, "gc", "-o", "json") // default grace: an hour
+			wantCode(t, kept, 0)
+			if m := kept.json(t); m["removed"] != float64(0) {
+				t.Fatalf("gc with the default grace: %v, want nothing removed", m)
+			}
+			gc := runCLI(t, e, "gc", "--grace", "0s", "--batch", "1", "-o", "json")
+			wantCode(t, gc, 0)
+			// SQLite deletes a released row at once; PostgreSQL keeps it
+			// as a tombstone until a sweep.
+			want := map[string]float64{"sqlite": 1, "postgres": 2}[name]
+			if m := gc.json(t); m["removed"] != want {
+				t.Fatalf("gc --grace 0s: %v, want %v removed", m, want)
+			}
+			list := runCLI(t, e, "list", "--include-expired", "-o", "json")
+			wantCode(t, list, 0)
+			if leases := list.json(t)["leases"].([]any); len(leases) != 1 {
+				t.Fatalf("rows after gc: %v, want only the live lease", leases)
+			}
+			again := runCLI(t, e, "acquire", "short", "--owner", "x", "-o", "json")
+			wantCode(t, again, 0)
+		})
+	}
+}

@@ -27,6 +27,12 @@ type CheckOptions struct {
 	// Timeout bounds the search; a search that runs out of time is a
 	// failure. Default: [DefaultCheckTimeout].
 	Timeout time.Duration
+	// Sweeping says that rows of ended leases may be removed while the
+	// history runs ([protocol.Sweeper]) once they ended more than
+	// SweepGrace ago: a renew or release by a lease's holder may then
+	// answer not_found instead of expired. Default: false.
+	Sweeping   bool
+	SweepGrace time.Duration
 }
 
 // Result describes a checked history.
@@ -73,7 +79,11 @@ func Check(h *History, opts *CheckOptions) (Result, error) {
 	if h.Len() == 0 {
 		return res, errors.New("lincheck: the history is empty")
 	}
-	ops, base := h.porcupine(&res)
+	sweepGrace := int64(-1)
+	if opts.Sweeping {
+		sweepGrace = int64(opts.SweepGrace)
+	}
+	ops, base := h.porcupine(&res, sweepGrace)
 	model := newModel(base)
 	start := time.Now()
 	verdict, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
@@ -94,8 +104,9 @@ func Check(h *History, opts *CheckOptions) (Result, error) {
 }
 
 // porcupine converts h to porcupine operations and fills res's counts. It
-// returns the operations and the earliest start.
-func (h *History) porcupine(res *Result) ([]porcupine.Operation, int64) {
+// returns the operations and the earliest start. sweepGrace is the
+// SweepGrace of CheckOptions in nanoseconds, or -1 when nothing sweeps.
+func (h *History) porcupine(res *Result, sweepGrace int64) ([]porcupine.Operation, int64) {
 	base, horizon := h.Ops[0].Start, h.Ops[0].Start
 	for _, op := range h.Ops {
 		base = min(base, op.Start)
@@ -147,7 +158,7 @@ func (h *History) porcupine(res *Result) ([]porcupine.Operation, int64) {
 		meta := fmt.Sprintf("%s client %d, request id %s", op.Process, op.Client, op.RequestID)
 		ops[i] = porcupine.Operation{
 			ClientId: clientID[clientKey{op.Process, op.Client}],
-			Input:    input{op: op, start: op.Start, ret: ret},
+			Input:    input{op: op, start: op.Start, ret: ret, sweepGrace: sweepGrace},
 			Call:     op.Start,
 			Output:   op.Outcome,
 			Return:   ret,

@@ -41,6 +41,13 @@ type state struct {
 type input struct {
 	op         *Operation
 	start, ret int64
+	sweepGrace int64 // rows of leases that ended this long ago may be gone; -1: none go
+}
+
+// canSwept tells whether, judged at some instant of in's interval, the held
+// lease's row can have been removed by a sweep.
+func (s state) canSwept(in input) bool {
+	return in.sweepGrace >= 0 && in.ret+slack >= s.expLo+in.sweepGrace
 }
 
 // liveness tells whether, judged at some instant of in's interval, the held
@@ -214,6 +221,9 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			next.expLo, next.expHi, ok = expiry(in, l)
 			return next, ok
 		case protocol.StatusNotFound:
+			if s.held && s.canSwept(in) {
+				return s.free(), true // the ended lease's row was swept
+			}
 			return s, !s.held
 		case protocol.StatusStaleToken:
 			if !s.held || !greater {

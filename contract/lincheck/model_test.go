@@ -349,3 +349,34 @@ func TestCheckEmpty(t *testing.T) {
 		t.Fatal("an empty history passed")
 	}
 }
+
+// With sweeping, a holder's renew or release after its lease ended more
+// than the grace ago may answer not_found (the row was swept), and the key
+// is free afterwards with its token bound kept; without sweeping, or within
+// the grace, that answer is a violation.
+func TestCheckSweeping(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Millisecond
+	h := func() *lincheck.History {
+		return &new(hist).
+			op(0, 0, 1, acquire("a", ttl), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, ttl)))).
+			op(0, 40, 41, renew("a", 5, ttl), out(protocol.StatusNotFound, nil)).
+			op(1, 42, 43, acquire("b", ttl), out(protocol.StatusAcquired, lease("b", 6, expAt(42.5, ttl)))).h
+	}
+	dir := t.TempDir()
+	if _, err := lincheck.Check(h(), &lincheck.CheckOptions{Dir: dir, Sweeping: true, SweepGrace: 20 * time.Millisecond}); err != nil {
+		t.Fatalf("swept past the grace: %v", err)
+	}
+	if _, err := lincheck.Check(h(), &lincheck.CheckOptions{Dir: dir}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("not_found for an expired, unswept lease of the caller: %v, want a violation", err)
+	}
+	if _, err := lincheck.Check(h(), &lincheck.CheckOptions{Dir: dir, Sweeping: true, SweepGrace: time.Second}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("not_found within the grace: %v, want a violation", err)
+	}
+	// A token reissued after a sweep is still a violation.
+	bad := h()
+	bad.Ops[2].Outcome = out(protocol.StatusAcquired, lease("b", 5, expAt(42.5, ttl)))
+	if _, err := lincheck.Check(bad, &lincheck.CheckOptions{Dir: dir, Sweeping: true}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("token 5 issued again after a sweep: %v, want a violation", err)
+	}
+}

@@ -62,7 +62,7 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 			if follow && interval <= 0 {
 				return usageError("--interval: must be positive, got %v", interval)
 			}
-			s, err := a.openStore(cmd.Context())
+			s, err := a.openStoreFor(cmd.Context(), readAccess)
 			if err != nil {
 				return err
 			}

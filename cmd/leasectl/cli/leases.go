@@ -12,10 +12,24 @@ import (
 // DefaultTTL is the lease duration of acquire and renew without --ttl.
 const DefaultTTL = 30 * time.Second
 
-// withStore opens the store, runs fn with a context bounded by --timeout,
-// and closes the store.
-func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, s *store) error) error {
-	s, err := a.openStore(cmd.Context())
+// orProbe returns id, or a stand-in when it is empty, so that a request can
+// be validated before the runtime generates its id.
+func orProbe(id string) string {
+	if id == "" {
+		return "probe"
+	}
+	return id
+}
+
+// withStore checks the request with check before anything is opened (bad
+// input never creates or touches a store), then opens the store for access,
+// runs fn with a context bounded by --timeout, and closes the store.
+func (a *app) withStore(cmd *cobra.Command, access access, check func() error,
+	fn func(ctx context.Context, s *store) error) error {
+	if err := check(); err != nil {
+		return &failure{status: string(protocol.StatusInvalid), err: err}
+	}
+	s, err := a.openStoreFor(cmd.Context(), access)
 	if err != nil {
 		return err
 	}
@@ -44,10 +58,10 @@ conflict (exit 3) and the output shows the holder.`,
   token=$(leasectl acquire nightly-report --ttl 10m -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Acquire(ctx, protocol.AcquireRequest{
-					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID,
-				})
+			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID}
+			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Acquire(ctx, req)
 				return a.printResult(res)
 			})
 		},
@@ -78,10 +92,11 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 		Example: `  leasectl renew scan/10.0.0.0-24 --owner worker-1 --token 42 --ttl 30s`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Renew(ctx, protocol.RenewRequest{
-					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, TTL: ttl, RequestID: reqID,
-				})
+			req := protocol.RenewRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, TTL: ttl,
+				RequestID: reqID}
+			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Renew(ctx, req)
 				return a.printResult(res)
 			})
 		},
@@ -108,10 +123,10 @@ func (a *app) releaseCommand() *cobra.Command {
 		Example: `  leasectl release scan/10.0.0.0-24 --owner worker-1 --token 42`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Release(ctx, protocol.ReleaseRequest{
-					Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, RequestID: reqID,
-				})
+			req := protocol.ReleaseRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, RequestID: reqID}
+			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Release(ctx, req)
 				return a.printResult(res)
 			})
 		},
@@ -133,8 +148,10 @@ func (a *app) getCommand() *cobra.Command {
 		Example: `  leasectl get scan/10.0.0.0-24 -o json`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}})
+			req := protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}}
+			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
+			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Get(ctx, req)
 				return a.printResult(res)
 			})
 		},
@@ -156,7 +173,8 @@ the next page. Times left are computed with this machine's clock.`,
   leasectl list --limit 50 --cursor c1.c2hhcmQtNDk -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
+			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.List(ctx, req)
 				if res.Status != protocol.StatusFound {
 					if a.output == "json" {
@@ -215,10 +233,11 @@ next acquire issues a greater token, so the old holder is fenced off.`,
   leasectl revoke shard-7 -n billing --token 42 --reason "INC-1234" --actor oncall@example.com`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Revoke(ctx, protocol.RevokeRequest{
-					Key: protocol.Key{Namespace: ns, Name: args[0]}, Actor: actor, Reason: reason, Token: token, RequestID: reqID,
-				})
+			req := protocol.RevokeRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Actor: actor, Reason: reason, Token: token,
+				RequestID: reqID}
+			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
+				res, _ := s.rt.Revoke(ctx, req)
 				return a.printResult(res)
 			})
 		},
@@ -243,7 +262,7 @@ or is a PostgreSQL schema that was never migrated.`,
 		Example: `  leasectl health --dsn postgres://leasestore@db:5432/leases -o json`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd, func(ctx context.Context, s *store) error {
+			return a.withStore(cmd, readAccess, func() error { return nil }, func(ctx context.Context, s *store) error {
 				start := time.Now()
 				if err := s.rt.Health(ctx); err != nil {
 					return failWith(err)

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,6 +93,40 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 		return t, nil, a.storeError(t, err)
 	}
 	return t, db, nil
+}
+
+// missingSQLite reports whether t names a SQLite file (a plain path) that
+// does not exist: migrate status and down report it as unmigrated instead
+// of creating it.
+func missingSQLite(t target) bool {
+	if t.dialect != migrations.SQLite || strings.HasPrefix(t.path, "file:") {
+		return false
+	}
+	_, err := os.Stat(t.path)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// pendingMigrations lists the embedded migrations of d, all pending: the
+// status of a store that does not exist yet.
+func pendingMigrations(d migrations.Dialect) ([]migrationStateJSON, error) {
+	fsys, err := migrations.FS(d)
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	out := []migrationStateJSON{}
+	for _, name := range names {
+		digits, _, _ := strings.Cut(name, "_")
+		v, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("migrations: %s: no version prefix", name)
+		}
+		out = append(out, migrationStateJSON{Version: v, Source: name, State: string(goose.StatePending)})
+	}
+	return out, nil
 }
 
 // migrationError classifies a failure after the database answered: timeout
@@ -192,6 +229,10 @@ store first.`,
   leasectl migrate down --destroy-data --dsn sqlite:scratch.db`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t, err := parseDSN(a.dsn()); err == nil && missingSQLite(t) {
+				a.printMigrated(t, "down", nil, 0)
+				return nil
+			}
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
 			t, db, err := a.openMigrationDB(ctx)
@@ -259,6 +300,15 @@ func (a *app) migrateStatusCommand() *cobra.Command {
 		Example: `  leasectl migrate status --dsn postgres://leasestore@db:5432/leases`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t, err := parseDSN(a.dsn()); err == nil && missingSQLite(t) {
+				ms, err := pendingMigrations(t.dialect)
+				if err != nil {
+					return err
+				}
+				return a.printMigrateStatus(t, migrateStatusJSON{Status: StatusOK, Dialect: string(t.dialect),
+					Latest: migrations.LatestVersion, Migrations: ms},
+					"the file does not exist yet: 'leasectl migrate up' (or any lease command) creates and migrates it")
+			}
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
 			t, db, err := a.openMigrationDB(ctx)
@@ -282,20 +332,29 @@ func (a *app) migrateStatusCommand() *cobra.Command {
 				}
 				out.Migrations = append(out.Migrations, m)
 			}
-			if a.output == "json" {
-				a.printJSON(out)
-				return nil
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s (%s): schema version %d, latest known %d\n", t.shown, t.dialect, v, out.Latest)
-			tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tMIGRATION\tSTATE\tAPPLIED AT")
-			for _, m := range out.Migrations {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Source, m.State, m.AppliedAt)
-			}
-			_ = tw.Flush()
-			a.printText(b.String())
-			return nil
+			return a.printMigrateStatus(t, out, "")
 		},
 	}
+}
+
+// printMigrateStatus prints the output of migrate status; note, when not
+// empty, follows the first line of the table.
+func (a *app) printMigrateStatus(t target, out migrateStatusJSON, note string) error {
+	if a.output == "json" {
+		a.printJSON(out)
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s): schema version %d, latest known %d\n", t.shown, t.dialect, out.Version, out.Latest)
+	if note != "" {
+		b.WriteString(note + "\n")
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tMIGRATION\tSTATE\tAPPLIED AT")
+	for _, m := range out.Migrations {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Version, m.Source, m.State, m.AppliedAt)
+	}
+	_ = tw.Flush()
+	a.printText(b.String())
+	return nil
 }

@@ -63,7 +63,7 @@ RFC 3339 time.`,
 			if err := req.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			s, err := a.openStore(cmd.Context())
+			s, err := a.openStoreFor(cmd.Context(), writeAccess)
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ default) exports every namespace. --since takes a duration back from now
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			s, err := a.openStore(cmd.Context())
+			s, err := a.openStoreFor(cmd.Context(), readAccess)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,22 +69,38 @@ type store struct {
 	db      *sql.DB
 }
 
-// openStore opens the store named by the DSN in effect. A SQLite file is
-// created and migrated if needed; PostgreSQL is never migrated here, and an
+// access says what a command does to the store.
+type access int
+
+const (
+	writeAccess access = iota // changes leases or the trail
+	readAccess                // only reads: a SQLite file this user cannot write is opened read-only
+)
+
+// openStore opens the store named by the DSN in effect for writing; see
+// openStoreFor.
+func (a *app) openStore(ctx context.Context) (*store, error) {
+	return a.openStoreFor(ctx, writeAccess)
+}
+
+// openStoreFor opens the store named by the DSN in effect. A SQLite file is
+// created and migrated if needed, or, for readAccess, opened read-only when
+// this user cannot write it; PostgreSQL is never migrated here, and an
 // unmigrated schema is refused by the backend with an error naming
 // 'leasectl migrate up' (status unavailable, exit 5).
-func (a *app) openStore(ctx context.Context) (*store, error) {
+func (a *app) openStoreFor(ctx context.Context, acc access) (*store, error) {
 	t, err := parseDSN(a.dsn())
 	if err != nil {
 		return nil, err
 	}
-	return a.openTarget(ctx, t, openOptions{})
+	return a.openTarget(ctx, t, openOptions{access: acc})
 }
 
 // openOptions tunes openTarget.
 type openOptions struct {
 	observer protocol.Observer // on the runtime; nil for none
 	maxConns int32             // PostgreSQL pool size unless the DSN sets pool_max_conns; 0 for pgxpool's default
+	access   access            // writeAccess (the zero value) unless the command only reads
 }
 
 // openTarget opens t; see openStore.
@@ -107,7 +126,7 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		}
 		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown}, nil
 	default:
-		db, b, err := a.openSQLite(ctx, t)
+		db, b, err := a.openSQLite(ctx, t, opts.access)
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
@@ -131,7 +150,20 @@ const sqliteAttempts = 5
 // fresh file at the same moment can collide (SQLITE_BUSY before the busy
 // timeout applies, or goose finding the version table created under it).
 // The loser retries a few times and then finds the schema in place.
-func (a *app) openSQLite(ctx context.Context, t target) (*sql.DB, *sqlite.Backend, error) {
+//
+// A file this user can read but not write (or in a directory it cannot
+// write, where SQLite cannot make its WAL files) is opened read-only for
+// readAccess, and refused with the reason for writeAccess.
+func (a *app) openSQLite(ctx context.Context, t target, acc access) (*sql.DB, *sqlite.Backend, error) {
+	switch ro, err := sqliteReadOnly(t.path); {
+	case err != nil:
+		return nil, nil, err
+	case ro && acc == readAccess:
+		return a.openSQLiteReadOnly(ctx, t)
+	case ro:
+		return nil, nil, fmt.Errorf("sqlite: %s is read-only to this user: changing leases needs write access "+
+			"to the file and its directory (reads such as get, list and audit work)", t.path)
+	}
 	for attempt := 1; ; attempt++ {
 		db, b, retry, err := a.openSQLiteOnce(ctx, t)
 		if err == nil {
@@ -171,6 +203,71 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target) (db *sql.DB, b *sqli
 		return nil, nil, busy(err), err
 	}
 	return db, b, false, nil
+}
+
+// sqliteReadOnly reports whether the SQLite file at path exists and this
+// user cannot write it or its directory. It fails, saying so, when the
+// file exists and cannot be read. A "file:" URI is left to SQLite.
+func sqliteReadOnly(path string) (bool, error) {
+	if strings.HasPrefix(path, "file:") {
+		return false, nil
+	}
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case errors.Is(err, fs.ErrPermission):
+		return false, fmt.Errorf("sqlite: %s: permission denied: this user cannot read the file (check its owner and mode)", path)
+	case err != nil:
+		return false, fmt.Errorf("sqlite: %w", err)
+	}
+	_ = f.Close()
+	if !writable(path) {
+		return true, nil
+	}
+	return !dirWritable(filepath.Dir(path)), nil
+}
+
+// openSQLiteReadOnly opens the file of t read-only, without migrating it:
+// a file of an older schema is refused by the backend with an error naming
+// 'leasectl migrate up'.
+//
+// A WAL file is read through its -shm index, which SQLite must create when
+// no writer has it open; in a directory this user cannot write it cannot.
+// When there is no -wal file (no writer has the file open, and every commit
+// is in the main file) the file is then opened immutable: read without
+// locks, which is sound for as long as nobody writes meanwhile.
+func (a *app) openSQLiteReadOnly(ctx context.Context, t target) (*sql.DB, *sqlite.Backend, error) {
+	abs, err := filepath.Abs(t.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: %s: %w", t.path, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: "mode=ro"}
+	a.log.Debug("sqlite: the file is read-only to this user; opening it read-only", "file", t.path)
+	db, err := sqlite.OpenDB(u.String())
+	if _, walErr := os.Stat(abs + "-wal"); err != nil && errors.Is(walErr, fs.ErrNotExist) {
+		a.log.Debug("sqlite: no writer has the file open and its directory is read-only; reading it without locks",
+			"file", t.path, "err", err)
+		// Not sqlite.OpenDB: an immutable file reports journal mode
+		// "delete", which OpenDB refuses for want of WAL; nothing writes
+		// through this handle, so WAL's concurrency does not matter.
+		u.RawQuery = "mode=ro&immutable=1"
+		db, err = sql.Open("sqlite", u.String())
+		if err == nil {
+			if err = db.PingContext(ctx); err != nil {
+				_ = db.Close()
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := sqlite.New(ctx, db, nil)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, b, nil
 }
 
 // storeError wraps an open failure with the (masked) DSN and its status:

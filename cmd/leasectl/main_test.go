@@ -451,7 +451,7 @@ func TestAuditFollowInterrupt(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := c.command(ctx, "audit", "--follow", "--interval", "50ms", "-o", "json")
+	cmd := c.command(ctx, "audit", "--follow", "--since", "1h", "--interval", "50ms", "-o", "json")
 	cmd.Stdout = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {

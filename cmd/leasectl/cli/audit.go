@@ -10,23 +10,27 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// parseSince reads --since: a duration back from now (by this machine's
-// clock) or an RFC 3339 time.
+// parseSince reads --since: a duration back from now by this machine's
+// clock (15m, 36h, 2d; 0s is now), an RFC 3339 time, or a date (midnight
+// UTC).
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDuration(s); err == nil {
 		if d < 0 {
 			return time.Time{}, usageError("--since: duration %v must not be negative", d)
 		}
 		return now.Add(-d), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, usageError("--since: %q is neither a duration (15m) nor an RFC 3339 time", s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
 	}
-	return t, nil
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageError("--since: %q is not a duration back from now (15m, 36h, 2d), "+
+		"an RFC 3339 time (2026-01-02T15:04:05Z) nor a date (2026-01-02)", s)
 }
 
 func (a *app) auditCommand() *cobra.Command {
@@ -44,12 +48,18 @@ that took effect, with the lease's owner and token, the request id, the actor
 and, for revoke, the reason.
 
 One page is printed (--limit records) with a cursor for the next one. With
---follow, leasectl keeps polling every --interval and prints new records as
-they are committed, until interrupted (exit 0); in JSON mode it prints one
-object per page that has records, one per line. -n "" reads every namespace.`,
+--follow, leasectl prints records as they are committed from now on, polling
+every --interval, until interrupted (exit 0); with --since or --cursor it
+prints the records from there first, then follows. In JSON mode it prints
+one object per page that has records, one per line. -n "" reads every
+namespace.
+
+--since takes a duration back from now (15m, 36h, 2d; 0s is now) or a
+time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 		Example: `  leasectl audit --key scan/10.0.0.0-24 --since 1h
   leasectl audit -n billing --since 2026-01-02T15:04:05Z -o json
-  leasectl audit --follow`,
+  leasectl audit --follow
+  leasectl audit --follow --since 1h -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -68,6 +78,16 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 			}
 			defer s.close(a)
 			if follow {
+				if since == "" && q.Cursor == "" {
+					// From now on: the history is what audit without
+					// --follow (or --since / --cursor) is for.
+					if q, err = a.tail(cmd.Context(), s.audit, q); err != nil {
+						return failWith(err)
+					}
+					a.log.Info("audit: following new records (--since or --cursor prints earlier ones first)")
+				} else {
+					a.log.Info("audit: following", "since", since, "cursor", q.Cursor)
+				}
 				return a.followAudit(cmd.Context(), s.audit, q, interval)
 			}
 			ctx, cancel := a.opContext(cmd.Context())
@@ -95,7 +115,7 @@ object per page that has records, one per line. -n "" reads every namespace.`,
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	f.StringVar(&q.Key, "key", "", "only records of this key")
-	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m) or an RFC 3339 time")
+	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
@@ -110,6 +130,50 @@ func toAuditJSON(page audit.Page) auditJSON {
 		out.Records = append(out.Records, toRecordJSON(r))
 	}
 	return out
+}
+
+// tail returns q positioned after the last record of the trail that q
+// selects, so that a follower prints only records written from now on.
+//
+// Readers page oldest first only, so the end is found by reading back
+// from now in growing windows (1s, 8s, ~1m, ... then the whole trail) until
+// one holds a record, and paging to its end without printing. Only ids
+// order the result, so neither this machine's nor the database's clock can
+// make it skip a record: a window that misses because of skew just widens.
+// The reads are a follower's: records still held back come later, printed.
+func (a *app) tail(ctx context.Context, r audit.Reader, q audit.Query) (audit.Query, error) {
+	now := time.Now()
+	probe := q
+	probe.Follow, probe.Limit, probe.Cursor = true, audit.MaxLimit, ""
+	for window := time.Second; ; window *= 8 {
+		probe.Since = now.Add(-window)
+		if window > 100*365*24*time.Hour {
+			probe.Since = time.Time{}
+		}
+		last := ""
+		for {
+			opCtx, cancel := a.opContext(ctx)
+			page, err := r.ReadAudit(opCtx, probe)
+			cancel()
+			if err != nil {
+				return q, err
+			}
+			if n := len(page.Records); n > 0 {
+				last = audit.EncodeCursor(page.Records[n-1].ID)
+				probe.Cursor = last
+			}
+			if page.NextCursor == "" || len(page.Records) < probe.EffectiveLimit() {
+				break
+			}
+		}
+		if last != "" {
+			q.Cursor = last
+			return q, nil
+		}
+		if probe.Since.IsZero() {
+			return q, nil // an empty trail: every record is new
+		}
+	}
 }
 
 // heldBackNotice is how long a follower waits on records held back before

@@ -554,7 +554,7 @@ func TestAuditFollow(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- Execute(ctx, []string{"audit", "--follow", "--interval", "20ms", "-o", "json"}, nil, &stdout, &stderr, e.get)
+		done <- Execute(ctx, []string{"audit", "--follow", "--since", "1h", "--interval", "20ms", "-o", "json"}, nil, &stdout, &stderr, e.get)
 	}()
 	waitFor := func(what string, cond func(string) bool) {
 		t.Helper()

@@ -41,7 +41,7 @@ records went before which time), written with the last batch.
 Nothing is removed without --yes. Export what you must keep first
 (leasectl audit export). --before is a duration back from now (720h) or an
 RFC 3339 time.`,
-		Example: `  leasectl audit export --since 0s > trail.jsonl && leasectl audit prune --before 720h --yes
+		Example: `  leasectl audit export > trail.jsonl && leasectl audit prune --before 720h --yes
   leasectl audit prune --before 2026-01-01T00:00:00Z --yes -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -162,8 +162,10 @@ func (a *app) migrateCommand() *cobra.Command {
 		Long: `Manage leasestore's schema with its embedded goose migrations. The version
 table is leasestore_goose_db_version, so a team's own goose table is left alone.
 On PostgreSQL the objects go to the connection's current schema (set
-search_path, e.g. with options=-csearch_path=leasestore in the DSN), and
-concurrent migrations of one schema wait on an advisory lock.
+search_path, e.g. with options=-csearch_path%3Dleasestore in the DSN);
+migrate up creates that schema when it does not exist yet (the user needs
+CREATE on the database; otherwise the error names the CREATE SCHEMA for a
+DBA to run). Concurrent migrations of one schema wait on an advisory lock.
 
 --timeout bounds the whole command: raise it when another deploy may be
 holding the migration lock.`,
@@ -197,6 +199,15 @@ func (a *app) migrateUpCommand() *cobra.Command {
 				return err
 			}
 			defer db.Close()
+			if t.dialect == migrations.Postgres {
+				created, err := ensureSchema(ctx, db)
+				if err != nil {
+					return migrationError(ctx, t, err)
+				}
+				if created != "" {
+					a.log.Info("created schema "+created+", the first of the connection's search_path", "schema", created)
+				}
+			}
 			res, err := migrations.Up(ctx, t.dialect, db)
 			if err != nil {
 				return migrationError(ctx, t, err)

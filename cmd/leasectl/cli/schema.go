@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ensureSchema creates, for migrate up on PostgreSQL, the schema the
+// connection's search_path names when none of its schemas exists yet: a
+// schema given to leasestore in the DSN (options=-csearch_path=NAME) is the
+// operator's own, and migrate up is the command that sets the store up. It
+// returns the schema it created, "" when one existed. A user without the
+// CREATE privilege on the database gets an error naming the statement a DBA
+// should run.
+func ensureSchema(ctx context.Context, db *sql.DB) (string, error) {
+	var current sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&current); err != nil {
+		return "", fmt.Errorf("read the current schema: %w", err)
+	}
+	if current.Valid {
+		return "", nil
+	}
+	var path string
+	if err := db.QueryRowContext(ctx, "SHOW search_path").Scan(&path); err != nil {
+		return "", fmt.Errorf("read search_path: %w", err)
+	}
+	name := firstSchema(path)
+	if name == "" {
+		return "", fmt.Errorf("the search_path (%s) names no schema to migrate into: "+
+			"add one to the DSN, as in ?options=-csearch_path%%3Dleasestore", path)
+	}
+	stmt := "CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{name}.Sanitize()
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return "", fmt.Errorf("schema %q of the search_path does not exist and this user cannot create it: "+
+			"have the database owner run %s (and grant this user CREATE on it), then migrate up again: %w", name, stmt, err)
+	}
+	return name, nil
+}
+
+// firstSchema returns the first schema named in a search_path setting,
+// skipping "$user", with quotes removed and unquoted names folded to lower
+// case as PostgreSQL reads them; "" when there is none.
+func firstSchema(path string) string {
+	for rest := strings.TrimSpace(path); rest != ""; {
+		var name string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(rest); i++ {
+				if rest[i] == '"' {
+					if i+1 < len(rest) && rest[i+1] == '"' {
+						b.WriteByte('"')
+						i++
+						continue
+					}
+					break
+				}
+				b.WriteByte(rest[i])
+			}
+			name, rest = b.String(), rest[min(i+1, len(rest)):]
+			_, rest, _ = strings.Cut(rest, ",")
+		} else {
+			var elem string
+			elem, rest, _ = strings.Cut(rest, ",")
+			name = strings.ToLower(strings.TrimSpace(elem))
+		}
+		rest = strings.TrimSpace(rest)
+		if name != "" && name != "$user" {
+			return name
+		}
+	}
+	return ""
+}

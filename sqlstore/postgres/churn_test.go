@@ -1,0 +1,69 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// churnEnv sets how long TestChurnKeepsRowsBounded runs (default 6s; the
+// scale issue's soak is several minutes: LEASESTORE_CHURN=5m).
+const churnEnv = "LEASESTORE_CHURN"
+
+// TestChurnKeepsRowsBounded acquires a unique key per job (job/<n>) and
+// never releases one, as services that let leases run out do, with short
+// leases and the runtime's background sweep: the table must not grow with
+// the number of jobs, only with the leases that are live or just ended.
+func TestChurnKeepsRowsBounded(t *testing.T) {
+	t.Parallel()
+	runFor := 6 * time.Second
+	if d, err := time.ParseDuration(os.Getenv(churnEnv)); err == nil && d > 0 {
+		runFor = d
+	}
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	rt := protocol.New(b, &protocol.Config{Sweep: &protocol.SweepConfig{Every: 50 * time.Millisecond, Grace: time.Nanosecond}})
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	raw := rawPool(t, dsn)
+
+	ctx, cancel := context.WithTimeout(context.Background(), runFor)
+	defer cancel()
+	var (
+		jobs atomic.Int64
+		wg   sync.WaitGroup
+		most int
+	)
+	for w := range 3 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n := jobs.Add(1)
+				_, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "jobs", Name: fmt.Sprintf("job/%d-%d", w, n)},
+					Owner: "worker", TTL: 20 * time.Millisecond})
+				if err != nil && ctx.Err() == nil {
+					t.Errorf("acquire: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond)
+		most = max(most, count(t, raw, "SELECT count(*) FROM leasestore_leases"))
+	}
+	wg.Wait()
+	total := int(jobs.Load())
+	t.Logf("%d jobs in %v; at most %d rows at a time", total, runFor, most)
+	if total < 500 {
+		t.Fatalf("only %d jobs: too few to show anything", total)
+	}
+	if most > total/5 {
+		t.Fatalf("%d rows at one time for %d jobs: the sweep does not keep up", most, total)
+	}
+}

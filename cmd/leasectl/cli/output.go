@@ -259,23 +259,27 @@ func formatRecordLine(r audit.Record) string {
 
 // nextPageCommand returns the command line that reads the page after this
 // one: the command with every flag the user set (the namespace, filters,
-// limit and store included) and --cursor. A DSN is shown with its password
-// masked, which the user must put back.
+// limit and store included) and --cursor, ready to paste. A --dsn holding
+// a password is left out (masked, it would fail to authenticate), and a
+// comment after the command says to add it back; a DSN from the
+// environment is never repeated.
 func nextPageCommand(cmd *cobra.Command, cursor string) string {
 	parts := []string{cmd.CommandPath()}
+	note := ""
 	add := func(f *pflag.Flag) {
 		if !f.Changed || f.Name == "cursor" {
 			return
 		}
 		v := f.Value.String()
-		if f.Name == "dsn" {
-			v = redactDSN(v)
+		if f.Name == "dsn" && len(secretsOf(v)) > 0 {
+			note = "  # add your --dsn: not repeated here, it holds a password"
+			return
 		}
 		parts = append(parts, "--"+f.Name+"="+shellQuote(v))
 	}
 	cmd.InheritedFlags().VisitAll(add)
 	cmd.LocalFlags().VisitAll(add)
-	return strings.Join(append(parts, "--cursor="+cursor), " ")
+	return strings.Join(append(parts, "--cursor="+cursor), " ") + note
 }
 
 // shellQuote quotes s for a POSIX shell unless it needs no quoting.

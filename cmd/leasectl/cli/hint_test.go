@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+)
+
+// nextHint returns the "more: " line of out split into arguments (the
+// command name dropped), and the rest of that line after the command.
+func nextHint(t *testing.T, out string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if h, ok := strings.CutPrefix(line, "more: "); ok {
+			cmdline, _, _ := strings.Cut(h, "  #")
+			f := strings.Fields(cmdline)
+			if len(f) < 2 || f[0] != "leasectl" {
+				t.Fatalf("hint %q is not a leasectl command line", h)
+			}
+			return f[1:]
+		}
+	}
+	t.Fatalf("no next-page hint in:\n%s", out)
+	return nil
+}
+
+// A paging hint can be pasted: a --dsn that holds a password is not
+// repeated with the password masked (which would fail to authenticate);
+// the hint says to add it back.
+func TestNextPageHintWithAPassword(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.MigratedDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "pw-s3cret") // trust auth ignores it
+	dsn := u.String()
+	for _, k := range []string{"a", "b", "c"} {
+		wantCode(t, runCLI(t, env{}, "acquire", k, "--dsn", dsn), 0)
+	}
+	first := runCLI(t, env{}, "list", "--limit", "2", "--dsn", dsn)
+	wantCode(t, first, 0)
+	if strings.Contains(first.stdout, "xxxxx") || strings.Contains(first.stdout, "pw-s3cret") {
+		t.Fatalf("the hint repeats the DSN with its password, masked or not:\n%s", first.stdout)
+	}
+	if !strings.Contains(first.stdout, "--dsn") || !strings.Contains(first.stdout, "password") {
+		t.Fatalf("the hint should say to add --dsn back, as it holds a password:\n%s", first.stdout)
+	}
+	args := append(nextHint(t, first.stdout), "--dsn", dsn)
+	next := runCLI(t, env{}, args...)
+	wantCode(t, next, 0)
+	if !strings.Contains(next.stdout, " c ") || strings.Contains(next.stdout, " a ") {
+		t.Fatalf("the pasted hint %v printed:\n%s", args, next.stdout)
+	}
+
+	// From the environment, the hint needs nothing added.
+	e := env{EnvDSN: dsn}
+	first = runCLI(t, e, "list", "--limit", "2")
+	if strings.Contains(first.stdout, "--dsn") {
+		t.Fatalf("the hint names --dsn though it came from the environment:\n%s", first.stdout)
+	}
+	wantCode(t, runCLI(t, e, nextHint(t, first.stdout)...), 0)
+}

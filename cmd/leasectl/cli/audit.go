@@ -119,7 +119,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
-	f.DurationVar(&interval, "interval", time.Second, "poll interval of --follow")
+	f.Var(newDurationFlag(&interval, time.Second), "interval", "poll interval of --follow")
 	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())
 	return cmd
 }

@@ -265,10 +265,10 @@ bench at a scratch store.`,
 	}
 	f := cmd.Flags()
 	f.IntVarP(&concurrency, "concurrency", "c", 8, "number of concurrent workers")
-	f.DurationVarP(&duration, "duration", "d", 10*time.Second, "how long to run")
+	f.VarP(newDurationFlag(&duration, 10*time.Second), "duration", "d", "how long to run")
 	f.IntVar(&keys, "keys", 16, "number of distinct keys")
 	f.StringVar(&op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
-	f.DurationVar(&ttl, "ttl", DefaultTTL, "lease duration used by the workload")
+	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration used by the workload")
 	f.StringVarP(&ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
 	return cmd
 }

@@ -362,7 +362,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://... or sqlite:PATH (default $"+EnvDSN+", else "+DefaultDSN+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
-	pf.DurationVar(&a.timeout, "timeout", 5*time.Second, "deadline of each operation")
+	pf.Var(newDurationFlag(&a.timeout, 5*time.Second), "timeout", "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
 
 	root.AddCommand(

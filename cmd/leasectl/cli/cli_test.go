@@ -389,7 +389,13 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestDSNForms(t *testing.T) {
-	for _, dsn := range []string{"mysql://root:hunter2hunter2@db/x", "host=db password=hunter2hunter2", "sqlite:"} {
+	// libpq's key=value form is PostgreSQL: tried (here unreachable), its password never shown.
+	kv := runCLI(t, env{}, "get", "k", "--dsn", "host=127.0.0.1 port=1 password=hunter2hunter2", "--timeout", "2s")
+	wantCode(t, kv, ExitUnavailable)
+	if strings.Contains(kv.stdout+kv.stderr, "hunter2") {
+		t.Fatalf("key=value dsn: the password leaked:\n%s\n%s", kv.stdout, kv.stderr)
+	}
+	for _, dsn := range []string{"mysql://root:hunter2hunter2@db/x", "sqlite:"} {
 		o := runCLI(t, env{}, "get", "k", "--dsn", dsn, "-o", "json")
 		wantCode(t, o, ExitUsage)
 		m := o.json(t)

@@ -182,7 +182,7 @@ in a namespace of its own, demo-XXXXXXXX.`,
 			return d.run(cmd.Context(), s, where)
 		},
 	}
-	cmd.Flags().DurationVar(&ttl, "ttl", time.Second, "lease duration of the workers (100ms to 1m)")
+	cmd.Flags().Var(newDurationFlag(&ttl, time.Second), "ttl", "lease duration of the workers (100ms to 1m)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary SQLite file and print its path")
 	return cmd
 }

@@ -86,7 +86,7 @@ rather than expired from renew and release.`,
 		},
 	}
 	f := cmd.Flags()
-	f.DurationVar(&grace, "grace", protocol.DefaultSweepGrace, "keep rows of leases that ended less than this long ago")
+	f.Var(newDurationFlag(&grace, protocol.DefaultSweepGrace), "grace", "keep rows of leases that ended less than this long ago")
 	f.IntVar(&batch, "batch", 1000, "rows removed per statement")
 	return cmd
 }

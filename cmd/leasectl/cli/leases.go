@@ -69,7 +69,7 @@ conflict (exit 3) and the output shows the holder.`,
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.DurationVar(&ttl, "ttl", DefaultTTL, "lease duration (1ms to 168h)")
+	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	return cmd
 }
@@ -97,7 +97,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.Renew(ctx, req)
-				return a.printResult(res)
+				return a.printResult(explainNotOwner(res, owner, token))
 			})
 		},
 	}
@@ -105,7 +105,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
-	f.DurationVar(&ttl, "ttl", DefaultTTL, "new lease duration from now (1ms to 168h)")
+	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
@@ -127,7 +127,7 @@ func (a *app) releaseCommand() *cobra.Command {
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.Release(ctx, req)
-				return a.printResult(res)
+				return a.printResult(explainNotOwner(res, owner, token))
 			})
 		},
 	}
@@ -238,7 +238,7 @@ next acquire issues a greater token, so the old holder is fenced off.`,
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.Revoke(ctx, req)
-				return a.printResult(res)
+				return a.printResult(explainNotOwner(res, "", token))
 			})
 		},
 	}

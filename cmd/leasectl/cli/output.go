@@ -170,6 +170,26 @@ func (a *app) printResult(res protocol.Result) error {
 	return reported{status: string(res.Status)}
 }
 
+// explainNotOwner rewrites a not_owner result's message to say what the
+// store holds beside what was asked: the holder, or that the token was
+// never issued. owner is "" for revoke, which asks as nobody.
+func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Result {
+	l := res.Lease
+	switch {
+	case res.Status != protocol.StatusNotOwner:
+	case l == nil && owner == "":
+		res.Message = fmt.Sprintf("%s (asked with token %d)", res.Message, token)
+	case l == nil:
+		res.Message = fmt.Sprintf("%s (asked as %s with token %d)", res.Message, owner, token)
+	case token > l.Token:
+		res.Message = fmt.Sprintf("token %d was never issued for %s: the live lease has token %d, held by %s",
+			token, l.Key, l.Token, l.Owner)
+	default:
+		res.Message = fmt.Sprintf("the lease at %s with token %d is held by %s, not by %s", l.Key, l.Token, l.Owner, owner)
+	}
+	return res
+}
+
 // formatResult renders a result for people: the status and message, then
 // the lease, one field a line.
 func formatResult(res protocol.Result, msg string, now time.Time) string {

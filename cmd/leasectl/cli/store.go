@@ -29,12 +29,14 @@ type target struct {
 	shown   string // fit for messages: password masked
 }
 
-// parseDSN recognises postgres://, postgresql:// and sqlite:PATH. Any other
-// form is invalid input; the message never repeats the DSN, which may hold
-// a password in a form leasectl does not know how to mask.
+// parseDSN recognises postgres://, postgresql://, libpq's key=value form
+// (host=... user=... dbname=...) and sqlite:PATH. Any other form is invalid
+// input; the message repeats the DSN only when it is a bare file path
+// (suggesting sqlite:PATH), never what may hold a password in a form
+// leasectl does not know how to mask.
 func parseDSN(dsn string) (target, error) {
 	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), isKeyValueDSN(dsn):
 		return target{dialect: migrations.Postgres, raw: dsn, shown: redactDSN(dsn)}, nil
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path := strings.TrimPrefix(dsn, "sqlite:")
@@ -45,7 +47,36 @@ func parseDSN(dsn string) (target, error) {
 	case dsn == "":
 		return target{}, usageError("dsn: empty")
 	}
-	return target{}, usageError("dsn: unknown form: want postgres://..., postgresql://... or sqlite:PATH")
+	if looksLikePath(dsn) {
+		return target{}, usageError("dsn: %q is not a DSN: for a SQLite file write sqlite:%s", dsn, dsn)
+	}
+	return target{}, usageError("dsn: unknown form: want postgres://USER@HOST:PORT/DB (or postgresql://), " +
+		"key=value pairs (host=HOST user=USER dbname=DB), or sqlite:PATH")
+}
+
+// isKeyValueDSN reports whether dsn is in libpq's key=value form: space
+// separated pairs, the first of a key libpq knows.
+func isKeyValueDSN(dsn string) bool {
+	key, _, ok := strings.Cut(strings.TrimSpace(dsn), "=")
+	if !ok {
+		return false
+	}
+	switch strings.TrimSpace(key) {
+	case "host", "hostaddr", "port", "user", "dbname", "password", "sslmode", "application_name",
+		"connect_timeout", "options", "service", "passfile", "target_session_attrs":
+		return true
+	}
+	return false
+}
+
+// looksLikePath reports whether s is a plain file path: safe to repeat in
+// a message (no password can hide in it) and likely meant as sqlite:s.
+func looksLikePath(s string) bool {
+	if s == "" || strings.ContainsAny(s, " =@?&'\"") || strings.Contains(s, "://") {
+		return false
+	}
+	ext := strings.ToLower(filepath.Ext(s))
+	return ext == ".db" || ext == ".sqlite" || ext == ".sqlite3" || strings.ContainsRune(s, filepath.Separator)
 }
 
 // dsn returns the DSN in effect: --dsn, else $LEASESTORE_DSN, else DefaultDSN.

@@ -150,7 +150,8 @@ var (
 	resultKeys = []string{"status", "replayed", "request_id", "message", "lease"}
 	leaseKeys  = []string{"namespace", "key", "owner", "token", "acquired_at", "renewed_at", "expires_at", "version"}
 	recordKeys = []string{"id", "at", "op", "namespace", "key", "owner", "token", "request_id", "actor", "reason", "status", "version"}
-	benchKeys  = []string{"backend", "op", "concurrency", "keys", "ops", "errors", "duration_s", "ops_per_sec", "p50_ms", "p99_ms"}
+	benchKeys  = []string{"status", "backend", "namespace", "op", "concurrency", "keys", "ops", "errors", "conflicts",
+		"duration_s", "ops_per_sec", "p50_ms", "p99_ms"}
 )
 
 // result checks a lease operation's JSON and returns its lease (nil when null).

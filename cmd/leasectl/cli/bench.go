@@ -23,14 +23,18 @@ const (
 	benchMixed          = "mixed"
 )
 
-// benchJSON is the output of bench, as pinned by DESIGN.md.
+// benchJSON is the output of bench: the fields pinned by DESIGN.md, and
+// status, namespace and conflicts besides.
 type benchJSON struct {
+	Status      string  `json:"status"` // "ok"
 	Backend     string  `json:"backend"`
+	Namespace   string  `json:"namespace"`
 	Op          string  `json:"op"`
 	Concurrency int     `json:"concurrency"`
 	Keys        int     `json:"keys"`
 	Ops         int64   `json:"ops"`
 	Errors      int64   `json:"errors"`
+	Conflicts   int64   `json:"conflicts"` // expected refusals: another worker held the key
 	DurationS   float64 `json:"duration_s"`
 	OpsPerSec   float64 `json:"ops_per_sec"`
 	P50MS       float64 `json:"p50_ms"`
@@ -370,6 +374,7 @@ func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 func (a *app) printBench(out benchJSON, ns string, conflicts int64) {
 	if a.output == "json" {
+		out.Status, out.Namespace, out.Conflicts = StatusOK, ns, conflicts
 		a.printJSON(out)
 		return
 	}

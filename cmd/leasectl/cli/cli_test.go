@@ -282,7 +282,7 @@ func TestTableOutput(t *testing.T) {
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "worker-1", "--ttl", "90s")
 	wantCode(t, acq, 0)
-	for _, want := range []string{"acquired:", "owner", "worker-1", "token", "expires", "in 1m30s", "request id"} {
+	for _, want := range []string{"acquired default/scan", "owner", "worker-1", "token", "expires", "in 1m30s", "request id"} {
 		if !strings.Contains(acq.stdout, want) {
 			t.Errorf("acquire table output lacks %q:\n%s", want, acq.stdout)
 		}
@@ -732,9 +732,9 @@ func TestBench(t *testing.T) {
 				"-n", "benchns", "-o", "json")
 			wantCode(t, o, 0)
 			m := o.json(t)
-			wantKeys(t, "bench", m, "backend", "op", "concurrency", "keys", "ops", "errors", "duration_s",
-				"ops_per_sec", "p50_ms", "p99_ms")
-			if m["backend"] != "sqlite" || m["op"] != op || m["concurrency"] != float64(3) || m["keys"] != float64(2) {
+			wantKeys(t, "bench", m, "status", "backend", "namespace", "op", "concurrency", "keys", "ops", "errors",
+				"conflicts", "duration_s", "ops_per_sec", "p50_ms", "p99_ms")
+			if m["status"] != "ok" || m["namespace"] != "benchns" || m["backend"] != "sqlite" || m["op"] != op || m["concurrency"] != float64(3) || m["keys"] != float64(2) {
 				t.Fatalf("bench: %v", m)
 			}
 			if m["ops"].(float64) < 1 || m["errors"] != float64(0) || m["p50_ms"].(float64) <= 0 ||

@@ -75,8 +75,10 @@ type errorJSON struct {
 	Message string `json:"message"`
 }
 
-// timeJSON formats a backend time for JSON: RFC 3339 with nanoseconds, UTC.
-func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// timeJSON formats a backend time for JSON: RFC 3339, UTC, with a fixed six
+// fraction digits (backends keep microseconds), so that times sort as
+// strings.
+func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
 
 // optTimeJSON is timeJSON, or nil (JSON null) for the zero time: a replayed
 // result carries only the times the audit trail recorded (a replayed renew
@@ -153,6 +155,9 @@ func (a *app) printResult(res protocol.Result) error {
 	switch {
 	case a.output == "json":
 		a.printJSON(toResultJSON(res, msg))
+	case !answered(res.Status):
+		// Not the store's answer: a diagnostic, on stderr like the others.
+		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now()))
 	case a.output == "token" && res.Status.Success() && res.Lease != nil:
 		if res.Replayed {
 			fmt.Fprintf(a.stderr, "leasectl: replayed: the recorded outcome of an earlier request with this id; "+
@@ -190,11 +195,27 @@ func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Re
 	return res
 }
 
-// formatResult renders a result for people: the status and message, then
-// the lease, one field a line.
+// answered reports whether status is the store's answer (a success or a
+// refusal), printed on stdout in table mode, rather than the lack of one
+// (timeout, unavailable, closed, invalid), printed on stderr.
+func answered(status protocol.Status) bool {
+	switch status {
+	case protocol.StatusTimeout, protocol.StatusUnavailable, protocol.StatusClosed, protocol.StatusInvalid:
+		return false
+	}
+	return true
+}
+
+// formatResult renders a result for people: the status and message (the
+// status once, when the message starts with it), then the lease, one field
+// a line, and the request id of a change.
 func formatResult(res protocol.Result, msg string, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n", res.Status, msg)
+	if strings.HasPrefix(msg, string(res.Status)+" ") {
+		fmt.Fprintf(&b, "%s\n", msg)
+	} else {
+		fmt.Fprintf(&b, "%s: %s\n", res.Status, msg)
+	}
 	if res.Replayed {
 		b.WriteString("(replayed: the recorded outcome of an earlier request with this id; nothing changed now)\n")
 	}
@@ -205,13 +226,16 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		fmt.Fprintf(tw, "  token\t%d\n", l.Token)
 		fmt.Fprintf(tw, "  acquired\t%s\n", timeTable(l.AcquiredAt))
 		fmt.Fprintf(tw, "  renewed\t%s\n", timeTable(l.RenewedAt))
-		if l.ExpiresAt.IsZero() {
+		switch {
+		case l.ExpiresAt.IsZero():
 			fmt.Fprintf(tw, "  expires\t-\n")
-		} else {
+		case res.Status == protocol.StatusReleased || res.Status == protocol.StatusRevoked:
+			fmt.Fprintf(tw, "  expires\t%s (no longer: %s)\n", timeTable(l.ExpiresAt), res.Status)
+		default:
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
 	}
-	if res.RequestID != "" {
+	if res.RequestID != "" && res.Op != protocol.OpGet && res.Op != protocol.OpList {
 		fmt.Fprintf(tw, "  request id\t%s\n", res.RequestID)
 	}
 	_ = tw.Flush()

@@ -47,8 +47,9 @@ func (k Key) Validate() error {
 	return ValidateText("key", k.Name, MaxNameLen)
 }
 
-// String returns "namespace/name" for messages and logs. It is not the
-// canonical encoding: use [Key.Encode] for storage.
+// String returns "namespace/name" for messages and logs; [KeyFromString]
+// reads it back. It is not the canonical encoding: use [Key.Encode] for
+// storage.
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
 
 // Encode returns the canonical, versioned encoding of k:
@@ -61,8 +62,27 @@ func (k Key) Encode() string {
 	return "v1:" + strconv.Itoa(len(k.Namespace)) + ":" + k.Namespace + k.Name
 }
 
-// ParseKey parses the canonical encoding produced by [Key.Encode] and
-// validates the result. Encodings of unknown versions are refused.
+// KeyFromString parses the "namespace/name" form that [Key.String] prints
+// and leasectl shows, and validates the result. The namespace ends at the
+// first '/'; the name may hold more ("scans/10.0.0.0/24" is namespace
+// "scans", name "10.0.0.0/24"). A key whose namespace holds a '/' does not
+// round-trip through this form: store and exchange keys with [Key.Encode].
+func KeyFromString(s string) (Key, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return Key{}, fmt.Errorf("key: %q has no namespace: write namespace/name, as in %s/%s", s, DefaultNamespace, s)
+	}
+	k := Key{Namespace: ns, Name: name}
+	if err := k.Validate(); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// ParseKey decodes the canonical encoding produced by [Key.Encode]
+// ("v1:..."), not the "namespace/name" form people see (use
+// [KeyFromString] for that), and validates the result. Encodings of
+// unknown versions are refused.
 func ParseKey(s string) (Key, error) {
 	rest, ok := strings.CutPrefix(s, "v1:")
 	if !ok {

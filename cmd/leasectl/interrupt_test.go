@@ -79,3 +79,39 @@ func TestInterruptFollowStillExits0(t *testing.T) {
 		t.Fatalf("audit --follow after Ctrl-C: exit %d, want 0\n%s", r.code, r)
 	}
 }
+
+// demo | head: once stdout is closed the demo stops, removes its temporary
+// store, and exits 141 as a process ended by SIGPIPE would, saying nothing.
+func TestClosedStdoutEndsTheDemoCleanly(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	c := leasectl{dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "demo", "--ttl", "300ms")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 64)
+	if _, err := out.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	_ = out.Close() // head has read its lines
+	cmd.Stdout = &bytes.Buffer{}
+	r := finish(t, cmd, []string{"demo"}, cmd.Wait())
+	if r.code != 141 {
+		t.Errorf("demo with its stdout closed: exit %d, want 141\n%s", r.code, r)
+	}
+	if strings.Contains(r.stderr, "leasectl:") {
+		t.Errorf("demo with its stdout closed complained:\n%s", r.stderr)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("demo left %v in %s", entries, tmp)
+	}
+}

@@ -14,6 +14,10 @@ import (
 )
 
 func main() {
+	// With SIGPIPE notified, a write to a closed stdout (leasectl demo | head)
+	// fails with EPIPE instead of killing the process, so the command can
+	// stop and clean up (cli.Execute exits 141 then).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

@@ -272,6 +272,8 @@ bench at a scratch store.`,
 	f.VarP(newDurationFlag(&duration, 10*time.Second), "duration", "d", "how long to run")
 	f.IntVar(&keys, "keys", 16, "number of distinct keys")
 	f.StringVar(&op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
+	_ = cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(
+		[]string{benchAcquireRelease, benchRenew, benchMixed}, cobra.ShellCompDirectiveNoFileComp))
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration used by the workload")
 	f.StringVarP(&ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
 	return cmd

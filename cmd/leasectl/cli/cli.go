@@ -11,7 +11,8 @@
 // Exit codes: 0 success (acquired, renewed, released, revoked, found,
 // healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
 // stale_token, not_owner, expired; 5 timeout, unavailable, closed; 130
-// interrupted (Ctrl-C); 1 anything else (status "error").
+// interrupted (Ctrl-C); 141 stdout closed under the command (silent); 1
+// anything else (status "error").
 //
 // Library packages must not import this package: it imports every backend.
 package cli
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/user"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -46,7 +48,30 @@ const (
 	// cancelled (Ctrl-C) before it finished: 128+SIGINT, as a shell reports
 	// a process that SIGINT ended.
 	ExitInterrupted = 130
+	// ExitStdoutClosed is what a command ends with, silently, when its
+	// stdout was closed under it (leasectl demo | head): 128+SIGPIPE, as a
+	// shell reports a process that SIGPIPE ended.
+	ExitStdoutClosed = 141
 )
+
+// errStdoutClosed is the cause of a command's context when a write to its
+// stdout found the reader gone.
+var errStdoutClosed = errors.New("leasectl: stdout was closed")
+
+// pipeWatch passes writes to w and cancels the command (cause
+// errStdoutClosed) when one finds the reading end of a pipe closed.
+type pipeWatch struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+}
+
+func (p *pipeWatch) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.cancel(errStdoutClosed)
+	}
+	return n, err
+}
 
 // Statuses leasectl prints besides the protocol's vocabulary.
 const (
@@ -196,9 +221,11 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		stdin = strings.NewReader("")
 	}
 	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	a := &app{
 		stdin:        stdin,
-		stdout:       &redactingWriter{w: stdout, r: red, urlsOnly: true},
+		stdout:       &redactingWriter{w: &pipeWatch{w: stdout, cancel: cancel}, r: red, urlsOnly: true},
 		stderr:       &redactingWriter{w: stderr, r: red},
 		getenv:       getenv,
 		red:          red,
@@ -223,6 +250,9 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	if errors.Is(context.Cause(ctx), errStdoutClosed) {
+		return ExitStdoutClosed // nobody reads on: say nothing
 	}
 	interrupted := ctx.Err() != nil && a.ran
 	var rep reported
@@ -336,6 +366,9 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
+				return nil // the shell asks for completions: its command line is not checked
+			}
 			switch a.output {
 			case "table", "json":
 			case "token":
@@ -364,6 +397,10 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
 	pf.Var(newDurationFlag(&a.timeout, 5*time.Second), "timeout", "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]string{"table", "json", "token"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(
+		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
 		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.listCommand(),
@@ -383,6 +420,14 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 			c.Example = "  leasectl help acquire"
 		case "completion":
 			c.Example = "  source <(leasectl completion bash)\n  leasectl completion zsh > \"${fpath[1]}/_leasectl\""
+			// Without a RunE, cobra answers an unknown shell with help and exit 0.
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return usageError("completion: expected a shell: bash, zsh, fish or powershell")
+				}
+				return usageError("completion: leasectl cannot complete for %q: want bash, zsh, fish or powershell", args[0])
+			}
 			examples := map[string]string{
 				"bash":       "  source <(leasectl completion bash)",
 				"zsh":        "  leasectl completion zsh > \"${fpath[1]}/_leasectl\"",

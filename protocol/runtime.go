@@ -140,6 +140,7 @@ func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID *string, valid
 		res.Message = describe(op, key, res)
 	}
 	r.observe(ctx, op, res.Status, res.Replayed, start)
+	r.sweep.poke()
 	if res.Status.Success() {
 		return res, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -29,7 +30,9 @@ type Sweeper interface {
 const OpSweep Op = "sweep"
 
 // SweepConfig tunes the background sweep of a [Runtime] over a backend that
-// implements [Sweeper]. A nil *SweepConfig means all defaults.
+// implements [Sweeper]: at most once per Every, after one of the runtime's
+// operations, a sweep runs in a goroutine of its own (Close waits for it).
+// A nil *SweepConfig means all defaults.
 type SweepConfig struct {
 	// Every is the pause between sweeps, with up to a fifth of it added or
 	// taken at random so that processes spread out. A negative value turns
@@ -55,15 +58,29 @@ const (
 	maxSweepBatches   = 10
 )
 
-// sweepLoop is a Runtime's background sweep: one goroutine, stopped by
-// stop, which waits for it.
+// sweepLoop runs a Runtime's sweeps. They ride on the runtime's own
+// operations: after an operation, when Every passed since the last sweep
+// began (or since the runtime was made), one sweep runs in a goroutine of
+// its own. So there is no goroutine while nothing sweeps, a runtime that
+// serves no operations does not sweep (the processes that do, do), and
+// Close waits only for a sweep in flight.
 type sweepLoop struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	s        Sweeper
+	backend  string
+	cfg      SweepConfig
+	timeout  time.Duration
+	observer Observer
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	mu      sync.Mutex
+	next    time.Time // when the next sweep may begin
+	running bool
+	wg      sync.WaitGroup
 }
 
-// startSweep starts the background sweep of b, or returns nil when b does
-// not sweep or cfg turns it off.
+// startSweep returns the sweep of b, or nil when b does not sweep or cfg
+// turns it off.
 func startSweep(b Backend, cfg *SweepConfig, timeout time.Duration, observer Observer) *sweepLoop {
 	s, ok := b.(Sweeper)
 	if !ok {
@@ -89,20 +106,39 @@ func startSweep(b Backend, cfg *SweepConfig, timeout time.Duration, observer Obs
 		c.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &sweepLoop{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		for {
-			pause := c.Every - c.Every/5 + rand.N(2*c.Every/5+1)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(pause):
-			}
-			sweepOnce(ctx, s, b.Name(), c, timeout, observer)
-		}
-	}()
+	l := &sweepLoop{s: s, backend: b.Name(), cfg: c, timeout: timeout, observer: observer, ctx: ctx, cancel: cancel}
+	l.next = time.Now().Add(l.pause())
 	return l
+}
+
+// pause is Every with up to a fifth of it added or taken at random, so
+// that processes spread their sweeps out.
+func (l *sweepLoop) pause() time.Duration {
+	e := l.cfg.Every
+	return e - e/5 + rand.N(2*e/5+1)
+}
+
+// poke starts a sweep when one is due and none runs; nil-safe.
+func (l *sweepLoop) poke() {
+	if l == nil {
+		return
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if l.running || now.Before(l.next) || l.ctx.Err() != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.running, l.next = true, now.Add(l.pause())
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		sweepOnce(l.ctx, l.s, l.backend, l.cfg, l.timeout, l.observer)
+		l.mu.Lock()
+		l.running = false
+		l.mu.Unlock()
+	}()
 }
 
 // sweepOnce runs batches until one comes back short, fails, or
@@ -139,11 +175,14 @@ func sweepOnce(ctx context.Context, s Sweeper, backend string, c SweepConfig, ti
 	}
 }
 
-// stop ends the sweep and waits for it; nil-safe.
+// stop ends a sweep in flight and waits for it; no sweep starts
+// afterwards. nil-safe.
 func (l *sweepLoop) stop() {
 	if l == nil {
 		return
 	}
+	l.mu.Lock()
 	l.cancel()
-	<-l.done
+	l.mu.Unlock()
+	l.wg.Wait()
 }

@@ -52,8 +52,8 @@ var errAuditWentBack = errors.New("postgres: audit ids went back: the database m
 //   - a missing table, sequence or schema: unavailable, naming
 //     `leasectl migrate up`;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
-//     insufficient resources (class 53), and any other error: unavailable;
-//     other server errors name their SQLSTATE.
+//     insufficient resources (class 53), and any other error: unavailable
+//     (the server's error, which the text appends, names its SQLSTATE).
 //
 // The result is an *protocol.Error whose cause is err; its message does not
 // repeat the cause, which the error's text appends.
@@ -80,7 +80,7 @@ func interpretError(op protocol.Op, err error) error {
 			return protocol.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server refused or dropped the connection")
 		default:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: SQLSTATE %s", code)
+			return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: the server refused the statement")
 		}
 	}
 	var ce *pgconn.ConnectError

@@ -39,7 +39,10 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		return pe
 	}
 	where := fmt.Sprintf("sqlite database %q", file)
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+		return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the caller cancelled the operation before it finished", where)
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the operation finished", where)
 	}
 	var se *sqlite.Error

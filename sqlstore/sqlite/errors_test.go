@@ -263,3 +263,21 @@ func TestConcurrentFirstOpen(t *testing.T) {
 		}
 	}
 }
+
+// A cancelled caller is told so, not that a deadline passed; both are
+// timeout (the effect is unknown).
+func TestCancelledCallerIsReportedAsCancelled(t *testing.T) {
+	b := open(t, migratedFile(t), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+	if !errors.Is(err, protocol.ErrTimeout) || !strings.Contains(err.Error(), "cancelled") || strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("acquire on a cancelled context: %v, want timeout saying the caller cancelled", err)
+	}
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer dcancel()
+	_, err = b.Acquire(dctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "b"})
+	if !errors.Is(err, protocol.ErrTimeout) || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("acquire past its deadline: %v, want timeout saying the deadline passed", err)
+	}
+}

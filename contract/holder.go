@@ -47,7 +47,7 @@ var releaseOp = holderOp{
 			e.t.Fatalf("get after release: %s, want not_found", fmtLease(l))
 		}
 		if r := e.row(before.Key.Name); r != nil {
-			e.t.Fatalf("row after release: %s, want none (release deletes)", fmtLease(r))
+			e.t.Fatalf("row after release: %s, want none (a released lease is not listed)", fmtLease(r))
 		}
 	},
 }
@@ -234,7 +234,7 @@ func revokeCases() []testCase {
 				e.t.Fatalf("get after revoke: %s, want not_found", fmtLease(g))
 			}
 			if r := e.row("job"); r != nil {
-				e.t.Fatalf("row after revoke: %s, want none (revoke deletes)", fmtLease(r))
+				e.t.Fatalf("row after revoke: %s, want none (a revoked lease is not listed)", fmtLease(r))
 			}
 			next := e.acquire(e.a, "job", "w2", leaseTTL)
 			if next.Token <= l.Token {

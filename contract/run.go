@@ -45,7 +45,8 @@ type group struct {
 // carries no lease; list orders names byte by byte (PostgreSQL's "C"
 // collation) and treats a prefix literally (LIKE's % _ and \ are plain
 // characters); expired rows stay listable with include_expired until an
-// acquire replaces them; audit Since is inclusive; a page of exactly Limit
+// acquire replaces them or a sweep removes them (released and revoked
+// leases are never listed); audit Since is inclusive; a page of exactly Limit
 // items is the last one (empty next cursor).
 //
 // Subtests run one after the other; the contention cases start goroutines

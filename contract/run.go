@@ -49,7 +49,8 @@ type group struct {
 // leases are never listed); audit Since is inclusive; a page of exactly Limit
 // items is the last one (empty next cursor).
 //
-// Subtests run one after the other; the contention cases start goroutines
+// Subtests run in parallel (each has a store of its own, so the factory
+// must be safe to call concurrently); the contention cases start goroutines
 // of their own on both handles.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
@@ -72,8 +73,10 @@ func Run(t *testing.T, newHarness Factory) {
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
 			for _, c := range g.cases {
 				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
 					c.run(newEnv(t, newHarness))
 				})
 			}

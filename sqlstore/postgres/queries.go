@@ -22,10 +22,7 @@ package postgres
 // record the snapshot sees (always true on the cluster that wrote them,
 // since a transaction id is assigned after the snapshot; false after a move
 // to a cluster whose ids start lower, which leasestore_audit_went_back
-// reports as SQLSTATE LS001). The check looks for a visible record at or
-// above the new id from the new id up, rather than for the greatest id
-// from the end of the index down, past the entries of writers still in
-// progress. It runs only when the change happened.
+// reports as SQLSTATE LS001). It runs only when the change happened.
 
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
@@ -67,12 +64,13 @@ WITH prev AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.above IS NULL THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
            after.acquired_at, 'acquire', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'acquired', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT x.id, (SELECT a.id FROM leasestore_audit a WHERE a.id >= x.id ORDER BY a.id LIMIT 1) AS above
-                        FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id FROM leasestore_audit_era e) AS x) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+                               (SELECT max(a.id) FROM leasestore_audit a) AS top
+                        FROM leasestore_audit_era e) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -96,12 +94,13 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.above IS NULL THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
            after.renewed_at, 'renew', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'renewed', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT x.id, (SELECT a.id FROM leasestore_audit a WHERE a.id >= x.id ORDER BY a.id LIMIT 1) AS above
-                        FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id FROM leasestore_audit_era e) AS x) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+                               (SELECT max(a.id) FROM leasestore_audit a) AS top
+                        FROM leasestore_audit_era e) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -129,12 +128,13 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.above IS NULL THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
            coalesce(@now::timestamptz, now()), 'release', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'released', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT x.id, (SELECT a.id FROM leasestore_audit a WHERE a.id >= x.id ORDER BY a.id LIMIT 1) AS above
-                        FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id FROM leasestore_audit_era e) AS x) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+                               (SELECT max(a.id) FROM leasestore_audit a) AS top
+                        FROM leasestore_audit_era e) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -159,12 +159,13 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.above IS NULL THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
            coalesce(@now::timestamptz, now()), 'revoke', @ns, @name, after.owner, after.token, @request_id, @actor, @reason,
            'revoked', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT x.id, (SELECT a.id FROM leasestore_audit a WHERE a.id >= x.id ORDER BY a.id LIMIT 1) AS above
-                        FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id FROM leasestore_audit_era e) AS x) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+                               (SELECT max(a.id) FROM leasestore_audit a) AS top
+                        FROM leasestore_audit_era e) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -362,11 +363,12 @@ SELECT count(*) FROM gone`)
 	pruneRecordSQL = compile(`
 INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                               status, version, params_hash)
-SELECT CASE WHEN next.above IS NULL THEN next.id ELSE leasestore_audit_went_back() END,
+SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
        coalesce(@now::timestamptz, now()), 'prune', '', '', '', 0, @request_id, @actor, @reason, 'pruned',
        @record_version, ''
-FROM (SELECT x.id, (SELECT a.id FROM leasestore_audit a WHERE a.id >= x.id ORDER BY a.id LIMIT 1) AS above
-      FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id FROM leasestore_audit_era e) AS x) AS next
+FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+             (SELECT max(a.id) FROM leasestore_audit a) AS top
+      FROM leasestore_audit_era e) AS next
 RETURNING id, at`)
 )
 

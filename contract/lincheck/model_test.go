@@ -1,6 +1,7 @@
 package lincheck_test
 
 import (
+	"compress/gzip"
 	"errors"
 	"os"
 	"strings"
@@ -378,5 +379,31 @@ func TestCheckSweeping(t *testing.T) {
 	bad.Ops[2].Outcome = out(protocol.StatusAcquired, lease("b", 5, expAt(42.5, ttl)))
 	if _, err := lincheck.Check(bad, &lincheck.CheckOptions{Dir: dir, Sweeping: true}); !errors.Is(err, lincheck.ErrNotLinearizable) {
 		t.Fatalf("token 5 issued again after a sweep: %v, want a violation", err)
+	}
+}
+
+// sweeping-unexplained-violation.jsonl.gz is a history recorded by
+// sqlstore/postgres's TestLinearizableWhileSweeping (make chaos) that the
+// checker rejects, and whose cause (the sweeper, or this model's account of
+// sweeps) is not known yet. It stays here to be explained; this test pins
+// that the checker still sees the violation in it.
+func TestUnexplainedSweepingViolationIsKept(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("testdata/sweeping-unexplained-violation.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lincheck.ReadHistory(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Dir: t.TempDir(), Sweeping: true, SweepGrace: time.Nanosecond})
+	if !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("the recorded history now checks as %v (%v): if the cause was found, say so and drop this fixture", err, res)
 	}
 }

@@ -71,22 +71,3 @@ func TestRuntimeSweepsInTheBackground(t *testing.T) {
 		t.Fatalf("the observer saw %d rows removed in %d batches, want 5 in at least 3 (batches of 2)", removed, batches.Load())
 	}
 }
-
-// A negative Every turns the background sweep off.
-func TestRuntimeSweepOff(t *testing.T) {
-	clock := contract.NewClock()
-	rt := protocol.New(memstore.New(&memstore.Config{Now: clock.Now}), &protocol.Config{
-		Sweep: &protocol.SweepConfig{Every: -1},
-	})
-	defer rt.Close(context.Background())
-	ctx := context.Background()
-	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "w", TTL: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(48 * time.Hour)
-	time.Sleep(20 * time.Millisecond)
-	res, err := rt.List(ctx, protocol.ListRequest{Namespace: "ns", IncludeExpired: true})
-	if err != nil || len(res.Leases) != 1 {
-		t.Fatalf("rows with the sweep off: %v, %v; want the expired row kept", res.Leases, err)
-	}
-}

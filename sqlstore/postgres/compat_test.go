@@ -48,23 +48,28 @@ func (c *v1Client) cycle(ctx context.Context, name string) (int64, error) {
 
 func (c *v1Client) cycleOnce(ctx context.Context, name string) (int64, error) {
 	i := c.n.Add(1)
+	return c.cycleWith(ctx, name, fmt.Sprintf("%s-a%d", c.owner, i), fmt.Sprintf("%s-r%d", c.owner, i), "hash")
+}
+
+// cycleWith is one acquire-release cycle of the first release's statements
+// with the given request ids and fingerprint.
+func (c *v1Client) cycleWith(ctx context.Context, name, acquireRID, releaseRID, hash string) (int64, error) {
 	var (
-		now                     time.Time
-		owner                   pgtype.Text
-		token, fresh            pgtype.Int8
-		acq, ren, exp           pgtype.Timestamptz
-		version                 pgtype.Int4
-		outcome                 []byte
-		interval                = pgtype.Interval{Microseconds: time.Minute.Microseconds(), Valid: true}
-		acquireRID, releaseRID  = fmt.Sprintf("%s-a%d", c.owner, i), fmt.Sprintf("%s-r%d", c.owner, i)
-		leaseVersion, recordVer = 1, 1
+		now           time.Time
+		owner         pgtype.Text
+		token, fresh  pgtype.Int8
+		acq, ren, exp pgtype.Timestamptz
+		version       pgtype.Int4
+		outcome       []byte
+		ttl           = pgtype.Interval{Microseconds: time.Minute.Microseconds(), Valid: true}
 	)
-	err := c.pool.QueryRow(ctx, v1AcquireSQL, "ns", name, c.owner, interval, acquireRID, "hash", nil, leaseVersion, recordVer).
+	const leaseVersion, recordVersion = 1, 1
+	err := c.pool.QueryRow(ctx, v1AcquireSQL, "ns", name, c.owner, ttl, acquireRID, hash, nil, leaseVersion, recordVersion).
 		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
 	if err != nil || !fresh.Valid || token.Int64 != fresh.Int64 {
 		return 0, err
 	}
-	err = c.pool.QueryRow(ctx, v1ReleaseSQL, "ns", name, c.owner, token.Int64, releaseRID, "hash", nil, leaseVersion, recordVer).
+	err = c.pool.QueryRow(ctx, v1ReleaseSQL, "ns", name, c.owner, token.Int64, releaseRID, hash, nil, leaseVersion, recordVersion).
 		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
 	if err != nil {
 		return 0, err

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasestore/leasestore/audit"
@@ -95,24 +94,8 @@ func rawPoolN(b *testing.B, dsn string, n int) *pgxpool.Pool {
 // cycleRandom is cycle with random request ids and a 64-digit fingerprint,
 // as the first release's runtime sent them.
 func (c *v1Client) cycleRandom(ctx context.Context, name string) (int64, error) {
-	var (
-		now           time.Time
-		owner         pgtype.Text
-		token, fresh  pgtype.Int8
-		acq, ren, exp pgtype.Timestamptz
-		version       pgtype.Int4
-		outcome       []byte
-		ttl           = pgtype.Interval{Microseconds: time.Minute.Microseconds(), Valid: true}
-		hash          = protocol.RandomRequestID() + protocol.RandomRequestID()
-	)
-	err := c.pool.QueryRow(ctx, v1AcquireSQL, "ns", name, c.owner, ttl, protocol.RandomRequestID(), hash, nil, 1, 1).
-		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
-	if err != nil || !fresh.Valid || token.Int64 != fresh.Int64 {
-		return 0, err
-	}
-	err = c.pool.QueryRow(ctx, v1ReleaseSQL, "ns", name, c.owner, token.Int64, protocol.RandomRequestID(), hash, nil, 1, 1).
-		Scan(&now, &owner, &token, &acq, &ren, &exp, &version, &fresh, &outcome)
-	return token.Int64, err
+	return c.cycleWith(ctx, name, protocol.RandomRequestID(), protocol.RandomRequestID(),
+		protocol.RandomRequestID()+protocol.RandomRequestID())
 }
 
 // trailEnv names how many records BenchmarkAuditReads puts in its trail.

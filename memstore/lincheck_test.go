@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,24 @@ import (
 // services would share a store, and checks the merged history.
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
+	checkLinearizable(t, nil)
+}
+
+// TestLinearizableWhileSweeping is TestLinearizable with every runtime
+// sweeping ended leases every few milliseconds with no grace.
+func TestLinearizableWhileSweeping(t *testing.T) {
+	t.Parallel()
+	checkLinearizable(t, &protocol.SweepConfig{Every: 3 * time.Millisecond, Grace: time.Nanosecond})
+}
+
+func checkLinearizable(t *testing.T, sweep *protocol.SweepConfig) {
 	store := memstore.NewStore(nil)
+	var swept atomic.Int64
+	observer := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == protocol.OpSweep {
+			swept.Add(int64(ev.Items))
+		}
+	})
 	const handles = 3
 	var (
 		wg   sync.WaitGroup
@@ -25,7 +43,7 @@ func TestLinearizable(t *testing.T) {
 		hist lincheck.History
 	)
 	for i := range handles {
-		rt := protocol.New(store.Handle(), nil)
+		rt := protocol.New(store.Handle(), &protocol.Config{Sweep: sweep, Observer: observer})
 		defer rt.Close(context.Background())
 		rec := lincheck.NewRecorder(fmt.Sprintf("h%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: 2, Ops: 1000,
@@ -42,12 +60,19 @@ func TestLinearizable(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	res, err := lincheck.Check(&hist, &lincheck.CheckOptions{Name: t.Name()})
+	opts := &lincheck.CheckOptions{Name: t.Name()}
+	if sweep != nil {
+		opts.Sweeping, opts.SweepGrace = true, sweep.Grace
+	}
+	res, err := lincheck.Check(&hist, opts)
 	t.Logf("history: %v", res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Operations < 3000 {
 		t.Fatalf("%d operations, want 3000", res.Operations)
+	}
+	if sweep != nil && swept.Load() == 0 {
+		t.Fatal("no lease was swept: the run did not test sweeping")
 	}
 }

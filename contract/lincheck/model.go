@@ -257,7 +257,15 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			next, ok := s.see(l)
 			return next.free(), ok
 		case protocol.StatusNotFound:
-			return s, !s.held || ((op.Token == 0 || eq) && canExpire)
+			switch {
+			case !s.held || ((op.Token == 0 || eq) && canExpire):
+				return s, true
+			case s.canSwept(in):
+				// The ended lease's row was swept: whatever token the
+				// revoke named, there is no row to compare it with.
+				return s.free(), true
+			}
+			return s, false
 		case protocol.StatusStaleToken:
 			if !s.held || op.Token == 0 || !greater {
 				return s, false

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -204,5 +206,60 @@ func TestLinearizableAcrossKilledProcesses(t *testing.T) {
 	}
 	if res.Unknown == 0 {
 		t.Errorf("no operation of unknown outcome: no kill caught a worker mid-operation")
+	}
+}
+
+// TestLinearizableWhileSweeping runs the lincheck workload from three
+// handles of one database file (each its own pool and runtime) while every
+// runtime sweeps the rows of ended leases every few milliseconds with no
+// grace: rows vanish under acquires, renews, releases and revokes, and the
+// history must still be linearizable.
+func TestLinearizableWhileSweeping(t *testing.T) {
+	t.Parallel()
+	db := migratedFile(t)
+	var (
+		swept atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		hist  lincheck.History
+	)
+	observer := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == protocol.OpSweep {
+			swept.Add(int64(ev.Items))
+		}
+	})
+	sweep := &protocol.SweepConfig{Every: 3 * time.Millisecond, Grace: time.Nanosecond}
+	for i := range 3 {
+		b, err := sqlite.Open(t.Context(), db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := protocol.New(b, &protocol.Config{Sweep: sweep, Observer: observer})
+		rec := lincheck.NewRecorder(fmt.Sprintf("h%d", i), nil)
+		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: 2, Ops: 700,
+			ShortTTL: 10 * time.Millisecond, Keys: []string{"k0", "k1", "k2"}, LoseAnswers: 0.02}
+		wg.Go(func() {
+			defer rt.Close(context.Background())
+			stats, err := w.Run(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			t.Logf("%s: %v", rec.Process(), stats)
+			mu.Lock()
+			defer mu.Unlock()
+			hist.Merge(rec.History())
+		})
+	}
+	wg.Wait()
+	res, err := lincheck.Check(&hist, &lincheck.CheckOptions{Name: t.Name(), Sweeping: true, SweepGrace: sweep.Grace})
+	t.Logf("history: %v; %d rows swept", res, swept.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Operations < 2000 {
+		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+	}
+	if swept.Load() == 0 {
+		t.Fatal("no row was swept: the run did not test sweeping")
 	}
 }

@@ -183,7 +183,7 @@ func (r *raw) tx(ctx context.Context, ns, op string, body func(tx *sql.Tx, now i
 		return err
 	}
 	if _, err := tx.StmtContext(ctx, r.insertAudit).ExecContext(ctx, now, op, ns, name, owner, token, rid, owner, "",
-		op+"d", audit.RecordFormatVersion, "hash", exp); err != nil {
+		op+"d", audit.RecordFormatVersion, "hash", exp, now, now); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/cmd/leasectl/rawbench"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -100,26 +105,93 @@ type benchWorker struct {
 	conflicts int64
 }
 
-// benchRun is one bench invocation.
+// Bench subjects: the store through the protocol runtime, and the raw
+// baseline (package rawbench) beside it.
+const (
+	subjectStore = "leasestore"
+	subjectRaw   = "raw"
+)
+
+// benchSubject is what a bench run drives: acquire and release for the
+// acquire-release workload; the runtime, for the others (the store only).
+type benchSubject struct {
+	name    string // subjectStore or subjectRaw
+	rt      *protocol.Runtime
+	acquire func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status)
+	release func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status
+}
+
+// storeSubject drives the store through rt.
+func storeSubject(rt *protocol.Runtime) *benchSubject {
+	return &benchSubject{
+		name: subjectStore,
+		rt:   rt,
+		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status) {
+			res, _ := rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: owner, TTL: ttl})
+			if res.Lease == nil {
+				return 0, res.Status
+			}
+			return res.Lease.Token, res.Status
+		},
+		release: func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status {
+			res, _ := rt.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: owner, Token: token})
+			return res.Status
+		},
+	}
+}
+
+// rawSubject drives the raw baseline; its outcomes are mapped to the
+// statuses the store would answer.
+func rawSubject(r rawbench.Baseline) *benchSubject {
+	return &benchSubject{
+		name: subjectRaw,
+		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status) {
+			token, ok, err := r.Acquire(ctx, key.Name, owner, ttl)
+			switch {
+			case err != nil:
+				return 0, protocol.StatusUnavailable
+			case !ok:
+				return 0, protocol.StatusConflict
+			}
+			return token, protocol.StatusAcquired
+		},
+		release: func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status {
+			ok, err := r.Release(ctx, key.Name, owner, token)
+			switch {
+			case err != nil:
+				return protocol.StatusUnavailable
+			case !ok:
+				return protocol.StatusNotFound
+			}
+			return protocol.StatusReleased
+		},
+	}
+}
+
+// benchRun is one measurement: one subject at one concurrency.
 type benchRun struct {
 	a         *app
-	rt        *protocol.Runtime
+	s         *benchSubject
 	op        string
 	ns        string
 	keys      []string
 	ttl       time.Duration
 	interrupt context.Context // cancelled by the user: stop, and do not count cancelled ops as errors
 
-	ops    atomic.Int64 // protocol operations finished
-	errors atomic.Int64 // operations whose outcome the workload does not expect
-	tokens []int64      // renew: the token of each key, held by owner "bench"
+	counting atomic.Bool  // false during the warm-up
+	ops      atomic.Int64 // protocol operations finished
+	errors   atomic.Int64 // operations whose outcome the workload does not expect
+	tokens   []int64      // renew: the token of each key, held by owner "bench"
 }
 
-// timed runs one protocol operation, records its latency and counts it.
-// expected lists the statuses that are not errors.
+// timed runs one protocol operation, records its latency and counts it
+// (after the warm-up). expected lists the statuses that are not errors.
 func (b *benchRun) timed(w *benchWorker, run func() protocol.Status, expected ...protocol.Status) protocol.Status {
 	start := time.Now()
 	st := run()
+	if !b.counting.Load() {
+		return st
+	}
 	w.hist.record(time.Since(start))
 	b.ops.Add(1)
 	for _, e := range expected {
@@ -129,30 +201,31 @@ func (b *benchRun) timed(w *benchWorker, run func() protocol.Status, expected ..
 	}
 	if b.interrupt.Err() == nil {
 		b.errors.Add(1)
-		b.a.log.Debug("bench: unexpected outcome", "status", st)
+		b.a.log.Debug("bench: unexpected outcome", "subject", b.s.name, "status", st)
 	}
 	return st
 }
 
 // cycle acquires a key and, when that works, releases it.
 func (b *benchRun) cycle(ctx context.Context, w *benchWorker, key protocol.Key, owner string) {
-	var lease *protocol.Lease
+	var token int64
 	st := b.timed(w, func() protocol.Status {
-		res, _ := b.rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: owner, TTL: b.ttl})
-		lease = res.Lease
-		return res.Status
+		var st protocol.Status
+		token, st = b.s.acquire(ctx, key, owner, b.ttl)
+		return st
 	}, protocol.StatusAcquired, protocol.StatusConflict)
-	switch {
-	case st == protocol.StatusConflict:
-		w.conflicts++
-	case st == protocol.StatusAcquired && lease != nil:
+	switch st {
+	case protocol.StatusConflict:
+		if b.counting.Load() {
+			w.conflicts++
+		}
+	case protocol.StatusAcquired:
 		b.timed(w, func() protocol.Status {
 			// Released even when the run is being interrupted, so a bench
 			// leaves no lease behind; hence not ctx.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.a.timeout)
 			defer cancel()
-			res, _ := b.rt.Release(rctx, protocol.ReleaseRequest{Key: key, Owner: owner, Token: lease.Token})
-			return res.Status
+			return b.s.release(rctx, key, owner, token)
 		}, protocol.StatusReleased)
 	}
 }
@@ -174,19 +247,19 @@ func (b *benchRun) work(ctx context.Context, id int, stop <-chan struct{}, w *be
 			b.cycle(ctx, w, key, owner)
 		case benchRenew:
 			b.timed(w, func() protocol.Status {
-				res, _ := b.rt.Renew(ctx, protocol.RenewRequest{Key: key, Owner: "bench", Token: b.tokens[k], TTL: b.ttl})
+				res, _ := b.s.rt.Renew(ctx, protocol.RenewRequest{Key: key, Owner: "bench", Token: b.tokens[k], TTL: b.ttl})
 				return res.Status
 			}, protocol.StatusRenewed)
 		case benchMixed:
 			switch n := rng.IntN(10); {
 			case n < 6:
 				b.timed(w, func() protocol.Status {
-					res, _ := b.rt.Get(ctx, protocol.GetRequest{Key: key})
+					res, _ := b.s.rt.Get(ctx, protocol.GetRequest{Key: key})
 					return res.Status
 				}, protocol.StatusFound, protocol.StatusNotFound)
 			case n < 7:
 				b.timed(w, func() protocol.Status {
-					res, _ := b.rt.List(ctx, protocol.ListRequest{Namespace: b.ns, Limit: 10})
+					res, _ := b.s.rt.List(ctx, protocol.ListRequest{Namespace: b.ns, Limit: 10})
 					return res.Status
 				}, protocol.StatusFound)
 			default:
@@ -196,11 +269,21 @@ func (b *benchRun) work(ctx context.Context, id int, stop <-chan struct{}, w *be
 	}
 }
 
+// benchFlags are bench's validated options.
+type benchFlags struct {
+	levels     []int // concurrency of each measurement, in order
+	keys       int
+	duration   time.Duration
+	warmUp     time.Duration
+	ttl        time.Duration
+	op, ns     string
+	compareRaw bool
+}
+
 func (a *app) benchCommand() *cobra.Command {
 	var (
-		concurrency, keys int
-		duration, ttl     time.Duration
-		op, ns            string
+		f           benchFlags
+		concurrency []int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -222,30 +305,60 @@ workload does not expect: timeout, unavailable, a release or renew that did
 not take effect, and so on. Operations cut short by an interrupt are not
 errors. bench exits 0 when it ran to its end, whatever the error count.
 
+A list of concurrencies (-c 1,8,32) runs one measurement per value, in
+order. --compare-raw measures, beside each, the raw baseline: the least a
+lease store must do, issued straight through the driver in tables of its
+own (PostgreSQL: a scratch schema leasestore_raw_XXXXXXXX with a conditional
+upsert plus audit insert for acquire, a delete plus audit insert for release,
+two plain indexes on its audit table; SQLite: a scratch file beside the
+store, one database/sql transaction per operation with the same settings),
+dropped at the end. The raw and store runs alternate, so that both see the
+same machine; ratios (store / raw ops per second) are only meaningful within
+one run. With a list or --compare-raw the output is a table, or with -o json
+one object per line and measurement (subject "leasestore" or "raw", and
+ratio_to_raw on the store's lines). Each measurement starts with an
+uncounted warm-up (--warm-up).
+
 Every state change is written to the audit trail, which is append-only: point
 bench at a scratch store.`,
 		Example: `  leasectl bench --dsn sqlite:/tmp/bench.db --concurrency 8 --duration 10s --keys 64
-  leasectl bench --dsn postgres://leasestore@db/bench --op mixed -o json`,
+  leasectl bench --dsn postgres://leasestore@db/bench --op mixed -o json
+  leasectl bench --dsn postgres://leasestore@db/bench -c 1,8,32 --compare-raw --keys 100000 --duration 10s`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch op {
+			switch f.op {
 			case benchAcquireRelease, benchRenew, benchMixed:
 			default:
-				return usageError("--op: %q is not one of %s, %s, %s", op, benchAcquireRelease, benchRenew, benchMixed)
+				return usageError("--op: %q is not one of %s, %s, %s", f.op, benchAcquireRelease, benchRenew, benchMixed)
 			}
-			if concurrency < 1 || concurrency > 1024 {
-				return usageError("--concurrency: %d is outside [1, 1024]", concurrency)
+			if len(concurrency) == 0 {
+				return usageError("--concurrency: give at least one value")
 			}
-			if keys < 1 || keys > 1_000_000 {
-				return usageError("--keys: %d is outside [1, 1000000]", keys)
+			for _, c := range concurrency {
+				if c < 1 || c > 1024 {
+					return usageError("--concurrency: %d is outside [1, 1024]", c)
+				}
 			}
-			if duration <= 0 {
-				return usageError("--duration: must be positive, got %v", duration)
+			f.levels = concurrency
+			if f.keys < 1 || f.keys > 1_000_000 {
+				return usageError("--keys: %d is outside [1, 1000000]", f.keys)
 			}
-			if ns == "" {
-				ns = "bench-" + protocol.RandomRequestID()[:8]
+			if f.duration <= 0 {
+				return usageError("--duration: must be positive, got %v", f.duration)
 			}
-			if err := protocol.ValidateText("namespace", ns, protocol.MaxNamespaceLen); err != nil {
+			switch {
+			case !cmd.Flags().Changed("warm-up"):
+				f.warmUp = min(f.duration/5, 2*time.Second)
+			case f.warmUp < 0:
+				return usageError("--warm-up: must not be negative, got %v", f.warmUp)
+			}
+			if f.compareRaw && f.op != benchAcquireRelease {
+				return usageError("--compare-raw: the raw baseline runs the %s workload only, not %s", benchAcquireRelease, f.op)
+			}
+			if f.ns == "" {
+				f.ns = "bench-" + protocol.RandomRequestID()[:8]
+			}
+			if err := protocol.ValidateText("namespace", f.ns, protocol.MaxNamespaceLen); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
 			t, err := parseDSN(a.dsn())
@@ -254,51 +367,147 @@ bench at a scratch store.`,
 			}
 			// One pooled connection per worker, so that the figures measure
 			// the database rather than a queue for connections.
-			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(concurrency)})
+			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(slices.Max(f.levels))})
 			if err != nil {
 				return err
 			}
 			defer s.close(a)
-			out, conflicts, err := a.runBench(cmd.Context(), s, op, ns, concurrency, keys, duration, ttl)
+			var raw rawbench.Baseline
+			if f.compareRaw {
+				if raw, err = a.openRaw(cmd.Context(), t, int32(slices.Max(f.levels))); err != nil {
+					return err
+				}
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+					defer cancel()
+					if err := raw.Close(ctx); err != nil {
+						a.log.Warn("bench: removing the raw baseline's tables", "err", a.red.redact(err.Error()))
+					}
+				}()
+			}
+			rows, err := a.runBenches(cmd.Context(), s, raw, f)
 			if err != nil {
 				return err
 			}
-			a.printBench(out, ns, conflicts)
+			if len(rows) == 1 {
+				a.printBench(rows[0])
+				return nil
+			}
+			a.printBenchTable(rows, f)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.IntVarP(&concurrency, "concurrency", "c", 8, "number of concurrent workers")
-	f.VarP(newDurationFlag(&duration, 10*time.Second), "duration", "d", "how long to run")
-	f.IntVar(&keys, "keys", 16, "number of distinct keys")
-	f.StringVar(&op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
+	fl := cmd.Flags()
+	fl.IntSliceVarP(&concurrency, "concurrency", "c", []int{8}, "number of concurrent workers; a list (1,8,32) runs one measurement each")
+	fl.VarP(newDurationFlag(&f.duration, 10*time.Second), "duration", "d", "how long each measurement runs")
+	fl.Var(newDurationFlag(&f.warmUp, 0), "warm-up", "uncounted run before each measurement (default: a fifth of --duration, at most 2s)")
+	fl.IntVar(&f.keys, "keys", 16, "number of distinct keys")
+	fl.StringVar(&f.op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
 	_ = cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(
 		[]string{benchAcquireRelease, benchRenew, benchMixed}, cobra.ShellCompDirectiveNoFileComp))
-	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration used by the workload")
-	f.StringVarP(&ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
+	fl.Var(newDurationFlag(&f.ttl, DefaultTTL), "ttl", "lease duration used by the workload")
+	fl.StringVarP(&f.ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
+	fl.BoolVar(&f.compareRaw, "compare-raw", false, "measure the raw baseline beside the store, in the same run")
 	return cmd
 }
 
-// runBench runs the workload and returns the result.
-func (a *app) runBench(ctx context.Context, s *store, op, ns string, concurrency, nkeys int,
-	duration, ttl time.Duration) (out benchJSON, conflicts int64, err error) {
-	b := &benchRun{a: a, rt: s.rt, op: op, ns: ns, ttl: ttl, interrupt: ctx}
-	for i := range nkeys {
-		b.keys = append(b.keys, fmt.Sprintf("key-%06d", i))
+// openRaw opens the raw baseline for t.
+func (a *app) openRaw(ctx context.Context, t target, conns int32) (rawbench.Baseline, error) {
+	ctx, cancel := a.opContext(ctx)
+	defer cancel()
+	var (
+		r   rawbench.Baseline
+		err error
+	)
+	switch t.dialect {
+	case migrations.Postgres:
+		var p *rawbench.Postgres
+		if p, err = rawbench.OpenPostgres(ctx, t.raw, conns); err == nil {
+			a.log.Info("bench: raw baseline", "schema", p.Schema())
+			r = p
+		}
+	case migrations.SQLite:
+		var s *rawbench.SQLite
+		if s, err = rawbench.OpenSQLite(ctx, filepath.Dir(t.path)); err == nil {
+			a.log.Info("bench: raw baseline", "file", s.Path())
+			r = s
+		}
+	default:
+		return nil, usageError("--compare-raw: no raw baseline for this store")
 	}
-	if op == benchRenew {
+	if err != nil {
+		return nil, failWith(errors.New(a.red.redact(err.Error())))
+	}
+	return r, nil
+}
+
+// benchRow is one measurement's result.
+type benchRow struct {
+	benchJSON
+	Subject    string  `json:"subject,omitempty"`
+	RatioToRaw float64 `json:"ratio_to_raw,omitempty"`
+}
+
+// runBenches runs one measurement per concurrency, the raw baseline's
+// first when there is one.
+func (a *app) runBenches(ctx context.Context, s *store, raw rawbench.Baseline, f benchFlags) ([]benchRow, error) {
+	keys := make([]string, f.keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%06d", i)
+	}
+	store := storeSubject(s.rt)
+	var rows []benchRow
+	for _, c := range f.levels {
+		var rawRow *benchRow
+		if raw != nil {
+			out, conflicts, err := a.runBench(ctx, rawSubject(raw), s.backend, f, keys, c)
+			if err != nil {
+				return nil, err
+			}
+			out.Namespace, out.Conflicts = "", conflicts
+			rows = append(rows, benchRow{benchJSON: out, Subject: subjectRaw})
+			rawRow = &rows[len(rows)-1]
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		out, conflicts, err := a.runBench(ctx, store, s.backend, f, keys, c)
+		if err != nil {
+			return nil, err
+		}
+		out.Namespace, out.Conflicts = f.ns, conflicts
+		row := benchRow{benchJSON: out}
+		if raw != nil || len(f.levels) > 1 {
+			row.Subject = subjectStore
+		}
+		if rawRow != nil && rawRow.OpsPerSec > 0 {
+			row.RatioToRaw = round3(out.OpsPerSec / rawRow.OpsPerSec)
+		}
+		rows = append(rows, row)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rows, nil
+}
+
+// runBench runs the workload on one subject at one concurrency.
+func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, f benchFlags, keys []string,
+	concurrency int) (out benchJSON, conflicts int64, err error) {
+	b := &benchRun{a: a, s: subj, op: f.op, ns: f.ns, keys: keys, ttl: f.ttl, interrupt: ctx}
+	if f.op == benchRenew {
 		if err := b.takeAll(ctx); err != nil {
 			return benchJSON{}, 0, err
 		}
 		defer b.releaseAll()
 	}
-	a.log.Info("bench: starting", "backend", s.backend, "op", op, "concurrency", concurrency, "keys", nkeys,
-		"duration", duration, "namespace", ns)
+	a.log.Info("bench: starting", "subject", subj.name, "backend", backend, "op", f.op, "concurrency", concurrency,
+		"keys", len(keys), "duration", f.duration, "namespace", f.ns)
 
 	stop := make(chan struct{})
 	workers := make([]*benchWorker, concurrency)
 	var wg sync.WaitGroup
-	start := time.Now()
+	b.counting.Store(f.warmUp == 0)
 	for i := range workers {
 		workers[i] = &benchWorker{}
 		wg.Add(1)
@@ -307,7 +516,15 @@ func (a *app) runBench(ctx context.Context, s *store, op, ns string, concurrency
 			b.work(ctx, i, stop, workers[i])
 		}()
 	}
-	timer := time.NewTimer(duration)
+	if f.warmUp > 0 {
+		select {
+		case <-time.After(f.warmUp):
+		case <-ctx.Done():
+		}
+		b.counting.Store(true)
+	}
+	start := time.Now()
+	timer := time.NewTimer(f.duration)
 	ticker := time.NewTicker(time.Second)
 	var lastOps int64
 	lastTick := start
@@ -323,15 +540,17 @@ wait:
 			ops := b.ops.Load()
 			rate := float64(ops-lastOps) / now.Sub(lastTick).Seconds()
 			lastOps, lastTick = ops, now
-			a.log.Info("bench: progress", "elapsed", now.Sub(start).Round(time.Second), "ops", ops,
+			a.log.Info("bench: progress", "subject", subj.name, "concurrency", concurrency,
+				"elapsed", now.Sub(start).Round(time.Second), "ops", ops,
 				"ops_per_sec", math.Round(rate), "errors", b.errors.Load())
 		}
 	}
 	ticker.Stop()
 	timer.Stop()
+	elapsed := time.Since(start)
+	ops, errs := b.ops.Load(), b.errors.Load()
 	close(stop)
 	wg.Wait()
-	elapsed := time.Since(start)
 
 	var total histogram
 	for _, w := range workers {
@@ -339,14 +558,15 @@ wait:
 		conflicts += w.conflicts
 	}
 	out = benchJSON{
-		Backend: s.backend, Op: op, Concurrency: concurrency, Keys: nkeys,
-		Ops: b.ops.Load(), Errors: b.errors.Load(), DurationS: round3(elapsed.Seconds()),
+		Backend: backend, Op: f.op, Concurrency: concurrency, Keys: len(keys),
+		Ops: ops, Errors: errs, DurationS: round3(elapsed.Seconds()),
 		P50MS: round3(float64(total.quantile(0.50)) / 1e6), P99MS: round3(float64(total.quantile(0.99)) / 1e6),
 	}
 	if elapsed > 0 {
 		out.OpsPerSec = round3(float64(out.Ops) / elapsed.Seconds())
 	}
-	a.log.Info("bench: done", "ops", out.Ops, "errors", out.Errors, "conflicts", conflicts)
+	a.log.Info("bench: done", "subject", subj.name, "concurrency", concurrency, "ops", out.Ops, "errors", out.Errors,
+		"conflicts", conflicts)
 	return out, conflicts, nil
 }
 
@@ -354,7 +574,7 @@ wait:
 func (b *benchRun) takeAll(ctx context.Context) error {
 	b.tokens = make([]int64, len(b.keys))
 	for i, name := range b.keys {
-		res, err := b.rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: b.ns, Name: name}, Owner: "bench", TTL: b.ttl})
+		res, err := b.s.rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: b.ns, Name: name}, Owner: "bench", TTL: b.ttl})
 		if err != nil {
 			return failWith(fmt.Errorf("bench: take %s before the run: %w", name, err))
 		}
@@ -367,16 +587,17 @@ func (b *benchRun) takeAll(ctx context.Context) error {
 func (b *benchRun) releaseAll() {
 	for i, name := range b.keys {
 		ctx, cancel := context.WithTimeout(context.Background(), b.a.timeout)
-		_, _ = b.rt.Release(ctx, protocol.ReleaseRequest{Key: protocol.Key{Namespace: b.ns, Name: name}, Owner: "bench", Token: b.tokens[i]})
+		_, _ = b.s.rt.Release(ctx, protocol.ReleaseRequest{Key: protocol.Key{Namespace: b.ns, Name: name}, Owner: "bench", Token: b.tokens[i]})
 		cancel()
 	}
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
-func (a *app) printBench(out benchJSON, ns string, conflicts int64) {
+func (a *app) printBench(row benchRow) {
+	out := row.benchJSON
 	if a.output == "json" {
-		out.Status, out.Namespace, out.Conflicts = StatusOK, ns, conflicts
+		out.Status = StatusOK
 		a.printJSON(out)
 		return
 	}
@@ -385,14 +606,49 @@ func (a *app) printBench(out benchJSON, ns string, conflicts int64) {
 	fmt.Fprintf(tw, "backend\t%s\n", out.Backend)
 	fmt.Fprintf(tw, "op\t%s\n", out.Op)
 	fmt.Fprintf(tw, "concurrency\t%d\n", out.Concurrency)
-	fmt.Fprintf(tw, "keys\t%d (namespace %s)\n", out.Keys, ns)
+	fmt.Fprintf(tw, "keys\t%d (namespace %s)\n", out.Keys, out.Namespace)
 	fmt.Fprintf(tw, "duration\t%.3fs\n", out.DurationS)
 	fmt.Fprintf(tw, "ops\t%d (protocol operations; an acquire-release cycle is two)\n", out.Ops)
 	fmt.Fprintf(tw, "ops/s\t%.1f\n", out.OpsPerSec)
 	fmt.Fprintf(tw, "p50\t%.3fms\n", out.P50MS)
 	fmt.Fprintf(tw, "p99\t%.3fms\n", out.P99MS)
 	fmt.Fprintf(tw, "errors\t%d\n", out.Errors)
-	fmt.Fprintf(tw, "conflicts\t%d (expected: another worker held the key; not errors)\n", conflicts)
+	fmt.Fprintf(tw, "conflicts\t%d (expected: another worker held the key; not errors)\n", out.Conflicts)
+	_ = tw.Flush()
+	a.printText(sb.String())
+}
+
+// printBenchTable prints several measurements: a table, or one JSON object
+// per line.
+func (a *app) printBenchTable(rows []benchRow, f benchFlags) {
+	if a.output == "json" {
+		for _, r := range rows {
+			r.Status = StatusOK
+			a.printJSON(r)
+		}
+		return
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "backend %s, op %s, %d keys (namespace %s), %s per measurement after a %s warm-up\n",
+		rows[0].Backend, f.op, f.keys, f.ns, f.duration, f.warmUp)
+	if f.compareRaw {
+		sb.WriteString("raw: the baseline statements in scratch tables, measured in this run; ratio = leasestore ops/s / raw ops/s\n")
+	}
+	sb.WriteString("\n")
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "concurrency\tsubject\tops/s\tp50 ms\tp99 ms\terrors\tconflicts\tratio\t")
+	for _, r := range rows {
+		ratio := ""
+		if r.RatioToRaw > 0 {
+			ratio = fmt.Sprintf("%.2f×", r.RatioToRaw)
+		}
+		subject := r.Subject
+		if subject == "" {
+			subject = subjectStore
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.3f\t%.3f\t%d\t%d\t%s\t\n", r.Concurrency, subject, r.OpsPerSec, r.P50MS,
+			r.P99MS, r.Errors, r.Conflicts, ratio)
+	}
 	_ = tw.Flush()
 	a.printText(sb.String())
 }

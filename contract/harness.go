@@ -20,8 +20,9 @@ import (
 // Clock is a manual clock shared by a harness's handles. The suite moves it
 // with Advance to pass TTLs without sleeping. It is safe for concurrent use.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	real bool // Now reads the wall clock (see Real)
 }
 
 // ClockStart is where every suite clock starts: a fixed instant, aligned to
@@ -35,7 +36,19 @@ func NewClock() *Clock { return &Clock{now: ClockStart} }
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.real {
+		return time.Now().UTC().Truncate(time.Microsecond)
+	}
 	return c.now
+}
+
+// Real makes the clock read the wall clock from now on, for the cases
+// that wait for a lease to expire: a waiter sleeps until the holder's
+// expiry by the wall clock, which a manual clock cannot move.
+func (c *Clock) Real() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.real = true
 }
 
 // Advance moves the clock forward by d.

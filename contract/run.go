@@ -68,6 +68,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Retention", retentionCases()},
 		{"Sweep", sweepCases()},
 		{"Contention", contentionCases()},
+		{"Wait", waitCases()},
 		{"Invalid", invalidCases()},
 		{"Lifecycle", lifecycleCases()},
 	}

@@ -55,6 +55,8 @@ type Store struct {
 	lastToken int64                 // the last fencing token issued, for every key
 	records   []backendkit.Recorded // the audit trail; records[i].ID == i+1
 	requests  map[requestKey]int    // (namespace, request id) -> index into records
+
+	waiters waiters // subscribers to released and revoked keys (notify.go)
 }
 
 type requestKey struct{ namespace, requestID string }
@@ -255,6 +257,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 	delete(s.leases, req.Key)
 	s.record(now, change{op: protocol.OpRelease, status: protocol.StatusReleased, lease: *cur,
 		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
+	s.waiters.signal(req.Key, nil)
 	return protocol.Result{Status: protocol.StatusReleased, Lease: cur}, nil
 }
 
@@ -277,6 +280,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 	delete(s.leases, req.Key)
 	s.record(now, change{op: protocol.OpRevoke, status: protocol.StatusRevoked, lease: *cur,
 		requestID: req.RequestID, actor: req.Actor, reason: req.Reason, paramsHash: hash})
+	s.waiters.signal(req.Key, nil)
 	return protocol.Result{Status: protocol.StatusRevoked, Lease: cur}, nil
 }
 
@@ -367,5 +371,6 @@ func (b *Backend) Health(ctx context.Context) error {
 // affected. Close is idempotent and always returns nil.
 func (b *Backend) Close(context.Context) error {
 	b.closed.Store(true)
+	b.store.waiters.signal(protocol.Key{}, b)
 	return nil
 }

@@ -15,6 +15,10 @@ type HoldConfig struct {
 	RenewEvery time.Duration
 	// RenewTimeout bounds each renewal. Default: RenewEvery.
 	RenewTimeout time.Duration
+	// Wait, when non-nil, makes Hold wait for a key that is held, as
+	// [AcquireWait] does with this config, instead of returning conflict.
+	// Default: nil, no waiting.
+	Wait *WaitConfig
 }
 
 // Held is a lease kept alive in the background by [Hold]. Its context is
@@ -59,7 +63,14 @@ var ErrLeaseLost = errors.New("lease: lost")
 // again with the same one.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
 	sent := time.Now()
-	res, err := s.Acquire(ctx, req)
+	var res Result
+	var err error
+	if cfg != nil && cfg.Wait != nil {
+		// The lease runs from the attempt that took it, not from the wait's start.
+		res, sent, err = acquireWait(ctx, s, req, cfg.Wait)
+	} else {
+		res, err = s.Acquire(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@ func TestMain(m *testing.M) {
 		if worker == lincheckWorkerMode {
 			os.Exit(runLincheckWorker())
 		}
+		if worker == releaseWorkerMode {
+			os.Exit(runReleaseWorker())
+		}
 		os.Exit(runWorker(worker))
 	}
 	goleak.VerifyTestMain(m)

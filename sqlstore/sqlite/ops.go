@@ -197,7 +197,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	const op = protocol.OpRelease
 	fp := req.Fingerprint()
-	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	return b.woke(req.Key, protocol.StatusReleased)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -219,7 +219,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return protocol.Result{}, false, err
 		}
 		return protocol.Result{Status: protocol.StatusReleased, Lease: &l}, true, nil
-	})
+	}))
 }
 
 // Revoke deletes the live lease at req.Key whoever holds it (only the one
@@ -228,7 +228,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	const op = protocol.OpRevoke
 	fp := req.Fingerprint()
-	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	return b.woke(req.Key, protocol.StatusRevoked)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -250,7 +250,18 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			return protocol.Result{}, false, err
 		}
 		return protocol.Result{Status: protocol.StatusRevoked, Lease: &l}, true, nil
-	})
+	}))
+}
+
+// woke returns a pass-through of a write's answer that signals the
+// Backend's waiters of key when the write took effect with status st.
+func (b *Backend) woke(key protocol.Key, st protocol.Status) func(protocol.Result, error) (protocol.Result, error) {
+	return func(res protocol.Result, err error) (protocol.Result, error) {
+		if err == nil && res.Status == st && !res.Replayed {
+			b.notify.signal(key)
+		}
+		return res, err
+	}
 }
 
 // Get returns the live lease at req.Key (found), or not_found when there is

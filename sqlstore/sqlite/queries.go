@@ -147,3 +147,15 @@ const (
 const qSweep = `
 DELETE FROM leasestore_leases
 WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases WHERE expires_at < ?1 - ?2 LIMIT ?3)`
+
+// Waking waiters (notify.go): a connection of its own polls qDataVersion,
+// which changes when another connection, of this process or another,
+// committed; then qWakeTop and qWakeKeys read which keys were released or
+// revoked since the last look, ?1 the last id seen and ?2 the newest.
+const (
+	qDataVersion = `PRAGMA data_version`
+	qWakeTop     = `SELECT coalesce(max(id), 0) FROM leasestore_audit`
+	qWakeKeys    = `
+SELECT DISTINCT namespace, name FROM leasestore_audit
+WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke')`
+)

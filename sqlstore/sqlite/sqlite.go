@@ -61,6 +61,13 @@ type Config struct {
 	// Default: [DefaultBusyTimeout].
 	BusyTimeout time.Duration
 
+	// NotifyInterval is how often, while a blocking acquire waits
+	// (protocol.AcquireWait), the backend checks on a connection of its
+	// own whether another connection committed, to wake waiters of a key
+	// that another process released. Releases through the same Backend
+	// wake them at once. Default: [DefaultNotifyInterval].
+	NotifyInterval time.Duration
+
 	// testNow replaces time.Now in this package's tests (see
 	// export_test.go), so that a manual clock passes TTLs without
 	// sleeping; production code cannot set it.
@@ -91,6 +98,8 @@ type Backend struct {
 	// Backends on the same file, are still arbitrated by SQLite's lock and
 	// the busy timeout.
 	writeSlot chan struct{}
+
+	notify notifier // wakes waiters of released and revoked keys (notify.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -282,6 +291,10 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if b.now == nil {
 		b.now = time.Now
 	}
+	b.notify = notifier{b: b, interval: cfg.NotifyInterval}
+	if b.notify.interval <= 0 {
+		b.notify.interval = DefaultNotifyInterval
+	}
 	var file sql.NullString
 	if err := db.QueryRowContext(ctx, qDatabaseFile).Scan(&file); err != nil {
 		return nil, interpretError(ctx, "", "", err)
@@ -347,6 +360,7 @@ func (b *Backend) Health(ctx context.Context) error {
 // idempotent; operations after Close fail with unavailable.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
+		b.notify.close()
 		err := b.stmts.close()
 		if b.owned {
 			err = errors.Join(err, b.db.Close())

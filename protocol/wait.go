@@ -1,0 +1,205 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Notifier is an optional interface of a [Backend] (and of a [Store]): it
+// tells waiters that the lease at a key may have ended, by a release or a
+// revoke committed by any process sharing the store, so that a blocking
+// acquire ([AcquireWait]) wakes at once instead of polling. Expiry needs no
+// signal: the waiter sleeps until the holder's expiry, which the conflict
+// carries.
+//
+// Signals are hints: they may be spurious (the waiter tries again and
+// meets a conflict), and a backend whose notification channel breaks
+// signals every subscriber, since a release may have gone unheard. Every
+// shipped backend implements it: memstore and SQLite in-process, SQLite
+// across processes through PRAGMA data_version, PostgreSQL through
+// LISTEN/NOTIFY on a connection of its own. [*Runtime] implements it when
+// its backend does.
+type Notifier interface {
+	// Subscribe registers interest in key until cancel is called (cancel is
+	// idempotent and must be called). Once Subscribe returned, every later
+	// release or revoke of key sends on ch (capacity 1: signals that arrive
+	// while one is pending merge into it). Subscribe returns an error when
+	// the backend cannot deliver signals now (the caller falls back to
+	// sleeping) or ctx ends first.
+	Subscribe(ctx context.Context, key Key) (ch <-chan struct{}, cancel func(), err error)
+}
+
+// ErrNoNotifier is returned by [Runtime.Subscribe] when its backend does
+// not implement [Notifier].
+var ErrNoNotifier = errors.New("lease: the backend does not signal released keys")
+
+// Subscribe implements [Notifier] by passing the subscription to the
+// backend, or fails with [ErrNoNotifier] when the backend cannot signal, or
+// with an error of status closed after Close.
+func (r *Runtime) Subscribe(ctx context.Context, key Key) (<-chan struct{}, func(), error) {
+	n, ok := r.backend.(Notifier)
+	if !ok {
+		return nil, nil, ErrNoNotifier
+	}
+	if err := key.Validate(); err != nil {
+		return nil, nil, &Error{Status: StatusInvalid, Key: key, Message: err.Error(), Err: err}
+	}
+	if !r.begin() {
+		return nil, nil, &Error{Status: StatusClosed, Key: key, Message: "the store was closed"}
+	}
+	defer r.end()
+	return n.Subscribe(ctx, key)
+}
+
+// Defaults of [WaitConfig].
+const (
+	// DefaultRecheck bounds a waiter's sleep when the store signals
+	// releases: a safety net for a signal lost with a dropped connection.
+	DefaultRecheck = 30 * time.Second
+	// DefaultPollRecheck bounds a waiter's sleep when the store cannot
+	// signal: a release is noticed within it.
+	DefaultPollRecheck = time.Second
+)
+
+// WaitConfig tunes [AcquireWait]. A nil *WaitConfig means all defaults.
+type WaitConfig struct {
+	// Recheck bounds each sleep between attempts. A waiter sleeps until the
+	// holder's expiry (by the local clock) or a signal from the store's
+	// [Notifier], whichever comes first, but never longer than Recheck.
+	// Default: [DefaultRecheck] when the store signals releases,
+	// [DefaultPollRecheck] when it does not.
+	Recheck time.Duration
+	// Waiting, when set, is called on the waiting goroutine each time an
+	// attempt met a live lease and the waiter is about to sleep, with that
+	// lease (for logs: "waiting for KEY, held by OWNER until T").
+	Waiting func(holder Lease)
+}
+
+// minWaitBackoff is the first sleep after a conflict with a lease that
+// expired by the local clock but not yet by the store's.
+const minWaitBackoff = time.Millisecond
+
+// AcquireWait acquires req, waiting while a live lease holds the key: it
+// tries, and on conflict sleeps until the holder's lease ends and tries
+// again, until it acquires or ctx ends. It never polls in a tight loop: a
+// store that implements [Notifier] ([*Runtime] over any shipped backend)
+// wakes it when the holder releases or is revoked, in this process or
+// another; otherwise, and for expiry, it sleeps until the holder's expiry,
+// re-checking at least every [WaitConfig].Recheck. If the holder's expiry
+// has passed by the local clock yet the store still answers conflict (the
+// store's clock is behind, or the holder renewed), the sleeps grow from a
+// millisecond, doubling, up to Recheck.
+//
+// Every attempt is an ordinary acquire with req's request id (one is made
+// when it is empty), bounded by the store's default deadline within ctx, so
+// a conflict is retried as the protocol allows (refusals are not
+// recorded), and an attempt whose outcome is unknown can be repeated with
+// the same id. The result is the first attempt that did not answer
+// conflict: acquired (possibly a replay: see [Hold] on confirming one), or
+// a failure such as timeout or closed, which ends the wait.
+//
+// When ctx ends while the waiter sleeps, the result is conflict, carrying
+// the holder's lease from the last attempt, and the error matches both
+// [ErrConflict] and ctx's error ([context.DeadlineExceeded] or
+// [context.Canceled]); its message says the wait gave up. When ctx ends
+// during an attempt, that attempt's timeout result is returned: its
+// outcome is unknown.
+//
+// With a zero-TTL holder (an expired lease the store has not yet seen go),
+// the first retry comes at once. AcquireWait is safe for concurrent use;
+// waiters of one key compete, and exactly one of them takes each release.
+func AcquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, error) {
+	res, _, err := acquireWait(ctx, s, req, cfg)
+	return res, err
+}
+
+// acquireWait is AcquireWait, also returning when the last attempt was sent.
+func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, time.Time, error) {
+	var c WaitConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if req.RequestID == "" {
+		if r, ok := s.(*Runtime); ok {
+			req.RequestID = r.newReqID()
+		} else {
+			req.RequestID = NewRequestID()
+		}
+	}
+	var wake <-chan struct{}
+	if n, ok := s.(Notifier); ok && req.Validate() == nil {
+		if ch, cancel, err := n.Subscribe(ctx, req.Key); err == nil {
+			defer cancel()
+			wake = ch
+		}
+	}
+	if c.Recheck <= 0 {
+		c.Recheck = DefaultRecheck
+		if wake == nil {
+			c.Recheck = DefaultPollRecheck
+		}
+	}
+	attemptTimeout := DefaultTimeout
+	if r, ok := s.(*Runtime); ok {
+		attemptTimeout = r.timeout
+	}
+	start := time.Now()
+	backoff := minWaitBackoff
+	for {
+		sent := time.Now()
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		res, err := s.Acquire(actx, req)
+		cancel()
+		if res.Status != StatusConflict || res.Lease == nil {
+			return res, sent, err
+		}
+		holder := *res.Lease
+		if c.Waiting != nil {
+			c.Waiting(holder)
+		}
+		sleep := time.Until(holder.ExpiresAt)
+		if sleep <= 0 {
+			// Expired by the local clock, not by the store's: back off.
+			sleep, backoff = backoff, min(2*backoff, c.Recheck)
+		} else {
+			backoff = minWaitBackoff
+		}
+		sleep = min(sleep, c.Recheck)
+		timer := time.NewTimer(sleep)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			res, err := waitEnded(ctx, res, start)
+			return res, sent, err
+		}
+		timer.Stop()
+	}
+}
+
+// waitEnded turns the last conflict of a wait whose ctx ended into its
+// result: conflict with the holder, and an error matching both
+// [ErrConflict] and ctx's cause.
+func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
+	why := "the deadline passed"
+	if errors.Is(ctx.Err(), context.Canceled) {
+		why = "cancelled"
+	}
+	l := last.Lease
+	last.Message = fmt.Sprintf("gave up waiting after %s (%s): %s is held by %s with token %d until %s",
+		time.Since(start).Round(time.Millisecond), why, l.Key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, ctx.Err()) {
+		cause = fmt.Errorf("%w: %w", cause, ctx.Err())
+	}
+	return last, &Error{Op: OpAcquire, Status: StatusConflict, Key: l.Key, Lease: l, Message: last.Message, Err: cause}
+}
+
+// AcquireWait is [AcquireWait] on r: r signals waiters when its backend
+// implements [Notifier].
+func (r *Runtime) AcquireWait(ctx context.Context, req AcquireRequest, cfg *WaitConfig) (Result, error) {
+	return AcquireWait(ctx, r, req, cfg)
+}

@@ -1,0 +1,228 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// DefaultNotifyInterval is how often a Backend with waiters checks whether
+// another connection committed (see [Config].NotifyInterval).
+const DefaultNotifyInterval = 5 * time.Millisecond
+
+var _ protocol.Notifier = (*Backend)(nil)
+
+// notifier wakes a Backend's waiters ([Backend.Subscribe]). A release or
+// revoke through the Backend itself signals its waiters as soon as it
+// commits. Commits of other connections (other processes, other Backends
+// on the file) are found by a poller that runs only while someone waits:
+// on a connection of its own it reads PRAGMA data_version every interval
+// (a read of the shared WAL index, no disk access), and when that changed
+// it reads the keys released or revoked since its last look from the audit
+// trail (ids follow commit order on SQLite) and signals their waiters.
+type notifier struct {
+	b        *Backend
+	interval time.Duration
+
+	mu     sync.Mutex
+	keys   map[protocol.Key]map[chan struct{}]struct{}
+	count  int
+	poll   *poller // the running poller; nil when none
+	closed bool
+}
+
+// poller is one run of the cross-process check.
+type poller struct {
+	ready chan struct{} // closed once the baseline is read (or err set)
+	err   error
+	done  chan struct{} // closed when the goroutine ended
+}
+
+// signal wakes the waiters of key without blocking.
+func (n *notifier) signal(key protocol.Key) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.keys[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// signalAll wakes every waiter (the Backend is closing).
+func (n *notifier) signalAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, subs := range n.keys {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Subscribe implements [protocol.Notifier]. It returns once a release or
+// revoke committed afterwards by any connection to the file is sure to be
+// signalled: through this Backend at once, from other connections within
+// about [Config].NotifyInterval.
+func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	n := &b.notify
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, nil, protocol.NewError("", protocol.StatusClosed, nil, "sqlite: the backend was closed")
+	}
+	if n.keys == nil {
+		n.keys = make(map[protocol.Key]map[chan struct{}]struct{})
+	}
+	if n.keys[key] == nil {
+		n.keys[key] = make(map[chan struct{}]struct{})
+	}
+	n.keys[key][ch] = struct{}{}
+	n.count++
+	p := n.poll
+	if p == nil {
+		p = &poller{ready: make(chan struct{}), done: make(chan struct{})}
+		n.poll = p
+		go n.run(p)
+	}
+	n.mu.Unlock()
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			delete(n.keys[key], ch)
+			if len(n.keys[key]) == 0 {
+				delete(n.keys, key)
+			}
+			n.count--
+		})
+	}
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, b.interpret(ctx, "", ctx.Err())
+	}
+	if p.err != nil {
+		cancel()
+		return nil, nil, b.interpret(ctx, "", p.err)
+	}
+	return ch, cancel, nil
+}
+
+// run is the poller's goroutine: it reads the baseline, closes p.ready,
+// and polls until nobody waits or the Backend closes. A failed read
+// signals every waiter (a release may have gone unseen) and ends the run;
+// the next Subscribe starts another.
+func (n *notifier) run(p *poller) {
+	defer close(p.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn, version, top, err := n.baseline(ctx)
+	if conn != nil {
+		defer conn.Close()
+	}
+	p.err = err
+	close(p.ready)
+	if err != nil {
+		n.end(p)
+		return
+	}
+	ticker := time.NewTicker(n.interval)
+	defer ticker.Stop()
+	for range ticker.C {
+		n.mu.Lock()
+		if n.count == 0 || n.closed {
+			n.poll = nil
+			n.mu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		var v int64
+		if err = conn.QueryRowContext(ctx, qDataVersion).Scan(&v); err == nil && v != version {
+			version = v
+			top, err = n.wake(ctx, conn, top)
+		}
+		if err != nil {
+			n.end(p)
+			n.signalAll()
+			return
+		}
+	}
+}
+
+// end forgets p as the running poller.
+func (n *notifier) end(p *poller) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.poll == p {
+		n.poll = nil
+	}
+}
+
+// baseline takes a connection of the poller's own and reads where the
+// file stands: its data_version and the newest audit id.
+func (n *notifier) baseline(ctx context.Context) (conn *sql.Conn, version, top int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
+	defer cancel()
+	conn, err = n.b.db.Conn(ctx)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if err := conn.QueryRowContext(ctx, qDataVersion).Scan(&version); err != nil {
+		return conn, 0, 0, err
+	}
+	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top); err != nil {
+		return conn, 0, 0, err
+	}
+	return conn, version, top, nil
+}
+
+// wake signals the waiters of the keys released or revoked after the
+// record with id after, and returns the newest id.
+func (n *notifier) wake(ctx context.Context, conn *sql.Conn, after int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
+	defer cancel()
+	var top int64
+	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top); err != nil {
+		return after, err
+	}
+	if top <= after {
+		return top, nil // no new record (an acquire rolled back, a sweep, a prune)
+	}
+	rows, err := conn.QueryContext(ctx, qWakeKeys, after, top)
+	if err != nil {
+		return after, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k protocol.Key
+		if err := rows.Scan(&k.Namespace, &k.Name); err != nil {
+			return after, err
+		}
+		n.signal(k)
+	}
+	return top, rows.Err()
+}
+
+// close signals every waiter, so that their next attempt answers closed,
+// and waits for the poller to let go of its connection.
+func (n *notifier) close() {
+	n.mu.Lock()
+	n.closed = true
+	p := n.poll
+	n.mu.Unlock()
+	n.signalAll()
+	if p != nil {
+		<-p.done
+	}
+}

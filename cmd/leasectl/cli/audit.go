@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -124,13 +125,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	return cmd
 }
 
-func toAuditJSON(page audit.Page) auditJSON {
-	out := auditJSON{Status: string(protocol.StatusFound), Records: []recordJSON{}, NextCursor: page.NextCursor}
-	for _, r := range page.Records {
-		out.Records = append(out.Records, toRecordJSON(r))
-	}
-	return out
-}
+func toAuditJSON(page audit.Page) auditJSON { return wire.FromPage(page) }
 
 // tail returns q positioned after the last record of the trail that q
 // selects, so that a follower prints only records written from now on.

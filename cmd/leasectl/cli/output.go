@@ -13,83 +13,23 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// leaseJSON is a lease in leasectl's JSON output (DESIGN.md).
-type leaseJSON struct {
-	Namespace  string  `json:"namespace"`
-	Key        string  `json:"key"`
-	Owner      string  `json:"owner"`
-	Token      int64   `json:"token"`
-	AcquiredAt *string `json:"acquired_at"` // null when unknown (see optTimeJSON)
-	RenewedAt  *string `json:"renewed_at"`
-	ExpiresAt  *string `json:"expires_at"`
-	Version    int     `json:"version"`
-}
+// The JSON shapes of leasectl's output (DESIGN.md), shared with the HTTP
+// API: see package wire.
+type (
+	leaseJSON  = wire.Lease
+	resultJSON = wire.Result
+	listJSON   = wire.ListPage
+	recordJSON = wire.Record
+	auditJSON  = wire.AuditPage
+	errorJSON  = wire.Error
+)
 
-// resultJSON is the output of acquire, renew, release, get and revoke.
-type resultJSON struct {
-	Status    string     `json:"status"`
-	Replayed  bool       `json:"replayed"`
-	RequestID string     `json:"request_id"`
-	Message   string     `json:"message"`
-	Lease     *leaseJSON `json:"lease"`
-}
-
-// listJSON is the output of list.
-type listJSON struct {
-	Status     string      `json:"status"`
-	Leases     []leaseJSON `json:"leases"`
-	NextCursor string      `json:"next_cursor"`
-	Message    string      `json:"message,omitempty"` // set when the list failed
-}
-
-// recordJSON is an audit record in leasectl's JSON output.
-type recordJSON struct {
-	ID        int64  `json:"id"`
-	At        string `json:"at"`
-	Op        string `json:"op"`
-	Namespace string `json:"namespace"`
-	Key       string `json:"key"`
-	Owner     string `json:"owner"`
-	Token     int64  `json:"token"`
-	RequestID string `json:"request_id"`
-	Actor     string `json:"actor"`
-	Reason    string `json:"reason"`
-	Status    string `json:"status"`
-	Version   int    `json:"version"`
-}
-
-// auditJSON is the output of audit (one object per page with --follow).
-type auditJSON struct {
-	Status     string       `json:"status"`
-	Records    []recordJSON `json:"records"`
-	NextCursor string       `json:"next_cursor"`
-	Message    string       `json:"message,omitempty"` // set when the read failed
-}
-
-// errorJSON is what a failed command prints in JSON mode.
-type errorJSON struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-// timeJSON formats a backend time for JSON: RFC 3339, UTC, with a fixed six
-// fraction digits (backends keep microseconds), so that times sort as
-// strings.
-func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
-
-// optTimeJSON is timeJSON, or nil (JSON null) for the zero time: a replayed
-// result carries only the times the audit trail recorded (a replayed renew
-// has no acquired_at, a replayed release or revoke no expires_at).
-func optTimeJSON(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := timeJSON(t)
-	return &s
-}
+// timeJSON formats a backend time for JSON (see wire.Time).
+func timeJSON(t time.Time) string { return wire.Time(t) }
 
 // timeTable formats a backend time for tables: UTC with a fixed six
 // fraction digits (backends keep microseconds), so columns line up; "-"
@@ -101,35 +41,11 @@ func timeTable(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-func toLeaseJSON(l protocol.Lease) leaseJSON {
-	return leaseJSON{
-		Namespace:  l.Key.Namespace,
-		Key:        l.Key.Name,
-		Owner:      l.Owner,
-		Token:      l.Token,
-		AcquiredAt: optTimeJSON(l.AcquiredAt),
-		RenewedAt:  optTimeJSON(l.RenewedAt),
-		ExpiresAt:  optTimeJSON(l.ExpiresAt),
-		Version:    l.Version,
-	}
-}
+func toLeaseJSON(l protocol.Lease) leaseJSON { return wire.FromLease(l) }
 
-func toRecordJSON(r audit.Record) recordJSON {
-	return recordJSON{
-		ID: r.ID, At: timeJSON(r.At), Op: string(r.Op), Namespace: r.Namespace, Key: r.Key, Owner: r.Owner,
-		Token: r.Token, RequestID: r.RequestID, Actor: r.Actor, Reason: r.Reason, Status: string(r.Status),
-		Version: r.Version,
-	}
-}
+func toRecordJSON(r audit.Record) recordJSON { return wire.FromRecord(r) }
 
-func toResultJSON(res protocol.Result, msg string) resultJSON {
-	out := resultJSON{Status: string(res.Status), Replayed: res.Replayed, RequestID: res.RequestID, Message: msg}
-	if res.Lease != nil {
-		l := toLeaseJSON(*res.Lease)
-		out.Lease = &l
-	}
-	return out
-}
+func toResultJSON(res protocol.Result, msg string) resultJSON { return wire.FromResult(res, msg) }
 
 // printJSON writes v as one line of JSON on stdout, in one Write.
 func (a *app) printJSON(v any) {

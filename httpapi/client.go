@@ -1,0 +1,356 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// ClientConfig tunes a [Client]. A nil *ClientConfig means all defaults.
+type ClientConfig struct {
+	// Token is the bearer token sent with every request. Default: none.
+	Token string
+	// HTTPClient sends the requests; the Client borrows it and never closes
+	// it. Default: a client of the Client's own, with a pooled transport
+	// (HTTP/2 over TLS) whose idle connections Close closes.
+	HTTPClient *http.Client
+	// MaxAttempts bounds the tries of one operation when the server could
+	// not be reached or the connection broke before an answer; each retry
+	// sends the same request id, so a change is never made twice. The
+	// deadline bounds them too. Default: 3.
+	MaxAttempts int
+}
+
+// maxResponseBytes bounds a response body the client reads: an audit page
+// of audit.MaxLimit records with the longest fields fits.
+const maxResponseBytes = 32 << 20
+
+// Client is a [protocol.Backend] and an [audit.Reader] over the HTTP API of
+// a [Handler] (leasectl serve): wrap it in protocol.New for a Store over
+// HTTP. The server judges expiry by its store's clock, keeps request ids
+// and fences tokens; the client only carries requests. A timeout or a
+// broken transport is reported as timeout or unavailable (retry with the
+// same request id to learn the outcome); a 401 or 403 as unavailable (the
+// server refused service). A Client is safe for concurrent use.
+type Client struct {
+	base     *url.URL
+	hc       *http.Client
+	owned    *http.Transport // the transport the client made, closed by Close; nil when borrowed
+	token    string
+	attempts int
+	closed   atomic.Bool
+}
+
+var (
+	_ protocol.Backend = (*Client)(nil)
+	_ audit.Reader     = (*Client)(nil)
+)
+
+// NewClient returns a client of the API at baseURL (http://HOST:PORT or
+// https://HOST:PORT, optionally with a path prefix). cfg may be nil. No
+// connection is made until the first operation.
+func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, errors.New("httpapi: base URL: malformed")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("httpapi: base URL: scheme %q: want http or https", u.Scheme)
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, errors.New("httpapi: base URL: want http(s)://HOST:PORT[/PREFIX], without user, query or fragment")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	if cfg == nil {
+		cfg = &ClientConfig{}
+	}
+	c := &Client{base: u, hc: cfg.HTTPClient, token: cfg.Token, attempts: cfg.MaxAttempts}
+	if c.attempts <= 0 {
+		c.attempts = 3
+	}
+	if c.hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		t.MaxIdleConns = 256
+		c.owned = t
+		c.hc = &http.Client{Transport: t}
+	}
+	return c, nil
+}
+
+// Name implements [protocol.Backend]: "http".
+func (c *Client) Name() string { return "http" }
+
+// Close closes the idle connections of the client's own transport. It
+// does not affect the server or its store.
+func (c *Client) Close(context.Context) error {
+	c.closed.Store(true)
+	if c.owned != nil {
+		c.owned.CloseIdleConnections()
+	}
+	return nil
+}
+
+// call is one HTTP exchange: the status code and the raw body.
+type call struct {
+	method    string
+	path      string // escaped, after the base path
+	query     url.Values
+	body      any // JSON-encoded when not nil
+	requestID string
+}
+
+// do sends c and returns the answer's code and body, retrying transport
+// failures with the same request (and so the same request id).
+func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, error) {
+	if c.closed.Load() {
+		return 0, nil, protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
+	}
+	var payload []byte
+	if cl.body != nil {
+		var err error
+		if payload, err = json.Marshal(cl.body); err != nil {
+			return 0, nil, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: encode request")
+		}
+	}
+	target := *c.base
+	target.RawPath = c.base.Path + cl.path
+	target.Path, _ = url.PathUnescape(target.RawPath)
+	target.RawQuery = cl.query.Encode()
+	var lastErr error
+	for attempt := 1; attempt <= c.attempts; attempt++ {
+		if attempt > 1 {
+			pause := time.Duration(attempt*attempt) * 20 * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return 0, nil, transportError(ctx, op, lastErr)
+			case <-time.After(pause):
+			}
+		}
+		code, body, err := c.once(ctx, cl, &target, payload)
+		if err == nil {
+			return code, body, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return 0, nil, transportError(ctx, op, lastErr)
+}
+
+// once sends one attempt.
+func (c *Client) once(ctx context.Context, cl call, target *url.URL, payload []byte) (int, []byte, error) {
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, target.String(), rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if cl.requestID != "" {
+		req.Header.Set(HeaderIdempotencyKey, cl.requestID)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// The server's deadline is the caller's, so that the server stops
+		// when the caller stops waiting. Rounded up to the millisecond: a
+		// deadline already passed is left to the transport to report.
+		if left := time.Until(dl); left > 0 {
+			req.Header.Set(HeaderTimeout, strconv.FormatInt(int64((left+time.Millisecond-1)/time.Millisecond), 10)+"ms")
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(body) > maxResponseBytes {
+		return 0, nil, fmt.Errorf("response body larger than %d bytes", maxResponseBytes)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// result runs a lease operation whose answer is a result object.
+func (c *Client) result(ctx context.Context, op protocol.Op, cl call) (protocol.Result, error) {
+	code, body, err := c.do(ctx, op, cl)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	var out wire.Result
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return protocol.Result{}, badAnswer(op, code, body)
+	}
+	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+		return protocol.Result{}, err
+	}
+	res, err := out.Protocol(op)
+	if err != nil {
+		return protocol.Result{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	}
+	return res, nil
+}
+
+// Acquire implements [protocol.Backend].
+func (c *Client) Acquire(ctx context.Context, r protocol.AcquireRequest) (protocol.Result, error) {
+	return c.result(ctx, protocol.OpAcquire, call{method: http.MethodPost, path: "/v1/acquire", requestID: r.RequestID,
+		body: acquireBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, TTL: r.TTL.String(), RequestID: r.RequestID}})
+}
+
+// Renew implements [protocol.Backend].
+func (c *Client) Renew(ctx context.Context, r protocol.RenewRequest) (protocol.Result, error) {
+	return c.result(ctx, protocol.OpRenew, call{method: http.MethodPost, path: "/v1/renew", requestID: r.RequestID,
+		body: renewBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token, TTL: r.TTL.String(), RequestID: r.RequestID}})
+}
+
+// Release implements [protocol.Backend].
+func (c *Client) Release(ctx context.Context, r protocol.ReleaseRequest) (protocol.Result, error) {
+	return c.result(ctx, protocol.OpRelease, call{method: http.MethodPost, path: "/v1/release", requestID: r.RequestID,
+		body: releaseBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token, RequestID: r.RequestID}})
+}
+
+// Revoke implements [protocol.Backend].
+func (c *Client) Revoke(ctx context.Context, r protocol.RevokeRequest) (protocol.Result, error) {
+	return c.result(ctx, protocol.OpRevoke, call{method: http.MethodPost, path: "/v1/revoke", requestID: r.RequestID,
+		body: revokeBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Actor: r.Actor, Reason: r.Reason, Token: r.Token, RequestID: r.RequestID}})
+}
+
+// LeasePath returns the escaped path of the lease at k:
+// /v1/leases/{namespace}/{key}, each part percent-encoded (a slash in
+// either as %2F).
+func LeasePath(k protocol.Key) string {
+	return "/v1/leases/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.Name)
+}
+
+// Get implements [protocol.Backend].
+func (c *Client) Get(ctx context.Context, r protocol.GetRequest) (protocol.Result, error) {
+	return c.result(ctx, protocol.OpGet, call{method: http.MethodGet, path: LeasePath(r.Key), requestID: r.RequestID})
+}
+
+// List implements [protocol.Backend].
+func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.ListResult, error) {
+	const op = protocol.OpList
+	q := url.Values{}
+	set := func(name, v string) {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	set("prefix", r.Prefix)
+	set("owner", r.Owner)
+	if r.IncludeExpired {
+		q.Set("include_expired", "true")
+	}
+	if r.Limit != 0 {
+		q.Set("limit", strconv.Itoa(r.Limit))
+	}
+	set("cursor", r.Cursor)
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/leases/" + url.PathEscape(r.Namespace), query: q,
+		requestID: r.RequestID})
+	if err != nil {
+		return protocol.ListResult{}, err
+	}
+	var out wire.ListPage
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return protocol.ListResult{}, badAnswer(op, code, body)
+	}
+	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+		return protocol.ListResult{}, err
+	}
+	res, err := out.Protocol()
+	if err != nil {
+		return protocol.ListResult{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	}
+	return res, nil
+}
+
+// Health implements [protocol.Backend]: the server's /readyz, which asks
+// its store.
+func (c *Client) Health(ctx context.Context) error {
+	const op = protocol.OpHealth
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/readyz"})
+	if err != nil {
+		return err
+	}
+	var out wire.Error
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return badAnswer(op, code, body)
+	}
+	if code == http.StatusOK && out.Status == "healthy" {
+		return nil
+	}
+	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+		return err
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
+}
+
+// ReadAudit implements [audit.Reader] over GET /v1/audit.
+func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	const op protocol.Op = ""
+	v := url.Values{}
+	if q.Namespace != "" {
+		v.Set("namespace", q.Namespace)
+	}
+	if q.Key != "" {
+		v.Set("key", q.Key)
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	if q.Follow {
+		v.Set("follow", "true")
+	}
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/audit", query: v})
+	if err != nil {
+		return audit.Page{}, err
+	}
+	var out wire.AuditPage
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return audit.Page{}, badAnswer(op, code, body)
+	}
+	status := protocol.Status(out.Status)
+	if err := answerError(op, code, status, out.Message); err != nil {
+		return audit.Page{}, err
+	}
+	if status != protocol.StatusFound {
+		// invalid: the backends report a bad query as an error too.
+		return audit.Page{}, protocol.NewError(op, status, nil, "%s", out.Message)
+	}
+	page, err := out.Audit()
+	if err != nil {
+		return audit.Page{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	}
+	return page, nil
+}

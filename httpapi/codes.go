@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Statuses the HTTP API answers besides the protocol's vocabulary: the
+// request carried no known bearer token (401), or its token may not do
+// that operation in that namespace (403). Neither reached the store.
+const (
+	StatusUnauthorized protocol.Status = "unauthorized"
+	StatusForbidden    protocol.Status = "forbidden"
+)
+
+// Header names the API reads.
+const (
+	// HeaderIdempotencyKey carries the request id, instead of or besides
+	// the body's request_id (which must then be equal).
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderTimeout carries the request's deadline as a Go duration
+	// ("2.5s", "800ms"); the handler cuts it to its maximum.
+	HeaderTimeout = "Request-Timeout"
+)
+
+// MaxBodyBytes bounds a request body; a longer one is answered 413.
+const MaxBodyBytes = 64 << 10
+
+// StatusCode returns the HTTP code that answers a body with status s, as
+// DESIGN.md pins it: 200 for every success; 409 conflict, stale_token,
+// not_owner; 410 expired; 404 not_found; 400 invalid; 401 unauthorized;
+// 403 forbidden; 503 unavailable and closed; 504 timeout. Any other status
+// is 500.
+func StatusCode(s protocol.Status) int {
+	switch s {
+	case protocol.StatusAcquired, protocol.StatusRenewed, protocol.StatusReleased, protocol.StatusRevoked, protocol.StatusFound:
+		return http.StatusOK
+	case protocol.StatusConflict, protocol.StatusStaleToken, protocol.StatusNotOwner:
+		return http.StatusConflict
+	case protocol.StatusExpired:
+		return http.StatusGone
+	case protocol.StatusNotFound:
+		return http.StatusNotFound
+	case protocol.StatusInvalid:
+		return http.StatusBadRequest
+	case StatusUnauthorized:
+		return http.StatusUnauthorized
+	case StatusForbidden:
+		return http.StatusForbidden
+	case protocol.StatusUnavailable, protocol.StatusClosed:
+		return http.StatusServiceUnavailable
+	case protocol.StatusTimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}

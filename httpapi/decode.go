@@ -1,0 +1,251 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// The request bodies of the POST routes. Fields are sent as the client
+// has them; validation is the store's (protocol's Validate), so that the
+// API and the library refuse the same input with the same message.
+type (
+	acquireBody struct {
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		Owner     string `json:"owner"`
+		TTL       string `json:"ttl"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	renewBody struct {
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		Owner     string `json:"owner"`
+		Token     int64  `json:"token"`
+		TTL       string `json:"ttl"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	releaseBody struct {
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		Owner     string `json:"owner"`
+		Token     int64  `json:"token"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	revokeBody struct {
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		Actor     string `json:"actor"`
+		Reason    string `json:"reason"`
+		Token     int64  `json:"token,omitempty"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+)
+
+// decodeJSON decodes exactly one JSON object from body into v, refusing
+// unknown fields and anything after the object.
+func decodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return errors.New("body: empty: want a JSON object")
+		case errors.As(err, &syn):
+			return fmt.Errorf("body: malformed JSON at byte %d: %v", syn.Offset, syn)
+		case errors.As(err, &typ):
+			return fmt.Errorf("body: field %q: want a JSON %s, got %s", typ.Field, typ.Type, typ.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return fmt.Errorf("body: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return fmt.Errorf("body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("body: more than one JSON value: want exactly one object")
+	}
+	return nil
+}
+
+// requestID merges the body's request id with the Idempotency-Key header.
+func requestID(body, header string) (string, error) {
+	switch {
+	case header == "":
+		return body, nil
+	case body == "" || body == header:
+		return header, nil
+	}
+	return "", errors.New("request id: the Idempotency-Key header and the body's request_id differ")
+}
+
+// parseTTL reads a ttl field: a Go duration ("30s", "1m30s", "250ms").
+func parseTTL(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, errors.New("ttl: required, as a duration such as \"30s\"")
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("ttl: %q is not a duration such as \"30s\" or \"1m30s\"", s)
+	}
+	return d, nil
+}
+
+func decodeAcquire(body []byte, idem string) (protocol.AcquireRequest, error) {
+	var b acquireBody
+	if err := decodeJSON(body, &b); err != nil {
+		return protocol.AcquireRequest{}, err
+	}
+	id, err := requestID(b.RequestID, idem)
+	if err != nil {
+		return protocol.AcquireRequest{}, err
+	}
+	ttl, err := parseTTL(b.TTL)
+	if err != nil {
+		return protocol.AcquireRequest{}, err
+	}
+	return protocol.AcquireRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, TTL: ttl, RequestID: id}, nil
+}
+
+func decodeRenew(body []byte, idem string) (protocol.RenewRequest, error) {
+	var b renewBody
+	if err := decodeJSON(body, &b); err != nil {
+		return protocol.RenewRequest{}, err
+	}
+	id, err := requestID(b.RequestID, idem)
+	if err != nil {
+		return protocol.RenewRequest{}, err
+	}
+	ttl, err := parseTTL(b.TTL)
+	if err != nil {
+		return protocol.RenewRequest{}, err
+	}
+	return protocol.RenewRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, Token: b.Token,
+		TTL: ttl, RequestID: id}, nil
+}
+
+func decodeRelease(body []byte, idem string) (protocol.ReleaseRequest, error) {
+	var b releaseBody
+	if err := decodeJSON(body, &b); err != nil {
+		return protocol.ReleaseRequest{}, err
+	}
+	id, err := requestID(b.RequestID, idem)
+	if err != nil {
+		return protocol.ReleaseRequest{}, err
+	}
+	return protocol.ReleaseRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, Token: b.Token,
+		RequestID: id}, nil
+}
+
+func decodeRevoke(body []byte, idem string) (protocol.RevokeRequest, error) {
+	var b revokeBody
+	if err := decodeJSON(body, &b); err != nil {
+		return protocol.RevokeRequest{}, err
+	}
+	id, err := requestID(b.RequestID, idem)
+	if err != nil {
+		return protocol.RevokeRequest{}, err
+	}
+	return protocol.RevokeRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Actor: b.Actor, Reason: b.Reason,
+		Token: b.Token, RequestID: id}, nil
+}
+
+// queryParams checks that q holds only the allowed parameters, each once.
+func queryParams(q url.Values, allowed ...string) error {
+	for name, vs := range q {
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		if !known {
+			return fmt.Errorf("query: unknown parameter %q (known: %s)", name, strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return fmt.Errorf("query: parameter %q given %d times", name, len(vs))
+		}
+	}
+	return nil
+}
+
+func parseBool(name, s string) (bool, error) {
+	switch s {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s: %q is not true or false", name, s)
+}
+
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("limit: %q is not an integer", s)
+	}
+	return n, nil
+}
+
+// decodeList reads a list request from the path's namespace and the query.
+func decodeList(namespace string, q url.Values, idem string) (protocol.ListRequest, error) {
+	if err := queryParams(q, "prefix", "owner", "include_expired", "limit", "cursor"); err != nil {
+		return protocol.ListRequest{}, err
+	}
+	inc, err := parseBool("include_expired", q.Get("include_expired"))
+	if err != nil {
+		return protocol.ListRequest{}, err
+	}
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return protocol.ListRequest{}, err
+	}
+	return protocol.ListRequest{Namespace: namespace, Prefix: q.Get("prefix"), Owner: q.Get("owner"), IncludeExpired: inc,
+		Limit: limit, Cursor: q.Get("cursor"), RequestID: idem}, nil
+}
+
+// decodeAudit reads an audit query and validates it.
+func decodeAudit(q url.Values) (audit.Query, error) {
+	if err := queryParams(q, "namespace", "key", "since", "limit", "cursor", "follow"); err != nil {
+		return audit.Query{}, err
+	}
+	out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor")}
+	var err error
+	if s := q.Get("since"); s != "" {
+		if out.Since, err = wire.ParseTime("since", s); err != nil {
+			return audit.Query{}, err
+		}
+	}
+	if out.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return audit.Query{}, err
+	}
+	if out.Follow, err = parseBool("follow", q.Get("follow")); err != nil {
+		return audit.Query{}, err
+	}
+	return out, out.Validate()
+}
+
+// splitLeasePath splits the escaped path after /v1/leases/ into the
+// namespace (one segment, %2F for a slash) and the key (the rest, slashes
+// and %2F alike). hasKey is false for a path that ends at the namespace.
+func splitLeasePath(rest string) (namespace, key string, hasKey bool, err error) {
+	nsEsc, keyEsc, hasKey := strings.Cut(rest, "/")
+	if namespace, err = url.PathUnescape(nsEsc); err != nil {
+		return "", "", false, errors.New("path: malformed percent-encoding in the namespace")
+	}
+	if key, err = url.PathUnescape(keyEsc); err != nil {
+		return "", "", false, errors.New("path: malformed percent-encoding in the key")
+	}
+	return namespace, key, hasKey, nil
+}

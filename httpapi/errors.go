@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// The client interprets transport failures and the server's answers here,
+// in one place.
+
+// transportError reports a request that got no answer: timeout when the
+// caller's deadline passed or the caller gave up (or the network timed
+// out), unavailable otherwise (refused, reset, DNS, TLS). The effect of a
+// state change is unknown either way: retry with the same request id.
+func transportError(ctx context.Context, op protocol.Op, err error) error {
+	if err == nil {
+		err = ctx.Err()
+	}
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+		return protocol.NewError(op, protocol.StatusTimeout, errors.Join(ctx.Err(), err), "httpapi: no answer from the server before the deadline")
+	case errors.As(err, &ne) && ne.Timeout():
+		return protocol.NewError(op, protocol.StatusTimeout, err, "httpapi: the connection to the server timed out")
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
+}
+
+// answerError returns the error for an answer whose status means the store
+// did not answer (timeout, unavailable, closed) or the server refused the
+// request (401, 403), and for an answer whose code does not go with its
+// status (a proxy's, say). It returns nil for the store's answers: the
+// success statuses and the refusals, invalid included, which a backend
+// reports in its result.
+func answerError(op protocol.Op, code int, status protocol.Status, msg string) error {
+	switch {
+	case status == StatusUnauthorized || status == StatusForbidden:
+		if code == StatusCode(status) {
+			return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server refused the request (HTTP %d %s): %s",
+				code, http.StatusText(code), msg)
+		}
+	case !status.Known():
+		return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
+			"which is not a lease status: %s", code, status, msg)
+	}
+	if code != StatusCode(status) {
+		return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
+			"which go with HTTP %d: %s", code, status, StatusCode(status), msg)
+	}
+	switch status {
+	case protocol.StatusTimeout:
+		return protocol.NewError(op, protocol.StatusTimeout, nil, "server: %s", msg)
+	case protocol.StatusUnavailable:
+		return protocol.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
+	case protocol.StatusClosed:
+		return protocol.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
+	}
+	return nil
+}
+
+// badAnswer reports a response that is not one of the API's bodies: an
+// HTML error page of a proxy, say.
+func badAnswer(op protocol.Op, code int, body []byte) error {
+	snippet := string(body)
+	if len(snippet) > 120 {
+		snippet = snippet[:120] + "..."
+	}
+	return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
+}

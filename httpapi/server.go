@@ -1,0 +1,526 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// DefaultMaxTimeout is the longest deadline a request may ask for unless
+// [Config].MaxTimeout says otherwise.
+const DefaultMaxTimeout = 30 * time.Second
+
+// Config tunes a [Handler]. A nil *Config means all defaults.
+type Config struct {
+	// DefaultTimeout is the deadline of a request without a Request-Timeout
+	// header. Default: [protocol.DefaultTimeout] (5s).
+	DefaultTimeout time.Duration
+	// MaxTimeout bounds the deadline a request may ask for; longer ones are
+	// cut to it. Default: [DefaultMaxTimeout] (30s).
+	MaxTimeout time.Duration
+	// Logger receives one access record per request (method, path, route,
+	// code, status, request id, duration, remote address, role; never a
+	// token). Default: [slog.Default].
+	Logger *slog.Logger
+	// Tokens returns the bearer tokens in force, read on every request (so
+	// a reload takes effect at once). Nil, or a nil *Tokens, means no
+	// authentication: every request may do everything. Default: nil.
+	Tokens func() *Tokens
+	// Registry is where the handler registers its HTTP metrics and what
+	// /metrics serves; register the store's observer there too
+	// (promobserver.New(registry)). Default: a registry of the handler's own.
+	Registry *prometheus.Registry
+}
+
+// Handler is the HTTP API over a store. It borrows the store and the audit
+// reader: it never closes them (close the store after the http.Server's
+// Shutdown returned, so that requests in flight finish). It is safe for
+// concurrent use.
+type Handler struct {
+	store          protocol.Store
+	audit          audit.Reader
+	log            *slog.Logger
+	tokens         func() *Tokens
+	defaultTimeout time.Duration
+	maxTimeout     time.Duration
+	metrics        *httpMetrics
+	gatherer       prometheus.Gatherer
+}
+
+// NewHandler returns a handler serving store, and the audit trail through
+// reader (nil: /v1/audit answers 503). cfg may be nil. It fails only when
+// the registry refuses the handler's metrics (another handler registered
+// there already).
+func NewHandler(store protocol.Store, reader audit.Reader, cfg *Config) (*Handler, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	h := &Handler{
+		store: store, audit: reader, log: cfg.Logger, tokens: cfg.Tokens,
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout,
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.maxTimeout <= 0 {
+		h.maxTimeout = DefaultMaxTimeout
+	}
+	if h.defaultTimeout <= 0 {
+		h.defaultTimeout = protocol.DefaultTimeout
+	}
+	h.defaultTimeout = min(h.defaultTimeout, h.maxTimeout)
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	h.metrics, h.gatherer = m, reg
+	return h, nil
+}
+
+// Route names, the route label of the metrics and the access log.
+const (
+	routeAcquire = "acquire"
+	routeRenew   = "renew"
+	routeRelease = "release"
+	routeRevoke  = "revoke"
+	routeGet     = "get"
+	routeList    = "list"
+	routeAudit   = "audit"
+	routeHealthz = "healthz"
+	routeReadyz  = "readyz"
+	routeMetrics = "metrics"
+	routeOpenAPI = "openapi"
+	routeUnknown = "unknown"
+)
+
+// exchange is one request being answered: what the access log and the
+// metrics report about it.
+type exchange struct {
+	w         http.ResponseWriter
+	r         *http.Request
+	route     string
+	code      int
+	status    protocol.Status
+	requestID string
+	role      string
+}
+
+// ServeHTTP implements [http.Handler]. Paths are routed on their escaped
+// form, without cleaning, so a key may hold any character (a slash, a dot
+// segment, a percent sign escaped as %25).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	x := &exchange{w: w, r: r, route: routeUnknown}
+	h.metrics.inFlight.Inc()
+	defer func() {
+		h.metrics.inFlight.Dec()
+		elapsed := time.Since(start)
+		h.metrics.observe(x.route, r.Method, x.code, elapsed)
+		attrs := []slog.Attr{
+			slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()), slog.String("route", x.route),
+			slog.Int("code", x.code), slog.String("status", string(x.status)), slog.String("request_id", x.requestID),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
+			slog.String("proto", r.Proto),
+		}
+		if x.role != "" {
+			attrs = append(attrs, slog.String("role", x.role))
+		}
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+	}()
+	h.route(x)
+}
+
+// route dispatches x by method and escaped path.
+func (h *Handler) route(x *exchange) {
+	path := x.r.URL.EscapedPath()
+	method := x.r.Method
+	post := func(route string, fn func(*exchange)) {
+		x.route = route
+		if method != http.MethodPost {
+			h.methodNotAllowed(x, http.MethodPost)
+			return
+		}
+		fn(x)
+	}
+	get := func(route string, fn func(*exchange)) {
+		x.route = route
+		if method != http.MethodGet && method != http.MethodHead {
+			h.methodNotAllowed(x, http.MethodGet)
+			return
+		}
+		fn(x)
+	}
+	switch {
+	case path == "/v1/acquire":
+		post(routeAcquire, h.serveAcquire)
+	case path == "/v1/renew":
+		post(routeRenew, h.serveRenew)
+	case path == "/v1/release":
+		post(routeRelease, h.serveRelease)
+	case path == "/v1/revoke":
+		post(routeRevoke, h.serveRevoke)
+	case strings.HasPrefix(path, "/v1/leases/"):
+		rest := strings.TrimPrefix(path, "/v1/leases/")
+		if strings.Contains(rest, "/") {
+			get(routeGet, func(x *exchange) { h.serveGet(x, rest) })
+		} else {
+			get(routeList, func(x *exchange) { h.serveList(x, rest) })
+		}
+	case path == "/v1/audit":
+		get(routeAudit, h.serveAudit)
+	case path == "/healthz":
+		get(routeHealthz, h.serveHealthz)
+	case path == "/readyz":
+		get(routeReadyz, h.serveReadyz)
+	case path == "/metrics":
+		get(routeMetrics, h.serveMetrics)
+	case path == "/openapi.json":
+		get(routeOpenAPI, h.serveOpenAPI)
+	default:
+		h.write(x, http.StatusNotFound, protocol.StatusInvalid,
+			wire.Error{Status: string(protocol.StatusInvalid), Message: fmt.Sprintf("no route %s %s: see /openapi.json", method, path)})
+	}
+}
+
+func (h *Handler) methodNotAllowed(x *exchange, allow string) {
+	x.w.Header().Set("Allow", allow)
+	h.write(x, http.StatusMethodNotAllowed, protocol.StatusInvalid, wire.Error{Status: string(protocol.StatusInvalid),
+		Message: fmt.Sprintf("method %s: %s takes %s", x.r.Method, x.r.URL.EscapedPath(), allow)})
+}
+
+// write sends v as the JSON body with code; status is for the log.
+func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only unsupported types fail; every body here is plain data.
+		panic(fmt.Sprintf("httpapi: encode body: %v", err))
+	}
+	x.code, x.status = code, status
+	hd := x.w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "no-store")
+	x.w.WriteHeader(code)
+	if x.r.Method != http.MethodHead {
+		_, _ = x.w.Write(buf.Bytes())
+	}
+}
+
+// refusal answers a request that never reached the store, in the route's
+// own shape (shape makes the body from a status and a message).
+func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, shape func(protocol.Status, string) any) {
+	h.write(x, code, status, shape(status, msg))
+}
+
+func resultShape(s protocol.Status, msg string) any {
+	return wire.Result{Status: string(s), Message: msg}
+}
+func listShape(s protocol.Status, msg string) any {
+	return wire.ListPage{Status: string(s), Leases: []wire.Lease{}, Message: msg}
+}
+func auditShape(s protocol.Status, msg string) any {
+	return wire.AuditPage{Status: string(s), Records: []wire.Record{}, Message: msg}
+}
+func errorShape(s protocol.Status, msg string) any {
+	return wire.Error{Status: string(s), Message: msg}
+}
+
+// authenticate checks the bearer token, when the handler has tokens. It
+// answers 401 and returns false for a missing or unknown token.
+func (h *Handler) authenticate(x *exchange, shape func(protocol.Status, string) any) (*Principal, bool) {
+	var tokens *Tokens
+	if h.tokens != nil {
+		tokens = h.tokens()
+	}
+	if tokens == nil {
+		return nil, true
+	}
+	auth := x.r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(auth, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		token = ""
+	}
+	p, ok := tokens.authenticate(strings.TrimSpace(token))
+	if !ok {
+		x.w.Header().Set("WWW-Authenticate", `Bearer realm="leasestore"`)
+		msg := "no bearer token: send Authorization: Bearer TOKEN"
+		if auth != "" {
+			msg = "unknown bearer token"
+		}
+		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, msg, shape)
+		return nil, false
+	}
+	x.role = p.Role.String()
+	return &p, true
+}
+
+// authorize answers 403 and returns false when p may not run op in namespace.
+func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace string, shape func(protocol.Status, string) any) bool {
+	if p == nil || p.allows(op, namespace) {
+		return true
+	}
+	what := fmt.Sprintf("namespace %q", namespace)
+	if namespace == "" {
+		what = "every namespace at once (a token needs the glob * for that)"
+	}
+	msg := fmt.Sprintf("a %s token may not %s in %s", p.Role, op, what)
+	if p.Role < opRole(op) {
+		msg = fmt.Sprintf("a %s token may not %s: that takes %s", p.Role, op, opRole(op))
+	}
+	h.refusal(x, StatusForbidden, http.StatusForbidden, msg, shape)
+	return false
+}
+
+// readBody reads the request body, answering 413 past MaxBodyBytes.
+func (h *Handler) readBody(x *exchange) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		h.refusal(x, protocol.StatusInvalid, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("body: larger than the limit of %d bytes", MaxBodyBytes), resultShape)
+		return nil, false
+	case err != nil:
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, "body: "+err.Error(), resultShape)
+		return nil, false
+	}
+	return body, true
+}
+
+// opContext returns the request's context bounded by its deadline: the
+// Request-Timeout header, else the default, cut to the maximum.
+func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, error) {
+	d := h.defaultTimeout
+	if v := x.r.Header.Get(HeaderTimeout); v != "" {
+		t, err := time.ParseDuration(v)
+		if err != nil || t <= 0 {
+			return nil, nil, fmt.Errorf("%s: %q is not a positive duration such as \"5s\"", HeaderTimeout, v)
+		}
+		d = min(t, h.maxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(x.r.Context(), d)
+	return ctx, cancel, nil
+}
+
+// mutation is the common path of the POST routes: authenticate, read and
+// decode the body, authorize, run under the request's deadline, answer.
+func mutation[Req any](h *Handler, x *exchange, op protocol.Op,
+	decode func([]byte, string) (Req, error), namespace func(Req) string,
+	run func(context.Context, Req) (protocol.Result, error)) {
+	p, ok := h.authenticate(x, resultShape)
+	if !ok {
+		return
+	}
+	if p != nil && p.Role < opRole(op) {
+		h.authorize(x, p, op, "", resultShape) // refused for the role, before the body is read
+		return
+	}
+	body, ok := h.readBody(x)
+	if !ok {
+		return
+	}
+	idem := x.r.Header.Get(HeaderIdempotencyKey)
+	x.requestID = idem
+	req, err := decode(body, idem)
+	if err != nil {
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		return
+	}
+	if !h.authorize(x, p, op, namespace(req), resultShape) {
+		return
+	}
+	ctx, cancel, err := h.opContext(x)
+	if err != nil {
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		return
+	}
+	defer cancel()
+	res, _ := run(ctx, req)
+	h.answer(x, res)
+}
+
+// answer sends a lease operation's result.
+func (h *Handler) answer(x *exchange, res protocol.Result) {
+	x.requestID = res.RequestID
+	h.write(x, StatusCode(res.Status), res.Status, wire.FromResult(res, res.Message))
+}
+
+func (h *Handler) serveAcquire(x *exchange) {
+	mutation(h, x, protocol.OpAcquire, decodeAcquire, func(r protocol.AcquireRequest) string { return r.Key.Namespace }, h.store.Acquire)
+}
+
+func (h *Handler) serveRenew(x *exchange) {
+	mutation(h, x, protocol.OpRenew, decodeRenew, func(r protocol.RenewRequest) string { return r.Key.Namespace }, h.store.Renew)
+}
+
+func (h *Handler) serveRelease(x *exchange) {
+	mutation(h, x, protocol.OpRelease, decodeRelease, func(r protocol.ReleaseRequest) string { return r.Key.Namespace }, h.store.Release)
+}
+
+func (h *Handler) serveRevoke(x *exchange) {
+	mutation(h, x, protocol.OpRevoke, decodeRevoke, func(r protocol.RevokeRequest) string { return r.Key.Namespace }, h.store.Revoke)
+}
+
+func (h *Handler) serveGet(x *exchange, rest string) {
+	p, ok := h.authenticate(x, resultShape)
+	if !ok {
+		return
+	}
+	idem := x.r.Header.Get(HeaderIdempotencyKey)
+	x.requestID = idem
+	ns, key, _, err := splitLeasePath(rest)
+	if err == nil && len(x.r.URL.Query()) > 0 {
+		err = errors.New("query: get takes no parameters")
+	}
+	if err != nil {
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		return
+	}
+	if !h.authorize(x, p, protocol.OpGet, ns, resultShape) {
+		return
+	}
+	ctx, cancel, err := h.opContext(x)
+	if err != nil {
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		return
+	}
+	defer cancel()
+	res, _ := h.store.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: key}, RequestID: idem})
+	h.answer(x, res)
+}
+
+func (h *Handler) serveList(x *exchange, rest string) {
+	p, ok := h.authenticate(x, listShape)
+	if !ok {
+		return
+	}
+	idem := x.r.Header.Get(HeaderIdempotencyKey)
+	x.requestID = idem
+	ns, _, _, err := splitLeasePath(rest)
+	var req protocol.ListRequest
+	if err == nil {
+		req, err = decodeList(ns, x.r.URL.Query(), idem)
+	}
+	if err != nil {
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), listShape)
+		return
+	}
+	if !h.authorize(x, p, protocol.OpList, ns, listShape) {
+		return
+	}
+	ctx, cancel, err := h.opContext(x)
+	if err != nil {
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), listShape)
+		return
+	}
+	defer cancel()
+	res, err := h.store.List(ctx, req)
+	x.requestID = res.RequestID
+	if err != nil || res.Status != protocol.StatusFound {
+		h.refusal(x, res.Status, StatusCode(res.Status), res.Message, listShape)
+		return
+	}
+	h.write(x, http.StatusOK, res.Status, wire.FromList(res))
+}
+
+func (h *Handler) serveAudit(x *exchange) {
+	p, ok := h.authenticate(x, auditShape)
+	if !ok {
+		return
+	}
+	q, err := decodeAudit(x.r.URL.Query())
+	if err != nil {
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), auditShape)
+		return
+	}
+	// Reading the trail is a reader's right, like get and list.
+	if !h.authorize(x, p, protocol.OpGet, q.Namespace, auditShape) {
+		return
+	}
+	if h.audit == nil {
+		h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable, "audit: this server has no audit reader", auditShape)
+		return
+	}
+	ctx, cancel, err := h.opContext(x)
+	if err != nil {
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), auditShape)
+		return
+	}
+	defer cancel()
+	page, err := h.audit.ReadAudit(ctx, q)
+	if err != nil {
+		status := protocol.StatusOf(err)
+		if ctx.Err() != nil {
+			status = protocol.StatusTimeout
+		}
+		if status.Success() || !status.Known() {
+			status = protocol.StatusUnavailable
+		}
+		h.refusal(x, status, StatusCode(status), err.Error(), auditShape)
+		return
+	}
+	out := wire.AuditPage{Status: string(protocol.StatusFound), Records: make([]wire.Record, 0, len(page.Records)),
+		NextCursor: page.NextCursor, HeldBack: page.HeldBack}
+	for _, r := range page.Records {
+		rec := wire.FromRecord(r)
+		rec.ExpiresAt = wire.OptTime(r.ExpiresAt)
+		out.Records = append(out.Records, rec)
+	}
+	h.write(x, http.StatusOK, protocol.StatusFound, out)
+}
+
+func (h *Handler) serveHealthz(x *exchange) {
+	h.write(x, http.StatusOK, "", wire.Error{Status: "ok", Message: "the process is alive"})
+}
+
+func (h *Handler) serveReadyz(x *exchange) {
+	ctx, cancel, err := h.opContext(x)
+	if err != nil {
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), errorShape)
+		return
+	}
+	defer cancel()
+	if err := h.store.Health(ctx); err != nil {
+		status := protocol.StatusOf(err)
+		if status.Success() || !status.Known() {
+			status = protocol.StatusUnavailable
+		}
+		h.refusal(x, status, StatusCode(status), err.Error(), errorShape)
+		return
+	}
+	h.write(x, http.StatusOK, "", wire.Error{Status: "healthy", Message: "the store answered"})
+}
+
+func (h *Handler) serveMetrics(x *exchange) {
+	x.code = http.StatusOK
+	promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{}).ServeHTTP(x.w, x.r)
+}
+
+func (h *Handler) serveOpenAPI(x *exchange) {
+	x.code = http.StatusOK
+	hd := x.w.Header()
+	hd.Set("Content-Type", "application/json")
+	x.w.WriteHeader(http.StatusOK)
+	if x.r.Method != http.MethodHead {
+		_, _ = x.w.Write(openAPIDocument)
+	}
+}

@@ -1,0 +1,149 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/httpapi"
+)
+
+// TestRoutesAndCodes drives every lease route through each status it can
+// answer and checks the HTTP code DESIGN.md pins for it.
+func TestRoutesAndCodes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	post := func(path, body string, headers ...string) reply { return send(t, "POST", s.url+path, body, headers...) }
+
+	acq := expect(t, "acquire", post("/v1/acquire", `{"namespace":"scan","key":"10.0.0.0/24","owner":"w1","ttl":"30s","request_id":"r1"}`),
+		200, "acquired")
+	tok := token(t, acq)
+	if acq["replayed"] != false || acq["request_id"] != "r1" {
+		t.Fatalf("acquire body %v", acq)
+	}
+	// The same request id again: the first outcome, flagged as a replay.
+	rep := expect(t, "replay", post("/v1/acquire", `{"namespace":"scan","key":"10.0.0.0/24","owner":"w1","ttl":"30s"}`,
+		httpapi.HeaderIdempotencyKey, "r1"), 200, "acquired")
+	if rep["replayed"] != true || token(t, rep) != tok {
+		t.Fatalf("replay body %v", rep)
+	}
+	// The same id with other parameters is invalid.
+	expect(t, "reused id", post("/v1/acquire", `{"namespace":"scan","key":"10.0.0.0/24","owner":"w2","ttl":"30s","request_id":"r1"}`),
+		400, "invalid")
+	con := expect(t, "conflict", post("/v1/acquire", `{"namespace":"scan","key":"10.0.0.0/24","owner":"w2","ttl":"30s"}`), 409, "conflict")
+	if token(t, con) != tok {
+		t.Fatalf("conflict carries %v", con)
+	}
+
+	// get, by the path with a literal slash and with %2F.
+	for _, p := range []string{"/v1/leases/scan/10.0.0.0/24", "/v1/leases/scan/10.0.0.0%2F24"} {
+		g := expect(t, "get "+p, send(t, "GET", s.url+p, ""), 200, "found")
+		if token(t, g) != tok {
+			t.Fatalf("get %s: %v", p, g)
+		}
+	}
+	expect(t, "get missing", send(t, "GET", s.url+"/v1/leases/scan/nothing", ""), 404, "not_found")
+
+	renew := fmt.Sprintf(`{"namespace":"scan","key":"10.0.0.0/24","owner":"w1","token":%d,"ttl":"1m"}`, tok)
+	expect(t, "renew", post("/v1/renew", renew), 200, "renewed")
+	expect(t, "renew not owner", post("/v1/renew", strings.Replace(renew, `"w1"`, `"w2"`, 1)), 409, "not_owner")
+	expect(t, "renew missing", post("/v1/renew", strings.Replace(renew, "10.0.0.0/24", "other", 1)), 404, "not_found")
+
+	// list: one page, then with filters.
+	l := expect(t, "list", send(t, "GET", s.url+"/v1/leases/scan?limit=10&prefix=10.&owner=w1&include_expired=false", ""), 200, "found")
+	if leases := l["leases"].([]any); len(leases) != 1 || l["next_cursor"] != "" {
+		t.Fatalf("list %v", l)
+	}
+	expect(t, "list bad limit", send(t, "GET", s.url+"/v1/leases/scan?limit=x", ""), 400, "invalid")
+	expect(t, "list unknown parameter", send(t, "GET", s.url+"/v1/leases/scan?color=red", ""), 400, "invalid")
+
+	// Expiry: the holder's renew after the lease ran out is expired (410).
+	s.clock.Advance(2 * time.Minute)
+	expect(t, "renew expired", post("/v1/renew", renew), 410, "expired")
+	next := expect(t, "acquire after expiry", post("/v1/acquire", `{"namespace":"scan","key":"10.0.0.0/24","owner":"w2","ttl":"30s"}`),
+		200, "acquired")
+	if token(t, next) <= tok {
+		t.Fatalf("token %d after %d", token(t, next), tok)
+	}
+	expect(t, "renew stale", post("/v1/renew", renew), 409, "stale_token")
+	release := fmt.Sprintf(`{"namespace":"scan","key":"10.0.0.0/24","owner":"w2","token":%d}`, token(t, next))
+	expect(t, "release", post("/v1/release", release), 200, "released")
+	expect(t, "release again", post("/v1/release", release), 404, "not_found")
+
+	expect(t, "acquire for revoke", post("/v1/acquire", `{"namespace":"scan","key":"k2","owner":"w3","ttl":"30s"}`), 200, "acquired")
+	expect(t, "revoke", post("/v1/revoke", `{"namespace":"scan","key":"k2","actor":"ops","reason":"stuck"}`), 200, "revoked")
+	expect(t, "revoke nothing", post("/v1/revoke", `{"namespace":"scan","key":"k2","actor":"ops","reason":"stuck"}`), 404, "not_found")
+
+	// audit: every change above, oldest first, with expires_at.
+	a := expect(t, "audit", send(t, "GET", s.url+"/v1/audit?namespace=scan&limit=100", ""), 200, "found")
+	recs := a["records"].([]any)
+	var ops []string
+	for _, r := range recs {
+		ops = append(ops, r.(map[string]any)["op"].(string))
+		if r.(map[string]any)["expires_at"] == nil {
+			t.Fatalf("record without expires_at: %v", r)
+		}
+	}
+	if got := strings.Join(ops, ","); got != "acquire,renew,acquire,release,acquire,revoke" {
+		t.Fatalf("audit ops %s", got)
+	}
+	key := expect(t, "audit by key", send(t, "GET", s.url+"/v1/audit?namespace=scan&key=k2&since="+
+		url.QueryEscape(s.clock.Now().Add(-time.Second).Format(time.RFC3339Nano)), ""), 200, "found")
+	if n := len(key["records"].([]any)); n != 2 {
+		t.Fatalf("audit of k2 since now: %d records", n)
+	}
+	expect(t, "audit key without namespace", send(t, "GET", s.url+"/v1/audit?key=k2", ""), 400, "invalid")
+	expect(t, "audit bad since", send(t, "GET", s.url+"/v1/audit?since=yesterday", ""), 400, "invalid")
+
+	expect(t, "healthz", send(t, "GET", s.url+"/healthz", ""), 200, "ok")
+	expect(t, "readyz", send(t, "GET", s.url+"/readyz", ""), 200, "healthy")
+	expect(t, "unknown route", send(t, "GET", s.url+"/v2/acquire", ""), 404, "invalid")
+	r := send(t, "GET", s.url+"/v1/acquire", "")
+	expect(t, "method", r, 405, "invalid")
+	if r.header.Get("Allow") != "POST" {
+		t.Fatalf("Allow %q", r.header.Get("Allow"))
+	}
+}
+
+// TestBadBodies checks that malformed, unknown and oversized input is
+// refused with 400 or 413 and writes nothing.
+func TestBadBodies(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	for name, body := range map[string]string{
+		"malformed":       `{"namespace":"ns","key":"k",`,
+		"unknown field":   `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","colour":"red"}`,
+		"two objects":     `{"namespace":"ns","key":"k","owner":"o","ttl":"30s"}{}`,
+		"not an object":   `["ns","k"]`,
+		"empty":           ``,
+		"ttl number":      `{"namespace":"ns","key":"k","owner":"o","ttl":30}`,
+		"bad ttl":         `{"namespace":"ns","key":"k","owner":"o","ttl":"soon"}`,
+		"no ttl":          `{"namespace":"ns","key":"k","owner":"o"}`,
+		"ttl too long":    `{"namespace":"ns","key":"k","owner":"o","ttl":"1000h"}`,
+		"no owner":        `{"namespace":"ns","key":"k","ttl":"30s"}`,
+		"control char":    `{"namespace":"ns","key":"k\u0000","owner":"o","ttl":"30s"}`,
+		"token as string": `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","token":"1"}`,
+	} {
+		m := expect(t, name, send(t, "POST", s.url+"/v1/acquire", body), 400, "invalid")
+		if m["message"] == "" || m["lease"] != nil {
+			t.Fatalf("%s: body %v", name, m)
+		}
+	}
+	expect(t, "ids differ", send(t, "POST", s.url+"/v1/acquire", `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","request_id":"a"}`,
+		httpapi.HeaderIdempotencyKey, "b"), 400, "invalid")
+	expect(t, "bad timeout header", send(t, "POST", s.url+"/v1/acquire", `{"namespace":"ns","key":"k","owner":"o","ttl":"30s"}`,
+		httpapi.HeaderTimeout, "soon"), 400, "invalid")
+	big := `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","request_id":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`
+	expect(t, "too large", send(t, "POST", s.url+"/v1/acquire", big), http.StatusRequestEntityTooLarge, "invalid")
+	l := expect(t, "nothing written", send(t, "GET", s.url+"/v1/leases/ns?include_expired=true", ""), 200, "found")
+	if n := len(l["leases"].([]any)); n != 0 {
+		t.Fatalf("refused requests wrote %d leases", n)
+	}
+	a := expect(t, "no audit", send(t, "GET", s.url+"/v1/audit", ""), 200, "found")
+	if n := len(a["records"].([]any)); n != 0 {
+		t.Fatalf("refused requests wrote %d audit records", n)
+	}
+}

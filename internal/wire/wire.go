@@ -1,0 +1,243 @@
+// Package wire holds the JSON shapes that leasectl prints and the HTTP API
+// (package httpapi) sends and receives, as pinned by DESIGN.md: a lease, the
+// result of a lease operation, a page of leases, an audit record and a page
+// of them; and the conversions from and to the protocol's types. One
+// definition serves both, so the CLI's output and the API's bodies cannot
+// drift apart.
+//
+// Times are RFC 3339 in UTC with a fixed six fraction digits (backends keep
+// microseconds), so they sort as strings; an unknown time is null.
+//
+// Like protocol, this package must not import any database driver or any
+// package under sqlstore/.
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TimeLayout is the layout of every time in the JSON shapes.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Lease is a lease in JSON.
+type Lease struct {
+	Namespace  string  `json:"namespace"`
+	Key        string  `json:"key"`
+	Owner      string  `json:"owner"`
+	Token      int64   `json:"token"`
+	AcquiredAt *string `json:"acquired_at"` // null when unknown: a replayed renew has none
+	RenewedAt  *string `json:"renewed_at"`
+	ExpiresAt  *string `json:"expires_at"` // null when unknown: a replayed release or revoke has none
+	Version    int     `json:"version"`
+}
+
+// Result is the answer of acquire, renew, release, get and revoke. Lease is
+// the lease acted on, or on conflict, stale_token and not_owner the current
+// one; null when there is none.
+type Result struct {
+	Status    string `json:"status"`
+	Replayed  bool   `json:"replayed"`
+	RequestID string `json:"request_id"`
+	Message   string `json:"message"`
+	Lease     *Lease `json:"lease"`
+}
+
+// ListPage is the answer of list.
+type ListPage struct {
+	Status     string  `json:"status"`
+	Leases     []Lease `json:"leases"`
+	NextCursor string  `json:"next_cursor"`
+	Message    string  `json:"message,omitempty"` // set when the list failed
+}
+
+// Record is an audit record in JSON.
+type Record struct {
+	ID        int64  `json:"id"`
+	At        string `json:"at"`
+	Op        string `json:"op"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Owner     string `json:"owner"`
+	Token     int64  `json:"token"`
+	RequestID string `json:"request_id"`
+	Actor     string `json:"actor"`
+	Reason    string `json:"reason"`
+	Status    string `json:"status"`
+	Version   int    `json:"version"`
+	// ExpiresAt is the lease's expiry after the change (for release and
+	// revoke, when it would have expired). The HTTP API sends it; leasectl's
+	// output leaves it out (nil), as DESIGN.md's audit shape has no such field.
+	ExpiresAt *string `json:"expires_at,omitempty"`
+}
+
+// AuditPage is the answer of an audit read.
+type AuditPage struct {
+	Status     string   `json:"status"`
+	Records    []Record `json:"records"`
+	NextCursor string   `json:"next_cursor"`
+	Message    string   `json:"message,omitempty"` // set when the read failed
+	// HeldBack is set on a follower's page that stopped short of committed
+	// records (see audit.Page); the HTTP API sends it, leasectl does not.
+	HeldBack bool `json:"held_back,omitempty"`
+}
+
+// Error is the answer of a request that failed outside the shapes above
+// (health, authentication, an unknown route), and leasectl's output for a
+// command that failed before it had an answer.
+type Error struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// Time formats t in [TimeLayout], in UTC.
+func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// OptTime is [Time], or nil for the zero time.
+func OptTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := Time(t)
+	return &s
+}
+
+// ParseTime reads a time in RFC 3339 (with any number of fraction digits).
+func ParseTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %q is not an RFC 3339 time", field, s)
+	}
+	return t.UTC(), nil
+}
+
+// parseOptTime is ParseTime, or the zero time for nil.
+func parseOptTime(field string, s *string) (time.Time, error) {
+	if s == nil {
+		return time.Time{}, nil
+	}
+	return ParseTime(field, *s)
+}
+
+// FromLease returns l in JSON.
+func FromLease(l protocol.Lease) Lease {
+	return Lease{
+		Namespace: l.Key.Namespace, Key: l.Key.Name, Owner: l.Owner, Token: l.Token,
+		AcquiredAt: OptTime(l.AcquiredAt), RenewedAt: OptTime(l.RenewedAt), ExpiresAt: OptTime(l.ExpiresAt),
+		Version: l.Version,
+	}
+}
+
+// Protocol returns the lease l describes.
+func (l Lease) Protocol() (protocol.Lease, error) {
+	out := protocol.Lease{Key: protocol.Key{Namespace: l.Namespace, Name: l.Key}, Owner: l.Owner, Token: l.Token, Version: l.Version}
+	var err error
+	if out.AcquiredAt, err = parseOptTime("acquired_at", l.AcquiredAt); err != nil {
+		return protocol.Lease{}, err
+	}
+	if out.RenewedAt, err = parseOptTime("renewed_at", l.RenewedAt); err != nil {
+		return protocol.Lease{}, err
+	}
+	if out.ExpiresAt, err = parseOptTime("expires_at", l.ExpiresAt); err != nil {
+		return protocol.Lease{}, err
+	}
+	return out, nil
+}
+
+// FromResult returns res in JSON, with msg as its message (leasectl passes
+// the message with passwords masked).
+func FromResult(res protocol.Result, msg string) Result {
+	out := Result{Status: string(res.Status), Replayed: res.Replayed, RequestID: res.RequestID, Message: msg}
+	if res.Lease != nil {
+		l := FromLease(*res.Lease)
+		out.Lease = &l
+	}
+	return out
+}
+
+// Protocol returns the result r describes, for operation op.
+func (r Result) Protocol(op protocol.Op) (protocol.Result, error) {
+	out := protocol.Result{Op: op, Status: protocol.Status(r.Status), Replayed: r.Replayed, RequestID: r.RequestID, Message: r.Message}
+	if r.Lease != nil {
+		l, err := r.Lease.Protocol()
+		if err != nil {
+			return protocol.Result{}, fmt.Errorf("lease: %w", err)
+		}
+		out.Lease = &l
+	}
+	return out, nil
+}
+
+// FromList returns a successful list in JSON (leases never null).
+func FromList(res protocol.ListResult) ListPage {
+	out := ListPage{Status: string(res.Status), Leases: make([]Lease, 0, len(res.Leases)), NextCursor: res.NextCursor}
+	for _, l := range res.Leases {
+		out.Leases = append(out.Leases, FromLease(l))
+	}
+	return out
+}
+
+// Protocol returns the list result p describes.
+func (p ListPage) Protocol() (protocol.ListResult, error) {
+	out := protocol.ListResult{Status: protocol.Status(p.Status), NextCursor: p.NextCursor, Message: p.Message}
+	for i, l := range p.Leases {
+		pl, err := l.Protocol()
+		if err != nil {
+			return protocol.ListResult{}, fmt.Errorf("leases[%d]: %w", i, err)
+		}
+		out.Leases = append(out.Leases, pl)
+	}
+	return out, nil
+}
+
+// FromRecord returns r in JSON, without expires_at (leasectl's shape).
+func FromRecord(r audit.Record) Record {
+	return Record{
+		ID: r.ID, At: Time(r.At), Op: string(r.Op), Namespace: r.Namespace, Key: r.Key, Owner: r.Owner,
+		Token: r.Token, RequestID: r.RequestID, Actor: r.Actor, Reason: r.Reason, Status: string(r.Status),
+		Version: r.Version,
+	}
+}
+
+// Audit returns the record r describes.
+func (r Record) Audit() (audit.Record, error) {
+	at, err := ParseTime("at", r.At)
+	if err != nil {
+		return audit.Record{}, err
+	}
+	exp, err := parseOptTime("expires_at", r.ExpiresAt)
+	if err != nil {
+		return audit.Record{}, err
+	}
+	return audit.Record{
+		ID: r.ID, At: at, Op: protocol.Op(r.Op), Namespace: r.Namespace, Key: r.Key, Owner: r.Owner, Token: r.Token,
+		RequestID: r.RequestID, Actor: r.Actor, Reason: r.Reason, Status: protocol.Status(r.Status), Version: r.Version,
+		ExpiresAt: exp,
+	}, nil
+}
+
+// FromPage returns a page of the audit trail in JSON (records never null),
+// in leasectl's shape: without expires_at and held_back.
+func FromPage(p audit.Page) AuditPage {
+	out := AuditPage{Status: string(protocol.StatusFound), Records: make([]Record, 0, len(p.Records)), NextCursor: p.NextCursor}
+	for _, r := range p.Records {
+		out.Records = append(out.Records, FromRecord(r))
+	}
+	return out
+}
+
+// Audit returns the page p describes.
+func (p AuditPage) Audit() (audit.Page, error) {
+	out := audit.Page{NextCursor: p.NextCursor, HeldBack: p.HeldBack}
+	for i, r := range p.Records {
+		ar, err := r.Audit()
+		if err != nil {
+			return audit.Page{}, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		out.Records = append(out.Records, ar)
+	}
+	return out, nil
+}

@@ -40,8 +40,12 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help: "HTTP requests being answered.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight} {
+	cs := []prometheus.Collector{m.requests, m.duration, m.inFlight}
+	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
 			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}
 	}

@@ -288,7 +288,7 @@ func TestNeutralPackagesImportNoDatabaseDriver(t *testing.T) {
 	mods := modulePackages(pkgs)
 	// The graph must hold the packages the boundary exists for, and the
 	// backends: if it did not, the check below would pass vacuously.
-	for _, want := range []string{"protocol", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/httpcontract", "sqlstore/postgres", "sqlstore/sqlite"} {
+	for _, want := range []string{"protocol", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/httpcontract", "scheduler", "scheduler/schedulertest", "sqlstore/postgres", "sqlstore/sqlite"} {
 		if !slices.Contains(mods, want) {
 			t.Fatalf("go list did not report %s among the module's packages %v", want, mods)
 		}
@@ -419,6 +419,7 @@ func TestCheckFailsOnForbiddenImports(t *testing.T) {
 				{"audit", "github.com/jackc/pgx/v5", nil},
 				{"contract", "github.com/jackc/pgx/v5", nil},
 				{"promobserver", "github.com/jackc/pgx/v5", nil},
+				{"scheduler", "github.com/jackc/pgx/v5", []string{m("scheduler"), m("protocol"), "github.com/jackc/pgx/v5"}},
 			},
 			clean: []string{"migrations"},
 		},
@@ -429,6 +430,17 @@ func TestCheckFailsOnForbiddenImports(t *testing.T) {
 			},
 			want:  []want{{"internal/zzboundaryprobe", m("sqlstore/sqlite"), []string{m("internal/zzboundaryprobe"), m("sqlstore/sqlite")}}},
 			clean: []string{"protocol", "sqlstore", "audit"},
+		},
+		{
+			name: "the scheduler imports the PostgreSQL backend",
+			files: map[string]string{
+				"scheduler/zz_boundary_probe.go": "package scheduler\n\nimport _ \"github.com/leasestore/leasestore/sqlstore/postgres\"\n",
+			},
+			want: []want{
+				{"scheduler", m("sqlstore/postgres"), []string{m("scheduler"), m("sqlstore/postgres")}},
+				{"scheduler/schedulertest", m("sqlstore/postgres"), []string{m("scheduler/schedulertest"), m("scheduler"), m("sqlstore/postgres")}},
+			},
+			clean: []string{"protocol", "audit"},
 		},
 		{
 			name: "a new package imports the sqlstore plumbing",
@@ -499,24 +511,26 @@ func TestCheckFailsOnForbiddenImports(t *testing.T) {
 
 func TestClassification(t *testing.T) {
 	for r, want := range map[string]bool{
-		"sqlstore/postgres":      true,
-		"sqlstore/sqlite":        true,
-		"sqlstore/sqlite/inner":  true,
-		"cmd/leasectl":           true,
-		"cmd/leasectl/cli":       true,
-		"internal/pgtest":        true,
-		"sqlstore":               false,
-		"sqlstore/mysql":         false, // a new dialect must be listed on purpose
-		"sqlstorex":              false,
-		"cmdline":                false,
-		"internal/pgtestutil":    false,
-		"internal/boundary":      false,
-		"protocol":               false,
-		"protocol/memstore":      false,
-		"":                       false,
-		"contract":               false,
-		"somethingaddedlater/x":  false,
-		"internal/pgtest/nested": true,
+		"sqlstore/postgres":       true,
+		"sqlstore/sqlite":         true,
+		"sqlstore/sqlite/inner":   true,
+		"cmd/leasectl":            true,
+		"cmd/leasectl/cli":        true,
+		"internal/pgtest":         true,
+		"sqlstore":                false,
+		"sqlstore/mysql":          false, // a new dialect must be listed on purpose
+		"sqlstorex":               false,
+		"cmdline":                 false,
+		"internal/pgtestutil":     false,
+		"internal/boundary":       false,
+		"protocol":                false,
+		"protocol/memstore":       false,
+		"":                        false,
+		"contract":                false,
+		"scheduler":               false,
+		"scheduler/schedulertest": false,
+		"somethingaddedlater/x":   false,
+		"internal/pgtest/nested":  true,
 	} {
 		if got := isExempt(r); got != want {
 			t.Errorf("isExempt(%q) = %v, want %v", r, got, want)

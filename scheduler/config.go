@@ -1,0 +1,162 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultNamespace is the namespace of the targets' leases.
+	DefaultNamespace = "scheduler"
+	// WorkersSuffix is appended to the targets' namespace to name the
+	// workers' namespace by default ("scheduler.workers").
+	WorkersSuffix = ".workers"
+	// DefaultTTL is the TTL of every lease the scheduler takes.
+	DefaultTTL = 15 * time.Second
+)
+
+// Handler works on one target while the scheduler holds its lease. token is
+// the lease's fencing token: send it with every write to the resource the
+// target stands for. ctx is cancelled when the lease is lost (the cause
+// matches [protocol.ErrLeaseLost]), handed over to another worker
+// ([ErrHandedOver]), given up because the target left the set
+// ([ErrRemoved]) or at shutdown ([ErrStopped]); context.Cause tells which.
+//
+// The handler runs once per lease, in a goroutine of its own, and should
+// return soon after ctx ends: the scheduler keeps renewing the lease until
+// it returns, and releases it only then. A handler that returns while its
+// lease is still held leaves the target owned (idle) until it is handed
+// over or the scheduler stops; it is not called again for that lease.
+type Handler func(ctx context.Context, target string, token int64)
+
+// Targets returns the current set of targets, as lease names. It is called
+// once per round with a context bounded by the round; duplicates are
+// ignored, and names that are not valid lease names are left out and
+// logged. When it returns an error, the scheduler keeps the previous set
+// for that round.
+type Targets func(ctx context.Context) ([]string, error)
+
+// Static returns [Targets] for a fixed list. The list is copied.
+func Static(targets ...string) Targets {
+	list := slices.Clone(targets)
+	return func(context.Context) ([]string, error) { return list, nil }
+}
+
+// Causes of a handler's context ending other than a lost lease (which is
+// [protocol.ErrLeaseLost], wrapped with the reason).
+var (
+	// ErrHandedOver: the worker holds more than its fair share and gives
+	// the target up so that another worker can take it.
+	ErrHandedOver = errors.New("scheduler: handed over to rebalance")
+	// ErrRemoved: the target is no longer in the set [Targets] returned.
+	ErrRemoved = errors.New("scheduler: target removed from the set")
+	// ErrStopped: the scheduler is shutting down.
+	ErrStopped = errors.New("scheduler: stopped")
+)
+
+// Config tunes a [Scheduler]. A nil *Config means all defaults. Every worker
+// sharing a set of targets must use the same Namespace and WorkersNamespace.
+type Config struct {
+	// Namespace holds the targets' leases: target T is the lease
+	// (Namespace, T). Default: [DefaultNamespace].
+	Namespace string
+	// WorkersNamespace holds one membership lease per live worker, named
+	// after its identity. It must differ from Namespace.
+	// Default: Namespace + [WorkersSuffix].
+	WorkersNamespace string
+	// TTL of every lease the scheduler takes. A dead worker's targets are
+	// taken over about TTL + RenewEvery after its last renewal.
+	// Default: [DefaultTTL] (15s).
+	TTL time.Duration
+	// RenewEvery is the interval between rounds (renew everything, look at
+	// the workers and targets, rebalance), with ±10% jitter. It must be
+	// shorter than TTL. Default: TTL/3, so two rounds may fail in a row
+	// before a lease runs out.
+	RenewEvery time.Duration
+	// OpTimeout bounds the renewals of one round together, and each other
+	// store operation (list, acquire, release). Default: RenewEvery.
+	OpTimeout time.Duration
+	// MaxBackoff caps the wait before a target that another worker took
+	// first (a conflict) is tried again; the wait starts at RenewEvery and
+	// doubles with each conflict in a row, with jitter. Default: TTL.
+	MaxBackoff time.Duration
+	// Logger receives the scheduler's logs: acquired, handed over and
+	// released at info, lost at warn, store trouble at warn, renewals at
+	// debug. Default: slog.Default().
+	Logger *slog.Logger
+	// Observer receives an [Event] per acquire, busy target, loss, hand-over,
+	// release and round. Default: none.
+	Observer Observer
+}
+
+// settings is a validated Config with defaults applied.
+type settings struct {
+	ns, workersNS string
+	ttl, every    time.Duration
+	opTimeout     time.Duration
+	maxBackoff    time.Duration
+	log           *slog.Logger
+	observer      Observer
+}
+
+func (c *Config) resolve() (settings, error) {
+	if c == nil {
+		c = &Config{}
+	}
+	s := settings{ns: c.Namespace, workersNS: c.WorkersNamespace, ttl: c.TTL, every: c.RenewEvery,
+		opTimeout: c.OpTimeout, maxBackoff: c.MaxBackoff, log: c.Logger, observer: c.Observer}
+	if s.ns == "" {
+		s.ns = DefaultNamespace
+	}
+	if s.workersNS == "" {
+		s.workersNS = s.ns + WorkersSuffix
+	}
+	if s.ttl == 0 {
+		s.ttl = DefaultTTL
+	}
+	if s.every == 0 {
+		s.every = s.ttl / 3
+	}
+	if s.opTimeout == 0 {
+		s.opTimeout = s.every
+	}
+	if s.maxBackoff == 0 {
+		s.maxBackoff = s.ttl
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var errs []error
+	if err := protocol.ValidateText("namespace", s.ns, protocol.MaxNamespaceLen); err != nil {
+		errs = append(errs, err)
+	}
+	if err := protocol.ValidateText("workers namespace", s.workersNS, protocol.MaxNamespaceLen); err != nil {
+		errs = append(errs, err)
+	}
+	if s.ns == s.workersNS {
+		errs = append(errs, fmt.Errorf("workers namespace: must differ from the targets' namespace %q", s.ns))
+	}
+	if s.ttl < protocol.MinTTL || s.ttl > protocol.MaxTTL {
+		errs = append(errs, fmt.Errorf("ttl: %v is outside [%v, %v]", s.ttl, protocol.MinTTL, protocol.MaxTTL))
+	}
+	if s.every <= 0 || s.every >= s.ttl {
+		errs = append(errs, fmt.Errorf("renew every: %v must be positive and shorter than the ttl %v", s.every, s.ttl))
+	}
+	if s.opTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))
+	}
+	if s.maxBackoff <= 0 {
+		errs = append(errs, fmt.Errorf("max backoff: %v must be positive", s.maxBackoff))
+	}
+	if len(errs) > 0 {
+		return settings{}, fmt.Errorf("scheduler: config: %w", errors.Join(errs...))
+	}
+	return s, nil
+}

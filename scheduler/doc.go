@@ -1,0 +1,41 @@
+// Package scheduler shares a set of targets (scan targets, shards, queues)
+// among a fleet of workers through leases, so that each target is worked
+// on by one worker at a time and every worker gets a fair share.
+//
+// Each worker process runs a [Scheduler] with its identity, a
+// [protocol.Store], the targets (a static list, [Static], or a function
+// returning the current set) and a [Handler]. The scheduler then, in rounds
+// every [Config].RenewEvery:
+//
+//   - holds a membership lease named after its identity in a namespace of
+//     its own ([Config].WorkersNamespace); the live membership leases are the
+//     live workers;
+//   - claims a fair share of the targets, ceil(targets / live workers), by
+//     acquiring the lease of each target (in [Config].Namespace) that no live
+//     lease holds, in a random order, and runs the handler once per lease,
+//     with the lease's fencing token and a context cancelled when the lease
+//     is lost or given up;
+//   - renews every lease it holds (membership included); a renewal the store
+//     refuses loses that lease at once, and a lease that was not renewed
+//     before it would run out by the local clock is lost then, even while
+//     the store does not answer;
+//   - hands over targets beyond its share when workers join (cancels their
+//     handlers and releases each lease once its handler returned), gives up
+//     targets that left the set, and releases everything on shutdown;
+//   - takes over a dead worker's targets once their leases expired, and backs
+//     off, with jitter, from a target that another worker took first.
+//
+// Fencing: a lease lost by one worker may be taken by another while the
+// first one's handler is still finishing, so two handlers of one target may
+// briefly overlap; their tokens differ, and a resource that refuses writes
+// whose token is lower than the last one it accepted for that target never
+// accepts the older handler's writes after the newer one's. Handlers must
+// send their token with every write, and should stop when their context
+// ends.
+//
+// What a scheduler owns and why is visible through [Scheduler.Snapshot],
+// an [Observer] (promobserver exports it to Prometheus) and slog logs.
+//
+// This package depends on protocol only: it must not import any database
+// driver or any package under sqlstore/ (a test in the module enforces it).
+package scheduler

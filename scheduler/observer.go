@@ -1,0 +1,54 @@
+package scheduler
+
+import "context"
+
+// EventKind says what an [Event] reports. The values appear in metrics and
+// logs.
+type EventKind string
+
+// The events a scheduler reports.
+const (
+	// EventAcquired: the worker took a target's lease and started its handler.
+	EventAcquired EventKind = "acquired"
+	// EventBusy: another worker took the target first (an acquire answered
+	// conflict); the target is backed off.
+	EventBusy EventKind = "busy"
+	// EventLost: a lease was lost (renewal refused, or not renewed before it
+	// would run out); its handler's context was cancelled.
+	EventLost EventKind = "lost"
+	// EventHandedOver: the worker gives a target up to rebalance (or because
+	// it left the set, or at shutdown); its handler's context was cancelled.
+	EventHandedOver EventKind = "handed_over"
+	// EventReleased: a lease was released after its handler returned.
+	EventReleased EventKind = "released"
+	// EventRound: a round ended; the gauges are current.
+	EventRound EventKind = "round"
+)
+
+// Event is one thing a scheduler did, with its state right after it.
+type Event struct {
+	Kind      EventKind
+	Worker    string // the scheduler's identity
+	Namespace string // the targets' namespace
+	Target    string // "" for a round
+	Token     int64  // the lease's token; 0 for busy and round
+	Cause     error  // lost, handed_over: why; nil otherwise
+
+	Owned   int // targets held and worked on (not being given up)
+	Share   int // the fair share at the last round
+	Workers int // live workers seen at the last round, this one included
+	Targets int // targets in the set at the last round
+}
+
+// Observer receives a scheduler's events, on the scheduler's goroutines
+// (never with a lock held). Implementations must be safe for concurrent use
+// and fast. promobserver.Observer implements it.
+type Observer interface {
+	ObserveScheduler(ctx context.Context, ev Event)
+}
+
+// ObserverFunc adapts a function to [Observer].
+type ObserverFunc func(ctx context.Context, ev Event)
+
+// ObserveScheduler calls f.
+func (f ObserverFunc) ObserveScheduler(ctx context.Context, ev Event) { f(ctx, ev) }

@@ -1,0 +1,849 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Scheduler is one worker of a fleet sharing a set of targets (see the
+// package doc). Create it with [New] and start it with [Scheduler.Run].
+// Its methods are safe for concurrent use; Run may be called once.
+//
+// The scheduler borrows its store: it never closes it. Close the store
+// after Run has returned.
+type Scheduler struct {
+	store   protocol.Store
+	id      string
+	targets Targets
+	handler Handler
+	set     settings
+	log     *slog.Logger
+	member  protocol.Key // this worker's membership lease
+	started atomic.Bool
+	wake    chan struct{} // a handler returned or a lease was lost
+	base    context.Context
+
+	mu         sync.Mutex
+	leases     map[string]*lease // by target
+	membership *membership       // nil while the worker is not a member
+	workers    int
+	total      int
+	share      int
+	lastRound  time.Time
+	problem    string
+	events     []Event // to pass to the observer, outside mu
+
+	// Owned by Run's goroutine.
+	seq       uint64
+	backoff   map[string]backoffState
+	pending   map[string]string // target -> request id of an acquire whose outcome is unknown
+	memberReq string            // the same for the membership lease
+	current   []string          // the target set of the last round
+	haveSet   bool
+	problems  []string // of the round in progress
+}
+
+// lease is one target's lease while the scheduler holds it (or gives it
+// up). Fields other than those set at creation are guarded by
+// Scheduler.mu.
+type lease struct {
+	target string
+	key    protocol.Key
+	token  int64
+	seq    uint64 // acquisition order
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the handler returned
+	timer  *time.Timer   // loses the lease at deadline
+
+	state                 State
+	reason                string
+	acquiredAt, expiresAt time.Time
+	deadline              time.Time // local: when the last successful acquire or renewal was sent, plus TTL
+	release               bool      // release once the handler returned
+	returned              bool      // the handler returned (seen by settle)
+	gone                  bool      // forgotten: the timer does nothing more
+}
+
+type membership struct {
+	token     int64
+	deadline  time.Time
+	expiresAt time.Time
+}
+
+type backoffState struct {
+	n     int
+	until time.Time
+}
+
+// New returns a Scheduler for the worker identity (its owner name in every
+// lease it takes; unique in the fleet, e.g. host name and process id) that
+// shares targets through store and runs handler on each target it holds.
+// cfg may be nil for defaults. New checks its arguments and returns an
+// error naming each bad one; it does not touch the store.
+func New(store protocol.Store, identity string, targets Targets, handler Handler, cfg *Config) (*Scheduler, error) {
+	var errs []error
+	if store == nil {
+		errs = append(errs, errors.New("store: must not be nil"))
+	}
+	if err := protocol.ValidateText("identity", identity, protocol.MaxOwnerLen); err != nil {
+		errs = append(errs, err)
+	}
+	if targets == nil {
+		errs = append(errs, errors.New("targets: must not be nil (use Static for a fixed list)"))
+	}
+	if handler == nil {
+		errs = append(errs, errors.New("handler: must not be nil"))
+	}
+	set, err := cfg.resolve()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("scheduler: new: %w", errors.Join(errs...))
+	}
+	return &Scheduler{
+		store: store, id: identity, targets: targets, handler: handler, set: set,
+		log:     set.log.With("worker", identity, "namespace", set.ns),
+		member:  protocol.Key{Namespace: set.workersNS, Name: identity},
+		wake:    make(chan struct{}, 1),
+		leases:  map[string]*lease{},
+		backoff: map[string]backoffState{},
+		pending: map[string]string{},
+	}, nil
+}
+
+// Run works until ctx ends, then shuts down: it cancels every handler
+// (cause [ErrStopped]), keeps renewing each lease until its handler
+// returned, releases it, releases the membership lease and returns nil.
+// Store operations of the shutdown run on a context that keeps ctx's values
+// but not its cancellation, each bounded by [Config].OpTimeout. Run returns
+// an error only when it was called before.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run may be called only once")
+	}
+	s.base = context.WithoutCancel(ctx)
+	s.log.Info("scheduler: starting", "workers_namespace", s.set.workersNS, "ttl", s.set.ttl, "renew_every", s.set.every)
+	next := time.NewTimer(0)
+	defer next.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.shutdown(next)
+			return nil
+		case <-s.wake:
+			s.settle()
+		case <-next.C:
+			began := time.Now()
+			s.round(ctx)
+			// Rounds start every RenewEvery, however long one took, but
+			// never back to back.
+			next.Reset(max(jitter(s.set.every)-time.Since(began), s.set.every/10))
+		}
+		s.flush()
+	}
+}
+
+// Snapshot returns what the scheduler holds and why, as of now.
+func (s *Scheduler) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{
+		Worker: s.id, Namespace: s.set.ns, Member: s.membership != nil,
+		Workers: s.workers, Targets: s.total, Share: s.share, LastRound: s.lastRound, Problem: s.problem,
+	}
+	for _, l := range s.leases {
+		snap.Owned = append(snap.Owned, Owned{Target: l.target, Token: l.token, State: l.state, Reason: l.reason,
+			AcquiredAt: l.acquiredAt, ExpiresAt: l.expiresAt})
+	}
+	slices.SortFunc(snap.Owned, func(a, b Owned) int { return strings.Compare(a.Target, b.Target) })
+	return snap
+}
+
+// round renews everything, then looks at the workers and the targets and
+// rebalances. ctx is Run's: once it ends the round stops claiming.
+func (s *Scheduler) round(ctx context.Context) {
+	began := time.Now()
+	s.problems = s.problems[:0]
+	s.renewAll()
+	s.settle()
+	if ctx.Err() != nil {
+		return
+	}
+	s.join()
+	workers := s.countWorkers()
+	s.refreshTargets(ctx)
+	holders, listed := s.listHolders()
+
+	s.mu.Lock()
+	s.workers, s.total = workers, len(s.current)
+	s.share = (s.total + workers - 1) / workers
+	s.mu.Unlock()
+	if s.haveSet {
+		s.giveUp()
+		s.settle()
+		if listed && ctx.Err() == nil {
+			s.claim(ctx, holders, began.Add(s.set.every))
+		}
+	}
+
+	s.mu.Lock()
+	s.lastRound = time.Now()
+	s.problem = strings.Join(s.problems, "; ")
+	s.events = append(s.events, s.eventLocked(EventRound, nil, nil))
+	s.mu.Unlock()
+}
+
+// renewItem and renewOutcome are one lease of a renewal round.
+type renewItem struct {
+	key   protocol.Key
+	token int64
+}
+
+type renewOutcome struct {
+	sent time.Time
+	res  protocol.Result
+	err  error
+}
+
+// renewConcurrency bounds the renewals of a round in flight at once.
+const renewConcurrency = 8
+
+// renew renews items, one store call each, a few at a time, the first
+// items first. It is the one place to change when the protocol offers a
+// bulk renew.
+func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome {
+	out := make([]renewOutcome, len(items))
+	sem := make(chan struct{}, renewConcurrency)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].sent = time.Now()
+			out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// refused reports whether err is the store's definite refusal of a
+// renewal or release: the lease is not (or no longer) the caller's.
+func refused(err error) bool {
+	switch protocol.StatusOf(err) {
+	case protocol.StatusNotFound, protocol.StatusStaleToken, protocol.StatusNotOwner, protocol.StatusExpired:
+		return true
+	}
+	return false
+}
+
+// renewAll renews every lease held, membership included, the leases
+// closest to their local deadline first, and applies the outcomes: a
+// refusal loses the lease at once; an unknown outcome leaves it to the
+// lease's local deadline.
+func (s *Scheduler) renewAll() {
+	s.mu.Lock()
+	var items []renewItem
+	var held []*lease
+	for _, l := range s.leases {
+		if l.state != StateLost {
+			held = append(held, l)
+		}
+	}
+	slices.SortFunc(held, func(a, b *lease) int { return a.deadline.Compare(b.deadline) })
+	m := s.membership
+	if m != nil {
+		items = append(items, renewItem{key: s.member, token: m.token})
+	}
+	for _, l := range held {
+		items = append(items, renewItem{key: l.key, token: l.token})
+	}
+	s.mu.Unlock()
+	if len(items) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	outs := s.renew(ctx, items)
+	cancel()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unknown := 0
+	var firstErr error
+	for i, out := range outs {
+		var l *lease // nil for the membership
+		if m == nil {
+			l = held[i]
+		} else if i > 0 {
+			l = held[i-1]
+		}
+		switch {
+		case out.err == nil && out.res.Lease != nil:
+			if l != nil {
+				if out.sent.Add(s.set.ttl).After(l.deadline) {
+					l.deadline = out.sent.Add(s.set.ttl)
+				}
+				l.expiresAt = out.res.Lease.ExpiresAt
+			} else if s.membership == m {
+				m.deadline, m.expiresAt = out.sent.Add(s.set.ttl), out.res.Lease.ExpiresAt
+			}
+		case refused(out.err):
+			if l != nil {
+				s.loseLocked(l, out.err, false)
+			} else if s.membership == m {
+				s.log.Warn("scheduler: membership lease lost; joining again", "err", out.err)
+				s.membership = nil
+			}
+		default:
+			unknown++
+			if firstErr == nil {
+				firstErr = out.err
+			}
+		}
+	}
+	if unknown > 0 {
+		s.log.Warn("scheduler: renewals without an answer; leases are kept until they would run out", "count", unknown, "err", firstErr)
+		s.problems = append(s.problems, fmt.Sprintf("%d renewals without an answer: %v", unknown, firstErr))
+	}
+	s.log.Debug("scheduler: renewed", "leases", len(items)-unknown)
+}
+
+// loseLocked marks l lost and cancels its handler. release says whether to
+// release the lease once the handler returned (it may still be the
+// worker's: lost by the local clock). Called with s.mu held.
+func (s *Scheduler) loseLocked(l *lease, why error, release bool) {
+	if l.state == StateLost || l.gone {
+		return
+	}
+	was := l.state
+	cause := fmt.Errorf("%w: %w", protocol.ErrLeaseLost, why)
+	l.state, l.reason = StateLost, "lost: "+why.Error()
+	l.release = release
+	l.cancel(cause)
+	s.log.Warn("scheduler: lease lost", "target", l.target, "token", l.token, "was", was, "err", why)
+	s.events = append(s.events, s.eventLocked(EventLost, l, cause))
+	s.poke()
+}
+
+// onDeadline runs on l's timer: the lease is lost when it was not renewed
+// before its local deadline, whether or not the store answers.
+func (s *Scheduler) onDeadline(l *lease) {
+	s.mu.Lock()
+	if l.gone || l.state == StateLost {
+		s.mu.Unlock()
+		return
+	}
+	if d := time.Until(l.deadline); d > 0 {
+		l.timer.Reset(d)
+		s.mu.Unlock()
+		return
+	}
+	s.loseLocked(l, errors.New("not renewed before it would run out by the local clock"), true)
+	s.mu.Unlock()
+	s.flush()
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// settle notes handlers that returned and forgets or releases the leases
+// whose handlers ended after they were given up or lost.
+func (s *Scheduler) settle() {
+	var release []*lease
+	s.mu.Lock()
+	for t, l := range s.leases {
+		if !l.returned {
+			select {
+			case <-l.done:
+				l.returned = true
+			default:
+				continue
+			}
+			if l.state == StateRunning {
+				l.state, l.reason = StateIdle, "the handler returned; the lease is kept until it is handed over"
+				s.log.Info("scheduler: handler returned; target kept", "target", t, "token", l.token)
+			}
+		}
+		if l.state == StateRunning || l.state == StateIdle {
+			continue
+		}
+		l.gone = true
+		l.timer.Stop()
+		delete(s.leases, t)
+		if l.state != StateLost || l.release {
+			release = append(release, l)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range release {
+		s.releaseLease(l)
+	}
+}
+
+// releaseLease releases a lease whose handler returned. A handed-over
+// target is not claimed again for a round, so that another worker takes it.
+func (s *Scheduler) releaseLease(l *lease) {
+	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: l.key, Owner: s.id, Token: l.token})
+	cancel()
+	if l.state == StateHandingOver {
+		b := s.backoff[l.target]
+		b.until = time.Now().Add(jitter(s.set.every))
+		s.backoff[l.target] = b
+	}
+	switch {
+	case err == nil:
+		s.log.Info("scheduler: released", "target", l.target, "token", l.token, "after", l.state)
+		s.mu.Lock()
+		s.events = append(s.events, s.eventLocked(EventReleased, l, nil))
+		s.mu.Unlock()
+	case refused(err):
+		s.log.Debug("scheduler: release: the lease was already gone", "target", l.target, "token", l.token, "err", err)
+	default:
+		s.log.Warn("scheduler: release failed; the lease will expire", "target", l.target, "token", l.token, "err", err)
+	}
+}
+
+// join takes (or confirms) the membership lease when the worker is not a
+// member, or its membership ran out by the local clock.
+func (s *Scheduler) join() {
+	s.mu.Lock()
+	m := s.membership
+	if m != nil && time.Now().After(m.deadline) {
+		s.log.Warn("scheduler: membership lease not renewed before it would run out; joining again")
+		s.membership, m = nil, nil
+	}
+	s.mu.Unlock()
+	if m != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	defer cancel()
+	lease, sent, err := s.acquire(ctx, s.member, s.memberReq)
+	var perr *protocol.Error
+	switch {
+	case err == nil:
+		s.memberReq = ""
+		s.mu.Lock()
+		s.membership = &membership{token: lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: lease.ExpiresAt}
+		s.mu.Unlock()
+		s.log.Info("scheduler: joined", "token", lease.Token)
+	case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil:
+		s.memberReq = ""
+		s.problems = append(s.problems, fmt.Sprintf("identity %s is held by another worker (token %d) until %s: waiting for it to end",
+			s.id, perr.Lease.Token, perr.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano)))
+		s.log.Warn("scheduler: another worker holds this identity; waiting", "token", perr.Lease.Token, "until", perr.Lease.ExpiresAt)
+	default:
+		s.problems = append(s.problems, "join: "+err.Error())
+		s.log.Warn("scheduler: join failed", "err", err)
+	}
+}
+
+// acquire takes key, retrying with reqID when an earlier attempt's outcome
+// is unknown, and confirms a replayed acquire with a renew (a replay is
+// history, not proof of holding now). It returns the lease, when the
+// acquire (or the confirming renew) was sent, and the error. On an unknown
+// outcome the error's status is timeout or unavailable and the request id
+// to retry with is kept by the caller from retryID.
+func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
+	sent := time.Now()
+	res, err := s.store.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl, RequestID: reqID})
+	if unknown(err) {
+		if key == s.member {
+			s.memberReq = res.RequestID
+		} else {
+			s.pending[key.Name] = res.RequestID
+		}
+		return protocol.Lease{}, sent, err
+	}
+	if key == s.member {
+		s.memberReq = ""
+	} else {
+		delete(s.pending, key.Name)
+	}
+	if err != nil {
+		return protocol.Lease{}, sent, err
+	}
+	if res.Lease == nil {
+		return protocol.Lease{}, sent, fmt.Errorf("scheduler: acquire of %s answered %s without a lease", key, res.Status)
+	}
+	if !res.Replayed {
+		return *res.Lease, sent, nil
+	}
+	sent = time.Now()
+	rr, err := s.store.Renew(ctx, protocol.RenewRequest{Key: key, Owner: s.id, Token: res.Lease.Token, TTL: s.set.ttl})
+	if unknown(err) { // the replay stands; confirm it next time
+		if key == s.member {
+			s.memberReq = res.RequestID
+		} else {
+			s.pending[key.Name] = res.RequestID
+		}
+	}
+	if err != nil {
+		return protocol.Lease{}, sent, fmt.Errorf("scheduler: confirm replayed acquire of %s (token %d): %w", key, res.Lease.Token, err)
+	}
+	if rr.Lease == nil {
+		return protocol.Lease{}, sent, fmt.Errorf("scheduler: renew of %s answered %s without a lease", key, rr.Status)
+	}
+	return *rr.Lease, sent, nil
+}
+
+// unknown reports whether err leaves the outcome of a change unknown.
+func unknown(err error) bool {
+	switch protocol.StatusOf(err) {
+	case protocol.StatusTimeout, protocol.StatusUnavailable:
+		return true
+	}
+	return false
+}
+
+// listAll returns the live leases of a namespace, every page.
+func (s *Scheduler) listAll(ns string) ([]protocol.Lease, error) {
+	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	defer cancel()
+	var out []protocol.Lease
+	cursor := ""
+	for {
+		res, err := s.store.List(ctx, protocol.ListRequest{Namespace: ns, Limit: protocol.MaxListLimit, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Leases...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// countWorkers returns the live workers (this one counted when it is a
+// member), or the last count when the store does not answer.
+func (s *Scheduler) countWorkers() int {
+	s.mu.Lock()
+	last, member := s.workers, s.membership != nil
+	s.mu.Unlock()
+	leases, err := s.listAll(s.set.workersNS)
+	if err != nil {
+		s.problems = append(s.problems, "list workers: "+err.Error())
+		s.log.Warn("scheduler: list workers failed; keeping the last count", "err", err)
+		return max(last, 1)
+	}
+	n, self := len(leases), false
+	for _, l := range leases {
+		self = self || l.Key.Name == s.id
+	}
+	if member && !self {
+		n++
+	}
+	return max(n, 1)
+}
+
+// refreshTargets calls the targets function; on error it keeps the last set.
+func (s *Scheduler) refreshTargets(ctx context.Context) {
+	tctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
+	defer cancel()
+	list, err := s.targets(tctx)
+	if err != nil {
+		s.problems = append(s.problems, "targets: "+err.Error())
+		s.log.Warn("scheduler: the targets function failed; keeping the last set", "err", err)
+		return
+	}
+	seen := make(map[string]bool, len(list))
+	cur := make([]string, 0, len(list))
+	bad := 0
+	for _, t := range list {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		if err := (protocol.Key{Namespace: s.set.ns, Name: t}).Validate(); err != nil {
+			if bad == 0 {
+				s.log.Warn("scheduler: target left out: not a valid lease name", "target", t, "err", err)
+			}
+			bad++
+			continue
+		}
+		cur = append(cur, t)
+	}
+	if bad > 0 {
+		s.problems = append(s.problems, fmt.Sprintf("%d targets left out: not valid lease names", bad))
+	}
+	s.current, s.haveSet = cur, true
+	for t := range s.backoff {
+		if !seen[t] {
+			delete(s.backoff, t)
+		}
+	}
+	for t := range s.pending {
+		if !seen[t] {
+			delete(s.pending, t)
+		}
+	}
+}
+
+// listHolders returns the live leases of the targets' namespace by name.
+func (s *Scheduler) listHolders() (map[string]protocol.Lease, bool) {
+	leases, err := s.listAll(s.set.ns)
+	if err != nil {
+		s.problems = append(s.problems, "list targets: "+err.Error())
+		s.log.Warn("scheduler: list targets failed; claiming nothing this round", "err", err)
+		return nil, false
+	}
+	m := make(map[string]protocol.Lease, len(leases))
+	for _, l := range leases {
+		m[l.Key.Name] = l
+	}
+	return m, true
+}
+
+// giveUp hands over the targets that left the set, then the targets beyond
+// the fair share: idle ones first, then the most recently acquired.
+func (s *Scheduler) giveUp() {
+	inSet := make(map[string]bool, len(s.current))
+	for _, t := range s.current {
+		inSet[t] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var active []*lease
+	for _, l := range s.leases {
+		if l.state != StateRunning && l.state != StateIdle {
+			continue
+		}
+		if !inSet[l.target] {
+			s.handOverLocked(l, "the target left the set", ErrRemoved)
+			continue
+		}
+		active = append(active, l)
+	}
+	extra := len(active) - s.share
+	if extra <= 0 {
+		return
+	}
+	slices.SortFunc(active, func(a, b *lease) int {
+		if (a.state == StateIdle) != (b.state == StateIdle) {
+			if a.state == StateIdle {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
+	why := fmt.Sprintf("handing over: held %d, over the fair share %d (%d targets, %d workers)", len(active), s.share, s.total, s.workers)
+	for _, l := range active[:extra] {
+		s.handOverLocked(l, why, ErrHandedOver)
+	}
+}
+
+func (s *Scheduler) handOverLocked(l *lease, why string, cause error) {
+	l.state, l.reason = StateHandingOver, why
+	l.cancel(cause)
+	s.log.Info("scheduler: giving up target", "target", l.target, "token", l.token, "why", why)
+	s.events = append(s.events, s.eventLocked(EventHandedOver, l, cause))
+	s.poke()
+}
+
+// claim acquires free targets, in a random order, until the worker holds
+// its fair share. It skips targets held by a live lease (the store's list),
+// targets it holds or still winds down, and targets backed off after a
+// conflict; it stops at the first store failure, and at until, so that a
+// long claim does not hold back the next round's renewals.
+func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease, until time.Time) {
+	s.mu.Lock()
+	member := s.membership != nil
+	active := 0
+	for _, l := range s.leases {
+		if l.state == StateRunning || l.state == StateIdle {
+			active++
+		}
+	}
+	deficit := s.share - active
+	var candidates []string
+	now := time.Now()
+	for _, t := range s.current {
+		if _, mine := s.leases[t]; mine {
+			continue
+		}
+		if h, held := holders[t]; held && !(h.Owner == s.id && s.pending[t] != "") {
+			continue
+		}
+		if s.backoff[t].until.After(now) {
+			continue
+		}
+		candidates = append(candidates, t)
+	}
+	why := fmt.Sprintf("fair share %d (%d targets, %d workers)", s.share, s.total, s.workers)
+	s.mu.Unlock()
+	if !member || deficit <= 0 {
+		return
+	}
+	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	for _, t := range candidates {
+		if deficit == 0 || ctx.Err() != nil || time.Now().After(until) {
+			return
+		}
+		key := protocol.Key{Namespace: s.set.ns, Name: t}
+		actx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+		l, sent, err := s.acquire(actx, key, s.pending[t])
+		cancel()
+		var perr *protocol.Error
+		switch {
+		case err == nil:
+			delete(s.backoff, t)
+			s.start(l, sent, fmt.Sprintf("%s; held %d when acquired", why, active))
+			active++
+			deficit--
+		case errors.Is(err, protocol.ErrConflict):
+			s.backOff(t)
+			holder := ""
+			if errors.As(err, &perr) && perr.Lease != nil {
+				holder = perr.Lease.Owner
+			}
+			s.log.Debug("scheduler: target busy; backing off", "target", t, "holder", holder, "until", s.backoff[t].until)
+			s.mu.Lock()
+			ev := s.eventLocked(EventBusy, nil, err)
+			ev.Target = t
+			s.events = append(s.events, ev)
+			s.mu.Unlock()
+		case unknown(err) || errors.Is(err, protocol.ErrClosed):
+			s.problems = append(s.problems, "acquire: "+err.Error())
+			s.log.Warn("scheduler: acquire failed; claiming no more this round", "target", t, "err", err)
+			return
+		default:
+			s.backOff(t)
+			s.problems = append(s.problems, "acquire: "+err.Error())
+			s.log.Warn("scheduler: acquire refused", "target", t, "err", err)
+		}
+	}
+}
+
+// backOff delays the next attempt on t: RenewEvery, doubling with each
+// conflict in a row up to MaxBackoff, times a random factor in [0.5, 1.5).
+func (s *Scheduler) backOff(t string) {
+	b := s.backoff[t]
+	b.n++
+	d := s.set.maxBackoff
+	if b.n <= 20 && s.set.every<<(b.n-1) < d {
+		d = s.set.every << (b.n - 1)
+	}
+	b.until = time.Now().Add(time.Duration(float64(d) * (0.5 + rand.Float64())))
+	s.backoff[t] = b
+}
+
+// start records a lease just acquired and runs its handler.
+func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
+	s.seq++
+	ctx, cancel := context.WithCancelCause(s.base)
+	l := &lease{
+		target: pl.Key.Name, key: pl.Key, token: pl.Token, seq: s.seq, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), state: StateRunning, reason: reason,
+		acquiredAt: pl.AcquiredAt, expiresAt: pl.ExpiresAt, deadline: sent.Add(s.set.ttl),
+	}
+	s.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), func() { s.onDeadline(l) })
+	s.leases[l.target] = l
+	s.events = append(s.events, s.eventLocked(EventAcquired, l, nil))
+	s.mu.Unlock()
+	s.log.Info("scheduler: acquired", "target", l.target, "token", l.token, "why", reason)
+	go func() {
+		s.handler(ctx, l.target, l.token)
+		close(l.done)
+		s.poke()
+	}()
+}
+
+// shutdown cancels every handler, keeps renewing until each returned,
+// releases every lease and then the membership.
+func (s *Scheduler) shutdown(next *time.Timer) {
+	s.mu.Lock()
+	for _, l := range s.leases {
+		if l.state == StateRunning || l.state == StateIdle {
+			l.state, l.reason = StateStopping, "shutting down"
+			l.cancel(ErrStopped)
+		}
+	}
+	n := len(s.leases)
+	s.mu.Unlock()
+	s.log.Info("scheduler: stopping", "leases", n)
+	s.settle()
+	for {
+		s.flush()
+		s.mu.Lock()
+		n := len(s.leases)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-s.wake:
+		case <-next.C:
+			s.renewAll()
+			next.Reset(jitter(s.set.every))
+		}
+		s.settle()
+	}
+	s.mu.Lock()
+	m := s.membership
+	s.membership = nil
+	s.mu.Unlock()
+	if m != nil {
+		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+		_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: s.member, Owner: s.id, Token: m.token})
+		cancel()
+		if err != nil && !refused(err) {
+			s.log.Warn("scheduler: release of the membership failed; it will expire", "err", err)
+		}
+	}
+	s.log.Info("scheduler: stopped")
+}
+
+// eventLocked builds an event with the current counts. Called with s.mu held.
+func (s *Scheduler) eventLocked(kind EventKind, l *lease, cause error) Event {
+	ev := Event{Kind: kind, Worker: s.id, Namespace: s.set.ns, Cause: cause,
+		Share: s.share, Workers: s.workers, Targets: s.total}
+	if l != nil {
+		ev.Target, ev.Token = l.target, l.token
+	}
+	for _, l := range s.leases {
+		if l.state == StateRunning || l.state == StateIdle {
+			ev.Owned++
+		}
+	}
+	return ev
+}
+
+// flush passes the queued events to the observer, outside s.mu.
+func (s *Scheduler) flush() {
+	s.mu.Lock()
+	evs := s.events
+	s.events = nil
+	s.mu.Unlock()
+	if s.set.observer == nil {
+		return
+	}
+	for _, ev := range evs {
+		s.set.observer.ObserveScheduler(s.base, ev)
+	}
+}
+
+// jitter returns d ±10%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}

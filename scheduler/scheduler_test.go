@@ -1,0 +1,366 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/memstore"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
+)
+
+const (
+	ttl     = 600 * time.Millisecond
+	waitFor = 30 * time.Second // generous: only a scheduler that never gets there fails
+)
+
+func newStore(t *testing.T) *protocol.Runtime {
+	rt := protocol.New(memstore.New(nil), nil)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
+}
+
+func idle(ctx context.Context, _ string, _ int64) { <-ctx.Done() }
+
+// start runs s until the test ends (or stop is called) and returns stop.
+func start(t *testing.T, s *scheduler.Scheduler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(waitFor):
+				t.Fatal("Run did not return")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, waitFor, why)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func holds(s *scheduler.Scheduler, want ...string) func() (bool, string) {
+	return func() (bool, string) {
+		snap := s.Snapshot()
+		got := snap.Held()
+		return fmt.Sprint(got) == fmt.Sprint(want) && len(snap.Owned) == len(want), fmt.Sprintf("owned %+v; problem %q", snap.Owned, snap.Problem)
+	}
+}
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	ok := scheduler.Static("a")
+	for _, c := range []struct {
+		name     string
+		store    protocol.Store
+		identity string
+		targets  scheduler.Targets
+		handler  scheduler.Handler
+		cfg      *scheduler.Config
+		want     []string
+	}{
+		{"nil store", nil, "w", ok, idle, nil, []string{"store: must not be nil"}},
+		{"empty identity", store, "", ok, idle, nil, []string{"identity: must not be empty"}},
+		{"identity with a control character", store, "w\n1", ok, idle, nil, []string{"identity:"}},
+		{"nil targets", store, "w", nil, idle, nil, []string{"targets: must not be nil"}},
+		{"nil handler", store, "w", ok, nil, nil, []string{"handler: must not be nil"}},
+		{"one namespace for both", store, "w", ok, idle, &scheduler.Config{Namespace: "x", WorkersNamespace: "x"},
+			[]string{"workers namespace: must differ"}},
+		{"namespace too long", store, "w", ok, idle, &scheduler.Config{Namespace: strings.Repeat("n", 200)}, []string{"namespace:"}},
+		{"negative ttl", store, "w", ok, idle, &scheduler.Config{TTL: -time.Second}, []string{"ttl:"}},
+		{"renewals not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: time.Second},
+			[]string{"renew every: 1s must be positive and shorter than the ttl 1s"}},
+		{"negative op timeout", store, "w", ok, idle, &scheduler.Config{OpTimeout: -1}, []string{"op timeout:"}},
+		{"negative max backoff", store, "w", ok, idle, &scheduler.Config{MaxBackoff: -1}, []string{"max backoff:"}},
+		{"everything at once", nil, "", nil, nil, &scheduler.Config{TTL: -1},
+			[]string{"store:", "identity:", "targets:", "handler:", "ttl:"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := scheduler.New(c.store, c.identity, c.targets, c.handler, c.cfg)
+			if err == nil || s != nil {
+				t.Fatalf("New accepted it: %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), "scheduler: new: ") {
+				t.Errorf("error %q does not start with the package's prefix", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// With a nil Config: namespace "scheduler", workers in "scheduler.workers",
+// 15s leases; shutdown releases both.
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), idle, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	ctx := context.Background()
+	for _, key := range []protocol.Key{{Namespace: "scheduler", Name: "t"}, {Namespace: "scheduler.workers", Name: "w1"}} {
+		res, err := store.Get(ctx, protocol.GetRequest{Key: key})
+		if err != nil {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		if d := res.Lease.ExpiresAt.Sub(res.Lease.RenewedAt); res.Lease.Owner != "w1" || d != scheduler.DefaultTTL {
+			t.Errorf("%s: owner %s, ttl %v; want w1, %v", key, res.Lease.Owner, d, scheduler.DefaultTTL)
+		}
+	}
+	stop()
+	for _, key := range []protocol.Key{{Namespace: "scheduler", Name: "t"}, {Namespace: "scheduler.workers", Name: "w1"}} {
+		if _, err := store.Get(ctx, protocol.GetRequest{Key: key}); !errors.Is(err, protocol.ErrNotFound) {
+			t.Errorf("%s after shutdown: %v, want not_found", key, err)
+		}
+	}
+	if err := s.Run(ctx); err == nil || !strings.Contains(err.Error(), "only once") {
+		t.Errorf("a second Run: %v, want an error", err)
+	}
+}
+
+// A renewal the store refuses loses the lease at once: the handler's
+// context ends with a cause that says why, and the target is taken again
+// with a new token.
+func TestRefusedRenewalCancelsTheHandler(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	causes := make(chan error, 10)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	first := s.Snapshot().Owned[0].Token
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
+	if _, err := store.Revoke(context.Background(), protocol.RevokeRequest{Key: key, Actor: "test", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	cause := <-causes
+	if !errors.Is(cause, protocol.ErrLeaseLost) || !errors.Is(cause, protocol.ErrNotFound) {
+		t.Errorf("cause %v, want a lost lease (not_found)", cause)
+	}
+	eventually(t, "holds t again", func() (bool, string) {
+		snap := s.Snapshot()
+		return len(snap.Held()) == 1 && snap.Owned[0].Token > first, fmt.Sprintf("%+v", snap.Owned)
+	})
+}
+
+// Targets that leave the set are given up (cause ErrRemoved) and released;
+// new ones are taken; a failing targets function keeps the last set and is
+// reported; invalid names are left out and reported.
+func TestTargetsChange(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	var mu sync.Mutex
+	set, fail := []string{"a", "b", "c"}, error(nil)
+	targets := func(context.Context) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return set, fail
+	}
+	causes := sync.Map{}
+	s, err := scheduler.New(store, "w1", targets, func(ctx context.Context, target string, _ int64) {
+		<-ctx.Done()
+		causes.Store(target, context.Cause(ctx))
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds a b c", holds(s, "a", "b", "c"))
+
+	mu.Lock()
+	set = []string{"a", "c", "d", "d", "bad\x00name"}
+	mu.Unlock()
+	eventually(t, "holds a c d", holds(s, "a", "c", "d"))
+	if c, _ := causes.Load("b"); !errors.Is(c.(error), scheduler.ErrRemoved) {
+		t.Errorf("b's handler ended with %v, want ErrRemoved", c)
+	}
+	if _, err := store.Get(context.Background(), protocol.GetRequest{Key: protocol.Key{Namespace: "scheduler", Name: "b"}}); !errors.Is(err, protocol.ErrNotFound) {
+		t.Errorf("b after it left the set: %v, want released (not_found)", err)
+	}
+	eventually(t, "the invalid name is reported", func() (bool, string) {
+		p := s.Snapshot().Problem
+		return strings.Contains(p, "1 targets left out: not valid lease names"), p
+	})
+
+	mu.Lock()
+	fail = errors.New("inventory down")
+	set = nil
+	mu.Unlock()
+	eventually(t, "the failure is reported", func() (bool, string) {
+		p := s.Snapshot().Problem
+		return strings.Contains(p, "targets: inventory down"), p
+	})
+	if ok, why := holds(s, "a", "c", "d")(); !ok {
+		t.Errorf("after a failed targets call: %s; want the last set kept", why)
+	}
+}
+
+// A worker whose identity is held by another claims nothing until that
+// lease ends, and says so.
+func TestIdentityHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	ctx := context.Background()
+	other, err := store.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "scheduler.workers", Name: "w1"}, Owner: "w1", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), idle, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "the conflict is reported", func() (bool, string) {
+		snap := s.Snapshot()
+		return !snap.Member && strings.Contains(snap.Problem, "identity w1 is held by another worker"), snap.Problem
+	})
+	if n := len(s.Snapshot().Owned); n != 0 {
+		t.Fatalf("claimed %d targets without membership", n)
+	}
+	if _, err := store.Release(ctx, protocol.ReleaseRequest{Key: other.Lease.Key, Owner: "w1", Token: other.Lease.Token}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "joins and holds t", holds(s, "t"))
+}
+
+// busyStore hides the leases of one target from List, so that the
+// scheduler tries to acquire it and meets a conflict, and counts those
+// attempts.
+type busyStore struct {
+	protocol.Store
+	target   string
+	attempts atomic.Int64
+}
+
+func (b *busyStore) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	res, err := b.Store.List(ctx, req)
+	var kept []protocol.Lease
+	for _, l := range res.Leases {
+		if l.Key.Name != b.target {
+			kept = append(kept, l)
+		}
+	}
+	res.Leases = kept
+	return res, err
+}
+
+func (b *busyStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if req.Key.Name == b.target {
+		b.attempts.Add(1)
+	}
+	return b.Store.Acquire(ctx, req)
+}
+
+// A busy target is backed off: over many rounds it is tried in far fewer
+// of them, and each conflict is reported to the observer.
+func TestBusyTargetBacksOff(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	ctx := context.Background()
+	if _, err := store.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "scheduler", Name: "busy"}, Owner: "someone", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	bs := &busyStore{Store: store, target: "busy"}
+	var rounds, busy atomic.Int64
+	obs := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+		switch ev.Kind {
+		case scheduler.EventRound:
+			rounds.Add(1)
+		case scheduler.EventBusy:
+			if ev.Target == "busy" && errors.Is(ev.Cause, protocol.ErrConflict) {
+				busy.Add(1)
+			}
+		}
+	})
+	s, err := scheduler.New(bs, "w1", scheduler.Static("busy", "free"), idle, &scheduler.Config{TTL: 300 * time.Millisecond, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, s)
+	eventually(t, "20 rounds", func() (bool, string) { return rounds.Load() >= 20, fmt.Sprint(rounds.Load()) })
+	stop()
+	n, r := bs.attempts.Load(), rounds.Load()
+	t.Logf("%d attempts on the busy target in %d rounds", n, r)
+	if n == 0 || n > r/2 {
+		t.Errorf("%d attempts on the busy target in %d rounds: want at least one and at most half as many", n, r)
+	}
+	if busy.Load() != n {
+		t.Errorf("%d busy events for %d conflicts", busy.Load(), n)
+	}
+}
+
+// The observer sees acquisitions, losses and releases with the counts
+// after each.
+func TestObserverEvents(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	var mu sync.Mutex
+	counts := map[scheduler.EventKind]int{}
+	var last scheduler.Event
+	obs := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		counts[ev.Kind]++
+		if ev.Kind == scheduler.EventRound {
+			last = ev
+		}
+	})
+	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b", "c"), idle, &scheduler.Config{TTL: ttl, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, s)
+	eventually(t, "a round with 3 owned", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return last.Owned == 3 && last.Share == 3 && last.Workers == 1 && last.Targets == 3 && last.Worker == "w1" && last.Namespace == "scheduler",
+			fmt.Sprintf("%+v", last)
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if counts[scheduler.EventAcquired] != 3 || counts[scheduler.EventReleased] != 3 || counts[scheduler.EventLost] != 0 {
+		t.Errorf("events %v, want 3 acquired, 3 released, none lost", counts)
+	}
+}

@@ -1,0 +1,335 @@
+package schedulertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
+)
+
+// Run runs the scheduler suite against the store newHarness makes. Its
+// cases run in parallel, each on a store of its own:
+//
+//   - Converge: two workers split 60 targets 30/30, a third joins and the
+//     three settle at 20/20/20, each target held by one worker as the store
+//     says; no two handlers of one target ever run at once (a target is
+//     released only after its handler returned); shutdown releases every
+//     lease, membership included.
+//   - Takeover: one of three workers is cut off from the store (it neither
+//     renews nor releases, as a killed process); the other two hold all
+//     60 targets within TTL + one renew interval plus a margin; the cut-off
+//     worker's handlers are cancelled as lost.
+//   - Fencing: handlers write to a fenced resource while leases are revoked
+//     and a worker stalls past its TTL; the resource never accepts a write
+//     whose token is lower than one it accepted before for that target, so
+//     no handler whose lease was lost gets a write in after its successor's;
+//     each lease is handled by one handler; every lost lease's handler is
+//     cancelled (the stalled worker's while it still cannot reach the
+//     store).
+//   - Shutdown: shutdown waits for slow handlers, keeps their leases until
+//     they return, then releases everything.
+func Run(t *testing.T, newHarness Factory) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, Factory)
+	}{
+		{"Resource", testResource},
+		{"Converge", testConverge},
+		{"Takeover", testTakeover},
+		{"Fencing", testFencing},
+		{"Shutdown", testShutdown},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newHarness)
+		})
+	}
+}
+
+// testResource checks the harness's resource, which the fencing case
+// relies on: a lower token is refused, an equal or higher one accepted.
+func testResource(t *testing.T, newHarness Factory) {
+	r := newHarness(t).Resource
+	ctx := context.Background()
+	for _, w := range []struct {
+		target string
+		token  int64
+		want   bool
+	}{{"a", 5, true}, {"a", 4, false}, {"b", 1, true}, {"a", 5, true}, {"a", 7, true}, {"a", 6, false}} {
+		ok, err := r.Write(ctx, w.target, w.token, "w")
+		if err != nil || ok != w.want {
+			t.Fatalf("write %s/%d: accepted %v (%v), want %v", w.target, w.token, ok, err, w.want)
+		}
+	}
+	acc, err := r.Accepted(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(acc); got != "[{a 5 w} {b 1 w} {a 5 w} {a 7 w}]" {
+		t.Fatalf("accepted writes %s", got)
+	}
+}
+
+func testConverge(t *testing.T, newHarness Factory) {
+	f := newFleet(t, newHarness, 60)
+	w1, w2 := f.start("w1"), f.start("w2")
+	f.waitFor("two workers split 60 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 30, w2: 30})
+	})
+	w3 := f.start("w3")
+	f.waitFor("three workers split 60 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 20, w2: 20, w3: 20})
+	})
+	snap := w3.sched.Snapshot()
+	if !snap.Member || snap.Workers != 3 || snap.Targets != 60 || snap.Share != 20 {
+		t.Errorf("w3's snapshot: member %v, %d workers, %d targets, share %d; want true, 3, 60, 20", snap.Member, snap.Workers, snap.Targets, snap.Share)
+	}
+	for _, o := range snap.Owned {
+		if o.Token <= 0 || o.Reason == "" || !o.ExpiresAt.After(o.AcquiredAt) {
+			t.Errorf("w3's snapshot entry %+v: want a token, a reason and an expiry after the acquire", o)
+		}
+	}
+	handedOver := 0
+	for _, r := range append(f.runsOf("w1"), f.runsOf("w2")...) {
+		if ended(r) && errors.Is(r.cause, scheduler.ErrHandedOver) {
+			handedOver++
+		}
+	}
+	if handedOver < 20 {
+		t.Errorf("%d handlers of w1 and w2 ended handed over; want at least the 20 targets w3 took", handedOver)
+	}
+	for _, w := range []*worker{w1, w2, w3} {
+		f.stop(w)
+	}
+	f.noLiveLeases()
+	for _, r := range f.runs {
+		if !ended(r) {
+			t.Errorf("%s's handler of %s/%d still runs after Run returned", r.worker, r.target, r.token)
+		}
+	}
+	// Without faults no lease should be lost, unless the machine is so
+	// loaded that the store could not renew in time: that is logged, not
+	// failed (the scheduler then did what it must).
+	if n := f.lost(); n > 0 {
+		t.Logf("%d leases were lost: the store did not answer renewals in time", n)
+	}
+	f.check()
+}
+
+func testTakeover(t *testing.T, newHarness Factory) {
+	f := newFleet(t, newHarness, 60)
+	w1, w2, w3 := f.start("w1"), f.start("w2"), f.start("w3")
+	f.waitFor("three workers split 60 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 20, w2: 20, w3: 20})
+	})
+	victims := f.runningRuns("w3")
+	cut := time.Now()
+	w3.fault.drop()
+	f.waitFor("the other two take w3's targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 30, w2: 30})
+	})
+	took := time.Since(cut)
+	bound := ttl + renewEvery + 2*ttl // TTL + one renew interval, and a margin for a loaded machine
+	t.Logf("w1 and w2 held all 60 targets %v after w3 was cut off (TTL %v, renew every %v)", took.Round(time.Millisecond), ttl, renewEvery)
+	if took > bound {
+		t.Errorf("the takeover took %v, more than TTL + renew interval + 2 TTLs of margin (%v)", took, bound)
+	}
+	f.waitFor("w3's handlers are cancelled as lost", converge, func() (bool, string) {
+		for _, r := range victims {
+			if !cancelled(r) {
+				return false, fmt.Sprintf("w3's handler of %s/%d still runs", r.target, r.token)
+			}
+		}
+		return true, ""
+	})
+	for _, r := range victims {
+		if !errors.Is(r.cause, protocol.ErrLeaseLost) {
+			t.Errorf("w3's handler of %s/%d ended with %v, want a lost lease", r.target, r.token, r.cause)
+		}
+	}
+	for _, w := range []*worker{w1, w2, w3} {
+		f.stop(w)
+	}
+	f.noLiveLeases()
+	f.check()
+}
+
+func testFencing(t *testing.T, newHarness Factory) {
+	f := newFleet(t, newHarness, 12)
+	f.write = true
+	w1, w2, w3 := f.start("w1"), f.start("w2"), f.start("w3")
+	f.waitFor("three workers split 12 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 4, w2: 4, w3: 4})
+	})
+
+	// Revoke leases while their handlers write; each time, wait until a
+	// successor holds the target.
+	var revoked []leaseID
+	for range 8 {
+		leases := f.listAll(f.ns)
+		if len(leases) == 0 {
+			t.Fatal("no live lease to revoke")
+		}
+		l := leases[rand.IntN(len(leases))]
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_, err := f.admin.Revoke(ctx, protocol.RevokeRequest{Key: l.Key, Actor: "schedulertest", Reason: "force a loss", Token: l.Token})
+		cancel()
+		if err != nil {
+			continue // renewed, lost or handed over meanwhile: pick another
+		}
+		revoked = append(revoked, leaseID{l.Key.Name, l.Token})
+		f.waitFor("a successor holds "+l.Key.Name, converge, func() (bool, string) {
+			for _, m := range f.listAll(f.ns) {
+				if m.Key == l.Key && m.Token > l.Token {
+					return true, ""
+				}
+			}
+			return false, "no newer lease"
+		})
+	}
+	f.waitFor("the revoked leases' handlers are cancelled", converge, func() (bool, string) {
+		for _, id := range revoked {
+			f.mu.Lock()
+			r := f.byLease[id]
+			f.mu.Unlock()
+			if r == nil {
+				return false, fmt.Sprintf("no handler ran for %s/%d", id.target, id.token)
+			}
+			if !cancelled(r) {
+				return false, fmt.Sprintf("%s's handler of %s/%d still runs", r.worker, id.target, id.token)
+			}
+		}
+		return true, ""
+	})
+	for _, id := range revoked {
+		f.mu.Lock()
+		r := f.byLease[id]
+		f.mu.Unlock()
+		if !errors.Is(r.cause, protocol.ErrLeaseLost) && !errors.Is(r.cause, scheduler.ErrHandedOver) {
+			t.Errorf("%s's handler of revoked %s/%d ended with %v, want a lost lease", r.worker, id.target, id.token, r.cause)
+		}
+	}
+
+	// Stall w3 past its TTL: its handlers keep writing, its store calls hang.
+	f.waitFor("three workers split 12 targets again", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 4, w2: 4, w3: 4})
+	})
+	stalled := f.runningRuns("w3")
+	f.mu.Lock()
+	f.zombies["w3"] = true // its handlers write on after their context ended
+	f.mu.Unlock()
+	w3.fault.pause()
+	f.waitFor("w3's handlers are cancelled while it cannot reach the store", converge, func() (bool, string) {
+		for _, r := range stalled {
+			if !cancelled(r) {
+				return false, fmt.Sprintf("w3's handler of %s/%d still runs", r.target, r.token)
+			}
+		}
+		return true, ""
+	})
+	for _, r := range stalled {
+		if !errors.Is(r.cause, protocol.ErrLeaseLost) && !errors.Is(r.cause, scheduler.ErrHandedOver) {
+			t.Errorf("stalled w3's handler of %s/%d ended with %v, want a lost lease", r.target, r.token, r.cause)
+		}
+	}
+	f.waitFor("w1 and w2 take the stalled worker's targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 6, w2: 6})
+	})
+	f.waitFor("the resource refuses the stalled worker's writes", converge, func() (bool, string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.zombieRefused > 0, "no write of w3's handlers refused yet"
+	})
+	close(f.zombieGate)
+	w3.fault.resume()
+	f.waitFor("three workers split 12 targets after w3 is back", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w1: 4, w2: 4, w3: 4})
+	})
+	for _, w := range []*worker{w1, w2, w3} {
+		f.stop(w)
+	}
+	f.noLiveLeases()
+	f.check()
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	acc, err := f.h.Resource.Accepted(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	highest := map[string]int64{}
+	perLease := map[leaseID]int{}
+	for i, w := range acc {
+		if w.Token < highest[w.Target] {
+			t.Errorf("accepted write %d: %s wrote %s with token %d after a write with token %d: a lost lease's write got in",
+				i, w.Writer, w.Target, w.Token, highest[w.Target])
+		}
+		highest[w.Target] = max(highest[w.Target], w.Token)
+		id := leaseID{w.Target, w.Token}
+		perLease[id]++
+		if r := f.byLease[id]; r == nil || r.worker != w.Writer {
+			t.Errorf("accepted write of %s/%d by %s, but the scheduler gave that lease to %v", w.Target, w.Token, w.Writer, r)
+		}
+	}
+	working := 0
+	for _, id := range revoked {
+		if perLease[id] > 0 {
+			working++
+		}
+	}
+	if working == 0 {
+		t.Errorf("none of the %d revoked leases had a write accepted: the case revoked no working lease", len(revoked))
+	}
+	t.Logf("%d writes accepted over %d leases; %d refused; %d leases revoked; %d handlers of the stalled worker cancelled; "+
+		"it wrote on after that: %d writes accepted (before a successor's), %d refused",
+		len(acc), len(perLease), f.refused, len(revoked), len(stalled), f.zombieAccepted, f.zombieRefused)
+}
+
+func testShutdown(t *testing.T, newHarness Factory) {
+	f := newFleet(t, newHarness, 3)
+	f.noReturn = true
+	w := f.start("w1")
+	f.waitFor("one worker holds 3 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w: 3})
+	})
+	w.cancel()
+	f.waitFor("the handlers see the shutdown", converge, func() (bool, string) {
+		snap := w.sched.Snapshot()
+		return snap.Count(scheduler.StateStopping) == 3, fmt.Sprintf("%+v", snap.Owned)
+	})
+	// The handlers have not returned: the leases must still be held, and
+	// stay held past a TTL (renewed while the handlers finish).
+	deadline := time.Now().Add(ttl + renewEvery)
+	for time.Now().Before(deadline) {
+		if leases := f.listAll(f.ns); len(leases) != 3 {
+			t.Fatalf("%d live leases while 3 handlers still run after shutdown began", len(leases))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-w.done:
+		t.Fatalf("Run returned (%v) before its handlers did", err)
+	default:
+	}
+	f.openGate()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(converge):
+		t.Fatal("Run did not return after its handlers did")
+	}
+	w.cancel = nil
+	f.noLiveLeases()
+	if n := len(w.sched.Snapshot().Owned); n != 0 {
+		t.Errorf("the snapshot after Run returned lists %d targets", n)
+	}
+	f.check()
+}

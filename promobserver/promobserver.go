@@ -1,18 +1,28 @@
 // Package promobserver exports leasestore's operation metrics to Prometheus:
-// an [Observer] is a [protocol.Observer] to pass in [protocol.Config], backed
-// by github.com/prometheus/client_golang.
+// an [Observer] is a [protocol.Observer] to pass in [protocol.Config], and a
+// [scheduler.Observer] to pass in scheduler.Config, backed by
+// github.com/prometheus/client_golang.
 //
-// It exposes two metrics:
+// It exposes these metrics:
 //
 //	leasestore_operations_total{op, status, backend, replayed}   counter
 //	leasestore_operation_duration_seconds{op, backend}           histogram
+//	leasestore_swept_rows_total{backend}                         counter
+//	leasestore_scheduler_events_total{namespace, event}          counter
+//	leasestore_scheduler_owned_targets{namespace, worker}        gauge
+//	leasestore_scheduler_fair_share{namespace, worker}           gauge
+//	leasestore_scheduler_workers{namespace, worker}              gauge
+//	leasestore_scheduler_targets{namespace, worker}              gauge
 //
 // op is one of the eight operations, status one of the protocol's status
 // strings ("ok" for a successful health or close, which have no status),
 // backend the backend's name ("postgres", "sqlite", "memory"), and replayed
 // "true" when an idempotent retry was answered from the audit trail rather
 // than executed. Label values come only from these closed sets, so the number
-// of series stays small whatever the keys and owners are.
+// of series stays small whatever the keys and owners are. The scheduler's
+// metrics carry the targets' namespace, the event kind (acquired, busy,
+// lost, handed_over, released, round) and, for the gauges, the worker's
+// identity: one series per scheduler the process runs, never per target.
 //
 // Like protocol, this package must not import any database driver or any
 // package under sqlstore/.
@@ -26,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
 )
 
 // Metric names, for dashboards and alerts.
@@ -33,6 +44,12 @@ const (
 	OperationsTotalName   = "leasestore_operations_total"
 	OperationDurationName = "leasestore_operation_duration_seconds"
 	SweptRowsTotalName    = "leasestore_swept_rows_total"
+
+	SchedulerEventsTotalName  = "leasestore_scheduler_events_total"
+	SchedulerOwnedTargetsName = "leasestore_scheduler_owned_targets"
+	SchedulerFairShareName    = "leasestore_scheduler_fair_share"
+	SchedulerWorkersName      = "leasestore_scheduler_workers"
+	SchedulerTargetsName      = "leasestore_scheduler_targets"
 )
 
 // statusOK is the status label of a successful health or close, which the
@@ -52,10 +69,17 @@ type Observer struct {
 	ops      *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	swept    *prometheus.CounterVec
+
+	schedEvents  *prometheus.CounterVec
+	schedOwned   *prometheus.GaugeVec
+	schedShare   *prometheus.GaugeVec
+	schedWorkers *prometheus.GaugeVec
+	schedTargets *prometheus.GaugeVec
 }
 
 var (
 	_ protocol.Observer    = (*Observer)(nil)
+	_ scheduler.Observer   = (*Observer)(nil)
 	_ prometheus.Collector = (*Observer)(nil)
 )
 
@@ -82,6 +106,26 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 			Name: SweptRowsTotalName,
 			Help: "Rows of ended leases removed by background sweeps (op sweep), by backend.",
 		}, []string{"backend"}),
+		schedEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: SchedulerEventsTotalName,
+			Help: "Scheduler events (acquired, busy, lost, handed_over, released, round) by the targets' namespace.",
+		}, []string{"namespace", "event"}),
+		schedOwned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SchedulerOwnedTargetsName,
+			Help: "Targets a scheduler holds and works on (not those it is giving up).",
+		}, []string{"namespace", "worker"}),
+		schedShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SchedulerFairShareName,
+			Help: "A scheduler's fair share at its last round: ceil(targets / live workers).",
+		}, []string{"namespace", "worker"}),
+		schedWorkers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SchedulerWorkersName,
+			Help: "Live workers a scheduler saw at its last round, itself included.",
+		}, []string{"namespace", "worker"}),
+		schedTargets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SchedulerTargetsName,
+			Help: "Targets in the set at a scheduler's last round.",
+		}, []string{"namespace", "worker"}),
 	}
 	if err := reg.Register(o); err != nil {
 		return nil, fmt.Errorf("promobserver: register metrics: %w", err)
@@ -103,16 +147,30 @@ func (o *Observer) ObserveOperation(_ context.Context, ev protocol.OperationEven
 	}
 }
 
+// ObserveScheduler implements [scheduler.Observer]: it counts ev and sets
+// the worker's gauges to the counts ev carries.
+func (o *Observer) ObserveScheduler(_ context.Context, ev scheduler.Event) {
+	o.schedEvents.WithLabelValues(ev.Namespace, string(ev.Kind)).Inc()
+	o.schedOwned.WithLabelValues(ev.Namespace, ev.Worker).Set(float64(ev.Owned))
+	o.schedShare.WithLabelValues(ev.Namespace, ev.Worker).Set(float64(ev.Share))
+	o.schedWorkers.WithLabelValues(ev.Namespace, ev.Worker).Set(float64(ev.Workers))
+	o.schedTargets.WithLabelValues(ev.Namespace, ev.Worker).Set(float64(ev.Targets))
+}
+
+func (o *Observer) collectors() []prometheus.Collector {
+	return []prometheus.Collector{o.ops, o.duration, o.swept, o.schedEvents, o.schedOwned, o.schedShare, o.schedWorkers, o.schedTargets}
+}
+
 // Describe implements [prometheus.Collector].
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
-	o.ops.Describe(ch)
-	o.duration.Describe(ch)
-	o.swept.Describe(ch)
+	for _, c := range o.collectors() {
+		c.Describe(ch)
+	}
 }
 
 // Collect implements [prometheus.Collector].
 func (o *Observer) Collect(ch chan<- prometheus.Metric) {
-	o.ops.Collect(ch)
-	o.duration.Collect(ch)
-	o.swept.Collect(ch)
+	for _, c := range o.collectors() {
+		c.Collect(ch)
+	}
 }

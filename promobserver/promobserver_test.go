@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
 )
 
 func TestMain(m *testing.M) {
@@ -239,5 +240,53 @@ leasestore_swept_rows_total{backend="postgres"} 1007
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SweptRowsTotalName); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A scheduler observed by the Observer: its gauges follow what it holds,
+// and its events are counted by kind.
+func TestSchedulerMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := protocol.New(memstore.New(nil), nil)
+	defer store.Close(context.Background())
+	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b"), func(ctx context.Context, _ string, _ int64) { <-ctx.Done() },
+		&scheduler.Config{Namespace: "scans", TTL: time.Second, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	gauge := func(g *prometheus.GaugeVec) float64 { return testutil.ToFloat64(g.WithLabelValues("scans", "w1")) }
+	deadline := time.Now().Add(30 * time.Second)
+	for gauge(obs.schedOwned) != 2 || gauge(obs.schedShare) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("owned %v, share %v; want 2, 2", gauge(obs.schedOwned), gauge(obs.schedShare))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	events := func(kind scheduler.EventKind) float64 {
+		return testutil.ToFloat64(obs.schedEvents.WithLabelValues("scans", string(kind)))
+	}
+	if events(scheduler.EventAcquired) != 2 || events(scheduler.EventReleased) != 2 || events(scheduler.EventRound) < 1 {
+		t.Errorf("events: acquired %v, released %v, rounds %v; want 2, 2, at least 1",
+			events(scheduler.EventAcquired), events(scheduler.EventReleased), events(scheduler.EventRound))
+	}
+	if gauge(obs.schedOwned) != 0 || gauge(obs.schedWorkers) != 1 || gauge(obs.schedTargets) != 2 {
+		t.Errorf("after shutdown: owned %v, workers %v, targets %v; want 0, 1, 2",
+			gauge(obs.schedOwned), gauge(obs.schedWorkers), gauge(obs.schedTargets))
+	}
+	for _, name := range []string{SchedulerEventsTotalName, SchedulerOwnedTargetsName, SchedulerFairShareName, SchedulerWorkersName, SchedulerTargetsName} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
+			t.Errorf("%s: %d series gathered (%v)", name, n, err)
+		}
 	}
 }

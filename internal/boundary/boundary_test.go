@@ -29,11 +29,14 @@ const module = "github.com/leasestore/leasestore"
 //   - sqlstore/<dialect>: the SQL backends. The sqlstore package itself is
 //     shared plumbing and stays neutral: it may use database/sql but no driver.
 //   - cmd: the CLI, which opens either backend from a DSN.
+//   - examples: example programs, which open a backend from a DSN as the
+//     CLI does (the libraries they show, scheduler included, stay neutral).
 //   - internal/pgtest: tests' PostgreSQL helper (pgx, testcontainers).
 var exempt = []string{
 	"sqlstore/postgres",
 	"sqlstore/sqlite",
 	"cmd",
+	"examples",
 	"internal/pgtest",
 }
 
@@ -516,6 +519,8 @@ func TestClassification(t *testing.T) {
 		"sqlstore/sqlite/inner":   true,
 		"cmd/leasectl":            true,
 		"cmd/leasectl/cli":        true,
+		"examples/scanner":        true,
+		"examplesx":               false,
 		"internal/pgtest":         true,
 		"sqlstore":                false,
 		"sqlstore/mysql":          false, // a new dialect must be listed on purpose

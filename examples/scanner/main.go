@@ -1,0 +1,202 @@
+// Command scanner is an example of the scheduler package: a fleet of
+// scanner processes sharing a set of network ranges through leases. Start
+// as many as you like against one store; each claims its fair share,
+// "scans" its ranges (prints a line per range and pass, with the range's
+// fencing token, as a real scanner would send it with every result it
+// stores), takes over the ranges of a scanner that died once their leases
+// run out, and hands ranges over when another scanner joins. Ctrl-C or
+// SIGTERM stops it: every range is released at once.
+//
+//	go run ./examples/scanner -dsn sqlite:/tmp/scans.db -targets 12 &
+//	go run ./examples/scanner -dsn sqlite:/tmp/scans.db -targets 12 &
+//	go run ./examples/scanner -dsn 'postgres://app@db:5432/app' -targets 12
+//
+// A SQLite file is created and migrated on first use; a PostgreSQL schema
+// must be migrated first (leasectl migrate up).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the command line.
+type config struct {
+	dsn       string
+	identity  string
+	namespace string
+	targets   int
+	ttl       time.Duration
+	scanEvery time.Duration
+	logLevel  string
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	host, _ := os.Hostname()
+	c := config{}
+	fs := flag.NewFlagSet("scanner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.dsn, "dsn", os.Getenv("LEASESTORE_DSN"), "store: sqlite:PATH or postgres://... (default $LEASESTORE_DSN)")
+	fs.StringVar(&c.identity, "identity", fmt.Sprintf("%s-%d", host, os.Getpid()), "this scanner's name, unique in the fleet")
+	fs.StringVar(&c.namespace, "namespace", "scanner", "namespace of the ranges' leases (the workers' is NAMESPACE.workers)")
+	fs.IntVar(&c.targets, "targets", 16, "number of /24 ranges to share: 10.0.0.0/24, 10.0.1.0/24, ...")
+	fs.DurationVar(&c.ttl, "ttl", 15*time.Second, "lease TTL: a dead scanner's ranges are taken over about this long after it died")
+	fs.DurationVar(&c.scanEvery, "scan-every", time.Second, "pause between two passes over a range")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case c.dsn == "":
+		return c, errors.New("-dsn: give sqlite:PATH or postgres://... (or set LEASESTORE_DSN)")
+	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://"):
+		return c, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor postgres://...", c.dsn)
+	case c.targets < 1 || c.targets > 1<<16:
+		return c, fmt.Errorf("-targets: %d is outside [1, 65536]", c.targets)
+	case c.scanEvery <= 0:
+		return c, fmt.Errorf("-scan-every: %v must be positive", c.scanEvery)
+	case c.ttl < protocol.MinTTL || c.ttl > protocol.MaxTTL:
+		return c, fmt.Errorf("-ttl: %v is outside [%v, %v]", c.ttl, protocol.MinTTL, protocol.MaxTTL)
+	}
+	if err := protocol.ValidateText("-identity", c.identity, protocol.MaxOwnerLen); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "scanner:", err)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		fmt.Fprintln(stderr, "scanner: -log-level:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	store, closeStore, err := open(ctx, c.dsn)
+	if err != nil {
+		fmt.Fprintln(stderr, "scanner:", err)
+		return 1
+	}
+	defer closeStore()
+
+	ranges := make([]string, c.targets)
+	for i := range ranges {
+		ranges[i] = fmt.Sprintf("10.%d.%d.0/24", i>>8, i&0xff)
+	}
+	out := &lines{w: stdout}
+	scan := func(ctx context.Context, target string, token int64) {
+		out.printf("%s scanning %s with token %d\n", c.identity, target, token)
+		for pass := 1; ; pass++ {
+			// A real scanner probes the range here and stores what it
+			// found with the token, so that the results' store refuses a
+			// scanner that lost the range meanwhile.
+			select {
+			case <-ctx.Done():
+				out.printf("%s stops %s (token %d): %v\n", c.identity, target, token, context.Cause(ctx))
+				return
+			case <-time.After(c.scanEvery):
+				log.Debug("pass done", "target", target, "token", token, "pass", pass)
+			}
+		}
+	}
+	s, err := scheduler.New(store, c.identity, scheduler.Static(ranges...), scan, &scheduler.Config{
+		Namespace: c.namespace,
+		TTL:       c.ttl,
+		Logger:    log,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "scanner:", err)
+		return 2
+	}
+	out.printf("%s starts: %d ranges in %s\n", c.identity, c.targets, c.namespace)
+	if err := s.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "scanner:", err)
+		return 1
+	}
+	out.printf("%s stopped\n", c.identity)
+	return 0
+}
+
+// open opens the store a DSN names and returns it with the function that
+// closes it (and what it opened).
+func open(ctx context.Context, dsn string) (protocol.Store, func(), error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		db, err := sqlite.OpenDB(strings.TrimPrefix(dsn, "sqlite:"))
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := migrations.Up(ctx, migrations.SQLite, db); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		b, err := sqlite.New(ctx, db, nil)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		return closing(protocol.New(b, nil), db)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		b, err := postgres.Open(ctx, dsn, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return closing(protocol.New(b, nil), nil)
+	}
+	return nil, nil, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor postgres://...", dsn)
+}
+
+func closing(rt *protocol.Runtime, db *sql.DB) (protocol.Store, func(), error) {
+	return rt, func() {
+		_ = rt.Close(context.Background())
+		if db != nil {
+			_ = db.Close()
+		}
+	}, nil
+}
+
+// lines writes whole lines from concurrent handlers.
+type lines struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lines) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format, args...)
+}

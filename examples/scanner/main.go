@@ -74,9 +74,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.dsn == "":
-		return c, errors.New("-dsn: give sqlite:PATH or postgres://... (or set LEASESTORE_DSN)")
+		return c, errors.New("-dsn: give sqlite:PATH or a postgres:// URL (or set LEASESTORE_DSN)")
 	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://"):
-		return c, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor postgres://...", c.dsn)
+		return c, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor a postgres:// URL", c.dsn)
 	case c.targets < 1 || c.targets > 1<<16:
 		return c, fmt.Errorf("-targets: %d is outside [1, 65536]", c.targets)
 	case c.scanEvery <= 0:
@@ -177,7 +177,7 @@ func open(ctx context.Context, dsn string) (protocol.Store, func(), error) {
 		}
 		return closing(protocol.New(b, nil), nil)
 	}
-	return nil, nil, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor postgres://...", dsn)
+	return nil, nil, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor a postgres:// URL", dsn)
 }
 
 func closing(rt *protocol.Runtime, db *sql.DB) (protocol.Store, func(), error) {

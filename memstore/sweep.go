@@ -12,10 +12,10 @@ var _ protocol.Sweeper = (*Backend)(nil)
 // Sweep removes up to max leases that expired more than grace ago by the
 // store's clock (see [protocol.Sweeper]); one counter issues every token,
 // so a key acquired afterwards still gets a greater one.
-func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (int, error) {
+func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
 	s, now, err := b.lock(ctx, protocol.OpSweep)
 	if err != nil {
-		return 0, err
+		return protocol.SweepResult{}, err
 	}
 	defer s.mu.Unlock()
 	n := 0
@@ -28,5 +28,5 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (int,
 			n++
 		}
 	}
-	return n, nil
+	return protocol.SweepResult{Removed: n}, nil
 }

@@ -21,9 +21,20 @@ import (
 // rows that ended more than a grace period ago go.
 type Sweeper interface {
 	// Sweep removes up to max rows of leases that expired or ended more
-	// than grace ago (by the backend's clock) and returns how many it
-	// removed. Many processes may sweep one store at once.
-	Sweep(ctx context.Context, max int, grace time.Duration) (int, error)
+	// than grace ago (by the backend's clock), and may set aside up to max
+	// rows of other ended leases, and says how many of each. Many
+	// processes may sweep one store at once.
+	Sweep(ctx context.Context, max int, grace time.Duration) (SweepResult, error)
+}
+
+// SweepResult is what one [Sweeper.Sweep] call did.
+type SweepResult struct {
+	// Removed counts the rows removed.
+	Removed int
+	// SetAside counts the rows of ended leases taken out of the indexes
+	// that lists of live leases read (the SQL backends), so that those
+	// lists cost nothing for them; their leases answer as before.
+	SetAside int
 }
 
 // OpSweep names a sweep in an [OperationEvent].
@@ -152,7 +163,7 @@ func sweepOnce(ctx context.Context, s Sweeper, backend string, c SweepConfig, ti
 		if ctx.Err() != nil {
 			return
 		}
-		ev := OperationEvent{Op: OpSweep, Duration: time.Since(start), Backend: backend, Items: n}
+		ev := OperationEvent{Op: OpSweep, Duration: time.Since(start), Backend: backend, Items: n.Removed}
 		if err != nil {
 			ev.Status = StatusOf(err)
 			if ev.Status.Success() || !ev.Status.Known() {
@@ -166,10 +177,10 @@ func sweepOnce(ctx context.Context, s Sweeper, backend string, c SweepConfig, ti
 			c.Logger.Warn("lease: sweeping ended leases failed; trying again later", "backend", backend, "err", err)
 			return
 		}
-		if n > 0 {
-			c.Logger.Debug("lease: swept the rows of ended leases", "backend", backend, "removed", n)
+		if n.Removed > 0 || n.SetAside > 0 {
+			c.Logger.Debug("lease: swept the rows of ended leases", "backend", backend, "removed", n.Removed, "set_aside", n.SetAside)
 		}
-		if n < c.Batch {
+		if n.Removed < c.Batch && n.SetAside < c.Batch {
 			return
 		}
 	}

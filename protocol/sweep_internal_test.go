@@ -13,9 +13,9 @@ type sweepingFake struct {
 	sweeps atomic.Int64
 }
 
-func (b *sweepingFake) Sweep(context.Context, int, time.Duration) (int, error) {
+func (b *sweepingFake) Sweep(context.Context, int, time.Duration) (SweepResult, error) {
 	b.sweeps.Add(1)
-	return 0, nil
+	return SweepResult{}, nil
 }
 
 // A negative Every turns the sweep off: the same operations that make a

@@ -79,7 +79,7 @@ type sweepingClient struct {
 	sweeper protocol.Sweeper
 }
 
-func (s sweepingClient) Sweep(ctx context.Context, max int, grace time.Duration) (int, error) {
+func (s sweepingClient) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
 	return s.sweeper.Sweep(ctx, max, grace)
 }
 

@@ -399,13 +399,9 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if err != nil {
 		return protocol.ListResult{}, err
 	}
-	a := args{"ns": req.Namespace, "prefix": req.Prefix, "after": after,
-		"include_expired": req.IncludeExpired, "now": b.clock(), "limit": limit + 1}
-	st := listSQL
-	if req.Owner != "" {
-		st = listOwnerSQL
-		a["owner"] = req.Owner
-	}
+	a := args{"ns": req.Namespace, "prefix": req.Prefix, "after": after, "owner": req.Owner,
+		"now": b.clock(), "limit": limit + 1}
+	st := listStatement(req)
 	var leases []protocol.Lease
 	err = retrySerialization(ctx, protocol.OpList, func() error {
 		leases = leases[:0]
@@ -509,4 +505,17 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	p := backendkit.AuditPage(recs, limit)
 	p.HeldBack = q.Follow && held && len(recs) <= limit
 	return p, nil
+}
+
+// listStatement returns the statement that lists what req asks for.
+func listStatement(req protocol.ListRequest) statement {
+	switch {
+	case req.IncludeExpired && req.Owner != "":
+		return listOwnerAllSQL
+	case req.IncludeExpired:
+		return listAllSQL
+	case req.Owner != "":
+		return listOwnerSQL
+	}
+	return listSQL
 }

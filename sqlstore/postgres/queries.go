@@ -181,31 +181,60 @@ SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l
 FROM (SELECT coalesce(@now::timestamptz, now()) AS now) AS clock
 LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.ended_token IS DISTINCT FROM l.token`)
 
-// listSQL pages through @ns by name: names starting with @prefix, after
-// @after ("" for the first page; names are never empty), live unless
-// @include_expired, never tombstones, at most @limit rows. The "C" collation of name makes
-// the order bytewise and lets the primary key serve both the prefix range
-// (name >= prefix) and the keyset condition.
+// listSQL pages through the live leases of @ns by name: names starting
+// with @prefix, after @after ("" for the first page; names are never
+// empty), at most @limit rows. It reads the live range of the live index
+// (rows the sweeper has not set aside, see migration 3), so rows of ended
+// leases cost nothing once set aside; the "C" collation of name makes the
+// order bytewise and lets the index serve both the prefix range (name >=
+// prefix) and the keyset condition. Tombstones and leases expired but not
+// yet set aside are filtered out.
 var listSQL = compile(`
 SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM leasestore_leases l
 WHERE l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
   AND l.name > @after
+  AND l.swept_token IS DISTINCT FROM l.token
   AND l.ended_token IS DISTINCT FROM l.token
-  AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
+  AND l.expires_at > coalesce(@now::timestamptz, now())
 ORDER BY l.name
 LIMIT @limit`)
 
-// listOwnerSQL is listSQL for one @owner, through the owner index.
+// listOwnerSQL is listSQL for one @owner, through the live owner index.
 var listOwnerSQL = compile(`
 SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 FROM leasestore_leases l
 WHERE l.owner = @owner AND l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
   AND l.name > @after
+  AND l.swept_token IS DISTINCT FROM l.token
   AND l.ended_token IS DISTINCT FROM l.token
-  AND (@include_expired::boolean OR l.expires_at > coalesce(@now::timestamptz, now()))
+  AND l.expires_at > coalesce(@now::timestamptz, now())
+ORDER BY l.name
+LIMIT @limit`)
+
+// listAllSQL is listSQL with expired leases too (never tombstones): it
+// reads the namespace's range of the primary key, set-aside rows included.
+var listAllSQL = compile(`
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+FROM leasestore_leases l
+WHERE l.namespace = @ns
+  AND l.name >= @prefix AND starts_with(l.name, @prefix)
+  AND l.name > @after
+  AND l.ended_token IS DISTINCT FROM l.token
+ORDER BY l.name
+LIMIT @limit`)
+
+// listOwnerAllSQL is listAllSQL for one @owner, through the (owner,
+// namespace) prefix of the live owner index.
+var listOwnerAllSQL = compile(`
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+FROM leasestore_leases l
+WHERE l.owner = @owner AND l.namespace = @ns
+  AND l.name >= @prefix AND starts_with(l.name, @prefix)
+  AND l.name > @after
+  AND l.ended_token IS DISTINCT FROM l.token
 ORDER BY l.name
 LIMIT @limit`)
 
@@ -372,24 +401,49 @@ FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
 RETURNING id, at`)
 )
 
-// sweepSQL removes up to @limit rows of leases that expired or ended more
-// than @grace ago. A row goes only while the fencing sequence has issued
-// its token and caches no values, so that any later acquire of the key
-// draws a greater one; rows another sweeper or a writer holds are skipped.
+// sweepSQL removes up to @limit rows of leases that ended (expired, or
+// tombstones: their expires_at is the time they ended) more than @grace
+// ago, and sets aside up to @limit rows of other ended leases; it returns
+// how many rows it set aside and how many it removed. A row goes only
+// while the fencing sequence has issued its token and caches no values, so
+// that any later acquire of the key draws a greater one. Setting aside
+// takes a row out of the live indexes (swept_token = token, see migration
+// 3) and changes nothing any operation answers: the lease had already
+// ended, and an acquire puts the row back by changing its token. The two
+// sets of rows are disjoint (one statement may not change a row twice).
+// Rows another sweeper or a writer holds are skipped; the row lock
+// re-checks that a row is still ended when an acquire took it meanwhile.
 // A key whose row is gone has no lease and no last token to keep, and its
 // trail is untouched.
 var sweepSQL = compile(`
-WITH dead AS (
+WITH seq AS (
+    SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
+           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
+    FROM leasestore_fencing_seq
+), dead AS (
     SELECT l.namespace, l.name
-    FROM leasestore_leases l
+    FROM leasestore_leases l, seq
     WHERE l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
-      AND l.token <= (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)
-      AND (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1
+      AND l.token <= seq.issued AND seq.uncached
     LIMIT @limit
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF l SKIP LOCKED
 ), gone AS (
     DELETE FROM leasestore_leases l USING dead
     WHERE l.namespace = dead.namespace AND l.name = dead.name
     RETURNING 1
+), ended AS (
+    SELECT l.namespace, l.name
+    FROM leasestore_leases l, seq
+    WHERE l.swept_token IS DISTINCT FROM l.token
+      AND l.expires_at <= coalesce(@now::timestamptz, now())
+      AND NOT (l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+               AND l.token <= seq.issued AND seq.uncached)
+    LIMIT @limit
+    FOR UPDATE OF l SKIP LOCKED
+), aside AS (
+    UPDATE leasestore_leases l SET swept_token = l.token
+    FROM ended
+    WHERE l.namespace = ended.namespace AND l.name = ended.name
+    RETURNING 1
 )
-SELECT count(*) FROM gone`)
+SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)

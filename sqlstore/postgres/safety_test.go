@@ -315,16 +315,16 @@ func TestSweepKeepsRowsTheSequenceHasNotPassed(t *testing.T) {
 	rows := func() int { return count(t, raw, "SELECT count(*) FROM leasestore_leases") }
 
 	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 20")
-	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 0 || rows() != 3 {
-		t.Fatalf("sweep under a caching sequence: %d removed, %v, %d rows left; want none removed", n, err, rows())
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 0 || rows() != 3 {
+		t.Fatalf("sweep under a caching sequence: %+v, %v, %d rows left; want none removed", n, err, rows())
 	}
 	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 1")
 	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 1)") // behind k1 and k2
-	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 1 || rows() != 2 {
-		t.Fatalf("sweep under a lagging sequence: %d removed, %v, %d rows left; want only k0's row (token 1) removed", n, err, rows())
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 1 || rows() != 2 {
+		t.Fatalf("sweep under a lagging sequence: %+v, %v, %d rows left; want only k0's row (token 1) removed", n, err, rows())
 	}
 	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 3)")
-	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n != 2 || rows() != 0 {
-		t.Fatalf("sweep once the sequence passed every token: %d removed, %v, %d rows left", n, err, rows())
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 2 || rows() != 0 {
+		t.Fatalf("sweep once the sequence passed every token: %+v, %v, %d rows left", n, err, rows())
 	}
 }

@@ -9,14 +9,15 @@ import (
 
 var _ protocol.Sweeper = (*Backend)(nil)
 
-// Sweep removes up to max rows of leases that expired, or were released or
-// revoked, more than grace ago, in one statement (see sweepSQL and
-// [protocol.Sweeper]).
-func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (int, error) {
-	var n int
+// Sweep sets aside up to max rows of ended leases (out of the live
+// indexes, so that lists do not read them) and removes up to max rows of
+// leases that ended more than grace ago, in one statement (see sweepSQL
+// and [protocol.Sweeper]).
+func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	var res protocol.SweepResult
 	err := retrySerialization(ctx, protocol.OpSweep, func() error {
 		return interpretError(protocol.OpSweep, b.pool.QueryRow(ctx, sweepSQL.sql,
-			sweepSQL.bind(args{"now": b.clock(), "grace": interval(grace), "limit": max})...).Scan(&n))
+			sweepSQL.bind(args{"now": b.clock(), "grace": interval(grace), "limit": max})...).Scan(&res.SetAside, &res.Removed))
 	})
-	return n, err
+	return res, err
 }

@@ -79,3 +79,11 @@ func (c *testClock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// wantStatus fails the test unless the call answered status want.
+func wantStatus(t testing.TB, what string, res protocol.Result, err error, want protocol.Status) {
+	t.Helper()
+	if err != nil || res.Status != want {
+		t.Fatalf("%s: %q (%s), %v; want status %q", what, res.Status, res.Message, err, want)
+	}
+}

@@ -283,8 +283,9 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	if err != nil {
 		return protocol.ListResult{}, err
 	}
-	rows, err := b.stmts.list.QueryContext(ctx, req.Namespace, after, req.Prefix, prefixUpperBound(req.Prefix),
-		req.Owner, req.IncludeExpired, micros(now), limit+1)
+	st, _ := b.listStatement(req)
+	rows, err := st.QueryContext(ctx, req.Namespace, after, req.Prefix, prefixUpperBound(req.Prefix),
+		micros(now), limit+1, req.Owner)
 	if err != nil {
 		return protocol.ListResult{}, b.interpret(ctx, op, err)
 	}
@@ -382,4 +383,16 @@ func scanRecorded(row interface{ Scan(...any) error }) (backendkit.Recorded, err
 		}
 	}
 	return r, nil
+}
+
+// listStatement returns the prepared statement that lists what req asks
+// for, and its text.
+func (b *Backend) listStatement(req protocol.ListRequest) (*sql.Stmt, string) {
+	switch {
+	case req.IncludeExpired:
+		return b.stmts.listAll, qListAll
+	case req.Owner != "":
+		return b.stmts.listOwner, qListOwner
+	}
+	return b.stmts.list, qList
 }

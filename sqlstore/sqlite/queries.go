@@ -97,19 +97,43 @@ INSERT INTO leasestore_audit
      acquired_at, renewed_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 
-	// qList pages through namespace ?1 by name, after the cursor's name ?2
-	// ("" for the first page), within the prefix range [?3, ?4) (see
-	// prefixUpperBound), for owner ?5 ("" for any), leaving out leases
-	// expired at ?7 unless ?6; ?8 is the page size plus one. The name range
-	// keeps the scan on the primary key.
+	// qList pages through the live leases of namespace ?1 by name, after
+	// the cursor's name ?2 ("" for the first page), within the prefix range
+	// [?3, ?4) (see prefixUpperBound), live at ?5; ?6 is the page size plus
+	// one. It reads the live index (rows the sweeper has not set aside, see
+	// migration 3), whose predicate its WHERE repeats word for word, as
+	// SQLite needs to use a partial index. INDEXED BY holds the planner to
+	// it: without statistics SQLite prefers the primary key, which holds
+	// the set-aside rows too.
 	qList = `
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+FROM leasestore_leases INDEXED BY leasestore_leases_live
+WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
+  AND swept_token IS NOT token
+  AND expires_at > ?5
+ORDER BY name
+LIMIT ?6`
+
+	// qListOwner is qList for owner ?7, through the live owner index.
+	qListOwner = `
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+FROM leasestore_leases INDEXED BY leasestore_leases_owner_live
+WHERE namespace = ?1 AND owner = ?7 AND name > ?2 AND name >= ?3 AND name < ?4
+  AND swept_token IS NOT token
+  AND expires_at > ?5
+ORDER BY name
+LIMIT ?6`
+
+	// qListAll is qList with expired leases too (set aside or not), for
+	// owner ?7 unless it is "", through the primary key; ?5 is unused.
+	qListAll = `
 SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
 FROM leasestore_leases
 WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
-  AND (?5 = '' OR owner = ?5)
-  AND (?6 OR expires_at > ?7)
+  AND (?7 = '' OR owner = ?7)
+  AND ?5 IS NOT NULL
 ORDER BY name
-LIMIT ?8`
+LIMIT ?6`
 
 	// qAudit pages through the trail by id after ?1, in namespace ?2 ("" for
 	// all), at or after ?3; ?4 is the page size plus one.
@@ -147,6 +171,14 @@ const (
 const qSweep = `
 DELETE FROM leasestore_leases
 WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases WHERE expires_at < ?1 - ?2 LIMIT ?3)`
+
+// qSetAside takes up to ?2 rows of leases expired at ?1 out of the live
+// indexes (swept_token = token, see migration 3). Their leases answer as
+// before; an acquire changes the token and so puts the row back.
+const qSetAside = `
+UPDATE leasestore_leases SET swept_token = token
+WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases
+                            WHERE swept_token IS NOT token AND expires_at <= ?1 LIMIT ?2)`
 
 // Waking waiters (notify.go): a connection of its own polls qDataVersion,
 // which changes when another connection, of this process or another,

@@ -375,8 +375,8 @@ func (b *Backend) Close(context.Context) error {
 // statements are prepared once per Backend; database/sql prepares each
 // again, once, on every connection that runs it, and keeps it there.
 type statements struct {
-	findRequest, acquire, bumpFencing, renew, release, revoke *sql.Stmt
-	currentLease, insertAudit, list, audit, auditKey          *sql.Stmt
+	findRequest, acquire, bumpFencing, renew, release, revoke            *sql.Stmt
+	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey *sql.Stmt
 }
 
 func (s *statements) fields() []struct {
@@ -389,7 +389,7 @@ func (s *statements) fields() []struct {
 	}{
 		{&s.findRequest, qFindRequest}, {&s.acquire, qAcquire}, {&s.bumpFencing, qBumpFencing},
 		{&s.renew, qRenew}, {&s.release, qRelease}, {&s.revoke, qRevoke},
-		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList},
+		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList}, {&s.listOwner, qListOwner}, {&s.listAll, qListAll},
 		{&s.audit, qAudit}, {&s.auditKey, qAuditKey},
 	}
 }

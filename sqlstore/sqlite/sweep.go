@@ -10,18 +10,29 @@ import (
 
 var _ protocol.Sweeper = (*Backend)(nil)
 
-// Sweep removes up to max rows of leases that expired more than grace ago,
-// in one write transaction (see [protocol.Sweeper]). Release and revoke
-// delete their row already.
-func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (int, error) {
-	var n int64
+// Sweep removes up to max rows of leases that expired more than grace ago
+// and sets aside up to max rows of other expired leases (out of the live
+// indexes, so that lists do not read them), in one write transaction (see
+// [protocol.Sweeper]). Release and revoke delete their row already.
+func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	var n protocol.SweepResult
 	_, err := b.write(ctx, protocol.OpSweep, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		res, err := tx.ExecContext(ctx, qSweep, micros(now), grace.Microseconds(), max)
+		n = protocol.SweepResult{}
+		gone, err := tx.ExecContext(ctx, qSweep, micros(now), grace.Microseconds(), max)
 		if err != nil {
 			return protocol.Result{}, false, err
 		}
-		n, err = res.RowsAffected()
+		aside, err := tx.ExecContext(ctx, qSetAside, micros(now), max)
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		removed, err := gone.RowsAffected()
+		if err != nil {
+			return protocol.Result{}, false, err
+		}
+		setAside, err := aside.RowsAffected()
+		n = protocol.SweepResult{Removed: int(removed), SetAside: int(setAside)}
 		return protocol.Result{}, err == nil, err
 	})
-	return int(n), err
+	return n, err
 }

@@ -61,8 +61,9 @@ rather than expired from renew and release.`,
 			total := 0
 			for {
 				opCtx, opCancel := a.opContext(ctx)
-				n, err := sw.Sweep(opCtx, batch, grace)
+				res, err := sw.Sweep(opCtx, batch, grace)
 				opCancel()
+				n := res.Removed
 				total += n
 				if err != nil {
 					if total > 0 {
@@ -73,7 +74,7 @@ rather than expired from renew and release.`,
 				if n > 0 {
 					a.log.Debug("gc: batch", "removed", n)
 				}
-				if n < batch {
+				if n < batch && res.SetAside < batch {
 					break
 				}
 			}

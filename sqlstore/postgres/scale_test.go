@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// planRows sums, over every node of an EXPLAIN (ANALYZE, FORMAT JSON) plan,
+// the rows the node returned and the rows its filter removed: what the
+// statement read.
+func planRows(t *testing.T, plan string) (read int, indexes []string) {
+	t.Helper()
+	var doc []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("plan %s: %v", plan, err)
+	}
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		for _, k := range []string{"Actual Rows", "Rows Removed by Filter", "Rows Removed by Index Recheck"} {
+			if v, ok := n[k].(float64); ok {
+				read += int(v)
+			}
+		}
+		if ix, ok := n["Index Name"].(string); ok {
+			indexes = append(indexes, ix)
+		}
+		kids, _ := n["Plans"].([]any)
+		for _, k := range kids {
+			walk(k.(map[string]any))
+		}
+	}
+	walk(doc[0].Plan)
+	return read, indexes
+}
+
+// TestListsDoNotReadSetAsideRows: a namespace of 20,000 expired rows and 3
+// live leases. Before a sweep, a list of live leases reads the expired
+// rows too; once the sweep has set them aside (within the grace, so none
+// is removed), lists of live leases, by namespace and by owner, read only
+// the live ones, and a list with expired leases still shows every row.
+func TestListsDoNotReadSetAsideRows(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	mustExec(t, raw, `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+		SELECT 'ns', 'dead-' || lpad(i::text, 6, '0'), 'w' || (i % 7), i, now() - interval '2 min', now() - interval '2 min',
+		       now() - interval '1 min', 1
+		FROM generate_series(1, 20000) AS i`)
+	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 20000)")
+	mustExec(t, raw, "ANALYZE leasestore_leases")                    // as autovacuum would
+	for _, name := range []string{"dead-000100x", "live-b", "zzz"} { // among, after and well after the dead
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(name), Owner: "w3", TTL: time.Hour, RequestID: "a-" + name})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	live := protocol.ListRequest{Namespace: "ns"}
+	byOwner := protocol.ListRequest{Namespace: "ns", Owner: "w3"}
+
+	read := func(req protocol.ListRequest) (int, []string) {
+		plan, err := b.ListPlan(ctxT(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return planRows(t, plan)
+	}
+	if n, ix := read(live); n < 10000 {
+		t.Fatalf("before the sweep the live list read %d rows through %v; want the expired ones too (the test's premise)", n, ix)
+	}
+
+	res, err := b.Sweep(ctxT(t), 100000, time.Hour)
+	if err != nil || res.Removed != 0 || res.SetAside != 20000 {
+		t.Fatalf("sweep: %+v, %v; want 20000 set aside, none removed", res, err)
+	}
+	mustExec(t, raw, "ANALYZE leasestore_leases") // as autovacuum would
+	for _, req := range []protocol.ListRequest{live, byOwner} {
+		if n, ix := read(req); n > 50 {
+			t.Errorf("list %+v read %d rows through %v after the sweep; want only the live ones", req, n, ix)
+		}
+		page, err := b.List(ctxT(t), req)
+		if err != nil || len(page.Leases) != 3 {
+			t.Fatalf("list %+v: %d leases, %v; want 3", req, len(page.Leases), err)
+		}
+	}
+	all, err := b.List(ctxT(t), protocol.ListRequest{Namespace: "ns", IncludeExpired: true, Limit: 1000})
+	if err != nil || len(all.Leases) != 1000 || all.NextCursor == "" {
+		t.Fatalf("list with expired: %d leases, cursor %q, %v; want a full page and more", len(all.Leases), all.NextCursor, err)
+	}
+	// An expired lease set aside still answers as expired to its holder.
+	res2, err := b.Renew(ctxT(t), protocol.RenewRequest{Key: key("dead-000001"), Owner: "w1", Token: 1, TTL: time.Minute, RequestID: "r1"})
+	wantStatus(t, "renew of a set-aside lease", res2, err, protocol.StatusExpired)
+	// Acquiring a set-aside key brings it back to the live lists, with a
+	// greater token.
+	res3, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("dead-000002"), Owner: "w3", TTL: time.Hour, RequestID: "a2"})
+	wantStatus(t, "acquire of a set-aside key", res3, err, protocol.StatusAcquired)
+	if res3.Lease.Token <= 20000 {
+		t.Fatalf("token %d, want more than every earlier one", res3.Lease.Token)
+	}
+	if page, err := b.List(ctxT(t), byOwner); err != nil || len(page.Leases) != 4 {
+		t.Fatalf("list by owner after the acquire: %d leases, %v; want 4", len(page.Leases), err)
+	}
+}

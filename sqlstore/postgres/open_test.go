@@ -220,6 +220,12 @@ func TestCloseLeavesABorrowedPoolOpen(t *testing.T) {
 	if _, err := postgres.New(ctxT(t), nil, nil); err == nil {
 		t.Fatal("New accepted a nil pool")
 	}
+	// Settings of the pool Open makes are refused, not ignored.
+	for _, cfg := range []*postgres.Config{{ApplicationName: "svc"}, {MaxConns: 3}} {
+		if _, err := postgres.New(ctxT(t), pool, cfg); err == nil || !strings.Contains(err.Error(), "set application_name and pool_max_conns on it") {
+			t.Fatalf("New with %+v: %v, want a refusal naming the fix", *cfg, err)
+		}
+	}
 }
 
 func TestObjectsLiveInTheSearchPathSchema(t *testing.T) {

@@ -116,11 +116,13 @@ const cancelGrace = 500 * time.Millisecond
 // settings (ApplicationName, MaxConns) apply only to the pool that [Open]
 // makes; [New] leaves the caller's pool as it is.
 type Config struct {
-	// ApplicationName is reported to the server as application_name.
+	// ApplicationName is reported to the server as application_name by
+	// the pool [Open] makes ([New] refuses it: set it on your pool).
 	// Default: the DSN's application_name, else [DefaultApplicationName].
 	ApplicationName string
-	// MaxConns caps the pool. Default: the DSN's pool_max_conns, else
-	// pgxpool's default (the larger of 4 and the number of CPUs).
+	// MaxConns caps the pool [Open] makes ([New] refuses it: set it on
+	// your pool). Default: the DSN's pool_max_conns, else pgxpool's
+	// default (the larger of 4 and the number of CPUs).
 	MaxConns int32
 
 	// testNow replaces the server's clock in this package's tests (see
@@ -211,14 +213,19 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 // leaves it open, and the caller closes it after the backend is closed.
 // Like [Open], it checks that the server answers and that the pool's schema
 // (the search_path of its connections) is at [migrations.LatestVersion].
-// The pool's own settings are used as they are; cfg.ApplicationName and
-// cfg.MaxConns are ignored. cfg may be nil.
+// The pool's own settings are used as they are: a cfg that sets
+// ApplicationName or MaxConns is refused rather than ignored. cfg may be
+// nil.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: new: nil pool")
 	}
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if cfg.ApplicationName != "" || cfg.MaxConns != 0 {
+		return nil, errors.New("postgres: new: Config.ApplicationName and Config.MaxConns configure the pool Open makes; " +
+			"New uses your pool as it is: set application_name and pool_max_conns on it (pgxpool.ParseConfig)")
 	}
 	b := &Backend{pool: pool, now: cfg.testNow}
 	if err := b.check(ctx); err != nil {

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,16 +46,22 @@ func BenchmarkScale(b *testing.B) {
 			raw := rawPool(b, dsn)
 			live := n / 100
 			// Live keys are spread among the dead ones: every 100th name.
-			mustExec(b, raw, fmt.Sprintf(`
+			fill, cancel := context.WithTimeout(context.Background(), time.Hour)
+			if _, err := raw.Exec(fill, fmt.Sprintf(`
 INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, swept_token)
 SELECT 'ns', 'key-' || lpad(i::text, 9, '0'), 'w' || (i / 100 %% 97), i,
        now() - interval '2 hours', now() - interval '2 hours',
        CASE WHEN i %% 100 = 0 THEN now() + interval '1 day' ELSE now() - interval '1 minute' END, 1,
        CASE WHEN i %% 100 = 0 THEN NULL ELSE i END
 FROM generate_series(1, %d) AS i
-WHERE %t OR i %% 100 = 0`, n, fixture == "dead"))
+WHERE %t OR i %% 100 = 0`, n, fixture == "dead")); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := raw.Exec(fill, "VACUUM ANALYZE leasestore_leases"); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
 			mustExec(b, raw, fmt.Sprintf("SELECT setval('leasestore_fencing_seq', %d)", n))
-			mustExec(b, raw, "VACUUM ANALYZE leasestore_leases")
 			ops := []struct {
 				name string
 				run  func(i int) (protocol.Result, error)

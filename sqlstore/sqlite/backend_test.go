@@ -313,6 +313,9 @@ func TestNewBorrowsDB(t *testing.T) {
 	ctx := ctxT(t)
 	path := migratedFile(t)
 	db := rawDB(t, path)
+	if _, err := sqlite.New(ctx, db, &sqlite.Config{BusyTimeout: time.Second}); err == nil || !strings.Contains(err.Error(), "open it with OpenDB") {
+		t.Fatalf("New with a BusyTimeout: %v, want a refusal naming the fix", err)
+	}
 	b, err := sqlite.New(ctx, db, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,7 +46,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			now := time.Now().UnixMicro()
-			if _, err := raw.ExecContext(ctxT(b), `
+			if _, err := raw.ExecContext(context.Background(), `
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
 INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, swept_token)
 SELECT 'ns', printf('key-%09d', i), 'w' || (i / 100 % 97), i, ?1 - 7200000000, ?1 - 7200000000,

@@ -57,8 +57,8 @@ type Config struct {
 	// BusyTimeout is SQLite's busy_timeout for the *sql.DB that [Open]
 	// creates: how long a statement waits for another connection's lock
 	// when its context allows that long. A context deadline always ends the
-	// wait first. [New] uses the caller's *sql.DB as it is configured.
-	// Default: [DefaultBusyTimeout].
+	// wait first. [New] uses the caller's *sql.DB as it is configured, and
+	// refuses a Config that sets BusyTimeout. Default: [DefaultBusyTimeout].
 	BusyTimeout time.Duration
 
 	// NotifyInterval is how often, while a blocking acquire waits
@@ -274,11 +274,15 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // from [OpenDB]; a *sql.DB configured otherwise must at least use WAL,
 // a busy timeout and _txlock=immediate, or concurrent writers on the file
 // will see spurious timeouts (never wrong answers). New checks the schema
-// like [Open] and does not migrate. cfg may be nil; its BusyTimeout is not
-// used.
+// like [Open] and does not migrate. cfg may be nil; one that sets
+// BusyTimeout is refused (it configures the *sql.DB Open makes).
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqlite: nil *sql.DB")
+	}
+	if cfg != nil && cfg.BusyTimeout != 0 {
+		return nil, errors.New("sqlite: new: Config.BusyTimeout configures the *sql.DB Open makes; " +
+			"New uses yours as it is: open it with OpenDB (busy_timeout is in its DSN)")
 	}
 	return newBackend(ctx, db, cfg, false)
 }

@@ -36,10 +36,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 func (a *app) auditCommand() *cobra.Command {
 	var (
-		q        audit.Query
-		since    string
-		follow   bool
-		interval time.Duration
+		q         audit.Query
+		since     string
+		follow    bool
+		noHeaders bool
+		interval  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -105,11 +106,8 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 				a.printText("no audit records\n")
 				return nil
 			}
-			text := formatRecords(page.Records)
-			if page.NextCursor != "" {
-				text += "more: " + nextPageCommand(cmd, page.NextCursor) + "\n"
-			}
-			a.printText(text)
+			a.printText(formatRecords(page.Records, noHeaders))
+			a.morePages(cmd, page.NextCursor, noHeaders)
 			return nil
 		},
 	}
@@ -120,6 +118,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
+	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
 	f.Var(newDurationFlag(&interval, time.Second), "interval", "poll interval of --follow")
 	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())
 	return cmd

@@ -403,7 +403,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
-		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.listCommand(),
+		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(),
 		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
 		a.benchCommand(), a.versionCommand(),
 	)
@@ -416,6 +416,8 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		switch c.Name() {
+		case "get", "describe", "renew", "release", "revoke":
+			c.ValidArgsFunction = a.completeKeys
 		case "help":
 			c.Example = "  leasectl help acquire"
 		case "completion":

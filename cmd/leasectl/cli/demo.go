@@ -531,6 +531,6 @@ func (d *demo) finish(ctx context.Context, s *store) error {
 		d.a.printJSON(out)
 		return nil
 	}
-	d.a.printText(formatRecords(recs))
+	d.a.printText(formatRecords(recs, false))
 	return nil
 }

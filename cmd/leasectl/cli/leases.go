@@ -161,7 +161,10 @@ func (a *app) getCommand() *cobra.Command {
 }
 
 func (a *app) listCommand() *cobra.Command {
-	var req protocol.ListRequest
+	var (
+		req       protocol.ListRequest
+		noHeaders bool
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the leases of a namespace, by key name",
@@ -197,11 +200,8 @@ the next page. Times left are computed with this machine's clock.`,
 					a.printText("no leases in namespace " + req.Namespace + "\n")
 					return nil
 				}
-				text := formatLeases(res.Leases, time.Now())
-				if res.NextCursor != "" {
-					text += "more: " + nextPageCommand(cmd, res.NextCursor) + "\n"
-				}
-				a.printText(text)
+				a.printText(formatLeases(res.Leases, time.Now(), noHeaders))
+				a.morePages(cmd, res.NextCursor, noHeaders)
 				return nil
 			})
 		},
@@ -210,6 +210,7 @@ the next page. Times left are computed with this machine's clock.`,
 	f.StringVarP(&req.Namespace, "namespace", "n", protocol.DefaultNamespace, "namespace to list")
 	f.StringVar(&req.Prefix, "prefix", "", "only keys starting with this")
 	f.StringVar(&req.Owner, "owner", "", "only leases held by this owner")
+	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
 	f.BoolVar(&req.IncludeExpired, "include-expired", false, "also show expired leases not yet taken over")
 	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")

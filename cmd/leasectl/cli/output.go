@@ -178,27 +178,37 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// formatLeases renders a page of leases as a table.
-func formatLeases(leases []protocol.Lease, now time.Time) string {
+// formatLeases renders a page of leases as a table, with a header line
+// unless noHeaders. HELD FOR is the time since the lease was acquired.
+func formatLeases(leases []protocol.Lease, now time.Time, noHeaders bool) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tKEY\tOWNER\tTOKEN\tTIME LEFT\tEXPIRES AT")
+	if !noHeaders {
+		fmt.Fprintln(tw, "NAMESPACE\tKEY\tOWNER\tTOKEN\tHELD FOR\tTIME LEFT\tEXPIRES AT")
+	}
 	for _, l := range leases {
 		left := "expired"
 		if d := l.ExpiresAt.Sub(now); d > 0 {
 			left = roundDuration(d).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, left, timeTable(l.ExpiresAt))
+		held := "-"
+		if !l.AcquiredAt.IsZero() {
+			held = roundDuration(max(now.Sub(l.AcquiredAt), 0)).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, held, left, timeTable(l.ExpiresAt))
 	}
 	_ = tw.Flush()
 	return b.String()
 }
 
-// formatRecords renders audit records as a table.
-func formatRecords(recs []audit.Record) string {
+// formatRecords renders audit records as a table, with a header line
+// unless noHeaders.
+func formatRecords(recs []audit.Record, noHeaders bool) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAT\tOP\tNAMESPACE\tKEY\tOWNER\tTOKEN\tACTOR\tSTATUS\tREASON")
+	if !noHeaders {
+		fmt.Fprintln(tw, "ID\tAT\tOP\tNAMESPACE\tKEY\tOWNER\tTOKEN\tACTOR\tSTATUS\tREASON")
+	}
 	for _, r := range recs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, timeTable(r.At), r.Op, r.Namespace, r.Key,
 			r.Owner, r.Token, r.Actor, r.Status, r.Reason)
@@ -264,4 +274,19 @@ func failureJSON(command, status, msg string) any {
 		return auditJSON{Status: status, Records: []recordJSON{}, Message: msg}
 	}
 	return errorJSON{Status: status, Message: msg}
+}
+
+// morePages tells how to read the page after this one when cursor is not
+// empty: on stdout after the table, or on stderr when the table has no
+// headers (its lines are data for scripts).
+func (a *app) morePages(cmd *cobra.Command, cursor string, noHeaders bool) {
+	if cursor == "" {
+		return
+	}
+	line := "more: " + nextPageCommand(cmd, cursor) + "\n"
+	if noHeaders {
+		_, _ = io.WriteString(a.stderr, line)
+		return
+	}
+	a.printText(line)
 }

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// describe shows the lease and the key's latest audit records (only the
+// latest --records of them, oldest first); a key with no live lease exits
+// 4 with its history still shown; bad --records is invalid input.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	if o := runCLI(t, e, "acquire", "k", "--owner", "w1", "-o", "token"); o.code != 0 {
+		t.Fatalf("acquire: %+v", o)
+	}
+	for range 3 {
+		if o := runCLI(t, e, "renew", "k", "--owner", "w1", "--token", "1"); o.code != 0 {
+			t.Fatalf("renew: %+v", o)
+		}
+	}
+	o := runCLI(t, e, "describe", "k", "--records", "2")
+	if o.code != 0 || !strings.Contains(o.stdout, "owner     w1") || !strings.Contains(o.stdout, "latest 2 audit records") ||
+		strings.Contains(o.stdout, "acquire  default") || strings.Count(o.stdout, "renew  default") != 2 {
+		t.Fatalf("describe --records 2: want the lease and the last two renewals\n%+v", o)
+	}
+	j := runCLI(t, e, "describe", "k", "-o", "json").json(t)
+	recs, _ := j["records"].([]any)
+	if j["status"] != "found" || len(recs) != 4 || recs[0].(map[string]any)["op"] != "acquire" {
+		t.Fatalf("describe -o json: %v", j)
+	}
+	if o := runCLI(t, e, "release", "k", "--owner", "w1", "--token", "1"); o.code != 0 {
+		t.Fatalf("release: %+v", o)
+	}
+	o = runCLI(t, e, "describe", "k")
+	if o.code != 4 || !strings.Contains(o.stdout, "not_found") || !strings.Contains(o.stdout, "release") {
+		t.Fatalf("describe after release: want exit 4 and the history\n%+v", o)
+	}
+	if o := runCLI(t, e, "describe", "k", "--records", "0"); o.code != 2 || !strings.Contains(o.stderr, "--records") {
+		t.Fatalf("describe --records 0: %+v", o)
+	}
+}
+
+// list and audit --no-headers print data lines only; the next page's
+// command goes to stderr.
+func TestNoHeaders(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, k := range []string{"a", "b", "c"} {
+		if o := runCLI(t, e, "acquire", k, "--owner", "w"); o.code != 0 {
+			t.Fatalf("acquire: %+v", o)
+		}
+	}
+	o := runCLI(t, e, "list")
+	if !strings.HasPrefix(o.stdout, "NAMESPACE  KEY  OWNER  TOKEN  HELD FOR  TIME LEFT") {
+		t.Fatalf("list: %q, want a header with HELD FOR", o.stdout)
+	}
+	o = runCLI(t, e, "list", "--no-headers", "--limit", "2")
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if o.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "default  a") || !strings.Contains(o.stderr, "more: leasectl list") {
+		t.Fatalf("list --no-headers --limit 2: %+v", o)
+	}
+	o = runCLI(t, e, "audit", "--no-headers")
+	lines = strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if o.code != 0 || len(lines) != 3 || strings.Contains(o.stdout, "OP") {
+		t.Fatalf("audit --no-headers: %+v", o)
+	}
+}
+
+// KEY arguments complete from the store's live leases in the namespace;
+// completing where no SQLite store exists creates none.
+func TestCompleteKeysFromTheStore(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, k := range []string{"scan/a", "scan/b", "other"} {
+		if o := runCLI(t, e, "acquire", k, "--owner", "w"); o.code != 0 {
+			t.Fatalf("acquire: %+v", o)
+		}
+	}
+	o := runCLI(t, e, "__complete", "release", "scan/")
+	if o.code != 0 || !strings.HasPrefix(o.stdout, "scan/a\nscan/b\n:4\n") {
+		t.Fatalf("complete release scan/: %q", o.stdout)
+	}
+	if o := runCLI(t, e, "__complete", "get", "-n", "billing", ""); !strings.HasPrefix(o.stdout, ":4\n") {
+		t.Fatalf("complete in an empty namespace: %q", o.stdout)
+	}
+	missing := filepath.Join(t.TempDir(), "none.db")
+	if o := runCLI(t, env{EnvDSN: "sqlite:" + missing}, "__complete", "get", ""); !strings.HasPrefix(o.stdout, ":4\n") {
+		t.Fatalf("complete without a store: %q", o.stdout)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("completing created %s (%v)", missing, err)
+	}
+}

@@ -49,8 +49,11 @@ type SweepConfig struct {
 	// taken at random so that processes spread out. A negative value turns
 	// the background sweep off. Default: [DefaultSweepEvery].
 	Every time.Duration
-	// Batch bounds the rows one Sweep call removes; a sweep calls again
-	// while batches come back full, up to 10 times. Default: 1000.
+	// Batch bounds the rows one Sweep call removes (and sets aside); a
+	// sweep calls again while batches come back full, for at most a
+	// twentieth of Every (at least one call), so that a mass expiry is
+	// worked off in minutes while sweeping stays a small part of the
+	// store's work. Default: 1000.
 	Batch int
 	// Grace is how long after a lease ended its row stays, so that its
 	// holder still hears expired rather than not_found. Default:
@@ -66,7 +69,7 @@ const (
 	DefaultSweepEvery = time.Minute
 	DefaultSweepGrace = time.Hour
 	defaultSweepBatch = 1000
-	maxSweepBatches   = 10
+	sweepDutyCycle    = 20 // a sweep works for at most Every/sweepDutyCycle
 )
 
 // sweepLoop runs a Runtime's sweeps. They ride on the runtime's own
@@ -153,9 +156,10 @@ func (l *sweepLoop) poke() {
 }
 
 // sweepOnce runs batches until one comes back short, fails, or
-// maxSweepBatches ran.
+// Every/sweepDutyCycle passed (it runs one batch at least).
 func sweepOnce(ctx context.Context, s Sweeper, backend string, c SweepConfig, timeout time.Duration, observer Observer) {
-	for range maxSweepBatches {
+	deadline := time.Now().Add(c.Every / sweepDutyCycle)
+	for first := true; first || time.Now().Before(deadline); first = false {
 		start := time.Now()
 		opCtx, cancel := context.WithTimeout(ctx, timeout)
 		n, err := s.Sweep(opCtx, c.Batch, c.Grace)

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,5 +53,44 @@ func TestSweepOffAndDefaults(t *testing.T) {
 	}
 	if startSweep(&fakeBackend{}, nil, time.Second, nil) != nil {
 		t.Fatal("a backend that does not sweep got a sweep")
+	}
+}
+
+// fullSweeper answers full batches (set aside, as after a mass expiry)
+// for its first full calls, then short ones.
+type fullSweeper struct {
+	full, calls int
+}
+
+func (s *fullSweeper) Sweep(_ context.Context, max int, _ time.Duration) (SweepResult, error) {
+	s.calls++
+	if s.calls <= s.full {
+		return SweepResult{SetAside: max}, nil
+	}
+	return SweepResult{}, nil
+}
+
+// A sweep goes on while batches come back full (set aside counts, not only
+// removed), and stops at the first short one; a sweep that never meets a
+// short batch stops after its share of Every.
+func TestSweepRunsWhileBatchesAreFull(t *testing.T) {
+	t.Parallel()
+	s := &fullSweeper{full: 25}
+	cfg := SweepConfig{Every: time.Hour, Batch: 10, Logger: slog.New(slog.DiscardHandler)}
+	sweepOnce(context.Background(), s, "fake", cfg, time.Second, nil)
+	if s.calls != 26 {
+		t.Fatalf("%d calls, want 25 full batches and the short one", s.calls)
+	}
+	endless := &fullSweeper{full: math.MaxInt}
+	cfg.Every = 20 * time.Millisecond
+	done := make(chan struct{})
+	go func() { sweepOnce(context.Background(), endless, "fake", cfg, time.Second, nil); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a sweep of endless full batches did not stop")
+	}
+	if endless.calls < 1 {
+		t.Fatal("a sweep made no call")
 	}
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Sweep", sweepCases()},
 		{"Contention", contentionCases()},
 		{"Wait", waitCases()},
+		{"Watch", watchCases()},
 		{"Invalid", invalidCases()},
 		{"Lifecycle", lifecycleCases()},
 	}

@@ -184,9 +184,9 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 // result: conflict with the holder, and an error matching both
 // [ErrConflict] and ctx's cause.
 func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
-	why := "the deadline passed"
-	if errors.Is(ctx.Err(), context.Canceled) {
-		why = "cancelled"
+	why := "cancelled"
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		why = "the deadline passed"
 	}
 	l := last.Lease
 	last.Message = fmt.Sprintf("gave up waiting after %s (%s): %s is held by %s with token %d until %s",

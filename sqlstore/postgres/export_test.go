@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -34,4 +36,32 @@ func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (strin
 	var plan string
 	err := b.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+st.sql, st.bind(a)...).Scan(&plan)
 	return plan, err
+}
+
+// releaseWithoutWakeSQL is releaseSQL without its wake CTE: the release
+// statement as it was before waiters were woken, for the benchmark that
+// measures what waking costs.
+var releaseWithoutWakeSQL = func() statement {
+	st := releaseSQL
+	i := strings.Index(st.sql, "), wake AS MATERIALIZED (")
+	j := strings.Index(st.sql, ")\nSELECT coalesce(")
+	if i < 0 || j < i {
+		panic("postgres: releaseSQL has no wake CTE to strip")
+	}
+	st.sql = st.sql[:i] + st.sql[j:]
+	st.sql = strings.Replace(st.sql, "\nLEFT JOIN wake ON true", "", 1)
+	return st
+}()
+
+// ReleaseWithoutWake releases as Release does, through
+// releaseWithoutWakeSQL; it answers released or an error.
+func (b *Backend) ReleaseWithoutWake(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	a := b.changeArgs(req.Key, req.RequestID, req.Fingerprint())
+	a["owner"], a["token"] = req.Owner, req.Token
+	return b.change(ctx, protocol.OpRelease, req.Key, releaseWithoutWakeSQL, a, func(o *outcome) (protocol.Result, bool, error) {
+		if o.after == nil {
+			return protocol.Result{}, false, errors.New("release without wake: nothing released")
+		}
+		return protocol.Result{Status: protocol.StatusReleased, Lease: o.after}, false, nil
+	})
 }

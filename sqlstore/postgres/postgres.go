@@ -137,6 +137,7 @@ type Backend struct {
 	pool      *pgxpool.Pool
 	ownsPool  bool
 	now       func() time.Time
+	listen    listener // wakes waiters of released and revoked keys (notify.go)
 	closeOnce sync.Once
 }
 
@@ -351,6 +352,7 @@ func (b *Backend) Health(ctx context.Context) error {
 // a borrowed pool is left open. Close is idempotent and always returns nil.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
+		b.listen.close()
 		if b.ownsPool {
 			b.pool.Close()
 		}

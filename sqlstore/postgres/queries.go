@@ -109,7 +109,8 @@ SELECT coalesce(@now::timestamptz, now()),
 FROM (SELECT) AS one
 LEFT JOIN after ON true`)
 
-// releaseSQL gives up the live lease (@owner, @token). The row stays as a
+// releaseSQL gives up the live lease (@owner, @token), and notifies
+// waiters of the key if there are any (the wake CTE; see notify.go). The row stays as a
 // tombstone: ended_token marks it (a tombstone while it equals token; an
 // acquire, of this release or an older one, changes token), expires_at
 // becomes now and the expiry it had moves to ended_expiry, so that
@@ -135,16 +136,23 @@ WITH after AS (
     CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
                                (SELECT max(a.id) FROM leasestore_audit a) AS top
                         FROM leasestore_audit_era e) AS next
+), wake AS MATERIALIZED (
+    -- Wakes waiters of the key, only when one is registered: see notify.go.
+    SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
+    FROM after
+    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true`)
+LEFT JOIN after ON true
+LEFT JOIN wake ON true`)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
-// @token is 0) on behalf of @actor, leaving a tombstone like release.
+// @token is 0) on behalf of @actor, leaving a tombstone and waking waiters
+// like release.
 var revokeSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
@@ -166,13 +174,19 @@ WITH after AS (
     CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
                                (SELECT max(a.id) FROM leasestore_audit a) AS top
                         FROM leasestore_audit_era e) AS next
+), wake AS MATERIALIZED (
+    -- Wakes waiters of the key, only when one is registered: see notify.go.
+    SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
+    FROM after
+    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
-LEFT JOIN after ON true`)
+LEFT JOIN after ON true
+LEFT JOIN wake ON true`)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
 // there is none, or only a tombstone). Expiry is judged in Go.

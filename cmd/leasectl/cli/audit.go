@@ -127,47 +127,15 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 func toAuditJSON(page audit.Page) auditJSON { return wire.FromPage(page) }
 
 // tail returns q positioned after the last record of the trail that q
-// selects, so that a follower prints only records written from now on.
-//
-// Readers page oldest first only, so the end is found by reading back
-// from now in growing windows (1s, 8s, ~1m, ... then the whole trail) until
-// one holds a record, and paging to its end without printing. Only ids
-// order the result, so neither this machine's nor the database's clock can
-// make it skip a record: a window that misses because of skew just widens.
-// The reads are a follower's: records still held back come later, printed.
+// selects, so that a follower prints only records written from now on
+// (see [audit.Tail]).
 func (a *app) tail(ctx context.Context, r audit.Reader, q audit.Query) (audit.Query, error) {
-	now := time.Now()
-	probe := q
-	probe.Follow, probe.Limit, probe.Cursor = true, audit.MaxLimit, ""
-	for window := time.Second; ; window *= 8 {
-		probe.Since = now.Add(-window)
-		if window > 100*365*24*time.Hour {
-			probe.Since = time.Time{}
-		}
-		last := ""
-		for {
-			opCtx, cancel := a.opContext(ctx)
-			page, err := r.ReadAudit(opCtx, probe)
-			cancel()
-			if err != nil {
-				return q, err
-			}
-			if n := len(page.Records); n > 0 {
-				last = audit.EncodeCursor(page.Records[n-1].ID)
-				probe.Cursor = last
-			}
-			if page.NextCursor == "" || len(page.Records) < probe.EffectiveLimit() {
-				break
-			}
-		}
-		if last != "" {
-			q.Cursor = last
-			return q, nil
-		}
-		if probe.Since.IsZero() {
-			return q, nil // an empty trail: every record is new
-		}
+	cursor, err := audit.Tail(ctx, r, q, &audit.WatchConfig{ReadTimeout: a.timeout})
+	if err != nil {
+		return q, err
 	}
+	q.Cursor = cursor
+	return q, nil
 }
 
 // heldBackNotice is how long a follower waits on records held back before

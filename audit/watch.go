@@ -1,0 +1,154 @@
+package audit
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// DefaultWatchInterval is how often [Watch] reads the trail while it is
+// caught up.
+const DefaultWatchInterval = 200 * time.Millisecond
+
+// WatchConfig tunes [Watch]. A nil *WatchConfig means all defaults.
+type WatchConfig struct {
+	// Interval is the pause between reads once the watcher has read every
+	// committed record. Default: [DefaultWatchInterval].
+	Interval time.Duration
+	// ReadTimeout bounds each read. Default: 5s.
+	ReadTimeout time.Duration
+	// HeldBack, when set, is called after each read that found nothing new
+	// but was held back (see [Page].HeldBack), with how long the watch
+	// has been held back: on PostgreSQL a transaction in progress anywhere
+	// in the cluster keeps newer records from a follower until it ends.
+	HeldBack func(d time.Duration)
+}
+
+// Watch streams the committed changes that q selects (one namespace, or
+// one key of a namespace; Namespace "" for every namespace), oldest first,
+// from q.Cursor on (from the start of the trail when it is empty; see
+// [Tail] to start from now), until ctx ends. It reads as a follower
+// (Query.Follow), so a record that commits out of id order on PostgreSQL
+// is never skipped: a watcher may lag writers in flight, and a transaction
+// left open in the cluster holds it back, but it sees every change once,
+// in order.
+//
+// Each record is yielded with a nil error; resume a later watch after it
+// with q.Cursor = EncodeCursor(rec.ID). A read that fails is yielded as
+// (Record{}, err) and retried after the interval; an invalid q is yielded
+// once and ends the stream. The stream ends without an error when ctx
+// ends, or when the caller stops ranging.
+func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[Record, error] {
+	c := cfg.withDefaults()
+	q.Follow = true
+	q.Since = time.Time{}
+	return func(yield func(Record, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		var heldSince time.Time
+		for {
+			rctx, cancel := context.WithTimeout(ctx, c.ReadTimeout)
+			page, err := r.ReadAudit(rctx, q)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil && page.HeldBack && len(page.Records) == 0 {
+				if heldSince.IsZero() {
+					heldSince = time.Now()
+				}
+				if c.HeldBack != nil {
+					c.HeldBack(time.Since(heldSince))
+				}
+			} else if err == nil {
+				heldSince = time.Time{}
+			}
+			if err != nil {
+				if !yield(Record{}, err) {
+					return
+				}
+			}
+			for _, rec := range page.Records {
+				if !yield(rec, nil) {
+					return
+				}
+				q.Cursor = EncodeCursor(rec.ID)
+			}
+			if err == nil && page.NextCursor != "" {
+				continue // more records are waiting: no pause
+			}
+			t := time.NewTimer(c.Interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// withDefaults returns c (nil for all defaults) with its defaults filled in.
+func (c *WatchConfig) withDefaults() WatchConfig {
+	out := WatchConfig{Interval: DefaultWatchInterval, ReadTimeout: 5 * time.Second}
+	if c != nil {
+		out.HeldBack = c.HeldBack
+		if c.Interval > 0 {
+			out.Interval = c.Interval
+		}
+		if c.ReadTimeout > 0 {
+			out.ReadTimeout = c.ReadTimeout
+		}
+	}
+	return out
+}
+
+// Tail returns the cursor after the last record of the trail that q
+// selects (q.Cursor and q.Since are ignored), so that [Watch] from it
+// yields only the changes committed from now on. An empty trail answers
+// "", the start. Each read is bounded by cfg's ReadTimeout (cfg may be
+// nil).
+//
+// Readers page oldest first only, so the end is found by reading back from
+// now in growing windows (1s, 8s, about a minute, ... then the whole
+// trail) until one holds a record, and paging to its end. Only ids order
+// the result, so no clock skew can make it skip a record: a window that
+// misses just widens. The reads are a follower's: records still held back
+// come later, through Watch.
+func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, error) {
+	c := cfg.withDefaults()
+	now := time.Now()
+	probe := q
+	probe.Follow, probe.Limit, probe.Cursor = true, MaxLimit, ""
+	for window := time.Second; ; window *= 8 {
+		probe.Since = now.Add(-window)
+		if window > 100*365*24*time.Hour {
+			probe.Since = time.Time{}
+		}
+		last := ""
+		probe.Cursor = ""
+		for {
+			rctx, cancel := context.WithTimeout(ctx, c.ReadTimeout)
+			page, err := r.ReadAudit(rctx, probe)
+			cancel()
+			if err != nil {
+				return "", err
+			}
+			if n := len(page.Records); n > 0 {
+				last = EncodeCursor(page.Records[n-1].ID)
+				probe.Cursor = last
+			}
+			if page.NextCursor == "" || len(page.Records) < probe.EffectiveLimit() {
+				break
+			}
+		}
+		if last != "" {
+			return last, nil
+		}
+		if probe.Since.IsZero() {
+			return "", nil
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var _ protocol.Notifier = (*Backend)(nil)
+
+// Waking waiters (protocol.AcquireWait) with LISTEN/NOTIFY, paid for only
+// where someone waits.
+//
+// NOTIFY is not free: at commit a notifying transaction takes a lock that
+// serializes every notifying commit of the cluster, and writes to the
+// notification queue whether or not anyone listens. So the release and
+// revoke statements notify only when a waiter is registered for their
+// key, and the registry is PostgreSQL's lock table: a process with waiters
+// holds, on its listener connection (a connection of its own, outside the
+// pool), a shared session-level advisory lock per waited-for key, in the
+// class waitLockClass. A release or revoke that took effect tries to take
+// that lock exclusively for its transaction (pg_try_advisory_xact_lock,
+// which never waits): when it fails, someone waits, and the statement
+// notifies channel leasestore_wake with the key (and the schema, as
+// schemas of one database share channels). When it succeeds nobody waits,
+// nothing is queued, and the lock, held until commit, makes a waiter that
+// registers meanwhile wait for the commit, so its first attempt sees the
+// release: no release between registration and attempt goes unheard.
+//
+// The listener connection is opened at the first Subscribe and kept until
+// Close. If it breaks, every waiter is signalled (a release may have gone
+// unheard) and it reconnects, taking the locks of the keys still waited
+// for again.
+const (
+	notifyChannel = "leasestore_wake"
+	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
+)
+
+// The listener's statements: LISTEN, the schema that payloads are matched
+// against, and the waiters' registry of one key ($1 namespace, $2 name,
+// hashed as the release and revoke statements hash it).
+const (
+	listenSQL     = `LISTEN ` + notifyChannel
+	schemaNameSQL = `SELECT current_schema()`
+	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2))`
+	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2))`
+)
+
+// listenerBackoff bounds the pause between reconnection attempts.
+const (
+	listenerMinBackoff = 50 * time.Millisecond
+	listenerMaxBackoff = 5 * time.Second
+)
+
+// lockCmd asks the listener goroutine to take (lock) or let go of a key's
+// wait lock on its connection.
+type lockCmd struct {
+	key  protocol.Key
+	lock bool
+}
+
+// waitedKey is the listener's record of one key that has waiters.
+type waitedKey struct {
+	subs   map[chan struct{}]struct{}
+	locked chan struct{} // closed once the key's wait lock is held (or err set)
+	err    error
+}
+
+// listener owns the LISTEN connection; see the comment above.
+type listener struct {
+	b *Backend
+
+	mu        sync.Mutex
+	keys      map[protocol.Key]*waitedKey
+	queue     []lockCmd
+	interrupt context.CancelFunc // ends the goroutine's wait for a notification; nil when it is not waiting
+	started   bool
+	closed    bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// Subscribe implements [protocol.Notifier]: it returns once the key is
+// registered in the database, so a release or revoke that commits
+// afterwards, through any pool or process, notifies this process.
+func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	l := &b.listen
+	ch := make(chan struct{}, 1)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, nil, protocol.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed")
+	}
+	if !l.started {
+		l.started = true
+		l.b = b
+		l.keys = make(map[protocol.Key]*waitedKey)
+		l.ctx, l.cancel = context.WithCancel(context.Background())
+		l.done = make(chan struct{})
+		go l.run()
+	}
+	wk := l.keys[key]
+	if wk == nil {
+		wk = &waitedKey{subs: make(map[chan struct{}]struct{}), locked: make(chan struct{})}
+		l.keys[key] = wk
+		l.enqueue(lockCmd{key: key, lock: true})
+	}
+	wk.subs[ch] = struct{}{}
+	l.mu.Unlock()
+
+	var once sync.Once
+	cancel := func() { once.Do(func() { l.unsubscribe(key, ch) }) }
+	select {
+	case <-wk.locked:
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, interpretError("", ctx.Err())
+	}
+	if wk.err != nil {
+		cancel()
+		return nil, nil, wk.err
+	}
+	return ch, cancel, nil
+}
+
+// unsubscribe removes ch; the last subscriber of a key lets its lock go.
+func (l *listener) unsubscribe(key protocol.Key, ch chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wk := l.keys[key]
+	if wk == nil {
+		return
+	}
+	delete(wk.subs, ch)
+	if len(wk.subs) == 0 {
+		delete(l.keys, key)
+		if !l.closed {
+			l.enqueue(lockCmd{key: key, lock: false})
+		}
+	}
+}
+
+// enqueue queues c and interrupts the goroutine's wait; l.mu is held.
+func (l *listener) enqueue(c lockCmd) {
+	l.queue = append(l.queue, c)
+	if l.interrupt != nil {
+		l.interrupt()
+		l.interrupt = nil
+	}
+}
+
+// signal wakes the subscribers of key (every key when all is set).
+func (l *listener) signal(key protocol.Key, all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, wk := range l.keys {
+		if !all && k != key {
+			continue
+		}
+		for ch := range wk.subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// run connects, serves until the connection breaks, signals every waiter
+// and reconnects, until Close.
+func (l *listener) run() {
+	defer close(l.done)
+	backoff := listenerMinBackoff
+	for l.ctx.Err() == nil {
+		conn, schema, err := l.connect()
+		if err == nil {
+			backoff = listenerMinBackoff
+			err = l.serve(conn, schema)
+			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+		}
+		l.signal(protocol.Key{}, true) // a release may have gone unheard
+		if l.ctx.Err() != nil {
+			break
+		}
+		l.failPending(err)
+		select {
+		case <-l.ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, listenerMaxBackoff)
+	}
+	l.failPending(protocol.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed"))
+}
+
+// failPending answers the subscribers still waiting for their key's lock
+// with err, and forgets the queue: a new connection takes the locks of
+// every key that still has subscribers.
+func (l *listener) failPending(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue = nil
+	for k, wk := range l.keys {
+		select {
+		case <-wk.locked:
+		default:
+			wk.err = interpretError("", err)
+			close(wk.locked)
+			delete(l.keys, k) // its subscribers' cancel finds nothing to do
+		}
+	}
+}
+
+// connect opens the listener's connection with the pool's settings,
+// listens, and takes the lock of every key that has subscribers.
+func (l *listener) connect() (*pgx.Conn, string, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, protocol.DefaultTimeout)
+	defer cancel()
+	cfg := l.b.pool.Config().ConnConfig.Copy()
+	// A wait for a notification is ended by a deadline on the socket when
+	// a lock must be taken, and the connection stays usable; a cancel
+	// request (the pool's handler) would be sent for nothing.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	var schema string
+	if _, err = conn.Exec(ctx, listenSQL); err == nil {
+		err = conn.QueryRow(ctx, schemaNameSQL).Scan(&schema)
+	}
+	if err != nil {
+		_ = conn.Close(ctx)
+		return nil, "", err
+	}
+	l.mu.Lock()
+	l.queue = nil // replaced by taking every current key's lock
+	keys := make([]protocol.Key, 0, len(l.keys))
+	for k := range l.keys {
+		keys = append(keys, k)
+	}
+	l.mu.Unlock()
+	for _, k := range keys {
+		if err := l.apply(conn, lockCmd{key: k, lock: true}); err != nil {
+			_ = conn.Close(ctx)
+			return nil, "", err
+		}
+	}
+	return conn, schema, nil
+}
+
+// apply runs c on conn and, for a lock, tells the key's subscribers.
+func (l *listener) apply(conn *pgx.Conn, c lockCmd) error {
+	ctx, cancel := context.WithTimeout(l.ctx, protocol.DefaultTimeout)
+	defer cancel()
+	q := waitUnlockSQL
+	if c.lock {
+		q = waitLockSQL
+	}
+	_, err := conn.Exec(ctx, q, c.key.Namespace, c.key.Name)
+	if err != nil || !c.lock {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if wk := l.keys[c.key]; wk != nil {
+		select {
+		case <-wk.locked:
+		default:
+			close(wk.locked)
+		}
+	}
+	return nil
+}
+
+// serve runs queued lock commands and waits for notifications until the
+// connection fails or the listener closes.
+func (l *listener) serve(conn *pgx.Conn, schema string) error {
+	for {
+		l.mu.Lock()
+		cmds := l.queue
+		l.queue = nil
+		var wctx context.Context
+		var cancel context.CancelFunc
+		if len(cmds) == 0 {
+			wctx, cancel = context.WithCancel(l.ctx)
+			l.interrupt = cancel
+		}
+		l.mu.Unlock()
+		if len(cmds) > 0 {
+			for _, c := range cmds {
+				if err := l.apply(conn, c); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		n, err := conn.WaitForNotification(wctx)
+		l.mu.Lock()
+		l.interrupt = nil
+		l.mu.Unlock()
+		interrupted := wctx.Err() != nil
+		cancel()
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return l.ctx.Err()
+			}
+			if interrupted && !conn.IsClosed() {
+				continue // a lock to take or let go
+			}
+			return err
+		}
+		l.dispatch(n, schema)
+	}
+}
+
+// dispatch signals the waiters of the key a notification names, when it
+// comes from this backend's schema.
+func (l *listener) dispatch(n *pgconn.Notification, schema string) {
+	if n == nil || n.Channel != notifyChannel {
+		return
+	}
+	var p []string // [schema, namespace, name], see the release and revoke statements
+	if err := json.Unmarshal([]byte(n.Payload), &p); err != nil || len(p) != 3 || p[0] != schema {
+		return
+	}
+	l.signal(protocol.Key{Namespace: p[1], Name: p[2]}, false)
+}
+
+// close stops the listener, closes its connection and signals every
+// waiter, so that their next attempt answers closed.
+func (l *listener) close() {
+	l.mu.Lock()
+	l.closed = true
+	started := l.started
+	l.mu.Unlock()
+	if !started {
+		return
+	}
+	l.cancel()
+	<-l.done
+}

@@ -1,0 +1,158 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// BenchmarkReleaseWake measures what waking waiters costs the write path.
+// Goroutines run acquire-release cycles, each on keys of its own, and
+// take turns between three kinds of release, interleaved so that all three
+// see the same load on a shared machine:
+//
+//   - without_wake: the release statement stripped of its wake CTE (the
+//     statement as it was before blocking acquire), the baseline;
+//   - nobody_waits: the release statement as shipped, on keys nobody
+//     waits for: it pays one pg_try_advisory_xact_lock that succeeds;
+//   - someone_waits: as shipped, on keys another backend (its own pool
+//     and listener connection) waits for: each release sends NOTIFY.
+//
+// It reports each kind's mean and median release latency (µs) and the
+// ratio of each mean to the baseline's.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench ReleaseWake -benchtime 3000x ./sqlstore/postgres/
+func BenchmarkReleaseWake(b *testing.B) {
+	const keysPerKind = 8 // per goroutine
+	kinds := []string{"without_wake", "nobody_waits", "someone_waits"}
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("c=%d", n), func(b *testing.B) {
+			if os.Getenv(pgtest.EnvDSN) == "" {
+				b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+			}
+			dsn := pgtest.MigratedDSN(b)
+			backend := openBackend(b, dsn, &postgres.Config{MaxConns: int32(n)})
+			waiter := openBackend(b, dsn, &postgres.Config{MaxConns: 1})
+			keyOf := func(kind, w, i int) protocol.Key {
+				return key(fmt.Sprintf("%s/%d/%d", kinds[kind], w, i%keysPerKind))
+			}
+			for w := range n {
+				for i := range keysPerKind {
+					_, cancel, err := waiter.Subscribe(context.Background(), keyOf(2, w, i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(cancel)
+				}
+			}
+			var mu sync.Mutex
+			took := make([][]time.Duration, len(kinds))
+			counts := make([]int, n)
+			runWorkers(b, backend.Pool(), n, func(w, _ int) error {
+				c := counts[w]
+				counts[w]++
+				kind := c % len(kinds)
+				k := keyOf(kind, w, c/len(kinds))
+				ctx, cancel := benchCtx()
+				defer cancel()
+				res, err := backend.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute, RequestID: protocol.RandomRequestID()})
+				if err := wantBench(res, err, protocol.StatusAcquired); err != nil {
+					return err
+				}
+				release := backend.Release
+				if kind == 0 {
+					release = backend.ReleaseWithoutWake
+				}
+				t0 := time.Now()
+				res, err = release(ctx, protocol.ReleaseRequest{Key: k, Owner: "o", Token: res.Lease.Token, RequestID: protocol.RandomRequestID()})
+				d := time.Since(t0)
+				mu.Lock()
+				took[kind] = append(took[kind], d) // the warm-up's few included
+				mu.Unlock()
+				return wantBench(res, err, protocol.StatusReleased)
+			})
+			means := make([]float64, len(kinds))
+			for kind, ds := range took {
+				if len(ds) == 0 {
+					continue
+				}
+				var sum time.Duration
+				for _, d := range ds {
+					sum += d
+				}
+				means[kind] = float64(sum) / float64(len(ds)) / float64(time.Microsecond)
+				slices.Sort(ds)
+				b.ReportMetric(means[kind], kinds[kind]+"-mean-us")
+				b.ReportMetric(float64(ds[len(ds)/2])/float64(time.Microsecond), kinds[kind]+"-p50-us")
+			}
+			if means[0] > 0 {
+				b.ReportMetric(means[1]/means[0], "nobody/without")
+				b.ReportMetric(means[2]/means[0], "someone/without")
+			}
+		})
+	}
+}
+
+// BenchmarkWakeUp measures how soon a waiter takes a key after another
+// pool (as another process would) released it: wake-p50-ms and
+// wake-p99-ms, from the release's return to the waiter's acquire
+// returning, through LISTEN/NOTIFY. acquire-p50-ms is a plain acquire of a
+// free key in the same run, the floor any hand-over pays.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench WakeUp -benchtime 300x ./sqlstore/postgres/
+func BenchmarkWakeUp(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	dsn := pgtest.MigratedDSN(b)
+	waiterRT := protocol.New(openBackend(b, dsn, nil), nil)
+	holderRT := protocol.New(openBackend(b, dsn, nil), nil)
+	ctx := context.Background()
+	var wake, plain []time.Duration
+	for i := 0; b.Loop(); i++ {
+		k := key(fmt.Sprintf("k%d", i))
+		t0 := time.Now()
+		held, err := holderRT.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain = append(plain, time.Since(t0))
+		asleep := make(chan struct{}, 1)
+		done := make(chan time.Time, 1)
+		go func() {
+			_, err := waiterRT.AcquireWait(ctx, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute},
+				&protocol.WaitConfig{Recheck: time.Hour, Waiting: func(protocol.Lease) { asleep <- struct{}{} }})
+			if err != nil {
+				b.Error(err)
+			}
+			done <- time.Now()
+		}()
+		<-asleep
+		if _, err := holderRT.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "holder", Token: held.Lease.Token}); err != nil {
+			b.Fatal(err)
+		}
+		released := time.Now()
+		wake = append(wake, (<-done).Sub(released))
+	}
+	reportWakePercentiles(b, "wake", wake)
+	reportWakePercentiles(b, "acquire", plain)
+}
+
+// reportWakePercentiles reports the 50th and 99th percentiles of ds in ms.
+func reportWakePercentiles(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(at(0.50), name+"-p50-ms")
+	b.ReportMetric(at(0.99), name+"-p99-ms")
+}

@@ -129,7 +129,8 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // returned, releases it, releases the membership lease and returns nil.
 // Store operations of the shutdown run on a context that keeps ctx's values
 // but not its cancellation, each bounded by [Config].OpTimeout. Run returns
-// an error only when it was called before.
+// only after every handler has returned, and returns an error only when it
+// was called before.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run may be called only once")

@@ -364,3 +364,74 @@ func TestObserverEvents(t *testing.T) {
 		t.Errorf("events %v, want 3 acquired, 3 released, none lost", counts)
 	}
 }
+
+// lostAnswerStore takes the first acquire of one target into effect but
+// answers timeout, as when the answer is lost on the way back: the outcome
+// is unknown to the caller.
+type lostAnswerStore struct {
+	protocol.Store
+	target string
+	mu     sync.Mutex
+	lost   *protocol.Result // the acquire whose answer was lost
+	ids    []string         // request ids of the acquires of target
+	renews int              // renewals of target
+}
+
+func (s *lostAnswerStore) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if req.Key.Name == s.target {
+		s.mu.Lock()
+		s.renews++
+		s.mu.Unlock()
+	}
+	return s.Store.Renew(ctx, req)
+}
+
+func (s *lostAnswerStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if req.Key.Name != s.target {
+		return s.Store.Acquire(ctx, req)
+	}
+	res, err := s.Store.Acquire(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = append(s.ids, res.RequestID)
+	if err == nil && s.lost == nil {
+		s.lost = &res
+		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
+			protocol.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+	}
+	return res, err
+}
+
+// An acquire whose outcome is unknown is retried with the same request
+// id; the replay is confirmed with a renew, and the handler runs with the
+// token the first acquire issued (no second lease is taken).
+func TestUnknownAcquireIsRetriedWithItsRequestID(t *testing.T) {
+	t.Parallel()
+	store := &lostAnswerStore{Store: newStore(t), target: "t"}
+	tokens := make(chan int64, 10)
+	renewsBefore := make(chan int, 10)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, token int64) {
+		store.mu.Lock()
+		renewsBefore <- store.renews
+		store.mu.Unlock()
+		tokens <- token
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	token := <-tokens
+	store.mu.Lock()
+	first, ids := store.lost, append([]string(nil), store.ids...)
+	store.mu.Unlock()
+	if first == nil || token != first.Lease.Token {
+		t.Fatalf("the handler got token %d; the acquire whose answer was lost issued %v", token, first)
+	}
+	if len(ids) != 2 || ids[0] != ids[1] {
+		t.Errorf("acquires of t with request ids %v; want the first one retried once with its id", ids)
+	}
+	if n := <-renewsBefore; n != 1 {
+		t.Errorf("%d renewals of t before its handler started; want the one confirming the replayed acquire", n)
+	}
+}

@@ -80,8 +80,10 @@ type Config struct {
 	// shorter than TTL. Default: TTL/3, so two rounds may fail in a row
 	// before a lease runs out.
 	RenewEvery time.Duration
-	// OpTimeout bounds the renewals of one round together, and each other
-	// store operation (list, acquire, release). Default: RenewEvery.
+	// OpTimeout bounds each store operation (list, acquire, release). A
+	// renewal gets OpTimeout too, or longer while its lease's local
+	// deadline (TTL after the last successful renewal was sent) is further
+	// away. Default: RenewEvery.
 	OpTimeout time.Duration
 	// MaxBackoff caps the wait before a target that another worker took
 	// first (a conflict) is tried again; the wait starts at RenewEvery and

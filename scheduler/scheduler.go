@@ -209,8 +209,9 @@ func (s *Scheduler) round(ctx context.Context) {
 
 // renewItem and renewOutcome are one lease of a renewal round.
 type renewItem struct {
-	key   protocol.Key
-	token int64
+	key      protocol.Key
+	token    int64
+	deadline time.Time // give up on the renewal then: the lease is lost by the local clock anyway
 }
 
 type renewOutcome struct {
@@ -223,9 +224,9 @@ type renewOutcome struct {
 const renewConcurrency = 8
 
 // renew renews items, one store call each, a few at a time, the first
-// items first. It is the one place to change when the protocol offers a
-// bulk renew.
-func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome {
+// items first, each bounded by its deadline. It is the one place to change
+// when the protocol offers a bulk renew.
+func (s *Scheduler) renew(items []renewItem) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	sem := make(chan struct{}, renewConcurrency)
 	var wg sync.WaitGroup
@@ -233,6 +234,8 @@ func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			ctx, cancel := context.WithDeadline(s.base, it.deadline)
+			defer cancel()
 			out[i].sent = time.Now()
 			out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
 		})
@@ -254,7 +257,9 @@ func refused(err error) bool {
 // renewAll renews every lease held, membership included, the leases
 // closest to their local deadline first, and applies the outcomes: a
 // refusal loses the lease at once; an unknown outcome leaves it to the
-// lease's local deadline.
+// lease's local deadline. A renewal is given OpTimeout, or longer while its
+// lease's local deadline is further away: on a slow store a late renewal
+// still keeps the lease, and past the deadline it is lost anyway.
 func (s *Scheduler) renewAll() {
 	s.mu.Lock()
 	var items []renewItem
@@ -265,20 +270,19 @@ func (s *Scheduler) renewAll() {
 		}
 	}
 	slices.SortFunc(held, func(a, b *lease) int { return a.deadline.Compare(b.deadline) })
+	least := time.Now().Add(s.set.opTimeout)
 	m := s.membership
 	if m != nil {
-		items = append(items, renewItem{key: s.member, token: m.token})
+		items = append(items, renewItem{key: s.member, token: m.token, deadline: latest(m.deadline, least)})
 	}
 	for _, l := range held {
-		items = append(items, renewItem{key: l.key, token: l.token})
+		items = append(items, renewItem{key: l.key, token: l.token, deadline: latest(l.deadline, least)})
 	}
 	s.mu.Unlock()
 	if len(items) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-	outs := s.renew(ctx, items)
-	cancel()
+	outs := s.renew(items)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -842,6 +846,13 @@ func (s *Scheduler) flush() {
 	for _, ev := range evs {
 		s.set.observer.ObserveScheduler(s.base, ev)
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // jitter returns d ±10%.

@@ -138,10 +138,10 @@ func testTakeover(t *testing.T, newHarness Factory) {
 		return f.balanced(map[*worker]int{w1: 30, w2: 30})
 	})
 	took := time.Since(cut)
-	bound := ttl + renewEvery + 2*ttl // TTL + one renew interval, and a margin for a loaded machine
+	bound := ttl + renewEvery + 4*ttl // TTL + one renew interval, and a margin for a loaded machine
 	t.Logf("w1 and w2 held all 60 targets %v after w3 was cut off (TTL %v, renew every %v)", took.Round(time.Millisecond), ttl, renewEvery)
 	if took > bound {
-		t.Errorf("the takeover took %v, more than TTL + renew interval + 2 TTLs of margin (%v)", took, bound)
+		t.Errorf("the takeover took %v, more than TTL + renew interval + 4 TTLs of margin (%v)", took, bound)
 	}
 	f.waitFor("w3's handlers are cancelled as lost", converge, func() (bool, string) {
 		for _, r := range victims {
@@ -180,6 +180,9 @@ func testFencing(t *testing.T, newHarness Factory) {
 			t.Fatal("no live lease to revoke")
 		}
 		l := leases[rand.IntN(len(leases))]
+		f.mu.Lock()
+		f.revoked[leaseID{l.Key.Name, l.Token}] = true // before the revoke: its handler may look at once
+		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		_, err := f.admin.Revoke(ctx, protocol.RevokeRequest{Key: l.Key, Actor: "schedulertest", Reason: "force a loss", Token: l.Token})
 		cancel()

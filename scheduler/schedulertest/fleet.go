@@ -51,7 +51,7 @@ type fleet struct {
 	byLease  map[leaseID]*run
 	revoked  map[leaseID]bool   // leases the case revoked
 	workers  map[string]*worker // by name
-	running  map[string]*run // by target
+	running  map[string]*run    // by target
 	overlaps []overlap
 	problems []string
 	refused  int

@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -241,6 +242,43 @@ func namespaceCases() []testCase {
 			e.expectAuditOps("ns-a", "acquire", "release")
 			e.expectAuditOps("ns-b", "acquire")
 			e.expectAuditOps("ns-c")
+		}},
+		{"listed_when_live", func(e *env) {
+			nl, ok := e.h.Backend.(protocol.NamespaceLister)
+			if !ok {
+				e.t.Skip("the harness's backend does not implement protocol.NamespaceLister")
+			}
+			list := func(after string, limit int) []string {
+				e.t.Helper()
+				got, err := nl.Namespaces(e.ctx, after, limit)
+				if err != nil {
+					e.t.Fatalf("namespaces after %q: %v", after, err)
+				}
+				return got
+			}
+			for _, ns := range []string{"b", "a", "c", "dé", "d"} {
+				e.ns = ns
+				e.acquire(e.b, "k", "w", leaseTTL)
+			}
+			e.ns = "gone"
+			e.release(e.a, e.acquire(e.a, "k", "w", leaseTTL))
+			e.ns = "expired"
+			e.acquire(e.a, "k", "w", time.Second)
+			e.clock.Advance(2 * time.Second)
+			if got := list("", 100); strings.Join(got, ",") != "a,b,c,d,dé" {
+				e.t.Fatalf("namespaces: %q, want the ones with a live lease, bytewise", got)
+			}
+			if got := list("b", 2); strings.Join(got, ",") != "c,d" {
+				e.t.Fatalf("namespaces after b, 2: %q, want c and d", got)
+			}
+			if got := list("dé", 10); len(got) != 0 {
+				e.t.Fatalf("namespaces after the last: %q", got)
+			}
+			for _, limit := range []int{0, protocol.MaxListLimit + 1} {
+				if _, err := nl.Namespaces(e.ctx, "", limit); protocol.StatusOf(err) != protocol.StatusInvalid {
+					e.t.Fatalf("namespaces with limit %d: %v, want invalid", limit, err)
+				}
+			}
 		}},
 		{"request_ids_per_namespace", func(e *env) {
 			// The idempotency key is (namespace, request id).

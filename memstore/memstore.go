@@ -374,3 +374,28 @@ func (b *Backend) Close(context.Context) error {
 	b.store.waiters.signal(protocol.Key{}, b)
 	return nil
 }
+
+var _ protocol.NamespaceLister = (*Backend)(nil)
+
+// Namespaces returns up to limit namespaces holding a live lease, in byte
+// order, after after (see [protocol.NamespaceLister]).
+func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+		return nil, err
+	}
+	s, now, err := b.lock(ctx, protocol.OpNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for k, l := range s.leases {
+		if k.Namespace > after && !seen[k.Namespace] && l.LiveAt(now) {
+			seen[k.Namespace] = true
+			out = append(out, k.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(limit, len(out))], nil
+}

@@ -12,8 +12,12 @@
 -- live; it has none for a partial index's predicate.) An acquire changes
 -- the row's token, which moves the row back to the live range without
 -- touching swept_token (also an acquire of a release that does not know
--- the column); renew and release change no column the live indexes read,
--- so their updates can stay on the page (HOT). The planner learns that
+-- the column). A renew clears swept_token: one that judged the lease live
+-- before it waited on the key's lock can land after the sweeper set the
+-- row aside (a release of schema 2 does not clear it, and such a lease is
+-- missing from lists until a renew of this release); clearing a NULL, and
+-- release, change nothing the live indexes read, so those updates can stay
+-- on the page (HOT). The planner learns that
 -- rows were set aside when the table is next analyzed (autovacuum does it
 -- after a tenth of the rows changed).
 --

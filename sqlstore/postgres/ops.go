@@ -519,3 +519,31 @@ func listStatement(req protocol.ListRequest) statement {
 	}
 	return listSQL
 }
+
+var _ protocol.NamespaceLister = (*Backend)(nil)
+
+// Namespaces returns up to limit namespaces holding a live lease, in byte
+// order, after after (see [protocol.NamespaceLister]), in one statement.
+func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+		return nil, err
+	}
+	var out []string
+	err := retrySerialization(ctx, protocol.OpNamespaces, func() error {
+		out = out[:0]
+		rows, err := b.pool.Query(ctx, namespacesSQL.sql, namespacesSQL.bind(args{"after": after, "now": b.clock(), "limit": limit})...)
+		if err != nil {
+			return interpretError(protocol.OpNamespaces, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ns string
+			if err := rows.Scan(&ns); err != nil {
+				return interpretError(protocol.OpNamespaces, err)
+			}
+			out = append(out, ns)
+		}
+		return interpretError(protocol.OpNamespaces, rows.Err())
+	})
+	return out, err
+}

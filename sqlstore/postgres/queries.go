@@ -80,11 +80,17 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
 
-// renewSQL extends the live lease (@owner, @token) by @ttl from now.
+// renewSQL extends the live lease (@owner, @token) by @ttl from now. It
+// clears swept_token: a renew judged live by a now() taken before it
+// waited on the key's lock may land after a sweeper set the row aside (the
+// lease expired meanwhile by the sweeper's clock), and the renewed lease
+// must be back in the live indexes. Clearing a NULL changes nothing the
+// indexes read, so the update can stay on its page.
 var renewSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
-    SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval
+    SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval,
+        swept_token = NULL
     WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
       AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
@@ -251,6 +257,26 @@ WHERE l.owner = @owner AND l.namespace = @ns
   AND l.ended_token IS DISTINCT FROM l.token
 ORDER BY l.name
 LIMIT @limit`)
+
+// namespacesSQL returns up to @limit namespaces after @after that hold a
+// live lease, in byte order: a skip scan of the live index, one probe per
+// namespace (a recursive CTE; the LIMIT stops the recursion).
+var namespacesSQL = compile(`
+WITH RECURSIVE ns(namespace) AS (
+    (SELECT l.namespace FROM leasestore_leases l
+     WHERE l.namespace > @after
+       AND l.swept_token IS DISTINCT FROM l.token AND l.ended_token IS DISTINCT FROM l.token
+       AND l.expires_at > coalesce(@now::timestamptz, now())
+     ORDER BY l.namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT l.namespace FROM leasestore_leases l
+            WHERE l.namespace > ns.namespace
+              AND l.swept_token IS DISTINCT FROM l.token AND l.ended_token IS DISTINCT FROM l.token
+              AND l.expires_at > coalesce(@now::timestamptz, now())
+            ORDER BY l.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 
 // readAuditSQL pages through the trail by id after @after, in @ns ("" for
 // all), at or after @since (NULL for all), at most @limit records. A

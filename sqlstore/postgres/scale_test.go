@@ -1,12 +1,15 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // planRows sums, over every node of an EXPLAIN (ANALYZE, FORMAT JSON) plan,
@@ -101,5 +104,57 @@ func TestListsDoNotReadSetAsideRows(t *testing.T) {
 	}
 	if page, err := b.List(ctxT(t), byOwner); err != nil || len(page.Leases) != 4 {
 		t.Fatalf("list by owner after the acquire: %d leases, %v; want 4", len(page.Leases), err)
+	}
+}
+
+// TestRenewAfterSetAsideIsListed: a renew that judged the lease live by a
+// clock taken before it waited on the key's lock lands after a sweeper,
+// whose clock has passed the lease's expiry, set the row aside. The
+// renewed lease is live and must be listed. (The old renew left the row
+// set aside: get found the lease, list did not.)
+func TestRenewAfterSetAsideIsListed(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	t0 := time.Now().UTC().Truncate(time.Microsecond)
+	before := openBackend(t, dsn, postgres.WithTestClock(nil, func() time.Time { return t0 }))
+	after := openBackend(t, dsn, postgres.WithTestClock(nil, func() time.Time { return t0.Add(time.Minute) }))
+	res, err := before.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: 30 * time.Second, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+
+	// Hold the key's lock so that the renew waits inside its statement.
+	raw := rawPool(t, dsn)
+	conn, err := raw.Acquire(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	mustExec(t, conn, "SELECT pg_advisory_lock(1818583411, hashtext('ns/k'))")
+	renewed := make(chan error, 1)
+	go func() {
+		res, err := before.Renew(context.Background(), protocol.RenewRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token,
+			TTL: time.Hour, RequestID: "r"})
+		if err == nil && res.Status != protocol.StatusRenewed {
+			err = fmt.Errorf("renew: %s (%s)", res.Status, res.Message)
+		}
+		renewed <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if count(t, raw, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the renew never waited on the key's lock")
+		}
+	}
+	if sw, err := after.Sweep(ctxT(t), 100, time.Hour); err != nil || sw.SetAside != 1 {
+		t.Fatalf("sweep while the renew waits: %+v, %v; want the expired row set aside", sw, err)
+	}
+	mustExec(t, conn, "SELECT pg_advisory_unlock(1818583411, hashtext('ns/k'))")
+	if err := <-renewed; err != nil {
+		t.Fatal(err)
+	}
+	page, err := after.List(ctxT(t), protocol.ListRequest{Namespace: "ns"})
+	if err != nil || len(page.Leases) != 1 {
+		t.Fatalf("list after the renew: %v, %v; want the renewed lease", page.Leases, err)
 	}
 }

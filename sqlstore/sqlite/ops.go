@@ -396,3 +396,30 @@ func (b *Backend) listStatement(req protocol.ListRequest) (*sql.Stmt, string) {
 	}
 	return b.stmts.list, qList
 }
+
+var _ protocol.NamespaceLister = (*Backend)(nil)
+
+// Namespaces returns up to limit namespaces holding a live lease, in byte
+// order, after after (see [protocol.NamespaceLister]).
+func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := b.db.QueryContext(ctx, qNamespaces, after, micros(b.clock()), limit)
+	if err != nil {
+		return nil, b.interpret(ctx, protocol.OpNamespaces, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return nil, b.interpret(ctx, protocol.OpNamespaces, err)
+		}
+		out = append(out, ns)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, b.interpret(ctx, protocol.OpNamespaces, err)
+	}
+	return out, nil
+}

@@ -61,8 +61,11 @@ RETURNING token`
 
 	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) from ?5 now to ?6 expires_at; ?7 the lease format version.
+	// It clears swept_token: a process whose clock lags another's may renew
+	// a lease the other's sweeper already set aside, and the renewed lease
+	// must be back in the live indexes.
 	qRenew = `
-UPDATE leasestore_leases SET renewed_at = ?5, expires_at = ?6
+UPDATE leasestore_leases SET renewed_at = ?5, expires_at = ?6, swept_token = NULL
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?7
 RETURNING acquired_at`
 
@@ -123,6 +126,22 @@ WHERE namespace = ?1 AND owner = ?7 AND name > ?2 AND name >= ?3 AND name < ?4
   AND expires_at > ?5
 ORDER BY name
 LIMIT ?6`
+
+	// qNamespaces returns up to ?3 namespaces after ?1 that hold a lease
+	// live at ?2, in byte order: a skip scan of the live index, one probe
+	// per namespace.
+	qNamespaces = `
+WITH RECURSIVE ns(namespace) AS (
+    SELECT (SELECT namespace FROM leasestore_leases INDEXED BY leasestore_leases_live
+            WHERE namespace > ?1 AND swept_token IS NOT token AND expires_at > ?2
+            ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT l.namespace FROM leasestore_leases AS l INDEXED BY leasestore_leases_live
+            WHERE l.namespace > ns.namespace AND l.swept_token IS NOT l.token AND l.expires_at > ?2
+            ORDER BY l.namespace LIMIT 1)
+    FROM ns WHERE ns.namespace IS NOT NULL
+)
+SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT ?3`
 
 	// qListAll is qList with expired leases too (set aside or not), for
 	// owner ?7 unless it is "", through the primary key; ?5 is unused.

@@ -403,7 +403,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
-		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(),
+		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(), a.namespacesCommand(),
 		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
 		a.benchCommand(), a.versionCommand(),
 	)
@@ -412,6 +412,9 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
+	for _, c := range root.Commands() {
+		registerNamespaceCompletion(c, a.completeNamespaces)
+	}
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
@@ -516,5 +519,16 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 			return usageError("expected %s, got %d argument(s)", what, len(args))
 		}
 		return nil
+	}
+}
+
+// registerNamespaceCompletion gives every --namespace flag of c and its
+// subcommands the store-backed completion.
+func registerNamespaceCompletion(c *cobra.Command, fn cobra.CompletionFunc) {
+	if c.Flags().Lookup("namespace") != nil {
+		_ = c.RegisterFlagCompletionFunc("namespace", fn)
+	}
+	for _, sub := range c.Commands() {
+		registerNamespaceCompletion(sub, fn)
 	}
 }

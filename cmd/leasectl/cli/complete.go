@@ -16,11 +16,33 @@ import (
 // completionTimeout bounds what completing a key may cost the shell.
 const completionTimeout = 2 * time.Second
 
+// storeForCompletion opens, for a completion, the store the command line
+// names, with logs discarded and a short deadline; it returns a nil store
+// when there is none to read (a SQLite file that does not exist is never
+// created) or it cannot be opened. done closes it.
+func (a *app) storeForCompletion(cmd *cobra.Command) (ctx context.Context, s *store, done func()) {
+	t, err := parseDSN(a.dsn())
+	if err != nil {
+		return nil, nil, nil
+	}
+	if t.dialect == migrations.SQLite {
+		if _, err := os.Stat(t.path); err != nil {
+			return nil, nil, nil
+		}
+	}
+	a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	s, err = a.openTarget(ctx, t, openOptions{access: readAccess})
+	if err != nil {
+		cancel()
+		return nil, nil, nil
+	}
+	return ctx, s, func() { s.close(a); cancel() }
+}
+
 // completeKeys completes a command's KEY argument with the names of live
 // leases in the command's --namespace that start with toComplete, read
-// from the store the command line names. It never creates a store (a
-// SQLite file that does not exist completes nothing) and stays silent on
-// errors: a shell prompt is no place for them.
+// from the store the command line names (see storeForCompletion).
 func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	const none = cobra.ShellCompDirectiveNoFileComp
 	if len(args) > 0 {
@@ -30,23 +52,11 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 	if err != nil {
 		return nil, none
 	}
-	t, err := parseDSN(a.dsn())
-	if err != nil {
+	ctx, s, done := a.storeForCompletion(cmd)
+	if s == nil {
 		return nil, none
 	}
-	if t.dialect == migrations.SQLite {
-		if _, err := os.Stat(t.path); err != nil {
-			return nil, none
-		}
-	}
-	a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
-	defer cancel()
-	s, err := a.openTarget(ctx, t, openOptions{access: readAccess})
-	if err != nil {
-		return nil, none
-	}
-	defer s.close(a)
+	defer done()
 	res, err := s.rt.List(ctx, protocol.ListRequest{Namespace: ns, Prefix: toComplete, Limit: protocol.MaxListLimit})
 	if err != nil || res.Status != protocol.StatusFound {
 		return nil, none

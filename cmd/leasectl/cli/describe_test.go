@@ -94,3 +94,31 @@ func TestCompleteKeysFromTheStore(t *testing.T) {
 		t.Fatalf("completing created %s (%v)", missing, err)
 	}
 }
+
+// namespaces lists the namespaces holding live leases (table: one a line;
+// JSON: one object), and -n completes from them.
+func TestNamespaces(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	if o := runCLI(t, e, "namespaces"); o.code != 0 || o.stdout != "no namespace holds a live lease\n" {
+		t.Fatalf("namespaces of an empty store: %+v", o)
+	}
+	for _, ns := range []string{"scan", "billing", "scan-eu"} {
+		if o := runCLI(t, e, "acquire", "k", "-n", ns, "--owner", "w"); o.code != 0 {
+			t.Fatalf("acquire: %+v", o)
+		}
+	}
+	if o := runCLI(t, e, "namespaces"); o.code != 0 || o.stdout != "billing\nscan\nscan-eu\n" {
+		t.Fatalf("namespaces: %+v", o)
+	}
+	j := runCLI(t, e, "namespaces", "-o", "json").json(t)
+	if got, _ := j["namespaces"].([]any); j["status"] != "found" || len(got) != 3 {
+		t.Fatalf("namespaces -o json: %v", j)
+	}
+	if o := runCLI(t, e, "__complete", "list", "-n", "sc"); !strings.HasPrefix(o.stdout, "scan\nscan-eu\n:4\n") {
+		t.Fatalf("complete -n sc: %q", o.stdout)
+	}
+	if o := runCLI(t, e, "__complete", "audit", "export", "-n", "b"); !strings.HasPrefix(o.stdout, "billing\n:4\n") {
+		t.Fatalf("complete audit export -n b: %q", o.stdout)
+	}
+}

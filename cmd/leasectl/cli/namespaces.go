@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// namespacesJSON is namespaces' JSON output.
+type namespacesJSON struct {
+	Status     string   `json:"status"`
+	Namespaces []string `json:"namespaces"`
+}
+
+func (a *app) namespacesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "namespaces",
+		Short: "List the namespaces that hold live leases",
+		Long: `List, in byte order, every namespace that holds at least one live lease
+(expired, released and revoked leases do not count).`,
+		Example: `  leasectl namespaces
+  leasectl namespaces -o json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd, readAccess, func() error { return nil }, func(ctx context.Context, s *store) error {
+				nl, ok := s.audit.(protocol.NamespaceLister)
+				if !ok {
+					return fail(protocol.StatusUnavailable, "namespaces: the %s store cannot list namespaces", s.backend)
+				}
+				var all []string
+				for after := ""; ; {
+					page, err := nl.Namespaces(ctx, after, protocol.MaxListLimit)
+					if err != nil {
+						return failWith(err)
+					}
+					all = append(all, page...)
+					if len(page) < protocol.MaxListLimit {
+						break
+					}
+					after = page[len(page)-1]
+				}
+				if a.output == "json" {
+					a.printJSON(namespacesJSON{Status: string(protocol.StatusFound), Namespaces: append([]string{}, all...)})
+					return nil
+				}
+				if len(all) == 0 {
+					a.printText("no namespace holds a live lease\n")
+					return nil
+				}
+				a.printText(strings.Join(all, "\n") + "\n")
+				return nil
+			})
+		},
+	}
+}
+
+// completeNamespaces completes a --namespace value with the namespaces
+// (the first thousand) that hold live leases in the store the command line
+// names; like completeKeys it never creates a store and stays silent on
+// errors.
+func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	const none = cobra.ShellCompDirectiveNoFileComp
+	ctx, s, done := a.storeForCompletion(cmd)
+	if s == nil {
+		return nil, none
+	}
+	defer done()
+	nl, ok := s.audit.(protocol.NamespaceLister)
+	if !ok {
+		return nil, none
+	}
+	page, err := nl.Namespaces(ctx, "", protocol.MaxListLimit)
+	if err != nil {
+		return nil, none
+	}
+	var out []string
+	for _, ns := range page {
+		if strings.HasPrefix(ns, toComplete) {
+			out = append(out, ns)
+		}
+	}
+	return out, none
+}

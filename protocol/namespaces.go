@@ -1,0 +1,25 @@
+package protocol
+
+import "context"
+
+// NamespaceLister is implemented by backends that can list the namespaces
+// that hold live leases (memstore and both SQL backends); `leasectl
+// namespaces` and its completion of -n use it.
+type NamespaceLister interface {
+	// Namespaces returns up to limit (1 to [MaxListLimit]) namespaces that
+	// hold a live lease, in byte order, each greater than after ("" to
+	// start at the first). Fewer than limit means there are no more.
+	Namespaces(ctx context.Context, after string, limit int) ([]string, error)
+}
+
+// OpNamespaces names a namespace listing in errors.
+const OpNamespaces Op = "namespaces"
+
+// CheckNamespacesLimit returns an invalid-input error unless limit is
+// within 1 and [MaxListLimit]; backends call it first.
+func CheckNamespacesLimit(limit int) error {
+	if limit < 1 || limit > MaxListLimit {
+		return NewError(OpNamespaces, StatusInvalid, nil, "limit: want 1 to %d, got %d", MaxListLimit, limit)
+	}
+	return nil
+}

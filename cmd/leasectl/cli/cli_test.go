@@ -689,7 +689,9 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	o := runCLI(t, env{}, "demo", "-o", "json")
+	// A TTL above the default: the test must not lose a lease to a machine
+	// starved of CPU by other tests (the demo's story is the same).
+	o := runCLI(t, env{}, "demo", "-o", "json", "--ttl", "3s")
 	wantCode(t, o, 0)
 	m := o.json(t)
 	if m["status"] != "ok" || m["backend"] != "sqlite" {

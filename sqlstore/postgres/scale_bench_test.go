@@ -35,8 +35,8 @@ func scaleSizes(b *testing.B) []int {
 
 // BenchmarkScale measures list (first page of live leases), list --owner,
 // get and acquire in a namespace of N keys of which 99% expired and were
-// set aside by the sweeper (dead), beside the same operations in a
-// namespace holding only the N/100 live leases (live). Each reports p50
+// set aside by the sweeper (dead), beside the same operations on N keys
+// none of which expired (live). Each reports p50
 // and p99 in microseconds besides ns/op. Sizes: LEASESTORE_BENCH_SCALE.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scaleSizes(b) {
@@ -44,17 +44,19 @@ func BenchmarkScale(b *testing.B) {
 			dsn := pgtest.MigratedDSN(b)
 			be := openBackend(b, dsn, nil)
 			raw := rawPool(b, dsn)
-			live := n / 100
+			live := n // every key of the live fixture; every 100th of the dead one
+			if fixture == "dead" {
+				live = n / 100
+			}
 			// Live keys are spread among the dead ones: every 100th name.
 			fill, cancel := context.WithTimeout(context.Background(), time.Hour)
 			if _, err := raw.Exec(fill, fmt.Sprintf(`
 INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, swept_token)
 SELECT 'ns', 'key-' || lpad(i::text, 9, '0'), 'w' || (i / 100 %% 97), i,
        now() - interval '2 hours', now() - interval '2 hours',
-       CASE WHEN i %% 100 = 0 THEN now() + interval '1 day' ELSE now() - interval '1 minute' END, 1,
-       CASE WHEN i %% 100 = 0 THEN NULL ELSE i END
-FROM generate_series(1, %d) AS i
-WHERE %t OR i %% 100 = 0`, n, fixture == "dead")); err != nil {
+       CASE WHEN i %% 100 = 0 OR NOT %[2]t THEN now() + interval '1 day' ELSE now() - interval '1 minute' END, 1,
+       CASE WHEN i %% 100 = 0 OR NOT %[2]t THEN NULL ELSE i END
+FROM generate_series(1, %[1]d) AS i`, n, fixture == "dead")); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := raw.Exec(fill, "VACUUM ANALYZE leasestore_leases"); err != nil {
@@ -82,7 +84,7 @@ WHERE %t OR i %% 100 = 0`, n, fixture == "dead")); err != nil {
 					return protocol.Result{Status: protocol.StatusFound}, err
 				}, protocol.StatusFound},
 				{"get", func(int) (protocol.Result, error) {
-					return be.Get(ctxT(b), protocol.GetRequest{Key: key(fmt.Sprintf("key-%09d", 100*(1+rand.N(live))))})
+					return be.Get(ctxT(b), protocol.GetRequest{Key: key(fmt.Sprintf("key-%09d", 100*(1+rand.N(n/100))))})
 				}, protocol.StatusFound},
 				{"acquire", func(i int) (protocol.Result, error) {
 					return be.Acquire(ctxT(b), protocol.AcquireRequest{Key: key(fmt.Sprintf("new-%s-%d", fixture, i)), Owner: "w",

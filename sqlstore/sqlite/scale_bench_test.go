@@ -34,8 +34,8 @@ func scaleSizes(b *testing.B) []int {
 
 // BenchmarkScale measures list (first page of live leases), list --owner,
 // get and acquire in a namespace of N keys of which 99% expired and were
-// set aside by the sweeper (dead), beside the same operations in a
-// namespace holding only the N/100 live leases (live). Each reports p50
+// set aside by the sweeper (dead), beside the same operations on N keys
+// none of which expired (live). Each reports p50
 // and p99 in milliseconds besides ns/op. Sizes: LEASESTORE_BENCH_SCALE.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scaleSizes(b) {
@@ -50,9 +50,9 @@ func BenchmarkScale(b *testing.B) {
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
 INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, swept_token)
 SELECT 'ns', printf('key-%09d', i), 'w' || (i / 100 % 97), i, ?1 - 7200000000, ?1 - 7200000000,
-       CASE WHEN i % 100 = 0 THEN ?1 + 86400000000 ELSE ?1 - 60000000 END, 1,
-       CASE WHEN i % 100 = 0 THEN NULL ELSE i END
-FROM n WHERE ?3 OR i % 100 = 0`, now, n, fixture == "dead"); err != nil {
+       CASE WHEN i % 100 = 0 OR NOT ?3 THEN ?1 + 86400000000 ELSE ?1 - 60000000 END, 1,
+       CASE WHEN i % 100 = 0 OR NOT ?3 THEN NULL ELSE i END
+FROM n`, now, n, fixture == "dead"); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := raw.ExecContext(ctxT(b), `UPDATE leasestore_fencing SET last_token = ?`, n); err != nil {
@@ -60,7 +60,10 @@ FROM n WHERE ?3 OR i % 100 = 0`, now, n, fixture == "dead"); err != nil {
 			}
 			_ = raw.Close()
 			be := open(b, path, nil)
-			live := n / 100
+			live := n // every key of the live fixture; every 100th of the dead one
+			if fixture == "dead" {
+				live = n / 100
+			}
 			ops := []struct {
 				name string
 				run  func(i int) (protocol.Result, error)
@@ -81,7 +84,7 @@ FROM n WHERE ?3 OR i % 100 = 0`, now, n, fixture == "dead"); err != nil {
 					return protocol.Result{Status: protocol.StatusFound}, err
 				}, protocol.StatusFound},
 				{"get", func(int) (protocol.Result, error) {
-					return be.Get(ctxT(b), protocol.GetRequest{Key: key(fmt.Sprintf("key-%09d", 100*(1+rand.N(live))))})
+					return be.Get(ctxT(b), protocol.GetRequest{Key: key(fmt.Sprintf("key-%09d", 100*(1+rand.N(n/100))))})
 				}, protocol.StatusFound},
 				{"acquire", func(i int) (protocol.Result, error) {
 					return be.Acquire(ctxT(b), protocol.AcquireRequest{Key: key(fmt.Sprintf("new-%s-%d", fixture, i)), Owner: "w",

@@ -12,11 +12,14 @@ import (
 // TestContract runs the backend contract suite. Each subtest gets a fresh
 // schema; its two handles are two backends with separate pools, as two
 // processes would have, sharing the suite's clock.
+// TestContract runs the suite with coalescing on, each handle sending one
+// round trip at a time, so that the suite's concurrent cases go to the
+// server in batches.
 func TestContract(t *testing.T) {
 	contract.Run(t, func(t *testing.T, clock *contract.Clock) contract.Harness {
 		dsn := pgtest.MigratedDSN(t)
 		open := func() *postgres.Backend {
-			b, err := postgres.Open(context.Background(), dsn, postgres.WithTestClock(&postgres.Config{MaxConns: 8}, clock.Now))
+			b, err := postgres.Open(context.Background(), dsn, postgres.WithTestClock(&postgres.Config{MaxConns: 8, MaxInFlight: 1}, clock.Now))
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}

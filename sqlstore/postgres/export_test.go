@@ -65,3 +65,21 @@ func (b *Backend) ReleaseWithoutWake(ctx context.Context, req protocol.ReleaseRe
 		return protocol.Result{Status: protocol.StatusReleased, Lease: o.after}, false, nil
 	})
 }
+
+// CoalesceStats returns how many statements of more than one operation the
+// backend sent, and how many operations they held.
+func CoalesceStats(b *Backend) (batches, ops, alone int64) {
+	if b.co == nil {
+		return 0, 0, 0
+	}
+	b.co.mu.Lock()
+	defer b.co.mu.Unlock()
+	return b.co.batches, b.co.batched, b.co.alone
+}
+
+// QueueLen returns how many operations wait for a batch.
+func QueueLen(b *Backend) int {
+	b.co.mu.Lock()
+	defer b.co.mu.Unlock()
+	return len(b.co.queue)
+}

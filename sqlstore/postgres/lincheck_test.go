@@ -33,6 +33,24 @@ type lincheckRun struct {
 	sweep *protocol.SweepConfig
 	// observer, when set, is every runtime's observer.
 	observer protocol.Observer
+	// inFlight is every backend's Config.MaxInFlight; 0 means 1, so that
+	// any two clients of a pool that overlap are coalesced into one batch.
+	inFlight int
+	// noCoalescing turns coalescing off.
+	noCoalescing bool
+	// backends are the runtimes' backends, set by open.
+	backends *[]*postgres.Backend
+}
+
+// batches returns how many batches of more than one operation the
+// backends sent, and how many operations they held.
+func (r lincheckRun) batches() (batches, ops int64) {
+	for _, b := range *r.backends {
+		n, o, _ := postgres.CoalesceStats(b)
+		batches += n
+		ops += o
+	}
+	return batches, ops
 }
 
 // open opens r.pools runtimes, each over a pool of its own; they are
@@ -40,10 +58,18 @@ type lincheckRun struct {
 func (r lincheckRun) open(t *testing.T) []*protocol.Runtime {
 	t.Helper()
 	rts := make([]*protocol.Runtime, r.pools)
+	inFlight := r.inFlight
+	if inFlight == 0 {
+		inFlight = 1
+	}
 	for i := range rts {
-		b, err := postgres.Open(ctxT(t), r.dsn, &postgres.Config{ApplicationName: r.app, MaxConns: int32(r.clients)})
+		b, err := postgres.Open(ctxT(t), r.dsn, &postgres.Config{ApplicationName: r.app, MaxConns: int32(r.clients),
+			MaxInFlight: inFlight, NoCoalescing: r.noCoalescing})
 		if err != nil {
 			t.Fatalf("open pool %d: %v", i, err)
+		}
+		if r.backends != nil {
+			*r.backends = append(*r.backends, b)
 		}
 		rts[i] = protocol.New(b, &protocol.Config{Sweep: r.sweep, Observer: r.observer})
 		t.Cleanup(func() { _ = rts[i].Close(context.Background()) })
@@ -146,7 +172,8 @@ func terminator(t *testing.T, serverDSN, app string, every time.Duration) (stop 
 func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1100, loseAnswers: 0.02}
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1100, loseAnswers: 0.02,
+		backends: new([]*postgres.Backend)}
 	rts := r.open(t)
 	stop := terminator(t, pgtest.ServerDSN(t), r.app, 30*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -157,7 +184,9 @@ func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	elapsed := time.Since(began)
 
 	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
-	t.Logf("history: %v; %d server processes terminated in %v", res, killed, elapsed.Round(time.Millisecond))
+	batches, batched := r.batches()
+	t.Logf("history: %v; %d server processes terminated in %v; %d operations in %d batches", res, killed,
+		elapsed.Round(time.Millisecond), batched, batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +208,8 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	var swept atomic.Int64
 	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 800, loseAnswers: 0.02,
-		sweep: &protocol.SweepConfig{Every: 3 * time.Millisecond, Grace: time.Nanosecond},
+		backends: new([]*postgres.Backend),
+		sweep:    &protocol.SweepConfig{Every: 3 * time.Millisecond, Grace: time.Nanosecond},
 		observer: protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
 			if ev.Op == protocol.OpSweep {
 				swept.Add(int64(ev.Items))
@@ -190,7 +220,8 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 	defer cancel()
 	h := r.run(t, ctx, rts)
 	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name(), Sweeping: true, SweepGrace: time.Nanosecond})
-	t.Logf("history: %v", res)
+	batches, batched := r.batches()
+	t.Logf("history: %v; %d operations in %d batches", res, batched, batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +232,49 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 		t.Fatal("no row was swept: the run did not test sweeping")
 	}
 	t.Logf("%d rows swept", swept.Load())
+}
+
+// TestLinearizableCoalesced runs the workload with many clients per pool
+// on the workload's three keys, each backend sending one round trip at a
+// time (MaxInFlight 1), so that nearly every operation goes to the server
+// in a batch with others, often with operations on its own key; the clients
+// retry with the same request id and throw away some answers, so that
+// replays meet batches. The history must be linearizable, and batches must
+// have formed (else the test did not test coalescing). A second run does
+// the same while another connection terminates the pools' server
+// processes, killing batches mid-way.
+func TestLinearizableCoalesced(t *testing.T) {
+	t.Parallel()
+	for _, terminate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminate=%v", terminate), func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 2, clients: 8, ops: 1200, loseAnswers: 0.02,
+				backends: new([]*postgres.Backend)}
+			rts := r.open(t)
+			stop := func() int { return 0 }
+			if terminate {
+				stop = terminator(t, pgtest.ServerDSN(t), r.app, 40*time.Millisecond)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			h := r.run(t, ctx, rts)
+			killed := stop()
+			res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+			batches, batched := r.batches()
+			t.Logf("history: %v; %d operations in %d batches; %d server processes terminated", res, batched, batches, killed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Operations < 2000 {
+				t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+			}
+			if batches < 50 {
+				t.Fatalf("only %d batches formed: the run did not test coalescing", batches)
+			}
+			if terminate && killed == 0 {
+				t.Errorf("no connection was terminated")
+			}
+		})
+	}
 }

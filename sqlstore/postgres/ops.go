@@ -175,10 +175,14 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 	for attempt := 1; ; attempt++ {
 		var o *outcome
 		err := retrySerialization(ctx, op, func() (err error) {
-			o, err = b.runChange(ctx, op, key, st, a)
+			if attempt == 1 && b.co != nil {
+				o, err = b.co.do(ctx, &pendingOp{op: op, key: key, st: st, a: a})
+			} else {
+				o, err = b.runChange(ctx, op, key, st, a)
+			}
 			return err
 		})
-		if errors.Is(err, errRequestIDRace) && attempt < maxAttempts {
+		if (errors.Is(err, errRequestIDRace) || errors.Is(err, errRunAlone)) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
@@ -249,22 +253,31 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 	if err != nil {
 		return nil, interpretError(op, err)
 	}
+	if err := o.decode(op, key, &row, extra); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// decode completes o from the statement's lease columns and
+// leasestore_outcome's JSON (nil when the change happened).
+func (o *outcome) decode(op protocol.Op, key protocol.Key, row *leaseCols, extra []byte) error {
 	o.now = o.now.UTC()
 	l, err := row.lease(op, key)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	o.after = l
 	if extra != nil {
 		var j outcomeJSON
 		if err := json.Unmarshal(extra, &j); err != nil {
-			return nil, inconsistent(op, "leasestore_outcome: %v", err)
+			return inconsistent(op, "leasestore_outcome: %v", err)
 		}
-		if err := j.decode(op, key, &o); err != nil {
-			return nil, err
+		if err := j.decode(op, key, o); err != nil {
+			return err
 		}
 	}
-	return &o, nil
+	return nil
 }
 
 // args returns the named arguments every state-changing statement takes.

@@ -23,6 +23,20 @@
 // isolation level on a borrowed pool) is run again too; the request id
 // makes that safe.
 //
+// # Coalescing
+//
+// Operations that wait at the same moment share a round trip and a commit:
+// a backend keeps at most [Config.MaxInFlight] state-changing round trips
+// in flight, an operation that finds one free runs its own statement at
+// once (a lone caller never waits), and the operations that queued while
+// all were taken go to the server together, applied in order by a
+// temporary function of the connection, each in a subtransaction of its
+// own: each is still atomic, fenced, audited and idempotent, sees the
+// changes of those before it, and fails alone (coalesce.go,
+// changeBatchFnSQL in queries.go). Such a batch is one transaction, so its
+// records share one commit; each still has an id of its own (the
+// subtransaction's transaction id). [Config.NoCoalescing] turns it off.
+//
 // Released and revoked leases leave their row as a tombstone (empty owner),
 // so a key's last token is always known: an acquire takes a token greater
 // than both the sequence's next value and the key's last token, so tokens
@@ -124,6 +138,18 @@ type Config struct {
 	// your pool). Default: the DSN's pool_max_conns, else pgxpool's
 	// default (the larger of 4 and the number of CPUs).
 	MaxConns int32
+	// MaxInFlight caps the state-changing round trips (acquire, renew,
+	// release, revoke) the backend has in flight at once. Operations that
+	// arrive while all are taken wait and then go to the server together,
+	// as one statement and one commit (coalescing; see coalesce.go), each
+	// still atomic, fenced, audited and idempotent on its own. An operation
+	// that finds a free slot never waits. Default: [DefaultMaxInFlight].
+	MaxInFlight int
+	// NoCoalescing sends every operation as its own statement (as many at
+	// once as the pool allows), for comparison or for a connection pooler
+	// that does not keep sessions (coalescing uses a temporary function
+	// per connection). Default: false, operations are coalesced.
+	NoCoalescing bool
 
 	// testNow replaces the server's clock in this package's tests (see
 	// export_test.go); production code cannot set it, since expiry must be
@@ -137,7 +163,8 @@ type Backend struct {
 	pool      *pgxpool.Pool
 	ownsPool  bool
 	now       func() time.Time
-	listen    listener // wakes waiters of released and revoked keys (notify.go)
+	listen    listener   // wakes waiters of released and revoked keys (notify.go)
+	co        *coalescer // nil with Config.NoCoalescing
 	closeOnce sync.Once
 }
 
@@ -202,7 +229,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if err != nil {
 		return nil, redacted(interpretError("", err), password)
 	}
-	b := &Backend{pool: pool, ownsPool: true, now: cfg.testNow}
+	b := newBackend(pool, true, cfg)
 	if err := b.check(ctx); err != nil {
 		pool.Close()
 		return nil, redacted(err, password)
@@ -228,11 +255,23 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 		return nil, errors.New("postgres: new: Config.ApplicationName and Config.MaxConns configure the pool Open makes; " +
 			"New uses your pool as it is: set application_name and pool_max_conns on it (pgxpool.ParseConfig)")
 	}
-	b := &Backend{pool: pool, now: cfg.testNow}
+	b := newBackend(pool, false, cfg)
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config) *Backend {
+	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow}
+	if !cfg.NoCoalescing {
+		limit := cfg.MaxInFlight
+		if limit <= 0 {
+			limit = DefaultMaxInFlight
+		}
+		b.co = newCoalescer(b, limit)
+	}
+	return b
 }
 
 // check is what Open and New verify before they return a backend: the
@@ -353,6 +392,9 @@ func (b *Backend) Health(ctx context.Context) error {
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.listen.close()
+		if b.co != nil {
+			b.co.wait()
+		}
 		if b.ownsPool {
 			b.pool.Close()
 		}

@@ -487,3 +487,155 @@ WITH seq AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
+
+// Coalescing (see coalesce.go). changeBatchFnSQL creates, in the
+// connection's temporary schema (so no migration, and every release keeps
+// its own), the function that applies a batch of operations in one
+// statement, one commit: every key's advisory lock first, in one order (so
+// batches never wait on each other in a cycle), then each operation in
+// turn, in the order given, each in a subtransaction of its own (a plpgsql
+// block with an exception handler): an error rolls back that operation
+// alone and comes back in its row (err_state, err_message,
+// err_constraint); the others go on. Each operation runs the statement of
+// its kind above, minus the lock (held already), a release or revoke
+// waking the key's waiters as those do; it sees the changes of
+// the operations before it, so operations on one key behave as if run one
+// after the other in that order.
+//
+// Audit ids. Each change's subtransaction gets a transaction id of its
+// own when it writes, greater than the batch's top-level one; a record's
+// id is that id (read back as the changed row's xmin, widened to 64 bits
+// from the top-level id) plus the era's offset. The top-level id is taken
+// after the locks and the era check's snapshot, so every id of the batch
+// is greater than every record that snapshot sees (the era check, once per
+// batch), each key's records are in the order of its changes, and a
+// follower's horizon (the oldest top-level transaction in progress) stays
+// below every record of a batch until it commits. ROW EXCLUSIVE on the
+// trail, taken before the era's offset is read, keeps a new era
+// (leasestore_audit_new_era) out until the batch commits.
+//
+// One row per operation, in order, with outcomeColumns and the error.
+const changeBatchFnSQL = `
+CREATE FUNCTION pg_temp.leasestore_change_batch(
+    p_op text[], p_ns text[], p_name text[], p_owner text[], p_token bigint[], p_ttl interval[],
+    p_request_id text[], p_params_hash text[], p_actor text[], p_reason text[],
+    p_now timestamptz, p_lease_version integer, p_record_version integer)
+RETURNS TABLE (o_now timestamptz, o_owner text, o_token bigint, o_acquired_at timestamptz, o_renewed_at timestamptz,
+               o_expires_at timestamptz, o_version integer, o_fresh bigint, o_outcome json,
+               o_err_state text, o_err_message text, o_err_constraint text)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_now   timestamptz := coalesce(p_now, now());
+    v_top   bigint;
+    v_off   bigint;
+    v_xid   bigint;
+    v_sub   xid;
+    v_id    bigint;
+    v_op    text;
+    v_ns    text;
+    v_name  text;
+    v_owner text;
+    v_token bigint;
+    v_ttl   interval;
+    v_rid   text;
+    v_at    timestamptz;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1818583411, k.h)
+    FROM (SELECT DISTINCT hashtext(u.ns || '/' || u.name) AS h
+          FROM unnest(p_ns, p_name) AS u(ns, name) ORDER BY 1) AS k;
+    LOCK TABLE leasestore_audit IN ROW EXCLUSIVE MODE;
+    SELECT max(a.id) INTO v_top FROM leasestore_audit a;
+    SELECT e.id_offset INTO v_off FROM leasestore_audit_era e;
+    v_xid := pg_current_xact_id()::text::bigint;
+    FOR i IN 1 .. coalesce(array_length(p_op, 1), 0) LOOP
+        v_op := p_op[i]; v_ns := p_ns[i]; v_name := p_name[i]; v_owner := p_owner[i];
+        v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i];
+        o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
+        o_expires_at := NULL; o_version := NULL; o_fresh := NULL; o_outcome := NULL;
+        o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL;
+        BEGIN
+            IF v_op = 'acquire' THEN
+                WITH prev AS (
+                    SELECT l.token, l.expires_at, l.version, l.ended_token
+                    FROM leasestore_leases l WHERE l.namespace = v_ns AND l.name = v_name
+                ), fresh AS (
+                    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
+                    WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
+                      AND NOT EXISTS (SELECT FROM prev
+                                      WHERE (prev.ended_token IS DISTINCT FROM prev.token AND prev.expires_at > v_now)
+                                         OR prev.version <> p_lease_version)
+                ), after AS (
+                    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+                    SELECT v_ns, v_name, v_owner, fresh.token, v_now, v_now, v_now + v_ttl, p_lease_version
+                    FROM fresh
+                    ON CONFLICT (namespace, name) DO UPDATE SET
+                        owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+                        renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
+                        ended_token = NULL, ended_expiry = NULL
+                    WHERE (l.ended_token = l.token OR l.expires_at <= excluded.acquired_at) AND l.version = p_lease_version
+                      AND l.token < excluded.token
+                    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, l.xmin
+                )
+                SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+                       fresh.token, after.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_fresh, v_sub
+                FROM (SELECT) AS one LEFT JOIN after ON true LEFT JOIN fresh ON true;
+                v_at := o_acquired_at;
+            ELSIF v_op = 'renew' THEN
+                UPDATE leasestore_leases l
+                SET renewed_at = v_now, expires_at = v_now + v_ttl
+                WHERE l.namespace = v_ns AND l.name = v_name AND l.owner = v_owner AND l.token = v_token
+                  AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
+                  AND l.version = p_lease_version
+                  AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
+                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, l.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, v_sub;
+                v_at := o_renewed_at;
+            ELSIF v_op = 'release' OR v_op = 'revoke' THEN
+                UPDATE leasestore_leases l
+                SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now
+                WHERE l.namespace = v_ns AND l.name = v_name
+                  AND CASE WHEN v_op = 'release' THEN l.owner = v_owner AND l.token = v_token
+                           ELSE v_token = 0 OR l.token = v_token END
+                  AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
+                  AND l.version = p_lease_version
+                  AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
+                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry, l.version, l.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, v_sub;
+                v_at := v_now;
+            ELSE
+                RAISE EXCEPTION 'leasestore_change_batch: unknown operation %', v_op USING ERRCODE = '22023';
+            END IF;
+            IF v_sub IS NULL THEN
+                o_outcome := leasestore_outcome(v_ns, v_name, v_rid);
+            ELSE
+                v_id := v_xid + ((v_sub::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296) + v_off;
+                INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                              status, version, params_hash, expires_at, acquired_at, renewed_at)
+                VALUES (CASE WHEN v_id > coalesce(v_top, 0) THEN v_id ELSE leasestore_audit_went_back() END,
+                        v_at, v_op, v_ns, v_name, o_owner, o_token, v_rid, p_actor[i], p_reason[i],
+                        CASE v_op WHEN 'acquire' THEN 'acquired' WHEN 'renew' THEN 'renewed'
+                                  WHEN 'release' THEN 'released' ELSE 'revoked' END,
+                        p_record_version, p_params_hash[i], o_expires_at, o_acquired_at, o_renewed_at);
+                -- Wakes waiters of the key, only when one is registered: see notify.go.
+                IF v_op IN ('release', 'revoke')
+                   AND NOT pg_try_advisory_xact_lock(1818583412, hashtext(v_ns || '/' || v_name)) THEN
+                    PERFORM pg_notify('leasestore_wake', json_build_array(current_schema(), v_ns, v_name)::text);
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS o_err_state = RETURNED_SQLSTATE, o_err_message = MESSAGE_TEXT,
+                                    o_err_constraint = CONSTRAINT_NAME;
+            o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
+            o_expires_at := NULL; o_version := NULL; o_fresh := NULL; o_outcome := NULL;
+        END;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$`
+
+// changeBatchSQL applies a batch through changeBatchFnSQL's function; the
+// arrays hold one element per operation, in order.
+var changeBatchSQL = compile(`
+SELECT * FROM pg_temp.leasestore_change_batch(@ops, @nss, @names, @owners, @tokens, @ttls, @request_ids,
+    @params_hashes, @actors, @reasons, @now, @lease_version, @record_version)`)

@@ -144,6 +144,15 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("w"), Owner: "o", TTL: time.Minute, RequestID: "held"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken, unsubscribe, err := b.Subscribe(ctx, key("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsubscribe()
 	acq := func(name, owner, rid string, ttl time.Duration) queuedOp {
 		return queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {
 			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: owner, TTL: ttl, RequestID: rid})
@@ -167,7 +176,18 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		queuedOp{name: "g", run: func(ctx context.Context) (protocol.Result, error) {
 			return b.Release(ctx, protocol.ReleaseRequest{Key: key("nothing"), Owner: "X", Token: 5, RequestID: "r7"})
 		}},
+		queuedOp{name: "w", run: func(ctx context.Context) (protocol.Result, error) {
+			return b.Release(ctx, protocol.ReleaseRequest{Key: key("w"), Owner: "o", Token: held.Lease.Token, RequestID: "r8"})
+		}},
 	)
+	if r := got["w"]; r.err != nil || r.res.Status != protocol.StatusReleased {
+		t.Fatalf("w: %+v %v", r.res, r.err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter of w was not woken by the batched release")
+	}
 	a := got["a"]
 	if a.err != nil || a.res.Status != protocol.StatusAcquired || a.res.Lease.Token <= first.Lease.Token {
 		t.Fatalf("a: %+v %v", a.res, a.err)
@@ -232,7 +252,8 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		seen[r.ID], last = true, r.ID
 		ops = append(ops, string(r.Op)+":"+r.Key+":"+r.RequestID)
 	}
-	want := []string{"acquire:before:before", "acquire:blocker:" + page.Records[1].RequestID, "acquire:k:r1", "revoke:k:r5", "acquire:k:r6"}
+	want := []string{"acquire:before:before", "acquire:w:held", "acquire:blocker:" + page.Records[2].RequestID, "acquire:k:r1",
+		"revoke:k:r5", "acquire:k:r6", "release:w:r8"}
 	if len(ops) != len(want) {
 		t.Fatalf("trail %v, want %v", ops, want)
 	}

@@ -10,7 +10,8 @@
 //
 // Exit codes: 0 success (acquired, renewed, released, revoked, found,
 // healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
-// stale_token, not_owner, expired; 5 timeout, unavailable, closed; 130
+// stale_token, not_owner, expired; 5 timeout, unavailable, closed; 6 (run)
+// the lease was lost while the command ran; 130
 // interrupted (Ctrl-C); 141 stdout closed under the command (silent); 1
 // anything else (status "error").
 //
@@ -44,6 +45,7 @@ const (
 	ExitConflict    = 3 // conflict
 	ExitRefused     = 4 // not_found, stale_token, not_owner, expired
 	ExitUnavailable = 5 // timeout, unavailable, closed
+	ExitLost        = 6 // run: the lease was lost while the command ran
 	// ExitInterrupted is what a command ends with when its context was
 	// cancelled (Ctrl-C) before it finished: 128+SIGINT, as a shell reports
 	// a process that SIGINT ended.
@@ -191,9 +193,12 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	getenv func(string) string
-	log    *slog.Logger
-	red    *redactor
+	// rawStdout and rawStderr are the streams as Execute got them, for a
+	// child process (run) whose output is its own.
+	rawStdout, rawStderr io.Writer
+	getenv               func(string) string
+	log                  *slog.Logger
+	red                  *redactor
 
 	// global flags
 	dsnFlag  string
@@ -227,6 +232,8 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		stdin:        stdin,
 		stdout:       &redactingWriter{w: &pipeWatch{w: stdout, cancel: cancel}, r: red, urlsOnly: true},
 		stderr:       &redactingWriter{w: stderr, r: red},
+		rawStdout:    stdout,
+		rawStderr:    stderr,
 		getenv:       getenv,
 		red:          red,
 		timeout:      5 * time.Second,
@@ -250,6 +257,10 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOK
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code) // run: the command's own exit code, or ExitLost
 	}
 	if errors.Is(context.Cause(ctx), errStdoutClosed) {
 		return ExitStdoutClosed // nobody reads on: say nothing
@@ -359,7 +370,8 @@ in the working directory:
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
-130 interrupted (Ctrl-C); 1 anything else.`,
+6 (run) the lease was lost while the command ran; 130 interrupted (Ctrl-C);
+1 anything else.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl list -o json
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,
@@ -405,7 +417,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	root.AddCommand(
 		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(), a.namespacesCommand(),
 		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
-		a.benchCommand(), a.versionCommand(),
+		a.benchCommand(), a.versionCommand(), a.runCommand(), a.watchCommand(),
 	)
 	// The writers are set before cobra's help and completion commands are
 	// made: the completion commands capture the output writer when made.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,7 @@ func (a *app) acquireCommand() *cobra.Command {
 	var (
 		ns, owner, reqID string
 		ttl              time.Duration
+		w                waitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "acquire KEY",
@@ -52,14 +54,24 @@ strictly greater than every token ever issued for the key: pass it to every
 resource the holder writes to, and to renew and release.
 
 If a live lease is held (by anyone, the same owner included) the answer is
-conflict (exit 3) and the output shows the holder.`,
+conflict (exit 3) and the output shows the holder. With --wait, acquire
+waits instead until the holder releases, is revoked or expires (woken by
+the store, not by polling), up to --wait-timeout (then conflict, exit 3).`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl acquire shard-7 -n billing --owner "$(hostname)" -o json
-  token=$(leasectl acquire nightly-report --ttl 10m -o token) || exit`,
+  token=$(leasectl acquire nightly-report --ttl 10m -o token) || exit
+  token=$(leasectl acquire nightly-report --ttl 10m --wait --wait-timeout 1h -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID}
-			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			check := func() error {
+				probe := req
+				probe.RequestID = orProbe(reqID)
+				return errors.Join(probe.Validate(), w.check(cmd))
+			}
+			if w.wait {
+				return a.acquireWaiting(cmd, req, check, w)
+			}
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, _ := s.rt.Acquire(ctx, req)
 				return a.printResult(res)
@@ -71,6 +83,7 @@ conflict (exit 3) and the output shows the holder.`,
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
+	w.register(cmd)
 	return cmd
 }
 

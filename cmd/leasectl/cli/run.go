@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// exitCode is returned by run: the exit code of its command, or ExitLost.
+// Execute exits with it as it is.
+type exitCode int
+
+func (e exitCode) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+// Exit codes of run when its command could not be started, as shells
+// report them.
+const (
+	exitCannotExecute = 126 // found but not executable
+	exitNotFound      = 127 // not found
+)
+
+// The environment run gives its command.
+const (
+	EnvToken     = "LEASESTORE_TOKEN"
+	EnvKey       = "LEASESTORE_KEY"
+	EnvNamespace = "LEASESTORE_NAMESPACE"
+)
+
+// forwardedSignals are passed on to run's command.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2}
+
+// DefaultRunGrace is how long run's command has, after SIGTERM when the
+// lease was lost, before SIGKILL.
+const DefaultRunGrace = 10 * time.Second
+
+func (a *app) runCommand() *cobra.Command {
+	var (
+		ns, owner  string
+		ttl, grace time.Duration
+		w          waitFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "run KEY [flags] -- CMD [ARGS...]",
+		Short: "Run a command while holding a lease (exit 6 when the lease is lost)",
+		Long: `Acquire KEY (waiting for it with --wait), run CMD with the lease's fencing
+token in its environment, renew the lease in the background while CMD runs,
+release it when CMD ends, and exit with CMD's exit code.
+
+CMD gets LEASESTORE_TOKEN, LEASESTORE_KEY and LEASESTORE_NAMESPACE in its
+environment, and leasectl's stdin, stdout and stderr. The lease is renewed
+every third of --ttl. If it is lost while CMD runs (revoked, taken over
+after an expiry, or a renewal refused or impossible before it runs out),
+CMD gets SIGTERM, then SIGKILL after --grace, and run exits 6. Signals
+sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are
+passed on to CMD; a Ctrl-C in a terminal reaches CMD directly as well, as
+it reaches the whole foreground process group.
+
+Before CMD starts, run exits as acquire does: 3 when the key is held (or
+--wait-timeout passed), 5 when the store cannot answer, 130 when
+interrupted. A CMD that cannot be started exits 127 (not found) or 126.
+CMD killed by a signal makes run exit 128 plus the signal's number.`,
+		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
+  leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
+				return usageError("expected KEY -- CMD [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl}
+			probe := req
+			probe.RequestID = orProbe("")
+			err := errors.Join(probe.Validate(), w.check(cmd))
+			if grace <= 0 {
+				err = errors.Join(err, usageError("--grace: must be positive, got %v", grace))
+			}
+			if err != nil {
+				return &failure{status: string(protocol.StatusInvalid), err: err}
+			}
+			return a.run(cmd, req, w, grace, args[1:])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
+	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
+	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration, renewed every third of it (1ms to 168h)")
+	f.Var(newDurationFlag(&grace, DefaultRunGrace), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
+	w.register(cmd)
+	return cmd
+}
+
+// run holds req while argv runs; see runCommand.
+func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, grace time.Duration, argv []string) error {
+	ctx := cmd.Context()
+	s, err := a.openStoreFor(ctx, writeAccess)
+	if err != nil {
+		return err
+	}
+	defer s.close(a)
+
+	// The hold outlives an interrupt once CMD runs (the signal goes to CMD,
+	// which decides); until then, an interrupt or --wait-timeout ends it.
+	wctx, cancelWait := w.context(ctx)
+	defer cancelWait()
+	holdCtx, cancelHold := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelHold(nil)
+	stopWatching := context.AfterFunc(wctx, func() { cancelHold(context.Cause(wctx)) })
+	hcfg := &protocol.HoldConfig{}
+	if w.wait {
+		hcfg.Wait = a.waitConfig(req.Key)
+	}
+	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
+	if !stopWatching() && err == nil {
+		// Interrupted (or out of wait time) just as the lease was taken.
+		_ = h.Release(context.Background())
+		return failWith(context.Cause(wctx))
+	}
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			return failWith(err)
+		}
+		return a.printResult(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message})
+	}
+	a.log.Debug("run: holding the lease", "key", req.Key.String(), "token", h.Token())
+
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.rawStdout, a.rawStderr
+	c.Env = append(os.Environ(),
+		EnvToken+"="+strconv.FormatInt(h.Token(), 10), EnvKey+"="+req.Key.Name, EnvNamespace+"="+req.Key.Namespace)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	if err := c.Start(); err != nil {
+		_ = h.Release(context.Background())
+		code := exitCannotExecute
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = exitNotFound
+		}
+		fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
+		return exitCode(code)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+
+	lost := false
+	held := h.Context().Done()
+	var kill <-chan time.Time
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-held:
+			held = nil
+			cause := context.Cause(h.Context())
+			if !errors.Is(cause, protocol.ErrLeaseLost) {
+				continue
+			}
+			lost = true
+			a.log.Error("run: the lease was lost; stopping the command", "key", req.Key.String(), "token", h.Token(),
+				"cause", a.red.redact(cause.Error()), "signal", "SIGTERM", "kill_after", grace.String())
+			_ = c.Process.Signal(syscall.SIGTERM)
+			kill = time.After(grace)
+		case <-kill:
+			kill = nil
+			a.log.Error("run: the command outlived its grace period; killing it", "key", req.Key.String())
+			_ = c.Process.Kill()
+		case sig := <-sigs:
+			_ = c.Process.Signal(sig)
+		}
+	}
+	code := commandExitCode(c.ProcessState)
+	if lost {
+		return exitCode(ExitLost)
+	}
+	if err := h.Release(context.Background()); err != nil {
+		if errors.Is(err, protocol.ErrLeaseLost) {
+			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
+				"cause", a.red.redact(err.Error()))
+			return exitCode(ExitLost)
+		}
+		a.log.Warn("run: releasing the lease failed; it expires after its TTL", "key", req.Key.String(),
+			"err", a.red.redact(err.Error()))
+	}
+	if code == 0 {
+		return nil
+	}
+	return exitCode(code)
+}
+
+// commandExitCode is a finished command's exit code, or 128 plus the
+// signal that ended it, as shells report it.
+func commandExitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

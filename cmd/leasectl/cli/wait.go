@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// waitFlags are --wait and --wait-timeout of acquire and run.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration // 0: no limit
+}
+
+func (w *waitFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&w.wait, "wait", false, "wait while the key is held, until it is released, revoked or expires")
+	f.Var(newDurationFlag(&w.timeout, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
+}
+
+// check refuses --wait-timeout without --wait, and a negative one.
+func (w *waitFlags) check(cmd *cobra.Command) error {
+	switch {
+	case cmd.Flags().Changed("wait-timeout") && !w.wait:
+		return usageError("--wait-timeout: only with --wait")
+	case w.timeout < 0:
+		return usageError("--wait-timeout: must not be negative, got %v", w.timeout)
+	}
+	return nil
+}
+
+// context returns ctx bounded by --wait-timeout, when one is set.
+func (w *waitFlags) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	if w.timeout > 0 {
+		return context.WithTimeout(ctx, w.timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// waitConfig logs each holder the wait sleeps on, once per lease.
+func (a *app) waitConfig(key protocol.Key) *protocol.WaitConfig {
+	var last int64
+	return &protocol.WaitConfig{Waiting: func(l protocol.Lease) {
+		if l.Token == last {
+			return
+		}
+		last = l.Token
+		a.log.Info("waiting: the key is held", "key", key.String(), "holder", l.Owner, "token", l.Token,
+			"until", l.ExpiresAt.UTC().Format(time.RFC3339))
+	}}
+}
+
+// acquireWaiting is acquire --wait: it waits for the key with
+// protocol.AcquireWait, each attempt bounded by --timeout, the whole wait
+// by --wait-timeout (conflict when it passes) and interruption.
+func (a *app) acquireWaiting(cmd *cobra.Command, req protocol.AcquireRequest, check func() error, w waitFlags) error {
+	if err := check(); err != nil {
+		return &failure{status: string(protocol.StatusInvalid), err: err}
+	}
+	s, err := a.openStoreFor(cmd.Context(), writeAccess)
+	if err != nil {
+		return err
+	}
+	defer s.close(a)
+	ctx, cancel := w.context(cmd.Context())
+	defer cancel()
+	res, _ := s.rt.AcquireWait(ctx, req, a.waitConfig(req.Key))
+	return a.printResult(res)
+}

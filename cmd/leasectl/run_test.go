@@ -1,0 +1,456 @@
+package main
+
+// End-to-end tests of leasectl run, acquire --wait and watch: real
+// leasectl processes (and their child processes) on SQLite and PostgreSQL.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/pgtest"
+)
+
+// eachStore runs f on a fresh SQLite file and a fresh PostgreSQL schema.
+func eachStore(t *testing.T, f func(t *testing.T, c leasectl)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		f(t, leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		f(t, leasectl{dir: t.TempDir(), dsn: pgtest.MigratedDSN(t)})
+	})
+}
+
+// proc is a leasectl process running in the background, its output read
+// line by line as it comes.
+type proc struct {
+	t      *testing.T
+	args   []string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	signal func(os.Signal) error
+	out    chan string // stdout lines
+	errs   chan string // stderr lines
+	mu     sync.Mutex
+	stdout strings.Builder
+	stderr strings.Builder
+	wg     sync.WaitGroup
+}
+
+// start starts leasectl with args in the background.
+func (c leasectl) start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := c.command(ctx, args...)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	p := &proc{t: t, args: args, cmd: cmd, out: make(chan string, 100), errs: make(chan string, 100)}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(r io.Reader, ch chan string, all *strings.Builder) {
+		defer p.wg.Done()
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			p.mu.Lock()
+			all.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			select {
+			case ch <- sc.Text():
+			default:
+			}
+		}
+	}
+	p.wg.Add(2)
+	go scan(stdout, p.out, &p.stdout)
+	go scan(stderr, p.errs, &p.stderr)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		p.wg.Wait()
+		_ = cmd.Wait()
+	})
+	p.signal = func(s os.Signal) error { return cmd.Process.Signal(s) }
+	return p
+}
+
+// expect waits for a line of ch containing want and returns it.
+func (p *proc) expect(ch chan string, want string) string {
+	p.t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case line, ok := <-ch:
+			if !ok {
+				p.t.Fatalf("leasectl %v ended its output without %q\n%s", p.args, want, p.output())
+			}
+			if strings.Contains(line, want) {
+				return line
+			}
+		case <-timeout:
+			p.t.Fatalf("leasectl %v: no line with %q within a minute\n%s", p.args, want, p.output())
+		}
+	}
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "stdout:\n" + p.stdout.String() + "stderr:\n" + p.stderr.String()
+}
+
+// wait waits for the process and returns its exit code.
+func (p *proc) wait() int {
+	p.t.Helper()
+	p.wg.Wait()
+	err := p.cmd.Wait()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exitErr):
+		return exitErr.ExitCode()
+	}
+	p.t.Fatalf("leasectl %v: %v", p.args, err)
+	return -1
+}
+
+// TestRunExitCodesAndEnvironment: run gives CMD the lease in its
+// environment, passes its exit code through and releases the lease.
+func TestRunExitCodesAndEnvironment(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		r := c.run(t, "run", "job", "-n", "ops", "--owner", "w1", "--", "sh", "-c",
+			`echo "token=$LEASESTORE_TOKEN key=$LEASESTORE_KEY ns=$LEASESTORE_NAMESPACE"; exit 7`)
+		if r.code != 7 || !strings.Contains(r.stdout, "token=1 key=job ns=ops") {
+			t.Fatalf("run of a command that exits 7, want exit 7 and the lease in its environment\n%s", r)
+		}
+		c.runJSON(t, 4, "get", "job", "-n", "ops") // released when CMD ended
+		audit := c.runJSON(t, 0, "audit", "-n", "ops", "--key", "job")
+		recs := audit["records"].([]any)
+		if len(recs) != 2 || recs[0].(map[string]any)["op"] != "acquire" || recs[1].(map[string]any)["op"] != "release" {
+			t.Fatalf("trail of a run: %v, want acquire then release", recs)
+		}
+		if r := c.run(t, "run", "job", "--", "sh", "-c", "exit 0"); r.code != 0 {
+			t.Fatalf("run of a command that succeeds\n%s", r)
+		}
+		if r := c.run(t, "run", "job", "--", "sh", "-c", "kill -TERM $$"); r.code != 128+int(syscall.SIGTERM) {
+			t.Fatalf("run of a command killed by SIGTERM: exit %d, want %d\n%s", r.code, 128+int(syscall.SIGTERM), r)
+		}
+		if r := c.run(t, "run", "job", "--", "./no-such-command"); r.code != 127 {
+			t.Fatalf("run of a command that does not exist: exit %d, want 127\n%s", r.code, r)
+		}
+		c.runJSON(t, 4, "get", "job") // nothing left held
+		// Usage errors touch nothing: no CMD, no --, a bad --grace, --wait-timeout alone.
+		for _, args := range [][]string{
+			{"run", "job"}, {"run", "job", "sh"}, {"run", "job", "--grace", "0s", "--", "true"},
+			{"run", "job", "--wait-timeout", "1s", "--", "true"},
+		} {
+			if r := c.run(t, args...); r.code != 2 {
+				t.Fatalf("want exit 2 (usage)\n%s", r)
+			}
+		}
+		// A held key: run refuses without --wait (exit 3) and CMD never runs.
+		held := result(t, c.runJSON(t, 0, "acquire", "job", "--owner", "other"), "acquired")
+		if r := c.run(t, "run", "job", "--", "sh", "-c", "echo ran"); r.code != 3 || strings.Contains(r.stdout, "ran") {
+			t.Fatalf("run of a held key without --wait: want exit 3 and CMD not run\n%s", r)
+		}
+		if r := c.run(t, "run", "job", "--wait", "--wait-timeout", "300ms", "--", "sh", "-c", "echo ran"); r.code != 3 || strings.Contains(r.stdout, "ran") {
+			t.Fatalf("run --wait past its --wait-timeout: want exit 3 and CMD not run\n%s", r)
+		}
+		c.runJSON(t, 0, "release", "job", "--owner", "other", "--token", tok(held))
+	})
+}
+
+// TestRunWaitHandsOver: a second run --wait takes the key when the first
+// one's command ends, with a greater token, and never while it runs.
+func TestRunWaitHandsOver(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		first := c.start(t, "run", "k", "--owner", "first", "--", "sh", "-c", `echo "first $LEASESTORE_TOKEN"; read line || true`)
+		tok1 := strings.TrimPrefix(first.expect(first.out, "first "), "first ")
+		second := c.start(t, "run", "k", "--owner", "second", "--wait", "--", "sh", "-c", `echo "second $LEASESTORE_TOKEN"`)
+		second.expect(second.errs, "waiting")
+		select {
+		case line := <-second.out:
+			t.Fatalf("the second command ran while the first held the key: %q", line)
+		default:
+		}
+		_ = first.stdin.Close() // the first command's read ends: it exits 0
+		tok2 := strings.TrimPrefix(second.expect(second.out, "second "), "second ")
+		if code := first.wait(); code != 0 {
+			t.Fatalf("first run: exit %d\n%s", code, first.output())
+		}
+		if code := second.wait(); code != 0 {
+			t.Fatalf("second run: exit %d\n%s", code, second.output())
+		}
+		n1, _ := strconv.Atoi(tok1)
+		n2, _ := strconv.Atoi(tok2)
+		if n1 <= 0 || n2 <= n1 {
+			t.Fatalf("tokens %q then %q, want increasing", tok1, tok2)
+		}
+	})
+}
+
+// TestRunLostLease: when another process revokes the lease, run sends
+// SIGTERM to its command (SIGKILL after --grace if it ignores it) and
+// exits 6.
+func TestRunLostLease(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		for _, tc := range []struct {
+			name, script, want string
+		}{
+			{"terminated", `trap 'echo got TERM; exit 0' TERM; echo started; while :; do sleep 0.05; done`, "got TERM"},
+			{"killed", `trap '' TERM; echo started; while :; do sleep 0.05; done`, ""},
+		} {
+			key := "lost-" + tc.name
+			p := c.start(t, "run", key, "--ttl", "600ms", "--grace", "500ms", "--", "sh", "-c", tc.script)
+			p.expect(p.out, "started")
+			c.runJSON(t, 0, "revoke", key, "--reason", "test")
+			if tc.want != "" {
+				p.expect(p.out, tc.want)
+			}
+			if code := p.wait(); code != 6 {
+				t.Fatalf("%s: run after its lease was revoked: exit %d, want 6\n%s", tc.name, code, p.output())
+			}
+			if !strings.Contains(p.output(), "lease was lost") {
+				t.Fatalf("%s: run does not say the lease was lost\n%s", tc.name, p.output())
+			}
+		}
+	})
+}
+
+// TestRunForwardsSignals: a signal to leasectl reaches the command, whose
+// exit code run passes through; the lease is released.
+func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		p := c.start(t, "run", "k", "--", "sh", "-c", `trap 'echo got USR1; exit 3' USR1; echo started; while :; do sleep 0.05; done`)
+		p.expect(p.out, "started")
+		if err := p.signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		p.expect(p.out, "got USR1")
+		if code := p.wait(); code != 3 {
+			t.Fatalf("run after SIGUSR1: exit %d, want the command's 3\n%s", code, p.output())
+		}
+		c.runJSON(t, 4, "get", "k")
+	})
+}
+
+// TestAcquireWait: acquire --wait returns when the holder releases, with a
+// greater token; --wait-timeout ends it with conflict (exit 3).
+func TestAcquireWait(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		held := result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "holder"), "acquired")
+		timedOut := c.runJSON(t, 3, "acquire", "k", "--wait", "--wait-timeout", "200ms")
+		if l := result(t, timedOut, "conflict"); l["owner"] != "holder" || !strings.Contains(timedOut["message"].(string), "gave up waiting") {
+			t.Fatalf("acquire --wait past its timeout: %v, want conflict naming the holder", timedOut)
+		}
+		w := c.start(t, "acquire", "k", "--owner", "waiter", "--wait", "-o", "json")
+		w.expect(w.errs, "waiting")
+		c.runJSON(t, 0, "release", "k", "--owner", "holder", "--token", tok(held))
+		if code := w.wait(); code != 0 {
+			t.Fatalf("acquire --wait after the release: exit %d\n%s", code, w.output())
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(w.stdout.String()), &m); err != nil {
+			t.Fatalf("acquire --wait -o json: %v\n%s", err, w.output())
+		}
+		if l := result(t, m, "acquired"); l["owner"] != "waiter" || l["token"].(float64) <= held["token"].(float64) {
+			t.Fatalf("acquire --wait took %v, want the waiter's lease after token %v", l, held["token"])
+		}
+		if r := c.run(t, "acquire", "k", "--wait-timeout", "1s"); r.code != 2 {
+			t.Fatalf("--wait-timeout without --wait: want exit 2\n%s", r)
+		}
+	})
+}
+
+// TestWatch: watch prints each change of the key as it commits, one JSON
+// object a line, and Ctrl-C ends it with exit 0.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		before := result(t, c.runJSON(t, 0, "acquire", "k"), "acquired") // not printed: watch starts from now
+		c.runJSON(t, 0, "release", "k", "--token", tok(before))
+		w := c.start(t, "watch", "k", "-o", "json")
+		w.expect(w.errs, "following")
+		l := result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w"), "acquired")
+		c.runJSON(t, 0, "acquire", "other", "--owner", "w") // another key: not printed
+		c.runJSON(t, 0, "revoke", "k", "--reason", "watch test")
+		var got []map[string]any
+		for len(got) < 2 {
+			var rec map[string]any
+			line := w.expect(w.out, "{")
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("watch -o json printed %q: %v", line, err)
+			}
+			if rec["owner"] != "w" {
+				continue // a record held back when watch started (PostgreSQL): it comes, after all
+			}
+			wantKeys(t, "watched record", rec, recordKeys...)
+			got = append(got, rec)
+		}
+		if got[0]["op"] != "acquire" || got[1]["op"] != "revoke" || got[0]["key"] != "k" || got[1]["key"] != "k" ||
+			got[1]["token"] != l["token"] || got[1]["reason"] != "watch test" {
+			t.Fatalf("watched %v, want the acquire and the revoke of k", got)
+		}
+		if err := w.signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if code := w.wait(); code != 0 {
+			t.Fatalf("watch after Ctrl-C: exit %d, want 0\n%s", code, w.output())
+		}
+		if strings.Contains(w.stdout.String(), `"key":"other"`) {
+			t.Fatalf("watch of k printed another key\n%s", w.output())
+		}
+	})
+}
+
+// BenchmarkRunHandOver measures how long a key takes to pass from one
+// `leasectl run` to a second one waiting for it (--wait), on SQLite and
+// PostgreSQL:
+// from the first command's last act to the second command's first, both
+// stamping the time. spawn-p50-ms is the same stamp taken by a shell the
+// benchmark starts itself, in the same run: the process start-up any
+// hand-over includes.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench RunHandOver -benchtime 30x ./cmd/leasectl/
+func BenchmarkRunHandOver(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		dir := b.TempDir()
+		benchHandOver(b, leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")})
+	})
+	b.Run("postgres", func(b *testing.B) {
+		if os.Getenv(pgtest.EnvDSN) == "" {
+			b.Skipf("set %s to run the PostgreSQL benchmark", pgtest.EnvDSN)
+		}
+		benchHandOver(b, leasectl{dir: b.TempDir(), dsn: pgtest.MigratedDSN(b)})
+	})
+}
+
+func benchHandOver(b *testing.B, c leasectl) {
+	ctx := context.Background()
+	if health := c.command(ctx, "health"); health.Run() != nil {
+		b.Fatalf("health: %s", health.Stderr)
+	}
+	const stamp = `date +%s%N`
+	var handover, spawn []time.Duration
+	for i := 0; b.Loop(); i++ {
+		key := fmt.Sprintf("k%d", i)
+		first := c.command(ctx, "run", key, "--", "sh", "-c", `echo holding; read line; `+stamp)
+		in, err := first.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		first.Stdout = nil
+		firstOut, err := first.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := first.Start(); err != nil {
+			b.Fatal(err)
+		}
+		lines := bufio.NewScanner(firstOut)
+		if !lines.Scan() || lines.Text() != "holding" {
+			b.Fatalf("the first run did not start its command: %q", lines.Text())
+		}
+		second := c.command(ctx, "run", key, "--wait", "--", "sh", "-c", stamp)
+		second.Stderr = nil
+		stderr, err := second.StderrPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := second.Start(); err != nil {
+			b.Fatal(err)
+		}
+		waiting := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			said := false
+			for sc.Scan() {
+				if !said && strings.Contains(sc.Text(), "waiting") {
+					said = true
+					close(waiting)
+				}
+			}
+			if !said {
+				close(waiting)
+			}
+		}()
+		<-waiting
+		_ = in.Close()
+		if !lines.Scan() {
+			b.Fatal("the first command printed no time stamp")
+		}
+		firstStamp := lines.Text()
+		if err := first.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		if err := second.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		t1, t2 := nanos(b, firstStamp), nanos(b, second.Stdout.(*bytes.Buffer).String())
+		handover = append(handover, time.Duration(t2-t1))
+		t0 := time.Now()
+		out, err := exec.CommandContext(ctx, "sh", "-c", stamp).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		spawn = append(spawn, time.Duration(nanos(b, string(out))-t0.UnixNano()))
+	}
+	reportMs(b, "handover", handover)
+	reportMs(b, "spawn", spawn)
+}
+
+// nanos reads the Unix nanoseconds that `date +%s%N` printed.
+func nanos(b *testing.B, out string) int64 {
+	b.Helper()
+	n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		b.Fatalf("not a time stamp: %q", out)
+	}
+	return n
+}
+
+// reportMs reports the 50th and 99th percentiles of ds in ms.
+func reportMs(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(at(0.50), name+"-p50-ms")
+	b.ReportMetric(at(0.99), name+"-p99-ms")
+}

@@ -98,14 +98,20 @@ func testConverge(t *testing.T, newHarness Factory) {
 			t.Errorf("w3's snapshot entry %+v: want a token, a reason and an expiry after the acquire", o)
 		}
 	}
-	handedOver := 0
+	// w3's targets came from w1 and w2: handed over, or (on a machine too
+	// loaded to renew in time) lost.
+	handedOver, lost := 0, 0
 	for _, r := range append(f.runsOf("w1"), f.runsOf("w2")...) {
-		if ended(r) && errors.Is(r.cause, scheduler.ErrHandedOver) {
+		switch {
+		case !ended(r):
+		case errors.Is(r.cause, scheduler.ErrHandedOver):
 			handedOver++
+		case errors.Is(r.cause, protocol.ErrLeaseLost):
+			lost++
 		}
 	}
-	if handedOver < 20 {
-		t.Errorf("%d handlers of w1 and w2 ended handed over; want at least the 20 targets w3 took", handedOver)
+	if handedOver+lost < 20 {
+		t.Errorf("%d handlers of w1 and w2 ended handed over and %d lost; want at least the 20 targets w3 took", handedOver, lost)
 	}
 	for _, w := range []*worker{w1, w2, w3} {
 		f.stop(w)
@@ -310,27 +316,36 @@ func testShutdown(t *testing.T, newHarness Factory) {
 		return snap.Count(scheduler.StateStopping) == 3, fmt.Sprintf("%+v", snap.Owned)
 	})
 	// The handlers have not returned: the leases are renewed while they
-	// finish, and still held.
+	// finish, and still held. (A lease the worker lost meanwhile, on a
+	// machine too loaded to renew in time, is left out.)
 	stopping := w.sched.Snapshot().Owned
 	f.waitFor("the leases are renewed while the handlers finish", converge, func() (bool, string) {
 		now := w.sched.Snapshot().Owned
 		if len(now) != len(stopping) {
 			return false, fmt.Sprintf("%+v", now)
 		}
+		renewed := 0
 		for i, o := range now {
-			if o.State != scheduler.StateStopping || !o.ExpiresAt.After(stopping[i].ExpiresAt) {
+			switch {
+			case o.State == scheduler.StateLost:
+			case o.State != scheduler.StateStopping || !o.ExpiresAt.After(stopping[i].ExpiresAt):
 				return false, fmt.Sprintf("%+v", now)
+			default:
+				renewed++
 			}
 		}
-		return true, ""
+		return renewed > 0, fmt.Sprintf("%+v", now)
 	})
-	leases := f.listAll(f.ns)
-	if len(leases) != 3 {
-		t.Fatalf("%d live leases while 3 handlers still run after shutdown began", len(leases))
+	live := map[string]protocol.Lease{}
+	for _, l := range f.listAll(f.ns) {
+		live[l.Key.Name] = l
 	}
-	for i, l := range leases {
-		if l.Owner != "w1" || l.Token != stopping[i].Token {
-			t.Errorf("the store has %s held by %s with token %d; the snapshot says w1 with token %d", l.Key, l.Owner, l.Token, stopping[i].Token)
+	for _, o := range w.sched.Snapshot().Owned {
+		if o.State != scheduler.StateStopping {
+			continue
+		}
+		if l, ok := live[o.Target]; (!ok || l.Owner != "w1" || l.Token != o.Token) && !f.excused("w1", o.Target, o.Token) {
+			t.Errorf("the store has %s as %+v while w1's handler (token %d) still runs after shutdown began", o.Target, l, o.Token)
 		}
 	}
 	select {

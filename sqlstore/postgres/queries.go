@@ -583,7 +583,7 @@ BEGIN
                 v_at := o_acquired_at;
             ELSIF v_op = 'renew' THEN
                 UPDATE leasestore_leases l
-                SET renewed_at = v_now, expires_at = v_now + v_ttl
+                SET renewed_at = v_now, expires_at = v_now + v_ttl, swept_token = NULL
                 WHERE l.namespace = v_ns AND l.name = v_name AND l.owner = v_owner AND l.token = v_token
                   AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                   AND l.version = p_lease_version

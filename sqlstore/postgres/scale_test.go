@@ -158,3 +158,29 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 		t.Fatalf("list after the renew: %v, %v; want the renewed lease", page.Leases, err)
 	}
 }
+
+// A renew sent in a coalesced batch clears swept_token as renewSQL does,
+// so a live lease the sweeper set aside (see TestRenewAfterSetAsideIsListed
+// for how) is listed again after it.
+func TestBatchedRenewAfterSetAsideIsListed(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	raw := rawPool(t, dsn)
+	mustExec(t, raw, "UPDATE leasestore_leases SET swept_token = token WHERE name = 'k'")
+	if page, err := b.List(ctxT(t), protocol.ListRequest{Namespace: "ns"}); err != nil || len(page.Leases) != 0 {
+		t.Fatalf("list of the set-aside row: %v, %v; want none (the test's premise)", page.Leases, err)
+	}
+	answers := batchOf(t, dsn, b, queuedOp{name: "renew", run: func(ctx context.Context) (protocol.Result, error) {
+		return b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, TTL: time.Hour, RequestID: "r"})
+	}}, queuedOp{name: "other", run: func(ctx context.Context) (protocol.Result, error) {
+		return b.Acquire(ctx, protocol.AcquireRequest{Key: key("other"), Owner: "o", TTL: time.Hour, RequestID: "o"})
+	}})
+	wantStatus(t, "batched renew", answers["renew"].res, answers["renew"].err, protocol.StatusRenewed)
+	wantStatus(t, "batched acquire", answers["other"].res, answers["other"].err, protocol.StatusAcquired)
+	if page, err := b.List(ctxT(t), protocol.ListRequest{Namespace: "ns", Owner: "o"}); err != nil || len(page.Leases) != 2 {
+		t.Fatalf("list after the batched renew: %v, %v; want k and other", page.Leases, err)
+	}
+}

@@ -57,6 +57,7 @@ func Run(t *testing.T, newHarness Factory) {
 	groups := []group{
 		{"Acquire", acquireCases()},
 		{"Renew", holderCases(renewOp)},
+		{"RenewMany", renewManyCases()},
 		{"Release", holderCases(releaseOp)},
 		{"Revoke", revokeCases()},
 		{"Fencing", fencingCases()},

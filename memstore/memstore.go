@@ -90,8 +90,9 @@ type Backend struct {
 }
 
 var (
-	_ protocol.Backend = (*Backend)(nil)
-	_ audit.Reader     = (*Backend)(nil)
+	_ protocol.Backend     = (*Backend)(nil)
+	_ protocol.BulkRenewer = (*Backend)(nil)
+	_ audit.Reader         = (*Backend)(nil)
 )
 
 // errHandleClosed is the cause of every error of a closed handle.
@@ -221,13 +222,33 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
+	return s.renew(req, now), nil
+}
+
+// RenewMany renews reqs in order under one lock, at one instant (see
+// [protocol.BulkRenewer]).
+func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	s, now, err := b.lock(ctx, protocol.OpRenew)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]protocol.Result, len(reqs))
+	for i, req := range reqs {
+		out[i] = s.renew(req, now)
+	}
+	return out, nil
+}
+
+// renew is Renew with the store locked.
+func (s *Store) renew(req protocol.RenewRequest, now time.Time) protocol.Result {
 	hash := req.Fingerprint()
 	if res, done := s.replay(protocol.OpRenew, req.Key.Namespace, req.RequestID, hash); done {
-		return res, nil
+		return res
 	}
 	cur := s.current(req.Key)
 	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
-		return backendkit.Refused(st, cur), nil
+		return backendkit.Refused(st, cur)
 	}
 	l := *cur
 	l.RenewedAt = now
@@ -235,7 +256,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 	s.leases[req.Key] = l
 	s.record(now, change{op: protocol.OpRenew, status: protocol.StatusRenewed, lease: l,
 		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
-	return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, nil
+	return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}
 }
 
 // Release deletes the holder's live lease. The result carries the lease as

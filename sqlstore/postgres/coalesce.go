@@ -69,7 +69,6 @@ type coalescer struct {
 	inflight int
 	queue    []*pendingOp
 	wg       sync.WaitGroup // batch goroutines
-	noBatch  bool           // the server refused the batch function: run every operation alone
 	batches  int64          // statements of more than one operation sent (tests read it)
 	batched  int64          // operations in them
 	alone    int64          // operations of batches that ran again alone
@@ -163,9 +162,7 @@ func (c *coalescer) run(batch []*pendingOp) {
 			close(p.done)
 		}
 	}()
-	c.mu.Lock()
-	single := len(batch) == 1 || c.noBatch
-	c.mu.Unlock()
+	single := len(batch) == 1 || c.b.noBatch.Load()
 	var alone int
 	if single {
 		for _, p := range batch {
@@ -177,7 +174,7 @@ func (c *coalescer) run(batch []*pendingOp) {
 	c.batches++
 	c.batched += int64(len(batch))
 	c.mu.Unlock()
-	err := c.runBatch(ctx, batch)
+	err := c.b.sendBatch(ctx, batch)
 	alone = 0
 	for _, p := range batch {
 		if err != nil && p.o == nil && p.err == nil {
@@ -224,19 +221,22 @@ func batchArgs(batch []*pendingOp) args {
 		"now": first["now"], "lease_version": first["lease_version"], "record_version": first["record_version"]}
 }
 
-// runBatch sends the batch on one connection (creating the batch function
+// sendBatch sends the batch on one connection (creating the batch function
 // there first if that connection has not got it yet) and sets each
 // operation's outcome or error. An error return means the statement failed
 // as a whole: nothing of it was applied, unless the connection broke after
 // the commit, which a run alone with the same request id finds out.
-func (c *coalescer) runBatch(ctx context.Context, batch []*pendingOp) error {
-	conn, err := c.b.pool.Acquire(ctx)
+func (b *Backend) sendBatch(ctx context.Context, batch []*pendingOp) error {
+	for _, p := range batch {
+		p.o, p.err = nil, nil
+	}
+	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	bound := changeBatchSQL.bind(batchArgs(batch))
-	err = c.query(ctx, conn, batch, bound)
+	err = queryBatch(ctx, conn, batch, bound)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") {
 		// The function is made per connection (a temporary object); a
@@ -244,19 +244,17 @@ func (c *coalescer) runBatch(ctx context.Context, batch []*pendingOp) error {
 		if _, err := conn.Exec(ctx, changeBatchFnSQL); err != nil {
 			if errors.As(err, &pe) && pe.Code == "42501" {
 				// No TEMP privilege on the database: never batch.
-				c.mu.Lock()
-				c.noBatch = true
-				c.mu.Unlock()
+				b.noBatch.Store(true)
 			}
 			return err
 		}
-		err = c.query(ctx, conn, batch, bound)
+		err = queryBatch(ctx, conn, batch, bound)
 	}
 	return err
 }
 
-// query runs the batch statement and reads one row per operation.
-func (c *coalescer) query(ctx context.Context, conn *pgxpool.Conn, batch []*pendingOp, bound []any) error {
+// queryBatch runs the batch statement and reads one row per operation.
+func queryBatch(ctx context.Context, conn *pgxpool.Conn, batch []*pendingOp, bound []any) error {
 	rows, err := conn.Query(ctx, changeBatchSQL.sql, bound...)
 	if err != nil {
 		return err

@@ -326,12 +326,20 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
-	fp := req.Fingerprint()
-	a := b.changeArgs(req.Key, req.RequestID, fp)
+	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, b.renewArgs(req), classifyRenew(req))
+}
+
+func (b *Backend) renewArgs(req protocol.RenewRequest) args {
+	a := b.changeArgs(req.Key, req.RequestID, req.Fingerprint())
 	a["owner"], a["token"], a["ttl"] = req.Owner, req.Token, interval(req.TTL)
-	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, a, func(o *outcome) (protocol.Result, bool, error) {
+	return a
+}
+
+// classifyRenew reads a renew statement's outcome.
+func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result, bool, error) {
+	return func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
-			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, fp)
+			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, req.Fingerprint())
 			return res, false, err
 		}
 		if o.after != nil {
@@ -341,7 +349,92 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
-	})
+	}
+}
+
+// RenewMany renews reqs in one statement per thousand (the batch function of
+// coalescing; see coalesce.go), each in a subtransaction of its own with
+// its own audit record, in order, and answers one result per request. A
+// renewal the batch could not tell (its row changed under it, a concurrent
+// request with its request id) runs again alone; so does every renewal when
+// the statement failed as a whole while the deadline allows. It implements
+// [protocol.BulkRenewer].
+//
+// A batch of more than 64 renewals has more subtransactions than a server
+// process keeps in its cache: while it runs (milliseconds for a thousand),
+// other sessions' snapshots check its transaction ids in pg_subtrans.
+func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	out := make([]protocol.Result, 0, len(reqs))
+	for len(reqs) > 0 {
+		n := min(len(reqs), maxRenewBatch)
+		got, err := b.renewMany(ctx, reqs[:n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		reqs = reqs[n:]
+	}
+	return out, nil
+}
+
+// maxRenewBatch bounds the renewals of one statement: each takes its key's
+// advisory lock until the statement commits, and the server's lock table
+// (max_locks_per_transaction times max_connections) is shared.
+const maxRenewBatch = 1000
+
+func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	out := make([]protocol.Result, len(reqs))
+	batch := make([]*pendingOp, len(reqs))
+	for i, req := range reqs {
+		batch[i] = &pendingOp{op: protocol.OpRenew, key: req.Key, st: renewSQL, a: b.renewArgs(req)}
+	}
+	var err error
+	if len(reqs) > 1 && !b.noBatch.Load() {
+		err = retrySerialization(ctx, protocol.OpRenew, func() error {
+			err := b.sendBatch(ctx, batch)
+			if err != nil {
+				return interpretError(protocol.OpRenew, err)
+			}
+			return nil
+		})
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	for i, p := range batch {
+		if err == nil && p.err == nil && p.o != nil {
+			res, raced, cerr := classifyRenew(reqs[i])(p.o)
+			if cerr == nil && !raced {
+				out[i] = res
+				continue
+			}
+			if cerr != nil {
+				p.err = cerr
+			}
+		}
+		if err == nil && p.err != nil && !errors.Is(p.err, errRunAlone) && !errors.Is(p.err, errRequestIDRace) &&
+			!errors.Is(p.err, errSerialization) {
+			out[i] = failed(p.err)
+			continue
+		}
+		res, rerr := b.Renew(ctx, reqs[i])
+		if rerr != nil {
+			res = failed(rerr)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// failed is the result of one renewal of RenewMany that could not be
+// answered: its status is the error's (timeout, unavailable), its message
+// the error's text.
+func failed(err error) protocol.Result {
+	st := protocol.StatusOf(err)
+	if !st.Known() || st.Success() {
+		st = protocol.StatusUnavailable
+	}
+	return protocol.Result{Status: st, Message: err.Error()}
 }
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.

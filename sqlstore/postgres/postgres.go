@@ -88,6 +88,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -163,14 +164,16 @@ type Backend struct {
 	pool      *pgxpool.Pool
 	ownsPool  bool
 	now       func() time.Time
-	listen    listener   // wakes waiters of released and revoked keys (notify.go)
-	co        *coalescer // nil with Config.NoCoalescing
+	listen    listener    // wakes waiters of released and revoked keys (notify.go)
+	co        *coalescer  // nil with Config.NoCoalescing
+	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege): never batch
 	closeOnce sync.Once
 }
 
 var (
-	_ protocol.Backend = (*Backend)(nil)
-	_ audit.Reader     = (*Backend)(nil)
+	_ protocol.Backend     = (*Backend)(nil)
+	_ audit.Reader         = (*Backend)(nil)
+	_ protocol.BulkRenewer = (*Backend)(nil)
 )
 
 // Open connects to the PostgreSQL server named by dsn (a pgx connection

@@ -164,32 +164,67 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 // Renew extends the live lease (req.Key, req.Owner, req.Token) to expire
 // req.TTL from now, keeping its token.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	return b.write(ctx, protocol.OpRenew, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		return b.renew(ctx, tx, now, req)
+	})
+}
+
+// RenewMany renews reqs in order in one transaction (one commit, one
+// fsync), each with its own audit record, and answers one result per
+// request. It implements [protocol.BulkRenewer]. An error (the file could
+// not be written) fails the whole call, and nothing of it is committed.
+func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	out := make([]protocol.Result, len(reqs))
+	_, err := b.write(ctx, protocol.OpRenew, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		for i, req := range reqs {
+			res, _, err := b.renew(ctx, tx, now, req)
+			var pe *protocol.Error
+			if errors.As(err, &pe) {
+				// This lease's row cannot be read (a format version this
+				// release does not know): its renewal fails alone.
+				out[i] = protocol.Result{Status: pe.Status, Message: pe.Error()}
+				continue
+			}
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
+			out[i] = res
+		}
+		return protocol.Result{}, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renew is Renew's transaction body. A refusal writes nothing, so its
+// commit flag is false.
+func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req protocol.RenewRequest) (protocol.Result, bool, error) {
 	const op = protocol.OpRenew
 	fp := req.Fingerprint()
-	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
-			return res, false, err
-		}
-		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now,
-			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
-		var acq int64
-		err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&acq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-				return protocol.CheckHolder(cur, req.Owner, req.Token, now)
-			})
-		}
-		if err != nil {
-			return protocol.Result{}, false, err
-		}
-		l.AcquiredAt = fromMicros(acq)
-		rec := backendkit.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
-		if err := b.record(ctx, tx, rec); err != nil {
-			return protocol.Result{}, false, err
-		}
-		return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, true, nil
-	})
+	if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+		return res, false, err
+	}
+	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now,
+		ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
+	var acq int64
+	err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
+		micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&acq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+			return protocol.CheckHolder(cur, req.Owner, req.Token, now)
+		})
+	}
+	if err != nil {
+		return protocol.Result{}, false, err
+	}
+	l.AcquiredAt = fromMicros(acq)
+	rec := backendkit.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
+	if err := b.record(ctx, tx, rec); err != nil {
+		return protocol.Result{}, false, err
+	}
+	return protocol.Result{Status: protocol.StatusRenewed, Lease: &l}, true, nil
 }
 
 // Release deletes the live lease (req.Key, req.Owner, req.Token). The result

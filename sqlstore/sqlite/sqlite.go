@@ -106,8 +106,9 @@ type Backend struct {
 }
 
 var (
-	_ protocol.Backend = (*Backend)(nil)
-	_ audit.Reader     = (*Backend)(nil)
+	_ protocol.Backend     = (*Backend)(nil)
+	_ protocol.BulkRenewer = (*Backend)(nil)
+	_ audit.Reader         = (*Backend)(nil)
 )
 
 // OpenDB returns a *sql.DB on the SQLite file at path, configured the way

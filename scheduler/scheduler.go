@@ -220,12 +220,16 @@ type renewOutcome struct {
 	err  error
 }
 
-// renewConcurrency bounds the renewals of a round in flight at once.
-const renewConcurrency = 8
+// renewConcurrency bounds the renewals of a round in flight at once. A
+// backend that coalesces concurrent operations (PostgreSQL's, by default)
+// then sends most of a round's renewals in a few round trips
+// (BenchmarkRenewRound in sqlstore/postgres); SQLite queues them for its
+// one writer.
+const renewConcurrency = 64
 
-// renew renews items, one store call each, a few at a time, the first
-// items first, each bounded by its deadline. It is the one place to change
-// when the protocol offers a bulk renew.
+// renew renews items, one store call each, up to renewConcurrency at a
+// time, the first items first, each bounded by its deadline. It is the one
+// place to change should the protocol offer a bulk renew.
 func (s *Scheduler) renew(items []renewItem) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	sem := make(chan struct{}, renewConcurrency)

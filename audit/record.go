@@ -4,6 +4,7 @@
 //
 // The durable trail is written by each backend in the same atomic step as
 // the state change it records; this package only reads it and describes it.
+// [Watch] streams the changes of a key or a namespace as they commit.
 // It must not import any database driver or any package under sqlstore/.
 package audit
 

@@ -9,7 +9,8 @@
 // fencing tokens from one counter per store, expiry judged by the store's
 // clock, idempotency by (namespace, request id) with a parameters hash and
 // replay, one audit record per state change, list with keyset pagination,
-// and [audit.Reader]. Because the store writes and reads its own values, the
+// and [audit.Reader], and it wakes blocking acquires ([protocol.Notifier])
+// in-process. Because the store writes and reads its own values, the
 // format-version checks of the SQL backends have nothing to refuse here.
 //
 // A [Store] holds the state; each [Store.Handle] is an independent

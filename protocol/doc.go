@@ -9,6 +9,11 @@
 // strictly greater than every token ever issued for that key, so a resource
 // can refuse a writer that paused past its lease.
 //
+// [AcquireWait] (and [HoldConfig].Wait) blocks until the key can be taken:
+// it sleeps until the holder's expiry, and a backend that implements the
+// optional [Notifier] (every shipped one does) wakes it as soon as the
+// holder releases or is revoked, in any process sharing the store.
+//
 // Services and HTTP handlers should depend on the [Store] interface, which
 // [*Runtime] satisfies, rather than on any backend.
 //

@@ -120,3 +120,53 @@ func TestReadmeSnippets(t *testing.T) {
 		c.runJSON(t, 4, "get", "10.0.0.0/24", "-n", "scanner") // released, not left to expire
 	})
 }
+
+// The README's block of leasectl run, acquire --wait and watch runs as
+// written (bash, leasectl on PATH) on a fresh SQLite store: the two runs
+// take turns with increasing tokens, the deploy step takes and gives back
+// its lease, and watch prints the four changes of the report's key.
+func TestReadmeWaitRunWatchScript(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```bash\n(# leasectl run, acquire --wait and watch\n.*?)```\n").FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatal("README.md has no bash block starting with \"# leasectl run, acquire --wait and watch\"")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", m[1])
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"LEASESTORE_DSN=sqlite:"+filepath.Join(dir, "leases.db"), "NO_COLOR=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the README block failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "report with token 1\n") || !strings.Contains(out, "report with token 2\n") ||
+		!strings.Contains(out, "deploying with fencing token 3\n") {
+		t.Fatalf("the README block printed:\n%s\nwant the two reports (tokens 1, 2) and the deploy (token 3)\nstderr:\n%s", out, stderr.String())
+	}
+	var ops []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("watch printed %q: %v", line, err)
+		}
+		if rec["key"] != "nightly-report" {
+			t.Fatalf("watch of nightly-report printed %v", rec)
+		}
+		ops = append(ops, rec["op"].(string))
+	}
+	if strings.Join(ops, " ") != "acquire release acquire release" {
+		t.Fatalf("watch printed the changes %v, want acquire release acquire release\nstdout:\n%s", ops, out)
+	}
+}

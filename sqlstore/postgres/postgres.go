@@ -61,6 +61,13 @@
 // backend starts a new era (leasestore_audit_new_era) and runs it again; Open
 // and Health do the same on sight.
 //
+// # Waking waiters
+//
+// The backend implements [protocol.Notifier] with LISTEN/NOTIFY on a
+// connection of its own, and the release and revoke statements notify only
+// when some process waits for the key, which the database's lock table
+// tells them; see notify.go.
+//
 // # Schema
 //
 // The database objects (tables leasestore_leases, leasestore_audit,

@@ -17,6 +17,12 @@
 // write lock is taken, so on one machine the times of successive state
 // changes follow commit order (up to wall-clock steps). Processes sharing a
 // file share the machine, and so the clock.
+//
+// The Backend implements [protocol.Notifier], so a blocking acquire
+// (protocol.AcquireWait) wakes as soon as the holder lets go: at once for a
+// release through the same Backend, within about [Config].NotifyInterval
+// for one by another process, found by PRAGMA data_version on a connection
+// that polls only while someone waits (notify.go).
 package sqlite
 
 import (

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -45,4 +47,48 @@ func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (strin
 		lines = append(lines, detail)
 	}
 	return strings.Join(lines, "\n"), rows.Err()
+}
+
+// HoldWriter runs a write transaction that waits until release is called,
+// so that the writes started meanwhile queue for one batch.
+func HoldWriter(b *Backend) (release func()) {
+	held, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gone)
+		_, _ = b.write(context.Background(), "", func(context.Context, *sql.Tx, time.Time) (protocol.Result, bool, error) {
+			close(held)
+			<-gone
+			return protocol.Result{}, false, nil
+		})
+	}()
+	<-held
+	var once sync.Once
+	return func() { once.Do(func() { gone <- struct{}{} }) }
+}
+
+// WriteQueueLen returns how many writes wait for a batch.
+func WriteQueueLen(b *Backend) int {
+	b.writer.mu.Lock()
+	defer b.writer.mu.Unlock()
+	return len(b.writer.queue)
+}
+
+// WriteBatches returns how many transactions of more than one write ran.
+func WriteBatches(b *Backend) int64 {
+	b.writer.mu.Lock()
+	defer b.writer.mu.Unlock()
+	return b.writer.batches
+}
+
+// FailingWrite runs a write that inserts a lease row and then fails with
+// err, as a write that broke half way would.
+func FailingWrite(ctx context.Context, b *Backend, name string, err error) error {
+	_, werr := b.write(ctx, protocol.OpAcquire, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if _, e := tx.ExecContext(ctx, `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+			VALUES ('ns', ?1, 'o', 1, 0, 0, 9999999999999999, 1)`, name); e != nil {
+			return protocol.Result{}, false, e
+		}
+		return protocol.Result{}, false, err
+	})
+	return werr
 }

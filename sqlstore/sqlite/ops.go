@@ -28,34 +28,6 @@ func (b *Backend) clock() time.Time { return b.now().Truncate(time.Microsecond).
 // written, the transaction is rolled back).
 type change func(ctx context.Context, tx *sql.Tx, now time.Time) (res protocol.Result, commit bool, err error)
 
-// write runs fn in one BEGIN IMMEDIATE transaction (the DSN's _txlock, see
-// OpenDB), after taking the Backend's write slot. now is read once the write
-// lock is held.
-func (b *Backend) write(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
-	select {
-	case b.writeSlot <- struct{}{}:
-	case <-ctx.Done():
-		return protocol.Result{}, b.interpret(ctx, op, ctx.Err())
-	}
-	defer func() { <-b.writeSlot }()
-
-	tx, err := b.db.BeginTx(ctx, nil)
-	if err != nil {
-		return protocol.Result{}, b.interpret(ctx, op, err)
-	}
-	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	res, commit, err := fn(ctx, tx, b.clock())
-	if err != nil {
-		return protocol.Result{}, b.interpret(ctx, op, err)
-	}
-	if commit {
-		if err := tx.Commit(); err != nil {
-			return protocol.Result{}, b.interpret(ctx, op, err)
-		}
-	}
-	return res, nil
-}
-
 // replay looks (namespace, requestID) up in the audit trail. done reports
 // that the request was answered from it (a replay, or invalid for a reused
 // id); the caller then writes nothing.

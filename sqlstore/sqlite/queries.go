@@ -209,4 +209,10 @@ const (
 	qWakeKeys    = `
 SELECT DISTINCT namespace, name FROM leasestore_audit
 WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke')`
+
+	// qSavepoint, qRollbackSavepoint and qReleaseSavepoint bracket each
+	// write of a coalesced transaction (see coalesce.go).
+	qSavepoint         = `SAVEPOINT leasestore_write`
+	qRollbackSavepoint = `ROLLBACK TO SAVEPOINT leasestore_write`
+	qReleaseSavepoint  = `RELEASE SAVEPOINT leasestore_write`
 )

@@ -53,7 +53,7 @@ import (
 const DefaultBusyTimeout = 5 * time.Second
 
 // maxConns bounds the connections of a *sql.DB from [OpenDB]. Writes use one
-// at a time (see Backend.writeSlot); the others serve concurrent reads, which
+// at a time (see coalesce.go); the others serve concurrent reads, which
 // WAL lets proceed beside a writer. Each connection has its own page cache,
 // so more would cost memory for little.
 const maxConns = 4
@@ -90,20 +90,9 @@ type Backend struct {
 	now   func() time.Time
 	stmts statements
 
-	// writeSlot admits one write transaction of this Backend at a time, in
-	// arrival order, and lets a waiter give up when its context ends. SQLite
-	// allows a single writer per file anyway; queuing here instead of inside
-	// SQLite means that writers of one process wait on a channel rather
-	// than sleeping and polling in SQLite's busy handler (1, 2, 5, 10, ...
-	// 100 ms steps), where a writer that lost a few rounds sleeps long and
-	// can keep losing. Measured with bench_test.go at 8 goroutines, the
-	// slowest operation waited 13 to 74 ms here, against 2.1 to 3.5 s for
-	// the same transactions contending in SQLite's busy handler (close to
-	// the 5 s busy timeout), at about the same throughput: SQLite admits
-	// one writer at a time either way. Writers in other processes, or other
-	// Backends on the same file, are still arbitrated by SQLite's lock and
-	// the busy timeout.
-	writeSlot chan struct{}
+	// writer runs this Backend's write transactions one at a time,
+	// coalescing the writes that wait meanwhile (coalesce.go).
+	writer writer
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)
 
@@ -298,7 +287,7 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{db: db, owned: owned, now: cfg.testNow, writeSlot: make(chan struct{}, 1)}
+	b := &Backend{db: db, owned: owned, now: cfg.testNow}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -371,6 +360,7 @@ func (b *Backend) Health(ctx context.Context) error {
 // idempotent; operations after Close fail with unavailable.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
+		b.waitWrites()
 		b.notify.close()
 		err := b.stmts.close()
 		if b.owned {

@@ -225,7 +225,7 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...)
+	red := newRedactor(append(dsnArgs(args), getenv(EnvDSN))...).with(getenv(EnvAPIToken))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	a := &app{
@@ -367,6 +367,8 @@ in the working directory:
   postgres://USER:PASSWORD@HOST:PORT/DB?...   PostgreSQL (pgx connection string);
                                              never migrated implicitly: run 'leasectl migrate up'
   sqlite:PATH                                 SQLite file, created and migrated on first use
+  http://HOST:PORT or https://HOST:PORT        a store served by 'leasectl serve'; the bearer token
+                                             comes from $LEASESTORE_API_TOKEN
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
@@ -405,7 +407,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 		return &failure{status: string(protocol.StatusInvalid), err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://... or sqlite:PATH (default $"+EnvDSN+", else "+DefaultDSN+")")
+	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://..., sqlite:PATH or http://HOST:PORT (default $"+EnvDSN+", else "+DefaultDSN+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
 	pf.Var(newDurationFlag(&a.timeout, 5*time.Second), "timeout", "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
@@ -417,7 +419,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 	root.AddCommand(
 		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(), a.namespacesCommand(),
 		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
-		a.benchCommand(), a.versionCommand(), a.runCommand(), a.watchCommand(),
+		a.benchCommand(), a.serveCommand(), a.versionCommand(), a.runCommand(), a.watchCommand(),
 	)
 	// The writers are set before cobra's help and completion commands are
 	// made: the completion commands capture the output writer when made.

@@ -79,6 +79,9 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 	if err != nil {
 		return t, nil, err
 	}
+	if t.remote {
+		return t, nil, usageError("migrate: %s is a served store: migrate its database (the DSN leasectl serve was given)", t.shown)
+	}
 	var db *sql.DB
 	if t.dialect == migrations.SQLite {
 		db, err = sqlite.OpenDB(t.path)

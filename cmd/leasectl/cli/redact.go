@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,8 +18,10 @@ const mask = "xxxxx"
 const minBareSecret = 4
 
 var (
-	// urlPassword matches the password of a postgres URL in free text.
-	urlPassword = regexp.MustCompile(`(postgres(?:ql)?://[^:/?#@\s]*:)[^@\s]*@`)
+	// urlPassword matches the password of a postgres or http(s) URL in free text.
+	// The password part stops at characters a URL's userinfo cannot hold
+	// unescaped, so that it never runs on into the next URL of a JSON line.
+	urlPassword = regexp.MustCompile(`((?:postgres(?:ql)?|https?)://[^:/?#@\s"']*:)[^@\s/?#"']*@`)
 	// kvPassword matches password=VALUE in a query string or a key/value DSN.
 	kvPassword = regexp.MustCompile(`((?:ssl)?password=)(?:'[^']*'|[^\s&'"]+)`)
 )
@@ -44,6 +47,19 @@ func newRedactor(dsns ...string) *redactor {
 	}
 	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
 	return r
+}
+
+// with returns a redactor that also masks secrets (a bearer token, say)
+// wherever they occur; empty and short strings are ignored as in newRedactor.
+func (r *redactor) with(secrets ...string) *redactor {
+	out := &redactor{secrets: append([]string(nil), r.secrets...)}
+	for _, s := range secrets {
+		if len(s) >= minBareSecret && !slices.Contains(out.secrets, s) {
+			out.secrets = append(out.secrets, s)
+		}
+	}
+	sort.Slice(out.secrets, func(i, j int) bool { return len(out.secrets[i]) > len(out.secrets[j]) })
+	return out
 }
 
 // redact returns s with every known password and every DSN-shaped password

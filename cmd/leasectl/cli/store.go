@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx" for migrations
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -27,10 +28,12 @@ type target struct {
 	raw     string // as given: pgx connection string, or the sqlite: form
 	path    string // SQLite file path
 	shown   string // fit for messages: password masked
+	remote  bool   // http:// or https://: a store served by leasectl serve (dialect unset)
 }
 
 // parseDSN recognises postgres://, postgresql://, libpq's key=value form
-// (host=... user=... dbname=...) and sqlite:PATH. Any other form is invalid
+// (host=... user=... dbname=...), sqlite:PATH, and http:// or https:// (a
+// store served by leasectl serve). Any other form is invalid
 // input; the message repeats the DSN only when it is a bare file path
 // (suggesting sqlite:PATH), never what may hold a password in a form
 // leasectl does not know how to mask.
@@ -44,6 +47,8 @@ func parseDSN(dsn string) (target, error) {
 			return target{}, usageError("dsn: sqlite: needs a file path, as in sqlite:leasestore.db")
 		}
 		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
+	case strings.HasPrefix(dsn, "http://"), strings.HasPrefix(dsn, "https://"):
+		return target{raw: dsn, shown: redactDSN(dsn), remote: true}, nil
 	case dsn == "":
 		return target{}, usageError("dsn: empty")
 	}
@@ -51,7 +56,7 @@ func parseDSN(dsn string) (target, error) {
 		return target{}, usageError("dsn: %q is not a DSN: for a SQLite file write sqlite:%s", dsn, dsn)
 	}
 	return target{}, usageError("dsn: unknown form: want postgres://USER@HOST:PORT/DB (or postgresql://), " +
-		"key=value pairs (host=HOST user=USER dbname=DB), or sqlite:PATH")
+		"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, or http://HOST:PORT (leasectl serve)")
 }
 
 // isKeyValueDSN reports whether dsn is in libpq's key=value form: space
@@ -140,6 +145,14 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 	defer cancel()
 	a.log.Debug("opening store", "dsn", t.shown)
 	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer}
+	if t.remote {
+		// The server sweeps its own store; a client's runtime has nothing to sweep.
+		c, err := httpapi.NewClient(t.raw, &httpapi.ClientConfig{Token: a.getenv(EnvAPIToken)})
+		if err != nil {
+			return nil, &failure{status: string(protocol.StatusInvalid), err: errors.New(a.red.redact(err.Error()))}
+		}
+		return &store{rt: protocol.New(c, cfg), audit: c, backend: c.Name(), shown: t.shown}, nil
+	}
 	switch t.dialect {
 	case migrations.Postgres:
 		var pcfg postgres.Config

@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/promobserver"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// DefaultListen is where serve listens without --listen.
+const DefaultListen = "127.0.0.1:7070"
+
+// EnvAPIToken holds the bearer token leasectl sends to a served store
+// (--dsn http://... or https://...).
+const EnvAPIToken = "LEASESTORE_API_TOKEN"
+
+// serveJSON is what serve prints on stdout once it listens (JSON mode).
+type serveJSON struct {
+	Status  string `json:"status"` // "serving"
+	URL     string `json:"url"`
+	Backend string `json:"backend"`
+	Store   string `json:"store"`
+	Auth    bool   `json:"auth"` // bearer tokens are required
+}
+
+type serveFlags struct {
+	listen, tokens, tlsCert, tlsKey string
+	maxTimeout, shutdownTimeout     time.Duration
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the store over HTTP/JSON (the HTTP API)",
+		Long: `Serve the store named by --dsn over HTTP/JSON: the routes of DESIGN.md's HTTP
+API (POST /v1/acquire, /v1/renew, /v1/release, /v1/revoke; GET /v1/leases/...,
+/v1/audit; /healthz, /readyz, /metrics, /openapi.json). Other leasectl
+commands, and Go programs through httpapi.Client, reach it with
+--dsn http://HOST:PORT (or https://), sending $` + EnvAPIToken + ` as the bearer token.
+
+--tokens FILE names the bearer tokens, one a line:
+  TOKEN ROLE NS-GLOB[,NS-GLOB...]
+TOKEN is the token itself (16 characters at least) or sha256:HEX of it; ROLE is
+reader (get, list, audit), writer (and acquire, renew, release) or admin (and
+revoke); each NS-GLOB names namespaces, * matching any run of characters (only
+* reads the audit trail of every namespace at once). # starts a comment.
+SIGHUP reloads the file; a file that does not parse is refused and the tokens
+in force stay. Without --tokens every request may do everything, so serve
+refuses to listen on anything but a loopback address.
+
+With --tls-cert and --tls-key serve speaks HTTPS (HTTP/1.1 and HTTP/2);
+without, plain HTTP/1.1 and HTTP/2 (prior knowledge).
+
+SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,
+lets requests in flight finish (up to --shutdown-timeout), then closes the
+store, and exits 0.`,
+		Example: `  leasectl serve --dsn postgres://leasestore@db/leases --listen 0.0.0.0:7070 --tokens /etc/leasestore/tokens
+  leasectl serve --dsn sqlite:/var/lib/leasestore/leases.db
+  LEASESTORE_API_TOKEN=... leasectl list --dsn http://leases.internal:7070 -n billing`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", DefaultListen, "address to listen on, HOST:PORT (port 0: any free port)")
+	fl.StringVar(&f.tokens, "tokens", "", "bearer tokens file (required to listen beyond loopback)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM), with --tls-key")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM), with --tls-cert")
+	fl.Var(newDurationFlag(&f.maxTimeout, httpapi.DefaultMaxTimeout), "max-timeout", "longest deadline a request may ask for (Request-Timeout header)")
+	fl.Var(newDurationFlag(&f.shutdownTimeout, 30*time.Second), "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
+	return cmd
+}
+
+// loopback reports whether host (of --listen) can only be reached from
+// this machine: localhost or a loopback IP. An empty host listens on
+// every interface.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
+	host, _, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return usageError("--listen: %q is not HOST:PORT", f.listen)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usageError("--tls-cert and --tls-key go together")
+	}
+	if f.maxTimeout <= 0 || f.shutdownTimeout <= 0 {
+		return usageError("--max-timeout and --shutdown-timeout must be positive")
+	}
+	var tokens atomic.Pointer[httpapi.Tokens]
+	if f.tokens != "" {
+		t, err := httpapi.LoadTokens(f.tokens)
+		if err != nil {
+			return &failure{status: string(protocol.StatusInvalid), err: err}
+		}
+		tokens.Store(t)
+	} else if !loopback(host) {
+		return usageError("--listen %s: without --tokens every request may do everything, so serve listens only on "+
+			"loopback (127.0.0.1, ::1, localhost); give --tokens FILE to listen there", f.listen)
+	}
+	var tlsConfig *tls.Config
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return usageError("--tls-cert/--tls-key: %v", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	t, err := parseDSN(a.dsn())
+	if err != nil {
+		return err
+	}
+	if t.remote {
+		return usageError("serve: --dsn %s is itself a served store: give serve the database's DSN (postgres://... or sqlite:PATH)", t.shown)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	observer, err := promobserver.New(reg)
+	if err != nil {
+		return failWith(err)
+	}
+	s, err := a.openTarget(cmd.Context(), t, openOptions{observer: observer})
+	if err != nil {
+		return err
+	}
+	defer s.close(a)
+	h, err := httpapi.NewHandler(s.rt, s.audit, &httpapi.Config{
+		DefaultTimeout: a.timeout, MaxTimeout: f.maxTimeout, Logger: a.log, Tokens: tokens.Load, Registry: reg,
+	})
+	if err != nil {
+		return failWith(err)
+	}
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fail(protocol.StatusUnavailable, "serve: listen: %v", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		TLSConfig:         tlsConfig,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(cmd.Context()) },
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	if tlsConfig != nil {
+		srv.Protocols.SetHTTP2(true)
+	} else {
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	url := scheme + "://" + l.Addr().String()
+
+	served := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			served <- srv.ServeTLS(l, "", "")
+		} else {
+			served <- srv.Serve(l)
+		}
+	}()
+	a.log.Info("serving", "url", url, "backend", s.backend, "store", s.shown, "auth", f.tokens != "")
+	if a.output == "json" {
+		a.printJSON(serveJSON{Status: "serving", URL: url, Backend: s.backend, Store: s.shown, Auth: f.tokens != ""})
+	} else {
+		a.printText(fmt.Sprintf("serving the %s store %s at %s (Ctrl-C to stop)\n", s.backend, s.shown, url))
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case err := <-served:
+			return fail(protocol.StatusUnavailable, "serve: %v", err)
+		case <-hup:
+			a.reloadTokens(f.tokens, &tokens)
+			continue
+		case <-cmd.Context().Done():
+		}
+		break
+	}
+	a.log.Info("shutting down: finishing requests in flight", "timeout", f.shutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		a.log.Warn("shutdown: requests still in flight were cut off", "err", err)
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Warn("serve", "err", err)
+	}
+	a.log.Info("stopped; closing the store")
+	return nil
+}
+
+// reloadTokens reads the tokens file again; on failure the tokens in force stay.
+func (a *app) reloadTokens(path string, tokens *atomic.Pointer[httpapi.Tokens]) {
+	if path == "" {
+		a.log.Warn("SIGHUP: no --tokens file to reload")
+		return
+	}
+	t, err := httpapi.LoadTokens(path)
+	if err != nil {
+		a.log.Error("SIGHUP: the tokens file does not load; the tokens in force stay", "err", err)
+		return
+	}
+	tokens.Store(t)
+	a.log.Info("SIGHUP: tokens reloaded", "file", path, "tokens", t.Len())
+}

@@ -184,6 +184,11 @@ func TestRunExitCodesAndEnvironment(t *testing.T) {
 		if r := c.run(t, "run", "job", "--", "sh", "-c", "echo ran"); r.code != 3 || strings.Contains(r.stdout, "ran") {
 			t.Fatalf("run of a held key without --wait: want exit 3 and CMD not run\n%s", r)
 		}
+		rr := c.run(t, "-o", "json", "run", "job", "--", "sh", "-c", "echo ran")
+		refused := rr.obj(t)
+		if l := result(t, refused, "conflict"); rr.code != 3 || l["owner"] != "other" || refused["request_id"] == "" {
+			t.Fatalf("run -o json of a held key: %v, want exit 3 and the conflict result with the holder and a request id\n%s", refused, rr)
+		}
 		if r := c.run(t, "run", "job", "--wait", "--wait-timeout", "300ms", "--", "sh", "-c", "echo ran"); r.code != 3 || strings.Contains(r.stdout, "ran") {
 			t.Fatalf("run --wait past its --wait-timeout: want exit 3 and CMD not run\n%s", r)
 		}

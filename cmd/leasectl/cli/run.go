@@ -121,6 +121,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	if w.wait {
 		hcfg.Wait = a.waitConfig(req.Key)
 	}
+	req.RequestID = protocol.NewRequestID() // made here so that a refusal can show it
 	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
 	if !stopWatching() && err == nil {
 		// Interrupted (or out of wait time) just as the lease was taken.
@@ -132,7 +133,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if !errors.As(err, &pe) {
 			return failWith(err)
 		}
-		return a.printResult(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message})
+		return a.printResult(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
+			RequestID: req.RequestID})
 	}
 	a.log.Debug("run: holding the lease", "key", req.Key.String(), "token", h.Token())
 

@@ -47,6 +47,8 @@ type pendingWrite struct {
 
 // writer is the Backend's write queue; it is safe for concurrent use.
 type writer struct {
+	maxBatch int // maxWriteBatch, or 1 with Config.NoCoalescing
+
 	mu      sync.Mutex
 	writing bool // a transaction of this Backend runs
 	queue   []*pendingWrite
@@ -121,7 +123,7 @@ func (b *Backend) nextWrite() {
 
 // take removes the next batch from the queue; w.mu is held.
 func (w *writer) take() []*pendingWrite {
-	n := min(len(w.queue), maxWriteBatch)
+	n := min(len(w.queue), w.maxBatch)
 	batch := slices.Clone(w.queue[:n])
 	w.queue = slices.Delete(w.queue, 0, n)
 	if n > 1 {

@@ -78,6 +78,10 @@ type Config struct {
 	// export_test.go), so that a manual clock passes TTLs without
 	// sleeping; production code cannot set it.
 	testNow func() time.Time
+	// NoCoalescing runs every write in a transaction of its own, one
+	// after the other, for comparison (see coalesce.go). Default: false,
+	// writes that wait at the same moment share a transaction.
+	NoCoalescing bool
 }
 
 // Backend is the SQLite backend. It implements [protocol.Backend] and
@@ -288,6 +292,10 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 		cfg = &Config{}
 	}
 	b := &Backend{db: db, owned: owned, now: cfg.testNow}
+	b.writer.maxBatch = maxWriteBatch
+	if cfg.NoCoalescing {
+		b.writer.maxBatch = 1
+	}
 	if b.now == nil {
 		b.now = time.Now
 	}

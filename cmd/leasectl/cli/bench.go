@@ -44,6 +44,11 @@ type benchJSON struct {
 	OpsPerSec   float64 `json:"ops_per_sec"`
 	P50MS       float64 `json:"p50_ms"`
 	P99MS       float64 `json:"p99_ms"`
+	// ServerCPUUSPerOp and ClientCPUUSPerOp: CPU time per operation of the
+	// server processes of the pool (PostgreSQL on this host only) and of
+	// leasectl itself, in microseconds; absent when not measured.
+	ServerCPUUSPerOp float64 `json:"server_cpu_us_per_op,omitempty"`
+	ClientCPUUSPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
 }
 
 // histogram records latencies in logarithmic buckets 2% wide, so a long
@@ -115,7 +120,8 @@ const (
 // benchSubject is what a bench run drives: acquire and release for the
 // acquire-release workload; the runtime, for the others (the store only).
 type benchSubject struct {
-	name    string // subjectStore or subjectRaw
+	name    string    // subjectStore or subjectRaw
+	cpu     *cpuMeter // nil when the server's CPU is not measured
 	rt      *protocol.Runtime
 	acquire func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status)
 	release func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status
@@ -271,13 +277,15 @@ func (b *benchRun) work(ctx context.Context, id int, stop <-chan struct{}, w *be
 
 // benchFlags are bench's validated options.
 type benchFlags struct {
-	levels     []int // concurrency of each measurement, in order
-	keys       int
-	duration   time.Duration
-	warmUp     time.Duration
-	ttl        time.Duration
-	op, ns     string
-	compareRaw bool
+	levels       []int // concurrency of each measurement, in order
+	keys         int
+	duration     time.Duration
+	warmUp       time.Duration
+	ttl          time.Duration
+	op, ns       string
+	compareRaw   bool
+	noCoalescing bool
+	maxInFlight  int
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -367,11 +375,19 @@ bench at a scratch store.`,
 			}
 			// One pooled connection per worker, so that the figures measure
 			// the database rather than a queue for connections.
-			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(slices.Max(f.levels))})
+			if f.maxInFlight < 0 {
+				return usageError("--max-in-flight: must not be negative, got %d", f.maxInFlight)
+			}
+			app := "leasectl-bench-" + protocol.RandomRequestID()[:8]
+			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(slices.Max(f.levels)),
+				noCoalescing: f.noCoalescing, maxInFlight: f.maxInFlight, appName: app})
 			if err != nil {
 				return err
 			}
 			defer s.close(a)
+			if t.dialect == migrations.Postgres && !dsnHasParam(t.raw, "application_name") {
+				s.cpu = &cpuMeter{dsn: t.raw, app: app}
+			}
 			var raw rawbench.Baseline
 			if f.compareRaw {
 				if raw, err = a.openRaw(cmd.Context(), t, int32(slices.Max(f.levels))); err != nil {
@@ -408,6 +424,8 @@ bench at a scratch store.`,
 	fl.Var(newDurationFlag(&f.ttl, DefaultTTL), "ttl", "lease duration used by the workload")
 	fl.StringVarP(&f.ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
 	fl.BoolVar(&f.compareRaw, "compare-raw", false, "measure the raw baseline beside the store, in the same run")
+	fl.BoolVar(&f.noCoalescing, "no-coalescing", false, "send every operation of the store on its own (one statement or transaction each), for comparison")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "PostgreSQL: state-changing round trips in flight before operations are coalesced (default: the backend's)")
 	return cmd
 }
 
@@ -456,11 +474,16 @@ func (a *app) runBenches(ctx context.Context, s *store, raw rawbench.Baseline, f
 		keys[i] = fmt.Sprintf("key-%06d", i)
 	}
 	store := storeSubject(s.rt)
+	store.cpu = s.cpu
 	var rows []benchRow
 	for _, c := range f.levels {
 		var rawRow *benchRow
 		if raw != nil {
-			out, conflicts, err := a.runBench(ctx, rawSubject(raw), s.backend, f, keys, c)
+			rs := rawSubject(raw)
+			if p, ok := raw.(*rawbench.Postgres); ok && s.cpu != nil {
+				rs.cpu = &cpuMeter{dsn: s.cpu.dsn, app: p.AppName()}
+			}
+			out, conflicts, err := a.runBench(ctx, rs, s.backend, f, keys, c)
 			if err != nil {
 				return nil, err
 			}
@@ -523,6 +546,7 @@ func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, 
 		}
 		b.counting.Store(true)
 	}
+	cpu0, self0 := subj.cpu.sample(ctx), selfCPU()
 	start := time.Now()
 	timer := time.NewTimer(f.duration)
 	ticker := time.NewTicker(time.Second)
@@ -549,6 +573,7 @@ wait:
 	timer.Stop()
 	elapsed := time.Since(start)
 	ops, errs := b.ops.Load(), b.errors.Load()
+	serverCPU, clientCPU := subj.cpu.sample(context.WithoutCancel(ctx)).since(cpu0), selfCPU()-self0
 	close(stop)
 	wg.Wait()
 
@@ -564,6 +589,12 @@ wait:
 	}
 	if elapsed > 0 {
 		out.OpsPerSec = round3(float64(out.Ops) / elapsed.Seconds())
+	}
+	if ops > 0 {
+		out.ClientCPUUSPerOp = round3(float64(clientCPU.Microseconds()) / float64(ops))
+		if serverCPU >= 0 {
+			out.ServerCPUUSPerOp = round3(float64(serverCPU.Microseconds()) / float64(ops))
+		}
 	}
 	a.log.Info("bench: done", "subject", subj.name, "concurrency", concurrency, "ops", out.Ops, "errors", out.Errors,
 		"conflicts", conflicts)
@@ -596,6 +627,8 @@ func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 func (a *app) printBench(row benchRow) {
 	out := row.benchJSON
+	// One measurement keeps DESIGN's shape; the CPU figures go with tables.
+	out.ServerCPUUSPerOp, out.ClientCPUUSPerOp = 0, 0
 	if a.output == "json" {
 		out.Status = StatusOK
 		a.printJSON(out)
@@ -629,14 +662,18 @@ func (a *app) printBenchTable(rows []benchRow, f benchFlags) {
 		return
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "backend %s, op %s, %d keys (namespace %s), %s per measurement after a %s warm-up\n",
-		rows[0].Backend, f.op, f.keys, f.ns, f.duration, f.warmUp)
+	coalescing := "coalescing on"
+	if f.noCoalescing {
+		coalescing = "coalescing off"
+	}
+	fmt.Fprintf(&sb, "backend %s (%s), op %s, %d keys (namespace %s), %s per measurement after a %s warm-up\n",
+		rows[0].Backend, coalescing, f.op, f.keys, f.ns, f.duration, f.warmUp)
 	if f.compareRaw {
 		sb.WriteString("raw: the baseline statements in scratch tables, measured in this run; ratio = leasestore ops/s / raw ops/s\n")
 	}
 	sb.WriteString("\n")
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "concurrency\tsubject\tops/s\tp50 ms\tp99 ms\terrors\tconflicts\tratio\t")
+	fmt.Fprintln(tw, "concurrency\tsubject\tops/s\tp50 ms\tp99 ms\tserver CPU µs/op\tleasectl CPU µs/op\terrors\tconflicts\tratio\t")
 	for _, r := range rows {
 		ratio := ""
 		if r.RatioToRaw > 0 {
@@ -646,8 +683,12 @@ func (a *app) printBenchTable(rows []benchRow, f benchFlags) {
 		if subject == "" {
 			subject = subjectStore
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.3f\t%.3f\t%d\t%d\t%s\t\n", r.Concurrency, subject, r.OpsPerSec, r.P50MS,
-			r.P99MS, r.Errors, r.Conflicts, ratio)
+		srv := "-"
+		if r.ServerCPUUSPerOp > 0 {
+			srv = fmt.Sprintf("%.0f", r.ServerCPUUSPerOp)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.3f\t%.3f\t%s\t%.0f\t%d\t%d\t%s\t\n", r.Concurrency, subject, r.OpsPerSec, r.P50MS,
+			r.P99MS, srv, r.ClientCPUUSPerOp, r.Errors, r.Conflicts, ratio)
 	}
 	_ = tw.Flush()
 	a.printText(sb.String())

@@ -47,8 +47,16 @@ func TestBenchCompareRaw(t *testing.T) {
 					t.Fatalf("line %d: %v: %s", i, err, line)
 				}
 				want := append([]string{"status", "backend", "namespace", "op", "concurrency", "keys", "ops", "errors",
-					"conflicts", "duration_s", "ops_per_sec", "p50_ms", "p99_ms", "subject"}, map[bool][]string{true: {"ratio_to_raw"}}[wantOrder[i].subject == "leasestore"]...)
+					"conflicts", "duration_s", "ops_per_sec", "p50_ms", "p99_ms", "subject", "client_cpu_us_per_op"},
+					map[bool][]string{true: {"ratio_to_raw"}}[wantOrder[i].subject == "leasestore"]...)
+				if name == "postgres" {
+					// The server runs on this host: its processes' CPU is read.
+					want = append(want, "server_cpu_us_per_op")
+				}
 				wantKeys(t, "bench row", m, want...)
+				if m["client_cpu_us_per_op"].(float64) <= 0 || (name == "postgres" && m["server_cpu_us_per_op"].(float64) <= 0) {
+					t.Fatalf("line %d: CPU figures: %v", i, m)
+				}
 				if m["subject"] != wantOrder[i].subject || m["concurrency"] != wantOrder[i].c || m["backend"] != name ||
 					m["errors"] != float64(0) || m["ops"].(float64) < 1 || m["p99_ms"].(float64) < m["p50_ms"].(float64) {
 					t.Fatalf("line %d: %v", i, m)
@@ -95,7 +103,7 @@ func TestBenchCompareRaw(t *testing.T) {
 
 			table := runCLI(t, e, "bench", "-c", "1", "--compare-raw", "--duration", "200ms", "--keys", "50")
 			wantCode(t, table, 0)
-			for _, want := range []string{"concurrency", "subject", "p50 ms", "p99 ms", "ratio", "raw", "leasestore", "×"} {
+			for _, want := range []string{"concurrency", "subject", "p50 ms", "p99 ms", "server CPU µs/op", "ratio", "raw", "leasestore", "×"} {
 				if !strings.Contains(table.stdout, want) {
 					t.Fatalf("table lacks %q:\n%s", want, table.stdout)
 				}
@@ -117,8 +125,15 @@ func TestBenchSweepAndUsage(t *testing.T) {
 		strings.Contains(o.stdout, "ratio_to_raw") {
 		t.Fatalf("sweep output:\n%s", o.stdout)
 	}
+	// --no-coalescing runs (and says so in the table).
+	off := runCLI(t, e, "bench", "-c", "1,2", "--no-coalescing", "--duration", "200ms", "--keys", "4")
+	wantCode(t, off, 0)
+	if !strings.Contains(off.stdout, "coalescing off") {
+		t.Fatalf("--no-coalescing table:\n%s", off.stdout)
+	}
 	for _, args := range [][]string{
 		{"-c", "0"}, {"-c", "1,2000"}, {"-c", "1,x"}, {"--compare-raw", "--op", "renew"}, {"--warm-up", "-1s"},
+		{"--max-in-flight", "-1"},
 	} {
 		fresh := sqliteEnv(t)
 		o := runCLI(t, fresh, append([]string{"bench", "--duration", "100ms"}, args...)...)

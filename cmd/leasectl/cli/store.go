@@ -103,6 +103,7 @@ type store struct {
 	backend string // "postgres" or "sqlite"
 	shown   string // the DSN, password masked
 	db      *sql.DB
+	cpu     *cpuMeter // bench: the server processes of the pool, when measured
 }
 
 // access says what a command does to the store.
@@ -137,6 +138,11 @@ type openOptions struct {
 	observer protocol.Observer // on the runtime; nil for none
 	maxConns int32             // PostgreSQL pool size unless the DSN sets pool_max_conns; 0 for pgxpool's default
 	access   access            // writeAccess (the zero value) unless the command only reads
+	// noCoalescing and maxInFlight set the backends' coalescing (bench):
+	// off, and PostgreSQL's postgres.Config.MaxInFlight (0: the default).
+	noCoalescing bool
+	maxInFlight  int
+	appName      string // PostgreSQL application_name unless the DSN sets one; "" for leasectl
 }
 
 // openTarget opens t; see openStore.
@@ -160,17 +166,21 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		// names itself.
 		if !dsnHasParam(t.raw, "application_name") {
 			pcfg.ApplicationName = "leasectl"
+			if opts.appName != "" {
+				pcfg.ApplicationName = opts.appName
+			}
 		}
 		if opts.maxConns > 0 && !dsnHasParam(t.raw, "pool_max_conns") {
 			pcfg.MaxConns = opts.maxConns
 		}
+		pcfg.NoCoalescing, pcfg.MaxInFlight = opts.noCoalescing, opts.maxInFlight
 		b, err := postgres.Open(ctx, t.raw, &pcfg)
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
 		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown}, nil
 	default:
-		db, b, err := a.openSQLite(ctx, t, opts.access)
+		db, b, err := a.openSQLite(ctx, t, opts.access, &sqlite.Config{NoCoalescing: opts.noCoalescing})
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
@@ -198,7 +208,7 @@ const sqliteAttempts = 5
 // A file this user can read but not write (or in a directory it cannot
 // write, where SQLite cannot make its WAL files) is opened read-only for
 // readAccess, and refused with the reason for writeAccess.
-func (a *app) openSQLite(ctx context.Context, t target, acc access) (*sql.DB, *sqlite.Backend, error) {
+func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config) (*sql.DB, *sqlite.Backend, error) {
 	switch ro, err := sqliteReadOnly(t.path); {
 	case err != nil:
 		return nil, nil, err
@@ -209,7 +219,7 @@ func (a *app) openSQLite(ctx context.Context, t target, acc access) (*sql.DB, *s
 			"to the file and its directory (reads such as get, list and audit work)", t.path)
 	}
 	for attempt := 1; ; attempt++ {
-		db, b, retry, err := a.openSQLiteOnce(ctx, t)
+		db, b, retry, err := a.openSQLiteOnce(ctx, t, cfg)
 		if err == nil {
 			return db, b, nil
 		}
@@ -227,7 +237,7 @@ func (a *app) openSQLite(ctx context.Context, t target, acc access) (*sql.DB, *s
 
 // openSQLiteOnce is one attempt of openSQLite. retry reports whether the
 // failure may be a collision with another process.
-func (a *app) openSQLiteOnce(ctx context.Context, t target) (db *sql.DB, b *sqlite.Backend, retry bool, err error) {
+func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) (db *sql.DB, b *sqlite.Backend, retry bool, err error) {
 	busy := func(err error) bool { return protocol.StatusOf(err) == protocol.StatusTimeout && ctx.Err() == nil }
 	db, err = sqlite.OpenDB(t.path)
 	if err != nil {
@@ -241,7 +251,7 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target) (db *sql.DB, b *sqli
 	for _, r := range convertResults(res) {
 		a.log.Info("migrated SQLite store", "file", t.path, "version", r.version, "migration", r.source)
 	}
-	b, err = sqlite.New(ctx, db, nil)
+	b, err = sqlite.New(ctx, db, cfg)
 	if err != nil {
 		_ = db.Close()
 		return nil, nil, busy(err), err

@@ -60,6 +60,7 @@ func suffix() string {
 type Postgres struct {
 	pool   *pgxpool.Pool
 	schema string
+	app    string
 }
 
 var _ Baseline = (*Postgres)(nil)
@@ -121,7 +122,8 @@ SELECT token FROM del`
 // pool of maxConns connections whose search_path is that schema, with the
 // settings postgres.Open pins (read committed, jit off).
 func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, error) {
-	schema := "leasestore_raw_" + suffix()
+	sfx := suffix()
+	schema, app := "leasestore_raw_"+sfx, "leasectl-raw-"+sfx
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("raw baseline: connect: %w", err)
@@ -138,9 +140,9 @@ func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, e
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
-	cfg.ConnConfig.RuntimeParams["application_name"] = "leasectl-raw"
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	p := &Postgres{pool: pool, schema: schema}
+	p := &Postgres{pool: pool, schema: schema, app: app}
 	if err == nil {
 		_, err = pool.Exec(ctx, pgSchemaSQL)
 	}
@@ -153,6 +155,9 @@ func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, e
 	}
 	return p, nil
 }
+
+// AppName is the application_name of the baseline's connections.
+func (p *Postgres) AppName() string { return p.app }
 
 // Schema names the scratch schema.
 func (p *Postgres) Schema() string { return p.schema }

@@ -313,7 +313,11 @@ func TestBusyTargetBacksOff(t *testing.T) {
 			}
 		}
 	})
-	s, err := scheduler.New(bs, "w1", scheduler.Static("busy", "free"), idle, &scheduler.Config{TTL: 300 * time.Millisecond, Observer: obs})
+	// Rounds every 100ms; the backoff doubles from 100ms up to 3s, so that
+	// rounds delayed on a loaded machine still leave most of them without
+	// an attempt.
+	s, err := scheduler.New(bs, "w1", scheduler.Static("busy", "free"), idle,
+		&scheduler.Config{TTL: 300 * time.Millisecond, MaxBackoff: 3 * time.Second, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}

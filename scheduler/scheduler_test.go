@@ -16,7 +16,10 @@ import (
 )
 
 const (
-	ttl     = 600 * time.Millisecond
+	// ttl is long beside a memstore operation but short enough for rounds
+	// (every ttl/3) to come quickly; a loaded machine must not make a
+	// worker lose a lease for want of CPU in these tests.
+	ttl     = 3 * time.Second
 	waitFor = 30 * time.Second // generous: only a scheduler that never gets there fails
 )
 

@@ -254,7 +254,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	store := protocol.New(memstore.New(nil), nil)
 	defer store.Close(context.Background())
 	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b"), func(ctx context.Context, _ string, _ int64) { <-ctx.Done() },
-		&scheduler.Config{Namespace: "scans", TTL: time.Second, Observer: obs})
+		&scheduler.Config{Namespace: "scans", TTL: 3 * time.Second, Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,16 +100,21 @@ const minWaitBackoff = time.Millisecond
 // conflict: acquired (possibly a replay: see [Hold] on confirming one), or
 // a failure such as timeout or closed, which ends the wait.
 //
-// When ctx ends while the waiter sleeps, the result is conflict, carrying
-// the holder's lease from the last attempt, and the error matches both
-// [ErrConflict] and ctx's error ([context.DeadlineExceeded] or
-// [context.Canceled]); its message says the wait gave up. When ctx ends
-// during an attempt, that attempt's timeout result is returned: its
-// outcome is unknown.
+// ctx's deadline bounds the waiting, not an attempt in flight: an attempt
+// runs to its answer (within the store's default deadline), so a wait that
+// runs out answers conflict, carrying the holder's lease from the last
+// attempt, with an error that matches both [ErrConflict] and
+// [context.DeadlineExceeded] and a message saying the wait gave up (or
+// acquired, when that last attempt took the key). Cancelling ctx also
+// cancels an attempt in flight: the answer is then that attempt's timeout
+// (its outcome unknown), or conflict matching [context.Canceled] when the
+// waiter was asleep.
 //
-// With a zero-TTL holder (an expired lease the store has not yet seen go),
-// the first retry comes at once. AcquireWait is safe for concurrent use;
-// waiters of one key compete, and exactly one of them takes each release.
+// A free key costs one acquire: the subscription to the store's signals is
+// made after the first conflict, followed by one more attempt at once (the
+// holder may have let go in between). AcquireWait is safe for concurrent
+// use; waiters of one key compete, and exactly one of them takes each
+// release.
 func AcquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, error) {
 	res, _, err := acquireWait(ctx, s, req, cfg)
 	return res, err
@@ -129,18 +134,8 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		}
 	}
 	var wake <-chan struct{}
-	if n, ok := s.(Notifier); ok && req.Validate() == nil {
-		if ch, cancel, err := n.Subscribe(ctx, req.Key); err == nil {
-			defer cancel()
-			wake = ch
-		}
-	}
-	if c.Recheck <= 0 {
-		c.Recheck = DefaultRecheck
-		if wake == nil {
-			c.Recheck = DefaultPollRecheck
-		}
-	}
+	subscribed := false
+	recheck := c.Recheck
 	attemptTimeout := DefaultTimeout
 	if r, ok := s.(*Runtime); ok {
 		attemptTimeout = r.timeout
@@ -149,11 +144,27 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 	backoff := minWaitBackoff
 	for {
 		sent := time.Now()
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		res, err := s.Acquire(actx, req)
-		cancel()
+		res, err := attempt(ctx, s, req, attemptTimeout)
 		if res.Status != StatusConflict || res.Lease == nil {
 			return res, sent, err
+		}
+		if !subscribed {
+			subscribed = true
+			if n, ok := s.(Notifier); ok {
+				if ch, cancel, err := n.Subscribe(ctx, req.Key); err == nil {
+					defer cancel()
+					wake = ch
+				}
+			}
+			if recheck <= 0 {
+				recheck = DefaultRecheck
+				if wake == nil {
+					recheck = DefaultPollRecheck
+				}
+			}
+			if wake != nil {
+				continue // signals from here on: try again, the holder may have let go meanwhile
+			}
 		}
 		holder := *res.Lease
 		if c.Waiting != nil {
@@ -162,11 +173,11 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		sleep := time.Until(holder.ExpiresAt)
 		if sleep <= 0 {
 			// Expired by the local clock, not by the store's: back off.
-			sleep, backoff = backoff, min(2*backoff, c.Recheck)
+			sleep, backoff = backoff, min(2*backoff, recheck)
 		} else {
 			backoff = minWaitBackoff
 		}
-		sleep = min(sleep, c.Recheck)
+		sleep = min(sleep, recheck)
 		timer := time.NewTimer(sleep)
 		select {
 		case <-wake:
@@ -178,6 +189,23 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		}
 		timer.Stop()
 	}
+}
+
+// attempt runs one acquire of a wait, bounded by timeout: ctx's deadline
+// does not cut it short (the wait's deadline bounds its sleeps), its
+// cancellation does.
+func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Duration) (Result, error) {
+	detached, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+			cancel(cause)
+		}
+	})
+	defer stop()
+	actx, cancelTimeout := context.WithTimeout(detached, timeout)
+	defer cancelTimeout()
+	return s.Acquire(actx, req)
 }
 
 // waitEnded turns the last conflict of a wait whose ctx ended into its

@@ -164,3 +164,91 @@ func TestHoldWaits(t *testing.T) {
 		t.Fatalf("release: %v", err)
 	}
 }
+
+// countingStore counts the subscriptions made through it.
+type countingStore struct {
+	*protocol.Runtime
+	subscriptions int
+}
+
+func (c *countingStore) Subscribe(ctx context.Context, k protocol.Key) (<-chan struct{}, func(), error) {
+	c.subscriptions++
+	return c.Runtime.Subscribe(ctx, k)
+}
+
+// A free key costs one acquire and no subscription; a held one subscribes
+// once however long the wait.
+func TestAcquireWaitSubscribesOnlyAfterAConflict(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rt := protocol.New(memstore.New(nil), nil)
+	defer rt.Close(ctx)
+	s := &countingStore{Runtime: rt}
+	res, err := protocol.AcquireWait(ctx, s, protocol.AcquireRequest{Key: waitKey(), Owner: "first", TTL: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.subscriptions != 0 {
+		t.Fatalf("a wait for a free key subscribed %d times, want 0", s.subscriptions)
+	}
+	asleep := make(chan struct{}, 10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := protocol.AcquireWait(ctx, s, protocol.AcquireRequest{Key: waitKey(), Owner: "second", TTL: time.Hour},
+			&protocol.WaitConfig{Recheck: time.Hour, Waiting: func(protocol.Lease) { asleep <- struct{}{} }})
+		done <- err
+	}()
+	<-asleep
+	if _, err := rt.Release(ctx, protocol.ReleaseRequest{Key: waitKey(), Owner: "first", Token: res.Lease.Token}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if s.subscriptions != 1 {
+		t.Fatalf("a wait subscribed %d times, want 1", s.subscriptions)
+	}
+}
+
+// gatedStore holds every acquire until gate closes, or, when gate is nil,
+// until the acquire's own context ends.
+type gatedStore struct {
+	protocol.Store
+	gate <-chan struct{}
+}
+
+func (g gatedStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if g.gate == nil {
+		<-ctx.Done()
+	} else {
+		<-g.gate
+	}
+	return g.Store.Acquire(ctx, req)
+}
+
+// The wait's deadline bounds its sleeps, not an attempt in flight: an
+// attempt still running when the deadline passes gets its answer (here
+// acquired) instead of a timeout of unknown outcome. Cancelling the wait
+// does cut an attempt short.
+func TestAcquireWaitDeadlineLetsAnAttemptFinish(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rt := protocol.New(memstore.New(nil), nil)
+	defer rt.Close(ctx)
+
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	res, err := protocol.AcquireWait(wctx, gatedStore{Store: rt, gate: wctx.Done()},
+		protocol.AcquireRequest{Key: waitKey(), Owner: "w", TTL: time.Minute}, nil)
+	if err != nil || res.Status != protocol.StatusAcquired {
+		t.Fatalf("an attempt in flight when the wait's deadline passed answered %q %v, want acquired", res.Status, err)
+	}
+
+	cctx, cancelWait := context.WithCancel(ctx)
+	go cancelWait()
+	res, err = protocol.AcquireWait(cctx, gatedStore{Store: rt},
+		protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: "other"}, Owner: "w", TTL: time.Minute}, nil)
+	if res.Status != protocol.StatusTimeout || !errors.Is(err, context.Canceled) {
+		t.Fatalf("an attempt in flight when the wait was cancelled answered %q %v, want timeout (cancelled)", res.Status, err)
+	}
+}

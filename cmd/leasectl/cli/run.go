@@ -124,8 +124,12 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	req.RequestID = protocol.NewRequestID() // made here so that a refusal can show it
 	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
 	if !stopWatching() && err == nil {
-		// Interrupted (or out of wait time) just as the lease was taken.
+		// Interrupted (or out of wait time) just as the lease was taken:
+		// the hold's context is gone, so the lease goes back.
 		_ = h.Release(context.Background())
+		if cause := context.Cause(wctx); errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
+		}
 		return failWith(context.Cause(wctx))
 	}
 	if err != nil {

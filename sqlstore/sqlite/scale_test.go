@@ -38,7 +38,7 @@ SELECT 'ns', printf('dead-%06d', i), 'w' || (i % 7), i, ?1 - 60000000, ?1 - 6000
 		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(name), Owner: "w3", TTL: time.Hour, RequestID: "a-" + name})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
-	res, err := b.Sweep(ctxT(t), 100000, time.Hour)
+	res, err := b.Sweep(t.Context(), 100000, time.Hour)
 	if err != nil || res.Removed != 0 || res.SetAside != 5000 {
 		t.Fatalf("sweep: %+v, %v; want 5000 set aside, none removed", res, err)
 	}

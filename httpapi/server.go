@@ -206,7 +206,8 @@ func (h *Handler) methodNotAllowed(x *exchange, allow string) {
 		Message: fmt.Sprintf("method %s: %s takes %s", x.r.Method, x.r.URL.EscapedPath(), allow)})
 }
 
-// write sends v as the JSON body with code; status is for the log.
+// write sends v as the JSON body with code; status is for the access log
+// (the body's status; for the probes "ok" or "healthy").
 func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -489,7 +490,7 @@ func (h *Handler) serveAudit(x *exchange) {
 }
 
 func (h *Handler) serveHealthz(x *exchange) {
-	h.write(x, http.StatusOK, "", wire.Error{Status: "ok", Message: "the process is alive"})
+	h.write(x, http.StatusOK, "ok", wire.Error{Status: "ok", Message: "the process is alive"})
 }
 
 func (h *Handler) serveReadyz(x *exchange) {
@@ -507,7 +508,7 @@ func (h *Handler) serveReadyz(x *exchange) {
 		h.refusal(x, status, StatusCode(status), err.Error(), errorShape)
 		return
 	}
-	h.write(x, http.StatusOK, "", wire.Error{Status: "healthy", Message: "the store answered"})
+	h.write(x, http.StatusOK, "healthy", wire.Error{Status: "healthy", Message: "the store answered"})
 }
 
 func (h *Handler) serveMetrics(x *exchange) {

@@ -76,7 +76,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case c.dsn == "":
 		return c, errors.New("-dsn: give sqlite:PATH or a postgres:// URL (or set LEASESTORE_DSN)")
 	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://"):
-		return c, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor a postgres:// URL", c.dsn)
+		return c, badDSN(c.dsn)
 	case c.targets < 1 || c.targets > 1<<16:
 		return c, fmt.Errorf("-targets: %d is outside [1, 65536]", c.targets)
 	case c.scanEvery <= 0:
@@ -177,7 +177,35 @@ func open(ctx context.Context, dsn string) (protocol.Store, func(), error) {
 		}
 		return closing(protocol.New(b, nil), nil)
 	}
-	return nil, nil, fmt.Errorf("-dsn: %q is neither sqlite:PATH nor a postgres:// URL", dsn)
+	return nil, nil, badDSN(dsn)
+}
+
+// badDSN says a DSN names no store this command opens. It never quotes the
+// DSN, which may carry a password: it names only the scheme, and only when
+// the text before the first colon looks like one.
+func badDSN(dsn string) error {
+	scheme, _, found := strings.Cut(dsn, ":")
+	if !found || !isScheme(scheme) {
+		return errors.New("-dsn: it has no scheme; give sqlite:PATH or a postgres:// URL")
+	}
+	return fmt.Errorf("-dsn: scheme %q is neither sqlite:PATH nor a postgres:// URL", scheme)
+}
+
+// isScheme reports whether s has the form of a URL scheme (RFC 3986: a
+// letter, then letters, digits, '+', '-' or '.'), at most 32 bytes.
+func isScheme(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func closing(rt *protocol.Runtime, db *sql.DB) (protocol.Store, func(), error) {

@@ -216,7 +216,7 @@ func TestBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "-dsn: give sqlite:PATH"},
-		{[]string{"-dsn", "mysql://x"}, "neither sqlite:PATH nor a postgres:// URL"},
+		{[]string{"-dsn", "mysql://x"}, `scheme "mysql" is neither sqlite:PATH nor a postgres:// URL`},
 		{[]string{"-dsn", "sqlite:x.db", "-targets", "0"}, "-targets: 0 is outside"},
 		{[]string{"-dsn", "sqlite:x.db", "-identity", ""}, "-identity: must not be empty"},
 		{[]string{"-dsn", "sqlite:x.db", "-ttl", "1s", "-log-level", "loud"}, "-log-level"},
@@ -227,6 +227,24 @@ func TestBadFlags(t *testing.T) {
 		code := run(context.Background(), c.args, &stdout, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and an error saying %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+	// A refused DSN is never echoed: it may carry a password, in the URL's
+	// userinfo or in a password= parameter.
+	for _, dsn := range []string{
+		"postgre://app:hunter2@db:5432/app",
+		"postgresq://app:hunter2@db:5432/app?sslmode=disable",
+		"host=db user=app password=hunter2 dbname=app",
+		"password=hunter2:x@db",
+		"hunter2",
+	} {
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"-dsn", dsn}, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "-dsn:") {
+			t.Errorf("-dsn %q: exit %d, stderr %q; want 2 and an error about -dsn", dsn, code, stderr.String())
+		}
+		if strings.Contains(stdout.String()+stderr.String(), "hunter2") {
+			t.Errorf("-dsn %q: the password is in the output: stdout %q, stderr %q", dsn, stdout.String(), stderr.String())
 		}
 	}
 	if _, err := os.Stat("x.db"); err == nil {

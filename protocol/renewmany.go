@@ -22,9 +22,15 @@ const MaxRenewMany = 10000
 // (and no results) only when it could not answer at all, as Renew does:
 // then some renewals may have taken effect, which a retry with the same
 // request ids tells.
+//
+// [*Runtime] implements it too (validating the requests and filling in
+// request ids first), so code that holds a [Store] renews in bulk with
+// store.(BulkRenewer) when the store offers it.
 type BulkRenewer interface {
 	RenewMany(ctx context.Context, reqs []RenewRequest) ([]Result, error)
 }
+
+var _ BulkRenewer = (*Runtime)(nil)
 
 // RenewMany renews several leases at once, typically every lease a worker
 // holds (as etcd's keep-alive does for a lease shared by many keys): one

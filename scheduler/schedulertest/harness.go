@@ -33,7 +33,9 @@ type Harness struct {
 
 // Factory makes a fresh, isolated store (and resource) for one case. It
 // registers with t.Cleanup whatever must be dropped after the suite closed
-// the handles. The suite's cases run in parallel.
+// the handles. The suite calls it once per case and runs its cases one
+// after the other, never two at once (see [Run]); the backend's other tests
+// may run meanwhile.
 type Factory func(t *testing.T) Harness
 
 // Resource is a resource fenced by tokens: for each target it accepts a

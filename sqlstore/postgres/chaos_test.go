@@ -18,6 +18,7 @@ import (
 
 	"github.com/leasestore/leasestore/contract/lincheck"
 	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // chaosEnv enables the chaos tests (`make chaos`), which are too long and
@@ -188,6 +189,10 @@ func setSequenceBack(dsn string) error {
 // crash with its fencing sequence set back to 1, as a switchover to a
 // logical replica (which does not carry sequence state) would leave it
 // under a running fleet: tokens must still increase per key (DESIGN.md).
+// The fourth runs the defaults with two pools of six clients that do not
+// pause between operations, so that most operations go to the server in
+// batches (coalescing; each backend sends one round trip at a time), and
+// checks that batches formed.
 func TestChaosServerCrashes(t *testing.T) {
 	if os.Getenv(chaosEnv) == "" {
 		t.Skip("a long test with a PostgreSQL cluster of its own: set " + chaosEnv + "=1 (make chaos)")
@@ -196,10 +201,12 @@ func TestChaosServerCrashes(t *testing.T) {
 		name           string
 		settings       []string
 		sequenceBehind bool
+		coalesced      bool
 	}{
-		{"defaults", nil, false},
-		{"hostile settings", []string{"synchronous_commit=off", "default_transaction_isolation=serializable"}, false},
-		{"sequence left behind", nil, true},
+		{"defaults", nil, false, false},
+		{"hostile settings", []string{"synchronous_commit=off", "default_transaction_isolation=serializable"}, false, false},
+		{"sequence left behind", nil, true, false},
+		{"coalesced", nil, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const (
@@ -209,7 +216,11 @@ func TestChaosServerCrashes(t *testing.T) {
 			cl := newCluster(t, c.settings...)
 			r := lincheckRun{dsn: cl.migratedSchema(t), app: "lincheck-chaos", pools: 3, clients: 2,
 				retryFor: time.Minute, retryDelay: 50 * time.Millisecond, loseAnswers: 0.01,
-				think: 10 * time.Millisecond} // a history that porcupine searches in seconds
+				think:    10 * time.Millisecond, // a history that porcupine searches in seconds
+				backends: new([]*postgres.Backend)}
+			if c.coalesced {
+				r.pools, r.clients, r.think, r.ops = 2, 6, 0, 4000
+			}
 			rts := r.open(t)
 			stopTerm := terminator(t, cl.dsn(), r.app, 500*time.Millisecond)
 			ctx, cancel := context.WithTimeout(context.Background(), runFor)
@@ -243,10 +254,14 @@ func TestChaosServerCrashes(t *testing.T) {
 			killed := stopTerm()
 
 			res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name(), Timeout: 5 * time.Minute})
-			t.Logf("history: %v; %d crashes, %d server processes terminated, in %v",
-				res, crashes, killed, time.Since(began).Round(time.Millisecond))
+			batches, batched := r.batches()
+			t.Logf("history: %v; %d crashes, %d server processes terminated, in %v; %d operations in %d batches",
+				res, crashes, killed, time.Since(began).Round(time.Millisecond), batched, batches)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.coalesced && batches < 50 {
+				t.Fatalf("only %d batches formed: the run did not test coalescing", batches)
 			}
 			if crashes < 3 {
 				t.Errorf("only %d crashes", crashes)

@@ -175,23 +175,48 @@ func (a *app) getCommand() *cobra.Command {
 
 func (a *app) listCommand() *cobra.Command {
 	var (
-		req       protocol.ListRequest
-		noHeaders bool
+		req           protocol.ListRequest
+		noHeaders     bool
+		allNamespaces bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the leases of a namespace, by key name",
 		Long: `List the live leases of a namespace ordered by key name, one page at a time.
 When more leases exist, the output carries a cursor: pass it to --cursor for
-the next page. Times left are computed with this machine's clock.`,
+the next page. Times left are computed with this machine's clock.
+With -A (--all-namespaces) the pages run across every namespace that holds
+a live lease, by namespace and then key.`,
 		Example: `  leasectl list
   leasectl list -n billing --prefix shard- --owner worker-1
-  leasectl list --limit 50 --cursor c1.c2hhcmQtNDk -o json`,
+  leasectl list --limit 50 --cursor c1.c2hhcmQtNDk -o json
+  leasectl list -A --owner worker-1`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
+			if allNamespaces && cmd.Flags().Changed("namespace") {
+				return usageError("list: -A lists every namespace; drop -n %s", req.Namespace)
+			}
+			check := func() error {
+				probe := req
+				probe.RequestID = orProbe("")
+				if allNamespaces {
+					probe.Cursor = ""
+					if _, _, err := decodeAllCursor(req.Cursor); err != nil {
+						return err
+					}
+				}
+				return probe.Validate()
+			}
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.List(ctx, req)
+				var res protocol.ListResult
+				if allNamespaces {
+					var err error
+					if res, err = listAllNamespaces(ctx, s, req); err != nil {
+						return failWith(err)
+					}
+				} else {
+					res, _ = s.rt.List(ctx, req)
+				}
 				if res.Status != protocol.StatusFound {
 					if a.output == "json" {
 						a.printJSON(failureJSON("list", string(res.Status), a.red.redact(res.Message)))
@@ -210,7 +235,11 @@ the next page. Times left are computed with this machine's clock.`,
 					return nil
 				}
 				if len(res.Leases) == 0 {
-					a.printText("no leases in namespace " + req.Namespace + "\n")
+					if allNamespaces {
+						a.printText("no leases\n")
+					} else {
+						a.printText("no leases in namespace " + req.Namespace + "\n")
+					}
 					return nil
 				}
 				a.printText(formatLeases(res.Leases, time.Now(), noHeaders))
@@ -224,6 +253,7 @@ the next page. Times left are computed with this machine's clock.`,
 	f.StringVar(&req.Prefix, "prefix", "", "only keys starting with this")
 	f.StringVar(&req.Owner, "owner", "", "only leases held by this owner")
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
+	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list every namespace that holds a live lease")
 	f.BoolVar(&req.IncludeExpired, "include-expired", false, "also show expired leases not yet taken over")
 	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -298,8 +299,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Generate load against the store and report throughput and latency",
 		Long: `Run --concurrency workers against the store for --duration, on --keys keys
 of a namespace of its own (bench-XXXXXXXX unless -n is given), and report
-operations per second and latency quantiles. A progress line goes to stderr
-every second.
+operations per second and latency quantiles. Progress goes to stderr every
+second: on a terminal one line rewritten in place, elsewhere a log line.
 
 Workloads (--op):
   acquire-release  acquire a random key and, when acquired, release it
@@ -550,6 +551,10 @@ func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, 
 	start := time.Now()
 	timer := time.NewTimer(f.duration)
 	ticker := time.NewTicker(time.Second)
+	progress := a.newProgressLine(unwrapWriter(a.stderr))
+	if !a.log.Enabled(ctx, slog.LevelInfo) {
+		progress = nil // --log-level warn or error asks for quiet
+	}
 	var lastOps int64
 	lastTick := start
 wait:
@@ -564,11 +569,16 @@ wait:
 			ops := b.ops.Load()
 			rate := float64(ops-lastOps) / now.Sub(lastTick).Seconds()
 			lastOps, lastTick = ops, now
-			a.log.Info("bench: progress", "subject", subj.name, "concurrency", concurrency,
-				"elapsed", now.Sub(start).Round(time.Second), "ops", ops,
-				"ops_per_sec", math.Round(rate), "errors", b.errors.Load())
+			line := fmt.Sprintf("bench: %s, %d callers: %v of %v, %d ops, %.0f ops/s, %d errors", subj.name, concurrency,
+				now.Sub(start).Round(time.Second), f.duration, ops, math.Round(rate), b.errors.Load())
+			if !progress.show(line) {
+				a.log.Info("bench: progress", "subject", subj.name, "concurrency", concurrency,
+					"elapsed", now.Sub(start).Round(time.Second), "ops", ops,
+					"ops_per_sec", math.Round(rate), "errors", b.errors.Load())
+			}
 		}
 	}
+	progress.done()
 	ticker.Stop()
 	timer.Stop()
 	elapsed := time.Since(start)

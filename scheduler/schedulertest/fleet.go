@@ -55,6 +55,9 @@ type fleet struct {
 	overlaps []overlap
 	problems []string
 	refused  int
+	// refusedBy counts the resource's refusals by run: only a run whose
+	// lease was lost or handed over may be refused.
+	refusedBy map[*run]int
 	// zombieWrites counts the writes of handlers whose context had ended:
 	// accepted and refused.
 	zombieAccepted, zombieRefused int
@@ -90,7 +93,8 @@ func newFleet(t *testing.T, newHarness Factory, targets int) *fleet {
 	h := newHarness(t)
 	f := &fleet{t: t, h: h, ns: "sched", admin: h.NewStore(t), gate: make(chan struct{}),
 		zombies: map[string]bool{}, zombieGate: make(chan struct{}),
-		byLease: map[leaseID]*run{}, running: map[string]*run{}, revoked: map[leaseID]bool{}, workers: map[string]*worker{}}
+		byLease: map[leaseID]*run{}, running: map[string]*run{}, revoked: map[leaseID]bool{}, workers: map[string]*worker{},
+		refusedBy: map[*run]int{}}
 	t.Cleanup(func() { _ = f.admin.Close(context.Background()) })
 	for i := range targets {
 		f.targets = append(f.targets, fmt.Sprintf("10.0.%d.0/24", i))
@@ -204,6 +208,7 @@ func (f *fleet) handler(name string) scheduler.Handler {
 				} else if !ok {
 					f.mu.Lock()
 					f.refused++
+					f.refusedBy[r]++
 					f.mu.Unlock()
 				}
 				select {
@@ -231,6 +236,7 @@ func (f *fleet) handler(name string) scheduler.Handler {
 				f.zombieAccepted++
 			default:
 				f.zombieRefused++
+				f.refusedBy[r]++
 			}
 			f.mu.Unlock()
 			select {
@@ -349,17 +355,36 @@ func (f *fleet) noLiveLeases() {
 	}
 }
 
-// check reports the problems the handlers found, and two handlers of one
-// target that ran at once although the earlier one's lease was not lost: a
+// check reports the problems the handlers found; two handlers of one
+// target that ran at once although the earlier one's lease was not lost (a
 // lease given up is released only after its handler returned, so only a
-// lost lease's handler may still run when the next one starts. Call it
-// after every handler returned.
+// lost lease's handler may still run when the next one starts); a target
+// whose handlers, in the order they started, did not get ever greater
+// tokens (each new holder must get a greater token than the one before it,
+// or the fenced resource refuses the new holder and lets the old one in);
+// and a write the resource refused to a run whose lease was neither lost
+// nor handed over (a live lease's writes must get in). Call it after every
+// handler returned.
 func (f *fleet) check() {
 	f.t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.problems {
 		f.t.Error(p)
+	}
+	last := map[string]*run{}
+	for _, r := range f.runs { // in the order the handlers started
+		if prev := last[r.target]; prev != nil && r.token <= prev.token {
+			f.t.Errorf("%s: %s's handler started with token %d after %s's with token %d: a new holder must get a greater token",
+				r.target, r.worker, r.token, prev.worker, prev.token)
+		}
+		last[r.target] = r
+	}
+	for r, n := range f.refusedBy {
+		if !errors.Is(r.cause, protocol.ErrLeaseLost) && !errors.Is(r.cause, scheduler.ErrHandedOver) {
+			f.t.Errorf("the resource refused %d writes of %s's handler of %s/%d, whose lease was not lost nor handed over (%v)",
+				n, r.worker, r.target, r.token, r.cause)
+		}
 	}
 	for _, o := range f.overlaps {
 		if !errors.Is(o.earlier.cause, protocol.ErrLeaseLost) {

@@ -29,12 +29,12 @@ import (
 //     60 targets within TTL + one renew interval plus a margin; the cut-off
 //     worker's handlers are cancelled as lost.
 //   - Fencing: handlers write to a fenced resource while leases are revoked
-//     and a worker stalls past its TTL; the resource never accepts a write
-//     whose token is lower than one it accepted before for that target, so
-//     no handler whose lease was lost gets a write in after its successor's;
-//     each lease is handled by one handler; every lost lease's handler is
-//     cancelled (the stalled worker's while it still cannot reach the
-//     store).
+//     and a worker stalls past its TTL; per target, each handler started
+//     got a greater token than the one before it; the resource refuses only
+//     writes of handlers whose lease was lost or handed over, never those of
+//     a live lease; each lease is handled by one handler; every lost lease's
+//     handler is cancelled (the stalled worker's while it still cannot reach
+//     the store).
 //   - Shutdown: shutdown waits for slow handlers, keeps their leases until
 //     they return, then releases everything.
 func Run(t *testing.T, newHarness Factory) {
@@ -275,14 +275,12 @@ func testFencing(t *testing.T, newHarness Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	highest := map[string]int64{}
+	// The resource refuses lower tokens by construction (testResource), so
+	// the order of its accepted writes proves nothing about the scheduler;
+	// f.check above does: tokens grow per target from holder to holder, and
+	// only lost or handed-over leases' writes were refused.
 	perLease := map[leaseID]int{}
-	for i, w := range acc {
-		if w.Token < highest[w.Target] {
-			t.Errorf("accepted write %d: %s wrote %s with token %d after a write with token %d: a lost lease's write got in",
-				i, w.Writer, w.Target, w.Token, highest[w.Target])
-		}
-		highest[w.Target] = max(highest[w.Target], w.Token)
+	for _, w := range acc {
 		id := leaseID{w.Target, w.Token}
 		perLease[id]++
 		if r := f.byLease[id]; r == nil || r.worker != w.Writer {

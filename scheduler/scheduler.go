@@ -49,9 +49,13 @@ type Scheduler struct {
 	backoff   map[string]backoffState
 	pending   map[string]string // target -> request id of an acquire whose outcome is unknown
 	memberReq string            // the same for the membership lease
-	current   []string          // the target set of the last round
-	haveSet   bool
-	problems  []string // of the round in progress
+	// lapsed is the token of the membership lease the worker gave up by the
+	// local clock (0 if none): it may still be live in the store, when only
+	// the renewals' answers were lost, and join renews it before acquiring.
+	lapsed   int64
+	current  []string // the target set of the last round
+	haveSet  bool
+	problems []string // of the round in progress
 }
 
 // lease is one target's lease while the scheduler holds it (or gives it
@@ -431,12 +435,17 @@ func (s *Scheduler) releaseLease(l *lease) {
 }
 
 // join takes (or confirms) the membership lease when the worker is not a
-// member, or its membership ran out by the local clock.
+// member, or its membership ran out by the local clock. A membership that
+// ran out by the local clock may still be live in the store (the renewals'
+// answers were lost): join renews it with its token first, and acquires
+// only when the store refuses that renew, for an acquire would conflict
+// with the worker's own lease until it expired.
 func (s *Scheduler) join() {
 	s.mu.Lock()
 	m := s.membership
 	if m != nil && time.Now().After(m.deadline) {
 		s.log.Warn("scheduler: membership lease not renewed before it would run out; joining again")
+		s.lapsed = m.token
 		s.membership, m = nil, nil
 	}
 	s.mu.Unlock()
@@ -445,6 +454,29 @@ func (s *Scheduler) join() {
 	}
 	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
 	defer cancel()
+	if s.lapsed != 0 {
+		sent := time.Now()
+		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: s.lapsed, TTL: s.set.ttl})
+		switch {
+		case err == nil && res.Lease != nil:
+			s.lapsed = 0
+			s.mu.Lock()
+			s.membership = &membership{token: res.Lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: res.Lease.ExpiresAt}
+			s.mu.Unlock()
+			s.log.Info("scheduler: joined again with the membership lease still held", "token", res.Lease.Token)
+			return
+		case refused(err):
+			s.log.Info("scheduler: the lapsed membership lease is gone; acquiring", "token", s.lapsed, "err", err)
+			s.lapsed = 0
+		default:
+			if err == nil {
+				err = fmt.Errorf("scheduler: renew of %s answered %s without a lease", s.member, res.Status)
+			}
+			s.problems = append(s.problems, "join: renew the lapsed membership: "+err.Error())
+			s.log.Warn("scheduler: renew of the lapsed membership failed", "token", s.lapsed, "err", err)
+			return
+		}
+	}
 	lease, sent, err := s.acquire(ctx, s.member, s.memberReq)
 	var perr *protocol.Error
 	switch {

@@ -442,3 +442,68 @@ func TestUnknownAcquireIsRetriedWithItsRequestID(t *testing.T) {
 		t.Errorf("%d renewals of t before its handler started; want the one confirming the replayed acquire", n)
 	}
 }
+
+// dropRenewStore takes the renewals of the membership lease into effect
+// but, while drop is set, answers them timeout, as when the answers are
+// lost on the way back: the lease stays live in the store while the worker
+// cannot tell.
+type dropRenewStore struct {
+	protocol.Store
+	drop atomic.Bool
+}
+
+func (s *dropRenewStore) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	res, err := s.Store.Renew(ctx, req)
+	if err == nil && req.Key.Namespace == "scheduler"+scheduler.WorkersSuffix && s.drop.Load() {
+		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusTimeout},
+			protocol.NewError(protocol.OpRenew, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+	}
+	return res, err
+}
+
+// A worker whose membership ran out by its clock while the lease is still
+// live in the store (the renewals' answers were lost) renews that lease
+// when it joins again: it keeps its token and never takes its own lease
+// for another worker's.
+func TestLapsedMembershipIsRenewed(t *testing.T) {
+	t.Parallel()
+	store := &dropRenewStore{Store: newStore(t)}
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), idle, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "joins and holds t", holds(s, "t"))
+	key := protocol.Key{Namespace: "scheduler" + scheduler.WorkersSuffix, Name: "w1"}
+	get := func() protocol.Lease {
+		t.Helper()
+		res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+		if err != nil || res.Lease == nil {
+			t.Fatalf("get %s: %v %v", key, res, err)
+		}
+		return *res.Lease
+	}
+	before := get()
+	store.drop.Store(true)
+	eventually(t, "the membership runs out by the worker's clock", func() (bool, string) {
+		snap := s.Snapshot()
+		return !snap.Member, snap.Problem
+	})
+	store.drop.Store(false)
+	var problems []string
+	eventually(t, "member again", func() (bool, string) {
+		snap := s.Snapshot()
+		if snap.Problem != "" {
+			problems = append(problems, snap.Problem)
+		}
+		return snap.Member, snap.Problem
+	})
+	for _, p := range problems {
+		if strings.Contains(p, "held by another worker") {
+			t.Errorf("the worker took its own live membership lease for another's: %s", p)
+		}
+	}
+	if after := get(); after.Token != before.Token || after.Owner != "w1" {
+		t.Errorf("membership lease %s/%d after the lapse; want w1's lease renewed with token %d", after.Owner, after.Token, before.Token)
+	}
+}

@@ -289,11 +289,23 @@ func exercise(t *testing.T, c leasectl, backend string) {
 		t.Fatalf("version: %v", v)
 	}
 
-	b := c.runJSON(t, 0, "bench", "--duration", "1s", "--concurrency", "4", "--keys", "2")
+	// At debug level bench logs the status of every operation it did not
+	// expect, so that a failure says what went wrong.
+	br := c.run(t, "bench", "--duration", "1s", "--concurrency", "4", "--keys", "2", "-o", "json", "--log-level", "debug")
+	if br.code != 0 {
+		t.Fatalf("bench: exit code %d\n%s", br.code, br)
+	}
+	b := br.obj(t)
 	wantKeys(t, "bench", b, benchKeys...)
 	if b["backend"] != backend || b["op"] != "acquire-release" || b["concurrency"] != float64(4) || b["keys"] != float64(2) ||
 		b["ops"].(float64) < 1 || b["errors"] != float64(0) || b["duration_s"].(float64) < 1 {
-		t.Fatalf("bench: %v", b)
+		var unexpected []string
+		for _, line := range strings.Split(br.stderr, "\n") {
+			if strings.Contains(line, "unexpected") {
+				unexpected = append(unexpected, line)
+			}
+		}
+		t.Fatalf("bench: %v\nunexpected outcomes:\n%s", b, strings.Join(unexpected, "\n"))
 	}
 }
 

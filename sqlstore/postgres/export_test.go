@@ -83,3 +83,25 @@ func QueueLen(b *Backend) int {
 	defer b.co.mu.Unlock()
 	return len(b.co.queue)
 }
+
+// KeyChangePlan returns the plan, with actual row counts, of the statement
+// Renew (op renew) or Release (op release) runs for the lease (key, owner,
+// token), as EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) gives it under plan_cache_mode
+// mode (auto, force_generic_plan or force_custom_plan). The statement's
+// changes are rolled back.
+func (b *Backend) KeyChangePlan(ctx context.Context, op protocol.Op, key protocol.Key, owner string, token int64, mode string) (string, error) {
+	st := map[protocol.Op]statement{protocol.OpRenew: renewSQL, protocol.OpRelease: releaseSQL}[op]
+	a := b.changeArgs(key, "plan-"+string(op), "")
+	a["owner"], a["token"], a["ttl"] = owner, token, interval(time.Minute)
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT set_config('plan_cache_mode', $1, true)", mode); err != nil {
+		return "", err
+	}
+	var plan string
+	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+st.sql, st.bind(a)...).Scan(&plan)
+	return plan, err
+}

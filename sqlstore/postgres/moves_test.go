@@ -46,8 +46,8 @@ func cycle(t *testing.T, b *postgres.Backend, name, owner, rid string, keep bool
 // and keeps using it with no manual step: leases and tokens carry over,
 // new audit records sort after every restored one, and a follower resuming
 // after the last restored record sees them. A backend that was already
-// open when the ids went back (a switchover under a running service) gets
-// there on its own too.
+// open when the ids went back (a switchover under a running service, a
+// restore over the schema it works in) gets there on its own too.
 func TestRestoreIntoANewCluster(t *testing.T) {
 	t.Parallel()
 	src := newCluster(t)
@@ -69,6 +69,14 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("pg_dump: %v: %s", err, out)
 	}
 	dst := newCluster(t)
+	// A backend already working in the target schema when it is dropped
+	// and restored: its server connections checked the ids of the schema's
+	// first era table (a session setting remembers it), and must check the
+	// restored one's.
+	early := openBackend(t, dst.migratedSchema(t), nil)
+	cycle(t, early, "early", "e", "early-0", false)
+	cycle(t, early, "early", "e", "early-1", false)
+	mustExec(t, rawConn(t, dst.dsn()), "DROP SCHEMA lincheck CASCADE")
 	if out, err := exec.Command(filepath.Join(dst.bin, "pg_restore"), "-h", "127.0.0.1", "-p", dst.port, "-U", "leasestore",
 		"-d", "postgres", "--no-owner", "--no-privileges", dump).CombinedOutput(); err != nil {
 		t.Fatalf("pg_restore: %v: %s", err, out)
@@ -85,6 +93,9 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 		t.Fatalf("the new cluster's next transaction id %d is not below the restored records' %d: the test proves nothing", next, top)
 	}
 
+	// The early backend writes first, before anything else started a new
+	// era.
+	cycle(t, early, "early", "e", "early-2", false)
 	nb := openBackend(t, dstDSN, nil)
 	// The leases came along: k0..k3 are held (the last four cycles kept them).
 	res, err := nb.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k0"), Owner: "x", TTL: time.Hour, RequestID: "dst-held"})
@@ -98,17 +109,17 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 	cycle(t, nb, "fresh", "x", "dst-1", false)
 
 	after := readAll(t, nb, "ns")
-	if len(after) != len(restored)+5 {
-		t.Fatalf("%d records after the restore, want %d restored and 5 new", len(after), len(restored))
+	if len(after) != len(restored)+7 {
+		t.Fatalf("%d records after the restore, want %d restored and 7 new", len(after), len(restored))
 	}
 	for _, id := range after[len(restored):] {
 		if id <= top {
 			t.Fatalf("a new record has id %d, not after the last restored one, %d", id, top)
 		}
 	}
-	got := followFrom(t, nb, audit.EncodeCursor(top), 5)
-	if len(got) != 5 {
-		t.Fatalf("a follower resuming after the last restored record saw %d new records, want 5", len(got))
+	got := followFrom(t, nb, audit.EncodeCursor(top), 7)
+	if len(got) != 7 {
+		t.Fatalf("a follower resuming after the last restored record saw %d new records, want 7", len(got))
 	}
 
 	// A backend already open when the ids went back: the write that meets

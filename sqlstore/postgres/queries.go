@@ -7,6 +7,15 @@ package postgres
 // @lease_version and @record_version (the format versions this release
 // writes and reads). How the statements stay one round trip, what their
 // snapshots see and how audit ids are made is in the package doc.
+//
+// A statement that names a key finds its row through the primary key
+// alone. Where it also names the holder, it compares the owner as
+// (l.owner = @owner) IS TRUE, the same test for a NOT NULL column, which
+// no index can serve: the owner index, made for lists by owner, holds the
+// name after a column a key look-up cannot use, and a planner without
+// statistics (a table never analyzed, as under autovacuum=off) chose it
+// and read every row the holder ever had in the namespace
+// (TestKeyChangesDoNotScanTheOwnersRows).
 
 // outcomeColumns is the select list every state-changing statement ends
 // with; Backend.runChange reads it:
@@ -17,12 +26,19 @@ package postgres
 //	fresh: the token drawn for this acquire (NULL for other operations)
 //	outcome: leasestore_outcome's JSON when no row came back, else NULL
 //
-// The audit record's id is computed in the lateral subquery next: the
-// writer's transaction id plus the era's offset, checked to sort after every
-// record the snapshot sees (always true on the cluster that wrote them,
-// since a transaction id is assigned after the snapshot; false after a move
-// to a cluster whose ids start lower, which leasestore_audit_went_back
-// reports as SQLSTATE LS001). It runs only when the change happened.
+// The audit record's id is the writer's transaction id plus the era's
+// offset (the lateral subquery next). It must sort after every record the
+// snapshot sees: always true on the cluster that wrote them, since a
+// transaction id is assigned after the snapshot; false after a move to a
+// cluster whose ids start lower, which leasestore_audit_went_back reports
+// as SQLSTATE LS001. A server connection checks that once, against the
+// newest record, and remembers that it passed in a session setting
+// (leasestore.audit_ids_checked), as the era table's oid and offset; later
+// statements on it skip the look-up. A move means new server connections
+// (behind a transaction pooler too, which opens its own to the new
+// cluster); a restore into this cluster makes a new era table, and a new
+// era changes the offset: each checks again. It runs only when the change
+// happened.
 
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
@@ -64,13 +80,16 @@ WITH prev AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.checked THEN next.id
+                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
+                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
+                ELSE leasestore_audit_went_back() END,
            after.acquired_at, 'acquire', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'acquired', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
-                               (SELECT max(a.id) FROM leasestore_audit a) AS top
-                        FROM leasestore_audit_era e) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
+                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
+                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -91,7 +110,7 @@ WITH after AS (
     UPDATE leasestore_leases l
     SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval,
         swept_token = NULL
-    WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
+    WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
       AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
@@ -100,13 +119,16 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.checked THEN next.id
+                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
+                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
+                ELSE leasestore_audit_went_back() END,
            after.renewed_at, 'renew', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'renewed', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
-                               (SELECT max(a.id) FROM leasestore_audit a) AS top
-                        FROM leasestore_audit_era e) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
+                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
+                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
 )
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
@@ -126,7 +148,7 @@ var releaseSQL = compile(`
 WITH after AS (
     UPDATE leasestore_leases l
     SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
-    WHERE l.namespace = @ns AND l.name = @name AND l.owner = @owner AND l.token = @token
+    WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
       AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
@@ -135,13 +157,16 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.checked THEN next.id
+                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
+                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
+                ELSE leasestore_audit_went_back() END,
            coalesce(@now::timestamptz, now()), 'release', @ns, @name, after.owner, after.token, @request_id, @owner, '',
            'released', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
-                               (SELECT max(a.id) FROM leasestore_audit a) AS top
-                        FROM leasestore_audit_era e) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
+                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
+                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
 ), wake AS MATERIALIZED (
     -- Wakes waiters of the key, only when one is registered: see notify.go.
     SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
@@ -173,13 +198,16 @@ WITH after AS (
 ), rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
                                   status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+    SELECT CASE WHEN next.checked THEN next.id
+                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
+                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
+                ELSE leasestore_audit_went_back() END,
            coalesce(@now::timestamptz, now()), 'revoke', @ns, @name, after.owner, after.token, @request_id, @actor, @reason,
            'revoked', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
     FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
-                               (SELECT max(a.id) FROM leasestore_audit a) AS top
-                        FROM leasestore_audit_era e) AS next
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
+                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
+                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
 ), wake AS MATERIALIZED (
     -- Wakes waiters of the key, only when one is registered: see notify.go.
     SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
@@ -508,7 +536,8 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // from the top-level id) plus the era's offset. The top-level id is taken
 // after the locks and the era check's snapshot, so every id of the batch
 // is greater than every record that snapshot sees (the era check, once per
-// batch), each key's records are in the order of its changes, and a
+// batch, and only until a batch on the server connection passed it: see
+// outcomeColumns), each key's records are in the order of its changes, and a
 // follower's horizon (the oldest top-level transaction in progress) stays
 // below every record of a batch until it commits. ROW EXCLUSIVE on the
 // trail, taken before the era's offset is read, keeps a new era
@@ -528,6 +557,8 @@ DECLARE
     v_now   timestamptz := coalesce(p_now, now());
     v_top   bigint;
     v_off   bigint;
+    v_mark  text;
+    v_check boolean;
     v_xid   bigint;
     v_sub   xid;
     v_id    bigint;
@@ -544,9 +575,15 @@ BEGIN
     FROM (SELECT DISTINCT hashtext(u.ns || '/' || u.name) AS h
           FROM unnest(p_ns, p_name) AS u(ns, name) ORDER BY 1) AS k;
     LOCK TABLE leasestore_audit IN ROW EXCLUSIVE MODE;
-    SELECT max(a.id) INTO v_top FROM leasestore_audit a;
-    SELECT e.id_offset INTO v_off FROM leasestore_audit_era e;
+    SELECT e.id_offset, e.tableoid || '/' || e.id_offset INTO v_off, v_mark FROM leasestore_audit_era e;
+    v_check := current_setting('leasestore.audit_ids_checked', true) IS DISTINCT FROM v_mark;
+    IF v_check THEN
+        SELECT max(a.id) INTO v_top FROM leasestore_audit a;
+    END IF;
     v_xid := pg_current_xact_id()::text::bigint;
+    IF v_check AND v_xid + v_off > coalesce(v_top, 0) THEN
+        PERFORM set_config('leasestore.audit_ids_checked', v_mark, false);
+    END IF;
     FOR i IN 1 .. coalesce(array_length(p_op, 1), 0) LOOP
         v_op := p_op[i]; v_ns := p_ns[i]; v_name := p_name[i]; v_owner := p_owner[i];
         v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i];
@@ -584,7 +621,7 @@ BEGIN
             ELSIF v_op = 'renew' THEN
                 UPDATE leasestore_leases l
                 SET renewed_at = v_now, expires_at = v_now + v_ttl, swept_token = NULL
-                WHERE l.namespace = v_ns AND l.name = v_name AND l.owner = v_owner AND l.token = v_token
+                WHERE l.namespace = v_ns AND l.name = v_name AND (l.owner = v_owner) IS TRUE AND l.token = v_token
                   AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                   AND l.version = p_lease_version
                   AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
@@ -595,7 +632,7 @@ BEGIN
                 UPDATE leasestore_leases l
                 SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now
                 WHERE l.namespace = v_ns AND l.name = v_name
-                  AND CASE WHEN v_op = 'release' THEN l.owner = v_owner AND l.token = v_token
+                  AND CASE WHEN v_op = 'release' THEN (l.owner = v_owner) IS TRUE AND l.token = v_token
                            ELSE v_token = 0 OR l.token = v_token END
                   AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                   AND l.version = p_lease_version

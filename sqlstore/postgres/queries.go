@@ -40,6 +40,51 @@ package postgres
 // era changes the offset: each checks again. It runs only when the change
 // happened.
 
+// recordCTE is the CTE rec of a state-changing statement: the audit record
+// of the change the statement's CTE after returned (none when it returned
+// no row), of operation op with status status, written at the SQL
+// expression at, on behalf of actor, for reason. Its id is made and
+// checked as outcomeColumns says.
+func recordCTE(op, status, at, actor, reason string) string {
+	return `rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
+    SELECT CASE WHEN next.checked THEN next.id
+                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
+                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
+                ELSE leasestore_audit_went_back() END,
+           ` + at + `, '` + op + `', @ns, @name, after.owner, after.token, @request_id, ` + actor + `, ` + reason + `,
+           '` + status + `', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
+    FROM after
+    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
+                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
+                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
+)`
+}
+
+// wakeCTE wakes the waiters of the key whose lease the statement's CTE
+// after ended, only when one is registered: see notify.go.
+const wakeCTE = `wake AS MATERIALIZED (
+    SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
+    FROM after
+    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
+)`
+
+// changeResultSQL ends renewSQL: outcomeColumns, with no token drawn.
+// endedResultSQL ends releaseSQL and revokeSQL the same way, after their
+// wakeCTE.
+const (
+	changeResultSQL = `
+SELECT coalesce(@now::timestamptz, now()),
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       NULL::bigint,
+       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
+FROM (SELECT) AS one
+LEFT JOIN after ON true`
+	endedResultSQL = changeResultSQL + `
+LEFT JOIN wake ON true`
+)
+
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
 // kept so that the key's last token stays known) and the request id is
@@ -77,20 +122,7 @@ WITH prev AS (
     WHERE (l.ended_token = l.token OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version
       AND l.token < excluded.token
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-), rec AS (
-    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.checked THEN next.id
-                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
-                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
-                ELSE leasestore_audit_went_back() END,
-           after.acquired_at, 'acquire', @ns, @name, after.owner, after.token, @request_id, @owner, '',
-           'acquired', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
-    FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
-                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
-                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
-)
+), ` + recordCTE("acquire", "acquired", "after.acquired_at", "@owner", "''") + `
 SELECT coalesce(@now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
        fresh.token,
@@ -116,26 +148,7 @@ WITH after AS (
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
-), rec AS (
-    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.checked THEN next.id
-                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
-                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
-                ELSE leasestore_audit_went_back() END,
-           after.renewed_at, 'renew', @ns, @name, after.owner, after.token, @request_id, @owner, '',
-           'renewed', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
-    FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
-                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
-                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
-)
-SELECT coalesce(@now::timestamptz, now()),
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-       NULL::bigint,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
-FROM (SELECT) AS one
-LEFT JOIN after ON true`)
+), ` + recordCTE("renew", "renewed", "after.renewed_at", "@owner", "''") + changeResultSQL)
 
 // releaseSQL gives up the live lease (@owner, @token), and notifies
 // waiters of the key if there are any (the wake CTE; see notify.go). The row stays as a
@@ -154,32 +167,7 @@ WITH after AS (
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
-), rec AS (
-    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.checked THEN next.id
-                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
-                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
-                ELSE leasestore_audit_went_back() END,
-           coalesce(@now::timestamptz, now()), 'release', @ns, @name, after.owner, after.token, @request_id, @owner, '',
-           'released', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
-    FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
-                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
-                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
-), wake AS MATERIALIZED (
-    -- Wakes waiters of the key, only when one is registered: see notify.go.
-    SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
-    FROM after
-    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
-)
-SELECT coalesce(@now::timestamptz, now()),
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-       NULL::bigint,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
-FROM (SELECT) AS one
-LEFT JOIN after ON true
-LEFT JOIN wake ON true`)
+), ` + recordCTE("release", "released", "coalesce(@now::timestamptz, now())", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
 // @token is 0) on behalf of @actor, leaving a tombstone and waking waiters
@@ -195,32 +183,7 @@ WITH after AS (
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
-), rec AS (
-    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
-    SELECT CASE WHEN next.checked THEN next.id
-                WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
-                     AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
-                ELSE leasestore_audit_went_back() END,
-           coalesce(@now::timestamptz, now()), 'revoke', @ns, @name, after.owner, after.token, @request_id, @actor, @reason,
-           'revoked', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
-    FROM after
-    CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
-                               current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
-                        FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
-), wake AS MATERIALIZED (
-    -- Wakes waiters of the key, only when one is registered: see notify.go.
-    SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
-    FROM after
-    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
-)
-SELECT coalesce(@now::timestamptz, now()),
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-       NULL::bigint,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
-FROM (SELECT) AS one
-LEFT JOIN after ON true
-LEFT JOIN wake ON true`)
+), ` + recordCTE("revoke", "revoked", "coalesce(@now::timestamptz, now())", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
 // there is none, or only a tombstone). Expiry is judged in Go.

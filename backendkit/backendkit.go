@@ -1,13 +1,14 @@
 // Package backendkit is the bookkeeping every leasestore backend shares,
 // whatever stores its data: the recorded outcome of a state change and its
 // replay for a repeated request id, the results of refused changes and of
-// get, where a list page starts, and keyset-paginated pages. A new backend
-// supplies its statements and its error interpretation and calls these.
+// get, where a list page starts, keyset-paginated pages, and the queue of
+// coalescing ([Coalescer]). A new backend supplies its statements and its
+// error interpretation and calls these.
 //
 // It is for backend authors; users of leasestore meet protocol and audit.
 // It depends only on protocol and audit: no database driver, no sqlstore.
-// Everything in it is a pure function or a constant, safe for concurrent
-// use.
+// Everything in it is a pure function or a constant, or, like Coalescer,
+// safe for concurrent use.
 package backendkit
 
 import (

@@ -65,16 +65,33 @@ func TestInterruptFollowStillExits0(t *testing.T) {
 	if r := c.run(t, "migrate", "up"); r.code != 0 {
 		t.Fatalf("migrate up\n%s", r)
 	}
+	if r := c.run(t, "acquire", "k", "--owner", "o"); r.code != 0 {
+		t.Fatalf("acquire\n%s", r)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := c.command(ctx, "audit", "--follow", "--interval", "20ms")
+	cmd := c.command(ctx, "audit", "--follow", "--since", "1h", "--interval", "20ms")
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Following once the first record is out (a signal sent before the
+	// process set up its handler would kill it, however loaded the
+	// machine).
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("audit --follow printed nothing: %v", sc.Err())
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
+	for sc.Scan() {
+	}
+	cmd.Stdout = &bytes.Buffer{}
 	if r := finish(t, cmd, []string{"audit", "--follow"}, cmd.Wait()); r.code != 0 {
 		t.Fatalf("audit --follow after Ctrl-C: exit %d, want 0\n%s", r.code, r)
 	}

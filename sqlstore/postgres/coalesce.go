@@ -3,14 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -49,144 +48,66 @@ var errRunAlone = errors.New("postgres: the batch could not apply the operation;
 
 // pendingOp is one operation waiting for, or in, a batch.
 type pendingOp struct {
-	op       protocol.Op
-	key      protocol.Key
-	st       statement
-	a        args
-	deadline time.Time     // the caller's, zero for none
-	done     chan struct{} // closed when o and err are set
-	o        *outcome
-	err      error
+	op  protocol.Op
+	key protocol.Key
+	st  statement
+	a   args
+	o   *outcome // the answer: set by the batch
+	err error
 }
 
-// coalescer queues state-changing operations and sends them in batches;
-// it is safe for concurrent use.
+// coalescer queues state-changing operations and sends them in batches
+// (backendkit.Coalescer); it is safe for concurrent use.
 type coalescer struct {
-	b     *Backend
-	limit int
+	b *Backend
+	q *backendkit.Coalescer[*pendingOp]
 
-	mu       sync.Mutex
-	inflight int
-	queue    []*pendingOp
-	wg       sync.WaitGroup // batch goroutines
-	batches  int64          // statements of more than one operation sent (tests read it)
-	batched  int64          // operations in them
-	alone    int64          // operations of batches that ran again alone
+	batches atomic.Int64 // statements of more than one operation sent (tests read it)
+	batched atomic.Int64 // operations in them
+	alone   atomic.Int64 // operations of batches that ran again alone
 }
 
 func newCoalescer(b *Backend, limit int) *coalescer {
-	return &coalescer{b: b, limit: limit}
+	c := &coalescer{b: b}
+	c.q = backendkit.NewCoalescer(limit, maxBatch, statementTimeout, c.run)
+	return c
 }
 
 // do runs p: at once when a slot is free, else in the next batch.
 func (c *coalescer) do(ctx context.Context, p *pendingOp) (*outcome, error) {
-	c.mu.Lock()
-	if c.inflight < c.limit && len(c.queue) == 0 {
-		c.inflight++
-		c.mu.Unlock()
-		o, err := c.b.runChange(ctx, p.op, p.key, p.st, p.a)
-		c.next()
-		return o, err
-	}
-	p.deadline, _ = ctx.Deadline()
-	p.done = make(chan struct{})
-	c.queue = append(c.queue, p)
-	c.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.o, p.err
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	queued := false
-	if i := slices.Index(c.queue, p); i >= 0 {
-		c.queue = slices.Delete(c.queue, i, i+1)
-		queued = true
-	}
-	c.mu.Unlock()
-	if queued {
+	switch c.q.Do(ctx, p, func() { p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a) }, false) {
+	case backendkit.NotSent:
 		return nil, protocol.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
 			"postgres: the deadline passed while the operation waited for a connection; it was not sent")
+	case backendkit.Running:
+		return nil, protocol.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
+			"postgres: the deadline passed while the operation's batch ran")
 	}
-	return nil, protocol.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
-		"postgres: the deadline passed while the operation's batch ran")
-}
-
-// next frees a slot, or hands it to a batch of the queued operations.
-func (c *coalescer) next() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
-		c.inflight--
-		return
-	}
-	batch := c.take()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for batch != nil {
-			c.run(batch)
-			c.mu.Lock()
-			if len(c.queue) == 0 {
-				c.inflight--
-				batch = nil
-			} else {
-				batch = c.take()
-			}
-			c.mu.Unlock()
-		}
-	}()
-}
-
-// take removes the next batch from the queue; c.mu is held.
-func (c *coalescer) take() []*pendingOp {
-	n := min(len(c.queue), maxBatch)
-	batch := slices.Clone(c.queue[:n])
-	c.queue = slices.Delete(c.queue, 0, n)
-	return batch
+	return p.o, p.err
 }
 
 // wait waits for the batches in flight (Close).
-func (c *coalescer) wait() { c.wg.Wait() }
+func (c *coalescer) wait() { c.q.Wait() }
 
 // run sends batch and answers each of its operations.
-func (c *coalescer) run(batch []*pendingOp) {
-	deadline := time.Now().Add(statementTimeout)
-	if latest := slices.MaxFunc(batch, func(x, y *pendingOp) int { return x.deadline.Compare(y.deadline) }).deadline; !latest.IsZero() {
-		deadline = latest
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	defer func() {
-		for _, p := range batch {
-			close(p.done)
-		}
-	}()
-	single := len(batch) == 1 || c.b.noBatch.Load()
-	var alone int
-	if single {
+func (c *coalescer) run(ctx context.Context, batch []*pendingOp) {
+	if len(batch) == 1 || c.b.noBatch.Load() {
 		for _, p := range batch {
 			p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a)
 		}
 		return
 	}
-	c.mu.Lock()
-	c.batches++
-	c.batched += int64(len(batch))
-	c.mu.Unlock()
+	c.batches.Add(1)
+	c.batched.Add(int64(len(batch)))
 	err := c.b.sendBatch(ctx, batch)
-	alone = 0
 	for _, p := range batch {
 		if err != nil && p.o == nil && p.err == nil {
 			p.err = errRunAlone
 		}
 		if errors.Is(p.err, errRunAlone) || errors.Is(p.err, errRequestIDRace) {
-			alone++
+			c.alone.Add(1)
 		}
 	}
-	c.mu.Lock()
-	c.alone += int64(alone)
-	c.mu.Unlock()
 }
 
 // batchArgs returns the arrays changeBatchSQL takes.

@@ -72,16 +72,12 @@ func CoalesceStats(b *Backend) (batches, ops, alone int64) {
 	if b.co == nil {
 		return 0, 0, 0
 	}
-	b.co.mu.Lock()
-	defer b.co.mu.Unlock()
-	return b.co.batches, b.co.batched, b.co.alone
+	return b.co.batches.Load(), b.co.batched.Load(), b.co.alone.Load()
 }
 
 // QueueLen returns how many operations wait for a batch.
 func QueueLen(b *Backend) int {
-	b.co.mu.Lock()
-	defer b.co.mu.Unlock()
-	return len(b.co.queue)
+	return b.co.q.QueueLen()
 }
 
 // KeyChangePlan returns the plan, with actual row counts, of the statement

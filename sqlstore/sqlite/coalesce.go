@@ -2,10 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"slices"
-	"sync"
-	"time"
+	"sync/atomic"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -37,99 +36,36 @@ const maxWriteBatch = 64
 
 // pendingWrite is one write waiting for, or in, a batch.
 type pendingWrite struct {
-	op       protocol.Op
-	fn       change
-	deadline time.Time     // the caller's, zero for none
-	done     chan struct{} // closed when res and err are set
-	res      protocol.Result
-	err      error
+	op  protocol.Op
+	fn  change
+	res protocol.Result // the answer: set by the batch
+	err error
 }
 
-// writer is the Backend's write queue; it is safe for concurrent use.
+// writer is the Backend's write queue (backendkit.Coalescer, one write
+// transaction at a time); it is safe for concurrent use.
 type writer struct {
-	maxBatch int // maxWriteBatch, or 1 with Config.NoCoalescing
+	q       *backendkit.Coalescer[*pendingWrite]
+	batches atomic.Int64 // transactions of more than one write (tests read it)
+}
 
-	mu      sync.Mutex
-	writing bool // a transaction of this Backend runs
-	queue   []*pendingWrite
-	wg      sync.WaitGroup // batch goroutines
-	batches int64          // transactions of more than one write (tests read it)
+// newWriter returns the write queue of b, whose batches hold at most
+// maxBatch writes.
+func newWriter(b *Backend, maxBatch int) *writer {
+	return &writer{q: backendkit.NewCoalescer(1, maxBatch, protocol.DefaultTimeout, b.writeBatch)}
 }
 
 // write runs fn in a write transaction: at once when none runs, else in
 // the next batch. now is read once the write lock is held.
 func (b *Backend) write(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
-	w := &b.writer
-	w.mu.Lock()
-	if !w.writing {
-		w.writing = true
-		w.mu.Unlock()
-		res, err := b.writeAlone(ctx, op, fn)
-		b.nextWrite()
-		return res, err
-	}
-	p := &pendingWrite{op: op, fn: fn, done: make(chan struct{})}
-	p.deadline, _ = ctx.Deadline()
-	w.queue = append(w.queue, p)
-	w.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.res, p.err
-	case <-ctx.Done():
-	}
-	w.mu.Lock()
-	queued := false
-	if i := slices.Index(w.queue, p); i >= 0 {
-		w.queue = slices.Delete(w.queue, i, i+1)
-		queued = true
-	}
-	w.mu.Unlock()
-	if queued {
+	p := &pendingWrite{op: op, fn: fn}
+	// A write taken by a batch may be running, and writes what fn
+	// captured: Do waits for its batch to end (bounded by the batch's own
+	// deadline).
+	if b.writer.q.Do(ctx, p, func() { p.res, p.err = b.writeAlone(ctx, op, fn) }, true) == backendkit.NotSent {
 		return protocol.Result{}, b.interpret(ctx, op, ctx.Err())
 	}
-	// The batch has it: fn may be running, and writes what it captured,
-	// so wait for the batch to end (it is bounded by its own deadline).
-	<-p.done
 	return p.res, p.err
-}
-
-// nextWrite ends a transaction: it hands the writer to a batch of the
-// queued writes, or frees it.
-func (b *Backend) nextWrite() {
-	w := &b.writer
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.queue) == 0 {
-		w.writing = false
-		return
-	}
-	batch := w.take()
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		for batch != nil {
-			b.writeBatch(batch)
-			w.mu.Lock()
-			if len(w.queue) == 0 {
-				w.writing = false
-				batch = nil
-			} else {
-				batch = w.take()
-			}
-			w.mu.Unlock()
-		}
-	}()
-}
-
-// take removes the next batch from the queue; w.mu is held.
-func (w *writer) take() []*pendingWrite {
-	n := min(len(w.queue), w.maxBatch)
-	batch := slices.Clone(w.queue[:n])
-	w.queue = slices.Delete(w.queue, 0, n)
-	if n > 1 {
-		w.batches++
-	}
-	return batch
 }
 
 // writeAlone runs fn in one BEGIN IMMEDIATE transaction (the DSN's
@@ -153,23 +89,13 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 }
 
 // writeBatch runs batch in one transaction, each write in a savepoint.
-func (b *Backend) writeBatch(batch []*pendingWrite) {
-	deadline := time.Now().Add(protocol.DefaultTimeout)
-	if latest := slices.MaxFunc(batch, func(x, y *pendingWrite) int { return x.deadline.Compare(y.deadline) }).deadline; !latest.IsZero() {
-		deadline = latest
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	defer func() {
-		for _, p := range batch {
-			close(p.done)
-		}
-	}()
+func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 	if len(batch) == 1 {
 		p := batch[0]
 		p.res, p.err = b.writeAlone(ctx, p.op, p.fn)
 		return
 	}
+	b.writer.batches.Add(1)
 	fail := func(ps []*pendingWrite, err error) {
 		for _, p := range ps {
 			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
@@ -214,4 +140,4 @@ func (b *Backend) writeBatch(batch []*pendingWrite) {
 }
 
 // waitWrites waits for the batches in flight (Close).
-func (b *Backend) waitWrites() { b.writer.wg.Wait() }
+func (b *Backend) waitWrites() { b.writer.q.Wait() }

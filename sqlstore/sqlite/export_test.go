@@ -68,16 +68,12 @@ func HoldWriter(b *Backend) (release func()) {
 
 // WriteQueueLen returns how many writes wait for a batch.
 func WriteQueueLen(b *Backend) int {
-	b.writer.mu.Lock()
-	defer b.writer.mu.Unlock()
-	return len(b.writer.queue)
+	return b.writer.q.QueueLen()
 }
 
 // WriteBatches returns how many transactions of more than one write ran.
 func WriteBatches(b *Backend) int64 {
-	b.writer.mu.Lock()
-	defer b.writer.mu.Unlock()
-	return b.writer.batches
+	return b.writer.batches.Load()
 }
 
 // FailingWrite runs a write that inserts a lease row and then fails with

@@ -96,7 +96,7 @@ type Backend struct {
 
 	// writer runs this Backend's write transactions one at a time,
 	// coalescing the writes that wait meanwhile (coalesce.go).
-	writer writer
+	writer *writer
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)
 
@@ -292,10 +292,11 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 		cfg = &Config{}
 	}
 	b := &Backend{db: db, owned: owned, now: cfg.testNow}
-	b.writer.maxBatch = maxWriteBatch
+	maxBatch := maxWriteBatch
 	if cfg.NoCoalescing {
-		b.writer.maxBatch = 1
+		maxBatch = 1
 	}
+	b.writer = newWriter(b, maxBatch)
 	if b.now == nil {
 		b.now = time.Now
 	}

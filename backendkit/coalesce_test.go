@@ -1,0 +1,154 @@
+package backendkit_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/backendkit"
+)
+
+// op is an operation of the tests' fake backend: it records how it ran.
+type op struct {
+	id      int
+	alone   bool
+	batchOf int
+}
+
+// TestCoalescerLoneCallerRunsAlone: with a free slot, an operation runs at
+// once through alone, in the caller's goroutine, and no batch runs.
+func TestCoalescerLoneCallerRunsAlone(t *testing.T) {
+	c := backendkit.NewCoalescer(2, 8, time.Second, func(context.Context, []*op) { t.Error("a batch ran") })
+	for i := range 3 {
+		o := &op{id: i}
+		if got := c.Do(t.Context(), o, func() { o.alone = true }, false); got != backendkit.Ran || !o.alone {
+			t.Fatalf("Do = %v, alone %v; want Ran alone", got, o.alone)
+		}
+	}
+	c.Wait()
+}
+
+// TestCoalescerBatchesWhileSlotsAreTaken: while the only slot is held,
+// callers queue; when it frees, they go to the batch function together, in
+// arrival order, at most maxBatch at a time, under the latest deadline.
+func TestCoalescerBatchesWhileSlotsAreTaken(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		batches   [][]int
+		deadlines []time.Time
+	)
+	c := backendkit.NewCoalescer(1, 3, time.Hour, func(ctx context.Context, ops []*op) {
+		mu.Lock()
+		defer mu.Unlock()
+		var ids []int
+		for _, o := range ops {
+			o.batchOf = len(ops)
+			ids = append(ids, o.id)
+		}
+		batches = append(batches, ids)
+		d, _ := ctx.Deadline()
+		deadlines = append(deadlines, d)
+	})
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go c.Do(t.Context(), &op{id: -1}, func() { close(held); <-release }, false)
+	<-held
+	far := time.Now().Add(time.Minute)
+	var wg sync.WaitGroup
+	ops := make([]*op, 5)
+	for i := range ops {
+		ops[i] = &op{id: i}
+		ctx, cancel := context.WithDeadline(t.Context(), far.Add(-time.Duration(i)*time.Second))
+		defer cancel()
+		for c.QueueLen() != i {
+			time.Sleep(time.Millisecond)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := c.Do(ctx, ops[i], func() { t.Error("ran alone while the slot was held") }, false); got != backendkit.Ran {
+				t.Errorf("Do = %v, want Ran", got)
+			}
+		}()
+	}
+	for c.QueueLen() != 5 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	c.Wait()
+	if len(batches) != 2 || len(batches[0]) != 3 || len(batches[1]) != 2 ||
+		batches[0][0] != 0 || batches[0][2] != 2 || batches[1][0] != 3 || batches[1][1] != 4 {
+		t.Fatalf("batches %v; want [0 1 2] then [3 4]", batches)
+	}
+	if !deadlines[0].Equal(far) || !deadlines[1].Equal(far.Add(-3*time.Second)) {
+		t.Fatalf("batch deadlines %v; want each batch's latest caller deadline", deadlines)
+	}
+}
+
+// TestCoalescerCancelled: a caller whose context ends while its operation
+// is queued gets NotSent and the operation never runs; one whose batch has
+// taken it gets Running at once, or, with waitBatch, Ran once the batch
+// ended.
+func TestCoalescerCancelled(t *testing.T) {
+	inBatch := make(chan struct{})
+	finish := make(chan struct{})
+	var ran atomic.Int32
+	c := backendkit.NewCoalescer(1, 8, time.Second, func(ctx context.Context, ops []*op) {
+		ran.Add(int32(len(ops)))
+		close(inBatch)
+		<-finish
+	})
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go c.Do(t.Context(), &op{}, func() { close(held); <-release }, false)
+	<-held
+
+	// Cancelled while queued.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan backendkit.Outcome)
+	go func() { done <- c.Do(ctx, &op{id: 1}, func() {}, false) }()
+	for c.QueueLen() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if got := <-done; got != backendkit.NotSent || c.QueueLen() != 0 {
+		t.Fatalf("Do = %v, queue %d; want NotSent and an empty queue", got, c.QueueLen())
+	}
+
+	// Cancelled while its batch runs: one caller returns at once, the
+	// other waits for the batch.
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	ctx3, cancel3 := context.WithCancel(t.Context())
+	done2, done3 := make(chan backendkit.Outcome), make(chan backendkit.Outcome)
+	go func() { done2 <- c.Do(ctx2, &op{id: 2}, func() {}, false) }()
+	for c.QueueLen() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { done3 <- c.Do(ctx3, &op{id: 3}, func() {}, true) }()
+	for c.QueueLen() != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	<-inBatch
+	cancel2()
+	cancel3()
+	if got := <-done2; got != backendkit.Running {
+		t.Fatalf("Do = %v, want Running", got)
+	}
+	select {
+	case got := <-done3:
+		t.Fatalf("Do with waitBatch returned %v before its batch ended", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(finish)
+	if got := <-done3; got != backendkit.Ran {
+		t.Fatalf("Do with waitBatch = %v, want Ran", got)
+	}
+	c.Wait()
+	if ran.Load() != 2 {
+		t.Fatalf("%d operations reached the batch function, want 2 (the one cancelled in the queue never runs)", ran.Load())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -29,8 +30,8 @@ func (r PruneRequest) Validate() error {
 	if r.Before.IsZero() {
 		errs = append(errs, errors.New("prune: a cut-off time is required"))
 	}
-	errs = append(errs, protocol.ValidateText("actor", r.Actor, protocol.MaxOwnerLen),
-		protocol.ValidateText("request id", r.RequestID, protocol.MaxRequestIDLen))
+	errs = append(errs, textfield.Validate("actor", r.Actor, protocol.MaxOwnerLen),
+		textfield.Validate("request id", r.RequestID, protocol.MaxRequestIDLen))
 	return errors.Join(errs...)
 }
 

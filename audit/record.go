@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -95,13 +96,13 @@ type Reader interface {
 func (q Query) Validate() error {
 	var errs []error
 	if q.Namespace != "" {
-		errs = append(errs, protocol.ValidateText("namespace", q.Namespace, protocol.MaxNamespaceLen))
+		errs = append(errs, textfield.Validate("namespace", q.Namespace, protocol.MaxNamespaceLen))
 	}
 	if q.Key != "" {
 		if q.Namespace == "" {
 			errs = append(errs, errors.New("audit: a key filter needs a namespace"))
 		}
-		errs = append(errs, protocol.ValidateText("key", q.Key, protocol.MaxNameLen))
+		errs = append(errs, textfield.Validate("key", q.Key, protocol.MaxNameLen))
 	}
 	if q.Limit < 0 || q.Limit > MaxLimit {
 		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", q.Limit, MaxLimit))
@@ -138,4 +139,32 @@ func DecodeCursor(c string) (int64, error) {
 		return 0, errors.New("cursor: malformed")
 	}
 	return id, nil
+}
+
+// RuntimeReader returns a [Reader] of the trail of rt's backend that reads
+// through rt ([protocol.Runtime.Do] as [protocol.OpAudit]): with rt's
+// default deadline, answering closed once rt is closed, and seen by rt's
+// observer. A query that fails [Query.Validate] is invalid and never
+// reaches the backend; a backend that keeps no trail answers unavailable.
+// The reader is safe for concurrent use and owns nothing.
+func RuntimeReader(rt *protocol.Runtime) Reader { return runtimeReader{rt} }
+
+type runtimeReader struct{ rt *protocol.Runtime }
+
+func (r runtimeReader) ReadAudit(ctx context.Context, q Query) (Page, error) {
+	if err := q.Validate(); err != nil {
+		return Page{}, &protocol.Error{Op: protocol.OpAudit, Status: protocol.StatusInvalid, Message: "bad query", Err: err}
+	}
+	var page Page
+	err := r.rt.Do(ctx, protocol.OpAudit, func(ctx context.Context, b protocol.Backend) error {
+		ar, ok := b.(Reader)
+		if !ok {
+			return &protocol.Error{Op: protocol.OpAudit, Status: protocol.StatusUnavailable,
+				Message: fmt.Sprintf("the %s store keeps no audit trail", b.Name())}
+		}
+		var err error
+		page, err = ar.ReadAudit(ctx, q)
+		return err
+	})
+	return page, err
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -86,10 +87,10 @@ func TestCursorRoundTrip(t *testing.T) {
 		}
 	}
 	// A list cursor is not an audit cursor, and the other way round.
-	if _, err := protocol.DecodeListCursor(audit.EncodeCursor(3)); err == nil {
+	if _, err := backendkit.DecodeListCursor(audit.EncodeCursor(3)); err == nil {
 		t.Error("an audit cursor decoded as a list cursor")
 	}
-	if _, err := audit.DecodeCursor(protocol.EncodeListCursor("3")); err == nil {
+	if _, err := audit.DecodeCursor(backendkit.EncodeListCursor("3")); err == nil {
 		t.Error("a list cursor decoded as an audit cursor")
 	}
 }

@@ -112,7 +112,7 @@ func LeasePage(rows []protocol.Lease, limit int) protocol.ListResult {
 	res := protocol.ListResult{Status: protocol.StatusFound, Leases: rows}
 	if len(rows) > limit {
 		res.Leases = rows[:limit]
-		res.NextCursor = protocol.EncodeListCursor(rows[limit-1].Key.Name)
+		res.NextCursor = EncodeListCursor(rows[limit-1].Key.Name)
 	}
 	if res.Leases == nil {
 		res.Leases = []protocol.Lease{}
@@ -159,8 +159,8 @@ func Found(cur *protocol.Lease, now time.Time) protocol.Result {
 // backend sees it.
 func ListStart(req protocol.ListRequest) (after string, limit int, err error) {
 	if req.Cursor != "" {
-		if after, err = protocol.DecodeListCursor(req.Cursor); err != nil {
-			return "", 0, protocol.NewError(protocol.OpList, protocol.StatusInvalid, err, "list: bad cursor")
+		if after, err = DecodeListCursor(req.Cursor); err != nil {
+			return "", 0, NewError(protocol.OpList, protocol.StatusInvalid, err, "list: bad cursor")
 		}
 	}
 	return after, req.EffectiveLimit(), nil

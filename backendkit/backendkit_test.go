@@ -35,9 +35,9 @@ func TestNewRecorded(t *testing.T) {
 func TestReplay(t *testing.T) {
 	acq := protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "rid"}
 	l := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at, RenewedAt: at, ExpiresAt: exp, Version: 1}
-	rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", acq.Fingerprint(), "w1", "")
+	rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", backendkit.Fingerprint(acq), "w1", "")
 
-	res := backendkit.Replay(rec, protocol.OpAcquire, acq.Fingerprint())
+	res := backendkit.Replay(rec, protocol.OpAcquire, backendkit.Fingerprint(acq))
 	if res.Status != protocol.StatusAcquired || !res.Replayed || res.Lease == nil || *res.Lease != l {
 		t.Fatalf("replay of acquire = %+v (lease %+v); want acquired, replayed, lease %+v", res, res.Lease, l)
 	}
@@ -51,7 +51,7 @@ func TestReplay(t *testing.T) {
 		op protocol.Op
 		st protocol.Status
 		fp string
-	}{{protocol.OpRenew, protocol.StatusRenewed, ren.Fingerprint()}, {protocol.OpRelease, protocol.StatusReleased, rel.Fingerprint()}} {
+	}{{protocol.OpRenew, protocol.StatusRenewed, backendkit.Fingerprint(ren)}, {protocol.OpRelease, protocol.StatusReleased, backendkit.Fingerprint(rel)}} {
 		rr := backendkit.NewRecorded(at, c.op, c.st, held, "rid2", c.fp, "w1", "")
 		res = backendkit.Replay(rr, c.op, c.fp)
 		if !res.Replayed || res.Status != c.st || *res.Lease != held {
@@ -61,9 +61,9 @@ func TestReplay(t *testing.T) {
 
 	// A record written before schema version 2 lacks acquired_at and
 	// renewed_at: a renew's replay has no acquired_at to give.
-	rr := backendkit.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid2", ren.Fingerprint(), "w1", "")
+	rr := backendkit.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed, l, "rid2", backendkit.Fingerprint(ren), "w1", "")
 	rr.AcquiredAt, rr.RenewedAt = time.Time{}, time.Time{}
-	res = backendkit.Replay(rr, protocol.OpRenew, ren.Fingerprint())
+	res = backendkit.Replay(rr, protocol.OpRenew, backendkit.Fingerprint(ren))
 	if !res.Replayed || !res.Lease.AcquiredAt.IsZero() || !res.Lease.RenewedAt.Equal(at) || !res.Lease.ExpiresAt.Equal(exp) {
 		t.Fatalf("replay of a version 1 renew = %+v (lease %+v)", res, res.Lease)
 	}
@@ -74,7 +74,7 @@ func TestReplay(t *testing.T) {
 	for _, c := range []struct {
 		op protocol.Op
 		fp string
-	}{{protocol.OpAcquire, other.Fingerprint()}, {protocol.OpRenew, acq.Fingerprint()}} {
+	}{{protocol.OpAcquire, backendkit.Fingerprint(other)}, {protocol.OpRenew, backendkit.Fingerprint(acq)}} {
 		res := backendkit.Replay(rec, c.op, c.fp)
 		if res.Status != protocol.StatusInvalid || res.Replayed || res.Lease != nil || !strings.Contains(res.Message, "rid") {
 			t.Fatalf("replay as %s with fingerprint %.8s = %+v; want invalid naming the request id", c.op, c.fp, res)
@@ -102,7 +102,7 @@ func TestLeasePage(t *testing.T) {
 	if len(p.Leases) != 2 || p.Leases[1].Key.Name != "b" {
 		t.Fatalf("page with more = %+v, want a and b", p)
 	}
-	if name, err := protocol.DecodeListCursor(p.NextCursor); err != nil || name != "b" {
+	if name, err := backendkit.DecodeListCursor(p.NextCursor); err != nil || name != "b" {
 		t.Fatalf("cursor decodes to %q, %v; want b", name, err)
 	}
 }
@@ -146,7 +146,7 @@ func TestListStart(t *testing.T) {
 	if after != "" || limit != protocol.DefaultListLimit || err != nil {
 		t.Fatalf("first page: %q %d %v", after, limit, err)
 	}
-	after, limit, err = backendkit.ListStart(protocol.ListRequest{Namespace: "ns", Limit: 7, Cursor: protocol.EncodeListCursor("job-9")})
+	after, limit, err = backendkit.ListStart(protocol.ListRequest{Namespace: "ns", Limit: 7, Cursor: backendkit.EncodeListCursor("job-9")})
 	if after != "job-9" || limit != 7 || err != nil {
 		t.Fatalf("next page: %q %d %v", after, limit, err)
 	}

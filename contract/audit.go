@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -205,7 +206,7 @@ func auditCases() []testCase {
 			for _, q := range []audit.Query{
 				{Key: "k1"}, // a key needs a namespace
 				{Cursor: "bogus"},
-				{Cursor: protocol.EncodeListCursor("k1")},
+				{Cursor: backendkit.EncodeListCursor("k1")},
 				{Limit: -1},
 				{Limit: audit.MaxLimit + 1},
 				{Namespace: "bad\x00ns"},

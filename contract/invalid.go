@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -171,7 +172,7 @@ func invalidCases() []testCase {
 				"bad cursor":             {Namespace: e.ns, Cursor: "bogus"},
 				"cursor bad base64":      {Namespace: e.ns, Cursor: "c1.!!!"},
 				"audit cursor":           {Namespace: e.ns, Cursor: audit.EncodeCursor(1)},
-				"cursor of a bad name":   {Namespace: e.ns, Cursor: protocol.EncodeListCursor("a\x00b")},
+				"cursor of a bad name":   {Namespace: e.ns, Cursor: backendkit.EncodeListCursor("a\x00b")},
 				"limit too big":          {Namespace: e.ns, Limit: protocol.MaxListLimit + 1},
 				"negative limit":         {Namespace: e.ns, Limit: -1},
 				"empty namespace":        {},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -125,14 +126,14 @@ func listCases() []testCase {
 					if last != (res.NextCursor == "") {
 						e.t.Fatalf("%s: next cursor %q, last page %v", what, res.NextCursor, last)
 					}
-					if !last && res.NextCursor != protocol.EncodeListCursor(want[len(want)-1]) {
+					if !last && res.NextCursor != backendkit.EncodeListCursor(want[len(want)-1]) {
 						e.t.Fatalf("%s: next cursor %q, want EncodeListCursor(%q)", what, res.NextCursor, want[len(want)-1])
 					}
 					req.Cursor = res.NextCursor
 				}
 			}
 			// A cursor past the last name answers an empty last page.
-			res := e.list(e.a, protocol.ListRequest{Namespace: e.ns, Cursor: protocol.EncodeListCursor("k4")})
+			res := e.list(e.a, protocol.ListRequest{Namespace: e.ns, Cursor: backendkit.EncodeListCursor("k4")})
 			if len(res.Leases) != 0 || res.NextCursor != "" {
 				e.t.Fatalf("list after the last name: %q, cursor %q", names(res.Leases), res.NextCursor)
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -169,7 +170,7 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		if g == "" {
 			return tokenEntry{}, errors.New("namespace globs: an empty glob")
 		}
-		if err := protocol.ValidateText("namespace glob", g, protocol.MaxNamespaceLen); err != nil {
+		if err := textfield.Validate("namespace glob", g, protocol.MaxNamespaceLen); err != nil {
 			return tokenEntry{}, err
 		}
 		e.globs = append(e.globs, g)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -118,13 +119,13 @@ type call struct {
 // failures with the same request (and so the same request id).
 func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, error) {
 	if c.closed.Load() {
-		return 0, nil, protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
+		return 0, nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
 	}
 	var payload []byte
 	if cl.body != nil {
 		var err error
 		if payload, err = json.Marshal(cl.body); err != nil {
-			return 0, nil, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: encode request")
+			return 0, nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: encode request")
 		}
 	}
 	target := *c.base
@@ -211,7 +212,7 @@ func (c *Client) result(ctx context.Context, op protocol.Op, cl call) (protocol.
 	}
 	res, err := out.Protocol(op)
 	if err != nil {
-		return protocol.Result{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
 	return res, nil
 }
@@ -284,7 +285,7 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 	}
 	res, err := out.Protocol()
 	if err != nil {
-		return protocol.ListResult{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+		return protocol.ListResult{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
 	return res, nil
 }
@@ -307,12 +308,12 @@ func (c *Client) Health(ctx context.Context) error {
 	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
 		return err
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
 }
 
 // ReadAudit implements [audit.Reader] over GET /v1/audit.
 func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
-	const op protocol.Op = ""
+	const op = protocol.OpAudit
 	v := url.Values{}
 	if q.Namespace != "" {
 		v.Set("namespace", q.Namespace)
@@ -346,11 +347,11 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 	}
 	if status != protocol.StatusFound {
 		// invalid: the backends report a bad query as an error too.
-		return audit.Page{}, protocol.NewError(op, status, nil, "%s", out.Message)
+		return audit.Page{}, backendkit.NewError(op, status, nil, "%s", out.Message)
 	}
 	page, err := out.Audit()
 	if err != nil {
-		return audit.Page{}, protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+		return audit.Page{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
 	return page, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -23,11 +24,11 @@ func transportError(ctx context.Context, op protocol.Op, err error) error {
 	var ne net.Error
 	switch {
 	case ctx.Err() != nil:
-		return protocol.NewError(op, protocol.StatusTimeout, errors.Join(ctx.Err(), err), "httpapi: no answer from the server before the deadline")
+		return backendkit.NewError(op, protocol.StatusTimeout, errors.Join(ctx.Err(), err), "httpapi: no answer from the server before the deadline")
 	case errors.As(err, &ne) && ne.Timeout():
-		return protocol.NewError(op, protocol.StatusTimeout, err, "httpapi: the connection to the server timed out")
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "httpapi: the connection to the server timed out")
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
 }
 
 // answerError returns the error for an answer whose status means the store
@@ -40,24 +41,24 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 	switch {
 	case status == StatusUnauthorized || status == StatusForbidden:
 		if code == StatusCode(status) {
-			return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server refused the request (HTTP %d %s): %s",
+			return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server refused the request (HTTP %d %s): %s",
 				code, http.StatusText(code), msg)
 		}
 	case !status.Known():
-		return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
 			"which is not a lease status: %s", code, status, msg)
 	}
 	if code != StatusCode(status) {
-		return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+
 			"which go with HTTP %d: %s", code, status, StatusCode(status), msg)
 	}
 	switch status {
 	case protocol.StatusTimeout:
-		return protocol.NewError(op, protocol.StatusTimeout, nil, "server: %s", msg)
+		return backendkit.NewError(op, protocol.StatusTimeout, nil, "server: %s", msg)
 	case protocol.StatusUnavailable:
-		return protocol.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
 	case protocol.StatusClosed:
-		return protocol.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
 	}
 	return nil
 }
@@ -69,5 +70,5 @@ func badAnswer(op protocol.Op, code int, body []byte) error {
 	if len(snippet) > 120 {
 		snippet = snippet[:120] + "..."
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
 }

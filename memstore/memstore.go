@@ -99,9 +99,6 @@ var (
 // errHandleClosed is the cause of every error of a closed handle.
 var errHandleClosed = errors.New("memstore: handle closed")
 
-// opAudit names audit reads in errors; it is not one of the protocol's operations.
-const opAudit protocol.Op = "audit"
-
 // interpretError is the one place where this backend builds its errors: a
 // closed handle answers closed, a finished context timeout, and an invalid
 // audit query invalid.
@@ -109,13 +106,13 @@ func interpretError(op protocol.Op, err error) error {
 	var invalid *invalidError
 	switch {
 	case errors.Is(err, errHandleClosed):
-		return protocol.NewError(op, protocol.StatusClosed, err, "memstore: the handle was closed")
+		return backendkit.NewError(op, protocol.StatusClosed, err, "memstore: the handle was closed")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return protocol.NewError(op, protocol.StatusTimeout, err, "memstore: %v", err)
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "memstore: %v", err)
 	case errors.As(err, &invalid):
-		return protocol.NewError(op, protocol.StatusInvalid, invalid.err, "memstore: %v", invalid.err)
+		return backendkit.NewError(op, protocol.StatusInvalid, invalid.err, "memstore: %v", invalid.err)
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, err, "memstore: %v", err)
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "memstore: %v", err)
 }
 
 type invalidError struct{ err error }
@@ -192,12 +189,12 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
-	hash := req.Fingerprint()
+	hash := backendkit.Fingerprint(req)
 	if res, done := s.replay(protocol.OpAcquire, req.Key.Namespace, req.RequestID, hash); done {
 		return res, nil
 	}
 	cur := s.current(req.Key)
-	if st := protocol.CheckAcquire(cur, now); st != "" {
+	if st := backendkit.CheckAcquire(cur, now); st != "" {
 		return backendkit.Refused(st, cur), nil
 	}
 	s.lastToken++
@@ -243,12 +240,12 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 
 // renew is Renew with the store locked.
 func (s *Store) renew(req protocol.RenewRequest, now time.Time) protocol.Result {
-	hash := req.Fingerprint()
+	hash := backendkit.Fingerprint(req)
 	if res, done := s.replay(protocol.OpRenew, req.Key.Namespace, req.RequestID, hash); done {
 		return res
 	}
 	cur := s.current(req.Key)
-	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
+	if st := backendkit.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
 		return backendkit.Refused(st, cur)
 	}
 	l := *cur
@@ -268,12 +265,12 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
-	hash := req.Fingerprint()
+	hash := backendkit.Fingerprint(req)
 	if res, done := s.replay(protocol.OpRelease, req.Key.Namespace, req.RequestID, hash); done {
 		return res, nil
 	}
 	cur := s.current(req.Key)
-	if st := protocol.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
+	if st := backendkit.CheckHolder(cur, req.Owner, req.Token, now); st != "" {
 		return backendkit.Refused(st, cur), nil
 	}
 	delete(s.leases, req.Key)
@@ -291,12 +288,12 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
-	hash := req.Fingerprint()
+	hash := backendkit.Fingerprint(req)
 	if res, done := s.replay(protocol.OpRevoke, req.Key.Namespace, req.RequestID, hash); done {
 		return res, nil
 	}
 	cur := s.current(req.Key)
-	if st := protocol.CheckRevoke(cur, req.Token, now); st != "" {
+	if st := backendkit.CheckRevoke(cur, req.Token, now); st != "" {
 		return backendkit.Refused(st, cur), nil
 	}
 	delete(s.leases, req.Key)
@@ -349,13 +346,13 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // status invalid.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, interpretError(opAudit, &invalidError{err})
+		return audit.Page{}, interpretError(protocol.OpAudit, &invalidError{err})
 	}
 	var after int64
 	if q.Cursor != "" {
 		after, _ = audit.DecodeCursor(q.Cursor) // checked by Validate
 	}
-	s, _, err := b.lock(ctx, opAudit)
+	s, _, err := b.lock(ctx, protocol.OpAudit)
 	if err != nil {
 		return audit.Page{}, err
 	}
@@ -402,7 +399,7 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]).
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}
 	s, now, err := b.lock(ctx, protocol.OpNamespaces)

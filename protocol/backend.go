@@ -67,7 +67,7 @@ type Backend interface {
 // OperationEvent describes one finished operation, for an [Observer].
 type OperationEvent struct {
 	Op       Op
-	Status   Status // "" for a successful health or close
+	Status   Status // "" for a successful health, close or [Runtime.Do]
 	Duration time.Duration
 	Backend  string
 	Replayed bool

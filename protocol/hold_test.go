@@ -24,7 +24,7 @@ type flakyBackend struct {
 func (f *flakyBackend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	f.renews.Add(1)
 	if f.failing.Load() {
-		return protocol.Result{}, protocol.NewError(protocol.OpRenew, protocol.StatusUnavailable, nil, "injected outage")
+		return protocol.Result{}, &protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusUnavailable, Message: "injected outage"}
 	}
 	return f.Backend.Renew(ctx, req)
 }

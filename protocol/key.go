@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/leasestore/leasestore/internal/textfield"
 )
 
 // Length limits, in bytes, for the text fields of the protocol.
@@ -41,10 +41,10 @@ func NewKey(namespace, name string) (Key, error) {
 // UTF-8, free of control and invisible formatting characters, and within [MaxNamespaceLen] and
 // [MaxNameLen] bytes.
 func (k Key) Validate() error {
-	if err := ValidateText("namespace", k.Namespace, MaxNamespaceLen); err != nil {
+	if err := textfield.Validate("namespace", k.Namespace, MaxNamespaceLen); err != nil {
 		return err
 	}
-	return ValidateText("key", k.Name, MaxNameLen)
+	return textfield.Validate("key", k.Name, MaxNameLen)
 }
 
 // String returns "namespace/name" for messages and logs; [KeyFromString]
@@ -106,29 +106,4 @@ func ParseKey(s string) (Key, error) {
 		return Key{}, err
 	}
 	return k, nil
-}
-
-// ValidateText checks a protocol text field: non-empty, valid UTF-8, no
-// control characters nor invisible formatting characters (Unicode category
-// Cf: zero-width spaces, bidirectional overrides), at most max bytes. field names the field in the error.
-func ValidateText(field, s string, max int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%s: must not be empty", field)
-	case len(s) > max:
-		return fmt.Errorf("%s: %d bytes is longer than the limit of %d", field, len(s), max)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%s: not valid UTF-8", field)
-	}
-	for i, r := range s {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%s: control character %U at byte %d", field, r, i)
-		}
-		if unicode.Is(unicode.Cf, r) {
-			// Zero-width and bidirectional formatting characters would let
-			// two keys look identical in logs and tables.
-			return fmt.Errorf("%s: invisible formatting character %U at byte %d", field, r, i)
-		}
-	}
-	return nil
 }

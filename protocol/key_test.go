@@ -70,19 +70,6 @@ func TestKeyValidate(t *testing.T) {
 	}
 }
 
-func TestValidateTextNamesTheField(t *testing.T) {
-	err := ValidateText("owner", "", MaxOwnerLen)
-	if err == nil || err.Error() != "owner: must not be empty" {
-		t.Fatalf("ValidateText(owner, \"\") = %v, want \"owner: must not be empty\"", err)
-	}
-	if err := ValidateText("owner", strings.Repeat("o", 3), 3); err != nil {
-		t.Fatalf("ValidateText at exactly the limit = %v, want nil", err)
-	}
-	if err := ValidateText("owner", strings.Repeat("o", 4), 3); err == nil {
-		t.Fatal("ValidateText one byte past the limit = nil, want an error")
-	}
-}
-
 func TestKeyEncodeExamples(t *testing.T) {
 	tests := []struct {
 		key  Key

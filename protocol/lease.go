@@ -1,14 +1,12 @@
 package protocol
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/listcursor"
+	"github.com/leasestore/leasestore/internal/textfield"
 )
 
 // LeaseFormatVersion is the serialization version of [Lease] written by this
@@ -152,24 +150,24 @@ func validateToken(token int64) error {
 }
 
 func validateRequestID(id string) error {
-	return ValidateText("request id", id, MaxRequestIDLen)
+	return textfield.Validate("request id", id, MaxRequestIDLen)
 }
 
 // Validate checks every field, including the request id.
 func (r AcquireRequest) Validate() error {
-	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
 		validateTTL(r.TTL), validateRequestID(r.RequestID))
 }
 
 // Validate checks every field, including the request id.
 func (r RenewRequest) Validate() error {
-	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
 		validateToken(r.Token), validateTTL(r.TTL), validateRequestID(r.RequestID))
 }
 
 // Validate checks every field, including the request id.
 func (r ReleaseRequest) Validate() error {
-	return errors.Join(r.Key.Validate(), ValidateText("owner", r.Owner, MaxOwnerLen),
+	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
 		validateToken(r.Token), validateRequestID(r.RequestID))
 }
 
@@ -182,18 +180,18 @@ func (r GetRequest) Validate() error {
 // A zero Limit is valid and means [DefaultListLimit].
 func (r ListRequest) Validate() error {
 	var errs []error
-	errs = append(errs, ValidateText("namespace", r.Namespace, MaxNamespaceLen), validateRequestID(r.RequestID))
+	errs = append(errs, textfield.Validate("namespace", r.Namespace, MaxNamespaceLen), validateRequestID(r.RequestID))
 	if r.Prefix != "" {
-		errs = append(errs, ValidateText("prefix", r.Prefix, MaxNameLen))
+		errs = append(errs, textfield.Validate("prefix", r.Prefix, MaxNameLen))
 	}
 	if r.Owner != "" {
-		errs = append(errs, ValidateText("owner", r.Owner, MaxOwnerLen))
+		errs = append(errs, textfield.Validate("owner", r.Owner, MaxOwnerLen))
 	}
 	if r.Limit < 0 || r.Limit > MaxListLimit {
 		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", r.Limit, MaxListLimit))
 	}
 	if r.Cursor != "" {
-		if _, err := DecodeListCursor(r.Cursor); err != nil {
+		if _, err := listcursor.Decode(r.Cursor, MaxNameLen); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -207,8 +205,8 @@ func (r RevokeRequest) Validate() error {
 	if r.Token < 0 {
 		tokenErr = fmt.Errorf("token: must not be negative, got %d", r.Token)
 	}
-	return errors.Join(r.Key.Validate(), ValidateText("actor", r.Actor, MaxOwnerLen),
-		ValidateText("reason", r.Reason, MaxReasonLen), tokenErr, validateRequestID(r.RequestID))
+	return errors.Join(r.Key.Validate(), textfield.Validate("actor", r.Actor, MaxOwnerLen),
+		textfield.Validate("reason", r.Reason, MaxReasonLen), tokenErr, validateRequestID(r.RequestID))
 }
 
 // EffectiveLimit returns Limit, or [DefaultListLimit] when Limit is zero.
@@ -217,64 +215,4 @@ func (r ListRequest) EffectiveLimit() int {
 		return DefaultListLimit
 	}
 	return r.Limit
-}
-
-// Fingerprints identify a state-changing request's parameters (everything but
-// the request id). Backends store them beside the request id so that a
-// repeated id with other parameters is recognised and refused as invalid.
-// The text fields cannot hold NUL (it is a control character), so joining
-// them with NUL is unambiguous.
-func fingerprint(op Op, parts ...string) string {
-	h := sha256.New()
-	h.Write([]byte(op))
-	for _, p := range parts {
-		h.Write([]byte{0})
-		h.Write([]byte(p))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// Fingerprint returns a hash of the request's parameters, excluding the request id.
-func (r AcquireRequest) Fingerprint() string {
-	return fingerprint(OpAcquire, r.Key.Encode(), r.Owner, strconv.FormatInt(int64(r.TTL), 10))
-}
-
-// Fingerprint returns a hash of the request's parameters, excluding the request id.
-func (r RenewRequest) Fingerprint() string {
-	return fingerprint(OpRenew, r.Key.Encode(), r.Owner, strconv.FormatInt(r.Token, 10), strconv.FormatInt(int64(r.TTL), 10))
-}
-
-// Fingerprint returns a hash of the request's parameters, excluding the request id.
-func (r ReleaseRequest) Fingerprint() string {
-	return fingerprint(OpRelease, r.Key.Encode(), r.Owner, strconv.FormatInt(r.Token, 10))
-}
-
-// Fingerprint returns a hash of the request's parameters, excluding the request id.
-func (r RevokeRequest) Fingerprint() string {
-	return fingerprint(OpRevoke, r.Key.Encode(), r.Actor, r.Reason, strconv.FormatInt(r.Token, 10))
-}
-
-const listCursorPrefix = "c1."
-
-// EncodeListCursor returns the opaque list cursor that resumes after the
-// lease named name. Every backend uses it, so cursors are portable.
-func EncodeListCursor(name string) string {
-	return listCursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))
-}
-
-// DecodeListCursor returns the name a cursor from [EncodeListCursor] resumes after.
-func DecodeListCursor(cursor string) (string, error) {
-	rest, ok := strings.CutPrefix(cursor, listCursorPrefix)
-	if !ok {
-		return "", errors.New("cursor: not a list cursor")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil {
-		return "", errors.New("cursor: malformed")
-	}
-	name := string(b)
-	if err := ValidateText("cursor", name, MaxNameLen); err != nil {
-		return "", err
-	}
-	return name, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/listcursor"
 )
 
 var testKey = Key{Namespace: "ns", Name: "job-1"}
@@ -109,7 +111,7 @@ func TestListRequestValidate(t *testing.T) {
 		t.Fatalf("minimal list: %v", err)
 	}
 	full := ListRequest{Namespace: "ns", Prefix: "job-", Owner: "w1", IncludeExpired: true,
-		Limit: MaxListLimit, Cursor: EncodeListCursor("job-7"), RequestID: "r1"}
+		Limit: MaxListLimit, Cursor: listcursor.Encode("job-7"), RequestID: "r1"}
 	if err := full.Validate(); err != nil {
 		t.Fatalf("full list: %v", err)
 	}
@@ -128,127 +130,6 @@ func TestListRequestValidate(t *testing.T) {
 	}
 	if got := mut(func(r *ListRequest) { r.Limit = 7 }).EffectiveLimit(); got != 7 {
 		t.Errorf("EffectiveLimit() = %d, want 7", got)
-	}
-}
-
-func TestListCursorRoundTrip(t *testing.T) {
-	for _, name := range []string{"a", "job-10", "名前/with/slashes", strings.Repeat("k", MaxNameLen), "c1.nested"} {
-		c := EncodeListCursor(name)
-		if !strings.HasPrefix(c, "c1.") {
-			t.Errorf("EncodeListCursor(%q) = %q, want prefix c1.", name, c)
-		}
-		got, err := DecodeListCursor(c)
-		if err != nil || got != name {
-			t.Errorf("DecodeListCursor(EncodeListCursor(%q)) = %q, %v", name, got, err)
-		}
-	}
-	for _, c := range []string{"", "c1.", "c2.YQ", "YQ", "c1.YQ==", "c1.!", EncodeListCursor("a\x00"), "c1." + "_w"} {
-		if name, err := DecodeListCursor(c); err == nil {
-			t.Errorf("DecodeListCursor(%q) = %q, nil; want an error", c, name)
-		} else if !strings.HasPrefix(err.Error(), "cursor: ") {
-			t.Errorf("DecodeListCursor(%q) error %q lacks the noun prefix", c, err)
-		}
-	}
-}
-
-func TestFingerprints(t *testing.T) {
-	acq := AcquireRequest{Key: testKey, Owner: "w1", TTL: time.Minute, RequestID: "r1"}
-	other := acq
-	other.RequestID = "r2"
-	if acq.Fingerprint() != other.Fingerprint() {
-		t.Error("the acquire fingerprint depends on the request id")
-	}
-	if len(acq.Fingerprint()) != 64 {
-		t.Errorf("fingerprint %q is not 64 hex digits", acq.Fingerprint())
-	}
-	distinct := map[string]string{}
-	add := func(what, fp string) {
-		t.Helper()
-		if prev, dup := distinct[fp]; dup {
-			t.Errorf("%s and %s share a fingerprint", prev, what)
-		}
-		distinct[fp] = what
-	}
-	add("acquire", acq.Fingerprint())
-	add("acquire other owner", AcquireRequest{Key: testKey, Owner: "w2", TTL: time.Minute}.Fingerprint())
-	add("acquire other ttl", AcquireRequest{Key: testKey, Owner: "w1", TTL: time.Hour}.Fingerprint())
-	add("acquire other key", AcquireRequest{Key: Key{Namespace: "ns", Name: "job-2"}, Owner: "w1", TTL: time.Minute}.Fingerprint())
-	// The key's parts are length-prefixed: moving bytes between them changes the fingerprint.
-	add("acquire resplit key", AcquireRequest{Key: Key{Namespace: "nsj", Name: "ob-1"}, Owner: "w1", TTL: time.Minute}.Fingerprint())
-	add("renew", RenewRequest{Key: testKey, Owner: "w1", Token: 1, TTL: time.Minute}.Fingerprint())
-	add("renew other token", RenewRequest{Key: testKey, Owner: "w1", Token: 2, TTL: time.Minute}.Fingerprint())
-	add("release", ReleaseRequest{Key: testKey, Owner: "w1", Token: 1}.Fingerprint())
-	add("revoke", RevokeRequest{Key: testKey, Actor: "w1", Reason: "r", Token: 1}.Fingerprint())
-	// Actor and reason are separate fields: "ab"+"c" differs from "a"+"bc".
-	add("revoke actor/reason split 1", RevokeRequest{Key: testKey, Actor: "ab", Reason: "c"}.Fingerprint())
-	add("revoke actor/reason split 2", RevokeRequest{Key: testKey, Actor: "a", Reason: "bc"}.Fingerprint())
-}
-
-func TestCheckHolder(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cur := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
-	expired := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
-	tests := []struct {
-		name  string
-		cur   *Lease
-		owner string
-		token int64
-		want  Status
-	}{
-		{"no row", nil, "w1", 5, StatusNotFound},
-		{"older token", cur, "w1", 4, StatusStaleToken},
-		{"older token, other owner", cur, "w2", 4, StatusStaleToken},
-		{"older token, expired", expired, "w1", 4, StatusStaleToken},
-		{"same token, other owner", cur, "w2", 5, StatusNotOwner},
-		{"newer token", cur, "w1", 6, StatusNotOwner},
-		{"same token, other owner, expired", expired, "w2", 5, StatusNotOwner},
-		{"rightful holder, expired", expired, "w1", 5, StatusExpired},
-		{"rightful holder, live", cur, "w1", 5, ""},
-	}
-	for _, tc := range tests {
-		if got := CheckHolder(tc.cur, tc.owner, tc.token, now); got != tc.want {
-			t.Errorf("%s: CheckHolder = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestCheckRevoke(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cur := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
-	expired := &Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
-	tests := []struct {
-		name  string
-		cur   *Lease
-		token int64
-		want  Status
-	}{
-		{"no row", nil, 0, StatusNotFound},
-		{"no row, token", nil, 5, StatusNotFound},
-		{"any token", cur, 0, ""},
-		{"matching token", cur, 5, ""},
-		{"older token", cur, 4, StatusStaleToken},
-		{"newer token", cur, 6, StatusNotOwner},
-		{"older token, expired", expired, 4, StatusStaleToken},
-		{"expired", expired, 0, StatusNotFound},
-		{"matching token, expired", expired, 5, StatusNotFound},
-	}
-	for _, tc := range tests {
-		if got := CheckRevoke(tc.cur, tc.token, now); got != tc.want {
-			t.Errorf("%s: CheckRevoke = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestCheckAcquire(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	if got := CheckAcquire(nil, now); got != "" {
-		t.Errorf("no row: %q, want \"\"", got)
-	}
-	if got := CheckAcquire(&Lease{ExpiresAt: now}, now); got != "" {
-		t.Errorf("expired at now: %q, want \"\"", got)
-	}
-	if got := CheckAcquire(&Lease{ExpiresAt: now.Add(time.Microsecond)}, now); got != StatusConflict {
-		t.Errorf("live: %q, want conflict", got)
 	}
 }
 

@@ -14,12 +14,3 @@ type NamespaceLister interface {
 
 // OpNamespaces names a namespace listing in errors.
 const OpNamespaces Op = "namespaces"
-
-// CheckNamespacesLimit returns an invalid-input error unless limit is
-// within 1 and [MaxListLimit]; backends call it first.
-func CheckNamespacesLimit(limit int) error {
-	if limit < 1 || limit > MaxListLimit {
-		return NewError(OpNamespaces, StatusInvalid, nil, "limit: want 1 to %d, got %d", MaxListLimit, limit)
-	}
-	return nil
-}

@@ -330,9 +330,26 @@ func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error)
 // Health returns nil when the backend can serve operations, and otherwise an
 // *[Error] with status unavailable, timeout or closed.
 func (r *Runtime) Health(ctx context.Context) error {
+	return r.Do(ctx, OpHealth, func(ctx context.Context, b Backend) error { return b.Health(ctx) })
+}
+
+// OpAudit names a read of the audit trail in errors and observer events.
+const OpAudit Op = "audit"
+
+// Do runs fn, an operation of the wrapped backend that [Store] does not
+// name (an audit read, a namespace listing, a sweep on demand), as the
+// runtime runs its own: after [Runtime.Close] it answers closed without
+// calling fn; ctx gets the default deadline when it has none; Close waits
+// for fn to return; the observer hears of it as op (with status "" on
+// success). fn must not keep b past its return.
+//
+// The error is nil when fn returned nil, and otherwise an *[Error] for
+// op: timeout when ctx ended first, else the status of an *[Error] in
+// fn's chain (invalid, say), else unavailable.
+func (r *Runtime) Do(ctx context.Context, op Op, fn func(ctx context.Context, b Backend) error) error {
 	start := time.Now()
-	res, cause := r.run(ctx, OpHealth, func() error { return nil }, func(ctx context.Context) (Result, error) {
-		if err := r.backend.Health(ctx); err != nil {
+	res, cause := r.run(ctx, op, func() error { return nil }, func(ctx context.Context) (Result, error) {
+		if err := fn(ctx, r.backend); err != nil {
 			return Result{}, err
 		}
 		return Result{Status: StatusFound}, nil
@@ -341,11 +358,11 @@ func (r *Runtime) Health(ctx context.Context) error {
 	if !res.Status.Success() {
 		status = res.Status
 	}
-	r.observe(ctx, OpHealth, status, false, start)
+	r.observe(ctx, op, status, false, start)
 	if status == "" {
 		return nil
 	}
-	return &Error{Op: OpHealth, Status: status, Message: res.Message, Err: cause}
+	return &Error{Op: op, Status: status, Message: res.Message, Err: cause}
 }
 
 // Close stops the runtime: operations that start afterwards answer closed,

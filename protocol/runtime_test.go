@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/listcursor"
 )
 
 // fakeBackend is a test-only Backend. It records every call it receives,
@@ -613,11 +615,11 @@ func TestRuntimePassesOutcomes(t *testing.T) {
 
 	// List passes the page through.
 	b.list = func(context.Context, ListRequest) (ListResult, error) {
-		return ListResult{Status: StatusFound, Leases: []Lease{*holder}, NextCursor: EncodeListCursor("job")}, nil
+		return ListResult{Status: StatusFound, Leases: []Lease{*holder}, NextCursor: listcursor.Encode("job")}, nil
 	}
 	lr, err := rt.List(context.Background(), list)
 	if err != nil || lr.Status != StatusFound || len(lr.Leases) != 1 || lr.Leases[0] != *holder ||
-		lr.NextCursor != EncodeListCursor("job") || lr.RequestID != list.RequestID {
+		lr.NextCursor != listcursor.Encode("job") || lr.RequestID != list.RequestID {
 		t.Errorf("List = %+v, %v", lr, err)
 	}
 }

@@ -160,8 +160,10 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// NewError returns an *Error for a non-success status. Backends use it to
-// report timeout and unavailable with the driver error as cause.
+// NewError returns an *Error for a non-success status.
+//
+// Deprecated: backends build their errors with backendkit.NewError. This
+// copy stays only until the last backend file that calls it moves over.
 func NewError(op Op, status Status, cause error, format string, args ...any) *Error {
 	return &Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
 }

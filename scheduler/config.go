@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -136,10 +137,10 @@ func (c *Config) resolve() (settings, error) {
 		s.log = slog.Default()
 	}
 	var errs []error
-	if err := protocol.ValidateText("namespace", s.ns, protocol.MaxNamespaceLen); err != nil {
+	if err := textfield.Validate("namespace", s.ns, protocol.MaxNamespaceLen); err != nil {
 		errs = append(errs, err)
 	}
-	if err := protocol.ValidateText("workers namespace", s.workersNS, protocol.MaxNamespaceLen); err != nil {
+	if err := textfield.Validate("workers namespace", s.workersNS, protocol.MaxNamespaceLen); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ns == s.workersNS {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -101,7 +102,7 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 	if store == nil {
 		errs = append(errs, errors.New("store: must not be nil"))
 	}
-	if err := protocol.ValidateText("identity", identity, protocol.MaxOwnerLen); err != nil {
+	if err := textfield.Validate("identity", identity, protocol.MaxOwnerLen); err != nil {
 		errs = append(errs, err)
 	}
 	if targets == nil {

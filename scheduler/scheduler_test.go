@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/scheduler"
@@ -404,7 +405,7 @@ func (s *lostAnswerStore) Acquire(ctx context.Context, req protocol.AcquireReque
 	if err == nil && s.lost == nil {
 		s.lost = &res
 		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
-			protocol.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+			backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
 	}
 	return res, err
 }
@@ -456,7 +457,7 @@ func (s *dropRenewStore) Renew(ctx context.Context, req protocol.RenewRequest) (
 	res, err := s.Store.Renew(ctx, req)
 	if err == nil && req.Key.Namespace == "scheduler"+scheduler.WorkersSuffix && s.drop.Load() {
 		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusTimeout},
-			protocol.NewError(protocol.OpRenew, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+			backendkit.NewError(protocol.OpRenew, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
 	}
 	return res, err
 }

@@ -40,7 +40,7 @@ func checkVersion(op protocol.Op, table string, found, supported int) error {
 	if found == supported {
 		return nil
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, nil,
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 		"%s: a row has format version %d, this release supports only version %d: upgrade leasestore to read it",
 		table, found, supported)
 }
@@ -64,14 +64,14 @@ func ServesSchema(found, oldestServing, want int64) bool {
 func SchemaVersionError(found, want int64, where string) *protocol.Error {
 	switch {
 	case found == 0:
-		return protocol.NewError("", protocol.StatusUnavailable, nil,
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
 			"%s has no leasestore schema: run `leasectl migrate up` (or call migrations.Up) first", where)
 	case found < want:
-		return protocol.NewError("", protocol.StatusUnavailable, nil,
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
 			"%s has leasestore schema version %d, this release needs %d: run `leasectl migrate up` (or call migrations.Up)",
 			where, found, want)
 	default:
-		return protocol.NewError("", protocol.StatusUnavailable, nil,
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
 			"%s has leasestore schema version %d, newer than the %d this release knows, and releases older than "+
 				"its own cannot serve it: upgrade leasestore",
 			where, found, want)

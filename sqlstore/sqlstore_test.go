@@ -72,12 +72,12 @@ var (
 func TestReplayRefusesUnknownVersions(t *testing.T) {
 	acq := protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "rid"}
 	l := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at, RenewedAt: at, ExpiresAt: exp, Version: 1}
-	rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", acq.Fingerprint(), "w1", "")
-	if res, err := sqlstore.Replay(rec, protocol.OpAcquire, acq.Fingerprint()); err != nil || !res.Replayed {
+	rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", backendkit.Fingerprint(acq), "w1", "")
+	if res, err := sqlstore.Replay(rec, protocol.OpAcquire, backendkit.Fingerprint(acq)); err != nil || !res.Replayed {
 		t.Fatalf("replay of a current record: %+v, %v", res, err)
 	}
 	rec.Version = audit.RecordFormatVersion + 1
-	if _, err := sqlstore.Replay(rec, protocol.OpAcquire, acq.Fingerprint()); !errors.Is(err, protocol.ErrUnavailable) {
+	if _, err := sqlstore.Replay(rec, protocol.OpAcquire, backendkit.Fingerprint(acq)); !errors.Is(err, protocol.ErrUnavailable) {
 		t.Fatalf("replay of a record of version %d: %v, want unavailable", rec.Version, err)
 	}
 }

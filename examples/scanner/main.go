@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/scheduler"
@@ -84,7 +85,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case c.ttl < protocol.MinTTL || c.ttl > protocol.MaxTTL:
 		return c, fmt.Errorf("-ttl: %v is outside [%v, %v]", c.ttl, protocol.MinTTL, protocol.MaxTTL)
 	}
-	if err := protocol.ValidateText("-identity", c.identity, protocol.MaxOwnerLen); err != nil {
+	if err := textfield.Validate("-identity", c.identity, protocol.MaxOwnerLen); err != nil {
 		return c, err
 	}
 	return c, nil

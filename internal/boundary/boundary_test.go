@@ -291,7 +291,7 @@ func TestNeutralPackagesImportNoDatabaseDriver(t *testing.T) {
 	mods := modulePackages(pkgs)
 	// The graph must hold the packages the boundary exists for, and the
 	// backends: if it did not, the check below would pass vacuously.
-	for _, want := range []string{"protocol", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/httpcontract", "scheduler", "scheduler/schedulertest", "sqlstore/postgres", "sqlstore/sqlite"} {
+	for _, want := range []string{"protocol", "backendkit", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/httpcontract", "scheduler", "scheduler/schedulertest", "sqlstore/postgres", "sqlstore/sqlite"} {
 		if !slices.Contains(mods, want) {
 			t.Fatalf("go list did not report %s among the module's packages %v", want, mods)
 		}

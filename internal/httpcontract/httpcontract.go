@@ -53,6 +53,9 @@ func serve(t *testing.T, b protocol.Backend, reader audit.Reader) *httpapi.Clien
 	// The suite's manual clock moves by hours: a background sweep would
 	// remove rows the cases still look at.
 	rt := protocol.New(b, &protocol.Config{DefaultTimeout: 30 * time.Second, Sweep: &protocol.SweepConfig{Every: -1}})
+	if reader != nil {
+		reader = audit.RuntimeReader(rt) // as leasectl serve reads it
+	}
 	h, err := httpapi.NewHandler(rt, reader, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("handler: %v", err)

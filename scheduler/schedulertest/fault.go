@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -51,7 +52,7 @@ func (f *faultStore) gate(ctx context.Context, op protocol.Op) error {
 	dropped, paused := f.dropped, f.paused
 	f.mu.Unlock()
 	if dropped {
-		return protocol.NewError(op, protocol.StatusUnavailable, errDropped, "cut off")
+		return backendkit.NewError(op, protocol.StatusUnavailable, errDropped, "cut off")
 	}
 	if paused == nil {
 		return nil
@@ -60,7 +61,7 @@ func (f *faultStore) gate(ctx context.Context, op protocol.Op) error {
 	case <-paused:
 		return f.gate(ctx, op)
 	case <-ctx.Done():
-		return protocol.NewError(op, protocol.StatusTimeout, ctx.Err(), "paused")
+		return backendkit.NewError(op, protocol.StatusTimeout, ctx.Err(), "paused")
 	}
 }
 

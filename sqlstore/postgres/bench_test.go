@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -269,7 +270,7 @@ func BenchmarkAcquire(b *testing.B) {
 			ttl := benchInterval(time.Minute)
 			runWorkers(b, env.pool, n, func(_, i int) error {
 				req := protocol.AcquireRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", TTL: time.Minute, RequestID: protocol.RandomRequestID()}
-				return rawRow(env, rawAcquireSQL, "ns", req.Key.Name, req.Owner, ttl, req.RequestID, req.Fingerprint())
+				return rawRow(env, rawAcquireSQL, "ns", req.Key.Name, req.Owner, ttl, req.RequestID, backendkit.Fingerprint(req))
 			})
 		})
 	}
@@ -312,7 +313,7 @@ func BenchmarkRenew(b *testing.B) {
 			ttl := benchInterval(time.Hour)
 			runWorkers(b, env.pool, n, func(w, i int) error {
 				req := protocol.RenewRequest{Key: key(fmt.Sprintf("w-%d", w)), Owner: "o", Token: tokens[w], TTL: time.Hour, RequestID: protocol.RandomRequestID()}
-				return rawRow(env, rawRenewSQL, "ns", req.Key.Name, req.Owner, req.Token, ttl, req.RequestID, req.Fingerprint())
+				return rawRow(env, rawRenewSQL, "ns", req.Key.Name, req.Owner, req.Token, ttl, req.RequestID, backendkit.Fingerprint(req))
 			})
 		})
 	}
@@ -351,7 +352,7 @@ func BenchmarkRelease(b *testing.B) {
 			seedLeases(b, env, n)
 			runWorkers(b, env.pool, n, func(_, i int) error {
 				req := protocol.ReleaseRequest{Key: key(fmt.Sprintf("k-%d", i)), Owner: "o", Token: int64(i + 1), RequestID: protocol.RandomRequestID()}
-				return rawRow(env, rawReleaseSQL, "ns", req.Key.Name, req.Owner, req.Token, req.RequestID, req.Fingerprint())
+				return rawRow(env, rawReleaseSQL, "ns", req.Key.Name, req.Owner, req.Token, req.RequestID, backendkit.Fingerprint(req))
 			})
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -71,28 +72,28 @@ func interpretError(op protocol.Op, err error) error {
 		case code == "LS001":
 			return fmt.Errorf("%w: %w", errAuditWentBack, err)
 		case code == "57014" || code == "55P03":
-			return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
+			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):
-			return protocol.NewError(op, protocol.StatusUnavailable, err,
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+
 					"run `leasectl migrate up` (or call migrations.Up)")
 		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "53"):
-			return protocol.NewError(op, protocol.StatusUnavailable, err,
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server refused or dropped the connection")
 		default:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: the server refused the statement")
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: the server refused the statement")
 		}
 	}
 	var ce *pgconn.ConnectError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), pgconn.Timeout(err):
-		return protocol.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
 	case errors.As(err, &ce):
-		return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: cannot connect")
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: cannot connect")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):
-		return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres: the connection was lost")
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: the connection was lost")
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, err, "postgres")
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres")
 }
 
 func isNetError(err error) bool {
@@ -103,6 +104,6 @@ func isNetError(err error) bool {
 // inconsistent reports a statement result that the classification cannot
 // explain; it would be a bug in the statements.
 func inconsistent(op protocol.Op, format string, args ...any) error {
-	return protocol.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: unexpected outcome: %s",
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: unexpected outcome: %s",
 		op, fmt.Sprintf(format, args...))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -82,7 +83,7 @@ func TestDSNPassword(t *testing.T) {
 
 func TestRedacted(t *testing.T) {
 	cause := errors.New("dial u:hunter2@h failed")
-	err := redacted(protocol.NewError("", protocol.StatusUnavailable, cause, "open with hunter2"), "hunter2")
+	err := redacted(backendkit.NewError("", protocol.StatusUnavailable, cause, "open with hunter2"), "hunter2")
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("%q shows the secret", err)
 	}

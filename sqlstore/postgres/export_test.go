@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -56,7 +57,7 @@ var releaseWithoutWakeSQL = func() statement {
 // ReleaseWithoutWake releases as Release does, through
 // releaseWithoutWakeSQL; it answers released or an error.
 func (b *Backend) ReleaseWithoutWake(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
-	a := b.changeArgs(req.Key, req.RequestID, req.Fingerprint())
+	a := b.changeArgs(req.Key, req.RequestID, backendkit.Fingerprint(req))
 	a["owner"], a["token"] = req.Owner, req.Token
 	return b.change(ctx, protocol.OpRelease, req.Key, releaseWithoutWakeSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.after == nil {

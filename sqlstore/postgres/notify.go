@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -97,7 +98,7 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, nil, protocol.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed")
+		return nil, nil, backendkit.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed")
 	}
 	if !l.started {
 		l.started = true
@@ -199,7 +200,7 @@ func (l *listener) run() {
 		}
 		backoff = min(2*backoff, listenerMaxBackoff)
 	}
-	l.failPending(protocol.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed"))
+	l.failPending(backendkit.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed"))
 }
 
 // failPending answers the subscribers still waiting for their key's lock

@@ -187,7 +187,7 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 		}
 		if err != nil {
 			if errors.Is(err, errRequestIDRace) {
-				err = protocol.NewError(op, protocol.StatusUnavailable, err,
+				err = backendkit.NewError(op, protocol.StatusUnavailable, err,
 					"postgres: request id kept racing with concurrent requests; retry")
 			}
 			return protocol.Result{}, err
@@ -203,7 +203,7 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 			if res.Status != "" {
 				return res, nil
 			}
-			return protocol.Result{}, protocol.NewError(op, protocol.StatusUnavailable, nil,
+			return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, nil,
 				"postgres: the lease at %s changed while the %s ran, %d times in a row; retry with the same request id",
 				key, op, maxAttempts)
 		}
@@ -225,7 +225,7 @@ func retrySerialization(ctx context.Context, op protocol.Op, fn func() error) er
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return protocol.NewError(op, protocol.StatusTimeout, err,
+			return backendkit.NewError(op, protocol.StatusTimeout, err,
 				"postgres: the deadline passed while the statement kept failing to serialize")
 		case <-t.C:
 		}
@@ -299,7 +299,7 @@ func interval(ttl time.Duration) pgtype.Interval {
 // Acquire takes the lease on req.Key when it is free or expired, in one
 // statement; see acquireSQL.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["ttl"] = req.Owner, interval(req.TTL)
 	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, a, func(o *outcome) (protocol.Result, bool, error) {
@@ -317,7 +317,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			// The key changed after our snapshot: run again with a fresh one.
 			return protocol.Result{}, true, nil
 		}
-		if protocol.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
+		if backendkit.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
 			return backendkit.Refused(protocol.StatusConflict, o.cur), false, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")
@@ -330,7 +330,7 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 }
 
 func (b *Backend) renewArgs(req protocol.RenewRequest) args {
-	a := b.changeArgs(req.Key, req.RequestID, req.Fingerprint())
+	a := b.changeArgs(req.Key, req.RequestID, backendkit.Fingerprint(req))
 	a["owner"], a["token"], a["ttl"] = req.Owner, req.Token, interval(req.TTL)
 	return a
 }
@@ -339,13 +339,13 @@ func (b *Backend) renewArgs(req protocol.RenewRequest) args {
 func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result, bool, error) {
 	return func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
-			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, req.Fingerprint())
+			res, err := sqlstore.Replay(*o.prior, protocol.OpRenew, backendkit.Fingerprint(req))
 			return res, false, err
 		}
 		if o.after != nil {
 			return protocol.Result{Status: protocol.StatusRenewed, Lease: o.after}, false, nil
 		}
-		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
+		if st := backendkit.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
 			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
@@ -439,7 +439,7 @@ func failed(err error) protocol.Result {
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["token"] = req.Owner, req.Token
 	return b.change(ctx, protocol.OpRelease, req.Key, releaseSQL, a, func(o *outcome) (protocol.Result, bool, error) {
@@ -450,7 +450,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		if o.after != nil {
 			return protocol.Result{Status: protocol.StatusReleased, Lease: o.after}, false, nil
 		}
-		if st := protocol.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
+		if st := backendkit.CheckHolder(o.cur, req.Owner, req.Token, o.now); st != "" {
 			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
@@ -460,7 +460,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // Revoke deletes the live lease at req.Key (with req.Token when non-zero) in
 // one statement, recording req.Actor and req.Reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["actor"], a["reason"], a["token"] = req.Actor, req.Reason, req.Token
 	return b.change(ctx, protocol.OpRevoke, req.Key, revokeSQL, a, func(o *outcome) (protocol.Result, bool, error) {
@@ -471,7 +471,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		if o.after != nil {
 			return protocol.Result{Status: protocol.StatusRevoked, Lease: o.after}, false, nil
 		}
-		if st := protocol.CheckRevoke(o.cur, req.Token, o.now); st != "" {
+		if st := backendkit.CheckRevoke(o.cur, req.Token, o.now); st != "" {
 			return backendkit.Refused(st, o.cur), false, nil
 		}
 		return protocol.Result{}, true, nil
@@ -547,7 +547,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: %v", err)
 	}
 	var afterID int64
 	if q.Cursor != "" {
@@ -560,8 +560,8 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	limit := q.EffectiveLimit()
 	if since != nil && afterID == 0 {
 		// Start at the records of that time, not at the start of the trail.
-		err := retrySerialization(ctx, "", func() error {
-			return interpretError("", b.pool.QueryRow(ctx, sinceStartSQL.sql,
+		err := retrySerialization(ctx, protocol.OpAudit, func() error {
+			return interpretError(protocol.OpAudit, b.pool.QueryRow(ctx, sinceStartSQL.sql,
 				sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&afterID))
 		})
 		if err != nil {
@@ -578,11 +578,11 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		recs []audit.Record
 		held bool
 	)
-	err := retrySerialization(ctx, "", func() error {
+	err := retrySerialization(ctx, protocol.OpAudit, func() error {
 		recs, held = recs[:0], false
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
-			return interpretError("", err)
+			return interpretError(protocol.OpAudit, err)
 		}
 		var (
 			horizon int64
@@ -601,7 +601,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		})
 		var pe *protocol.Error
 		if err != nil && !errors.As(err, &pe) {
-			err = interpretError("", err)
+			err = interpretError(protocol.OpAudit, err)
 		}
 		return err
 	})
@@ -631,7 +631,7 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]), in one statement.
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}
 	var out []string

@@ -104,6 +104,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
@@ -204,7 +205,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, protocol.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(dsn)), "postgres: parse dsn")
+		return nil, backendkit.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(dsn)), "postgres: parse dsn")
 	}
 	password := pcfg.ConnConfig.Password
 	switch {
@@ -326,13 +327,13 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		return err
 	}
 	if syncCommit == "off" || syncCommit == "local" {
-		return protocol.NewError(op, protocol.StatusUnavailable, nil,
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 			"postgres: synchronous_commit is %q on this pool's connections, so a crash can lose a committed acquire "+
 				"and issue its token again: set it to on (ALTER ROLE ... SET synchronous_commit = on) or let "+
 				"postgres.Open make the pool", syncCommit)
 	}
 	if cache > 1 {
-		return protocol.NewError(op, protocol.StatusUnavailable, nil,
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 			"postgres: leasestore_fencing_seq caches %d values per session, so sessions issue tokens out of order: "+
 				"run ALTER SEQUENCE leasestore_fencing_seq CACHE 1", cache)
 	}
@@ -360,7 +361,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 		return interpretError("", err)
 	}
 	if schema == nil {
-		return protocol.NewError("", protocol.StatusUnavailable, nil,
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
 			"postgres: no schema of the connection's search_path exists: create it, "+
 				"then run `leasectl migrate up` (or call migrations.Up)")
 	}

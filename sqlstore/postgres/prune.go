@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -25,7 +26,7 @@ var pruneBatch int64 = 5000
 // the last batch.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := r.Validate(); err != nil {
-		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
 	}
 	// A reused request id is refused before anything goes: every prune
 	// that removed records has its record.
@@ -34,7 +35,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		return audit.PruneResult{}, interpretError("", err)
 	}
 	if used {
-		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, nil,
+		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, nil,
 			"audit: prune: request id %q was already used: give another", r.RequestID)
 	}
 	var res audit.PruneResult
@@ -47,7 +48,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			continue
 		}
 		if errors.Is(interpretError("", err), errRequestIDRace) {
-			return res, protocol.NewError("", protocol.StatusInvalid, nil,
+			return res, backendkit.NewError("", protocol.StatusInvalid, nil,
 				"audit: prune: request id %q was already used: give another", r.RequestID)
 		}
 		if err != nil {

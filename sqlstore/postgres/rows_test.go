@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/contract"
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/protocol"
@@ -73,7 +74,7 @@ func TestUnknownAuditVersionIsRefused(t *testing.T) {
 	mustExec(t, raw, `INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
 		status, version, params_hash, expires_at)
 		VALUES (1, now(), 'acquire', 'ns', 'k', 'o', 1, $1, 'o', '', 'acquired', 2, $2, now() + interval '1 minute')`,
-		req.RequestID, req.Fingerprint())
+		req.RequestID, backendkit.Fingerprint(req))
 
 	_, err := b.Acquire(ctx, req)
 	wantVersionRefusal(t, "replay of a future record", err, "leasestore_audit")

@@ -11,6 +11,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
@@ -40,31 +41,31 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 	}
 	where := fmt.Sprintf("sqlite database %q", file)
 	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.Canceled)) {
-		return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the caller cancelled the operation before it finished", where)
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the caller cancelled the operation before it finished", where)
 	}
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the operation finished", where)
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the operation finished", where)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return protocol.NewError(op, protocol.StatusTimeout, err, "%s stayed locked by another writer beyond the busy timeout", where)
+			return backendkit.NewError(op, protocol.StatusTimeout, err, "%s stayed locked by another writer beyond the busy timeout", where)
 		case sqlite3.SQLITE_INTERRUPT:
-			return protocol.NewError(op, protocol.StatusTimeout, err, "%s: the operation was interrupted", where)
+			return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the operation was interrupted", where)
 		case sqlite3.SQLITE_CANTOPEN:
-			return protocol.NewError(op, protocol.StatusUnavailable, err,
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"%s cannot be opened: check that the path names a file in an existing, writable directory", where)
 		case sqlite3.SQLITE_READONLY:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s is read-only", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is read-only", where)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
 		case sqlite3.SQLITE_FULL:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: the disk is full", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the disk is full", where)
 		case sqlite3.SQLITE_IOERR:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: disk I/O error", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: disk I/O error", where)
 		case sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-			return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: permission denied", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: permission denied", where)
 		case sqlite3.SQLITE_ERROR:
 			if strings.Contains(se.Error(), "no such table") {
 				e := sqlstore.SchemaVersionError(0, migrations.LatestVersion, where)
@@ -75,9 +76,9 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") ||
 		strings.Contains(err.Error(), "statement is closed") {
-		return protocol.NewError(op, protocol.StatusUnavailable, err, "%s: the backend was closed", where)
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the backend was closed", where)
 	}
-	return protocol.NewError(op, protocol.StatusUnavailable, err, "%s", where)
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", where)
 }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.

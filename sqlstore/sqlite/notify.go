@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -77,7 +78,7 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return nil, nil, protocol.NewError("", protocol.StatusClosed, nil, "sqlite: the backend was closed")
+		return nil, nil, backendkit.NewError("", protocol.StatusClosed, nil, "sqlite: the backend was closed")
 	}
 	if n.keys == nil {
 		n.keys = make(map[protocol.Key]map[chan struct{}]struct{})

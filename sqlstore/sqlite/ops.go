@@ -101,7 +101,7 @@ func nullMicros(t time.Time) sql.NullInt64 {
 // bumps; a live lease (anyone's) answers conflict with that lease.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	const op = protocol.OpAcquire
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
@@ -112,7 +112,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-				return protocol.CheckAcquire(cur, now)
+				return backendkit.CheckAcquire(cur, now)
 			})
 		}
 		if err != nil {
@@ -174,7 +174,7 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 // commit flag is false.
 func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req protocol.RenewRequest) (protocol.Result, bool, error) {
 	const op = protocol.OpRenew
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 		return res, false, err
 	}
@@ -185,7 +185,7 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 		micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&acq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-			return protocol.CheckHolder(cur, req.Owner, req.Token, now)
+			return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
 		})
 	}
 	if err != nil {
@@ -203,7 +203,7 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 // carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	const op = protocol.OpRelease
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	return b.woke(req.Key, protocol.StatusReleased)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
@@ -214,7 +214,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			micros(now), protocol.LeaseFormatVersion).Scan(&acq, &ren, &exp)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-				return protocol.CheckHolder(cur, req.Owner, req.Token, now)
+				return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
 			})
 		}
 		if err != nil {
@@ -234,7 +234,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // The result carries the lease as it was.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	const op = protocol.OpRevoke
-	fp := req.Fingerprint()
+	fp := backendkit.Fingerprint(req)
 	return b.woke(req.Key, protocol.StatusRevoked)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
@@ -245,7 +245,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			micros(now), protocol.LeaseFormatVersion).Scan(&l.Owner, &l.Token, &acq, &ren, &exp)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-				return protocol.CheckRevoke(cur, req.Token, now)
+				return backendkit.CheckRevoke(cur, req.Token, now)
 			})
 		}
 		if err != nil {
@@ -328,9 +328,9 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 // serialized on SQLite, so record ids follow commit order and a follower
 // paging by cursor never skips a record.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
-	const op protocol.Op = "" // reading the trail is not one of the protocol's operations
+	const op = protocol.OpAudit
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, protocol.NewError(op, protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.Page{}, backendkit.NewError(op, protocol.StatusInvalid, err, "audit: %v", err)
 	}
 	var after int64
 	if q.Cursor != "" {
@@ -409,7 +409,7 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]).
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := protocol.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}
 	rows, err := b.db.QueryContext(ctx, qNamespaces, after, micros(b.clock()), limit)

@@ -23,12 +23,12 @@ var pruneBatch int64 = 5000
 // invalid.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := r.Validate(); err != nil {
-		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
 	}
 	// A reused request id is refused before anything goes: every prune
 	// that removed records has its record.
 	if prior, err := scanRecorded(b.stmts.findRequest.QueryRowContext(ctx, "", r.RequestID)); err == nil && prior.ID != 0 {
-		return audit.PruneResult{}, protocol.NewError("", protocol.StatusInvalid, nil,
+		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, nil,
 			"audit: prune: request id %q was already used: give another", r.RequestID)
 	}
 	var res audit.PruneResult

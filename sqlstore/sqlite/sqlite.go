@@ -42,6 +42,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
@@ -253,7 +254,7 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 	if _, file, err := dataSourceName(path, busy); err == nil && file != "" {
 		_, statErr := os.Stat(file)
 		if _, dirErr := os.Stat(filepath.Dir(file)); errors.Is(statErr, fs.ErrNotExist) && dirErr == nil {
-			return nil, protocol.NewError("", protocol.StatusUnavailable, statErr,
+			return nil, backendkit.NewError("", protocol.StatusUnavailable, statErr,
 				"sqlite: no leasestore store at %s: create and migrate it with `leasectl migrate up --dsn sqlite:%s` (or OpenDB and migrations.Up)", file, path)
 		}
 	}

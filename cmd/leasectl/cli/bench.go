@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/cmd/leasectl/rawbench"
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -367,7 +368,7 @@ bench at a scratch store.`,
 			if f.ns == "" {
 				f.ns = "bench-" + protocol.RandomRequestID()[:8]
 			}
-			if err := protocol.ValidateText("namespace", f.ns, protocol.MaxNamespaceLen); err != nil {
+			if err := textfield.Validate("namespace", f.ns, protocol.MaxNamespaceLen); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
 			t, err := parseDSN(a.dsn())

@@ -52,17 +52,20 @@ rather than expired from renew and release.`,
 				return err
 			}
 			defer s.close(a)
-			sw, ok := s.audit.(protocol.Sweeper)
-			if !ok {
-				return fail(protocol.StatusUnavailable, "gc: the %s store does not sweep", s.backend)
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), gcTimeout)
 			defer cancel()
 			total := 0
 			for {
 				opCtx, opCancel := a.opContext(ctx)
-				res, err := sw.Sweep(opCtx, batch, grace)
+				var res protocol.SweepResult
+				ok, err := through(opCtx, s, protocol.OpSweep, func(ctx context.Context, sw protocol.Sweeper) (err error) {
+					res, err = sw.Sweep(ctx, batch, grace)
+					return err
+				})
 				opCancel()
+				if !ok && err == nil {
+					return fail(protocol.StatusUnavailable, "gc: the %s store does not sweep", s.backend)
+				}
 				n := res.Removed
 				total += n
 				if err != nil {

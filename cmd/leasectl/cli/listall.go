@@ -42,10 +42,6 @@ func decodeAllCursor(c string) (ns, inner string, err error) {
 // that holds a live lease, by namespace and then key, starting where
 // req.Cursor (an -A cursor) says. The page's NextCursor is an -A cursor.
 func listAllNamespaces(ctx context.Context, s *store, req protocol.ListRequest) (protocol.ListResult, error) {
-	nl, ok := s.audit.(protocol.NamespaceLister)
-	if !ok {
-		return protocol.ListResult{}, fmt.Errorf("list -A: the %s store cannot list namespaces; use -n", s.backend)
-	}
 	ns, inner, err := decodeAllCursor(req.Cursor)
 	if err != nil {
 		return protocol.ListResult{}, err
@@ -62,7 +58,10 @@ func listAllNamespaces(ctx context.Context, s *store, req protocol.ListRequest) 
 	}
 	next := func() (string, bool, error) {
 		if len(queue) == 0 {
-			page, err := nl.Namespaces(ctx, ns, protocol.MaxListLimit)
+			page, ok, err := namespaces(ctx, s, ns)
+			if err == nil && !ok {
+				err = fmt.Errorf("list -A: the %s store cannot list namespaces; use -n", s.backend)
+			}
 			if err != nil || len(page) == 0 {
 				return "", false, err
 			}

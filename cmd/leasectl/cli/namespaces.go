@@ -26,15 +26,14 @@ func (a *app) namespacesCommand() *cobra.Command {
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, readAccess, func() error { return nil }, func(ctx context.Context, s *store) error {
-				nl, ok := s.audit.(protocol.NamespaceLister)
-				if !ok {
-					return fail(protocol.StatusUnavailable, "namespaces: the %s store cannot list namespaces", s.backend)
-				}
 				var all []string
 				for after := ""; ; {
-					page, err := nl.Namespaces(ctx, after, protocol.MaxListLimit)
+					page, ok, err := namespaces(ctx, s, after)
 					if err != nil {
 						return failWith(err)
+					}
+					if !ok {
+						return fail(protocol.StatusUnavailable, "namespaces: the %s store cannot list namespaces", s.backend)
 					}
 					all = append(all, page...)
 					if len(page) < protocol.MaxListLimit {
@@ -68,12 +67,8 @@ func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, toComplete stri
 		return nil, none
 	}
 	defer done()
-	nl, ok := s.audit.(protocol.NamespaceLister)
-	if !ok {
-		return nil, none
-	}
-	page, err := nl.Namespaces(ctx, "", protocol.MaxListLimit)
-	if err != nil {
+	page, ok, err := namespaces(ctx, s, "")
+	if err != nil || !ok {
 		return nil, none
 	}
 	var out []string
@@ -83,4 +78,15 @@ func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, toComplete stri
 		}
 	}
 	return out, none
+}
+
+// namespaces reads a page of the namespaces after after that hold live
+// leases, through the store's runtime; ok is false when the backend cannot
+// list namespaces.
+func namespaces(ctx context.Context, s *store, after string) (page []string, ok bool, err error) {
+	ok, err = through(ctx, s, protocol.OpNamespaces, func(ctx context.Context, nl protocol.NamespaceLister) (err error) {
+		page, err = nl.Namespaces(ctx, after, protocol.MaxListLimit)
+		return err
+	})
+	return page, ok, err
 }

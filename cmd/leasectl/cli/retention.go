@@ -68,13 +68,16 @@ RFC 3339 time.`,
 				return err
 			}
 			defer s.close(a)
-			p, ok := s.audit.(audit.Pruner)
-			if !ok {
-				return fail(protocol.StatusUnavailable, "audit prune: the %s store cannot prune", s.backend)
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), pruneTimeout)
 			defer cancel()
-			res, err := p.PruneAudit(ctx, req)
+			var res audit.PruneResult
+			ok, err := through(ctx, s, audit.OpPrune, func(ctx context.Context, p audit.Pruner) (err error) {
+				res, err = p.PruneAudit(ctx, req)
+				return err
+			})
+			if err == nil && !ok {
+				return fail(protocol.StatusUnavailable, "audit prune: the %s store cannot prune", s.backend)
+			}
 			if err != nil {
 				if res.Removed > 0 {
 					a.log.Warn("audit prune stopped part way; run it again to finish", "removed", res.Removed)

@@ -95,13 +95,15 @@ func (a *app) dsn() string {
 	return DefaultDSN
 }
 
-// store is an open lease store: a runtime over a backend, its audit reader,
-// and what must be closed afterwards.
+// store is an open lease store: a runtime over a backend, the audit reader
+// that reads through it, and what must be closed afterwards. Every read and
+// change goes through the runtime (its deadline, closed state and
+// observer), the backend's optional capabilities too (see [through]).
 type store struct {
 	rt      *protocol.Runtime
-	audit   audit.Reader
-	backend string // "postgres" or "sqlite"
-	shown   string // the DSN, password masked
+	audit   audit.Reader // audit.RuntimeReader(rt)
+	backend string       // "postgres" or "sqlite"
+	shown   string       // the DSN, password masked
 	db      *sql.DB
 	cpu     *cpuMeter // bench: the server processes of the pool, when measured
 }
@@ -157,7 +159,7 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		if err != nil {
 			return nil, &failure{status: string(protocol.StatusInvalid), err: errors.New(a.red.redact(err.Error()))}
 		}
-		return &store{rt: protocol.New(c, cfg), audit: c, backend: c.Name(), shown: t.shown}, nil
+		return newStore(protocol.New(c, cfg), t, nil), nil
 	}
 	switch t.dialect {
 	case migrations.Postgres:
@@ -178,14 +180,35 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
-		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown}, nil
+		return newStore(protocol.New(b, cfg), t, nil), nil
 	default:
 		db, b, err := a.openSQLite(ctx, t, opts.access, &sqlite.Config{NoCoalescing: opts.noCoalescing})
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
-		return &store{rt: protocol.New(b, cfg), audit: b, backend: b.Name(), shown: t.shown, db: db}, nil
+		return newStore(protocol.New(b, cfg), t, db), nil
 	}
+}
+
+// newStore returns the store of rt, opened from t; db is the *sql.DB
+// leasectl opened for it (nil when none), closed after rt.
+func newStore(rt *protocol.Runtime, t target, db *sql.DB) *store {
+	return &store{rt: rt, audit: audit.RuntimeReader(rt), backend: rt.BackendName(), shown: t.shown, db: db}
+}
+
+// through calls fn with the store's backend as a T (an optional capability
+// such as [protocol.Sweeper]) through the runtime, which observes it as op.
+// ok is false, and fn is not called, when the backend is no T.
+func through[T any](ctx context.Context, s *store, op protocol.Op, fn func(context.Context, T) error) (ok bool, err error) {
+	err = s.rt.Do(ctx, op, func(ctx context.Context, b protocol.Backend) error {
+		t, is := b.(T)
+		if !is {
+			return nil
+		}
+		ok = true
+		return fn(ctx, t)
+	})
+	return ok, err
 }
 
 // dsnHasParam reports whether a postgres URL sets the query parameter name.

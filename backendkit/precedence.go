@@ -1,6 +1,10 @@
-package protocol
+package backendkit
 
-import "time"
+import (
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
 
 // CheckHolder applies DESIGN.md's precedence for renew and release of the
 // lease (owner, token) against cur, the key's current row (nil when there is
@@ -14,16 +18,16 @@ import "time"
 //	owner and token match but the lease expired     -> expired
 //
 // Every backend classifies with this function so the table lives in one place.
-func CheckHolder(cur *Lease, owner string, token int64, now time.Time) Status {
+func CheckHolder(cur *protocol.Lease, owner string, token int64, now time.Time) protocol.Status {
 	switch {
 	case cur == nil:
-		return StatusNotFound
+		return protocol.StatusNotFound
 	case cur.Token > token:
-		return StatusStaleToken
+		return protocol.StatusStaleToken
 	case cur.Token < token || cur.Owner != owner:
-		return StatusNotOwner
+		return protocol.StatusNotOwner
 	case !cur.LiveAt(now):
-		return StatusExpired
+		return protocol.StatusExpired
 	}
 	return ""
 }
@@ -36,25 +40,35 @@ func CheckHolder(cur *Lease, owner string, token int64, now time.Time) Status {
 //	token != 0 and cur.Token > token -> stale_token
 //	token != 0 and token > cur.Token -> not_owner
 //	the lease expired             -> not_found
-func CheckRevoke(cur *Lease, token int64, now time.Time) Status {
+func CheckRevoke(cur *protocol.Lease, token int64, now time.Time) protocol.Status {
 	switch {
 	case cur == nil:
-		return StatusNotFound
+		return protocol.StatusNotFound
 	case token != 0 && cur.Token > token:
-		return StatusStaleToken
+		return protocol.StatusStaleToken
 	case token != 0 && token > cur.Token:
-		return StatusNotOwner
+		return protocol.StatusNotOwner
 	case !cur.LiveAt(now):
-		return StatusNotFound
+		return protocol.StatusNotFound
 	}
 	return ""
 }
 
 // CheckAcquire returns "" when a new lease may be taken over cur (no row, or
 // an expired one) and conflict when cur is live at now.
-func CheckAcquire(cur *Lease, now time.Time) Status {
+func CheckAcquire(cur *protocol.Lease, now time.Time) protocol.Status {
 	if cur != nil && cur.LiveAt(now) {
-		return StatusConflict
+		return protocol.StatusConflict
 	}
 	return ""
+}
+
+// CheckNamespacesLimit returns an invalid-input error unless limit is
+// within 1 and [protocol.MaxListLimit]; a [protocol.NamespaceLister] calls
+// it first.
+func CheckNamespacesLimit(limit int) error {
+	if limit < 1 || limit > protocol.MaxListLimit {
+		return NewError(protocol.OpNamespaces, protocol.StatusInvalid, nil, "limit: want 1 to %d, got %d", protocol.MaxListLimit, limit)
+	}
+	return nil
 }

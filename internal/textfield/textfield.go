@@ -1,0 +1,37 @@
+// Package textfield checks the text fields of the protocol (namespaces, key
+// names, owners, request ids, reasons): one rule for every package of the
+// module that takes such a field from a user. It imports nothing of the
+// module.
+package textfield
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Validate checks a protocol text field: non-empty, valid UTF-8, no control
+// characters nor invisible formatting characters (Unicode category Cf:
+// zero-width spaces, bidirectional overrides), at most max bytes. field
+// names the field in the error.
+func Validate(field, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s: must not be empty", field)
+	case len(s) > max:
+		return fmt.Errorf("%s: %d bytes is longer than the limit of %d", field, len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s: not valid UTF-8", field)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s: control character %U at byte %d", field, r, i)
+		}
+		if unicode.Is(unicode.Cf, r) {
+			// Zero-width and bidirectional formatting characters would let
+			// two keys look identical in logs and tables.
+			return fmt.Errorf("%s: invisible formatting character %U at byte %d", field, r, i)
+		}
+	}
+	return nil
+}

@@ -32,7 +32,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// acquired 1
-	// lease: acquire scans/shard-7: conflict: scans/shard-7 is held by worker-1 with token 1 until 2030-01-01T00:00:30Z
+	// lease: acquire scans/shard-7: conflict: held by worker-1 with token 1 until 2030-01-01T00:00:30Z
 	// acquired 2
-	// lease: renew scans/shard-7: stale_token: a newer lease holds scans/shard-7 (token 2)
+	// lease: renew scans/shard-7: stale_token: a newer lease holds the key (token 2)
 }

@@ -108,11 +108,11 @@ func interpretError(op protocol.Op, err error) error {
 	case errors.Is(err, errHandleClosed):
 		return backendkit.NewError(op, protocol.StatusClosed, err, "memstore: the handle was closed")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return backendkit.NewError(op, protocol.StatusTimeout, err, "memstore: %v", err)
+		return backendkit.NewError(op, protocol.StatusTimeout, err, "memstore: the operation was interrupted")
 	case errors.As(err, &invalid):
-		return backendkit.NewError(op, protocol.StatusInvalid, invalid.err, "memstore: %v", invalid.err)
+		return backendkit.NewError(op, protocol.StatusInvalid, invalid.err, "memstore: bad audit query")
 	}
-	return backendkit.NewError(op, protocol.StatusUnavailable, err, "memstore: %v", err)
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "memstore")
 }
 
 type invalidError struct{ err error }

@@ -41,13 +41,16 @@ type Lease struct {
 // LiveAt reports whether the lease is still live at now (now < ExpiresAt).
 func (l Lease) LiveAt(now time.Time) bool { return now.Before(l.ExpiresAt) }
 
-// Result is what every lease operation returns: the status, the lease acted on
-// (or, for conflict, stale_token and not_owner, the lease currently held; nil
-// when there is none), whether the outcome is a replay of an earlier request
-// with the same request id, the request id, and a human-readable message.
+// Result is what every lease operation returns: the status, the key asked
+// for, the lease acted on (or, for conflict, stale_token and not_owner, the
+// lease currently held; nil when there is none), whether the outcome is a
+// replay of an earlier request with the same request id, the request id,
+// and a human-readable message (which, by [Error]'s rule, does not repeat
+// the key).
 type Result struct {
 	Op        Op
 	Status    Status
+	Key       Key // the request's key, set by the runtime
 	Lease     *Lease
 	Replayed  bool
 	RequestID string
@@ -60,8 +63,8 @@ func (r Result) Err() error {
 	if r.Status.Success() {
 		return nil
 	}
-	e := &Error{Op: r.Op, Status: r.Status, Lease: r.Lease, Message: r.Message}
-	if r.Lease != nil {
+	e := &Error{Op: r.Op, Status: r.Status, Key: r.Key, Lease: r.Lease, Message: r.Message}
+	if e.Key == (Key{}) && r.Lease != nil {
 		e.Key = r.Lease.Key
 	}
 	return e

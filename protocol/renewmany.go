@@ -71,62 +71,62 @@ func (r *Runtime) RenewMany(ctx context.Context, reqs []RenewRequest) ([]Result,
 	}
 	var failed *Error
 	if len(send) > 0 {
-		got, cause := r.renewMany(ctx, send)
+		got, fault := r.renewMany(ctx, send)
 		for j, i := range idx {
 			results[i] = got[j]
 			if !got[j].Status.Success() && !got[j].Status.Known() {
 				results[i] = Result{Status: StatusUnavailable, Message: fmt.Sprintf("backend %s returned unknown status %q", r.backend.Name(), got[j].Status)}
 			}
-			if cause != nil && failed == nil {
-				failed = &Error{Op: OpRenew, Status: got[j].Status, Key: reqs[i].Key, Message: got[j].Message, Err: cause}
-			}
+		}
+		if fault != nil {
+			failed = &Error{Op: OpRenew, Status: fault.Status, Key: reqs[idx[0]].Key, Message: fault.Message, Err: fault.Err}
 		}
 	}
 	for i := range results {
 		res := &results[i]
-		res.Op, res.RequestID = OpRenew, reqs[i].RequestID
+		res.Op, res.Key, res.RequestID = OpRenew, reqs[i].Key, reqs[i].RequestID
 		if res.Message == "" {
-			res.Message = describe(OpRenew, reqs[i].Key, *res)
+			res.Message = describe(OpRenew, *res)
 		}
 		r.observe(ctx, OpRenew, res.Status, res.Replayed, start)
 		r.recordChange(ctx, *res, reqs[i].Owner, "")
 	}
 	r.sweep.poke()
 	if failed != nil {
-		failed.Message = results[idx[0]].Message
 		return results, failed
 	}
 	return results, nil
 }
 
 // renewMany sends valid requests to the backend and returns one result per
-// request; cause is set when the store could not answer the call as a whole
-// (every result then has that status).
-func (r *Runtime) renewMany(ctx context.Context, reqs []RenewRequest) (results []Result, cause error) {
-	fail := func(res Result, err error) ([]Result, error) {
+// request; fault is set when the store could not answer the call as a
+// whole (every result then has its status).
+func (r *Runtime) renewMany(ctx context.Context, reqs []RenewRequest) (results []Result, fault *Error) {
+	fail := func(f *Error) ([]Result, *Error) {
+		res, _ := faulted(f)
 		out := make([]Result, len(reqs))
 		for i := range out {
 			out[i] = res
 		}
-		return out, err
+		return out, f
 	}
 	if !r.begin() {
-		return fail(Result{Status: StatusClosed, Message: "the store was closed"}, ErrClosed)
+		return fail(&Error{Status: StatusClosed, Message: "the store was closed"})
 	}
 	defer r.end()
 	ctx, cancel := r.withDeadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil {
-		return fail(interrupted(ctx, nil, nil))
+		return fail(interrupted(ctx, "", nil))
 	}
 	if br, ok := r.backend.(BulkRenewer); ok {
 		got, err := br.RenewMany(ctx, reqs)
 		if err != nil {
-			return fail(r.failure(ctx, err))
+			return fail(failure(ctx, err))
 		}
 		if len(got) != len(reqs) {
-			err := fmt.Errorf("backend %s answered %d results for %d renewals", r.backend.Name(), len(got), len(reqs))
-			return fail(Result{Status: StatusUnavailable, Message: err.Error()}, err)
+			return fail(&Error{Status: StatusUnavailable,
+				Message: fmt.Sprintf("backend %s answered %d results for %d renewals", r.backend.Name(), len(got), len(reqs))})
 		}
 		return got, nil
 	}
@@ -134,7 +134,7 @@ func (r *Runtime) renewMany(ctx context.Context, reqs []RenewRequest) (results [
 	for i, req := range reqs {
 		res, err := r.backend.Renew(ctx, req)
 		if err != nil {
-			res, _ = r.failure(ctx, err)
+			res, _ = faulted(failure(ctx, err))
 		}
 		results[i] = res
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -123,104 +122,100 @@ func (r *Runtime) end() {
 	}
 }
 
-// call runs one keyed operation through the runtime's pipeline. It fills in
-// *reqID before validating, so validate and run must read the request through
-// a closure: a method value such as req.Validate copies the request when it is
-// evaluated, before the id is set, and would refuse every request sent without
-// an id.
-func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID *string, validate func() error,
-	run func(context.Context) (Result, error)) (Result, error) {
-	start := time.Now()
-	if *reqID == "" {
-		*reqID = r.newReqID()
+// requestID returns id, or a new request id when the caller gave none.
+func (r *Runtime) requestID(id string) string {
+	if id == "" {
+		return r.newReqID()
 	}
-	res, cause := r.run(ctx, op, validate, run)
-	res.Op, res.RequestID = op, *reqID
+	return id
+}
+
+// call runs one keyed operation through the runtime's pipeline: invalid
+// is the request's validation error (nil for a valid request) and fn sends
+// it to the backend.
+func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID string, invalid error,
+	fn func(context.Context) (Result, error)) (Result, error) {
+	start := time.Now()
+	res, fault := r.run(ctx, invalid, fn)
+	res.Op, res.Key, res.RequestID = op, key, reqID
 	if res.Message == "" {
-		res.Message = describe(op, key, res)
+		res.Message = describe(op, res)
 	}
 	r.observe(ctx, op, res.Status, res.Replayed, start)
 	r.sweep.poke()
 	if res.Status.Success() {
 		return res, nil
 	}
-	e := &Error{Op: op, Status: res.Status, Key: key, Lease: res.Lease, Message: res.Message, Err: cause}
+	e := &Error{Op: op, Status: res.Status, Key: key, Lease: res.Lease, Message: res.Message}
+	if fault != nil {
+		e.Message, e.Err = fault.Message, fault.Err
+	}
 	return res, e
 }
 
-func (r *Runtime) run(ctx context.Context, op Op, validate func() error,
-	run func(context.Context) (Result, error)) (Result, error) {
-	if err := validate(); err != nil {
-		return Result{Status: StatusInvalid, Message: err.Error()}, err
+// run validates and runs one operation. When the store gave no answer
+// (invalid input, closed, a deadline, a backend error) fault says why:
+// its status, a message and the cause, and the result carries the status
+// and [Error.Detail].
+func (r *Runtime) run(ctx context.Context, invalid error, fn func(context.Context) (Result, error)) (Result, *Error) {
+	if invalid != nil {
+		return faulted(&Error{Status: StatusInvalid, Err: invalid})
 	}
 	if !r.begin() {
-		return Result{Status: StatusClosed, Message: "the store was closed"}, nil
+		return faulted(&Error{Status: StatusClosed, Message: "the store was closed"})
 	}
 	defer r.end()
 	ctx, cancel := r.withDeadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil {
-		return interrupted(ctx, nil, nil)
+		return faulted(interrupted(ctx, "", nil))
 	}
-	res, err := run(ctx)
+	res, err := fn(ctx)
 	if err != nil {
-		return r.failure(ctx, err)
+		return faulted(failure(ctx, err))
 	}
 	if !res.Status.Known() {
-		err := fmt.Errorf("backend %s returned unknown status %q", r.backend.Name(), res.Status)
-		return Result{Status: StatusUnavailable, Message: err.Error()}, err
+		return faulted(&Error{Status: StatusUnavailable,
+			Message: fmt.Sprintf("backend %s returned unknown status %q", r.backend.Name(), res.Status)})
 	}
 	return res, nil
 }
 
-// failure turns a backend error into a result and the cause for the
-// runtime's *Error. A passed deadline or a cancelled context is always
-// timeout, whatever the driver said (see [interrupted]); a status outside
-// the vocabulary, or a success reported as an error, is unavailable.
-//
-// When the backend's error is an *Error, its message is taken over and the
-// cause it wraps becomes the cause: the runtime's *Error must match exactly
-// one sentinel, and would match two (timeout and the backend's unavailable,
-// say) if it wrapped the backend's *Error after overriding its status.
-func (r *Runtime) failure(ctx context.Context, err error) (Result, error) {
+// faulted is the result of an operation the store did not answer.
+func faulted(f *Error) (Result, *Error) {
+	return Result{Status: f.Status, Message: f.Detail()}, f
+}
+
+// failure turns a backend error into the runtime's: a passed deadline or a
+// cancelled context is always timeout, whatever the driver said (see
+// [interrupted]); a status outside the vocabulary, or a success reported
+// as an error, is unavailable. A backend's *Error gives its message and
+// its cause; the runtime's *Error wraps that cause, not the backend's
+// *Error, so that it matches exactly one sentinel.
+func failure(ctx context.Context, err error) *Error {
 	status := StatusOf(err)
-	if ctx.Err() != nil {
-		status = StatusTimeout
-	}
 	if status.Success() || !status.Known() {
 		status = StatusUnavailable
 	}
-	var msgs []string
-	cause := err
-	for {
-		var e *Error
-		if !errors.As(cause, &e) {
-			break
-		}
-		if e.Message != "" {
-			msgs = append(msgs, e.Message)
-		}
-		cause = e.Err
+	msg, cause := "", err
+	var e *Error
+	if errors.As(err, &e) {
+		msg, cause = e.Message, e.Err
 	}
 	if ctx.Err() != nil {
-		return interrupted(ctx, msgs, cause)
+		return interrupted(ctx, msg, cause)
 	}
-	if cause != nil {
-		msgs = append(msgs, cause.Error())
-	}
-	if len(msgs) == 0 {
-		msgs = append(msgs, string(status))
-	}
-	return Result{Status: status, Message: strings.Join(msgs, ": ")}, cause
+	return &Error{Status: status, Message: msg, Err: cause}
 }
 
-// interrupted is the timeout result of an operation whose context ended
-// before the store answered. The vocabulary has no status for a cancelled
+// interrupted is the timeout of an operation whose context ended before
+// the store answered. The vocabulary has no status for a cancelled
 // caller, and the effect is unknown either way, so both are timeout; the
-// message says which happened, and the cause matches ctx's error
-// (context.Canceled or context.DeadlineExceeded) and its [context.Cause]
-// (a signal, say) as well as the backend's cause, when there is one.
-func interrupted(ctx context.Context, msgs []string, cause error) (Result, error) {
+// message says which happened (then the backend's message, when there is
+// one), and the cause matches ctx's error (context.Canceled or
+// context.DeadlineExceeded) and its [context.Cause] (a signal, say) as
+// well as the backend's cause, when there is one.
+func interrupted(ctx context.Context, msg string, cause error) *Error {
 	why := context.Cause(ctx)
 	lead := "the deadline passed before the store answered"
 	if errors.Is(ctx.Err(), context.Canceled) {
@@ -233,8 +228,10 @@ func interrupted(ctx context.Context, msgs []string, cause error) (Result, error
 		cause = fmt.Errorf("%w: %w", why, cause)
 	}
 	lead += "; retry with the same request id to learn the outcome"
-	msg := strings.Join(append(append([]string{lead}, msgs...), cause.Error()), ": ")
-	return Result{Status: StatusTimeout, Message: msg}, cause
+	if msg != "" {
+		lead += ": " + msg
+	}
+	return &Error{Status: StatusTimeout, Message: lead, Err: cause}
 }
 
 func (r *Runtime) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -267,7 +264,8 @@ func (r *Runtime) recordChange(ctx context.Context, res Result, actor, reason st
 // lease is held (by anyone, the same owner included) the status is conflict
 // and the result carries that lease.
 func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
-	res, err := r.call(ctx, OpAcquire, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	res, err := r.call(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		return r.backend.Acquire(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -277,7 +275,8 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 // Renew extends the lease (req.Key, req.Owner, req.Token) to expire req.TTL
 // from the backend's now. The token is kept.
 func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
-	res, err := r.call(ctx, OpRenew, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	res, err := r.call(ctx, OpRenew, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		return r.backend.Renew(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -286,7 +285,8 @@ func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
 
 // Release gives up the lease (req.Key, req.Owner, req.Token).
 func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, error) {
-	res, err := r.call(ctx, OpRelease, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	res, err := r.call(ctx, OpRelease, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		return r.backend.Release(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Owner, "")
@@ -295,14 +295,16 @@ func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, erro
 
 // Get returns the live lease at req.Key (found) or not_found.
 func (r *Runtime) Get(ctx context.Context, req GetRequest) (Result, error) {
-	return r.call(ctx, OpGet, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	return r.call(ctx, OpGet, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		return r.backend.Get(ctx, req)
 	})
 }
 
 // Revoke removes the live lease at req.Key on behalf of an operator.
 func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error) {
-	res, err := r.call(ctx, OpRevoke, req.Key, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	res, err := r.call(ctx, OpRevoke, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		return r.backend.Revoke(ctx, req)
 	})
 	r.recordChange(ctx, res, req.Actor, req.Reason)
@@ -312,7 +314,8 @@ func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error)
 // List returns one page of the leases in req.Namespace.
 func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	var list ListResult
-	res, err := r.call(ctx, OpList, Key{}, &req.RequestID, func() error { return req.Validate() }, func(ctx context.Context) (Result, error) {
+	req.RequestID = r.requestID(req.RequestID)
+	res, err := r.call(ctx, OpList, Key{}, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
 		var err error
 		list, err = r.backend.List(ctx, req)
 		if err != nil {
@@ -348,21 +351,16 @@ const OpAudit Op = "audit"
 // fn's chain (invalid, say), else unavailable.
 func (r *Runtime) Do(ctx context.Context, op Op, fn func(ctx context.Context, b Backend) error) error {
 	start := time.Now()
-	res, cause := r.run(ctx, op, func() error { return nil }, func(ctx context.Context) (Result, error) {
-		if err := fn(ctx, r.backend); err != nil {
-			return Result{}, err
-		}
-		return Result{Status: StatusFound}, nil
+	_, fault := r.run(ctx, nil, func(ctx context.Context) (Result, error) {
+		return Result{Status: StatusFound}, fn(ctx, r.backend)
 	})
-	var status Status
-	if !res.Status.Success() {
-		status = res.Status
-	}
-	r.observe(ctx, op, status, false, start)
-	if status == "" {
+	if fault == nil {
+		r.observe(ctx, op, "", false, start)
 		return nil
 	}
-	return &Error{Op: op, Status: status, Message: res.Message, Err: cause}
+	r.observe(ctx, op, fault.Status, false, start)
+	fault.Op = op
+	return fault
 }
 
 // Close stops the runtime: operations that start afterwards answer closed,
@@ -420,39 +418,32 @@ func (r *Runtime) Close(ctx context.Context) error {
 // context was already done.
 const backendCloseGrace = 5 * time.Second
 
-// describe writes the default message for a result.
-func describe(op Op, key Key, res Result) string {
+// describe writes the default message for a result. Like every message
+// it names neither the key nor a cause (see [Error]).
+func describe(op Op, res Result) string {
 	l := res.Lease
 	switch res.Status {
-	case StatusAcquired, StatusRenewed:
-		if l != nil {
-			return fmt.Sprintf("%s %s for %s with token %d until %s", res.Status, key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
-		}
-	case StatusReleased, StatusRevoked:
-		if l != nil {
-			return fmt.Sprintf("%s %s (token %d)", res.Status, key, l.Token)
-		}
-	case StatusFound:
+	case StatusAcquired, StatusRenewed, StatusFound, StatusConflict:
 		if op == OpList {
 			return "listed"
 		}
 		if l != nil {
-			return fmt.Sprintf("%s is held by %s with token %d until %s", key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+			return fmt.Sprintf("held by %s with token %d until %s", l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+	case StatusReleased, StatusRevoked:
+		if l != nil {
+			return fmt.Sprintf("token %d ended", l.Token)
 		}
 	case StatusNotFound:
-		return fmt.Sprintf("no live lease at %s", key)
-	case StatusConflict:
-		if l != nil {
-			return fmt.Sprintf("%s is held by %s with token %d until %s", key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
-		}
+		return "no live lease"
 	case StatusStaleToken:
 		if l != nil {
-			return fmt.Sprintf("a newer lease holds %s (token %d)", key, l.Token)
+			return fmt.Sprintf("a newer lease holds the key (token %d)", l.Token)
 		}
 	case StatusNotOwner:
-		return fmt.Sprintf("the lease at %s is not held by the caller with that token", key)
+		return "the lease is not held by the caller with that token"
 	case StatusExpired:
-		return fmt.Sprintf("the lease at %s expired before the request", key)
+		return "the lease expired before the request"
 	}
 	return string(res.Status)
 }

@@ -601,7 +601,7 @@ func TestRuntimePassesOutcomes(t *testing.T) {
 	defer rt.Close(context.Background())
 	acq, _, _, _, list, _ := validRequests()
 	res, _ := rt.Acquire(context.Background(), acq)
-	if want := "ns/job is held by worker-3 with token 41 until 2030-01-02T03:05:05Z"; res.Message != want {
+	if want := "held by worker-3 with token 41 until 2030-01-02T03:05:05Z"; res.Message != want {
 		t.Errorf("conflict message %q, want %q", res.Message, want)
 	}
 	// A backend's own message is kept.
@@ -984,5 +984,71 @@ func TestNewRequestIDIsTimeOrdered(t *testing.T) {
 			t.Fatalf("request id %q after %q: not increasing", id, prev)
 		}
 		prev = id
+	}
+}
+
+// Every error the runtime returns says its key and its cause once: the
+// message never repeats them (the rule on [Error]).
+func TestRuntimeErrorsSayKeyAndCauseOnce(t *testing.T) {
+	key := Key{Namespace: "ns", Name: "job-77"}
+	cause := errors.New("dial tcp 127.0.0.1:5432: connection refused")
+	holder := fakeLease(key, "worker-3", 41)
+	cases := []struct {
+		name   string
+		handle func(ctx context.Context, op Op, req any) (Result, error)
+		ctx    func() (context.Context, context.CancelFunc)
+		req    AcquireRequest
+		cause  string // "" when the error has none
+	}{
+		{name: "conflict", handle: func(context.Context, Op, any) (Result, error) {
+			return Result{Status: StatusConflict, Lease: holder}, nil
+		}},
+		{name: "backend error", handle: func(context.Context, Op, any) (Result, error) {
+			return Result{}, &Error{Status: StatusUnavailable, Message: "postgres: cannot connect", Err: cause}
+		}, cause: cause.Error()},
+		{name: "plain error", handle: func(context.Context, Op, any) (Result, error) {
+			return Result{}, cause
+		}, cause: cause.Error()},
+		{name: "deadline", handle: func(ctx context.Context, _ Op, _ any) (Result, error) {
+			<-ctx.Done()
+			return Result{}, &Error{Status: StatusTimeout, Message: "postgres: the deadline passed", Err: ctx.Err()}
+		}, ctx: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 10*time.Millisecond)
+		}, cause: context.DeadlineExceeded.Error()},
+		{name: "invalid", req: AcquireRequest{Key: key, TTL: time.Minute}, cause: "owner: must not be empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := New(&fakeBackend{handle: tc.handle}, nil)
+			defer rt.Close(context.Background())
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if tc.ctx != nil {
+				ctx, cancel = tc.ctx()
+			}
+			defer cancel()
+			req := tc.req
+			if req.Key == (Key{}) {
+				req = AcquireRequest{Key: key, Owner: "w1", TTL: time.Minute}
+			}
+			res, err := rt.Acquire(ctx, req)
+			if err == nil {
+				t.Fatalf("Acquire = %+v, nil; want an error", res)
+			}
+			text := err.Error()
+			if n := strings.Count(text, key.String()); n != 1 {
+				t.Errorf("%q names the key %d times, want once", text, n)
+			}
+			if tc.cause != "" {
+				if n := strings.Count(text, tc.cause); n != 1 {
+					t.Errorf("%q holds the cause %q %d times, want once", text, tc.cause, n)
+				}
+				if n := strings.Count(res.Message, tc.cause); n != 1 {
+					t.Errorf("result message %q holds the cause %d times, want once", res.Message, n)
+				}
+			}
+			if strings.Contains(res.Message, key.String()) {
+				t.Errorf("result message %q repeats the key", res.Message)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Status is the outcome of an operation. Its string values are part of the
@@ -118,16 +117,22 @@ const (
 // the lease currently held. It matches the status's sentinel with
 // [errors.Is], and unwraps to the underlying cause (a driver error, a context
 // error) when there is one.
+//
+// One rule makes its text: Message says what failed and what to do, and
+// names neither the key (Key does) nor the cause (Err does); [Error.Error]
+// puts each part once.
 type Error struct {
 	Op      Op
 	Status  Status
 	Key     Key    // zero for list, health and close
 	Lease   *Lease // the current lease, when the status has one
-	Message string // human-readable detail
+	Message string // what failed and what to do; never the key or the cause's text
 	Err     error  // underlying cause, may be nil
 }
 
-// Error implements error. The text is lowercase and starts with "lease:".
+// Error implements error: "lease: OP KEY: STATUS: MESSAGE: CAUSE", the
+// parts that are empty left out. The text is lowercase and starts with
+// "lease:".
 func (e *Error) Error() string {
 	msg := "lease:"
 	if e.Op != "" {
@@ -140,15 +145,26 @@ func (e *Error) Error() string {
 		msg += ":"
 	}
 	msg += " " + string(e.Status)
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
-	// The cause is not repeated when the message already ends with its text,
-	// as the runtime's messages for backend failures do.
-	if e.Err != nil && (e.Message == "" || !strings.HasSuffix(e.Message, e.Err.Error())) {
-		msg += ": " + e.Err.Error()
+	if e.Message != "" || e.Err != nil {
+		msg += ": " + e.Detail()
 	}
 	return msg
+}
+
+// Detail returns the message and the cause's text, joined by ": " (either
+// alone when the other is empty, the status when both are): the error's
+// text without its "lease: OP KEY: STATUS: " head, as a [Result]'s
+// Message carries it.
+func (e *Error) Detail() string {
+	switch {
+	case e.Err == nil && e.Message == "":
+		return string(e.Status)
+	case e.Err == nil:
+		return e.Message
+	case e.Message == "":
+		return e.Err.Error()
+	}
+	return e.Message + ": " + e.Err.Error()
 }
 
 // Is reports whether target is the sentinel of e's status.

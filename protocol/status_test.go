@@ -150,9 +150,6 @@ func TestErrorText(t *testing.T) {
 		{&Error{Op: OpList, Status: StatusInvalid}, "lease: list: invalid"},
 		{&Error{Op: OpGet, Status: StatusUnavailable, Key: k, Err: cause}, "lease: get ns/job: unavailable: dial tcp: refused"},
 		{&Error{Op: OpGet, Status: StatusUnavailable, Key: k, Message: "postgres down", Err: cause}, "lease: get ns/job: unavailable: postgres down: dial tcp: refused"},
-		// The cause is not repeated when the message already ends with its text.
-		{&Error{Op: OpGet, Status: StatusTimeout, Key: k, Message: cause.Error(), Err: cause}, "lease: get ns/job: timeout: dial tcp: refused"},
-		{&Error{Op: OpGet, Status: StatusTimeout, Key: k, Message: "postgres: " + cause.Error(), Err: cause}, "lease: get ns/job: timeout: postgres: dial tcp: refused"},
 	}
 	for _, tc := range tests {
 		if got := tc.err.Error(); got != tc.want {

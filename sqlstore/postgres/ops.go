@@ -204,8 +204,8 @@ func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, 
 				return res, nil
 			}
 			return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, nil,
-				"postgres: the lease at %s changed while the %s ran, %d times in a row; retry with the same request id",
-				key, op, maxAttempts)
+				"postgres: the lease changed while the %s ran, %d times in a row; retry with the same request id",
+				op, maxAttempts)
 		}
 	}
 }
@@ -547,7 +547,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query")
 	}
 	var afterID int64
 	if q.Cursor != "" {

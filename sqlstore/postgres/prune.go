@@ -26,7 +26,7 @@ var pruneBatch int64 = 5000
 // the last batch.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := r.Validate(); err != nil {
-		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.PruneResult{}, backendkit.NewError(audit.OpPrune, protocol.StatusInvalid, err, "audit prune: bad request")
 	}
 	// A reused request id is refused before anything goes: every prune
 	// that removed records has its record.

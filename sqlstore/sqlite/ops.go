@@ -330,7 +330,7 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	const op = protocol.OpAudit
 	if err := q.Validate(); err != nil {
-		return audit.Page{}, backendkit.NewError(op, protocol.StatusInvalid, err, "audit: %v", err)
+		return audit.Page{}, backendkit.NewError(op, protocol.StatusInvalid, err, "audit: bad query")
 	}
 	var after int64
 	if q.Cursor != "" {

@@ -151,34 +151,14 @@ func failWith(err error) error {
 	return &failure{status: string(status), err: err, msg: string(status) + ": " + describeErr(err)}
 }
 
-// describeErr renders err for people. For a *protocol.Error it shows the
-// message and the cause without repeating what the message already says
-// (drivers' messages often restate their cause's first line).
+// describeErr renders err for people: a *protocol.Error's message and
+// cause ([protocol.Error.Detail]; by the error's rule neither repeats the
+// other), anything else's text.
 func describeErr(err error) string {
-	pe, ok := err.(*protocol.Error)
-	if !ok {
-		return err.Error()
+	if pe, ok := err.(*protocol.Error); ok {
+		return pe.Detail()
 	}
-	m := pe.Message
-	if pe.Err == nil {
-		return m
-	}
-	c := pe.Err.Error()
-	first, rest, _ := strings.Cut(c, "\n")
-	switch {
-	case m == "":
-		return c
-	case strings.Contains(c, m):
-		return c
-	case strings.Contains(m, c):
-		return m
-	case strings.HasSuffix(m, first):
-		if rest == "" {
-			return m
-		}
-		return m + "\n" + rest
-	}
-	return m + ": " + c
+	return err.Error()
 }
 
 // reported is returned by a command that already printed its outcome; it

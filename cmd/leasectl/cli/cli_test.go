@@ -296,7 +296,7 @@ func TestTableOutput(t *testing.T) {
 	}
 	conflict := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "worker-2")
 	wantCode(t, conflict, ExitConflict)
-	if !strings.HasPrefix(conflict.stdout, "conflict: ") || !strings.Contains(conflict.stdout, "worker-1") {
+	if !strings.HasPrefix(conflict.stdout, "conflict default/scan/10.0.0.0-24: held by worker-1 with token 1 until ") {
 		t.Errorf("conflict table output:\n%s", conflict.stdout)
 	}
 }

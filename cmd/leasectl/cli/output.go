@@ -103,10 +103,10 @@ func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Re
 	case l == nil:
 		res.Message = fmt.Sprintf("%s (asked as %s with token %d)", res.Message, owner, token)
 	case token > l.Token:
-		res.Message = fmt.Sprintf("token %d was never issued for %s: the live lease has token %d, held by %s",
-			token, l.Key, l.Token, l.Owner)
+		res.Message = fmt.Sprintf("token %d was never issued: the live lease has token %d, held by %s",
+			token, l.Token, l.Owner)
 	default:
-		res.Message = fmt.Sprintf("the lease at %s with token %d is held by %s, not by %s", l.Key, l.Token, l.Owner, owner)
+		res.Message = fmt.Sprintf("token %d is held by %s, not by %s", l.Token, l.Owner, owner)
 	}
 	return res
 }
@@ -127,10 +127,18 @@ func answered(status protocol.Status) bool {
 // a line, and the request id of a change.
 func formatResult(res protocol.Result, msg string, now time.Time) string {
 	var b strings.Builder
-	if strings.HasPrefix(msg, string(res.Status)+" ") {
-		fmt.Fprintf(&b, "%s\n", msg)
+	head := string(res.Status)
+	key := res.Key
+	if key == (protocol.Key{}) && res.Lease != nil {
+		key = res.Lease.Key
+	}
+	if key != (protocol.Key{}) {
+		head += " " + key.String()
+	}
+	if msg == "" || msg == string(res.Status) {
+		fmt.Fprintf(&b, "%s\n", head)
 	} else {
-		fmt.Fprintf(&b, "%s: %s\n", res.Status, msg)
+		fmt.Fprintf(&b, "%s: %s\n", head, msg)
 	}
 	if res.Replayed {
 		b.WriteString("(replayed: the recorded outcome of an earlier request with this id; nothing changed now)\n")

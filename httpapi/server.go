@@ -227,27 +227,14 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 }
 
 // refusal answers a request that never reached the store, in the route's
-// own shape (shape makes the body from a status and a message).
-func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, shape func(protocol.Status, string) any) {
-	h.write(x, code, status, shape(status, msg))
-}
-
-func resultShape(s protocol.Status, msg string) any {
-	return wire.Result{Status: string(s), Message: msg}
-}
-func listShape(s protocol.Status, msg string) any {
-	return wire.ListPage{Status: string(s), Leases: []wire.Lease{}, Message: msg}
-}
-func auditShape(s protocol.Status, msg string) any {
-	return wire.AuditPage{Status: string(s), Records: []wire.Record{}, Message: msg}
-}
-func errorShape(s protocol.Status, msg string) any {
-	return wire.Error{Status: string(s), Message: msg}
+// own shape.
+func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, sh shape) {
+	h.write(x, code, status, sh(status, msg, ""))
 }
 
 // authenticate checks the bearer token, when the handler has tokens. It
 // answers 401 and returns false for a missing or unknown token.
-func (h *Handler) authenticate(x *exchange, shape func(protocol.Status, string) any) (*Principal, bool) {
+func (h *Handler) authenticate(x *exchange, sh shape) (*Principal, bool) {
 	var tokens *Tokens
 	if h.tokens != nil {
 		tokens = h.tokens()
@@ -267,7 +254,7 @@ func (h *Handler) authenticate(x *exchange, shape func(protocol.Status, string) 
 		if auth != "" {
 			msg = "unknown bearer token"
 		}
-		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, msg, shape)
+		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, msg, sh)
 		return nil, false
 	}
 	x.role = p.Role.String()
@@ -275,7 +262,7 @@ func (h *Handler) authenticate(x *exchange, shape func(protocol.Status, string) 
 }
 
 // authorize answers 403 and returns false when p may not run op in namespace.
-func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace string, shape func(protocol.Status, string) any) bool {
+func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace string, sh shape) bool {
 	if p == nil || p.allows(op, namespace) {
 		return true
 	}
@@ -287,7 +274,7 @@ func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace
 	if p.Role < opRole(op) {
 		msg = fmt.Sprintf("a %s token may not %s: that takes %s", p.Role, op, opRole(op))
 	}
-	h.refusal(x, StatusForbidden, http.StatusForbidden, msg, shape)
+	h.refusal(x, StatusForbidden, http.StatusForbidden, msg, sh)
 	return false
 }
 
@@ -322,41 +309,86 @@ func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, e
 	return ctx, cancel, nil
 }
 
-// mutation is the common path of the POST routes: authenticate, read and
-// decode the body, authorize, run under the request's deadline, answer.
-func mutation[Req any](h *Handler, x *exchange, op protocol.Op,
-	decode func([]byte, string) (Req, error), namespace func(Req) string,
-	run func(context.Context, Req) (protocol.Result, error)) {
-	p, ok := h.authenticate(x, resultShape)
+// shape makes a route's body for an answer that did not come from the
+// store: its status, message and request id ("" when unknown; only the
+// result shape carries one).
+type shape func(s protocol.Status, msg, requestID string) any
+
+func resultShape(s protocol.Status, msg, requestID string) any {
+	return wire.Result{Status: string(s), RequestID: requestID, Message: msg}
+}
+func listShape(s protocol.Status, msg, _ string) any {
+	return wire.ListPage{Status: string(s), Leases: []wire.Lease{}, Message: msg}
+}
+func auditShape(s protocol.Status, msg, _ string) any {
+	return wire.AuditPage{Status: string(s), Records: []wire.Record{}, Message: msg}
+}
+func errorShape(s protocol.Status, msg, _ string) any {
+	return wire.Error{Status: string(s), Message: msg}
+}
+
+// route is one lease route: the operation a token must be allowed (for
+// its namespace), the body shape of its refusals, how it reads its request
+// from the exchange (body is nil for GET routes; idem is the
+// Idempotency-Key header) and names the request's namespace, and how it
+// runs the request and answers.
+type route[Req any] struct {
+	op     protocol.Op
+	shape  shape
+	decode func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
+	run    func(ctx context.Context, x *exchange, req Req)
+}
+
+// serve is the path every lease route takes: authenticate; for POST,
+// refuse a role that may never run the operation before reading the
+// body, then read it; decode; authorize for the request's namespace; run
+// under the request's deadline.
+func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
+	p, ok := h.authenticate(x, rt.shape)
 	if !ok {
 		return
 	}
-	if p != nil && p.Role < opRole(op) {
-		h.authorize(x, p, op, "", resultShape) // refused for the role, before the body is read
-		return
-	}
-	body, ok := h.readBody(x)
-	if !ok {
-		return
+	var body []byte
+	if x.r.Method == http.MethodPost {
+		if p != nil && p.Role < opRole(rt.op) {
+			h.authorize(x, p, rt.op, "", rt.shape) // refused for the role, before the body is read
+			return
+		}
+		if body, ok = h.readBody(x); !ok {
+			return
+		}
 	}
 	idem := x.r.Header.Get(HeaderIdempotencyKey)
 	x.requestID = idem
-	req, err := decode(body, idem)
+	req, ns, err := rt.decode(x, body, idem)
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
 		return
 	}
-	if !h.authorize(x, p, op, namespace(req), resultShape) {
+	if !h.authorize(x, p, rt.op, ns, rt.shape) {
 		return
 	}
 	ctx, cancel, err := h.opContext(x)
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
 		return
 	}
 	defer cancel()
-	res, _ := run(ctx, req)
-	h.answer(x, res)
+	rt.run(ctx, x, req)
+}
+
+// change is the route of a POST operation: decode reads its JSON body.
+func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte, string) (Req, error),
+	key func(Req) protocol.Key, run func(context.Context, Req) (protocol.Result, error)) {
+	serve(h, x, route[Req]{op: op, shape: resultShape,
+		decode: func(_ *exchange, body []byte, idem string) (Req, string, error) {
+			req, err := decode(body, idem)
+			return req, key(req).Namespace, err
+		},
+		run: func(ctx context.Context, x *exchange, req Req) {
+			res, _ := run(ctx, req)
+			h.answer(x, res)
+		}})
 }
 
 // answer sends a lease operation's result.
@@ -366,127 +398,98 @@ func (h *Handler) answer(x *exchange, res protocol.Result) {
 }
 
 func (h *Handler) serveAcquire(x *exchange) {
-	mutation(h, x, protocol.OpAcquire, decodeAcquire, func(r protocol.AcquireRequest) string { return r.Key.Namespace }, h.store.Acquire)
+	change(h, x, protocol.OpAcquire, decodeAcquire, func(r protocol.AcquireRequest) protocol.Key { return r.Key }, h.store.Acquire)
 }
 
 func (h *Handler) serveRenew(x *exchange) {
-	mutation(h, x, protocol.OpRenew, decodeRenew, func(r protocol.RenewRequest) string { return r.Key.Namespace }, h.store.Renew)
+	change(h, x, protocol.OpRenew, decodeRenew, func(r protocol.RenewRequest) protocol.Key { return r.Key }, h.store.Renew)
 }
 
 func (h *Handler) serveRelease(x *exchange) {
-	mutation(h, x, protocol.OpRelease, decodeRelease, func(r protocol.ReleaseRequest) string { return r.Key.Namespace }, h.store.Release)
+	change(h, x, protocol.OpRelease, decodeRelease, func(r protocol.ReleaseRequest) protocol.Key { return r.Key }, h.store.Release)
 }
 
 func (h *Handler) serveRevoke(x *exchange) {
-	mutation(h, x, protocol.OpRevoke, decodeRevoke, func(r protocol.RevokeRequest) string { return r.Key.Namespace }, h.store.Revoke)
+	change(h, x, protocol.OpRevoke, decodeRevoke, func(r protocol.RevokeRequest) protocol.Key { return r.Key }, h.store.Revoke)
 }
 
 func (h *Handler) serveGet(x *exchange, rest string) {
-	p, ok := h.authenticate(x, resultShape)
-	if !ok {
-		return
-	}
-	idem := x.r.Header.Get(HeaderIdempotencyKey)
-	x.requestID = idem
-	ns, key, _, err := splitLeasePath(rest)
-	if err == nil && len(x.r.URL.Query()) > 0 {
-		err = errors.New("query: get takes no parameters")
-	}
-	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
-		return
-	}
-	if !h.authorize(x, p, protocol.OpGet, ns, resultShape) {
-		return
-	}
-	ctx, cancel, err := h.opContext(x)
-	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, wire.Result{Status: string(protocol.StatusInvalid), RequestID: idem, Message: err.Error()})
-		return
-	}
-	defer cancel()
-	res, _ := h.store.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: key}, RequestID: idem})
-	h.answer(x, res)
+	serve(h, x, route[protocol.GetRequest]{op: protocol.OpGet, shape: resultShape,
+		decode: func(x *exchange, _ []byte, idem string) (protocol.GetRequest, string, error) {
+			ns, key, _, err := splitLeasePath(rest)
+			if err == nil && len(x.r.URL.Query()) > 0 {
+				err = errors.New("query: get takes no parameters")
+			}
+			return protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: key}, RequestID: idem}, ns, err
+		},
+		run: func(ctx context.Context, x *exchange, req protocol.GetRequest) {
+			res, _ := h.store.Get(ctx, req)
+			h.answer(x, res)
+		}})
 }
 
 func (h *Handler) serveList(x *exchange, rest string) {
-	p, ok := h.authenticate(x, listShape)
-	if !ok {
-		return
-	}
-	idem := x.r.Header.Get(HeaderIdempotencyKey)
-	x.requestID = idem
-	ns, _, _, err := splitLeasePath(rest)
-	var req protocol.ListRequest
-	if err == nil {
-		req, err = decodeList(ns, x.r.URL.Query(), idem)
-	}
-	if err != nil {
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), listShape)
-		return
-	}
-	if !h.authorize(x, p, protocol.OpList, ns, listShape) {
-		return
-	}
-	ctx, cancel, err := h.opContext(x)
-	if err != nil {
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), listShape)
-		return
-	}
-	defer cancel()
-	res, err := h.store.List(ctx, req)
-	x.requestID = res.RequestID
-	if err != nil || res.Status != protocol.StatusFound {
-		h.refusal(x, res.Status, StatusCode(res.Status), res.Message, listShape)
-		return
-	}
-	h.write(x, http.StatusOK, res.Status, wire.FromList(res))
+	serve(h, x, route[protocol.ListRequest]{op: protocol.OpList, shape: listShape,
+		decode: func(x *exchange, _ []byte, idem string) (protocol.ListRequest, string, error) {
+			ns, _, _, err := splitLeasePath(rest)
+			if err != nil {
+				return protocol.ListRequest{}, ns, err
+			}
+			req, err := decodeList(ns, x.r.URL.Query(), idem)
+			return req, ns, err
+		},
+		run: func(ctx context.Context, x *exchange, req protocol.ListRequest) {
+			res, err := h.store.List(ctx, req)
+			x.requestID = res.RequestID
+			if err != nil || res.Status != protocol.StatusFound {
+				h.refusal(x, res.Status, StatusCode(res.Status), res.Message, listShape)
+				return
+			}
+			h.write(x, http.StatusOK, res.Status, wire.FromList(res))
+		}})
 }
 
 func (h *Handler) serveAudit(x *exchange) {
-	p, ok := h.authenticate(x, auditShape)
-	if !ok {
-		return
-	}
-	q, err := decodeAudit(x.r.URL.Query())
-	if err != nil {
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), auditShape)
-		return
-	}
 	// Reading the trail is a reader's right, like get and list.
-	if !h.authorize(x, p, protocol.OpGet, q.Namespace, auditShape) {
-		return
+	serve(h, x, route[audit.Query]{op: protocol.OpGet, shape: auditShape,
+		decode: func(x *exchange, _ []byte, _ string) (audit.Query, string, error) {
+			q, err := decodeAudit(x.r.URL.Query())
+			return q, q.Namespace, err
+		},
+		run: func(ctx context.Context, x *exchange, q audit.Query) {
+			if h.audit == nil {
+				h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable, "audit: this server has no audit reader", auditShape)
+				return
+			}
+			page, err := h.audit.ReadAudit(ctx, q)
+			if err != nil {
+				status := failedStatus(ctx, err)
+				h.refusal(x, status, StatusCode(status), err.Error(), auditShape)
+				return
+			}
+			out := wire.AuditPage{Status: string(protocol.StatusFound), Records: make([]wire.Record, 0, len(page.Records)),
+				NextCursor: page.NextCursor, HeldBack: page.HeldBack}
+			for _, r := range page.Records {
+				rec := wire.FromRecord(r)
+				rec.ExpiresAt = wire.OptTime(r.ExpiresAt)
+				out.Records = append(out.Records, rec)
+			}
+			h.write(x, http.StatusOK, protocol.StatusFound, out)
+		}})
+}
+
+// failedStatus is the status of a store call that failed with err: its
+// status, timeout when ctx ended, unavailable for anything outside the
+// vocabulary's failures.
+func failedStatus(ctx context.Context, err error) protocol.Status {
+	status := protocol.StatusOf(err)
+	if ctx.Err() != nil {
+		status = protocol.StatusTimeout
 	}
-	if h.audit == nil {
-		h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable, "audit: this server has no audit reader", auditShape)
-		return
+	if status.Success() || !status.Known() {
+		status = protocol.StatusUnavailable
 	}
-	ctx, cancel, err := h.opContext(x)
-	if err != nil {
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, err.Error(), auditShape)
-		return
-	}
-	defer cancel()
-	page, err := h.audit.ReadAudit(ctx, q)
-	if err != nil {
-		status := protocol.StatusOf(err)
-		if ctx.Err() != nil {
-			status = protocol.StatusTimeout
-		}
-		if status.Success() || !status.Known() {
-			status = protocol.StatusUnavailable
-		}
-		h.refusal(x, status, StatusCode(status), err.Error(), auditShape)
-		return
-	}
-	out := wire.AuditPage{Status: string(protocol.StatusFound), Records: make([]wire.Record, 0, len(page.Records)),
-		NextCursor: page.NextCursor, HeldBack: page.HeldBack}
-	for _, r := range page.Records {
-		rec := wire.FromRecord(r)
-		rec.ExpiresAt = wire.OptTime(r.ExpiresAt)
-		out.Records = append(out.Records, rec)
-	}
-	h.write(x, http.StatusOK, protocol.StatusFound, out)
+	return status
 }
 
 func (h *Handler) serveHealthz(x *exchange) {
@@ -501,10 +504,7 @@ func (h *Handler) serveReadyz(x *exchange) {
 	}
 	defer cancel()
 	if err := h.store.Health(ctx); err != nil {
-		status := protocol.StatusOf(err)
-		if status.Success() || !status.Known() {
-			status = protocol.StatusUnavailable
-		}
+		status := failedStatus(ctx, err)
 		h.refusal(x, status, StatusCode(status), err.Error(), errorShape)
 		return
 	}

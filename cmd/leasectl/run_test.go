@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/wakebench"
 )
 
 // eachStore runs f on a fresh SQLite file and a fresh PostgreSQL schema.
@@ -435,8 +435,8 @@ func benchHandOver(b *testing.B, c leasectl) {
 		}
 		spawn = append(spawn, time.Duration(nanos(b, string(out))-t0.UnixNano()))
 	}
-	reportMs(b, "handover", handover)
-	reportMs(b, "spawn", spawn)
+	wakebench.ReportPercentiles(b, "handover", handover)
+	wakebench.ReportPercentiles(b, "spawn", spawn)
 }
 
 // nanos reads the Unix nanoseconds that `date +%s%N` printed.
@@ -447,15 +447,4 @@ func nanos(b *testing.B, out string) int64 {
 		b.Fatalf("not a time stamp: %q", out)
 	}
 	return n
-}
-
-// reportMs reports the 50th and 99th percentiles of ds in ms.
-func reportMs(b *testing.B, name string, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
-	b.ReportMetric(at(0.50), name+"-p50-ms")
-	b.ReportMetric(at(0.99), name+"-p99-ms")
 }

@@ -41,15 +41,7 @@ func (f fencedTable) Accepted(ctx context.Context) ([]schedulertest.Write, error
 		return nil, err
 	}
 	defer rows.Close()
-	var out []schedulertest.Write
-	for rows.Next() {
-		var w schedulertest.Write
-		if err := rows.Scan(&w.Target, &w.Token, &w.Writer); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return schedulertest.ScanWrites(rows)
 }
 
 // TestScheduler runs the scheduler suite on a fresh schema per case; every
@@ -61,13 +53,9 @@ func TestScheduler(t *testing.T) {
 		mustExec(t, pool, fencedSchema)
 		return schedulertest.Harness{
 			NewStore: func(t *testing.T) protocol.Store {
-				b, err := postgres.Open(context.Background(), dsn, &postgres.Config{MaxConns: 4})
-				if err != nil {
-					t.Fatalf("open: %v", err)
-				}
-				rt := protocol.New(b, nil)
-				t.Cleanup(func() { _ = rt.Close(context.Background()) })
-				return rt
+				return schedulertest.OpenStore(t, func() (*postgres.Backend, error) {
+					return postgres.Open(context.Background(), dsn, &postgres.Config{MaxConns: 4})
+				})
 			},
 			Resource: fencedTable{pool},
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/wakebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
@@ -116,46 +117,5 @@ func BenchmarkWakeUp(b *testing.B) {
 		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
 	}
 	dsn := pgtest.MigratedDSN(b)
-	waiterRT := protocol.New(openBackend(b, dsn, nil), nil)
-	holderRT := protocol.New(openBackend(b, dsn, nil), nil)
-	ctx := context.Background()
-	var wake, plain []time.Duration
-	for i := 0; b.Loop(); i++ {
-		k := key(fmt.Sprintf("k%d", i))
-		t0 := time.Now()
-		held, err := holderRT.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
-		if err != nil {
-			b.Fatal(err)
-		}
-		plain = append(plain, time.Since(t0))
-		asleep := make(chan struct{}, 1)
-		done := make(chan time.Time, 1)
-		go func() {
-			_, err := waiterRT.AcquireWait(ctx, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute},
-				&protocol.WaitConfig{Recheck: time.Hour, Waiting: func(protocol.Lease) { asleep <- struct{}{} }})
-			if err != nil {
-				b.Error(err)
-			}
-			done <- time.Now()
-		}()
-		<-asleep
-		if _, err := holderRT.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "holder", Token: held.Lease.Token}); err != nil {
-			b.Fatal(err)
-		}
-		released := time.Now()
-		wake = append(wake, (<-done).Sub(released))
-	}
-	reportWakePercentiles(b, "wake", wake)
-	reportWakePercentiles(b, "acquire", plain)
-}
-
-// reportWakePercentiles reports the 50th and 99th percentiles of ds in ms.
-func reportWakePercentiles(b *testing.B, name string, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
-	b.ReportMetric(at(0.50), name+"-p50-ms")
-	b.ReportMetric(at(0.99), name+"-p99-ms")
+	wakebench.Run(b, protocol.New(openBackend(b, dsn, nil), nil), protocol.New(openBackend(b, dsn, nil), nil))
 }

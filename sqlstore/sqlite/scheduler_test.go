@@ -49,15 +49,7 @@ func (f fencedTable) Accepted(ctx context.Context) ([]schedulertest.Write, error
 		return nil, err
 	}
 	defer rows.Close()
-	var out []schedulertest.Write
-	for rows.Next() {
-		var w schedulertest.Write
-		if err := rows.Scan(&w.Target, &w.Token, &w.Writer); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return schedulertest.ScanWrites(rows)
 }
 
 // TestScheduler runs the scheduler suite on a fresh file per case; every
@@ -75,13 +67,9 @@ func TestScheduler(t *testing.T) {
 		}
 		return schedulertest.Harness{
 			NewStore: func(t *testing.T) protocol.Store {
-				b, err := sqlite.Open(context.Background(), path, nil)
-				if err != nil {
-					t.Fatalf("Open: %v", err)
-				}
-				rt := protocol.New(b, nil)
-				t.Cleanup(func() { _ = rt.Close(context.Background()) })
-				return rt
+				return schedulertest.OpenStore(t, func() (*sqlite.Backend, error) {
+					return sqlite.Open(context.Background(), path, nil)
+				})
 			},
 			Resource: fencedTable{db},
 		}

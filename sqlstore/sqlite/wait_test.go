@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/wakebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -111,46 +111,7 @@ func BenchmarkWakeUp(b *testing.B) {
 			if mode == "other_backend" {
 				holderRT = open()
 			}
-			ctx := context.Background()
-			var wake, plain []time.Duration
-			for i := 0; b.Loop(); i++ {
-				k := key(fmt.Sprintf("k%d", i))
-				t0 := time.Now()
-				held, err := holderRT.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
-				if err != nil {
-					b.Fatal(err)
-				}
-				plain = append(plain, time.Since(t0))
-				asleep := make(chan struct{}, 1)
-				done := make(chan time.Time, 1)
-				go func() {
-					_, err := waiterRT.AcquireWait(ctx, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute},
-						&protocol.WaitConfig{Recheck: time.Hour, Waiting: func(protocol.Lease) { asleep <- struct{}{} }})
-					if err != nil {
-						b.Error(err)
-					}
-					done <- time.Now()
-				}()
-				<-asleep
-				if _, err := holderRT.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "holder", Token: held.Lease.Token}); err != nil {
-					b.Fatal(err)
-				}
-				released := time.Now()
-				wake = append(wake, (<-done).Sub(released))
-			}
-			reportPercentiles(b, "wake", wake)
-			reportPercentiles(b, "acquire", plain)
+			wakebench.Run(b, waiterRT, holderRT)
 		})
 	}
-}
-
-// reportPercentiles reports the 50th and 99th percentiles of ds in ms.
-func reportPercentiles(b *testing.B, name string, ds []time.Duration) {
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
-	b.ReportMetric(at(0.50), name+"-p50-ms")
-	b.ReportMetric(at(0.99), name+"-p99-ms")
 }

@@ -1,0 +1,64 @@
+// Package wakebench is the wake-up benchmark every backend runs: how soon
+// a waiter blocked in AcquireWait takes a key after the holder released
+// it. Each backend's BenchmarkWakeUp opens the two runtimes and calls
+// [Run]. It imports no database driver.
+package wakebench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// Run measures, for each b.Loop iteration on a fresh key, the time from
+// holder's release returning to waiter's AcquireWait returning, and
+// reports wake-p50-ms and wake-p99-ms; acquire-p50-ms and acquire-p99-ms
+// are holder's plain acquires of a free key in the same run, the floor any
+// hand-over pays. waiter and holder may be one runtime.
+func Run(b *testing.B, waiter, holder *protocol.Runtime) {
+	ctx := context.Background()
+	var wake, plain []time.Duration
+	for i := 0; b.Loop(); i++ {
+		k := protocol.Key{Namespace: "ns", Name: fmt.Sprintf("k%d", i)}
+		t0 := time.Now()
+		held, err := holder.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain = append(plain, time.Since(t0))
+		asleep := make(chan struct{}, 1)
+		done := make(chan time.Time, 1)
+		go func() {
+			_, err := waiter.AcquireWait(ctx, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute},
+				&protocol.WaitConfig{Recheck: time.Hour, Waiting: func(protocol.Lease) { asleep <- struct{}{} }})
+			if err != nil {
+				b.Error(err)
+			}
+			done <- time.Now()
+		}()
+		<-asleep
+		if _, err := holder.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "holder", Token: held.Lease.Token}); err != nil {
+			b.Fatal(err)
+		}
+		released := time.Now()
+		wake = append(wake, (<-done).Sub(released))
+	}
+	ReportPercentiles(b, "wake", wake)
+	ReportPercentiles(b, "acquire", plain)
+}
+
+// ReportPercentiles reports the 50th and 99th percentiles of ds in ms, as
+// NAME-p50-ms and NAME-p99-ms. ds is sorted in place.
+func ReportPercentiles(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(at(0.50), name+"-p50-ms")
+	b.ReportMetric(at(0.99), name+"-p99-ms")
+}

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/internal/syncbuf"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -36,30 +36,12 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for the handler's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // server is a handler over an in-memory store on a loopback port.
 type server struct {
 	url   string
 	clock *clock
 	rt    *protocol.Runtime
-	log   *syncBuffer
+	log   *syncbuf.Buffer
 	h     *httpapi.Handler
 }
 
@@ -67,7 +49,7 @@ type server struct {
 // replaced by a JSON logger into server.log.
 func newServer(t *testing.T, cfg *httpapi.Config) *server {
 	t.Helper()
-	s := &server{clock: &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, log: &syncBuffer{}}
+	s := &server{clock: &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}, log: &syncbuf.Buffer{}}
 	b := memstore.New(&memstore.Config{Now: s.clock.Now})
 	s.rt = protocol.New(b, nil)
 	if cfg == nil {

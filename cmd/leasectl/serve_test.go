@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -34,31 +33,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/syncbuf"
 )
-
-// syncBuf collects a process's stderr while the test reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // server is a running leasectl serve.
 type server struct {
 	url     string
 	cmd     *exec.Cmd
-	stderr  *syncBuf
+	stderr  *syncbuf.Buffer
 	exited  chan struct{} // closed when the process ended; exitErr is set then
 	exitErr error
 }
@@ -71,7 +53,7 @@ func startServe(t *testing.T, dir, dsn string, env []string, args ...string) *se
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), env...)
-	s := &server{cmd: cmd, stderr: &syncBuf{}, exited: make(chan struct{})}
+	s := &server{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -9,12 +9,12 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/internal/syncbuf"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -533,31 +533,13 @@ func TestAuditRevokeReason(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestAuditFollow(t *testing.T) {
 	e := sqliteEnv(t)
 	wantCode(t, runCLI(t, e, "acquire", "before", "--owner", "w1"), 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int)
 	go func() {
 		done <- Execute(ctx, []string{"audit", "--follow", "--since", "1h", "--interval", "20ms", "-o", "json"}, nil, &stdout, &stderr, e.get)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/syncbuf"
 )
 
 // audit --follow without --since or --cursor prints what happens from now
@@ -15,9 +17,9 @@ func TestAuditFollowStartsAtTheEnd(t *testing.T) {
 	for _, k := range []string{"old-1", "old-2", "old-3"} {
 		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w1"), 0)
 	}
-	follow := func(args ...string) (stdout *syncBuffer, stop func() int) {
+	follow := func(args ...string) (stdout *syncbuf.Buffer, stop func() int) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out, errs syncBuffer
+		var out, errs syncbuf.Buffer
 		done := make(chan int)
 		go func() {
 			done <- Execute(ctx, append([]string{"audit", "--follow", "--interval", "20ms"}, args...), nil, &out, &errs, e.get)

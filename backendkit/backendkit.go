@@ -165,3 +165,19 @@ func ListStart(req protocol.ListRequest) (after string, limit int, err error) {
 	}
 	return after, req.EffectiveLimit(), nil
 }
+
+// CheckPrune refuses, as invalid, a prune request that fails
+// [audit.PruneRequest.Validate]; an [audit.Pruner] calls it first.
+func CheckPrune(r audit.PruneRequest) error {
+	if err := r.Validate(); err != nil {
+		return NewError(audit.OpPrune, protocol.StatusInvalid, err, "audit prune: bad request")
+	}
+	return nil
+}
+
+// PruneIDUsed is the refusal of a prune whose request id is already in
+// the trail: every prune that removed records has its record, so a repeat
+// is refused before anything goes.
+func PruneIDUsed(requestID string) error {
+	return NewError(audit.OpPrune, protocol.StatusInvalid, nil, "request id %q was already used: give another", requestID)
+}

@@ -259,38 +259,41 @@ func (r *Runtime) recordChange(ctx context.Context, res Result, actor, reason st
 	})
 }
 
+// change is call for a state-changing operation: the audit hook hears of
+// the change it made, on behalf of actor (with reason, for revoke).
+func (r *Runtime) change(ctx context.Context, op Op, key Key, reqID string, invalid error, actor, reason string,
+	fn func(context.Context) (Result, error)) (Result, error) {
+	res, err := r.call(ctx, op, key, reqID, invalid, fn)
+	r.recordChange(ctx, res, actor, reason)
+	return res, err
+}
+
 // Acquire takes a lease on req.Key for req.TTL. On success the result's
 // status is acquired and its lease carries a fresh fencing token; if a live
 // lease is held (by anyone, the same owner included) the status is conflict
 // and the result carries that lease.
 func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
-	res, err := r.call(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
+	return r.change(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		return r.backend.Acquire(ctx, req)
 	})
-	r.recordChange(ctx, res, req.Owner, "")
-	return res, err
 }
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) to expire req.TTL
 // from the backend's now. The token is kept.
 func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
-	res, err := r.call(ctx, OpRenew, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
+	return r.change(ctx, OpRenew, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		return r.backend.Renew(ctx, req)
 	})
-	r.recordChange(ctx, res, req.Owner, "")
-	return res, err
 }
 
 // Release gives up the lease (req.Key, req.Owner, req.Token).
 func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
-	res, err := r.call(ctx, OpRelease, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
+	return r.change(ctx, OpRelease, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		return r.backend.Release(ctx, req)
 	})
-	r.recordChange(ctx, res, req.Owner, "")
-	return res, err
 }
 
 // Get returns the live lease at req.Key (found) or not_found.
@@ -304,11 +307,9 @@ func (r *Runtime) Get(ctx context.Context, req GetRequest) (Result, error) {
 // Revoke removes the live lease at req.Key on behalf of an operator.
 func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
-	res, err := r.call(ctx, OpRevoke, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {
+	return r.change(ctx, OpRevoke, req.Key, req.RequestID, req.Validate(), req.Actor, req.Reason, func(ctx context.Context) (Result, error) {
 		return r.backend.Revoke(ctx, req)
 	})
-	r.recordChange(ctx, res, req.Actor, req.Reason)
-	return res, err
 }
 
 // List returns one page of the leases in req.Namespace.

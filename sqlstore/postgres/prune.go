@@ -10,7 +10,6 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
-	"github.com/leasestore/leasestore/protocol"
 )
 
 var _ audit.Pruner = (*Backend)(nil)
@@ -25,18 +24,15 @@ var pruneBatch int64 = 5000
 // before it ended stay done, and the prune's record is written only with
 // the last batch.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
-	if err := r.Validate(); err != nil {
-		return audit.PruneResult{}, backendkit.NewError(audit.OpPrune, protocol.StatusInvalid, err, "audit prune: bad request")
+	if err := backendkit.CheckPrune(r); err != nil {
+		return audit.PruneResult{}, err
 	}
-	// A reused request id is refused before anything goes: every prune
-	// that removed records has its record.
 	var used bool
 	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(args{"request_id": r.RequestID})...).Scan(&used); err != nil {
 		return audit.PruneResult{}, interpretError("", err)
 	}
 	if used {
-		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, nil,
-			"audit: prune: request id %q was already used: give another", r.RequestID)
+		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
 	var res audit.PruneResult
 	for {
@@ -48,8 +44,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			continue
 		}
 		if errors.Is(interpretError("", err), errRequestIDRace) {
-			return res, backendkit.NewError("", protocol.StatusInvalid, nil,
-				"audit: prune: request id %q was already used: give another", r.RequestID)
+			return res, backendkit.PruneIDUsed(r.RequestID)
 		}
 		if err != nil {
 			return res, interpretError("", err)

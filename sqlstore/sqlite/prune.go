@@ -22,14 +22,11 @@ var pruneBatch int64 = 5000
 // last one (see [audit.Pruner]). A request id already in the trail answers
 // invalid.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
-	if err := r.Validate(); err != nil {
-		return audit.PruneResult{}, backendkit.NewError(audit.OpPrune, protocol.StatusInvalid, err, "audit prune: bad request")
+	if err := backendkit.CheckPrune(r); err != nil {
+		return audit.PruneResult{}, err
 	}
-	// A reused request id is refused before anything goes: every prune
-	// that removed records has its record.
 	if prior, err := scanRecorded(b.stmts.findRequest.QueryRowContext(ctx, "", r.RequestID)); err == nil && prior.ID != 0 {
-		return audit.PruneResult{}, backendkit.NewError("", protocol.StatusInvalid, nil,
-			"audit: prune: request id %q was already used: give another", r.RequestID)
+		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
 	var res audit.PruneResult
 	for {

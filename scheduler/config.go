@@ -73,8 +73,10 @@ type Config struct {
 	// Default: Namespace + [WorkersSuffix].
 	WorkersNamespace string
 	// TTL of every lease the scheduler takes. A dead worker's targets are
-	// taken over about TTL + RenewEvery after its last renewal.
-	// Default: [DefaultTTL] (15s).
+	// taken over about TTL after its last renewal: the other workers look
+	// again when its leases run out (by their local clock), not at their
+	// next round; a store whose clock is behind theirs delays that to the
+	// next round, so within TTL + RenewEvery. Default: [DefaultTTL] (15s).
 	TTL time.Duration
 	// RenewEvery is the interval between rounds (renew everything, look at
 	// the workers and targets, rebalance), with ±10% jitter. It must be

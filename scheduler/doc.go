@@ -22,8 +22,11 @@
 //   - hands over targets beyond its share when workers join (cancels their
 //     handlers and releases each lease once its handler returned), gives up
 //     targets that left the set, and releases everything on shutdown;
-//   - takes over a dead worker's targets once their leases expired, and backs
-//     off, with jitter, from a target that another worker took first.
+//   - takes over a dead worker's targets as their leases expire: between
+//     rounds it looks again at the expiry of the other workers' leases it
+//     saw (membership, targets, conflicts), so a takeover does not wait
+//     for the next round; and it backs off, with jitter, from a target that
+//     another worker took first (at most until that lease's expiry).
 //
 // Fencing: a lease lost by one worker may be taken by another while the
 // first one's handler is still finishing, so two handlers of one target may

@@ -57,6 +57,10 @@ type Scheduler struct {
 	current  []string // the target set of the last round
 	haveSet  bool
 	problems []string // of the round in progress
+	// expiries are the expiries, by the store's clock, of the other
+	// workers' leases the round saw (memberships, targets, conflicts):
+	// when one runs out, the share may grow or a target come free.
+	expiries []time.Time
 }
 
 // lease is one target's lease while the scheduler holds it (or gives it
@@ -144,6 +148,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.log.Info("scheduler: starting", "workers_namespace", s.set.workersNS, "ttl", s.set.ttl, "renew_every", s.set.every)
 	next := time.NewTimer(0)
 	defer next.Stop()
+	renewAt := time.Now() // when the next full round is due
 	for {
 		select {
 		case <-ctx.Done():
@@ -153,10 +158,20 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.settle()
 		case <-next.C:
 			began := time.Now()
-			s.round(ctx)
-			// Rounds start every RenewEvery, however long one took, but
-			// never back to back.
-			next.Reset(max(jitter(s.set.every)-time.Since(began), s.set.every/10))
+			// A look due shortly before the next full round becomes that
+			// round: renewing a little early costs nothing.
+			full := renewAt.Sub(began) <= s.set.every/10
+			look := s.round(ctx, full)
+			if full {
+				// Full rounds start every RenewEvery, however long one
+				// took, but never back to back.
+				renewAt = latest(began.Add(jitter(s.set.every)), time.Now().Add(s.set.every/10))
+			}
+			due := renewAt
+			if !look.IsZero() && look.Before(due) {
+				due = look
+			}
+			next.Reset(time.Until(due))
 		}
 		s.flush()
 	}
@@ -178,15 +193,20 @@ func (s *Scheduler) Snapshot() Snapshot {
 	return snap
 }
 
-// round renews everything, then looks at the workers and the targets and
-// rebalances. ctx is Run's: once it ends the round stops claiming.
-func (s *Scheduler) round(ctx context.Context) {
+// round renews everything (when renew is set: a full round), then looks at
+// the workers and the targets and rebalances. ctx is Run's: once it ends
+// the round stops claiming. It returns when to look again because a lease
+// of another worker that the round saw runs out (see [nextLook]), or zero.
+func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	began := time.Now()
 	s.problems = s.problems[:0]
-	s.renewAll()
+	s.expiries = s.expiries[:0]
+	if renew {
+		s.renewAll()
+	}
 	s.settle()
 	if ctx.Err() != nil {
-		return
+		return time.Time{}
 	}
 	s.join()
 	workers := s.countWorkers()
@@ -210,6 +230,41 @@ func (s *Scheduler) round(ctx context.Context) {
 	s.problem = strings.Join(s.problems, "; ")
 	s.events = append(s.events, s.eventLocked(EventRound, nil, nil))
 	s.mu.Unlock()
+	return nextLook(s.expiries, time.Now(), s.set.every/10)
+}
+
+// expiryMargin is how long after a lease's expiry (by the local clock) a
+// worker looks again: the store must judge it expired by then.
+const expiryMargin = 2 * time.Millisecond
+
+// nextLook returns when to look again for leases of other workers that run
+// out: at the earliest of expiries still ahead of now, or, so that leases
+// running out together cost one look, at the last of those within group
+// after it; plus [expiryMargin]. Zero when none is ahead.
+//
+// A dead worker's targets are thus taken over as its leases run out, not
+// at the next round: within TTL of its last renewal, plus group and the
+// claim. Expiries are by the store's clock and compared with the local
+// one; a lease still live past its expiry by the local clock (the store's
+// clock is behind) is left to the next full round, so that the worker
+// never spins on it.
+func nextLook(expiries []time.Time, now time.Time, group time.Duration) time.Time {
+	var first time.Time
+	for _, e := range expiries {
+		if e.After(now) && (first.IsZero() || e.Before(first)) {
+			first = e
+		}
+	}
+	if first.IsZero() {
+		return first
+	}
+	last := first
+	for _, e := range expiries {
+		if e.After(last) && !e.After(first.Add(group)) {
+			last = e
+		}
+	}
+	return last.Add(expiryMargin)
 }
 
 // renewItem and renewOutcome are one lease of a renewal round.
@@ -489,6 +544,7 @@ func (s *Scheduler) join() {
 		s.log.Info("scheduler: joined", "token", lease.Token)
 	case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil:
 		s.memberReq = ""
+		s.expiries = append(s.expiries, perr.Lease.ExpiresAt)
 		s.problems = append(s.problems, fmt.Sprintf("identity %s is held by another worker (token %d) until %s: waiting for it to end",
 			s.id, perr.Lease.Token, perr.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano)))
 		s.log.Warn("scheduler: another worker holds this identity; waiting", "token", perr.Lease.Token, "until", perr.Lease.ExpiresAt)
@@ -589,7 +645,11 @@ func (s *Scheduler) countWorkers() int {
 	}
 	n, self := len(leases), false
 	for _, l := range leases {
-		self = self || l.Key.Name == s.id
+		if l.Key.Name == s.id {
+			self = true
+		} else {
+			s.expiries = append(s.expiries, l.ExpiresAt)
+		}
 	}
 	if member && !self {
 		n++
@@ -648,9 +708,16 @@ func (s *Scheduler) listHolders() (map[string]protocol.Lease, bool) {
 		s.log.Warn("scheduler: list targets failed; claiming nothing this round", "err", err)
 		return nil, false
 	}
+	inSet := make(map[string]bool, len(s.current))
+	for _, t := range s.current {
+		inSet[t] = true
+	}
 	m := make(map[string]protocol.Lease, len(leases))
 	for _, l := range leases {
 		m[l.Key.Name] = l
+		if l.Owner != s.id && inSet[l.Key.Name] {
+			s.expiries = append(s.expiries, l.ExpiresAt)
+		}
 	}
 	return m, true
 }
@@ -757,6 +824,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			holder := ""
 			if errors.As(err, &perr) && perr.Lease != nil {
 				holder = perr.Lease.Owner
+				s.untilExpiry(t, perr.Lease.ExpiresAt)
 			}
 			s.log.Debug("scheduler: target busy; backing off", "target", t, "holder", holder, "until", s.backoff[t].until)
 			s.mu.Lock()
@@ -787,6 +855,18 @@ func (s *Scheduler) backOff(t string) {
 	}
 	b.until = time.Now().Add(time.Duration(float64(d) * (0.5 + rand.Float64())))
 	s.backoff[t] = b
+}
+
+// untilExpiry shortens t's back-off to the expiry of the lease that holds
+// it, when that comes first (a holder that no longer renews), and notes
+// the expiry so that the worker looks again then.
+func (s *Scheduler) untilExpiry(t string, expiresAt time.Time) {
+	s.expiries = append(s.expiries, expiresAt)
+	b := s.backoff[t]
+	if at := expiresAt.Add(expiryMargin); expiresAt.After(time.Now()) && at.Before(b.until) {
+		b.until = at
+		s.backoff[t] = b
+	}
 }
 
 // start records a lease just acquired and runs its handler.

@@ -508,3 +508,37 @@ func TestLapsedMembershipIsRenewed(t *testing.T) {
 		t.Errorf("membership lease %s/%d after the lapse; want w1's lease renewed with token %d", after.Owner, after.Token, before.Token)
 	}
 }
+
+// A dead worker's leases are taken as they run out, not at the next round:
+// with rounds every 9s, a worker that sees another worker's membership and
+// target leases (never renewed, 1.5s to live) claims its share, then the
+// dead worker's target as soon as both leases expired.
+func TestDeadWorkerTakenAtExpiry(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	ctx := context.Background()
+	const life = 1500 * time.Millisecond
+	began := time.Now()
+	for _, k := range []protocol.Key{{Namespace: "scheduler.workers", Name: "dead"}, {Namespace: "scheduler", Name: "a"}} {
+		if _, err := store.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "dead", TTL: life}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b"), idle,
+		&scheduler.Config{TTL: 10 * time.Second, RenewEvery: 9 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "w1 claims its share, b", holds(s, "b"))
+	if snap := s.Snapshot(); snap.Workers != 2 || snap.Share != 1 {
+		t.Fatalf("w1 sees %d workers and a share of %d; want 2 and 1", snap.Workers, snap.Share)
+	}
+	eventually(t, "w1 takes the dead worker's a", holds(s, "a", "b"))
+	took := time.Since(began)
+	t.Logf("a taken %v after the dead worker's leases were taken for %v", took.Round(time.Millisecond), life)
+	if limit := life + time.Second; took > limit {
+		t.Errorf("a was taken %v after the dead worker's leases (%v to live) were taken: want within %v, long before the next round (9s)",
+			took, life, limit)
+	}
+}

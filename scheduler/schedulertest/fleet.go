@@ -27,6 +27,16 @@ const (
 	// pace is the pause between two writes of a writing handler, so that
 	// handlers do not monopolise a single-writer store.
 	pace = 50 * time.Millisecond
+	// wakeMargin is what the takeover case allows between a dead worker's
+	// leases running out and a survivor taking the first of its targets:
+	// the survivors look again at that expiry, so it covers a timer, two
+	// lists and an acquire on a loaded machine. Survivors that waited for
+	// their next round instead would come up to 1.1 renew intervals late.
+	wakeMargin = renewEvery / 3
+	// takeoverMargin is what the takeover case allows beyond the promised
+	// TTL + one renew interval for the last of the dead worker's targets:
+	// timers, and the claim's store calls on a loaded machine.
+	takeoverMargin = renewEvery / 4
 )
 
 // fleet is one case's workers, their handler runs and an admin handle.
@@ -73,12 +83,13 @@ type leaseID struct {
 
 // run is one call of a handler.
 type run struct {
-	worker string
-	target string
-	token  int64
-	seen   chan struct{} // closed when the handler saw its context end
-	ended  chan struct{} // closed when the handler returned
-	cause  error         // set before seen is closed
+	worker  string
+	target  string
+	token   int64
+	started time.Time     // when the handler was called
+	seen    chan struct{} // closed when the handler saw its context end
+	ended   chan struct{} // closed when the handler returned
+	cause   error         // set before seen is closed
 }
 
 type worker struct {
@@ -87,6 +98,7 @@ type worker struct {
 	sched  *scheduler.Scheduler
 	cancel context.CancelFunc
 	done   chan error
+	rounds chan struct{} // signalled (without blocking) when a round ends
 }
 
 func newFleet(t *testing.T, newHarness Factory, targets int) *fleet {
@@ -107,10 +119,18 @@ func newFleet(t *testing.T, newHarness Factory, targets int) *fleet {
 func (f *fleet) start(name string) *worker {
 	f.t.Helper()
 	store := f.h.NewStore(f.t)
-	w := &worker{name: name, fault: &faultStore{Store: store}, done: make(chan error, 1)}
+	w := &worker{name: name, fault: &faultStore{Store: store}, done: make(chan error, 1), rounds: make(chan struct{}, 1)}
 	logger := slog.New(slog.NewTextHandler(testWriter{f.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	observer := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+		if ev.Kind == scheduler.EventRound {
+			select {
+			case w.rounds <- struct{}{}:
+			default:
+			}
+		}
+	})
 	sched, err := scheduler.New(w.fault, name, scheduler.Static(f.targets...), f.handler(name),
-		&scheduler.Config{Namespace: f.ns, TTL: ttl, Logger: logger})
+		&scheduler.Config{Namespace: f.ns, TTL: ttl, Logger: logger, Observer: observer})
 	if err != nil {
 		f.t.Fatalf("scheduler.New: %v", err)
 	}
@@ -185,7 +205,7 @@ func (f *fleet) problem(format string, args ...any) {
 // the lease when the context ends.
 func (f *fleet) handler(name string) scheduler.Handler {
 	return func(ctx context.Context, target string, token int64) {
-		r := &run{worker: name, target: target, token: token, seen: make(chan struct{}), ended: make(chan struct{})}
+		r := &run{worker: name, target: target, token: token, started: time.Now(), seen: make(chan struct{}), ended: make(chan struct{})}
 		f.mu.Lock()
 		if prev := f.byLease[leaseID{target, token}]; prev != nil {
 			f.problems = append(f.problems, fmt.Sprintf("%s/%d handed to %s and to %s", target, token, prev.worker, name))

@@ -24,10 +24,14 @@ import (
 //     says; no two handlers of one target ever run at once (a target is
 //     released only after its handler returned); shutdown releases every
 //     lease, membership included.
-//   - Takeover: one of three workers is cut off from the store (it neither
-//     renews nor releases, as a killed process); the other two hold all
-//     60 targets within TTL + one renew interval plus a margin; the cut-off
-//     worker's handlers are cancelled as lost.
+//   - Takeover: one of three workers is cut off from the store right after
+//     it renewed its leases (it neither renews nor releases, as a killed
+//     process); the other two start a handler on the first of its 20
+//     targets within TTL + wakeMargin (they look again as its leases run
+//     out, not at their next round) and on the last within TTL + one renew
+//     interval + takeoverMargin (unless the survivors lost leases of their
+//     own, on a machine too loaded to renew in time: then that is logged);
+//     the cut-off worker's handlers are cancelled as lost.
 //   - Fencing: handlers write to a fenced resource while leases are revoked
 //     and a worker stalls past its TTL; per target, each handler started
 //     got a greater token than the one before it; the resource refuses only
@@ -137,17 +141,68 @@ func testTakeover(t *testing.T, newHarness Factory) {
 	f.waitFor("three workers split 60 targets", converge, func() (bool, string) {
 		return f.balanced(map[*worker]int{w1: 20, w2: 20, w3: 20})
 	})
-	victims := f.runningRuns("w3")
-	cut := time.Now()
+	// Cut w3 off right after one of its rounds ended: its leases were just
+	// renewed, so they run out nearly a full TTL after the cut, the worst
+	// moment for the bound.
+	select {
+	case <-w3.rounds: // a round that ended before now
+	default:
+	}
+	select {
+	case <-w3.rounds:
+	case <-time.After(converge):
+		t.Fatal("w3 ends no round")
+	}
 	w3.fault.drop()
+	cut := time.Now()
+	victims := f.runningRuns("w3")
 	f.waitFor("the other two take w3's targets", converge, func() (bool, string) {
 		return f.balanced(map[*worker]int{w1: 30, w2: 30})
 	})
-	took := time.Since(cut)
-	bound := ttl + renewEvery + 4*ttl // TTL + one renew interval, and a margin for a loaded machine
-	t.Logf("w1 and w2 held all 60 targets %v after w3 was cut off (TTL %v, renew every %v)", took.Round(time.Millisecond), ttl, renewEvery)
-	if took > bound {
-		t.Errorf("the takeover took %v, more than TTL + renew interval + 4 TTLs of margin (%v)", took, bound)
+	// The takeover starts when the first of w3's targets gets a handler on
+	// another worker, and ends when the last one does.
+	var firstTook, took time.Duration
+	var last string
+	for _, v := range victims {
+		var first *run
+		for _, r := range append(f.runsOf("w1"), f.runsOf("w2")...) {
+			if r.target == v.target && r.started.After(cut) && (first == nil || r.started.Before(first.started)) {
+				first = r
+			}
+		}
+		if first == nil {
+			t.Fatalf("w1 and w2 hold all 60 targets, but neither ran a handler of w3's %s after the cut", v.target)
+		}
+		d := first.started.Sub(cut)
+		if firstTook == 0 || d < firstTook {
+			firstTook = d
+		}
+		if d > took {
+			took, last = d, fmt.Sprintf("%s by %s", v.target, first.worker)
+		}
+	}
+	t.Logf("w3's %d targets were taken from %v to %v after w3 was cut off (the last: %s; TTL %v, renew every %v)",
+		len(victims), firstTook.Round(time.Millisecond), took.Round(time.Millisecond), last, ttl, renewEvery)
+	// A survivor that lost leases of its own could not renew in time: the
+	// machine was too loaded for the timing to say anything about the
+	// scheduler (as in Converge, that is logged, not failed).
+	starved := 0
+	for _, r := range append(f.runsOf("w1"), f.runsOf("w2")...) {
+		if cancelled(r) && errors.Is(r.cause, protocol.ErrLeaseLost) {
+			starved++
+		}
+	}
+	if starved > 0 {
+		t.Logf("w1 and w2 lost %d leases of their own during the case: the machine is too loaded to hold the takeover to a bound", starved)
+	} else {
+		if bound := ttl + wakeMargin; firstTook > bound {
+			t.Errorf("the first of w3's targets was taken %v after the cut, more than TTL + %v (%v): the survivors did not look again as its leases ran out",
+				firstTook, wakeMargin, bound)
+		}
+		if bound := ttl + renewEvery + takeoverMargin; took > bound {
+			t.Errorf("the last of w3's targets was taken %v after the cut, more than TTL + one renew interval + a margin of %v (%v)",
+				took, takeoverMargin, bound)
+		}
 	}
 	f.waitFor("w3's handlers are cancelled as lost", converge, func() (bool, string) {
 		for _, r := range victims {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -35,10 +36,12 @@ var _ protocol.Notifier = (*Backend)(nil)
 // registers meanwhile wait for the commit, so its first attempt sees the
 // release: no release between registration and attempt goes unheard.
 //
-// The listener connection is opened at the first Subscribe and kept until
-// Close. If it breaks, every waiter is signalled (a release may have gone
-// unheard) and it reconnects, taking the locks of the keys still waited
-// for again.
+// The listener connection is opened at the first Subscribe and kept while
+// anyone waits; once no key has had a waiter for Config.ListenerIdle
+// (default DefaultListenerIdle) it is closed, which lets go of LISTEN and
+// of every lock, and the next Subscribe opens a new one. If it breaks,
+// every waiter is signalled (a release may have gone unheard) and it
+// reconnects, taking the locks of the keys still waited for again.
 const (
 	notifyChannel = "leasestore_wake"
 	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
@@ -53,6 +56,14 @@ const (
 	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2))`
 	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2))`
 )
+
+// DefaultListenerIdle is the default of [Config].ListenerIdle: how long
+// the listener connection stays open once no waiter needs it.
+const DefaultListenerIdle = 30 * time.Second
+
+// errListenerIdle ends the listener's connection when nobody waited for
+// its idle time. It never leaves the package.
+var errListenerIdle = errors.New("postgres: the listener was idle")
 
 // listenerBackoff bounds the pause between reconnection attempts.
 const (
@@ -76,17 +87,25 @@ type waitedKey struct {
 
 // listener owns the LISTEN connection; see the comment above.
 type listener struct {
-	b *Backend
+	b    *Backend
+	idle time.Duration // Config.ListenerIdle; 0 for the default
 
 	mu        sync.Mutex
 	keys      map[protocol.Key]*waitedKey
 	queue     []lockCmd
 	interrupt context.CancelFunc // ends the goroutine's wait for a notification; nil when it is not waiting
-	started   bool
+	started   bool               // a goroutine serves the listener (it clears started when it lets go, idle)
 	closed    bool
-	ctx       context.Context
-	cancel    context.CancelFunc
-	done      chan struct{}
+	cancel    context.CancelFunc // ends the goroutine of the last start
+	done      chan struct{}      // closed when the goroutine of the last start (and those before it) ended
+}
+
+// idleFor returns how long the connection stays open once nobody waits.
+func (l *listener) idleFor() time.Duration {
+	if l.idle > 0 {
+		return l.idle
+	}
+	return DefaultListenerIdle
 }
 
 // Subscribe implements [protocol.Notifier]: it returns once the key is
@@ -101,12 +120,23 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 		return nil, nil, backendkit.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed")
 	}
 	if !l.started {
+		// A goroutine that let go of the connection (idle) may still be
+		// closing it: the new one waits for it, so that close waits for
+		// both.
 		l.started = true
 		l.b = b
-		l.keys = make(map[protocol.Key]*waitedKey)
-		l.ctx, l.cancel = context.WithCancel(context.Background())
-		l.done = make(chan struct{})
-		go l.run()
+		if l.keys == nil {
+			l.keys = make(map[protocol.Key]*waitedKey)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		prev, done := l.done, make(chan struct{})
+		l.cancel, l.done = cancel, done
+		go func() {
+			if prev != nil {
+				<-prev
+			}
+			l.run(ctx, done)
+		}()
 	}
 	wk := l.keys[key]
 	if wk == nil {
@@ -176,26 +206,30 @@ func (l *listener) signal(key protocol.Key, all bool) {
 }
 
 // run connects, serves until the connection breaks, signals every waiter
-// and reconnects, until Close.
-func (l *listener) run() {
-	defer close(l.done)
+// and reconnects, until Close (ctx ends) or until nobody waited for the
+// idle time; then it closes done.
+func (l *listener) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
 	backoff := listenerMinBackoff
-	for l.ctx.Err() == nil {
-		conn, schema, err := l.connect()
+	for ctx.Err() == nil {
+		conn, schema, err := l.connect(ctx)
 		if err == nil {
 			backoff = listenerMinBackoff
-			err = l.serve(conn, schema)
+			err = l.serve(ctx, conn, schema)
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_ = conn.Close(closeCtx)
 			cancel()
+			if errors.Is(err, errListenerIdle) {
+				return // nobody waits: nothing to signal or fail
+			}
 		}
 		l.signal(protocol.Key{}, true) // a release may have gone unheard
-		if l.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		l.failPending(err)
 		select {
-		case <-l.ctx.Done():
+		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, listenerMaxBackoff)
@@ -223,8 +257,8 @@ func (l *listener) failPending(err error) {
 
 // connect opens the listener's connection with the pool's settings,
 // listens, and takes the lock of every key that has subscribers.
-func (l *listener) connect() (*pgx.Conn, string, error) {
-	ctx, cancel := context.WithTimeout(l.ctx, protocol.DefaultTimeout)
+func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
+	ctx, cancel := context.WithTimeout(lctx, protocol.DefaultTimeout)
 	defer cancel()
 	cfg := l.b.pool.Config().ConnConfig.Copy()
 	// A wait for a notification is ended by a deadline on the socket when
@@ -253,7 +287,7 @@ func (l *listener) connect() (*pgx.Conn, string, error) {
 	}
 	l.mu.Unlock()
 	for _, k := range keys {
-		if err := l.apply(conn, lockCmd{key: k, lock: true}); err != nil {
+		if err := l.apply(lctx, conn, lockCmd{key: k, lock: true}); err != nil {
 			_ = conn.Close(ctx)
 			return nil, "", err
 		}
@@ -262,8 +296,8 @@ func (l *listener) connect() (*pgx.Conn, string, error) {
 }
 
 // apply runs c on conn and, for a lock, tells the key's subscribers.
-func (l *listener) apply(conn *pgx.Conn, c lockCmd) error {
-	ctx, cancel := context.WithTimeout(l.ctx, protocol.DefaultTimeout)
+func (l *listener) apply(lctx context.Context, conn *pgx.Conn, c lockCmd) error {
+	ctx, cancel := context.WithTimeout(lctx, protocol.DefaultTimeout)
 	defer cancel()
 	q := waitUnlockSQL
 	if c.lock {
@@ -286,22 +320,30 @@ func (l *listener) apply(conn *pgx.Conn, c lockCmd) error {
 }
 
 // serve runs queued lock commands and waits for notifications until the
-// connection fails or the listener closes.
-func (l *listener) serve(conn *pgx.Conn, schema string) error {
+// connection fails or the listener closes (ctx ends), or until no key had
+// a waiter for the idle time: then it clears l.started, so that the next
+// Subscribe starts a new listener, and returns errListenerIdle.
+func (l *listener) serve(ctx context.Context, conn *pgx.Conn, schema string) error {
 	for {
 		l.mu.Lock()
 		cmds := l.queue
 		l.queue = nil
 		var wctx context.Context
 		var cancel context.CancelFunc
+		idle := false
 		if len(cmds) == 0 {
-			wctx, cancel = context.WithCancel(l.ctx)
+			if len(l.keys) == 0 {
+				wctx, cancel = context.WithTimeout(ctx, l.idleFor())
+				idle = true
+			} else {
+				wctx, cancel = context.WithCancel(ctx)
+			}
 			l.interrupt = cancel
 		}
 		l.mu.Unlock()
 		if len(cmds) > 0 {
 			for _, c := range cmds {
-				if err := l.apply(conn, c); err != nil {
+				if err := l.apply(ctx, conn, c); err != nil {
 					return err
 				}
 			}
@@ -310,12 +352,18 @@ func (l *listener) serve(conn *pgx.Conn, schema string) error {
 		n, err := conn.WaitForNotification(wctx)
 		l.mu.Lock()
 		l.interrupt = nil
+		if idle && errors.Is(wctx.Err(), context.DeadlineExceeded) && len(l.keys) == 0 && len(l.queue) == 0 && ctx.Err() == nil {
+			l.started = false
+			l.mu.Unlock()
+			cancel()
+			return errListenerIdle
+		}
 		l.mu.Unlock()
 		interrupted := wctx.Err() != nil
 		cancel()
 		if err != nil {
-			if l.ctx.Err() != nil {
-				return l.ctx.Err()
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
 			if interrupted && !conn.IsClosed() {
 				continue // a lock to take or let go
@@ -340,15 +388,16 @@ func (l *listener) dispatch(n *pgconn.Notification, schema string) {
 }
 
 // close stops the listener, closes its connection and signals every
-// waiter, so that their next attempt answers closed.
+// waiter, so that their next attempt answers closed. It also waits for a
+// listener that let go of its connection, idle, to have closed it.
 func (l *listener) close() {
 	l.mu.Lock()
 	l.closed = true
-	started := l.started
+	cancel, done := l.cancel, l.done
 	l.mu.Unlock()
-	if !started {
+	if done == nil {
 		return
 	}
-	l.cancel()
-	<-l.done
+	cancel()
+	<-done
 }

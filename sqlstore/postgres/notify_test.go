@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -12,24 +14,43 @@ import (
 // listenerPIDs returns the server pids of the listener connections of
 // backends with application name app: the sessions that hold a waiter's
 // advisory lock.
-func listenerPIDs(t *testing.T, dsn, app string) []int32 {
+func listenerPIDs(t *testing.T, pool *pgxpool.Pool, app string) []int32 {
 	t.Helper()
-	rows, err := rawPool(t, dsn).Query(ctxT(t), `
+	return pids(t, pool, `
 SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
 WHERE a.application_name = $1 AND l.locktype = 'advisory' AND l.classid = 1818583412 AND l.mode = 'ShareLock' AND l.granted`, app)
+}
+
+// listenerSessions returns the server pids of the sessions of backends
+// with application name app whose last statement was LISTEN or a waiter's
+// lock or unlock: the listener connections, whether or not anyone waits.
+func listenerSessions(t *testing.T, pool *pgxpool.Pool, app string) []int32 {
+	t.Helper()
+	return pids(t, pool, `
+SELECT pid FROM pg_stat_activity
+WHERE application_name = $1 AND (query LIKE 'LISTEN %' OR query LIKE '%pg_advisory_%lock_shared(1818583412%')`, app)
+}
+
+// pids runs query, which selects server pids, with arg.
+func pids(t *testing.T, pool *pgxpool.Pool, query string, arg any) []int32 {
+	t.Helper()
+	rows, err := pool.Query(ctxT(t), query, arg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var pids []int32
+	var out []int32
 	for rows.Next() {
 		var pid int32
 		if err := rows.Scan(&pid); err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, pid)
+		out = append(out, pid)
 	}
-	return pids
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // A waiter's registration survives its listener connection dying: every
@@ -42,17 +63,18 @@ func TestListenerReconnects(t *testing.T) {
 	app := appName(t)
 	waiter := openBackend(t, dsn, &postgres.Config{ApplicationName: app})
 	other := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn) // one pool for every look at the sessions
 	k := key("k")
 	ch, cancel, err := waiter.Subscribe(ctxT(t), k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cancel()
-	pids := listenerPIDs(t, dsn, app)
+	pids := listenerPIDs(t, raw, app)
 	if len(pids) != 1 {
 		t.Fatalf("%d listener sessions hold the key's wait lock, want 1", len(pids))
 	}
-	mustExec(t, rawPool(t, dsn), `SELECT pg_terminate_backend($1)`, pids[0])
+	mustExec(t, raw, `SELECT pg_terminate_backend($1)`, pids[0])
 	select {
 	case <-ch:
 	case <-time.After(opTimeout):
@@ -61,7 +83,7 @@ func TestListenerReconnects(t *testing.T) {
 	// The backend reconnects and registers the key again.
 	deadline := time.Now().Add(opTimeout)
 	for {
-		now := listenerPIDs(t, dsn, app)
+		now := listenerPIDs(t, raw, app)
 		if len(now) == 1 && now[0] != pids[0] {
 			break
 		}
@@ -90,10 +112,58 @@ func TestListenerReconnects(t *testing.T) {
 	// Cancelling the subscription lets the lock go.
 	cancel()
 	deadline = time.Now().Add(opTimeout)
-	for len(listenerPIDs(t, dsn, app)) != 0 {
+	for len(listenerPIDs(t, raw, app)) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the wait lock is still held after the subscription was cancelled")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The listener connection is closed once no waiter needed it for
+// Config.ListenerIdle, and opened again by the next wait, which a release
+// still wakes.
+func TestListenerLetsGoWhenIdle(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	app := appName(t)
+	const idle = time.Second
+	waiter := openBackend(t, dsn, &postgres.Config{ApplicationName: app, ListenerIdle: idle})
+	raw := rawPool(t, dsn) // one pool for every look at the sessions
+	other := protocol.New(openBackend(t, dsn, nil), nil)
+	k := key("k")
+	for round := range 2 {
+		ch, cancel, err := waiter.Subscribe(ctxT(t), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(listenerSessions(t, raw, app)); n != 1 {
+			t.Fatalf("round %d: %d listener sessions while a waiter waits, want 1", round, n)
+		}
+		res, err := other.Acquire(ctxT(t), protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Release(ctxT(t), protocol.ReleaseRequest{Key: k, Owner: "o", Token: res.Lease.Token}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+		case <-time.After(opTimeout):
+			t.Fatalf("round %d: the release did not wake the waiter", round)
+		}
+		cancel()
+		stopped := time.Now()
+		deadline := stopped.Add(opTimeout)
+		for len(listenerSessions(t, raw, app)) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the listener connection is still open %v after the last waiter stopped (ListenerIdle %v)",
+					round, opTimeout, idle)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if took := time.Since(stopped); took < idle/2 {
+			t.Errorf("round %d: the listener connection was closed %v after the last waiter stopped, before ListenerIdle %v", round, took, idle)
+		}
 	}
 }

@@ -159,6 +159,12 @@ type Config struct {
 	// that does not keep sessions (coalescing uses a temporary function
 	// per connection). Default: false, operations are coalesced.
 	NoCoalescing bool
+	// ListenerIdle is how long the connection that listens for released
+	// keys on behalf of waiting acquires (a connection of its own, outside
+	// the pool, opened at the first wait) stays open once no acquire waits
+	// any more; the next wait opens it again. Default:
+	// [DefaultListenerIdle] (30s).
+	ListenerIdle time.Duration
 
 	// testNow replaces the server's clock in this package's tests (see
 	// export_test.go); production code cannot set it, since expiry must be
@@ -274,7 +280,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 }
 
 func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config) *Backend {
-	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow}
+	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, listen: listener{idle: cfg.ListenerIdle}}
 	if !cfg.NoCoalescing {
 		limit := cfg.MaxInFlight
 		if limit <= 0 {

@@ -119,3 +119,47 @@ func BenchmarkWakeUp(b *testing.B) {
 	dsn := pgtest.MigratedDSN(b)
 	wakebench.Run(b, protocol.New(openBackend(b, dsn, nil), nil), protocol.New(openBackend(b, dsn, nil), nil))
 }
+
+// BenchmarkReleaseFirstUse measures what `leasectl run` pays at its
+// release, which is the first time its process runs the release statement:
+// each iteration opens a backend (a fresh pool), acquires a key and times
+// its release (the statement is prepared on that use: one more round trip
+// and the server's parse), then acquires and releases a second key and
+// times that release (prepared). first-p50-ms and prepared-p50-ms are
+// their medians, interleaved so that both see the same load.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench ReleaseFirstUse -benchtime 25x ./sqlstore/postgres/
+func BenchmarkReleaseFirstUse(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	dsn := pgtest.MigratedDSN(b)
+	ctx := context.Background()
+	var first, prepared []time.Duration
+	for i := 0; b.Loop(); i++ {
+		be, err := postgres.Open(ctx, dsn, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt := protocol.New(be, nil)
+		for j, out := range []*[]time.Duration{&first, &prepared} {
+			k := protocol.Key{Namespace: "ns", Name: fmt.Sprintf("k%d-%d", i, j)}
+			res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := rt.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "o", Token: res.Lease.Token}); err != nil {
+				b.Fatal(err)
+			}
+			*out = append(*out, time.Since(start))
+		}
+		if err := rt.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, ds := range map[string][]time.Duration{"first": first, "prepared": prepared} {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2])/float64(time.Millisecond), name+"-p50-ms")
+	}
+}

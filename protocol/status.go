@@ -176,10 +176,9 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// NewError returns an *Error for a non-success status.
-//
-// Deprecated: backends build their errors with backendkit.NewError. This
-// copy stays only until the last backend file that calls it moves over.
+// NewError returns an *Error for a non-success status. Backends build
+// their errors with backendkit.NewError; this copy stays only until the
+// last backend file that calls it moves over, and then goes.
 func NewError(op Op, status Status, cause error, format string, args ...any) *Error {
 	return &Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
 }

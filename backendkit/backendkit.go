@@ -25,7 +25,7 @@ import (
 // lease's other times as the operation answered them.
 type Recorded struct {
 	audit.Record
-	ParamsHash string    // the request's Fingerprint()
+	ParamsHash string    // the stored part of the request's [Fingerprint]
 	AcquiredAt time.Time // the lease's acquired_at (zero in records written before schema version 2)
 	RenewedAt  time.Time // the lease's renewed_at (zero in records written before schema version 2)
 }

@@ -11,7 +11,7 @@ package sqlite
 // (qAcquire, qRenew, qRelease or qRevoke), for acquire the fencing counter
 // bump (qBumpFencing), and the audit insert (qInsertAudit). When the
 // conditional statement matches no row, qCurrentLease reads the row that
-// made it fail, so the outcome is classified by protocol.CheckAcquire,
+// made it fail, so the outcome is classified by backendkit.CheckAcquire,
 // CheckHolder or CheckRevoke, and the transaction is rolled back.
 const (
 	// qSchemaTable tells whether goose's version table exists: ?1 its name.

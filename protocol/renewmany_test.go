@@ -33,7 +33,7 @@ func renewReqs(names ...string) []RenewRequest {
 func TestRenewManyFallsBackToRenew(t *testing.T) {
 	b := &fakeBackend{handle: func(ctx context.Context, op Op, req any) (Result, error) {
 		if r := req.(RenewRequest); r.Key.Name == "down" {
-			return Result{}, NewError(op, StatusUnavailable, nil, "down")
+			return Result{}, newError(op, StatusUnavailable, nil, "down")
 		}
 		return defaultAnswer(op, req), nil
 	}}
@@ -102,7 +102,7 @@ func TestRenewManyBulk(t *testing.T) {
 	}
 
 	b.bulk = func(context.Context, []RenewRequest) ([]Result, error) {
-		return nil, NewError(OpRenew, StatusUnavailable, errors.New("gone"), "postgres: gone")
+		return nil, newError(OpRenew, StatusUnavailable, errors.New("gone"), "postgres: gone")
 	}
 	res, err = rt.RenewMany(context.Background(), renewReqs("a", "b"))
 	if !errors.Is(err, ErrUnavailable) || res[0].Status != StatusUnavailable || res[1].Status != StatusUnavailable {

@@ -425,7 +425,7 @@ func TestRuntimeTimeouts(t *testing.T) {
 		{"wrapped context error", waitThen(func(ctx context.Context) error { return fmt.Errorf("query: %w", ctx.Err()) }), false, context.DeadlineExceeded},
 		{"driver error after the deadline", waitThen(func(context.Context) error { return driverErr }), false, driverErr},
 		{"backend unavailable after the deadline", waitThen(func(context.Context) error {
-			return NewError(OpAcquire, StatusUnavailable, driverErr, "fake: connection lost")
+			return newError(OpAcquire, StatusUnavailable, driverErr, "fake: connection lost")
 		}), false, driverErr},
 		{"backend error of unknown status after the deadline", waitThen(func(context.Context) error {
 			return &Error{Status: "weird", Err: driverErr}
@@ -510,8 +510,8 @@ func TestRuntimeBackendErrors(t *testing.T) {
 	}{
 		{"unknown error", Result{}, dErr, StatusUnavailable, dErr},
 		{"wrapped unknown error", Result{}, fmt.Errorf("fake: query: %w", dErr), StatusUnavailable, dErr},
-		{"backend unavailable", Result{}, NewError(OpAcquire, StatusUnavailable, dErr, "fake: down"), StatusUnavailable, dErr},
-		{"backend timeout before the deadline", Result{}, NewError(OpAcquire, StatusTimeout, dErr, "fake: busy"), StatusTimeout, dErr},
+		{"backend unavailable", Result{}, newError(OpAcquire, StatusUnavailable, dErr, "fake: down"), StatusUnavailable, dErr},
+		{"backend timeout before the deadline", Result{}, newError(OpAcquire, StatusTimeout, dErr, "fake: busy"), StatusTimeout, dErr},
 		{"backend error of a success status", Result{}, &Error{Status: StatusAcquired, Err: dErr}, StatusUnavailable, dErr},
 		{"backend error of unknown status", Result{}, &Error{Status: "weird", Err: dErr}, StatusUnavailable, dErr},
 		{"backend error without status", Result{}, &Error{Err: dErr}, StatusUnavailable, dErr},

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Status is the outcome of an operation. Its string values are part of the
@@ -175,13 +174,6 @@ func (e *Error) Is(target error) bool {
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
-
-// NewError returns an *Error for a non-success status. Backends build
-// their errors with backendkit.NewError; this copy stays only until the
-// last backend file that calls it moves over, and then goes.
-func NewError(op Op, status Status, cause error, format string, args ...any) *Error {
-	return &Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
-}
 
 // StatusOf returns the status carried by err: the Status of an *Error in its
 // chain, StatusTimeout for context deadline or cancellation, StatusUnavailable

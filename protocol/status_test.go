@@ -127,12 +127,12 @@ func TestErrorMatching(t *testing.T) {
 
 func TestErrorUnwrapsCause(t *testing.T) {
 	cause := errors.New("driver: connection refused")
-	err := NewError(OpGet, StatusUnavailable, cause, "postgres: %s", "cannot connect")
+	err := newError(OpGet, StatusUnavailable, cause, "postgres: %s", "cannot connect")
 	if !errors.Is(err, cause) {
 		t.Error("errors.Is(err, cause) = false: the cause is not unwrappable")
 	}
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrTimeout) {
-		t.Error("NewError(unavailable) does not match exactly ErrUnavailable")
+		t.Error("newError(unavailable) does not match exactly ErrUnavailable")
 	}
 	if err.Message != "postgres: cannot connect" || err.Op != OpGet || err.Status != StatusUnavailable {
 		t.Errorf("NewError built %+v", err)
@@ -221,4 +221,10 @@ func TestErrorTextWithoutOpOrKey(t *testing.T) {
 	if got, want := e.Error(), "lease: get ns/k: not_found"; got != want {
 		t.Fatalf("Error() = %q, want %q", got, want)
 	}
+}
+
+// newError builds an *Error as a backend would (backendkit.NewError, which
+// this package's tests cannot import).
+func newError(op Op, status Status, cause error, format string, args ...any) *Error {
+	return &Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
 }

@@ -77,10 +77,10 @@ func newCoalescer(b *Backend, limit int) *coalescer {
 func (c *coalescer) do(ctx context.Context, p *pendingOp) (*outcome, error) {
 	switch c.q.Do(ctx, p, func() { p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a) }, false) {
 	case backendkit.NotSent:
-		return nil, protocol.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
+		return nil, backendkit.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
 			"postgres: the deadline passed while the operation waited for a connection; it was not sent")
 	case backendkit.Running:
-		return nil, protocol.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
+		return nil, backendkit.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
 			"postgres: the deadline passed while the operation's batch ran")
 	}
 	return p.o, p.err

@@ -153,6 +153,12 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return failWith(err)
 	}
+	// SIGHUP is caught before the server answers anyone: by default it
+	// would end the process, and an operator may send it as soon as the
+	// server serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fail(protocol.StatusUnavailable, "serve: listen: %v", err)
@@ -193,9 +199,6 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		a.printText(fmt.Sprintf("serving the %s store %s at %s (Ctrl-C to stop)\n", s.backend, s.shown, url))
 	}
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case err := <-served:

@@ -172,11 +172,11 @@ func terminator(t *testing.T, serverDSN, app string, every time.Duration) (stop 
 func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 1100, loseAnswers: 0.02,
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 800, loseAnswers: 0.02,
 		backends: new([]*postgres.Backend)}
 	rts := r.open(t)
 	stop := terminator(t, pgtest.ServerDSN(t), r.app, 30*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	began := time.Now()
 	h := r.run(t, ctx, rts)
@@ -216,7 +216,7 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 			}
 		})}
 	rts := r.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	h := r.run(t, ctx, rts)
 	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name(), Sweeping: true, SweepGrace: time.Nanosecond})
@@ -256,7 +256,7 @@ func TestLinearizableCoalesced(t *testing.T) {
 			if terminate {
 				stop = terminator(t, pgtest.ServerDSN(t), r.app, 40*time.Millisecond)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			h := r.run(t, ctx, rts)
 			killed := stop()

@@ -139,7 +139,7 @@ func TestLinearizableAcrossKilledProcesses(t *testing.T) {
 		wantOps   = 2500
 		minKills  = 6
 		minRun    = 4 * time.Second
-		maxRun    = 40 * time.Second
+		maxRun    = 90 * time.Second
 		killEvery = 500 * time.Millisecond // on average
 	)
 	db := migratedFile(t)

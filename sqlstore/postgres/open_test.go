@@ -289,27 +289,3 @@ func TestHealth(t *testing.T) {
 	_ = b.Close(context.Background())
 	wantErrStatus(t, "health after close", b.Health(ctxT(t)), protocol.StatusUnavailable)
 }
-
-// TestOpenPreparesTheOperationsStatements: every connection of Open's pool
-// has the operations' statements prepared before it serves one, so that
-// the first release of a process (leasectl run releases once) costs no
-// round trip to prepare it.
-func TestOpenPreparesTheOperationsStatements(t *testing.T) {
-	t.Parallel()
-	b := openBackend(t, pgtest.MigratedDSN(t), nil)
-	conn, err := b.Pool().Acquire(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	var n int
-	// The release statement is the one that writes status 'released';
-	// nothing has released anything yet.
-	if err := conn.QueryRow(ctxT(t), `SELECT count(*) FROM pg_prepared_statements
-		WHERE statement LIKE '%''released''%' AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 1 {
-		t.Fatalf("%d prepared release statements on a fresh connection, want 1", n)
-	}
-}

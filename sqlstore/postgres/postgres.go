@@ -236,24 +236,8 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.Itoa(int(statementTimeout.Milliseconds()))
 	}
 	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		if _, err := c.Exec(ctx, pinSettingsSQL); err != nil {
-			return err
-		}
-		// Prepared now, so that no operation pays a round trip to
-		// prepare its statement the first time it runs on a connection
-		// (a short-lived process, leasectl run, releases only once). A
-		// schema the statements do not fit (not migrated, older or
-		// newer) is left to the check that follows, which names it; the
-		// statements are then prepared on first use.
-		for _, st := range preparedOnConnect {
-			var pe *pgconn.PgError
-			if _, err := c.Prepare(ctx, st.sql, st.sql); errors.As(err, &pe) {
-				break
-			} else if err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := c.Exec(ctx, pinSettingsSQL)
+		return err
 	}
 	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}

@@ -363,11 +363,6 @@ const schemaVersionSQL = `SELECT coalesce(max(version_id), 0) FROM leasestore_go
 // this (newer) schema; see migrations/postgres/00002.
 const schemaCompatSQL = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
 
-// preparedOnConnect are the statements every connection of a pool that
-// Open makes prepares when it connects, named by their text, which pgx
-// then executes by name.
-var preparedOnConnect = []statement{acquireSQL, renewSQL, releaseSQL, revokeSQL, getSQL}
-
 // pinSettingsSQL runs on every connection of a pool that Open makes: a
 // crash must not lose a committed acquire (its token could be issued
 // again), so synchronous_commit is raised to on unless it is already

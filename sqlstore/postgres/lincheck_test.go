@@ -165,7 +165,7 @@ func terminator(t *testing.T, serverDSN, app string, every time.Duration) (stop 
 
 // TestLinearizableWhileConnectionsAreTerminated runs the lincheck workload
 // from three pools on one schema while another connection terminates their
-// server processes (pg_terminate_backend) at random, every 30ms or so. The
+// server processes (pg_terminate_backend) at random, every 75ms or so (one active process when there is one). The
 // clients retry what answers unavailable with the same request id (and
 // throw away 2% of the answers, so that retries meet replays); the history
 // must be linearizable.
@@ -175,7 +175,7 @@ func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 3, clients: 2, ops: 800, loseAnswers: 0.02,
 		backends: new([]*postgres.Backend)}
 	rts := r.open(t)
-	stop := terminator(t, pgtest.ServerDSN(t), r.app, 30*time.Millisecond)
+	stop := terminator(t, pgtest.ServerDSN(t), r.app, 75*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	began := time.Now()

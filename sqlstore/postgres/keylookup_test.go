@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +45,8 @@ func TestKeyChangesDoNotScanTheOwnersRows(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s plan (%s): %v", op, mode, err)
 			}
-			blocks, indexes := planBlocks(t, plan)
+			st := readPlan(t, plan)
+			blocks, indexes := st.blocks, st.indexes
 			for _, ix := range indexes {
 				if strings.HasPrefix(ix, "leasestore_leases") && ix != "leasestore_leases_pkey" {
 					t.Errorf("%s (plan_cache_mode %s) found the key through %s; want leasestore_leases_pkey", op, mode, ix)
@@ -57,34 +57,4 @@ func TestKeyChangesDoNotScanTheOwnersRows(t *testing.T) {
 			}
 		}
 	}
-}
-
-// planBlocks sums the shared blocks every node of an EXPLAIN (ANALYZE,
-// BUFFERS, FORMAT JSON) plan hit or read, and names the indexes it used.
-func planBlocks(t *testing.T, plan string) (blocks int, indexes []string) {
-	t.Helper()
-	var doc []struct{ Plan map[string]any }
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
-		t.Fatalf("plan %s: %v", plan, err)
-	}
-	var walk func(n map[string]any)
-	walk = func(n map[string]any) {
-		kids, _ := n["Plans"].([]any)
-		// A node's counts include its children's: count the leaves.
-		if len(kids) == 0 {
-			for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
-				if v, ok := n[k].(float64); ok {
-					blocks += int(v)
-				}
-			}
-		}
-		if ix, ok := n["Index Name"].(string); ok {
-			indexes = append(indexes, ix)
-		}
-		for _, k := range kids {
-			walk(k.(map[string]any))
-		}
-	}
-	walk(doc[0].Plan)
-	return blocks, indexes
 }

@@ -12,32 +12,47 @@ import (
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
-// planRows sums, over every node of an EXPLAIN (ANALYZE, FORMAT JSON) plan,
-// the rows the node returned and the rows its filter removed: what the
-// statement read.
-func planRows(t *testing.T, plan string) (read int, indexes []string) {
+// planStats is what an EXPLAIN (ANALYZE[, BUFFERS], FORMAT JSON) plan
+// says a statement read: rows (every node's returned rows and the rows its
+// filter removed), shared blocks hit or read (summed over the leaves, whose
+// counts the nodes above include; zero without BUFFERS) and the indexes it
+// used.
+type planStats struct {
+	rows, blocks int
+	indexes      []string
+}
+
+func readPlan(t *testing.T, plan string) planStats {
 	t.Helper()
 	var doc []struct{ Plan map[string]any }
 	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
 		t.Fatalf("plan %s: %v", plan, err)
 	}
+	var st planStats
 	var walk func(n map[string]any)
 	walk = func(n map[string]any) {
 		for _, k := range []string{"Actual Rows", "Rows Removed by Filter", "Rows Removed by Index Recheck"} {
 			if v, ok := n[k].(float64); ok {
-				read += int(v)
+				st.rows += int(v)
+			}
+		}
+		kids, _ := n["Plans"].([]any)
+		if len(kids) == 0 {
+			for _, k := range []string{"Shared Hit Blocks", "Shared Read Blocks"} {
+				if v, ok := n[k].(float64); ok {
+					st.blocks += int(v)
+				}
 			}
 		}
 		if ix, ok := n["Index Name"].(string); ok {
-			indexes = append(indexes, ix)
+			st.indexes = append(st.indexes, ix)
 		}
-		kids, _ := n["Plans"].([]any)
 		for _, k := range kids {
 			walk(k.(map[string]any))
 		}
 	}
 	walk(doc[0].Plan)
-	return read, indexes
+	return st
 }
 
 // TestListsDoNotReadSetAsideRows: a namespace of 10,000 expired rows and 3
@@ -68,7 +83,8 @@ func TestListsDoNotReadSetAsideRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return planRows(t, plan)
+		st := readPlan(t, plan)
+		return st.rows, st.indexes
 	}
 	if n, ix := read(live); n < 5000 {
 		t.Fatalf("before the sweep the live list read %d rows through %v; want the expired ones too (the test's premise)", n, ix)

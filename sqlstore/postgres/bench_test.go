@@ -1,15 +1,11 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +14,7 @@ import (
 
 	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/proccpu"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
@@ -146,14 +143,14 @@ func runWorkers(b *testing.B, pool *pgxpool.Pool, n int, op func(worker, i int) 
 		wg.Wait()
 	}
 	run(b.N, b.N+warmUp(n))
-	server0, client0 := serverCPU(pids), clientCPU()
+	server0, client0 := serverCPU(pids), proccpu.Self()
 	b.ResetTimer()
 	run(0, b.N)
 	b.StopTimer()
 	if err := first.Load(); err != nil {
 		b.Fatal(err)
 	}
-	server1, client1 := serverCPU(pids), clientCPU()
+	server1, client1 := serverCPU(pids), proccpu.Self()
 	if server0 >= 0 && server1 >= 0 && len(pids) == int(pool.Stat().TotalConns()) {
 		b.ReportMetric(float64(server1-server0)/float64(time.Microsecond)/float64(b.N), "pg-cpu-us/op")
 	}
@@ -189,36 +186,15 @@ func warmPool(b *testing.B, pool *pgxpool.Pool, n int) []uint32 {
 // serverCPU returns the CPU time (user and system) the server processes
 // pids have used, or -1 when /proc does not show them (another host).
 func serverCPU(pids []uint32) time.Duration {
-	const tick = 10 * time.Millisecond // USER_HZ, 100 on Linux
 	var total time.Duration
 	for _, pid := range pids {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
+		c := proccpu.Of(int(pid))
+		if c < 0 {
 			return -1
 		}
-		// The fields after the command name, which is in parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 13 {
-			return -1
-		}
-		utime, err1 := strconv.ParseInt(f[11], 10, 64)
-		stime, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			return -1
-		}
-		total += time.Duration(utime+stime) * tick
+		total += c
 	}
 	return total
-}
-
-// clientCPU returns the CPU time this process has used.
-func clientCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchCtx() (context.Context, context.CancelFunc) {

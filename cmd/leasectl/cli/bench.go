@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/cmd/leasectl/rawbench"
+	"github.com/leasestore/leasestore/internal/proccpu"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -548,7 +549,7 @@ func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, 
 		}
 		b.counting.Store(true)
 	}
-	cpu0, self0 := subj.cpu.sample(ctx), selfCPU()
+	cpu0, self0 := subj.cpu.sample(ctx), proccpu.Self()
 	start := time.Now()
 	timer := time.NewTimer(f.duration)
 	ticker := time.NewTicker(time.Second)
@@ -584,7 +585,7 @@ wait:
 	timer.Stop()
 	elapsed := time.Since(start)
 	ops, errs := b.ops.Load(), b.errors.Load()
-	serverCPU, clientCPU := subj.cpu.sample(context.WithoutCancel(ctx)).since(cpu0), selfCPU()-self0
+	serverCPU, clientCPU := subj.cpu.sample(context.WithoutCancel(ctx)).since(cpu0), proccpu.Self()-self0
 	close(stop)
 	wg.Wait()
 

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"bytes"
+	"github.com/leasestore/leasestore/internal/proccpu"
+
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,36 +48,6 @@ func (m *cpuMeter) pids(ctx context.Context) []int {
 	return out
 }
 
-// procCPU returns the CPU time (user and system) process pid has used, or
-// -1 when /proc does not show it.
-func procCPU(pid int) time.Duration {
-	const tick = 10 * time.Millisecond // USER_HZ
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 13 {
-		return -1
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return time.Duration(u+s) * tick
-}
-
-// selfCPU returns the CPU time this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuSample is the CPU time of a subject's server processes at one moment.
 type cpuSample map[int]time.Duration
 
@@ -92,7 +58,7 @@ func (m *cpuMeter) sample(ctx context.Context) cpuSample {
 	}
 	s := cpuSample{}
 	for _, p := range pids {
-		c := procCPU(p)
+		c := proccpu.Of(p)
 		if c < 0 {
 			return nil
 		}

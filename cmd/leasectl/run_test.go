@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,13 +198,15 @@ func TestRunExitCodesAndEnvironment(t *testing.T) {
 }
 
 // TestRunWaitHandsOver: a second run --wait takes the key when the first
-// one's command ends, with a greater token, and never while it runs.
+// one's command ends, with a greater token, and never while it runs. At
+// --log-level debug both stamp, to the microsecond, the release and the
+// acquire (BenchmarkRunHandOver times the hand-over from them).
 func TestRunWaitHandsOver(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, c leasectl) {
-		first := c.start(t, "run", "k", "--owner", "first", "--", "sh", "-c", `echo "first $LEASESTORE_TOKEN"; read line || true`)
+		first := c.start(t, "run", "k", "--owner", "first", "--log-level", "debug", "--", "sh", "-c", `echo "first $LEASESTORE_TOKEN"; read line || true`)
 		tok1 := strings.TrimPrefix(first.expect(first.out, "first "), "first ")
-		second := c.start(t, "run", "k", "--owner", "second", "--wait", "--", "sh", "-c", `echo "second $LEASESTORE_TOKEN"`)
+		second := c.start(t, "run", "k", "--owner", "second", "--wait", "--log-level", "debug", "--", "sh", "-c", `echo "second $LEASESTORE_TOKEN"`)
 		second.expect(second.errs, "waiting")
 		select {
 		case line := <-second.out:
@@ -222,6 +225,12 @@ func TestRunWaitHandsOver(t *testing.T) {
 		n2, _ := strconv.Atoi(tok2)
 		if n1 <= 0 || n2 <= n1 {
 			t.Fatalf("tokens %q then %q, want increasing", tok1, tok2)
+		}
+		for p, want := range map[*proc]string{first: `released the lease key=default/k token=` + tok1,
+			second: `holding the lease key=default/k token=` + tok2} {
+			if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{6} DBG run: ` + want + `$`).MatchString(p.output()) {
+				t.Fatalf("leasectl %v: no debug line stamped to the microsecond saying %q\n%s", p.args, want, p.output())
+			}
 		}
 	})
 }
@@ -345,11 +354,17 @@ func TestWatch(t *testing.T) {
 
 // BenchmarkRunHandOver measures how long a key takes to pass from one
 // `leasectl run` to a second one waiting for it (--wait), on SQLite and
-// PostgreSQL:
-// from the first command's last act to the second command's first, both
-// stamping the time. spawn-p50-ms is the same stamp taken by a shell the
-// benchmark starts itself, in the same run: the process start-up any
-// hand-over includes.
+// PostgreSQL, two ways in the same hand-overs:
+//
+//   - lease-handover: from the first run's release returning to the
+//     second run's acquire returning, as both processes' debug logs stamp
+//     them (the wake-up target's measure, between two processes);
+//   - handover: from the first command's last act to the second command's
+//     first, both stamping the time: lease-handover plus the first run
+//     noticing its command's end and starting the second command.
+//
+// spawn-p50-ms is the same stamp taken by a shell the benchmark starts
+// itself, in the same run: the process start-up any handover includes.
 //
 //	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench RunHandOver -benchtime 30x ./cmd/leasectl/
 func BenchmarkRunHandOver(b *testing.B) {
@@ -371,10 +386,10 @@ func benchHandOver(b *testing.B, c leasectl) {
 		b.Fatalf("health: %s", health.Stderr)
 	}
 	const stamp = `date +%s%N`
-	var handover, spawn []time.Duration
+	var handover, lease, spawn []time.Duration
 	for i := 0; b.Loop(); i++ {
 		key := fmt.Sprintf("k%d", i)
-		first := c.command(ctx, "run", key, "--", "sh", "-c", `echo holding; read line; `+stamp)
+		first := c.command(ctx, "run", key, "--log-level", "debug", "--", "sh", "-c", `echo holding; read line; `+stamp)
 		in, err := first.StdinPipe()
 		if err != nil {
 			b.Fatal(err)
@@ -391,7 +406,7 @@ func benchHandOver(b *testing.B, c leasectl) {
 		if !lines.Scan() || lines.Text() != "holding" {
 			b.Fatalf("the first run did not start its command: %q", lines.Text())
 		}
-		second := c.command(ctx, "run", key, "--wait", "--", "sh", "-c", stamp)
+		second := c.command(ctx, "run", key, "--wait", "--log-level", "debug", "--", "sh", "-c", stamp)
 		second.Stderr = nil
 		stderr, err := second.StderrPipe()
 		if err != nil {
@@ -401,10 +416,14 @@ func benchHandOver(b *testing.B, c leasectl) {
 			b.Fatal(err)
 		}
 		waiting := make(chan struct{})
+		var secondLog strings.Builder
+		logged := make(chan struct{})
 		go func() {
+			defer close(logged)
 			sc := bufio.NewScanner(stderr)
 			said := false
 			for sc.Scan() {
+				secondLog.WriteString(sc.Text() + "\n")
 				if !said && strings.Contains(sc.Text(), "waiting") {
 					said = true
 					close(waiting)
@@ -423,11 +442,15 @@ func benchHandOver(b *testing.B, c leasectl) {
 		if err := first.Wait(); err != nil {
 			b.Fatal(err)
 		}
+		<-logged
 		if err := second.Wait(); err != nil {
 			b.Fatal(err)
 		}
 		t1, t2 := nanos(b, firstStamp), nanos(b, second.Stdout.(*bytes.Buffer).String())
 		handover = append(handover, time.Duration(t2-t1))
+		released := logTime(b, first.Stderr.(*bytes.Buffer).String(), "run: released the lease")
+		acquired := logTime(b, secondLog.String(), "run: holding the lease")
+		lease = append(lease, (acquired-released+24*time.Hour)%(24*time.Hour))
 		t0 := time.Now()
 		out, err := exec.CommandContext(ctx, "sh", "-c", stamp).Output()
 		if err != nil {
@@ -435,8 +458,28 @@ func benchHandOver(b *testing.B, c leasectl) {
 		}
 		spawn = append(spawn, time.Duration(nanos(b, string(out))-t0.UnixNano()))
 	}
+	wakebench.ReportPercentiles(b, "lease-handover", lease)
 	wakebench.ReportPercentiles(b, "handover", handover)
 	wakebench.ReportPercentiles(b, "spawn", spawn)
+}
+
+// logTime reads the time of day of the first line of a debug log that
+// contains msg, as time since midnight.
+func logTime(b *testing.B, log, msg string) time.Duration {
+	b.Helper()
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		stamp, _, _ := strings.Cut(line, " ")
+		t, err := time.Parse("15:04:05.000000", stamp)
+		if err != nil {
+			b.Fatalf("no time stamp in the log line %q: %v", line, err)
+		}
+		return t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
+	b.Fatalf("no log line says %q:\n%s", msg, log)
+	return 0
 }
 
 // nanos reads the Unix nanoseconds that `date +%s%N` printed.

@@ -286,6 +286,11 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	return ExitCode(status)
 }
 
+// debugTimeFormat stamps log lines at --log-level debug to the
+// microsecond, so that steps such as run's release and the next run's
+// acquire can be timed from the logs.
+const debugTimeFormat = "15:04:05.000000"
+
 // newLogger returns a tint logger on w at level. Colour is used only when w
 // is a terminal and NO_COLOR is unset (https://no-color.org).
 func (a *app) newLogger(level slog.Level, w io.Writer) *slog.Logger {
@@ -293,9 +298,13 @@ func (a *app) newLogger(level slog.Level, w io.Writer) *slog.Logger {
 	if f, ok := w.(*os.File); ok {
 		color = isatty.IsTerminal(f.Fd()) && a.getenv("NO_COLOR") == "" && a.getenv("TERM") != "dumb"
 	}
+	timeFormat := "15:04:05.000"
+	if level <= slog.LevelDebug {
+		timeFormat = debugTimeFormat
+	}
 	return slog.New(tint.NewTextHandler(&redactingWriter{w: w, r: a.red}, &tint.Options{
 		Level:      level,
-		TimeFormat: "15:04:05.000",
+		TimeFormat: timeFormat,
 		NoColor:    !color,
 	}))
 }

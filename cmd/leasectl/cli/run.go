@@ -199,6 +199,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		}
 		a.log.Warn("run: releasing the lease failed; it expires after its TTL", "key", req.Key.String(),
 			"err", a.red.redact(err.Error()))
+	} else {
+		a.log.Debug("run: released the lease", "key", req.Key.String(), "token", h.Token())
 	}
 	if code == 0 {
 		return nil

@@ -8,14 +8,16 @@ import (
 
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/internal/scalebench"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // BenchmarkScale measures list, list --owner, get and acquire on N keys of
 // which 99% expired and were set aside by the sweeper, beside the same on N
-// keys none of which expired (see package scalebench). Sizes:
-// LEASESTORE_BENCH_SCALE.
+// keys none of which expired, the two in turn (see package scalebench).
+// Sizes: LEASESTORE_BENCH_SCALE.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scalebench.Sizes(b) {
+		var stores []protocol.Backend
 		for _, fixture := range scalebench.Fixtures {
 			dsn := pgtest.MigratedDSN(b)
 			be := openBackend(b, dsn, nil)
@@ -36,7 +38,8 @@ FROM generate_series(1, %[1]d) AS i`, n, fixture == "dead")); err != nil {
 			}
 			cancel()
 			mustExec(b, raw, fmt.Sprintf("SELECT setval('leasestore_fencing_seq', %d)", n))
-			scalebench.Run(b, be, n, fixture)
+			stores = append(stores, be)
 		}
+		scalebench.Run(b, stores, n)
 	}
 }

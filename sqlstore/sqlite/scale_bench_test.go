@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/scalebench"
+	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
 // BenchmarkScale measures list, list --owner, get and acquire on N keys of
 // which 99% expired and were set aside by the sweeper, beside the same on N
-// keys none of which expired (see package scalebench). Sizes:
-// LEASESTORE_BENCH_SCALE.
+// keys none of which expired, the two in turn (see package scalebench).
+// Sizes: LEASESTORE_BENCH_SCALE.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scalebench.Sizes(b) {
+		var stores []protocol.Backend
 		for _, fixture := range scalebench.Fixtures {
 			path := migratedFile(b)
 			raw, err := sqlite.OpenDB(path)
@@ -35,7 +37,8 @@ FROM n`, now, n, fixture == "dead"); err != nil {
 				b.Fatal(err)
 			}
 			_ = raw.Close()
-			scalebench.Run(b, open(b, path, nil), n, fixture)
+			stores = append(stores, open(b, path, nil))
 		}
+		scalebench.Run(b, stores, n)
 	}
 }

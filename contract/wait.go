@@ -172,7 +172,10 @@ func waitCases() []testCase {
 			// The wall clock: nothing signals an expiry, so the waiter
 			// must sleep until the holder's expires_at and try then.
 			e.clock.Real()
-			const ttl = 300 * time.Millisecond
+			// Long enough for the waiter to meet the holder, subscribe
+			// (over HTTP: a request, and the server's own subscription)
+			// and meet it again before it expires, on a loaded machine.
+			const ttl = time.Second
 			res, err := e.b.Acquire(e.ctx, e.acquireReq("k", "holder", ttl))
 			held := *e.expect("acquire by the holder", res, err, protocol.StatusAcquired).Lease
 			w := e.startWait(e.ctx, e.a, "k", "waiter", leaseTTL)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,7 +46,10 @@ const maxResponseBytes = 32 << 20
 // and fences tokens; the client only carries requests. A timeout or a
 // broken transport is reported as timeout or unavailable (retry with the
 // same request id to learn the outcome); a 401 or 403 as unavailable (the
-// server refused service). A Client is safe for concurrent use.
+// server refused service). It is a [protocol.Notifier] too, over the
+// server's notification stream ([Client.Subscribe]), so that a blocking
+// acquire over HTTP is woken by the release. A Client is safe for
+// concurrent use.
 type Client struct {
 	base     *url.URL
 	hc       *http.Client
@@ -53,6 +57,9 @@ type Client struct {
 	token    string
 	attempts int
 	closed   atomic.Bool
+
+	mu   sync.Mutex
+	subs map[*subscription]struct{} // the live subscriptions, ended by Close
 }
 
 var (
@@ -96,14 +103,17 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 // Name implements [protocol.Backend]: "http".
 func (c *Client) Name() string { return "http" }
 
-// Close closes the idle connections of the client's own transport. It
-// does not affect the server or its store.
-func (c *Client) Close(context.Context) error {
+// Close ends the client's notification streams (signalling their
+// subscribers), waiting within ctx for them to end, and closes the idle
+// connections of the client's own transport. It does not affect the
+// server or its store.
+func (c *Client) Close(ctx context.Context) error {
 	c.closed.Store(true)
+	err := c.closeSubscriptions(ctx)
 	if c.owned != nil {
 		c.owned.CloseIdleConnections()
 	}
-	return nil
+	return err
 }
 
 // call is one HTTP exchange: the status code and the raw body.
@@ -119,7 +129,7 @@ type call struct {
 // failures with the same request (and so the same request id).
 func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, error) {
 	if c.closed.Load() {
-		return 0, nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
+		return 0, nil, clientClosed(op)
 	}
 	var payload []byte
 	if cl.body != nil {
@@ -128,10 +138,7 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			return 0, nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: encode request")
 		}
 	}
-	target := *c.base
-	target.RawPath = c.base.Path + cl.path
-	target.Path, _ = url.PathUnescape(target.RawPath)
-	target.RawQuery = cl.query.Encode()
+	target := c.url(cl.path, cl.query)
 	var lastErr error
 	for attempt := 1; attempt <= c.attempts; attempt++ {
 		if attempt > 1 {
@@ -142,7 +149,7 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			case <-time.After(pause):
 			}
 		}
-		code, body, err := c.once(ctx, cl, &target, payload)
+		code, body, err := c.once(ctx, cl, target, payload)
 		if err == nil {
 			return code, body, nil
 		}
@@ -154,33 +161,53 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 	return 0, nil, transportError(ctx, op, lastErr)
 }
 
-// once sends one attempt.
-func (c *Client) once(ctx context.Context, cl call, target *url.URL, payload []byte) (int, []byte, error) {
+// url returns the URL of path (escaped, after the base path) with query.
+func (c *Client) url(path string, query url.Values) *url.URL {
+	target := *c.base
+	target.RawPath = c.base.Path + path
+	target.Path, _ = url.PathUnescape(target.RawPath)
+	target.RawQuery = query.Encode()
+	return &target
+}
+
+// newRequest makes a request of target under ctx, with the client's
+// token, accepting accept. deadline is the caller's (the zero time for
+// none): the server's deadline is the caller's, so that the server stops
+// when the caller stops waiting.
+func (c *Client) newRequest(ctx context.Context, method string, target *url.URL, payload []byte, accept string,
+	deadline time.Time) (*http.Request, error) {
 	var rd io.Reader
 	if payload != nil {
 		rd = bytes.NewReader(payload)
 	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, target.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), rd)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// Rounded up to the millisecond: a deadline already passed is left to
+	// the transport to report.
+	if left := time.Until(deadline); !deadline.IsZero() && left > 0 {
+		req.Header.Set(HeaderTimeout, strconv.FormatInt(int64((left+time.Millisecond-1)/time.Millisecond), 10)+"ms")
+	}
+	return req, nil
+}
+
+// once sends one attempt.
+func (c *Client) once(ctx context.Context, cl call, target *url.URL, payload []byte) (int, []byte, error) {
+	deadline, _ := ctx.Deadline()
+	req, err := c.newRequest(ctx, cl.method, target, payload, "application/json", deadline)
+	if err != nil {
+		return 0, nil, err
+	}
 	if cl.requestID != "" {
 		req.Header.Set(HeaderIdempotencyKey, cl.requestID)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		// The server's deadline is the caller's, so that the server stops
-		// when the caller stops waiting. Rounded up to the millisecond: a
-		// deadline already passed is left to the transport to report.
-		if left := time.Until(dl); left > 0 {
-			req.Header.Set(HeaderTimeout, strconv.FormatInt(int64((left+time.Millisecond-1)/time.Millisecond), 10)+"ms")
-		}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

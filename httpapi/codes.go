@@ -8,10 +8,13 @@ import (
 
 // Statuses the HTTP API answers besides the protocol's vocabulary: the
 // request carried no known bearer token (401), or its token may not do
-// that operation in that namespace (403). Neither reached the store.
+// that operation in that namespace (403); neither reached the store. The
+// served store cannot signal released keys, so GET /v1/notify/... has
+// nothing to stream (501): wait by polling.
 const (
-	StatusUnauthorized protocol.Status = "unauthorized"
-	StatusForbidden    protocol.Status = "forbidden"
+	StatusUnauthorized   protocol.Status = "unauthorized"
+	StatusForbidden      protocol.Status = "forbidden"
+	StatusNotImplemented protocol.Status = "not_implemented"
 )
 
 // Header names the API reads.
@@ -30,8 +33,9 @@ const MaxBodyBytes = 64 << 10
 // StatusCode returns the HTTP code that answers a body with status s, as
 // DESIGN.md pins it: 200 for every success; 409 conflict, stale_token,
 // not_owner; 410 expired; 404 not_found; 400 invalid; 401 unauthorized;
-// 403 forbidden; 503 unavailable and closed; 504 timeout. Any other status
-// is 500.
+// 403 forbidden; 503 unavailable and closed; 504 timeout; and, for the
+// notification route this repository adds, 501 not_implemented. Any other
+// status is 500.
 func StatusCode(s protocol.Status) int {
 	switch s {
 	case protocol.StatusAcquired, protocol.StatusRenewed, protocol.StatusReleased, protocol.StatusRevoked, protocol.StatusFound:
@@ -52,6 +56,8 @@ func StatusCode(s protocol.Status) int {
 		return http.StatusServiceUnavailable
 	case protocol.StatusTimeout:
 		return http.StatusGatewayTimeout
+	case StatusNotImplemented:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

@@ -14,6 +14,7 @@
 //	GET  /v1/leases/{namespace}/{key...}   get
 //	GET  /v1/leases/{namespace}?prefix=&owner=&include_expired=&limit=&cursor=   list
 //	GET  /v1/audit?namespace=&key=&since=&limit=&cursor=&follow=
+//	GET  /v1/notify/{namespace}/{key...}   a stream of signals (an addition to DESIGN.md's routes)
 //	GET  /healthz  /readyz  /metrics  /openapi.json
 //
 // The body's status is authoritative; the HTTP code follows from it
@@ -21,6 +22,24 @@
 // Idempotency-Key header, and its deadline in the Request-Timeout header
 // (bounded by the handler's maximum). Bodies are limited to [MaxBodyBytes]
 // and unknown JSON fields are refused.
+//
+// GET /v1/notify/{namespace}/{key} carries the served store's
+// [protocol.Notifier] over HTTP, so that a blocking acquire through a
+// [Client] wakes when the holder releases instead of polling. It takes the
+// reader role for the namespace, like get, and answers 200 with a stream
+// of server-sent events (text/event-stream), each event's data one JSON
+// object ({"status","message","keep_alive"?}): first "subscribed" (the
+// subscription is live; keep_alive is the keep-alive interval), then
+// "signal" whenever the key is released or revoked, by any process
+// sharing the store, and "end" (with the status of why: unavailable,
+// closed, timeout) when the server ends the stream; between events, a
+// comment line ": keep-alive" every [Config].KeepAlive. The stream ends when
+// the client goes away, when the store closes or can no longer signal, and
+// at [Handler.CloseStreams] (register it with the http.Server's
+// RegisterOnShutdown, as leasectl serve does, so that Shutdown is not held
+// up). A store that cannot signal answers 501 (status not_implemented);
+// the client then polls, as it does against a server without the route.
+// Request-Timeout bounds the subscription, not the stream.
 //
 // This package must not import any database driver or any package under
 // sqlstore/: it serves whatever Store it is given.

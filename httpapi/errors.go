@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -71,4 +75,46 @@ func badAnswer(op protocol.Op, code int, body []byte) error {
 		snippet = snippet[:120] + "..."
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
+}
+
+// clientClosed reports an operation of a closed client.
+func clientClosed(op protocol.Op) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
+}
+
+// notifyRefusal returns the error for a subscription the server answered
+// with code other than 200: one matching [protocol.ErrNoNotifier] for a
+// server whose store cannot signal (501) or that has no such route (404,
+// an older server), so that the waiter polls; else the error of
+// answerError, or invalid for a request the server found bad.
+func notifyRefusal(code int, body []byte) error {
+	if code == http.StatusNotImplemented || code == http.StatusNotFound {
+		return fmt.Errorf("httpapi: the server does not stream signals of released keys (HTTP %d): %w", code, protocol.ErrNoNotifier)
+	}
+	var out wire.Error
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return badAnswer(opNotify, code, body)
+	}
+	status := protocol.Status(out.Status)
+	if err := answerError(opNotify, code, status, out.Message); err != nil {
+		return err
+	}
+	return backendkit.NewError(opNotify, status, nil, "server: %s", out.Message)
+}
+
+// streamStart reads the first event of a notification stream: subscribed,
+// announcing the server's keep-alive interval. It returns how long the
+// stream may then stay silent before the client takes it for dead: two
+// intervals and a second, for a loaded server or a buffering proxy.
+func streamStart(name string, ev wire.NotifyEvent) (time.Duration, error) {
+	if name != eventSubscribed || ev.Status != eventSubscribed {
+		return 0, backendkit.NewError(opNotify, protocol.StatusUnavailable, nil,
+			"httpapi: the server's notification stream began with event %q of status %q, not subscribed: %s", name, ev.Status, ev.Message)
+	}
+	keepAlive, err := time.ParseDuration(ev.KeepAlive)
+	if err != nil || keepAlive <= 0 {
+		return 0, backendkit.NewError(opNotify, protocol.StatusUnavailable, nil,
+			"httpapi: the server's notification stream announced keep_alive %q, not a positive duration", ev.KeepAlive)
+	}
+	return 2*keepAlive + time.Second, nil
 }

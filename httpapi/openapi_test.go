@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -53,6 +54,14 @@ func (vt *validating) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		// A stream lasts until the caller closes it: its code and media
+		// type are checked here, its events by the caller.
+		vresp := *resp
+		vresp.Body = http.NoBody
+		vt.check(req, &vresp, body, nil)
+		return resp, nil
+	}
 	rb, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
@@ -60,14 +69,22 @@ func (vt *validating) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(rb))
 
-	vreq := req.Clone(context.Background())
-	vreq.Body = io.NopCloser(bytes.NewReader(body))
 	vresp := *resp
 	vresp.Body = io.NopCloser(bytes.NewReader(rb))
+	vt.check(req, &vresp, body, rb)
+	return resp, nil
+}
+
+// check validates an exchange: req with its body, resp with its body rb
+// (nil for a stream) and records that its route and code were seen.
+func (vt *validating) check(req *http.Request, resp *http.Response, body, rb []byte) {
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(body))
+	vresp := resp
 	what := fmt.Sprintf("%s %s -> %d", req.Method, req.URL.RequestURI(), resp.StatusCode)
 	vt.mu.Lock()
 	defer vt.mu.Unlock()
-	if ok, errs := vt.v.ValidateHttpResponse(vreq, &vresp); !ok {
+	if ok, errs := vt.v.ValidateHttpResponse(vreq, vresp); !ok {
 		vt.problems = append(vt.problems, fmt.Sprintf("response of %s: %s\n%s", what, describe(errs), rb))
 	}
 	if resp.StatusCode != 400 && resp.StatusCode != 413 {
@@ -77,7 +94,6 @@ func (vt *validating) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	vt.seen[fmt.Sprintf("%s %s %d", req.Method, template(req.URL.EscapedPath()), resp.StatusCode)] = true
-	return resp, nil
 }
 
 func describe(errs any) string {
@@ -92,6 +108,9 @@ func template(p string) string {
 			return "/v1/leases/{namespace}/{key}"
 		}
 		return "/v1/leases/{namespace}"
+	}
+	if strings.HasPrefix(p, "/v1/notify/") {
+		return "/v1/notify/{namespace}/{key}"
 	}
 	return p
 }
@@ -139,6 +158,12 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	k := protocol.Key{Namespace: "scan", Name: "a/b %2F ü"}
 	res, _ := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "r1"})
 	tok := res.Lease.Token
+	// The notification stream of k, through the Go client: the releases
+	// below signal it.
+	signals, unsubscribe, err := rt.Subscribe(ctx, k)
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
 	_, _ = rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "r1"}) // replay
 	_, _ = rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "w2", TTL: time.Minute})                  // 409
 	_, _ = rt.Get(ctx, protocol.GetRequest{Key: k})
@@ -160,6 +185,12 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	_, _ = rt.Revoke(ctx, protocol.RevokeRequest{Key: k, Actor: "ops", Reason: "r", Token: res.Lease.Token})
 	_, _ = rt.Revoke(ctx, protocol.RevokeRequest{Key: k, Actor: "ops", Reason: "r"}) // 404
 	_ = rt.Health(ctx)
+	select {
+	case <-signals:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the releases and revokes of the key did not signal its stream")
+	}
+	unsubscribe()
 	if _, err := c.ReadAudit(ctx, audit.Query{Namespace: "scan", Key: k.Name, Since: s.clock.Now().Add(-time.Hour), Limit: 5, Follow: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +237,13 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		do("POST", path, body, r...)                                                             // 403 (role)
 		do("POST", path, `{"request_id":"`+strings.Repeat("x", httpapi.MaxBodyBytes)+`"}`, a...) // 413
 	}
-	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan"} {
+	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan", "/v1/notify/scan/k"} {
 		do("GET", path, "")                                              // 401
 		do("GET", strings.Replace(path, "scan", "billing", 1), "", r...) // 403
 		do("GET", path+map[bool]string{true: "&", false: "?"}[strings.Contains(path, "?")]+"limit=x", "", r...)
 	}
 	do("GET", "/v1/leases/scan/k", "", append(r, httpapi.HeaderTimeout, "x")...) // 400 for the get route
+	do("GET", "/v1/notify/scan/a%01b", "", r...)                                 // 400: a control character in the key
 	do("POST", "/v1/acquire", `{"namespace":"scan","key":"k","owner":"o","ttl":"1s"}`, w...)
 	do("GET", "/healthz", "")
 	do("GET", "/metrics", "")
@@ -228,7 +260,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	for path, body := range bodies {
 		do("POST", st.URL+path, body, quick...)
 	}
-	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan", "/readyz"} {
+	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan", "/readyz", "/v1/notify/scan/k"} {
 		do("GET", st.URL+path, "", quick...)
 	}
 	noAudit, err := httpapi.NewHandler(s.rt, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
@@ -238,6 +270,14 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	na := httptest.NewServer(noAudit)
 	defer na.Close()
 	do("GET", na.URL+"/v1/audit", "")
+	// A store that cannot signal: 501 on /v1/notify.
+	silent, err := httpapi.NewHandler(struct{ protocol.Store }{s.rt}, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := httptest.NewServer(silent)
+	defer ss.Close()
+	do("GET", ss.URL+"/v1/notify/scan/k", "")
 
 	// The store closes: 503 on every route that reaches it.
 	if err := s.rt.Close(ctx); err != nil {
@@ -250,6 +290,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	do("POST", "/v1/revoke", `{"namespace":"scan","key":"k","actor":"o","reason":"r"}`, a...)
 	do("GET", "/v1/leases/scan/k", "", r...)
 	do("GET", "/v1/leases/scan", "", r...)
+	do("GET", "/v1/notify/scan/k", "", r...)
 
 	vt.mu.Lock()
 	defer vt.mu.Unlock()
@@ -307,6 +348,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, typ := range map[string]reflect.Type{
 		"Lease": reflect.TypeFor[wire.Lease](), "Result": reflect.TypeFor[wire.Result](), "ListPage": reflect.TypeFor[wire.ListPage](),
 		"Record": reflect.TypeFor[wire.Record](), "AuditPage": reflect.TypeFor[wire.AuditPage](), "Probe": reflect.TypeFor[wire.Error](),
+		"NotifyEvent": reflect.TypeFor[wire.NotifyEvent](),
 	} {
 		sc, ok := doc.Components.Schemas[name]
 		if !ok {
@@ -374,6 +416,11 @@ func (s stallingStore) List(ctx context.Context, r protocol.ListRequest) (protoc
 func (s stallingStore) Health(ctx context.Context) error {
 	<-ctx.Done()
 	return s.Store.Health(ctx)
+}
+
+func (s stallingStore) Subscribe(ctx context.Context, _ protocol.Key) (<-chan struct{}, func(), error) {
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
 }
 
 // stallingReader answers only when the request's deadline passed.

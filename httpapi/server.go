@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,12 +45,22 @@ type Config struct {
 	// /metrics serves; register the store's observer there too
 	// (promobserver.New(registry)). Default: a registry of the handler's own.
 	Registry *prometheus.Registry
+	// KeepAlive is how often a notification stream (GET /v1/notify/...)
+	// that has nothing else to send sends a keep-alive comment, so that
+	// proxies keep it open and the client can tell a live stream from a
+	// dead one. Default: [DefaultKeepAlive] (15s).
+	KeepAlive time.Duration
 }
+
+// DefaultKeepAlive is the default of [Config].KeepAlive.
+const DefaultKeepAlive = 15 * time.Second
 
 // Handler is the HTTP API over a store. It borrows the store and the audit
 // reader: it never closes them (close the store after the http.Server's
-// Shutdown returned, so that requests in flight finish). It is safe for
-// concurrent use.
+// Shutdown returned, so that requests in flight finish). Notification
+// streams last until their client goes away, so an http.Server's Shutdown
+// would wait for them: register [Handler.CloseStreams] with the server's
+// RegisterOnShutdown. It is safe for concurrent use.
 type Handler struct {
 	store          protocol.Store
 	audit          audit.Reader
@@ -57,8 +68,11 @@ type Handler struct {
 	tokens         func() *Tokens
 	defaultTimeout time.Duration
 	maxTimeout     time.Duration
+	keepAlive      time.Duration
 	metrics        *httpMetrics
 	gatherer       prometheus.Gatherer
+	streamsClosed  chan struct{} // closed by CloseStreams
+	closeStreams   sync.Once
 }
 
 // NewHandler returns a handler serving store, and the audit trail through
@@ -71,7 +85,11 @@ func NewHandler(store protocol.Store, reader audit.Reader, cfg *Config) (*Handle
 	}
 	h := &Handler{
 		store: store, audit: reader, log: cfg.Logger, tokens: cfg.Tokens,
-		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout,
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, keepAlive: cfg.KeepAlive,
+		streamsClosed: make(chan struct{}),
+	}
+	if h.keepAlive <= 0 {
+		h.keepAlive = DefaultKeepAlive
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -104,6 +122,7 @@ const (
 	routeGet     = "get"
 	routeList    = "list"
 	routeAudit   = "audit"
+	routeNotify  = "notify"
 	routeHealthz = "healthz"
 	routeReadyz  = "readyz"
 	routeMetrics = "metrics"
@@ -152,14 +171,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) route(x *exchange) {
 	path := x.r.URL.EscapedPath()
 	method := x.r.Method
-	post := func(route string, fn func(*exchange)) {
+	only := func(route, allowed string, fn func(*exchange)) {
 		x.route = route
-		if method != http.MethodPost {
-			h.methodNotAllowed(x, http.MethodPost)
+		if method != allowed {
+			h.methodNotAllowed(x, allowed)
 			return
 		}
 		fn(x)
 	}
+	post := func(route string, fn func(*exchange)) { only(route, http.MethodPost, fn) }
 	get := func(route string, fn func(*exchange)) {
 		x.route = route
 		if method != http.MethodGet && method != http.MethodHead {
@@ -186,6 +206,9 @@ func (h *Handler) route(x *exchange) {
 		}
 	case path == "/v1/audit":
 		get(routeAudit, h.serveAudit)
+	case strings.HasPrefix(path, "/v1/notify/"):
+		// GET only: a HEAD would hold a stream open with nothing to carry it.
+		only(routeNotify, http.MethodGet, func(x *exchange) { h.serveNotify(x, strings.TrimPrefix(path, "/v1/notify/")) })
 	case path == "/healthz":
 		get(routeHealthz, h.serveHealthz)
 	case path == "/readyz":
@@ -230,6 +253,13 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 // own shape.
 func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, sh shape) {
 	h.write(x, code, status, sh(status, msg, ""))
+}
+
+// failure answers a store call that failed with err under ctx, with the
+// status [failedStatus] gives it, in the route's shape.
+func (h *Handler) failure(ctx context.Context, x *exchange, err error, sh shape) {
+	status := failedStatus(ctx, err)
+	h.refusal(x, status, StatusCode(status), err.Error(), sh)
 }
 
 // authenticate checks the bearer token, when the handler has tokens. It
@@ -463,8 +493,7 @@ func (h *Handler) serveAudit(x *exchange) {
 			}
 			page, err := h.audit.ReadAudit(ctx, q)
 			if err != nil {
-				status := failedStatus(ctx, err)
-				h.refusal(x, status, StatusCode(status), err.Error(), auditShape)
+				h.failure(ctx, x, err, auditShape)
 				return
 			}
 			out := wire.AuditPage{Status: string(protocol.StatusFound), Records: make([]wire.Record, 0, len(page.Records)),
@@ -504,8 +533,7 @@ func (h *Handler) serveReadyz(x *exchange) {
 	}
 	defer cancel()
 	if err := h.store.Health(ctx); err != nil {
-		status := failedStatus(ctx, err)
-		h.refusal(x, status, StatusCode(status), err.Error(), errorShape)
+		h.failure(ctx, x, err, errorShape)
 		return
 	}
 	h.write(x, http.StatusOK, "healthy", wire.Error{Status: "healthy", Message: "the store answered"})

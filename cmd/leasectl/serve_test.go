@@ -634,3 +634,48 @@ func TestServedDSNPasswordIsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestServeShutdownEndsNotifyStreams: a notification stream lasts until
+// its client goes away, yet SIGTERM stops serve at once, well within
+// --shutdown-timeout: the stream gets its end event and serve exits 0
+// without cutting requests off.
+func TestServeShutdownEndsNotifyStreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "notify.db"), nil, "--shutdown-timeout", "1m")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/notify/e2e/k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("notify: HTTP %d", resp.StatusCode)
+	}
+	rd := bufio.NewReader(resp.Body)
+	if line, err := rd.ReadString('\n'); err != nil || line != "event: subscribed\n" {
+		t.Fatalf("first line %q (%v)", line, err)
+	}
+	start := time.Now()
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; stderr: %s", code, s.stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("serve took %v to stop with a notification stream open", took)
+	}
+	rest, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rest), "event: end\ndata: {\"status\":\"unavailable\"") {
+		t.Fatalf("the stream ended without its end event: %q", rest)
+	}
+	if strings.Contains(s.stderr.String(), "cut off") {
+		t.Fatalf("serve cut requests off: %s", s.stderr)
+	}
+}

@@ -34,8 +34,8 @@ import (
 // afterwards.
 func Harness(t *testing.T, first, second protocol.Backend, reader audit.Reader) contract.Harness {
 	t.Helper()
-	c1 := serve(t, first, reader)
-	c2 := serve(t, second, nil)
+	c1 := Serve(t, first, reader)
+	c2 := Serve(t, second, nil)
 	h := contract.Harness{Backend: c1, Second: c2, Audit: c1}
 	if s, ok := first.(protocol.Sweeper); ok {
 		h.Backend = sweepingClient{Client: c1, sweeper: s}
@@ -46,9 +46,10 @@ func Harness(t *testing.T, first, second protocol.Backend, reader audit.Reader) 
 	return h
 }
 
-// serve runs b behind a handler on a loopback port until the test ends,
-// and returns a client of it.
-func serve(t *testing.T, b protocol.Backend, reader audit.Reader) *httpapi.Client {
+// Serve runs b (owned: closed when the test ends) behind a handler on a
+// loopback port until the test ends, with reader (nil for none) serving
+// the trail, and returns a client of it.
+func Serve(t testing.TB, b protocol.Backend, reader audit.Reader) *httpapi.Client {
 	t.Helper()
 	// The suite's manual clock moves by hours: a background sweep would
 	// remove rows the cases still look at.
@@ -62,6 +63,7 @@ func serve(t *testing.T, b protocol.Backend, reader audit.Reader) *httpapi.Clien
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
+		h.CloseStreams() // as leasectl serve does at shutdown
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -94,4 +96,68 @@ type pruningReader struct {
 
 func (p pruningReader) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	return p.pruner.PruneAudit(ctx, r)
+}
+
+// Woken checks that a blocking acquire over HTTP is woken by the
+// notification stream: a waiter through a client of first, with Recheck
+// at 30s, must take the key within 2s after the holder released it
+// through a client of second (a server of its own, as another process's
+// would be). Without the stream the waiter would sleep until Recheck.
+// first and second are two handles on one fresh store with real clocks;
+// Woken owns them.
+func Woken(t *testing.T, first, second protocol.Backend) {
+	t.Helper()
+	waiter := protocol.New(Serve(t, first, nil), nil)
+	holder := protocol.New(Serve(t, second, nil), nil)
+	for _, rt := range []*protocol.Runtime{waiter, holder} {
+		t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k := protocol.Key{Namespace: "ns", Name: "woken"}
+	held, err := holder.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("acquire by the holder: %v", err)
+	}
+	asleep := make(chan struct{}, 1)
+	type outcome struct {
+		res protocol.Result
+		err error
+		at  time.Time
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := waiter.AcquireWait(ctx, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute},
+			&protocol.WaitConfig{Recheck: 30 * time.Second, Waiting: func(protocol.Lease) {
+				select {
+				case asleep <- struct{}{}:
+				default:
+				}
+			}})
+		done <- outcome{res, err, time.Now()}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case <-asleep:
+	case o := <-done:
+		done <- o
+		t.Fatalf("the waiter returned %q (%v) while the holder held the key", o.res.Status, o.err)
+	}
+	if _, err := holder.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "holder", Token: held.Lease.Token}); err != nil {
+		t.Fatalf("release by the holder: %v", err)
+	}
+	released := time.Now()
+	select {
+	case o := <-done:
+		done <- o
+		if o.err != nil || o.res.Status != protocol.StatusAcquired || o.res.Lease.Owner != "waiter" {
+			t.Fatalf("the waiter's acquire: %q %v, want the waiter's lease", o.res.Status, o.err)
+		}
+		t.Logf("the waiter took the key %v after the release returned", o.at.Sub(released))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter was not woken within 2s of the release: a waiter over HTTP sleeps until its Recheck (30s) unless the server's notification stream wakes it")
+	}
 }

@@ -93,6 +93,19 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// NotifyEvent is the data of one event of the HTTP API's notification
+// stream (GET /v1/notify/{namespace}/{key}). Status is "subscribed" in the
+// first event (the subscription is live; KeepAlive says how often the
+// server sends a keep-alive comment, as a Go duration), "signal" when the
+// lease at the key may have ended, and in an "end" event, the last of a
+// stream the server ends, the status that says why (unavailable, closed,
+// timeout).
+type NotifyEvent struct {
+	Status    string `json:"status"`
+	Message   string `json:"message"`
+	KeepAlive string `json:"keep_alive,omitempty"`
+}
+
 // Time formats t in [TimeLayout], in UTC.
 func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
 

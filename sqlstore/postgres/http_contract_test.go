@@ -30,3 +30,12 @@ func TestContractOverHTTP(t *testing.T) {
 		return httpcontract.Harness(t, first, second, first)
 	})
 }
+
+// TestWaitOverHTTPIsWoken: a waiter over HTTP is woken by a release
+// through another server (a pool of its own, as another process's) on the
+// schema, not by its 30s re-check.
+func TestWaitOverHTTPIsWoken(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	httpcontract.Woken(t, openBackend(t, dsn, nil), openBackend(t, dsn, nil))
+}

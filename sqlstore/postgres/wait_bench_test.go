@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/httpcontract"
 	"github.com/leasestore/leasestore/internal/pgtest"
 	"github.com/leasestore/leasestore/internal/wakebench"
 	"github.com/leasestore/leasestore/protocol"
@@ -118,6 +119,27 @@ func BenchmarkWakeUp(b *testing.B) {
 	}
 	dsn := pgtest.MigratedDSN(b)
 	wakebench.Run(b, protocol.New(openBackend(b, dsn, nil), nil), protocol.New(openBackend(b, dsn, nil), nil))
+}
+
+// BenchmarkWakeUpOverHTTP is BenchmarkWakeUp through the HTTP API: the
+// waiter and the holder each talk to a server of their own (on a loopback
+// port) serving its own pool, so a release goes client → server →
+// PostgreSQL, its NOTIFY reaches the waiter's server, then the waiter's
+// client as an event of its notification stream, and the waiter's acquire
+// goes client → server.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench WakeUpOverHTTP -benchtime 100x ./sqlstore/postgres/
+func BenchmarkWakeUpOverHTTP(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	dsn := pgtest.MigratedDSN(b)
+	serve := func() *protocol.Runtime {
+		rt := protocol.New(httpcontract.Serve(b, openBackend(b, dsn, nil), nil), nil)
+		b.Cleanup(func() { _ = rt.Close(context.Background()) })
+		return rt
+	}
+	wakebench.Run(b, serve(), serve())
 }
 
 // BenchmarkReleaseFirstUse measures what `leasectl run` pays at its

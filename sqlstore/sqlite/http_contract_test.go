@@ -27,3 +27,20 @@ func TestContractOverHTTP(t *testing.T) {
 		return httpcontract.Harness(t, first, second, first)
 	})
 }
+
+// TestWaitOverHTTPIsWoken: a waiter over HTTP is woken by a release
+// through another server on the file, not by its 30s re-check.
+func TestWaitOverHTTPIsWoken(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	first, err := sqlite.Open(ctxT(t), path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	second, err := sqlite.Open(ctxT(t), path, nil)
+	if err != nil {
+		_ = first.Close(ctxT(t))
+		t.Fatalf("second Open: %v", err)
+	}
+	httpcontract.Woken(t, first, second)
+}

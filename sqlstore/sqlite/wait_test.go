@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/httpcontract"
 	"github.com/leasestore/leasestore/internal/wakebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
@@ -114,4 +115,24 @@ func BenchmarkWakeUp(b *testing.B) {
 			wakebench.Run(b, waiterRT, holderRT)
 		})
 	}
+}
+
+// BenchmarkWakeUpOverHTTP is BenchmarkWakeUp's other_backend through the
+// HTTP API: the waiter and the holder each talk to a server of their own
+// (on a loopback port) serving its own Backend on the file, so a release
+// goes client → server → file, is found by the waiter's server's
+// data_version check, reaches the waiter's client as an event of its
+// notification stream, and the waiter's acquire goes client → server.
+func BenchmarkWakeUpOverHTTP(b *testing.B) {
+	path := migratedFile(b)
+	serve := func() *protocol.Runtime {
+		be, err := sqlite.Open(context.Background(), path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt := protocol.New(httpcontract.Serve(b, be, nil), nil)
+		b.Cleanup(func() { _ = rt.Close(context.Background()) })
+		return rt
+	}
+	wakebench.Run(b, serve(), serve())
 }

@@ -171,6 +171,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(cmd.Context()) },
 	}
+	// Notification streams last until their clients go away: Shutdown
+	// ends them (each client reconnects, to this server's successor).
+	srv.RegisterOnShutdown(h.CloseStreams)
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	if tlsConfig != nil {

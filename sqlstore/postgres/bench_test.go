@@ -109,7 +109,10 @@ func newBenchEnv(b *testing.B, conns int) benchEnv {
 
 // runWorkers runs b.N operations on n goroutines through pool; op gets the
 // worker and the operation's index and reports whether it had the expected
-// outcome.
+// outcome. Beside time it reports the CPU the pool's server processes and
+// this process used per operation, and the WAL the server wrote per
+// operation (wal-B/op: the whole server's, so it holds only when nothing
+// else writes there during the run).
 func runWorkers(b *testing.B, pool *pgxpool.Pool, n int, op func(worker, i int) error) {
 	b.Helper()
 	var (
@@ -143,6 +146,7 @@ func runWorkers(b *testing.B, pool *pgxpool.Pool, n int, op func(worker, i int) 
 		wg.Wait()
 	}
 	run(b.N, b.N+warmUp(n))
+	wal0 := walPosition(b, pool)
 	server0, client0 := serverCPU(pids), proccpu.Self()
 	b.ResetTimer()
 	run(0, b.N)
@@ -151,10 +155,23 @@ func runWorkers(b *testing.B, pool *pgxpool.Pool, n int, op func(worker, i int) 
 		b.Fatal(err)
 	}
 	server1, client1 := serverCPU(pids), proccpu.Self()
+	b.ReportMetric(float64(walPosition(b, pool)-wal0)/float64(b.N), "wal-B/op")
 	if server0 >= 0 && server1 >= 0 && len(pids) == int(pool.Stat().TotalConns()) {
 		b.ReportMetric(float64(server1-server0)/float64(time.Microsecond)/float64(b.N), "pg-cpu-us/op")
 	}
 	b.ReportMetric(float64(client1-client0)/float64(time.Microsecond)/float64(b.N), "go-cpu-us/op")
+}
+
+// walPosition returns the server's WAL insert position, in bytes.
+func walPosition(b *testing.B, pool *pgxpool.Pool) int64 {
+	b.Helper()
+	ctx, cancel := benchCtx()
+	defer cancel()
+	var pos int64
+	if err := pool.QueryRow(ctx, "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint").Scan(&pos); err != nil {
+		b.Fatal(err)
+	}
+	return pos
 }
 
 // warmUp is the number of operations run before the measurement with n

@@ -28,8 +28,9 @@ import (
 	"github.com/leasestore/leasestore/migrations"
 )
 
-// bin is the leasectl binary built by TestMain.
-var bin string
+// bin is the leasectl binary built by TestMain; fillAudit is the
+// testdata/fillaudit program it builds beside it.
+var bin, fillAudit string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "leasectl-e2e-")
@@ -37,13 +38,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: temporary directory:", err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "leasectl")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: go build:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
+	bin, fillAudit = filepath.Join(dir, "leasectl"), filepath.Join(dir, "fillaudit")
+	for out, pkg := range map[string]string{bin: ".", fillAudit: "./testdata/fillaudit"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: go build", pkg+":", err)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 	goleak.VerifyTestMain(m, opts...)

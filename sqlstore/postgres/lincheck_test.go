@@ -254,7 +254,7 @@ func TestLinearizableCoalesced(t *testing.T) {
 			rts := r.open(t)
 			stop := func() int { return 0 }
 			if terminate {
-				stop = terminator(t, pgtest.ServerDSN(t), r.app, 40*time.Millisecond)
+				stop = terminator(t, pgtest.ServerDSN(t), r.app, 75*time.Millisecond)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestInterpretError(t *testing.T) {
+	t.Parallel()
 	pg := func(code, constraint string) error {
 		return fmt.Errorf("query: %w", &pgconn.PgError{Severity: "ERROR", Code: code, Message: "m", ConstraintName: constraint})
 	}
@@ -66,6 +67,7 @@ func TestInterpretError(t *testing.T) {
 }
 
 func TestDSNPassword(t *testing.T) {
+	t.Parallel()
 	for dsn, want := range map[string]string{
 		"postgres://u:pw@h:5432/db":                "pw",
 		"postgresql://u:p%40w@h/db?x=y":            "p%40w",
@@ -82,6 +84,7 @@ func TestDSNPassword(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("dial u:hunter2@h failed")
 	err := redacted(backendkit.NewError("", protocol.StatusUnavailable, cause, "open with hunter2"), "hunter2")
 	if strings.Contains(err.Error(), "hunter2") {

@@ -67,6 +67,7 @@ type outcomeOf struct {
 // unavailable, and that a retry with the same request id tells the truth:
 // the killed statement took no effect, so the retry renews.
 func TestServerKillsTheConnectionMidOperation(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
 	b := openBackend(t, dsn, &postgres.Config{ApplicationName: app, MaxConns: 2})
@@ -151,6 +152,7 @@ func (p *partition) heal() {
 // statement commits although the client saw only unavailable. A retry with the same request
 // id answers the outcome that took effect, flagged as a replay.
 func TestLostAnswerThenRetry(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
 	var link partition
@@ -213,6 +215,7 @@ func TestLostAnswerThenRetry(t *testing.T) {
 // it does not take effect later), the pool must stay usable, and a retry
 // with the same request id must then renew.
 func TestDeadlineWhileBlockedByALock(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	b := openBackend(t, dsn, &postgres.Config{MaxConns: 1})
 	acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})

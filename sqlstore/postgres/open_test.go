@@ -27,6 +27,7 @@ func schemaOf(t testing.TB, dsn string) string {
 }
 
 func TestOpenRefusesAnUnmigratedSchema(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	schema := schemaOf(t, dsn)
 	check := func(what string, err error, want string) {
@@ -94,6 +95,7 @@ func sqlDB(t testing.TB, dsn string) *sql.DB {
 }
 
 func TestOpenErrorsHideThePassword(t *testing.T) {
+	t.Parallel()
 	const pw = "s3cr3t-Passw0rd"
 	for _, tc := range []struct {
 		name, dsn string
@@ -123,6 +125,7 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 }
 
 func TestCloseClosesAnOwnedPool(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
 	b, err := postgres.Open(ctxT(t), dsn, &postgres.Config{ApplicationName: app, MaxConns: 3})
@@ -162,6 +165,7 @@ func TestCloseClosesAnOwnedPool(t *testing.T) {
 }
 
 func TestDefaultApplicationName(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	b := openBackend(t, dsn, nil)
 	var name string
@@ -193,6 +197,7 @@ func TestDefaultApplicationName(t *testing.T) {
 }
 
 func TestCloseLeavesABorrowedPoolOpen(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	pool := rawPool(t, dsn)
 	b, err := postgres.New(ctxT(t), pool, nil)
@@ -229,6 +234,7 @@ func TestCloseLeavesABorrowedPoolOpen(t *testing.T) {
 }
 
 func TestObjectsLiveInTheSearchPathSchema(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	schema := schemaOf(t, dsn)
 	if schema == "public" || !strings.HasPrefix(schema, "lstest_") {
@@ -275,6 +281,7 @@ func contains(xs []string, x string) bool {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	b := openBackend(t, pgtest.MigratedDSN(t), nil)
 	if err := b.Health(ctxT(t)); err != nil {
 		t.Fatal(err)

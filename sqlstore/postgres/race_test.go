@@ -54,6 +54,7 @@ func race(n int, a, b *postgres.Backend, op func(i int, h *postgres.Backend) (pr
 // two pools, on a free key and on a key whose lease expired: exactly one is
 // acquired, and the 63 others are conflicts that carry the winner's lease.
 func TestConcurrentAcquiresHaveOneWinner(t *testing.T) {
+	t.Parallel()
 	clock := contract.NewClock()
 	a, b, dsn := twoHandles(t, clock)
 	raw := rawPool(t, dsn)
@@ -118,6 +119,7 @@ func TestConcurrentAcquiresHaveOneWinner(t *testing.T) {
 // operation: one takes effect, the others answer its outcome as a replay,
 // and the trail records it once.
 func TestDuplicateRequestsRace(t *testing.T) {
+	t.Parallel()
 	a, b, dsn := twoHandles(t, nil)
 	raw := rawPool(t, dsn)
 	const n = 16
@@ -186,6 +188,7 @@ func TestDuplicateRequestsRace(t *testing.T) {
 // conflicts carry the holder's or the winner's lease; and the trail holds
 // exactly the changes that were reported.
 func TestRacingOperationsClassify(t *testing.T) {
+	t.Parallel()
 	a, b, dsn := twoHandles(t, nil)
 	raw := rawPool(t, dsn)
 	for round := range 4 {

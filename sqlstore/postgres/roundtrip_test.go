@@ -46,6 +46,7 @@ func (c *writeCounter) Write(b []byte) (int, error) {
 // statement (one more round trip) the first time a connection uses it, and
 // caches it for the connection's life.
 func TestOneRoundTripPerOperation(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	var (
 		queries queryCounter

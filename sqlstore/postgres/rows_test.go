@@ -27,6 +27,7 @@ func wantVersionRefusal(t *testing.T, what string, err error, table string) {
 }
 
 func TestUnknownLeaseVersionIsRefused(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
 	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
@@ -66,6 +67,7 @@ func TestUnknownLeaseVersionIsRefused(t *testing.T) {
 }
 
 func TestUnknownAuditVersionIsRefused(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	b := openBackend(t, dsn, nil)
 	raw := rawPool(t, dsn)
@@ -86,6 +88,7 @@ func TestUnknownAuditVersionIsRefused(t *testing.T) {
 }
 
 func TestAuditTrailIsAppendOnly(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	b := openBackend(t, dsn, nil)
 	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
@@ -113,6 +116,7 @@ func TestAuditTrailIsAppendOnly(t *testing.T) {
 // TestAuditRecordsAreComplete checks the columns of each kind of record,
 // read back through the reader and raw.
 func TestAuditRecordsAreComplete(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
 	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
@@ -167,6 +171,7 @@ func TestAuditRecordsAreComplete(t *testing.T) {
 // leasestore_outcome returns as JSON for conflicts and replays) must keep
 // their instants to the microsecond.
 func TestOutcomesUnderASessionTimeZone(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t) + "&timezone=Asia/Kathmandu"
 	b := openBackend(t, dsn, nil)
 	var tz string

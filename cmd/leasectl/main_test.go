@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -143,7 +144,9 @@ func sortedKeys(m map[string]any) []string {
 
 func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
 	t.Helper()
-	sort.Strings(want)
+	// A sorted copy: want is often one of the shared lists below, which
+	// parallel tests read at the same time.
+	want = slices.Sorted(slices.Values(want))
 	if got := sortedKeys(m); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: keys %v, want exactly %v", what, got, want)
 	}

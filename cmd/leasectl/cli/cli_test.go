@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -72,7 +73,9 @@ func keys(m map[string]any) []string {
 
 func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
 	t.Helper()
-	sort.Strings(want)
+	// A sorted copy: want is often one of the shared lists, which parallel
+	// tests read at the same time.
+	want = slices.Sorted(slices.Values(want))
 	if got := keys(m); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: keys %v, want exactly %v", what, got, want)
 	}

@@ -115,6 +115,7 @@ func token(t *testing.T, m map[string]any) int64 {
 func itoa(n int64) string { return fmt.Sprint(n) }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	want := map[string]int{
 		"acquired": 0, "renewed": 0, "released": 0, "revoked": 0, "found": 0, "healthy": 0, "ok": 0,
 		"invalid": 2, "conflict": 3, "not_found": 4, "stale_token": 4, "not_owner": 4, "expired": 4,
@@ -133,6 +134,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestLeaseLifecycleJSON(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "job-1", "-n", "ns1", "--owner", "alice", "--ttl", "1m", "-o", "json")
 	wantCode(t, acq, 0)
@@ -192,6 +194,7 @@ func TestLeaseLifecycleJSON(t *testing.T) {
 }
 
 func TestConflictAndFencing(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	first := runCLI(t, e, "acquire", "shard", "--owner", "w1", "-o", "json")
 	wantCode(t, first, 0)
@@ -234,6 +237,7 @@ func TestConflictAndFencing(t *testing.T) {
 }
 
 func TestExpired(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "short", "--owner", "w1", "--ttl", "1ms", "-o", "json")
 	wantCode(t, acq, 0)
@@ -260,6 +264,7 @@ func TestExpired(t *testing.T) {
 }
 
 func TestIdempotentReplay(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	first := runCLI(t, e, "acquire", "k", "--owner", "w1", "--request-id", "req-1", "-o", "json")
 	wantCode(t, first, 0)
@@ -282,6 +287,7 @@ func TestIdempotentReplay(t *testing.T) {
 }
 
 func TestTableOutput(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "worker-1", "--ttl", "90s")
 	wantCode(t, acq, 0)
@@ -305,6 +311,7 @@ func TestTableOutput(t *testing.T) {
 }
 
 func TestListPagination(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	for i := range 5 {
 		wantCode(t, runCLI(t, e, "acquire", fmt.Sprintf("k%d", i), "--owner", "w"), 0)
@@ -338,6 +345,7 @@ func TestListPagination(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	cases := [][]string{
 		{"acquire", "k", "--ttl", "soon"},
@@ -392,6 +400,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestDSNForms(t *testing.T) {
+	t.Parallel()
 	// libpq's key=value form is PostgreSQL: tried (here unreachable), its password never shown.
 	kv := runCLI(t, env{}, "get", "k", "--dsn", "host=127.0.0.1 port=1 password=hunter2hunter2", "--timeout", "2s")
 	wantCode(t, kv, ExitUnavailable)
@@ -418,6 +427,7 @@ func TestDSNForms(t *testing.T) {
 }
 
 func TestUnreachablePostgresHidesPassword(t *testing.T) {
+	t.Parallel()
 	const password = "s3cretPW"
 	dsn := "postgres://u:" + password + "@127.0.0.1:1/db?connect_timeout=2"
 	for _, args := range [][]string{
@@ -445,6 +455,7 @@ func TestUnreachablePostgresHidesPassword(t *testing.T) {
 }
 
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		dsn, text, secret string
 	}{
@@ -489,6 +500,7 @@ func TestRedactor(t *testing.T) {
 }
 
 func TestAuditRevokeReason(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "db-1", "-n", "ops", "--owner", "w1", "-o", "json")
 	wantCode(t, acq, 0)
@@ -537,6 +549,7 @@ func TestAuditRevokeReason(t *testing.T) {
 }
 
 func TestAuditFollow(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	wantCode(t, runCLI(t, e, "acquire", "before", "--owner", "w1"), 0)
 
@@ -581,6 +594,7 @@ func TestAuditFollow(t *testing.T) {
 }
 
 func TestHealthAndVersion(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	h := runCLI(t, e, "health", "-o", "json")
 	wantCode(t, h, 0)
@@ -605,6 +619,7 @@ func TestHealthAndVersion(t *testing.T) {
 }
 
 func TestMigrateSQLite(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	st := runCLI(t, e, "migrate", "status", "-o", "json")
 	wantCode(t, st, 0)
@@ -644,6 +659,7 @@ func TestMigrateSQLite(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	t.Parallel()
 	a := &app{getenv: env{}.get, defaultOwner: "u@h"}
 	var walk func(c *cobra.Command)
 	var paths [][]string
@@ -674,6 +690,7 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	// A TTL above the default: the test must not lose a lease to a machine
 	// starved of CPU by other tests (the demo's story is the same).
 	o := runCLI(t, env{}, "demo", "-o", "json", "--ttl", "3s")
@@ -712,6 +729,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestBench(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{benchAcquireRelease, benchRenew, benchMixed} {
 		t.Run(op, func(t *testing.T) {
 			e := sqliteEnv(t)
@@ -741,6 +759,7 @@ func TestBench(t *testing.T) {
 }
 
 func TestHistogram(t *testing.T) {
+	t.Parallel()
 	var h histogram
 	for i := 1; i <= 1000; i++ {
 		h.record(time.Duration(i) * time.Microsecond)
@@ -764,6 +783,7 @@ func TestHistogram(t *testing.T) {
 // included; a time a record does not hold (records written before schema
 // version 2) prints as null, never as year 1.
 func TestReplayedReleasePrintsTheWholeLease(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	acq := runCLI(t, e, "acquire", "k", "--owner", "w1", "-o", "json")
 	wantCode(t, acq, 0)
@@ -795,6 +815,7 @@ func TestReplayedReleasePrintsTheWholeLease(t *testing.T) {
 // The "more:" hint of a table page is the whole command for the next page:
 // it keeps the namespace and the limit, so following it reads the same list.
 func TestNextPageHintKeepsTheFlags(t *testing.T) {
+	t.Parallel()
 	e := sqliteEnv(t)
 	for _, k := range []string{"a", "b", "c"} {
 		wantCode(t, runCLI(t, e, "acquire", k, "-n", "pg"), 0)

@@ -316,11 +316,13 @@ func exercise(t *testing.T, c leasectl, backend string) {
 }
 
 func TestSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exercise(t, leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}, "sqlite")
 }
 
 func TestSQLiteDefaultDSN(t *testing.T) {
+	t.Parallel()
 	// Without --dsn or LEASESTORE_DSN, leasectl uses leasestore.db in the
 	// working directory, created and migrated on first use.
 	c := leasectl{dir: t.TempDir()}
@@ -332,6 +334,7 @@ func TestSQLiteDefaultDSN(t *testing.T) {
 }
 
 func TestSQLiteFreshFileRace(t *testing.T) {
+	t.Parallel()
 	// Two processes meeting a file that does not exist yet both create and
 	// migrate it; exactly one gets the lease.
 	dir := t.TempDir()
@@ -358,11 +361,13 @@ func TestSQLiteFreshFileRace(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	exercise(t, leasectl{dir: t.TempDir(), dsn: dsn}, "postgres")
 }
 
 func TestPostgresMigrate(t *testing.T) {
+	t.Parallel()
 	c := leasectl{dir: t.TempDir(), dsn: pgtest.DSN(t)} // an empty schema
 
 	// Never migrated implicitly: a clear error naming the command, exit 5.
@@ -407,6 +412,7 @@ func TestPostgresMigrate(t *testing.T) {
 }
 
 func TestUnreachablePostgres(t *testing.T) {
+	t.Parallel()
 	const password = "s3cretPW"
 	dsn := "postgres://u:" + password + "@127.0.0.1:1/db"
 	c := leasectl{dir: t.TempDir()}
@@ -439,6 +445,7 @@ func TestUnreachablePostgres(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	c := leasectl{dir: t.TempDir()}
 	r := c.run(t, "demo")
 	if r.code != 0 {
@@ -456,6 +463,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestDemoPostgres(t *testing.T) {
+	t.Parallel()
 	c := leasectl{dir: t.TempDir()}
 	m := c.runJSON(t, 0, "demo", "--dsn", pgtest.MigratedDSN(t))
 	if m["status"] != "ok" || m["backend"] != "postgres" || len(m["records"].([]any)) < 8 {
@@ -464,6 +472,7 @@ func TestDemoPostgres(t *testing.T) {
 }
 
 func TestAuditFollowInterrupt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "follow.db")}
 	result(t, c.runJSON(t, 0, "acquire", "first", "--owner", "w"), "acquired")
@@ -536,6 +545,7 @@ func TestAuditFollowInterrupt(t *testing.T) {
 // name and the owner) must not rewrite stdout: scripts read owners, keys and
 // the backend from it. The password stays out of every DSN printed.
 func TestPasswordEqualToDataLeavesStdoutIntact(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	withPW := strings.Replace(dsn, "://root@", "://root:postgres@", 1)
 	if withPW == dsn {

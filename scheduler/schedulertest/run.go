@@ -156,23 +156,35 @@ func testTakeover(t *testing.T, newHarness Factory) {
 	w3.fault.drop()
 	cut := time.Now()
 	victims := f.runningRuns("w3")
-	f.waitFor("the other two take w3's targets", converge, func() (bool, string) {
-		return f.balanced(map[*worker]int{w1: 30, w2: 30})
-	})
-	// The takeover starts when the first of w3's targets gets a handler on
-	// another worker, and ends when the last one does.
-	var firstTook, took time.Duration
-	var last string
-	for _, v := range victims {
+	// Taken means a handler runs on another worker: the lease alone can be
+	// in the store a moment before the scheduler that took it calls the
+	// handler.
+	takenAfterCut := func(v *run) *run {
 		var first *run
 		for _, r := range append(f.runsOf("w1"), f.runsOf("w2")...) {
 			if r.target == v.target && r.started.After(cut) && (first == nil || r.started.Before(first.started)) {
 				first = r
 			}
 		}
-		if first == nil {
-			t.Fatalf("w1 and w2 hold all 60 targets, but neither ran a handler of w3's %s after the cut", v.target)
+		return first
+	}
+	f.waitFor("the other two take w3's targets and run their handlers", converge, func() (bool, string) {
+		if ok, why := f.balanced(map[*worker]int{w1: 30, w2: 30}); !ok {
+			return false, why
 		}
+		for _, v := range victims {
+			if takenAfterCut(v) == nil {
+				return false, fmt.Sprintf("w1 and w2 hold all 60 targets, but neither runs a handler of w3's %s yet", v.target)
+			}
+		}
+		return true, ""
+	})
+	// The takeover starts when the first of w3's targets gets a handler on
+	// another worker, and ends when the last one does.
+	var firstTook, took time.Duration
+	var last string
+	for _, v := range victims {
+		first := takenAfterCut(v)
 		d := first.started.Sub(cut)
 		if firstTook == 0 || d < firstTook {
 			firstTook = d

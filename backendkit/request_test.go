@@ -64,10 +64,17 @@ func TestFingerprints(t *testing.T) {
 	add("revoke actor/reason split 2", backendkit.Fingerprint(protocol.RevokeRequest{Key: testKey, Actor: "a", Reason: "bc"}))
 }
 
+// holderLeases returns a clock reading and two leases of w1 with token 5
+// at testKey: cur, live until a second after now, and expired, at now.
+func holderLeases() (now time.Time, cur, expired *protocol.Lease) {
+	now = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cur = &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
+	expired = &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
+	return now, cur, expired
+}
+
 func TestCheckHolder(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cur := &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
-	expired := &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
+	now, cur, expired := holderLeases()
 	tests := []struct {
 		name  string
 		cur   *protocol.Lease
@@ -93,9 +100,7 @@ func TestCheckHolder(t *testing.T) {
 }
 
 func TestCheckRevoke(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cur := &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now.Add(time.Second)}
-	expired := &protocol.Lease{Key: testKey, Owner: "w1", Token: 5, ExpiresAt: now}
+	now, cur, expired := holderLeases()
 	tests := []struct {
 		name  string
 		cur   *protocol.Lease

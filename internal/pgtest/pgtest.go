@@ -219,14 +219,36 @@ func WithSearchPath(dsn, schema string) (string, error) {
 	return dsn + " options='" + opt + "'", nil
 }
 
-// exec runs one statement on a connection of its own.
+// admin is the connection through which this test binary creates and
+// drops schemas: one for the binary, not one per statement, because a new
+// server session costs the server tens of milliseconds of CPU (a fork,
+// caches to fill) and the suite makes hundreds of schemas. The mutex
+// serialises its use by parallel tests. It has no goroutines of its own
+// and is closed when the binary exits.
+var admin struct {
+	mu   sync.Mutex
+	dsn  string
+	conn *pgx.Conn
+}
+
+// exec runs one statement on the admin connection to dsn, connecting (again)
+// when there is none or it no longer answers a ping, as after a test that
+// terminated server sessions.
 func exec(ctx context.Context, dsn, sql string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
+	admin.mu.Lock()
+	defer admin.mu.Unlock()
+	if admin.conn != nil && (admin.dsn != dsn || admin.conn.Ping(ctx) != nil) {
+		_ = admin.conn.Close(ctx)
+		admin.conn = nil
 	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
+	if admin.conn == nil {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		admin.conn, admin.dsn = conn, dsn
+	}
+	_, err := admin.conn.Exec(ctx, sql)
 	return err
 }
 

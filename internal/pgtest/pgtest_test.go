@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"fmt"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -51,4 +52,21 @@ func currentSchema(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestSchemasOutliveATerminatedAdminConnection: when the server ends the
+// connection through which schemas are made (as a test that terminates
+// sessions could), the next schema is made on a new one.
+func TestSchemasOutliveATerminatedAdminConnection(t *testing.T) {
+	DSN(t)
+	admin.mu.Lock()
+	pid := admin.conn.PgConn().PID()
+	admin.mu.Unlock()
+	var ended bool
+	if err := query(t, ServerDSN(t), fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid), &ended); err != nil || !ended {
+		t.Fatalf("terminate the admin connection: %v, %v", ended, err)
+	}
+	if s := currentSchema(t, DSN(t)); s == "" || s == "public" {
+		t.Fatalf("schema %q after the admin connection was terminated, want a fresh one", s)
+	}
 }

@@ -37,12 +37,13 @@ const (
 	// TTL + one renew interval for the last of the dead worker's targets:
 	// timers, and the claim's store calls on a loaded machine.
 	takeoverMargin = renewEvery / 4
-	// lateTimer is how late a bare timer of the test process may wake up
-	// during the takeover for its bounds to be checked: a take waits for
-	// about four wake-ups (the timer at expiry, two lists, an acquire), so
-	// one late by a quarter of wakeMargin says the machine is too loaded.
-	// On a quiet machine timers wake up well under a millisecond late.
-	lateTimer = wakeMargin / 4
+	// lateCall is how late a bare timer of the test process may wake up,
+	// and how long a survivor's list may take, during the
+	// takeover for its bounds to be checked: a take waits for about four of
+	// them (the timer at expiry, two lists, an acquire), so one late by a
+	// quarter of wakeMargin says the machine is too loaded. On a quiet
+	// machine timers wake up under a millisecond late and calls take a few.
+	lateCall = wakeMargin / 4
 )
 
 // fleet is one case's workers, their handler runs and an admin handle.

@@ -20,36 +20,10 @@ type faultStore struct {
 	mu      sync.Mutex
 	dropped bool
 	paused  chan struct{} // closed on resume; nil when not paused
-	lists   []timedCall   // lists that reached the store
-}
-
-// timedCall is when a store call returned and how long it took.
-type timedCall struct {
-	ended time.Time
-	took  time.Duration
-}
-
-// timedList records how long the list that began at began took.
-func (f *faultStore) timedList(began time.Time) {
-	now := time.Now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lists = append(f.lists, timedCall{ended: now, took: now.Sub(began)})
-}
-
-// slowestList returns the longest list that returned in [from, to]. A list
-// reads: unlike an acquire it waits for no other writer, even on a
-// single-writer store, so a slow one says the machine is slow.
-func (f *faultStore) slowestList(from, to time.Time) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var worst time.Duration
-	for _, c := range f.lists {
-		if !c.ended.Before(from) && !c.ended.After(to) && c.took > worst {
-			worst = c.took
-		}
-	}
-	return worst
+	// lists logs how long each list that reached the store took. A list
+	// reads: unlike an acquire it waits for no other writer, even on a
+	// single-writer store, so a slow one says the machine is slow.
+	lists timings
 }
 
 var errDropped = errors.New("schedulertest: the worker was cut off from the store")
@@ -132,7 +106,8 @@ func (f *faultStore) List(ctx context.Context, req protocol.ListRequest) (protoc
 	if err := f.gate(ctx, protocol.OpList); err != nil {
 		return protocol.ListResult{Status: protocol.StatusOf(err)}, err
 	}
-	defer f.timedList(time.Now())
+	began := time.Now()
+	defer func() { f.lists.add(time.Now(), time.Since(began)) }()
 	return f.Store.List(ctx, req)
 }
 

@@ -5,21 +5,47 @@ import (
 	"time"
 )
 
+// timings is a log of how long things took, by when they ended. It is safe
+// for concurrent use.
+type timings struct {
+	mu    sync.Mutex
+	ended []time.Time
+	took  []time.Duration
+}
+
+// add logs something that ended at ended after took.
+func (l *timings) add(ended time.Time, took time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = append(l.ended, ended)
+	l.took = append(l.took, took)
+}
+
+// worst returns the longest took of those that ended in [from, to].
+func (l *timings) worst(from, to time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var worst time.Duration
+	for i, at := range l.ended {
+		if !at.Before(from) && !at.After(to) && l.took[i] > worst {
+			worst = l.took[i]
+		}
+	}
+	return worst
+}
+
 // latenessTick is how often a latenessProbe sleeps and wakes.
 const latenessTick = 5 * time.Millisecond
 
 // latenessProbe measures how late this process's timers fire: a goroutine
-// sleeps latenessTick at a time and records by how much each wake-up
+// sleeps latenessTick at a time and logs by how much each wake-up
 // overshot. A timing bound on the scheduler means nothing over a stretch
 // in which a plain timer of the same process woke up later than the
 // bound's margin: the machine, not the scheduler, was slow.
 type latenessProbe struct {
-	stop chan struct{}
-	done chan struct{}
-
-	mu     sync.Mutex
-	wakes  []time.Time     // when each wake-up happened
-	misses []time.Duration // by how much it overshot latenessTick
+	timings // overshoots, by wake-up time
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // startLatenessProbe starts a probe; stop it with [latenessProbe.close].
@@ -34,10 +60,7 @@ func startLatenessProbe() *latenessProbe {
 			case <-p.stop:
 				return
 			case now := <-timer.C:
-				p.mu.Lock()
-				p.wakes = append(p.wakes, now)
-				p.misses = append(p.misses, now.Sub(at)-latenessTick)
-				p.mu.Unlock()
+				p.add(now, now.Sub(at)-latenessTick)
 				at = time.Now()
 				timer.Reset(latenessTick)
 			}
@@ -50,17 +73,4 @@ func startLatenessProbe() *latenessProbe {
 func (p *latenessProbe) close() {
 	close(p.stop)
 	<-p.done
-}
-
-// worst returns the largest overshoot of a wake-up in [from, to].
-func (p *latenessProbe) worst(from, to time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var worst time.Duration
-	for i, at := range p.wakes {
-		if !at.Before(from) && !at.After(to) && p.misses[i] > worst {
-			worst = p.misses[i]
-		}
-	}
-	return worst
 }

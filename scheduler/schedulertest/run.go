@@ -213,7 +213,7 @@ func testTakeover(t *testing.T, newHarness Factory) {
 	// about four such steps.
 	from, to := cut.Add(ttl-renewEvery), cut.Add(took)
 	late := probe.worst(from, to)
-	slow := max(w1.fault.slowestList(from, to), w2.fault.slowestList(from, to))
+	slow := max(w1.fault.lists.worst(from, to), w2.fault.lists.worst(from, to))
 	switch {
 	case starved > 0:
 		t.Logf("w1 and w2 lost %d leases of their own during the case: the machine is too loaded to hold the takeover to a bound", starved)

@@ -21,8 +21,8 @@ import (
 // writes (default followerRecords). A follower that read past writers in
 // progress (the trail before followers read below the horizon) missed
 // 14-22 of 2,000 records in each of three runs, 33-46 of 5,000 and 87 of
-// 20,000; the default leaves a wide margin at a fifth of the CPU that
-// 100,000 took.
+// 20,000; the default leaves a wide margin at a fifth of the 100,000
+// records it wrote before.
 const (
 	followerRecordsEnv = "LEASESTORE_FOLLOWER_RECORDS"
 	followerRecords    = 20_000

@@ -49,6 +49,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Any user may run the binaries (TestReadOnlySQLite runs leasectl as
+	// nobody). They are never copied or written while tests run: a file
+	// written by a test can be busy (ETXTBSY) when executed, held open by a
+	// process that another parallel test forked at that moment.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 	goleak.VerifyTestMain(m, opts...)
 }

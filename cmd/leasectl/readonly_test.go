@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// asOtherUser returns a command that runs leasectl (a copy any user may
-// run) with args in dir as a user other than the file's owner: nobody when
-// the tests run as root, else this user (the caller then takes permissions
-// away with chmod, which binds a non-root owner too).
+// asOtherUser runs leasectl with args in dir as a user other than the
+// file's owner: nobody when the tests run as root (TestMain leaves the
+// binary runnable by any user), else this user (the caller then takes
+// permissions away with chmod, which binds a non-root owner too).
 func asOtherUser(t *testing.T, dir string, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -21,16 +21,6 @@ func asOtherUser(t *testing.T, dir string, args ...string) run {
 	c := leasectl{dir: dir}
 	cmd := c.command(ctx, args...)
 	if os.Geteuid() == 0 {
-		exe := filepath.Join(t.TempDir(), "leasectl")
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(exe, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		openUp(t, filepath.Dir(exe))
-		cmd.Path, cmd.Args[0] = exe, exe
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
 	return finish(t, cmd, args, cmd.Run())

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,5 +18,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(runWorker(worker))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if template.path != "" {
+			_ = os.RemoveAll(filepath.Dir(template.path))
+		}
+	}))
 }

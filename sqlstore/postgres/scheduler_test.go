@@ -45,8 +45,12 @@ func (f fencedTable) Accepted(ctx context.Context) ([]schedulertest.Write, error
 }
 
 // TestScheduler runs the scheduler suite on a fresh schema per case; every
-// worker opens a pool of its own, as a process of its own would.
+// worker opens a pool of its own, as a process of its own would. It runs
+// beside the package's other parallel tests: the suite mostly waits for
+// its 2s TTLs, and run alone it left a core idle (SQLite's suite, which
+// needs more CPU, keeps to itself in its package).
 func TestScheduler(t *testing.T) {
+	t.Parallel()
 	schedulertest.Run(t, func(t *testing.T) schedulertest.Harness {
 		dsn := pgtest.MigratedDSN(t)
 		pool := rawPool(t, dsn)

@@ -61,7 +61,7 @@ staticcheck: ## staticcheck (pinned version, fetched through the module proxy).
 .PHONY: bench
 bench: ## Run the benchmarks (backends beside their raw-statement baselines), then print a table with ratios to raw.
 	LEASESTORE_TEST_POSTGRES_DSN=$${LEASESTORE_TEST_POSTGRES_DSN:-$(PG_DSN)} $(GO) test $(BENCH_FLAGS) -bench '$(BENCH)' ./... 2>&1 \
-	  | $(GO) run ./internal/benchtable
+	  | $(GO) run ./internal/testkit/benchtable
 
 .PHONY: fuzz
 fuzz: ## Fuzz the key encoding for 30s.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/httpapi"
-	"github.com/leasestore/leasestore/internal/syncbuf"
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 )

@@ -25,7 +25,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/migrations"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // readmeGo returns the ```go blocks of the repository's README.md.

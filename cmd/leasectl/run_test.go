@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
-	"github.com/leasestore/leasestore/internal/wakebench"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 )
 
 // eachStore runs f on a fresh SQLite file and a fresh PostgreSQL schema.

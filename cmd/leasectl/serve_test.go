@@ -32,8 +32,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
-	"github.com/leasestore/leasestore/internal/syncbuf"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 )
 
 // server is a running leasectl serve.

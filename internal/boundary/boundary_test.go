@@ -31,13 +31,13 @@ const module = "github.com/leasestore/leasestore"
 //   - cmd: the CLI, which opens either backend from a DSN.
 //   - examples: example programs, which open a backend from a DSN as the
 //     CLI does (the libraries they show, scheduler included, stay neutral).
-//   - internal/pgtest: tests' PostgreSQL helper (pgx, testcontainers).
+//   - internal/testkit/pgtest: tests' PostgreSQL helper (pgx, testcontainers).
 var exempt = []string{
 	"sqlstore/postgres",
 	"sqlstore/sqlite",
 	"cmd",
 	"examples",
-	"internal/pgtest",
+	"internal/testkit/pgtest",
 }
 
 // driverPrefixes names database drivers and their support packages, by
@@ -291,7 +291,7 @@ func TestNeutralPackagesImportNoDatabaseDriver(t *testing.T) {
 	mods := modulePackages(pkgs)
 	// The graph must hold the packages the boundary exists for, and the
 	// backends: if it did not, the check below would pass vacuously.
-	for _, want := range []string{"protocol", "backendkit", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/httpcontract", "scheduler", "scheduler/schedulertest", "sqlstore/postgres", "sqlstore/sqlite"} {
+	for _, want := range []string{"protocol", "backendkit", "audit", "contract", "migrations", "httpapi", "internal/wire", "internal/testkit/httpcontract", "scheduler", "scheduler/schedulertest", "sqlstore/postgres", "sqlstore/sqlite"} {
 		if !slices.Contains(mods, want) {
 			t.Fatalf("go list did not report %s among the module's packages %v", want, mods)
 		}
@@ -514,31 +514,55 @@ func TestCheckFailsOnForbiddenImports(t *testing.T) {
 
 func TestClassification(t *testing.T) {
 	for r, want := range map[string]bool{
-		"sqlstore/postgres":       true,
-		"sqlstore/sqlite":         true,
-		"sqlstore/sqlite/inner":   true,
-		"cmd/leasectl":            true,
-		"cmd/leasectl/cli":        true,
-		"examples/scanner":        true,
-		"examplesx":               false,
-		"internal/pgtest":         true,
-		"sqlstore":                false,
-		"sqlstore/mysql":          false, // a new dialect must be listed on purpose
-		"sqlstorex":               false,
-		"cmdline":                 false,
-		"internal/pgtestutil":     false,
-		"internal/boundary":       false,
-		"protocol":                false,
-		"protocol/memstore":       false,
-		"":                        false,
-		"contract":                false,
-		"scheduler":               false,
-		"scheduler/schedulertest": false,
-		"somethingaddedlater/x":   false,
-		"internal/pgtest/nested":  true,
+		"sqlstore/postgres":              true,
+		"sqlstore/sqlite":                true,
+		"sqlstore/sqlite/inner":          true,
+		"cmd/leasectl":                   true,
+		"cmd/leasectl/cli":               true,
+		"examples/scanner":               true,
+		"examplesx":                      false,
+		"internal/testkit/pgtest":        true,
+		"sqlstore":                       false,
+		"sqlstore/mysql":                 false, // a new dialect must be listed on purpose
+		"sqlstorex":                      false,
+		"cmdline":                        false,
+		"internal/testkit/pgtestutil":    false,
+		"internal/boundary":              false,
+		"protocol":                       false,
+		"protocol/memstore":              false,
+		"":                               false,
+		"contract":                       false,
+		"scheduler":                      false,
+		"scheduler/schedulertest":        false,
+		"somethingaddedlater/x":          false,
+		"internal/testkit/pgtest/nested": true,
 	} {
 		if got := isExempt(r); got != want {
 			t.Errorf("isExempt(%q) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+// TestProductImportsNoTestKit checks that what the module ships stays apart
+// from its test scaffolding: no package outside internal/testkit depends,
+// directly or through a chain, on a package under it (test files' imports
+// are not part of `go list -deps`, so tests may use the kit freely).
+func TestProductImportsNoTestKit(t *testing.T) {
+	pkgs := listPackages(t, moduleRoot(t), "")
+	mods := modulePackages(pkgs)
+	if !slices.Contains(mods, "internal/testkit/pgtest") {
+		t.Fatalf("go list did not report internal/testkit/pgtest among %v", mods)
+	}
+	const kit = module + "/internal/testkit"
+	for _, p := range pkgs {
+		r, ok := rel(p.ImportPath)
+		if !ok || r == "internal/testkit" || strings.HasPrefix(r, "internal/testkit/") {
+			continue
+		}
+		for _, d := range p.Deps {
+			if d == kit || strings.HasPrefix(d, kit+"/") {
+				t.Errorf("%s depends on the test kit package %s: product code may not import internal/testkit", r, d)
+			}
 		}
 	}
 }

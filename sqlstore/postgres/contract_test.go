@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/leasestore/leasestore/contract"
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 

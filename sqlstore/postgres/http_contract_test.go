@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/leasestore/leasestore/contract"
-	"github.com/leasestore/leasestore/internal/httpcontract"
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
-	"github.com/leasestore/leasestore/internal/scalebench"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/scalebench"
 	"github.com/leasestore/leasestore/protocol"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/httpcontract"
-	"github.com/leasestore/leasestore/internal/pgtest"
-	"github.com/leasestore/leasestore/internal/wakebench"
+	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/leasestore/leasestore/contract"
-	"github.com/leasestore/leasestore/internal/httpcontract"
+	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 

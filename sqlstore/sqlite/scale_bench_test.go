@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/scalebench"
+	"github.com/leasestore/leasestore/internal/testkit/scalebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/httpcontract"
-	"github.com/leasestore/leasestore/internal/wakebench"
+	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
+	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/syncbuf"
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 )
 
 // audit --follow without --since or --cursor prints what happens from now

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // gc removes the rows of ended leases past the grace, keeps live ones and

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // exportLines decodes the JSON lines of audit export.

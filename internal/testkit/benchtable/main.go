@@ -10,7 +10,7 @@
 // failed) makes it exit 1 after printing, so that a pipeline from go test
 // still fails.
 //
-//	go test -run '^$' -bench . -benchmem ./... | go run ./internal/benchtable
+//	go test -run '^$' -bench . -benchmem ./... | go run ./internal/testkit/benchtable
 //
 // It imports nothing but the standard library (make bench runs it).
 package main

@@ -29,7 +29,11 @@ import (
 //
 // A batch runs in a goroutine of the coalescer's, under a deadline of its
 // own: the latest of its operations' deadlines, so that no caller's
-// deadline or cancellation fails the others. A caller whose context ends
+// deadline or cancellation fails the others. It never waits for a key: an
+// operation whose key another transaction holds (a writer, a sweeper, any
+// session's row lock) runs again alone, in its caller's goroutine and under
+// its caller's deadline, so a stuck key delays no operation on another key
+// (TestStuckKeyDelaysNoOtherKey). A caller whose context ends
 // while it waits gets timeout (its operation may or may not have been
 // applied: retry with the same request id to learn it).
 
@@ -212,8 +216,8 @@ func queryBatch(ctx context.Context, conn *pgxpool.Conn, batch []*pendingOp, bou
 		r := &results[i]
 		if r.pe != nil {
 			err := interpretError(p.op, r.pe)
-			if errors.Is(err, errAuditWentBack) {
-				err = errRunAlone // alone, it starts a new era
+			if errors.Is(err, errAuditWentBack) || errors.Is(err, errKeyBusy) {
+				err = errRunAlone // alone, it starts a new era or waits for the key under its own deadline
 			}
 			p.err = err
 			continue

@@ -38,6 +38,11 @@ var errSerialization = errors.New("postgres: serialization failure or deadlock")
 // and runs the statement again.
 var errAuditWentBack = errors.New("postgres: audit ids went back: the database moved to another cluster")
 
+// errKeyBusy reports SQLSTATE LS002: a batch found its operation's key
+// locked by another transaction and did not run it (see changeBatchFnSQL);
+// the operation runs alone. It never leaves the package.
+var errKeyBusy = errors.New("postgres: the key is locked by another transaction")
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //
@@ -47,6 +52,7 @@ var errAuditWentBack = errors.New("postgres: audit ids went back: the database m
 //     which the caller runs again;
 //   - LS001 (audit ids went back): errAuditWentBack, which the caller
 //     repairs;
+//   - LS002 (a batch's key busy): errKeyBusy, which the caller runs alone;
 //   - a passed deadline or a cancelled context, and the server's
 //     query_canceled (the cancel request sent when the context ended, or a
 //     statement_timeout) or lock_not_available (lock_timeout): timeout;
@@ -71,6 +77,8 @@ func interpretError(op protocol.Op, err error) error {
 			return fmt.Errorf("%w: %w", errSerialization, err)
 		case code == "LS001":
 			return fmt.Errorf("%w: %w", errAuditWentBack, err)
+		case code == "LS002":
+			return errKeyBusy
 		case code == "57014" || code == "55P03":
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):

@@ -482,8 +482,12 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // Coalescing (see coalesce.go). changeBatchFnSQL creates, in the
 // connection's temporary schema (so no migration, and every release keeps
 // its own), the function that applies a batch of operations in one
-// statement, one commit: every key's advisory lock first, in one order (so
-// batches never wait on each other in a cycle), then each operation in
+// statement, one commit. It never waits for a lock: it tries every key's
+// advisory lock and locks the key's row, if any, skipping rows another
+// transaction holds; an operation whose key it could not take (another
+// writer's, a sweeper's or any session's lock) comes back busy (SQLSTATE
+// LS002) and runs alone, under its caller's deadline, so a stuck key holds
+// up no other key's operation. Then it runs each operation in
 // turn, in the order given, each in a subtransaction of its own (a plpgsql
 // block with an exception handler): an error rolls back that operation
 // alone and comes back in its row (err_state, err_message,
@@ -533,10 +537,21 @@ DECLARE
     v_ttl   interval;
     v_rid   text;
     v_at    timestamptz;
+    v_busy  bigint[];
 BEGIN
-    PERFORM pg_advisory_xact_lock(1818583411, k.h)
-    FROM (SELECT DISTINCT hashtext(u.ns || '/' || u.name) AS h
-          FROM unnest(p_ns, p_name) AS u(ns, name) ORDER BY 1) AS k;
+    SELECT coalesce(array_agg(u.i), '{}') INTO v_busy
+    FROM unnest(p_ns, p_name) WITH ORDINALITY AS u(ns, name, i)
+    WHERE NOT pg_try_advisory_xact_lock(1818583411, hashtext(u.ns || '/' || u.name));
+    WITH k AS (
+        SELECT u.ns, u.name, u.i FROM unnest(p_ns, p_name) WITH ORDINALITY AS u(ns, name, i)
+        WHERE u.i <> ALL (v_busy)
+    ), got AS MATERIALIZED (
+        SELECT l.namespace, l.name FROM leasestore_leases l JOIN k ON l.namespace = k.ns AND l.name = k.name
+        FOR NO KEY UPDATE OF l SKIP LOCKED
+    )
+    SELECT v_busy || coalesce(array_agg(k.i), '{}') INTO v_busy
+    FROM k JOIN leasestore_leases l ON l.namespace = k.ns AND l.name = k.name
+    WHERE NOT EXISTS (SELECT FROM got WHERE got.namespace = k.ns AND got.name = k.name);
     LOCK TABLE leasestore_audit IN ROW EXCLUSIVE MODE;
     SELECT e.id_offset, e.tableoid || '/' || e.id_offset INTO v_off, v_mark FROM leasestore_audit_era e;
     v_check := current_setting('leasestore.audit_ids_checked', true) IS DISTINCT FROM v_mark;
@@ -553,6 +568,11 @@ BEGIN
         o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
         o_expires_at := NULL; o_version := NULL; o_fresh := NULL; o_outcome := NULL;
         o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL;
+        IF i = ANY (v_busy) THEN
+            o_err_state := 'LS002'; o_err_message := 'the key is locked by another transaction';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
         BEGIN
             IF v_op = 'acquire' THEN
                 WITH prev AS (

@@ -16,8 +16,10 @@ import (
 // to maxWriteBatch, in arrival order) runs in one transaction: one commit,
 // one fsync (synchronous=FULL). Each write runs in a savepoint of its own,
 // sees the writes before it, and is rolled back alone when it fails or
-// changes nothing; its result or error is its own. If the commit fails,
-// every write of the batch that changed something fails with it.
+// changes nothing; its result or error is its own once the batch commits.
+// If the commit fails, every write of the batch fails with it, also those
+// that changed nothing: their answers (a conflict, a replay, a refusal)
+// were judged against the batch's earlier writes, which did not happen.
 //
 // Queued writes wait on a channel rather than sleeping and polling in
 // SQLite's busy handler (1, 2, 5, 10, ... 100 ms steps), where a writer
@@ -96,33 +98,32 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 		return
 	}
 	b.writer.batches.Add(1)
-	fail := func(ps []*pendingWrite, err error) {
-		for _, p := range ps {
+	fail := func(err error) { // every write: none of the batch happened
+		for _, p := range batch {
 			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
 		}
 	}
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
-		fail(batch, err)
+		fail(err)
 		return
 	}
 	defer func() { _ = tx.Rollback() }()
 	now := b.clock()
-	var changed []*pendingWrite
 	for _, p := range batch {
 		if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
-			fail(batch, err)
+			fail(err)
 			return
 		}
 		res, commit, err := p.fn(ctx, tx, now)
 		if err != nil || !commit {
 			if _, rerr := tx.ExecContext(ctx, qRollbackSavepoint); rerr != nil {
-				fail(batch, rerr)
+				fail(rerr)
 				return
 			}
 		}
 		if _, err := tx.ExecContext(ctx, qReleaseSavepoint); err != nil {
-			fail(batch, err)
+			fail(err)
 			return
 		}
 		if err != nil {
@@ -130,12 +131,9 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 			continue
 		}
 		p.res = res
-		if commit {
-			changed = append(changed, p)
-		}
 	}
 	if err := tx.Commit(); err != nil {
-		fail(changed, err)
+		fail(err)
 	}
 }
 

@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 		if worker == lincheckWorkerMode {
 			os.Exit(runLincheckWorker())
 		}
+		if worker == fullDiskWorkerMode {
+			os.Exit(runFullDiskWorker())
+		}
 		if worker == releaseWorkerMode {
 			os.Exit(runReleaseWorker())
 		}

@@ -63,6 +63,10 @@ bench: ## Run the benchmarks (backends beside their raw-statement baselines), th
 	LEASESTORE_TEST_POSTGRES_DSN=$${LEASESTORE_TEST_POSTGRES_DSN:-$(PG_DSN)} $(GO) test $(BENCH_FLAGS) -bench '$(BENCH)' ./... 2>&1 \
 	  | $(GO) run ./internal/testkit/benchtable
 
+.PHONY: bench-peers
+bench-peers: ## leasestore beside the raw pgx pair and cirello.io/pglock (module bench/peers), interleaved rounds; PEERS_FLAGS adds flags.
+	cd bench/peers && $(GO) run . -dsn "$${LEASESTORE_TEST_POSTGRES_DSN:-$(PG_DSN)}" -sqlite $(PEERS_FLAGS)
+
 .PHONY: fuzz
 fuzz: ## Fuzz the key encoding for 30s.
 	$(GO) test -run '^$$' -fuzz FuzzKeyEncoding -fuzztime 30s ./protocol

@@ -61,6 +61,7 @@ type Postgres struct {
 	pool   *pgxpool.Pool
 	schema string
 	app    string
+	owned  bool // Close drops the schema
 }
 
 var _ Baseline = (*Postgres)(nil)
@@ -123,7 +124,7 @@ SELECT token FROM del`
 // settings postgres.Open pins (read committed, jit off).
 func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, error) {
 	sfx := suffix()
-	schema, app := "leasestore_raw_"+sfx, "leasectl-raw-"+sfx
+	schema := "leasestore_raw_" + sfx
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("raw baseline: connect: %w", err)
@@ -132,28 +133,48 @@ func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, e
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		return nil, fmt.Errorf("raw baseline: create schema %s: %w", schema, err)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	p, err := attach(ctx, dsn, schema, maxConns)
+	if err == nil {
+		p.owned = true
+		if _, err = p.pool.Exec(ctx, pgSchemaSQL); err != nil {
+			p.pool.Close()
+		}
+	}
+	if err != nil {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		return nil, fmt.Errorf("raw baseline: create tables: %w", err)
+	}
+	return p, nil
+}
+
+// AttachPostgres opens a pool of maxConns connections on the baseline
+// schema that an earlier [OpenPostgres] made (its [Postgres.Schema]), for
+// benchmarks that keep the tables across pools. Its Close closes the pool
+// and leaves the schema to the Postgres that made it.
+func AttachPostgres(ctx context.Context, dsn, schema string, maxConns int32) (*Postgres, error) {
+	p, err := attach(ctx, dsn, schema, maxConns)
 	if err != nil {
 		return nil, fmt.Errorf("raw baseline: %w", err)
 	}
+	return p, nil
+}
+
+func attach(ctx context.Context, dsn, schema string, maxConns int32) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	app := "leasectl-raw-" + suffix()
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	p := &Postgres{pool: pool, schema: schema, app: app}
-	if err == nil {
-		_, err = pool.Exec(ctx, pgSchemaSQL)
-	}
 	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		return nil, fmt.Errorf("raw baseline: create tables: %w", err)
+		return nil, err
 	}
-	return p, nil
+	return &Postgres{pool: pool, schema: schema, app: app}, nil
 }
 
 // AppName is the application_name of the baseline's connections.
@@ -185,9 +206,13 @@ func (p *Postgres) Release(ctx context.Context, name, owner string, token int64)
 	return err == nil, err
 }
 
-// Close drops the scratch schema and closes the pool.
+// Close drops the scratch schema (unless the Postgres came from
+// [AttachPostgres]) and closes the pool.
 func (p *Postgres) Close(ctx context.Context) error {
-	_, err := p.pool.Exec(ctx, "DROP SCHEMA "+p.schema+" CASCADE")
+	var err error
+	if p.owned {
+		_, err = p.pool.Exec(ctx, "DROP SCHEMA "+p.schema+" CASCADE")
+	}
 	p.pool.Close()
 	return err
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -32,7 +32,7 @@ type (
 		Key       string `json:"key"`
 		Owner     string `json:"owner"`
 		Token     int64  `json:"token"`
-		TTL       string `json:"ttl"`
+		TTL       string `json:"ttl,omitempty"`
 		RequestID string `json:"request_id,omitempty"`
 	}
 	releaseBody struct {
@@ -89,14 +89,17 @@ func requestID(body, header string) (string, error) {
 	return "", errors.New("request id: the Idempotency-Key header and the body's request_id differ")
 }
 
-// parseTTL reads a ttl field: a Go duration ("30s", "1m30s", "250ms").
+// parseTTL reads a ttl field in the duration grammar of the CLI (package
+// durations: "30s", "1h30m", "2d"). An empty one is 0: required by
+// acquire (protocol's validation says so), "keep the lease's TTL" for
+// renew.
 func parseTTL(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, errors.New("ttl: required, as a duration such as \"30s\"")
+		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := durations.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("ttl: %q is not a duration such as \"30s\" or \"1m30s\"", s)
+		return 0, fmt.Errorf("ttl: %w", err)
 	}
 	return d, nil
 }
@@ -109,6 +112,9 @@ func decodeAcquire(body []byte, idem string) (protocol.AcquireRequest, error) {
 	id, err := requestID(b.RequestID, idem)
 	if err != nil {
 		return protocol.AcquireRequest{}, err
+	}
+	if b.TTL == "" {
+		return protocol.AcquireRequest{}, errors.New("ttl: required, as a duration such as \"30s\", \"15m\" or \"2d\"")
 	}
 	ttl, err := parseTTL(b.TTL)
 	if err != nil {
@@ -223,8 +229,8 @@ func decodeAudit(q url.Values) (audit.Query, error) {
 	out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor")}
 	var err error
 	if s := q.Get("since"); s != "" {
-		if out.Since, err = wire.ParseTime("since", s); err != nil {
-			return audit.Query{}, err
+		if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {
+			return audit.Query{}, fmt.Errorf("since: %w", err)
 		}
 	}
 	if out.Limit, err = parseLimit(q.Get("limit")); err != nil {

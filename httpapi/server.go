@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -329,9 +330,9 @@ func (h *Handler) readBody(x *exchange) ([]byte, bool) {
 func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, error) {
 	d := h.defaultTimeout
 	if v := x.r.Header.Get(HeaderTimeout); v != "" {
-		t, err := time.ParseDuration(v)
+		t, err := durations.Parse(v)
 		if err != nil || t <= 0 {
-			return nil, nil, fmt.Errorf("%s: %q is not a positive duration such as \"5s\"", HeaderTimeout, v)
+			return nil, nil, fmt.Errorf("%s: %q is not a positive duration such as \"5s\" or \"800ms\"", HeaderTimeout, v)
 		}
 		d = min(t, h.maxTimeout)
 	}

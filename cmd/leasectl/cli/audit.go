@@ -7,31 +7,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// parseSince reads --since: a duration back from now by this machine's
-// clock (15m, 36h, 2d; 0s is now), an RFC 3339 time, or a date (midnight
-// UTC).
+// parseSince reads --since (or --before): the time grammar the CLI and
+// the HTTP API share (package durations): a duration back from now by this
+// machine's clock (15m, 36h, 2d; 0s is now), an RFC 3339 time, or a date
+// (midnight UTC).
 func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
+	t, err := durations.ParseTime(s, now)
+	if err != nil {
+		return time.Time{}, usageError("--since: %v", err)
 	}
-	if d, err := parseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, usageError("--since: duration %v must not be negative", d)
-		}
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, usageError("--since: %q is not a duration back from now (15m, 36h, 2d), "+
-		"an RFC 3339 time (2026-01-02T15:04:05Z) nor a date (2026-01-02)", s)
+	return t, nil
 }
 
 func (a *app) auditCommand() *cobra.Command {

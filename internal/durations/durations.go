@@ -1,0 +1,85 @@
+// Package durations reads the one duration grammar and the one time
+// grammar that leasectl's flags and the HTTP API share (DESIGN.md,
+// contract v3), so that what a user types on the command line is what a
+// request body or query may say:
+//
+//   - a duration is Go's (90s, 15m, 1h30m, 250ms) with an optional leading
+//     count of days (2d, 1d12h); a number without a unit is refused with
+//     the form that would work;
+//   - a time is RFC 3339 (2026-01-02T15:04:05Z), a UTC date (2026-01-02),
+//     or a duration back from now (1h, 2d; 0s is now).
+//
+// It imports nothing of the project and is safe for concurrent use.
+package durations
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Parse reads a duration as Go writes one (90s, 1h30m, 250ms) or with a
+// leading count of days (2d, 1d12h). A leading minus sign makes it
+// negative; callers refuse what they cannot use. A number without a unit,
+// or a unit Go does not know, is refused with the forms that would work.
+func Parse(s string) (time.Duration, error) {
+	in := strings.TrimSpace(s)
+	neg := strings.HasPrefix(in, "-")
+	rest := strings.TrimPrefix(in, "-")
+	var days time.Duration
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		n, err := strconv.ParseUint(rest[:i], 10, 32)
+		if err != nil {
+			return 0, hint(s)
+		}
+		days, rest = time.Duration(n)*24*time.Hour, rest[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, hint(s)
+		}
+	}
+	if days == 0 && rest == "" {
+		return 0, hint(s)
+	}
+	d += days
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// hint is the error for a duration that does not parse.
+func hint(s string) error {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		return fmt.Errorf("%q has no unit: write %ss for seconds (or ms, m, h, d)", s, strconv.FormatFloat(n, 'f', -1, 64))
+	}
+	return fmt.Errorf("%q is not a duration: write a number and a unit, as in 30s, 15m, 36h, 2d or 1h30m", s)
+}
+
+// ParseTime reads a point in time: a duration back from now (15m, 36h,
+// 2d; 0s is now; never negative), an RFC 3339 time with any number of
+// fraction digits, or a date (midnight UTC). The empty string is the zero
+// time. Times are returned in UTC.
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := Parse(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("duration %v back from now must not be negative", d)
+		}
+		return now.Add(-d).UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a duration back from now (15m, 36h, 2d), "+
+		"an RFC 3339 time (2026-01-02T15:04:05Z) nor a date (2026-01-02)", s)
+}

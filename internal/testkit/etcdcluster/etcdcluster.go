@@ -1,0 +1,362 @@
+// Package etcdcluster starts a real etcd cluster of separate member
+// processes on loopback for tests: each member is the program in ./member
+// (go.etcd.io/etcd/server/v3/embed, the version of the client that
+// kvstore/etcd uses), built once per test binary with go build, so tests
+// can SIGKILL, restart and stop members as the faults they inject.
+//
+// A test binary starts one cluster in TestMain ([Main]) and gives each
+// test its own key prefix ([Cluster.Prefix]). Test scaffolding only: no
+// product package may import it (internal/boundary checks).
+package etcdcluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+)
+
+// EnvMember names a prebuilt member program to use instead of building ./member.
+const EnvMember = "LEASESTORE_ETCD_MEMBER"
+
+// Member is one member process.
+type Member struct {
+	Name      string
+	ClientURL string
+	PeerURL   string
+	dir       string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd exited
+}
+
+// Cluster is a running cluster. Its methods are safe for concurrent use.
+type Cluster struct {
+	Members []*Member
+	bin     string
+	root    string
+	initial string // name=peer,... for every member
+	seq     atomic.Int64
+}
+
+// Options tunes [Start]. A nil *Options means 3 members.
+type Options struct {
+	Members int // default 3
+}
+
+// Start builds the member program (unless [EnvMember] names one) and
+// starts a cluster of fresh members in a temporary directory, returning
+// once it serves a linearizable read.
+func Start(ctx context.Context, opts *Options) (*Cluster, error) {
+	n := 3
+	if opts != nil && opts.Members > 0 {
+		n = opts.Members
+	}
+	root, err := os.MkdirTemp("", "leasestore-etcd-")
+	if err != nil {
+		return nil, err
+	}
+	bin := os.Getenv(EnvMember)
+	if bin == "" {
+		if bin, err = build(ctx, root); err != nil {
+			_ = os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	c := &Cluster{bin: bin, root: root}
+	var peers []string
+	for i := range n {
+		cp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cp),
+			PeerURL: fmt.Sprintf("http://127.0.0.1:%d", pp), dir: filepath.Join(root, fmt.Sprintf("m%d", i))}
+		c.Members = append(c.Members, m)
+		peers = append(peers, m.Name+"="+m.PeerURL)
+	}
+	c.initial = strings.Join(peers, ",")
+	for _, m := range c.Members {
+		if err := c.start(m, "new"); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// build compiles ./member into dir and returns the program's path.
+func build(ctx context.Context, dir string) (string, error) {
+	src, err := memberSource()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "etcd-member")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOFLAGS=-trimpath", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("etcdcluster: build the member program in %s: %v\n%s", src, err, out)
+	}
+	return bin, nil
+}
+
+// memberSource finds ./member from the test's working directory (a package
+// directory of the leasestore module): the directory of the module's go.mod,
+// then internal/testkit/etcdcluster/member.
+func memberSource() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("etcdcluster: go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("etcdcluster: not inside the leasestore module")
+	}
+	return filepath.Join(filepath.Dir(mod), "internal", "testkit", "etcdcluster", "member"), nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs m's process with the given initial cluster state.
+func (c *Cluster) start(m *Member, state string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cmd := exec.Command(c.bin, "-name", m.Name, "-dir", m.dir, "-client", m.ClientURL, "-peer", m.PeerURL,
+		"-cluster", c.initial, "-state", state)
+	cmd.Stdout = nil
+	logf, err := os.OpenFile(filepath.Join(c.root, m.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("etcdcluster: start %s: %w", m.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		// Drain stdout ("ready") so the member never blocks on it.
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+		}
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	m.cmd, m.done = cmd, done
+	return nil
+}
+
+// Endpoints returns every member's client URL.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, m := range c.Members {
+		out = append(out, m.ClientURL)
+	}
+	return out
+}
+
+// Client returns a new client of every member; the caller closes it.
+func (c *Cluster) Client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// WaitHealthy waits until the cluster answers a linearizable read.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	cli, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Get(rctx, "health")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("etcdcluster: the cluster did not become healthy (logs in %s): %w", c.root, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill sends SIGKILL to member i and waits until it exited.
+func (c *Cluster) Kill(i int) {
+	m := c.Members[i]
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts member i again on its data directory (after Kill).
+func (c *Cluster) Restart(i int) error {
+	m := c.Members[i]
+	select {
+	case <-m.done:
+	default:
+		return fmt.Errorf("etcdcluster: %s is still running", m.Name)
+	}
+	return c.start(m, "existing")
+}
+
+// Running reports whether member i's process runs.
+func (c *Cluster) Running(i int) bool {
+	m := c.Members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Leader returns the index of the member that is leader now, asking each
+// running member; -1 when none answers as leader.
+func (c *Cluster) Leader(ctx context.Context) int {
+	cli, err := c.Client()
+	if err != nil {
+		return -1
+	}
+	defer cli.Close()
+	for i, m := range c.Members {
+		if !c.Running(i) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := cli.Status(sctx, m.ClientURL)
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stop ends every member (SIGTERM, then SIGKILL after 5s) and removes the
+// data directories.
+func (c *Cluster) Stop() {
+	for _, m := range c.Members {
+		m.mu.Lock()
+		cmd, done := m.cmd, m.done
+		m.mu.Unlock()
+		if cmd == nil {
+			continue
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+	_ = os.RemoveAll(c.root)
+}
+
+// Prefix returns a key prefix of the cluster that no other call returns,
+// named after t, and deletes the keys under it when t ends.
+func (c *Cluster) Prefix(t testing.TB) string {
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	p := fmt.Sprintf("/test/%s-%d/", name, c.seq.Add(1))
+	t.Cleanup(func() {
+		cli, err := c.Client()
+		if err != nil {
+			return
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = cli.Delete(ctx, p, clientv3.WithPrefix())
+	})
+	return p
+}
+
+// DSN returns the leasectl DSN of the store under prefix.
+func (c *Cluster) DSN(prefix string) string {
+	var hosts []string
+	for _, m := range c.Members {
+		hosts = append(hosts, strings.TrimPrefix(m.ClientURL, "http://"))
+	}
+	return "etcd://" + strings.Join(hosts, ",") + "/" + strings.Trim(prefix, "/")
+}
+
+// shared is the cluster of [Main].
+var shared *Cluster
+
+// Main starts one cluster for the test binary, runs the tests, stops the
+// cluster, checks that no goroutine was left behind (goleak) and exits. Tests reach it with [Shared].
+func Main(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	c, err := Start(ctx, nil)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared = c
+	code := m.Run()
+	c.Stop()
+	if code == 0 {
+		// Every Backend, client and watch of the tests is closed by now.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Shared returns the cluster of [Main].
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	if shared == nil {
+		t.Fatal("etcdcluster: call etcdcluster.Main from TestMain")
+	}
+	return shared
+}

@@ -1,0 +1,84 @@
+// Command member runs one member of a test etcd cluster on
+// go.etcd.io/etcd/server/v3/embed, the server of the same version as the
+// client that kvstore/etcd uses. It is a separate module so that the
+// library's go.mod never requires the etcd server; the test harness
+// (package etcdcluster) builds it with go build and runs each member as a
+// process of its own, so that tests can SIGKILL and restart members.
+//
+// Usage:
+//
+//	member -name m0 -dir DIR -client http://127.0.0.1:P -peer http://127.0.0.1:Q \
+//	       -cluster m0=http://127.0.0.1:Q,m1=... [-state new|existing]
+//
+// It prints "ready" on stdout once the member serves clients and runs until
+// SIGTERM or SIGINT (a clean stop) or SIGKILL.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+func main() {
+	name := flag.String("name", "m0", "member name")
+	dir := flag.String("dir", "", "data directory")
+	client := flag.String("client", "", "client URL (http://127.0.0.1:PORT)")
+	peer := flag.String("peer", "", "peer URL (http://127.0.0.1:PORT)")
+	cluster := flag.String("cluster", "", "initial cluster: name=peerURL,...")
+	state := flag.String("state", "new", "initial cluster state: new or existing")
+	heartbeat := flag.Duration("heartbeat", 50*time.Millisecond, "raft heartbeat interval")
+	election := flag.Duration("election", 500*time.Millisecond, "raft election timeout")
+	flag.Parse()
+
+	cfg := embed.NewConfig()
+	cfg.Name = *name
+	cfg.Dir = *dir
+	cfg.LogLevel = "error"
+	cfg.TickMs = uint(heartbeat.Milliseconds())
+	cfg.ElectionMs = uint(election.Milliseconds())
+	cu, err := url.Parse(*client)
+	if err != nil {
+		log.Fatalf("member: -client: %v", err)
+	}
+	pu, err := url.Parse(*peer)
+	if err != nil {
+		log.Fatalf("member: -peer: %v", err)
+	}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.InitialCluster = *cluster
+	cfg.ClusterState = *state
+	cfg.InitialClusterToken = "leasestore-test"
+	// Tests write little; keep the files small and the snapshots frequent
+	// enough that a restarted member catches up from the log.
+	cfg.QuotaBackendBytes = 512 << 20
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		log.Fatalf("member: start: %v", err)
+	}
+	defer e.Close()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-e.Server.ReadyNotify():
+		fmt.Println("ready")
+	case err := <-e.Err():
+		log.Fatalf("member: %v", err)
+	case <-sig:
+		return
+	}
+	select {
+	case err := <-e.Err():
+		log.Fatalf("member: %v", err)
+	case <-sig:
+	}
+}

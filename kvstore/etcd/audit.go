@@ -1,0 +1,289 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// auditPage is how many records one range of an audit read asks for.
+const auditPage = 500
+
+// ReadAudit returns one page of the audit trail, oldest first (by record
+// id, the record's create revision: commit order), filtered by q's
+// namespace, key and since, read at one revision. A read sees every record
+// committed before it, so a follower paging by cursor never skips one;
+// q.Follow changes nothing here. A record that fails its checksum is an
+// error (status unavailable) naming it. An invalid q is invalid.
+//
+// etcd sorts a range by revision on the server over the whole range, so a
+// page costs the server a pass over the namespace's trail (the whole trail
+// without a namespace): keep the trail bounded with audit prune.
+func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	page, _, err := b.readAudit(ctx, q)
+	return page, err
+}
+
+// readAudit is ReadAudit that also returns the revision it read at.
+func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int64, error) {
+	if err := q.Validate(); err != nil {
+		return audit.Page{}, 0, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "etcd: bad audit query")
+	}
+	if err := b.open(protocol.OpAudit); err != nil {
+		return audit.Page{}, 0, err
+	}
+	var after int64
+	if q.Cursor != "" {
+		after, _ = audit.DecodeCursor(q.Cursor) // checked by Validate
+	}
+	prefix := b.keys.audits()
+	if q.Namespace != "" {
+		prefix = b.keys.auditsOf(q.Namespace)
+	}
+	limit := q.EffectiveLimit()
+	var (
+		rows []audit.Record
+		rev  int64
+	)
+	for len(rows) <= limit {
+		opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after + 1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(auditPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := b.cli.Get(ctx, prefix, opts...)
+		if err != nil {
+			return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
+		}
+		rev = resp.Header.Revision
+		for _, kv := range resp.Kvs {
+			after = kv.CreateRevision
+			rec, ok, err := b.auditOf(kv)
+			if err != nil {
+				return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
+			}
+			if !ok || (q.Key != "" && rec.Key != q.Key) || (!q.Since.IsZero() && rec.At.Before(q.Since)) {
+				continue
+			}
+			rows = append(rows, rec)
+			if len(rows) > limit {
+				break
+			}
+		}
+		if !resp.More {
+			break
+		}
+	}
+	return backendkit.AuditPage(rows, limit), rev, nil
+}
+
+// auditOf decodes the audit entry kv; ok is false for an entry that is no
+// record (the prune mark).
+func (b *Backend) auditOf(kv *mvccpb.KeyValue) (audit.Record, bool, error) {
+	if _, _, ok := b.keys.parseAuditKey(string(kv.Key)); !ok {
+		return audit.Record{}, false, nil
+	}
+	rec, err := decodeAudit(string(kv.Key), kv.Value, kv.CreateRevision)
+	return rec.Record, err == nil, err
+}
+
+// pruneBatch is how many records one prune transaction deletes (etcd
+// allows 128 operations in a transaction by default).
+const pruneBatch = 100
+
+// PruneAudit removes every record older than r.Before, oldest first, in
+// transactions of up to 100 deletions; each also puts the prune mark
+// (P/a/\x01prune), so that a follower tells these deletions from
+// tampering, and the last also writes the prune's own record.
+func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
+	if err := backendkit.CheckPrune(r); err != nil {
+		return audit.PruneResult{}, err
+	}
+	if err := b.open(audit.OpPrune); err != nil {
+		return audit.PruneResult{}, err
+	}
+	own := b.keys.audit("", r.RequestID)
+	if g, err := b.cli.Get(ctx, own, clientv3.WithCountOnly()); err != nil {
+		return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
+	} else if g.Count > 0 {
+		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
+	}
+	var victims []string
+	var after int64
+	prefix := b.keys.audits()
+	for {
+		resp, err := b.cli.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after+1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(auditPage))
+		if err != nil {
+			return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
+		}
+		for _, kv := range resp.Kvs {
+			after = kv.CreateRevision
+			rec, ok, err := b.auditOf(kv)
+			if err != nil {
+				return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
+			}
+			if ok && rec.At.Before(r.Before) {
+				victims = append(victims, string(kv.Key))
+			}
+		}
+		if !resp.More {
+			break
+		}
+	}
+	var res audit.PruneResult
+	mark := clientv3.OpPut(b.keys.pruneMark(), r.RequestID)
+	for {
+		n := min(len(victims), pruneBatch)
+		ops := []clientv3.Op{mark}
+		for _, k := range victims[:n] {
+			ops = append(ops, clientv3.OpDelete(k))
+		}
+		victims = victims[n:]
+		last := len(victims) == 0
+		var rec backendkit.Recorded
+		if last {
+			now := b.instant().now
+			reason := fmt.Sprintf("removed %d records before %s", res.Removed+int64(n), r.Before.UTC().Format(time.RFC3339Nano))
+			rec = backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
+				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
+			ops = append(ops, clientv3.OpPut(own, encodeAudit(own, rec)))
+		}
+		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(own), "=", 0)).Then(ops...).Commit()
+		if err != nil {
+			return res, b.interpret(ctx, audit.OpPrune, err)
+		}
+		if !resp.Succeeded {
+			return res, backendkit.PruneIDUsed(r.RequestID)
+		}
+		for _, op := range resp.Responses {
+			if d := op.GetResponseDeleteRange(); d != nil {
+				res.Removed += d.Deleted
+			}
+		}
+		if last {
+			rec.ID = resp.Header.Revision
+			res.Record = rec.Record
+			return res, nil
+		}
+	}
+}
+
+// ErrCompacted is matched (errors.Is) by the error a [Backend.Follow]
+// yields when the revision it must resume from was compacted: the
+// deletions made meanwhile can no longer be checked, so the follower stops
+// rather than go on past a gap it cannot see. Resume with ReadAudit (or
+// audit.Watch) from the last cursor: every record still in the trail is
+// there.
+var ErrCompacted = errors.New("etcd: the follower's revision was compacted")
+
+// ErrTampered is matched by the error a [Backend.Follow] yields when a
+// record of the trail was deleted other than by a prune, and by reads of a
+// record that fails its checksum.
+var ErrTampered = errors.New("etcd: the audit trail was altered outside leasestore")
+
+// Follow streams the records that q selects (its namespace and key; Since
+// is ignored), oldest first, from q.Cursor on, until ctx ends: it reads the
+// trail up to now, then watches it from the next revision with etcd's
+// Watch, so it sees every record once, in commit order, as it commits. It
+// also watches deletions: one made by no prune (no prune mark put in the
+// same revision) is yielded as an error matching [ErrTampered]. When the
+// revision to resume from was compacted it yields an error matching
+// [ErrCompacted] and ends; other failures are yielded and the stream
+// ends, since a watch cannot resume past what it did not see.
+func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	q.Since = time.Time{}
+	return func(yield func(audit.Record, error) bool) {
+		var rev int64
+		for {
+			page, r, err := b.readAudit(ctx, q)
+			if err != nil {
+				yield(audit.Record{}, err)
+				return
+			}
+			for _, rec := range page.Records {
+				if !yield(rec, nil) {
+					return
+				}
+				q.Cursor = audit.EncodeCursor(rec.ID)
+			}
+			if rev == 0 || page.NextCursor == "" {
+				rev = r
+			}
+			if page.NextCursor == "" {
+				break
+			}
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		defer cancel()
+		// The mark lives outside a namespace's prefix: watch the whole
+		// trail and filter, so that a prune's deletions are told apart.
+		for wresp := range b.cli.Watch(wctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+			if wresp.CompactRevision != 0 {
+				yield(audit.Record{}, fmt.Errorf("%w: resuming at revision %d, compacted up to %d (%s)", ErrCompacted, rev+1, wresp.CompactRevision, b.shown))
+				return
+			}
+			if err := wresp.Err(); err != nil {
+				yield(audit.Record{}, b.interpret(ctx, protocol.OpAudit, err))
+				return
+			}
+			pruned := map[int64]bool{}
+			for _, ev := range wresp.Events {
+				if ev.Type == clientv3.EventTypePut && string(ev.Kv.Key) == b.keys.pruneMark() {
+					pruned[ev.Kv.ModRevision] = true
+				}
+			}
+			for _, ev := range wresp.Events {
+				kv := ev.Kv
+				ns, _, isRecord := b.keys.parseAuditKey(string(kv.Key))
+				if !isRecord {
+					continue
+				}
+				if ev.Type == clientv3.EventTypeDelete {
+					if !pruned[kv.ModRevision] {
+						if !yield(audit.Record{}, fmt.Errorf("%w: record %q was deleted at revision %d by no prune (%s)",
+							ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
+							return
+						}
+					}
+					continue
+				}
+				if q.Namespace != "" && ns != q.Namespace {
+					continue
+				}
+				if kv.CreateRevision != kv.ModRevision {
+					if !yield(audit.Record{}, fmt.Errorf("%w: record %q was overwritten at revision %d (%s)",
+						ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
+						return
+					}
+					continue
+				}
+				rec, _, err := b.auditOf(kv)
+				if err != nil {
+					if !yield(audit.Record{}, fmt.Errorf("%w: %v", ErrTampered, err)) {
+						return
+					}
+					continue
+				}
+				if q.Key != "" && rec.Key != q.Key {
+					continue
+				}
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+		if ctx.Err() == nil {
+			yield(audit.Record{}, backendkit.NewError(protocol.OpAudit, protocol.StatusUnavailable, nil, "%s: the watch ended", b.shown))
+		}
+	}
+}

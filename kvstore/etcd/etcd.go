@@ -1,0 +1,308 @@
+// Package etcd is leasestore's backend on an etcd v3 cluster: a
+// [protocol.Backend] through the official client go.etcd.io/etcd/client/v3,
+// with every key of one store under one prefix, so that several stores
+// share a cluster.
+//
+// Each state change is one etcd transaction holding the check (compares),
+// the change, the audit record and the idempotency record (they are one
+// entry: the audit record is keyed by namespace and request id). The
+// fencing token is the revision of the transaction that acquired the lease
+// (etcd's revision is cluster-wide and strictly increasing, so a later
+// acquire always gets a greater token, across releases, sweeps and leader
+// changes). Expiry is judged by the cluster: the key's liveness entry is
+// attached to an etcd lease, kept by the leader, and a lease is live while
+// that entry exists. Audit record ids are their etcd create revisions, so
+// the trail is totally ordered in commit order. keys.go lists the layout;
+// DESIGN.md ("etcd backend") gives the reasons.
+//
+// Open a cluster with [Open] (the Backend owns its client) or hand [New] a
+// *clientv3.Client, which stays the caller's. This package must not import
+// any package under sqlstore/.
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/textfield"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// DefaultDialTimeout bounds [Open]'s first connection when the Config sets none.
+const DefaultDialTimeout = 5 * time.Second
+
+// Config says where the store lives and how to reach it. A nil *Config is
+// invalid for [Open] (it needs endpoints and a prefix); [New] reads only
+// Prefix from it.
+type Config struct {
+	// Endpoints are the cluster's client URLs or host:port pairs. Required by Open.
+	Endpoints []string
+	// Prefix is the key prefix of the store, e.g. "/leasestore/prod";
+	// every key of the store starts with it (a "/" is added at the end
+	// when missing). Required.
+	Prefix string
+	// Username and Password authenticate to a cluster with auth enabled.
+	// Default: none.
+	Username, Password string
+	// TLS, when set, is used for the client connections (https endpoints).
+	// Default: plain connections.
+	TLS *tls.Config
+	// DialTimeout bounds the first connection of Open. Default: [DefaultDialTimeout].
+	DialTimeout time.Duration
+
+	// testNow, set only by this package's tests (export_test.go), judges
+	// expiry by a manual clock instead of etcd leases.
+	testNow func() time.Time
+}
+
+// Backend is the etcd backend. It implements [protocol.Backend],
+// [protocol.BulkRenewer], [protocol.NamespaceLister], [protocol.Sweeper],
+// [protocol.Notifier], [audit.Reader] and [audit.Pruner], and is safe for
+// concurrent use. Create it with [Open] or [New]; most callers wrap it in
+// a [protocol.Runtime] with protocol.New.
+type Backend struct {
+	cli    *clientv3.Client
+	owned  bool // Close closes cli
+	keys   layout
+	shown  string // endpoints and prefix, for messages
+	now    func() time.Time
+	manual bool // expiry by the test clock (Config.testNow), not etcd leases
+
+	expiry leasePool // etcd leases by expiry second (leases.go)
+	cache  stateCache
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	watchers  sync.WaitGroup // notify and follow goroutines
+	stop      chan struct{}  // closed by Close
+}
+
+var (
+	_ protocol.Backend         = (*Backend)(nil)
+	_ protocol.BulkRenewer     = (*Backend)(nil)
+	_ protocol.NamespaceLister = (*Backend)(nil)
+	_ protocol.Sweeper         = (*Backend)(nil)
+	_ protocol.Notifier        = (*Backend)(nil)
+	_ audit.Reader             = (*Backend)(nil)
+	_ audit.Pruner             = (*Backend)(nil)
+)
+
+// Open connects to the cluster of cfg and opens the store under
+// cfg.Prefix, recording the store's format version on first use and
+// refusing a store of another version. The Backend owns the client and
+// closes it in Close.
+func Open(ctx context.Context, cfg *Config) (*Backend, error) {
+	if cfg == nil || len(cfg.Endpoints) == 0 {
+		return nil, errInvalid("etcd: no endpoints given")
+	}
+	if err := checkPrefix(cfg.Prefix); err != nil {
+		return nil, err
+	}
+	dial := cfg.DialTimeout
+	if dial <= 0 {
+		dial = DefaultDialTimeout
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: cfg.Endpoints, DialTimeout: dial, TLS: cfg.TLS,
+		Username: cfg.Username, Password: cfg.Password,
+		// The client's own log would print on leasectl's stderr; its
+		// errors reach callers through the operations' results.
+		Logger:               zap.NewNop(),
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return nil, interpretError(context.Background(), protocol.OpHealth, "etcd "+strings.Join(cfg.Endpoints, ","), err)
+	}
+	b, err := newBackend(ctx, cli, cfg, true)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// New opens the store under cfg.Prefix on cli, which stays the caller's:
+// Close leaves it open. It records or checks the format version as Open does.
+func New(ctx context.Context, cli *clientv3.Client, cfg *Config) (*Backend, error) {
+	if cfg == nil {
+		return nil, errInvalid("etcd: no prefix given")
+	}
+	if err := checkPrefix(cfg.Prefix); err != nil {
+		return nil, err
+	}
+	return newBackend(ctx, cli, cfg, false)
+}
+
+func checkPrefix(p string) error {
+	if strings.Trim(p, "/") == "" {
+		return errInvalid("etcd: a key prefix is required (e.g. /leasestore), so that stores can share a cluster")
+	}
+	return textfield.Validate("etcd prefix", p, 256)
+}
+
+func errInvalid(msg string) error {
+	return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusInvalid, Message: msg}
+}
+
+func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bool) (*Backend, error) {
+	b := &Backend{
+		cli: cli, owned: owned, keys: newLayout(cfg.Prefix), now: time.Now,
+		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), newLayout(cfg.Prefix).prefix),
+		stop:  make(chan struct{}),
+	}
+	if cfg.testNow != nil {
+		b.now, b.manual = cfg.testNow, true
+	}
+	b.expiry.cli = cli
+	b.cache.init()
+	if _, err := b.ensureFormat(ctx, true); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ensureFormat reads the store's meta entry and refuses another format
+// version; with create, it records FormatVersion when the entry is
+// missing (a new store). It reports whether it wrote the entry.
+func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, err error) {
+	meta := b.keys.meta()
+	if !create {
+		g, err := b.cli.Get(ctx, meta)
+		if err != nil {
+			return false, b.interpret(ctx, protocol.OpHealth, err)
+		}
+		if len(g.Kvs) == 0 {
+			return false, b.formatError(0)
+		}
+		return false, b.checkFormat(g.Kvs[0].Value)
+	}
+	val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
+		Then(clientv3.OpPut(meta, string(val))).Else(clientv3.OpGet(meta)).Commit()
+	if err != nil {
+		return false, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	if resp.Succeeded {
+		return true, nil
+	}
+	return false, b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+}
+
+func (b *Backend) checkFormat(v []byte) error {
+	var f formatRecord
+	if err := json.Unmarshal(v, &f); err != nil {
+		return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusUnavailable,
+			Message: fmt.Sprintf("%s: the meta entry %s is not leasestore's", b.shown, b.keys.meta()), Err: err}
+	}
+	if f.Format != FormatVersion {
+		return b.formatError(f.Format)
+	}
+	return nil
+}
+
+func (b *Backend) formatError(found int) error {
+	msg := fmt.Sprintf("%s: the store has format version %d; this release reads version %d", b.shown, found, FormatVersion)
+	if found == 0 {
+		msg = fmt.Sprintf("%s: no leasestore store under this prefix (its meta entry is missing); run 'leasectl migrate up'", b.shown)
+	} else if found > FormatVersion {
+		msg += ": upgrade leasestore"
+	}
+	return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusUnavailable, Message: msg}
+}
+
+// Name returns "etcd".
+func (b *Backend) Name() string { return "etcd" }
+
+// Prefix returns the store's key prefix (ending with "/").
+func (b *Backend) Prefix() string { return b.keys.prefix }
+
+// Client returns the etcd client the Backend uses (owned by the Backend
+// when it came from Open).
+func (b *Backend) Client() *clientv3.Client { return b.cli }
+
+// Health reads the store's meta entry with a linearizable read (so it
+// needs a leader and a quorum) and checks its format version.
+func (b *Backend) Health(ctx context.Context) error {
+	if b.closed.Load() {
+		return errClosed(protocol.OpHealth)
+	}
+	_, err := b.ensureFormat(ctx, false)
+	return err
+}
+
+// Close stops the Backend's watches and, when the Backend came from Open,
+// closes its client. It is idempotent.
+func (b *Backend) Close(context.Context) error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		close(b.stop)
+		b.watchers.Wait()
+		if b.owned {
+			err = b.cli.Close()
+		}
+	})
+	return err
+}
+
+func errClosed(op protocol.Op) error {
+	return &protocol.Error{Op: op, Status: protocol.StatusClosed, Message: "etcd: the backend was closed"}
+}
+
+// Migrate records the format version in a new store, or checks that of an
+// existing one: the etcd store has no schema, so there is nothing else to
+// migrate. It reports whether it recorded the version.
+func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
+	return b.ensureFormat(ctx, true)
+}
+
+// Destroy deletes every key of the store (its leases, its trail and its
+// format record). It is `leasectl migrate down --destroy-data` on etcd.
+func (b *Backend) Destroy(ctx context.Context) (int64, error) {
+	resp, err := b.cli.Delete(ctx, b.keys.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	b.cache.init()
+	return resp.Deleted, nil
+}
+
+// Counts returns how many lease keys and audit records the store holds.
+func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
+	l, err := b.cli.Get(ctx, b.keys.leases(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	a, err := b.cli.Get(ctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	return l.Count / 2, a.Count, nil
+}
+
+// Format reads the store's format version: 0 when the prefix holds no store.
+func (b *Backend) Format(ctx context.Context) (int, error) {
+	g, err := b.cli.Get(ctx, b.keys.meta())
+	if err != nil {
+		return 0, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	if len(g.Kvs) == 0 {
+		return 0, nil
+	}
+	var f formatRecord
+	if err := json.Unmarshal(g.Kvs[0].Value, &f); err != nil {
+		return 0, b.checkFormat(g.Kvs[0].Value)
+	}
+	return f.Format, nil
+}

@@ -1,0 +1,105 @@
+package etcd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// The store's layout under its prefix P (every key of one store starts
+// with P; several stores share a cluster under different prefixes):
+//
+//	P/meta                         the store's format record (formatRecord)
+//	P/k/NS\x00NAME\x00o            owner NUL acquired_at: written by acquire only,
+//	                               so its ModRevision is the lease's fencing token
+//	P/k/NS\x00NAME\x00r            renewal record (leaseRecord): acquire and renew
+//	P/k/NS\x00NAME\x00e            liveness: expiry (20 digits of Unix µs), attached
+//	                               to an etcd lease; gone once the etcd lease expires
+//	P/a/NS\x00REQUEST-ID           one audit record (auditRecord), also the
+//	                               idempotency record of (NS, REQUEST-ID); its
+//	                               CreateRevision is the record's id
+//	P/a/\x01prune                  put by every prune batch: the mark that a
+//	                               deletion of records in that revision is a prune's
+//
+// Names, namespaces and request ids hold no control characters
+// (protocol.Key.Validate), so NUL separates them unambiguously, and a key's
+// three entries sort together, in name order, before the next name's.
+const (
+	sep        = "\x00"
+	suffixO    = sep + "o"
+	suffixR    = sep + "r"
+	suffixE    = sep + "e"
+	pruneMark  = "\x01prune"
+	expiryLen  = 20 // digits of an expiry value
+	metaSuffix = "meta"
+)
+
+// layout names the keys of one store.
+type layout struct{ prefix string } // ends with "/"
+
+func newLayout(prefix string) layout {
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return layout{prefix: prefix}
+}
+
+func (l layout) meta() string                      { return l.prefix + metaSuffix }
+func (l layout) leases() string                    { return l.prefix + "k/" }
+func (l layout) namespace(ns string) string        { return l.leases() + ns + sep }
+func (l layout) lease(k protocol.Key) string       { return l.namespace(k.Namespace) + k.Name + sep }
+func (l layout) audits() string                    { return l.prefix + "a/" }
+func (l layout) auditsOf(ns string) string         { return l.audits() + ns + sep }
+func (l layout) audit(ns, requestID string) string { return l.auditsOf(ns) + requestID }
+func (l layout) pruneMark() string                 { return l.audits() + pruneMark }
+
+// parseLeaseKey splits an entry key of the lease family into its lease key
+// and suffix (one of suffixO, suffixR, suffixE).
+func (l layout) parseLeaseKey(key string) (protocol.Key, string, bool) {
+	rest, ok := strings.CutPrefix(key, l.leases())
+	if !ok || len(rest) < 2 {
+		return protocol.Key{}, "", false
+	}
+	suffix := rest[len(rest)-2:]
+	ns, name, ok := strings.Cut(rest[:len(rest)-2], sep)
+	if !ok || (suffix != suffixO && suffix != suffixR && suffix != suffixE) {
+		return protocol.Key{}, "", false
+	}
+	return protocol.Key{Namespace: ns, Name: name}, suffix, true
+}
+
+// parseAuditKey returns the namespace and request id of an audit key.
+func (l layout) parseAuditKey(key string) (ns, requestID string, ok bool) {
+	rest, ok := strings.CutPrefix(key, l.audits())
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, sep)
+}
+
+// expiryValue encodes t as the value of an e entry: fixed-width decimal
+// Unix microseconds, so that etcd's byte-wise compare orders expiries.
+func expiryValue(t time.Time) string {
+	return fmt.Sprintf("%0*d", expiryLen, max(t.UnixMicro(), 0))
+}
+
+// ownerValue is the value of an o entry: the owner, NUL, acquired_at.
+func ownerValue(owner string, acquiredAt time.Time) string {
+	return owner + sep + expiryValue(acquiredAt)
+}
+
+// parseOwnerValue splits an o entry's value.
+func parseOwnerValue(v string) (owner string, acquiredAt time.Time, err error) {
+	owner, at, ok := strings.Cut(v, sep)
+	if !ok || len(at) != expiryLen {
+		return "", time.Time{}, fmt.Errorf("owner entry %q is malformed", v)
+	}
+	us, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("owner entry %q is malformed", v)
+	}
+	return owner, time.UnixMicro(us).UTC(), nil
+}

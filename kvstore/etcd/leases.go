@@ -1,0 +1,128 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// leasePool hands out etcd leases for liveness entries. A lease that must
+// live until at least t is taken from the etcd lease granted for t's
+// second (the first operation that needs a second grants it; operations
+// wanting the same second share it), so that under load most operations
+// cost one transaction and no grant.
+//
+// Safety: a grant asked at local time s with TTL n (the TTL the server
+// granted, at least what was asked) expires on the leader no earlier than
+// s+n by the leader's clock, which runs at the rate of ours (etcd, like any
+// lease, assumes bounded drift, not synchronized clocks); a leader change
+// only lengthens it. A lease is used for a wanted expiry only when s+n is
+// not before it, so the expires_at a holder is told is never after the
+// cluster ends its lease. The lease may end up to about two seconds later
+// (the second's rounding, the TTL's, and the lessor's expiry checks).
+type leasePool struct {
+	cli *clientv3.Client
+
+	mu     sync.Mutex
+	grants map[int64]*grant // by the wanted expiry's second, rounded up
+}
+
+type grant struct {
+	ready chan struct{} // closed when id and until are set or err
+	id    clientv3.LeaseID
+	until time.Time // local lower bound of the lease's end
+	err   error
+}
+
+// forExpiry returns an etcd lease that lives at least until want.
+func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (clientv3.LeaseID, error) {
+	sec := want.Truncate(time.Second)
+	if sec.Before(want) {
+		sec = sec.Add(time.Second)
+	}
+	slot := sec.Unix()
+	p.mu.Lock()
+	if p.grants == nil {
+		p.grants = map[int64]*grant{}
+	}
+	g := p.grants[slot]
+	if g != nil {
+		select {
+		case <-g.ready:
+			if g.err != nil || g.until.Before(sec) {
+				g = nil
+			}
+		default:
+		}
+	}
+	mine := g == nil
+	if mine {
+		g = &grant{ready: make(chan struct{})}
+		p.grants[slot] = g
+		p.forget(time.Now())
+	}
+	p.mu.Unlock()
+	if mine {
+		sent := time.Now()
+		ttl := max(int64((sec.Sub(sent)+time.Second-1)/time.Second), 1)
+		resp, err := p.cli.Grant(ctx, ttl)
+		if err != nil {
+			g.err = err
+		} else {
+			g.id, g.until = resp.ID, sent.Add(time.Duration(resp.TTL)*time.Second)
+		}
+		close(g.ready)
+		if err != nil {
+			p.drop(slot, g)
+			return 0, err
+		}
+	}
+	select {
+	case <-g.ready:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	return g.id, nil
+}
+
+// drop forgets the grant of slot when it is g (a failed grant, or a lease
+// the cluster no longer knows).
+func (p *leasePool) drop(slot int64, g *grant) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.grants[slot] == g {
+		delete(p.grants, slot)
+	}
+}
+
+// dropID forgets every grant of lease id.
+func (p *leasePool) dropID(id clientv3.LeaseID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for slot, g := range p.grants {
+		select {
+		case <-g.ready:
+			if g.id == id {
+				delete(p.grants, slot)
+			}
+		default:
+		}
+	}
+}
+
+// forget removes grants whose second has passed; p.mu is held.
+func (p *leasePool) forget(now time.Time) {
+	if len(p.grants) < 64 {
+		return
+	}
+	for slot := range p.grants {
+		if slot < now.Unix() {
+			delete(p.grants, slot)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package etcd
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// scanPage is how many entries one range of a scan reads.
+const scanPage = 600
+
+// scan calls fn with the state of each key whose entries lie in
+// [start, end), in key order, read at one revision (that of the first
+// range, or rev when non-zero), until fn returns false or the range ends.
+func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, rev int64,
+	fn func(k protocol.Key, st keyState) bool) error {
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(scanPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := b.cli.Get(ctx, start, opts...)
+		if err != nil {
+			return b.interpret(ctx, op, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		kvs := resp.Kvs
+		if len(kvs) == 0 {
+			return nil
+		}
+		// Group the entries by key; while more follow, the last key's
+		// entries may go on in the next range: read it again there.
+		var groups [][]*mvccpb.KeyValue
+		var keys []protocol.Key
+		for _, kv := range kvs {
+			k, _, ok := b.keys.parseLeaseKey(string(kv.Key))
+			if !ok {
+				continue
+			}
+			if n := len(keys); n > 0 && keys[n-1] == k {
+				groups[n-1] = append(groups[n-1], kv)
+				continue
+			}
+			keys, groups = append(keys, k), append(groups, []*mvccpb.KeyValue{kv})
+		}
+		if resp.More && len(keys) > 1 {
+			start = string(groups[len(groups)-1][0].Key)
+			keys, groups = keys[:len(keys)-1], groups[:len(groups)-1]
+		} else {
+			start = string(kvs[len(kvs)-1].Key) + "\x00"
+		}
+		for i, k := range keys {
+			if !fn(k, b.stateOf(groups[i])) {
+				return nil
+			}
+		}
+		if !resp.More {
+			return nil
+		}
+	}
+}
+
+// List returns one page of the namespace's leases ordered by name (etcd
+// orders keys byte by byte), read at one revision.
+func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if err := b.open(protocol.OpList); err != nil {
+		return protocol.ListResult{}, err
+	}
+	after, limit, err := backendkit.ListStart(req)
+	if err != nil {
+		return protocol.ListResult{}, err
+	}
+	ns := b.keys.namespace(req.Namespace)
+	start := ns + req.Prefix
+	if req.Cursor != "" && ns+after+"\x01" > start {
+		start = ns + after + "\x01"
+	}
+	end := clientv3.GetPrefixRangeEnd(ns + req.Prefix)
+	in := b.instant()
+	var rows []protocol.Lease
+	var ferr error
+	err = b.scan(ctx, protocol.OpList, start, end, 0, func(k protocol.Key, st keyState) bool {
+		cur, live, err := b.leaseOf(protocol.OpList, k, st, in)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if cur == nil || (req.Owner != "" && cur.Owner != req.Owner) || (!req.IncludeExpired && !live) {
+			return true
+		}
+		rows = append(rows, *cur)
+		return len(rows) <= limit
+	})
+	if err != nil {
+		return protocol.ListResult{}, err
+	}
+	if ferr != nil {
+		return protocol.ListResult{}, ferr
+	}
+	return backendkit.LeasePage(rows, limit), nil
+}
+
+// Namespaces returns up to limit namespaces that hold a live lease, in
+// byte order, after after (see [protocol.NamespaceLister]). It skips from
+// namespace to namespace, reading each only until its first live lease.
+func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := b.open(protocol.OpNamespaces); err != nil {
+		return nil, err
+	}
+	all := b.keys.leases()
+	end := clientv3.GetPrefixRangeEnd(all)
+	start := all
+	if after != "" {
+		start = all + after + "\x01"
+	}
+	in := b.instant()
+	var out []string
+	var rev int64
+	for len(out) < limit {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly()}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := b.cli.Get(ctx, start, opts...)
+		if err != nil {
+			return nil, b.interpret(ctx, protocol.OpNamespaces, err)
+		}
+		rev = resp.Header.Revision
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		ns, _, ok := strings.Cut(strings.TrimPrefix(string(resp.Kvs[0].Key), all), sep)
+		if !ok {
+			start = string(resp.Kvs[0].Key) + "\x00"
+			continue
+		}
+		found := false
+		err = b.scan(ctx, protocol.OpNamespaces, b.keys.namespace(ns), clientv3.GetPrefixRangeEnd(b.keys.namespace(ns)), rev,
+			func(_ protocol.Key, st keyState) bool {
+				found = st.o != nil && in.live(st.e)
+				return !found
+			})
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out = append(out, ns)
+		}
+		start = all + ns + "\x01"
+	}
+	return out, nil
+}
+
+// Sweep removes the entries of up to max leases that expired more than
+// grace ago by this process's clock (and whose liveness entry the cluster
+// removed), each in a transaction that compares every entry with the state
+// read, so a lease renewed or acquired meanwhile stays. Released and
+// revoked leases leave no entries, so only expired ones are swept.
+// Fencing holds across a sweep: the next acquire's token is its own
+// revision.
+func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	if err := b.open(protocol.OpSweep); err != nil {
+		return protocol.SweepResult{}, err
+	}
+	in := b.instant()
+	type victim struct {
+		k  protocol.Key
+		st keyState
+	}
+	var victims []victim
+	all := b.keys.leases()
+	err := b.scan(ctx, protocol.OpSweep, all, clientv3.GetPrefixRangeEnd(all), 0, func(k protocol.Key, st keyState) bool {
+		cur, live, err := b.leaseOf(protocol.OpSweep, k, st, in)
+		if err != nil || cur == nil || live || !cur.ExpiresAt.Add(grace).Before(in.now) {
+			return true
+		}
+		victims = append(victims, victim{k, st})
+		return len(victims) < max
+	})
+	if err != nil {
+		return protocol.SweepResult{}, err
+	}
+	var res protocol.SweepResult
+	for _, v := range victims {
+		base := b.keys.lease(v.k)
+		var eRev int64
+		if v.st.e != nil {
+			eRev = v.st.e.ModRevision
+		}
+		resp, err := b.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", v.st.o.ModRevision),
+			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", v.st.r.ModRevision),
+			clientv3.Compare(clientv3.ModRevision(base+suffixE[1:]), "=", eRev),
+		).Then(clientv3.OpDelete(base, clientv3.WithPrefix())).Commit()
+		if err != nil {
+			return res, b.interpret(ctx, protocol.OpSweep, err)
+		}
+		if resp.Succeeded {
+			res.Removed++
+			b.cache.put(v.k, keyState{})
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,490 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// keyState is what the store holds for one key, read at one revision:
+// its owner, renewal and liveness entries (nil when absent).
+type keyState struct{ o, r, e *mvccpb.KeyValue }
+
+// stateOf sorts the entries of one key into a keyState.
+func (b *Backend) stateOf(kvs []*mvccpb.KeyValue) keyState {
+	var st keyState
+	for _, kv := range kvs {
+		_, suffix, ok := b.keys.parseLeaseKey(string(kv.Key))
+		if !ok {
+			continue
+		}
+		switch suffix {
+		case suffixO:
+			st.o = kv
+		case suffixR:
+			st.r = kv
+		case suffixE:
+			st.e = kv
+		}
+	}
+	return st
+}
+
+// instant is the time an operation runs at: now stamps leases and records
+// (this process's clock, or the test clock), and judge is the liveness
+// bound for compares: "" with etcd leases (an existing e entry is live),
+// the test clock's now otherwise (an e entry is live while its expiry is
+// greater).
+type instant struct {
+	now   time.Time
+	judge string
+}
+
+func (b *Backend) instant() instant {
+	now := b.now().UTC().Truncate(time.Microsecond)
+	in := instant{now: now}
+	if b.manual {
+		in.judge = expiryValue(now)
+	}
+	return in
+}
+
+// live reports whether the e entry e keeps its lease live at in.
+func (in instant) live(e *mvccpb.KeyValue) bool { return e != nil && string(e.Value) > in.judge }
+
+// liveCmp is the compare that holds while the key's lease is live.
+func (b *Backend) liveCmp(k protocol.Key, in instant) clientv3.Cmp {
+	return clientv3.Compare(clientv3.Value(b.keys.lease(k)+suffixE[1:]), ">", in.judge)
+}
+
+// leaseOf returns the lease that st holds for k (nil when there is none)
+// and whether it is live at in.
+func (b *Backend) leaseOf(op protocol.Op, k protocol.Key, st keyState, in instant) (*protocol.Lease, bool, error) {
+	if st.o == nil {
+		return nil, false, nil
+	}
+	owner, acquiredAt, err := parseOwnerValue(string(st.o.Value))
+	if err != nil {
+		return nil, false, errInternal(op, "%s: key %s: %v", b.shown, k, err)
+	}
+	if st.r == nil {
+		return nil, false, errInternal(op, "%s: key %s has no renewal entry", b.shown, k)
+	}
+	r, err := decodeLease(st.r.Value)
+	if err != nil {
+		return nil, false, errInternal(op, "%s: key %s: %v", b.shown, k, err)
+	}
+	l := &protocol.Lease{Key: k, Owner: owner, Token: st.o.ModRevision, AcquiredAt: acquiredAt,
+		RenewedAt: fromMicro(r.RenewedAt), ExpiresAt: fromMicro(r.ExpiresAt), Version: r.V}
+	return l, in.live(st.e), nil
+}
+
+// judgeAt returns the time at which cur.LiveAt answers live, so that the
+// shared precedence (backendkit.Check*) classifies with this backend's
+// liveness: the cluster's (the e entry), not a clock's.
+func judgeAt(cur *protocol.Lease, live bool) time.Time {
+	if live || cur == nil {
+		return time.Time{}
+	}
+	return cur.ExpiresAt
+}
+
+// stateCache keeps the last state this Backend saw of each key, so that a
+// renew, release or revoke of a lease it acquired or read needs no read
+// before its transaction: the transaction compares the entries'
+// revisions with the cached ones and, when they moved, answers the current
+// state in the same round trip. A refusal is only ever answered from a
+// fresh read.
+type stateCache struct {
+	mu sync.Mutex
+	m  map[protocol.Key]keyState
+}
+
+const stateCacheSize = 8192
+
+func (c *stateCache) init() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = make(map[protocol.Key]keyState)
+}
+
+func (c *stateCache) get(k protocol.Key) (keyState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[k]
+	return st, ok
+}
+
+func (c *stateCache) put(k protocol.Key, st keyState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.o == nil {
+		delete(c.m, k)
+		return
+	}
+	if len(c.m) >= stateCacheSize {
+		clear(c.m)
+	}
+	c.m[k] = st
+}
+
+// open checks that the Backend is open.
+func (b *Backend) open(op protocol.Op) error {
+	if b.closed.Load() {
+		return errClosed(op)
+	}
+	return nil
+}
+
+// Acquire takes the lease on req.Key when no live lease holds it, in one
+// transaction: unless the request id was used, and unless the key's
+// liveness entry is live, it writes the owner, renewal and liveness entries
+// (the last attached to an etcd lease) and the audit record. The token is
+// the transaction's revision.
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if err := b.open(protocol.OpAcquire); err != nil {
+		return protocol.Result{}, err
+	}
+	fp := backendkit.Fingerprint(req)
+	idem := b.keys.audit(req.Key.Namespace, req.RequestID)
+	for attempt := 0; ; attempt++ {
+		in := b.instant()
+		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
+		put, leaseID, err := b.livenessPut(ctx, req.Key, exp)
+		if err != nil {
+			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
+		}
+		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
+			Version: protocol.LeaseFormatVersion}
+		rec := backendkit.NewRecorded(in.now, protocol.OpAcquire, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
+		base := b.keys.lease(req.Key)
+		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
+			Then(clientv3.OpTxn(
+				[]clientv3.Cmp{b.liveCmp(req.Key, in)},
+				[]clientv3.Op{clientv3.OpGet(base, clientv3.WithPrefix())},
+				[]clientv3.Op{
+					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
+					clientv3.OpPut(base+suffixR[1:], encodeLease(in.now, exp, req.TTL)),
+					put,
+					clientv3.OpPut(idem, encodeAudit(idem, rec)),
+				})).
+			Else(clientv3.OpGet(idem)).Commit()
+		if err != nil {
+			if b.staleGrant(err, leaseID) && attempt == 0 {
+				continue
+			}
+			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
+		}
+		if !resp.Succeeded {
+			return b.replay(protocol.OpAcquire, resp.Responses[0].GetResponseRange().Kvs, fp)
+		}
+		inner := resp.Responses[0].GetResponseTxn()
+		if inner.Succeeded {
+			st := b.stateOf(inner.Responses[0].GetResponseRange().Kvs)
+			cur, _, err := b.leaseOf(protocol.OpAcquire, req.Key, st, in)
+			if err != nil {
+				return protocol.Result{}, err
+			}
+			b.cache.put(req.Key, st)
+			return backendkit.Refused(protocol.StatusConflict, cur), nil
+		}
+		rev := resp.Header.Revision
+		l.Token = rev
+		b.cache.put(req.Key, keyState{
+			o: &mvccpb.KeyValue{Value: []byte(ownerValue(req.Owner, in.now)), ModRevision: rev, CreateRevision: rev},
+			r: &mvccpb.KeyValue{Value: []byte(encodeLease(in.now, exp, req.TTL)), ModRevision: rev},
+			e: &mvccpb.KeyValue{Value: []byte(expiryValue(exp)), ModRevision: rev},
+		})
+		return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, nil
+	}
+}
+
+// livenessPut returns the put of k's liveness entry for a lease that
+// expires at exp: attached to an etcd lease that lives at least until exp,
+// or, under the test clock, to none.
+func (b *Backend) livenessPut(ctx context.Context, k protocol.Key, exp time.Time) (clientv3.Op, clientv3.LeaseID, error) {
+	key := b.keys.lease(k) + suffixE[1:]
+	if b.manual {
+		return clientv3.OpPut(key, expiryValue(exp)), 0, nil
+	}
+	id, err := b.expiry.forExpiry(ctx, exp)
+	if err != nil {
+		return clientv3.Op{}, 0, err
+	}
+	return clientv3.OpPut(key, expiryValue(exp), clientv3.WithLease(id)), id, nil
+}
+
+// staleGrant reports whether err says that etcd lease id is gone (it
+// expired, or the cluster was restored), and forgets the grant if so.
+func (b *Backend) staleGrant(err error, id clientv3.LeaseID) bool {
+	if id == 0 || !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return false
+	}
+	b.expiry.dropID(id)
+	return true
+}
+
+// replay answers a request whose id is in the trail as kvs' record.
+func (b *Backend) replay(op protocol.Op, kvs []*mvccpb.KeyValue, fp string) (protocol.Result, error) {
+	if len(kvs) == 0 {
+		return protocol.Result{}, errInternal(op, "%s: the idempotency record vanished during the operation", b.shown)
+	}
+	rec, err := decodeAudit(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision)
+	if err != nil {
+		return protocol.Result{}, interpretError(context.Background(), op, b.shown, err)
+	}
+	return backendkit.Replay(rec, op, fp), nil
+}
+
+// holderChange is a renew, release or revoke: how to classify the current
+// lease and what to write when it may go ahead.
+type holderChange struct {
+	op        protocol.Op
+	key       protocol.Key
+	requestID string
+	fp        string
+	// check returns "" when the change may go ahead on cur (nil: no
+	// lease), live or not.
+	check func(cur *protocol.Lease, live bool) protocol.Status
+	// apply returns the writes of the change on the live lease cur at in
+	// (the audit record comes from rec), the lease to answer, the record,
+	// and the key's state after the change (for the cache).
+	apply func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error)
+}
+
+type holderWrite struct {
+	ops    []clientv3.Op
+	lease  protocol.Lease
+	rec    backendkit.Recorded
+	after  func(rev int64) keyState // the state after the change, for the cache
+	status protocol.Status
+	grant  clientv3.LeaseID
+}
+
+// maxAttempts bounds the transactions of one change that meets others on
+// the same key.
+const maxAttempts = 32
+
+// holder runs c: one transaction when the cached state of the key is
+// current, a read and a transaction otherwise, again while other changes of
+// the key move it meanwhile.
+func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, error) {
+	if err := b.open(c.op); err != nil {
+		return protocol.Result{}, err
+	}
+	idem := b.keys.audit(c.key.Namespace, c.requestID)
+	base := b.keys.lease(c.key)
+	st, cached := b.cache.get(c.key)
+	fresh := false
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if !cached && !fresh {
+			resp, err := b.cli.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
+			if err != nil {
+				return protocol.Result{}, b.interpret(ctx, c.op, err)
+			}
+			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+				return b.replay(c.op, kvs, c.fp)
+			}
+			st, fresh = b.stateOf(resp.Responses[1].GetResponseRange().Kvs), true
+		}
+		in := b.instant()
+		cur, live, err := b.leaseOf(c.op, c.key, st, in)
+		if err != nil {
+			return protocol.Result{}, err
+		}
+		if status := c.check(cur, live); status != "" {
+			if !fresh {
+				cached = false // a cached state may be stale: refuse only on a fresh read
+				continue
+			}
+			b.cache.put(c.key, st)
+			return backendkit.Refused(status, cur), nil
+		}
+		w, err := c.apply(ctx, *cur, st, in)
+		if err != nil {
+			return protocol.Result{}, b.interpret(ctx, c.op, err)
+		}
+		cmps := []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(idem), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", st.o.ModRevision),
+			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", st.r.ModRevision),
+			b.liveCmp(c.key, in),
+		}
+		ops := append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec)))
+		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).
+			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
+		if err != nil {
+			if b.staleGrant(err, w.grant) {
+				continue
+			}
+			return protocol.Result{}, b.interpret(ctx, c.op, err)
+		}
+		if resp.Succeeded {
+			b.cache.put(c.key, w.after(resp.Header.Revision))
+			l := w.lease
+			return protocol.Result{Status: w.status, Lease: &l}, nil
+		}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			return b.replay(c.op, kvs, c.fp)
+		}
+		st, fresh, cached = b.stateOf(resp.Responses[1].GetResponseRange().Kvs), true, true
+	}
+	return protocol.Result{}, errInternal(c.op, "%s: key %s kept changing under %d attempts; retry with the same request id",
+		b.shown, c.key, maxAttempts)
+}
+
+// Renew extends the holder's live lease to expire req.TTL from now,
+// keeping its token: one transaction that compares the key's entries with
+// the state last seen and writes the renewal and liveness entries and the
+// audit record.
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	return b.holder(ctx, b.renewChange(req))
+}
+
+func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
+	base := b.keys.lease(req.Key)
+	return holderChange{
+		op: protocol.OpRenew, key: req.Key, requestID: req.RequestID, fp: backendkit.Fingerprint(req),
+		check: func(cur *protocol.Lease, live bool) protocol.Status {
+			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
+		},
+		apply: func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error) {
+			exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
+			put, id, err := b.livenessPut(ctx, req.Key, exp)
+			if err != nil {
+				return holderWrite{}, err
+			}
+			l := cur
+			l.RenewedAt, l.ExpiresAt = in.now, exp
+			rv := encodeLease(in.now, exp, req.TTL)
+			return holderWrite{
+				ops:    []clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put},
+				lease:  l,
+				rec:    backendkit.NewRecorded(in.now, protocol.OpRenew, protocol.StatusRenewed, l, req.RequestID, backendkit.Fingerprint(req), req.Owner, ""),
+				status: protocol.StatusRenewed,
+				grant:  id,
+				after: func(rev int64) keyState {
+					return keyState{o: st.o, r: &mvccpb.KeyValue{Value: []byte(rv), ModRevision: rev},
+						e: &mvccpb.KeyValue{Value: []byte(expiryValue(exp)), ModRevision: rev}}
+				},
+			}, nil
+		},
+	}
+}
+
+// Release deletes the holder's live lease (its three entries) and records
+// it, in one transaction. The result carries the lease as it was.
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	fp := backendkit.Fingerprint(req)
+	return b.holder(ctx, holderChange{
+		op: protocol.OpRelease, key: req.Key, requestID: req.RequestID, fp: fp,
+		check: func(cur *protocol.Lease, live bool) protocol.Status {
+			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
+		},
+		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
+			return b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
+				req.RequestID, fp, req.Owner, "")), nil
+		},
+	})
+}
+
+// Revoke deletes the live lease at req.Key (only the one with req.Token
+// when it is non-zero) and records the actor and reason.
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	fp := backendkit.Fingerprint(req)
+	return b.holder(ctx, holderChange{
+		op: protocol.OpRevoke, key: req.Key, requestID: req.RequestID, fp: fp,
+		check: func(cur *protocol.Lease, live bool) protocol.Status {
+			return backendkit.CheckRevoke(cur, req.Token, judgeAt(cur, live))
+		},
+		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
+			return b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRevoke, protocol.StatusRevoked, cur,
+				req.RequestID, fp, req.Actor, req.Reason)), nil
+		},
+	})
+}
+
+// removal is the write of a release or revoke of cur recorded as rec.
+func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWrite {
+	return holderWrite{
+		ops:    []clientv3.Op{clientv3.OpDelete(b.keys.lease(cur.Key), clientv3.WithPrefix())},
+		lease:  cur,
+		rec:    rec,
+		status: rec.Status,
+		after:  func(int64) keyState { return keyState{} },
+	}
+}
+
+// RenewMany renews reqs as Renew would, each in its own transaction; the
+// transactions of different keys are sent together (over one connection
+// they cost about one round trip), those of one key one after the other in
+// the order given.
+func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	if err := b.open(protocol.OpRenew); err != nil {
+		return nil, err
+	}
+	byKey := map[protocol.Key][]int{}
+	var order []protocol.Key
+	for i, r := range reqs {
+		if _, ok := byKey[r.Key]; !ok {
+			order = append(order, r.Key)
+		}
+		byKey[r.Key] = append(byKey[r.Key], i)
+	}
+	out := make([]protocol.Result, len(reqs))
+	errs := make([]error, len(order))
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for j, k := range order {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, i := range byKey[k] {
+				res, err := b.Renew(ctx, reqs[i])
+				if err != nil {
+					errs[j] = err
+					return
+				}
+				out[i] = res
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Get returns the live lease at req.Key (found) or not_found, read at one
+// revision.
+func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if err := b.open(protocol.OpGet); err != nil {
+		return protocol.Result{}, err
+	}
+	resp, err := b.cli.Get(ctx, b.keys.lease(req.Key), clientv3.WithPrefix())
+	if err != nil {
+		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
+	}
+	in := b.instant()
+	st := b.stateOf(resp.Kvs)
+	cur, live, err := b.leaseOf(protocol.OpGet, req.Key, st, in)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	b.cache.put(req.Key, st)
+	if !live {
+		return protocol.Result{Status: protocol.StatusNotFound}, nil
+	}
+	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +151,9 @@ func TestClientRetriesWithTheSameRequestID(t *testing.T) {
 }
 
 // TestClientRefusedIsUnavailable: 401 and 403 reach the caller as
-// unavailable (the server refused service), with the server's reason.
+// unavailable (the store was not reached), with the server's reason,
+// matching ErrUnauthorized or ErrForbidden so that a caller can tell a bad
+// token from an outage.
 func TestClientRefusedIsUnavailable(t *testing.T) {
 	t.Parallel()
 	toks, err := httpapi.ParseTokens(strings.NewReader(tokensFile()))
@@ -159,7 +162,8 @@ func TestClientRefusedIsUnavailable(t *testing.T) {
 	}
 	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
 	key := protocol.Key{Namespace: "scan", Name: "k"}
-	for tok, want := range map[string]string{"": "401", readerToken: "403", writerToken: ""} {
+	sentinel := map[string]error{"401": httpapi.ErrUnauthorized, "403": httpapi.ErrForbidden}
+	for tok, want := range map[string]string{"": "401", "an-unknown-token-0123": "401", readerToken: "403", writerToken: ""} {
 		rt := newClient(t, s.url, &httpapi.ClientConfig{Token: tok})
 		_, err := rt.Acquire(t.Context(), protocol.AcquireRequest{Key: key, Owner: "o", TTL: time.Minute})
 		if want == "" {
@@ -171,18 +175,33 @@ func TestClientRefusedIsUnavailable(t *testing.T) {
 		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("token %q: %v, want unavailable naming HTTP %s", tok, err, want)
 		}
+		var refused *httpapi.RefusedError
+		if !errors.Is(err, sentinel[want]) || !errors.As(err, &refused) || refused.Code != httpCode(want) {
+			t.Fatalf("token %q: %v (%#v), want an error matching %v", tok, err, refused, sentinel[want])
+		}
 	}
 	c, err := httpapi.NewClient(s.url, &httpapi.ClientConfig{Token: readerToken})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	if _, err := c.ReadAudit(t.Context(), audit.Query{}); !errors.Is(err, protocol.ErrUnavailable) {
+	if _, err := c.ReadAudit(t.Context(), audit.Query{}); !errors.Is(err, httpapi.ErrForbidden) ||
+		!strings.Contains(err.Error(), "may not read the audit trail in every namespace") {
 		t.Fatalf("reader's audit of every namespace: %v", err)
+	}
+	if _, _, err := c.Subscribe(t.Context(), protocol.Key{Namespace: "billing", Name: "k"}); !errors.Is(err, httpapi.ErrForbidden) ||
+		!strings.Contains(err.Error(), "may not subscribe to signals in namespace \"billing\"") {
+		t.Fatalf("reader's subscription in billing: %v", err)
 	}
 	if p, err := c.ReadAudit(t.Context(), audit.Query{Namespace: "scan"}); err != nil || len(p.Records) != 1 {
 		t.Fatalf("reader's audit of scan: %+v, %v", p, err)
 	}
+}
+
+// httpCode returns the HTTP code a test names as text.
+func httpCode(code string) int {
+	n, _ := strconv.Atoi(code)
+	return n
 }
 
 // TestClientRefusesForeignAnswers: a body that is not the API's, or a code

@@ -35,6 +35,38 @@ func transportError(ctx context.Context, op protocol.Op, err error) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
 }
 
+// ErrUnauthorized and ErrForbidden match the errors of requests the server
+// refused for their bearer token, before they reached its store: none or
+// an unknown one (HTTP 401, status unauthorized), or one whose role or
+// namespaces do not allow the request (HTTP 403, status forbidden). Such an
+// error has status unavailable in the protocol's vocabulary (the store was
+// not reached) and a [*RefusedError] as its cause: a caller that retries
+// on unavailable should stop on these, since a retry is refused again
+// (leasectl exits 7).
+var (
+	ErrUnauthorized = errors.New("httpapi: no bearer token, or one the server does not know (HTTP 401)")
+	ErrForbidden    = errors.New("httpapi: the bearer token may not do that (HTTP 403)")
+)
+
+// RefusedError is the cause of an error of a request the server refused
+// for its bearer token: Code 401 (Status unauthorized) or 403 (forbidden),
+// with the server's message. It matches [ErrUnauthorized] or
+// [ErrForbidden].
+type RefusedError struct {
+	Code    int
+	Status  protocol.Status
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the server refused the request (HTTP %d %s): %s", e.Code, e.Status, e.Message)
+}
+
+// Is reports whether target is the sentinel of e's status.
+func (e *RefusedError) Is(target error) bool {
+	return (target == ErrUnauthorized && e.Status == StatusUnauthorized) || (target == ErrForbidden && e.Status == StatusForbidden)
+}
+
 // answerError returns the error for an answer whose status means the store
 // did not answer (timeout, unavailable, closed) or the server refused the
 // request (401, 403), and for an answer whose code does not go with its
@@ -45,8 +77,7 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 	switch {
 	case status == StatusUnauthorized || status == StatusForbidden:
 		if code == StatusCode(status) {
-			return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server refused the request (HTTP %d %s): %s",
-				code, http.StatusText(code), msg)
+			return backendkit.NewError(op, protocol.StatusUnavailable, &RefusedError{Code: code, Status: status, Message: msg}, "httpapi")
 		}
 	case !status.Known():
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+

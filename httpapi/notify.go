@@ -51,7 +51,7 @@ func (h *Handler) CloseStreams() {
 
 func (h *Handler) serveNotify(x *exchange, rest string) {
 	// Subscribing is a reader's right, like get.
-	serve(h, x, route[protocol.Key]{op: protocol.OpGet, shape: errorShape,
+	serve(h, x, route[protocol.Key]{op: protocol.OpGet, verb: "subscribe to signals", shape: errorShape,
 		decode: func(x *exchange, _ []byte, _ string) (protocol.Key, string, error) {
 			ns, name, hasKey, err := splitLeasePath(rest)
 			k := protocol.Key{Namespace: ns, Name: name}

@@ -292,8 +292,10 @@ func (h *Handler) authenticate(x *exchange, sh shape) (*Principal, bool) {
 	return &p, true
 }
 
-// authorize answers 403 and returns false when p may not run op in namespace.
-func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace string, sh shape) bool {
+// authorize answers 403 and returns false when p may not run op in
+// namespace. verb says what the request does, for the message ("" for op
+// itself).
+func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, verb, namespace string, sh shape) bool {
 	if p == nil || p.allows(op, namespace) {
 		return true
 	}
@@ -301,9 +303,12 @@ func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, namespace
 	if namespace == "" {
 		what = "every namespace at once (a token needs the glob * for that)"
 	}
-	msg := fmt.Sprintf("a %s token may not %s in %s", p.Role, op, what)
+	if verb == "" {
+		verb = string(op)
+	}
+	msg := fmt.Sprintf("a %s token may not %s in %s", p.Role, verb, what)
 	if p.Role < opRole(op) {
-		msg = fmt.Sprintf("a %s token may not %s: that takes %s", p.Role, op, opRole(op))
+		msg = fmt.Sprintf("a %s token may not %s: that takes %s", p.Role, verb, opRole(op))
 	}
 	h.refusal(x, StatusForbidden, http.StatusForbidden, msg, sh)
 	return false
@@ -365,6 +370,7 @@ func errorShape(s protocol.Status, msg, _ string) any {
 // runs the request and answers.
 type route[Req any] struct {
 	op     protocol.Op
+	verb   string // what the request does, in 403 messages; "" for op
 	shape  shape
 	decode func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
 	run    func(ctx context.Context, x *exchange, req Req)
@@ -382,7 +388,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 	var body []byte
 	if x.r.Method == http.MethodPost {
 		if p != nil && p.Role < opRole(rt.op) {
-			h.authorize(x, p, rt.op, "", rt.shape) // refused for the role, before the body is read
+			h.authorize(x, p, rt.op, rt.verb, "", rt.shape) // refused for the role, before the body is read
 			return
 		}
 		if body, ok = h.readBody(x); !ok {
@@ -396,7 +402,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
 		return
 	}
-	if !h.authorize(x, p, rt.op, ns, rt.shape) {
+	if !h.authorize(x, p, rt.op, rt.verb, ns, rt.shape) {
 		return
 	}
 	ctx, cancel, err := h.opContext(x)
@@ -482,7 +488,7 @@ func (h *Handler) serveList(x *exchange, rest string) {
 
 func (h *Handler) serveAudit(x *exchange) {
 	// Reading the trail is a reader's right, like get and list.
-	serve(h, x, route[audit.Query]{op: protocol.OpGet, shape: auditShape,
+	serve(h, x, route[audit.Query]{op: protocol.OpGet, verb: "read the audit trail", shape: auditShape,
 		decode: func(x *exchange, _ []byte, _ string) (audit.Query, string, error) {
 			q, err := decodeAudit(x.r.URL.Query())
 			return q, q.Namespace, err

@@ -614,12 +614,29 @@ func TestServeTLS(t *testing.T) {
 		t.Fatalf("acquire over https:\n%s", r)
 	}
 	result(t, r.obj(t), "acquired")
-	// A reader's token is refused: unavailable (exit 5), saying why, and
-	// the token never shows.
-	cmd = env("LEASESTORE_API_TOKEN=" + e2eReader)
-	r = finish(t, cmd, cmd.Args, cmd.Run())
-	if r.code != 5 || !strings.Contains(r.stdout, "403") || strings.Contains(r.stdout+r.stderr, e2eReader) {
-		t.Fatalf("acquire with a reader's token:\n%s", r)
+	// A reader's token is refused: forbidden (exit 7, not 5: a bad token
+	// is not an outage), saying why and naming the variable, and the token
+	// never shows; no token at all is unauthorized (exit 7), and so is a
+	// list through failWith's path.
+	for _, tc := range []struct {
+		env    []string
+		args   []string
+		status string
+	}{
+		{[]string{"LEASESTORE_API_TOKEN=" + e2eReader}, nil, "forbidden"},
+		{nil, nil, "unauthorized"},
+		{[]string{"LEASESTORE_API_TOKEN=e2e-unknown-token-0000"}, []string{"list", "-n", "e2e", "-o", "json"}, "unauthorized"},
+		{[]string{"LEASESTORE_API_TOKEN=" + e2eReader}, []string{"list", "-n", "billing", "-o", "json"}, "forbidden"},
+	} {
+		cmd = env(tc.env...)
+		if tc.args != nil {
+			cmd.Args = append([]string{cmd.Args[0]}, append(tc.args, "--dsn", s.url)...)
+		}
+		r = finish(t, cmd, cmd.Args, cmd.Run())
+		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, "LEASESTORE_API_TOKEN") ||
+			strings.Contains(r.stdout+r.stderr, e2eReader) {
+			t.Fatalf("%v with %v: want exit 7, status %s, naming LEASESTORE_API_TOKEN:\n%s", cmd.Args[1:], tc.env, tc.status, r)
+		}
 	}
 }
 

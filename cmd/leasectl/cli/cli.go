@@ -11,7 +11,8 @@
 // Exit codes: 0 success (acquired, renewed, released, revoked, found,
 // healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
 // stale_token, not_owner, expired; 5 timeout, unavailable, closed; 6 (run)
-// the lease was lost while the command ran; 130
+// the lease was lost while the command ran; 7 unauthorized or forbidden (a
+// served store refused the bearer token); 130
 // interrupted (Ctrl-C); 141 stdout closed under the command (silent); 1
 // anything else (status "error").
 //
@@ -34,6 +35,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -46,6 +48,7 @@ const (
 	ExitRefused     = 4 // not_found, stale_token, not_owner, expired
 	ExitUnavailable = 5 // timeout, unavailable, closed
 	ExitLost        = 6 // run: the lease was lost while the command ran
+	ExitAuth        = 7 // unauthorized or forbidden: a served store refused the bearer token (HTTP 401/403)
 	// ExitInterrupted is what a command ends with when its context was
 	// cancelled (Ctrl-C) before it finished: 128+SIGINT, as a shell reports
 	// a process that SIGINT ended.
@@ -80,6 +83,12 @@ const (
 	StatusHealthy = "healthy" // health: the store answered
 	StatusOK      = "ok"      // migrate, demo, version: the command did its job
 	StatusError   = "error"   // any failure outside the vocabulary (exit 1)
+	// StatusUnauthorized and StatusForbidden: a served store (--dsn
+	// http://...) refused the request for its bearer token, $LEASESTORE_API_TOKEN:
+	// none or an unknown one (HTTP 401), or one not allowed to do that
+	// (HTTP 403). Exit 7, never 5: a bad token is not an outage.
+	StatusUnauthorized = "unauthorized"
+	StatusForbidden    = "forbidden"
 	// StatusInterrupted: Ctrl-C (or the caller's context) ended the command
 	// before it had an answer to print (exit 130).
 	StatusInterrupted = "interrupted"
@@ -108,6 +117,8 @@ func ExitCode(status string) int {
 		return ExitRefused
 	case string(protocol.StatusTimeout), string(protocol.StatusUnavailable), string(protocol.StatusClosed):
 		return ExitUnavailable
+	case StatusUnauthorized, StatusForbidden:
+		return ExitAuth
 	case StatusInterrupted:
 		return ExitInterrupted
 	}
@@ -147,8 +158,30 @@ func failWith(err error) error {
 	if errors.As(err, &f) {
 		return err
 	}
+	if refused := authFailure(err); refused != nil {
+		return refused
+	}
 	status := protocol.StatusOf(err)
 	return &failure{status: string(status), err: err, msg: string(status) + ": " + describeErr(err)}
+}
+
+// authFailure returns the failure (exit 7) of err when it is a served
+// store's refusal of the bearer token, naming the variable that carries
+// it; nil otherwise.
+func authFailure(err error) error {
+	var refused *httpapi.RefusedError
+	if !errors.As(err, &refused) {
+		return nil
+	}
+	switch refused.Status {
+	case httpapi.StatusUnauthorized:
+		return &failure{status: StatusUnauthorized, err: err, msg: fmt.Sprintf("unauthorized: the server refused the bearer token "+
+			"(HTTP 401: %s): set %s to a token of the server's tokens file", refused.Message, EnvAPIToken)}
+	case httpapi.StatusForbidden:
+		return &failure{status: StatusForbidden, err: err, msg: fmt.Sprintf("forbidden: the server does not allow this to the bearer "+
+			"token in %s (HTTP 403: %s)", EnvAPIToken, refused.Message)}
+	}
+	return nil
 }
 
 // describeErr renders err for people: a *protocol.Error's message and
@@ -361,8 +394,9 @@ in the working directory:
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
-6 (run) the lease was lost while the command ran; 130 interrupted (Ctrl-C);
-1 anything else.`,
+6 (run) the lease was lost while the command ran; 7 unauthorized or
+forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
+130 interrupted (Ctrl-C); 1 anything else.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl list -o json
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,

@@ -44,9 +44,9 @@ shown.`,
 				return probe.Validate()
 			}
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Get(ctx, req)
+				res, err := s.rt.Get(ctx, req)
 				if !answered(res.Status) {
-					return a.printResult(res)
+					return a.printOutcome(res, err)
 				}
 				recs, err := latestRecords(ctx, s.audit, req.Key, recent)
 				if err != nil {

@@ -73,8 +73,8 @@ the store, not by polling), up to --wait-timeout (then conflict, exit 3).`,
 				return a.acquireWaiting(cmd, req, check, w)
 			}
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Acquire(ctx, req)
-				return a.printResult(res)
+				res, err := s.rt.Acquire(ctx, req)
+				return a.printOutcome(res, err)
 			})
 		},
 	}
@@ -109,8 +109,8 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 				RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Renew(ctx, req)
-				return a.printResult(explainNotOwner(res, owner, token))
+				res, err := s.rt.Renew(ctx, req)
+				return a.printOutcome(explainNotOwner(res, owner, token), err)
 			})
 		},
 	}
@@ -139,8 +139,8 @@ func (a *app) releaseCommand() *cobra.Command {
 			req := protocol.ReleaseRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Release(ctx, req)
-				return a.printResult(explainNotOwner(res, owner, token))
+				res, err := s.rt.Release(ctx, req)
+				return a.printOutcome(explainNotOwner(res, owner, token), err)
 			})
 		},
 	}
@@ -164,8 +164,8 @@ func (a *app) getCommand() *cobra.Command {
 			req := protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}}
 			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Get(ctx, req)
-				return a.printResult(res)
+				res, err := s.rt.Get(ctx, req)
+				return a.printOutcome(res, err)
 			})
 		},
 	}
@@ -215,7 +215,10 @@ a live lease, by namespace and then key.`,
 						return failWith(err)
 					}
 				} else {
-					res, _ = s.rt.List(ctx, req)
+					var err error
+					if res, err = s.rt.List(ctx, req); authFailure(err) != nil {
+						return authFailure(err)
+					}
 				}
 				if res.Status != protocol.StatusFound {
 					if a.output == "json" {
@@ -281,8 +284,8 @@ next acquire issues a greater token, so the old holder is fenced off.`,
 				RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
-				res, _ := s.rt.Revoke(ctx, req)
-				return a.printResult(explainNotOwner(res, "", token))
+				res, err := s.rt.Revoke(ctx, req)
+				return a.printOutcome(explainNotOwner(res, "", token), err)
 			})
 		},
 	}

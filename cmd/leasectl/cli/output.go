@@ -66,6 +66,16 @@ func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 // makes Execute exit with the status's code. With -o token only a success
 // prints (the token and a newline) on stdout; anything else goes to stderr,
 // so a script never reads another owner's token.
+// printOutcome prints a lease operation's outcome: its result, or, when err
+// is a served store's refusal of the bearer token (HTTP 401/403), that
+// refusal, which exits 7.
+func (a *app) printOutcome(res protocol.Result, err error) error {
+	if refused := authFailure(err); refused != nil {
+		return refused
+	}
+	return a.printResult(res)
+}
+
 func (a *app) printResult(res protocol.Result) error {
 	msg := a.red.redact(res.Message)
 	switch {

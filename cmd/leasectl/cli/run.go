@@ -137,8 +137,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if !errors.As(err, &pe) {
 			return failWith(err)
 		}
-		return a.printResult(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
-			RequestID: req.RequestID})
+		return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
+			RequestID: req.RequestID}, err)
 	}
 	a.log.Debug("run: holding the lease", "key", req.Key.String(), "token", h.Token())
 

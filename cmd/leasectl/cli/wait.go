@@ -67,6 +67,6 @@ func (a *app) acquireWaiting(cmd *cobra.Command, req protocol.AcquireRequest, ch
 	defer s.close(a)
 	ctx, cancel := w.context(cmd.Context())
 	defer cancel()
-	res, _ := s.rt.AcquireWait(ctx, req, a.waitConfig(req.Key))
-	return a.printResult(res)
+	res, err := s.rt.AcquireWait(ctx, req, a.waitConfig(req.Key))
+	return a.printOutcome(res, err)
 }

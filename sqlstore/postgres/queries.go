@@ -440,37 +440,39 @@ RETURNING id, at`)
 // that any later acquire of the key draws a greater one. Setting aside
 // takes a row out of the live indexes (swept_token = token, see migration
 // 3) and changes nothing any operation answers: the lease had already
-// ended, and an acquire puts the row back by changing its token. The two
-// sets of rows are disjoint (one statement may not change a row twice).
-// Rows another sweeper or a writer holds are skipped; the row lock
-// re-checks that a row is still ended when an acquire took it meanwhile.
-// A key whose row is gone has no lease and no last token to keep, and its
-// trail is untouched.
+// ended, and an acquire puts the row back by changing its token.
+//
+// One scan finds both kinds (cand), and stops once it has 2 * @limit
+// rows: a statement that found nothing to do reads the table once, and a
+// mass expiry is removed in steps that each read only as far as their
+// rows. Rows another sweeper or a writer holds are skipped; the row lock
+// re-checks that a row is still ended (and recomputes gone) when an
+// acquire took it meanwhile. A key whose row is gone has no lease and no
+// last token to keep, and its trail is untouched.
 var sweepSQL = compile(`
-WITH seq AS (
+WITH seq AS MATERIALIZED (
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
            (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
     FROM leasestore_fencing_seq
-), dead AS (
-    SELECT l.namespace, l.name
+), cand AS MATERIALIZED (
+    SELECT l.namespace, l.name,
+           (l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+            AND l.token <= seq.issued AND seq.uncached) AS gone
     FROM leasestore_leases l, seq
-    WHERE l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
-      AND l.token <= seq.issued AND seq.uncached
-    LIMIT @limit
+    WHERE l.expires_at <= coalesce(@now::timestamptz, now())
+      AND ((l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+            AND l.token <= seq.issued AND seq.uncached)
+           OR l.swept_token IS DISTINCT FROM l.token)
+    LIMIT 2 * @limit::integer
     FOR UPDATE OF l SKIP LOCKED
+), dead AS (
+    SELECT cand.namespace, cand.name FROM cand WHERE cand.gone LIMIT @limit
+), ended AS (
+    SELECT cand.namespace, cand.name FROM cand WHERE NOT cand.gone LIMIT @limit
 ), gone AS (
     DELETE FROM leasestore_leases l USING dead
     WHERE l.namespace = dead.namespace AND l.name = dead.name
     RETURNING 1
-), ended AS (
-    SELECT l.namespace, l.name
-    FROM leasestore_leases l, seq
-    WHERE l.swept_token IS DISTINCT FROM l.token
-      AND l.expires_at <= coalesce(@now::timestamptz, now())
-      AND NOT (l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
-               AND l.token <= seq.issued AND seq.uncached)
-    LIMIT @limit
-    FOR UPDATE OF l SKIP LOCKED
 ), aside AS (
     UPDATE leasestore_leases l SET swept_token = l.token
     FROM ended

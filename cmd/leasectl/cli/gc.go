@@ -91,6 +91,6 @@ rather than expired from renew and release.`,
 	}
 	f := cmd.Flags()
 	f.Var(newDurationFlag(&grace, protocol.DefaultSweepGrace), "grace", "keep rows of leases that ended less than this long ago")
-	f.IntVar(&batch, "batch", 1000, "rows removed per statement")
+	f.IntVar(&batch, "batch", 10000, "rows removed per statement")
 	return cmd
 }

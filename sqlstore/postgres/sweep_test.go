@@ -1,0 +1,46 @@
+package postgres_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// One sweep removes up to max rows that ended more than the grace ago and
+// sets aside up to max other ended rows, however the two kinds mix in the
+// table, and leaves live leases alone; a sweep with nothing left to do
+// answers zeros.
+func TestSweepStepsTakeBothKindsUpToMax(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	for i := range 10 {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "w",
+			TTL: time.Hour, RequestID: fmt.Sprintf("a%d", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	// Even keys ended two hours ago, odd ones a minute ago; k9 stays live.
+	mustExec(t, raw, `UPDATE leasestore_leases
+		SET expires_at = now() - CASE WHEN right(name, 1)::int % 2 = 0 THEN interval '2 hours' ELSE interval '1 minute' END
+		WHERE name <> 'k9'`)
+	rows := func(q string) int { return count(t, raw, "SELECT count(*) FROM leasestore_leases WHERE "+q) }
+	for i, want := range []protocol.SweepResult{{Removed: 3, SetAside: 3}, {Removed: 2, SetAside: 1}, {}} {
+		got, err := b.Sweep(ctxT(t), 3, time.Hour)
+		if err != nil || got != want {
+			t.Fatalf("sweep %d: %+v, %v; want %+v", i, got, err, want)
+		}
+	}
+	if n := rows("true"); n != 5 {
+		t.Fatalf("%d rows left, want 5 (4 set aside, 1 live)", n)
+	}
+	if n := rows("swept_token = token"); n != 4 {
+		t.Fatalf("%d rows set aside, want 4", n)
+	}
+	if res, err := b.Get(ctxT(t), protocol.GetRequest{Key: key("k9")}); err != nil || res.Status != protocol.StatusFound {
+		t.Fatalf("the live lease: %+v %v", res, err)
+	}
+}

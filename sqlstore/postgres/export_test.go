@@ -45,7 +45,7 @@ func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (strin
 var releaseWithoutWakeSQL = func() statement {
 	st := releaseSQL
 	i := strings.Index(st.sql, "), wake AS MATERIALIZED (")
-	j := strings.Index(st.sql, ")\nSELECT coalesce(")
+	j := strings.Index(st.sql, ")\nSELECT (SELECT lock.now")
 	if i < 0 || j < i {
 		panic("postgres: releaseSQL has no wake CTE to strip")
 	}

@@ -3,7 +3,9 @@ package postgres
 // Every statement the backend sends lives in this file. Parameters are named
 // (see statement.go), with the same name in every statement: @ns, @name,
 // @owner, @token, @ttl (an interval), @request_id, @params_hash, @actor,
-// @reason, @now (the injected test clock, or NULL for the server's now()),
+// @reason, @now (the injected test clock, or NULL for the server's clock:
+// now() to judge a snapshot, clock_timestamp() after the key's lock for the
+// time a change records, see lockCTE),
 // @lease_version and @record_version (the format versions this release
 // writes and reads). How the statements stay one round trip, what their
 // snapshots see and how audit ids are made is in the package doc.
@@ -70,12 +72,24 @@ const wakeCTE = `wake AS MATERIALIZED (
     WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name))
 )`
 
+// lockCTE takes the key's writer lock (the advisory lock every writer of
+// the key takes, in its class 1818583411) and then reads the time the change
+// takes effect: the injected test clock, or the server's clock_timestamp()
+// after the wait. now() is the transaction's start, before any wait for the
+// lock, and a change recorded at it would start, end or extend a lease in
+// the past (TestChangeTimesFollowLockWaits). A Result node evaluates its
+// condition before its select list, so the time is read after the lock.
+const lockCTE = `lock AS MATERIALIZED (
+    SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now
+    WHERE pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
+)`
+
 // changeResultSQL ends renewSQL: outcomeColumns, with no token drawn.
 // endedResultSQL ends releaseSQL and revokeSQL the same way, after their
 // wakeCTE.
 const (
 	changeResultSQL = `
-SELECT coalesce(@now::timestamptz, now()),
+SELECT (SELECT lock.now FROM lock),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
@@ -92,7 +106,9 @@ LEFT JOIN wake ON true`
 // releaseSQL); the statements test that, not the time, since the now() of
 // a statement that began before a release committed may precede it. The token is the greater of the sequence's next
 // value and the key's last token plus one, so the tokens of a key increase
-// whatever the sequence's state. When the key changed after our snapshot,
+// whatever the sequence's state; it and the lease's start (at: the server's
+// clock_timestamp(), see lockCTE) are read after the key's lock, in the
+// select list of fresh, which a Result node evaluates after its condition. When the key changed after our snapshot,
 // our INSERT meets its newest row: ON CONFLICT waits for it, locks it and
 // takes it only if it is still free and its token below ours. So a row
 // comes back exactly when the acquire took effect; none with a drawn token
@@ -103,7 +119,8 @@ WITH prev AS (
     SELECT l.token, l.expires_at, l.version, l.ended_token
     FROM leasestore_leases l WHERE l.namespace = @ns AND l.name = @name
 ), fresh AS (
-    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
+    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token,
+           coalesce(@now::timestamptz, clock_timestamp()) AS at
     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND NOT EXISTS (SELECT FROM prev
                       WHERE (prev.ended_token IS DISTINCT FROM prev.token
@@ -112,8 +129,7 @@ WITH prev AS (
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-    SELECT @ns, @name, @owner, fresh.token, coalesce(@now::timestamptz, now()), coalesce(@now::timestamptz, now()),
-           coalesce(@now::timestamptz, now()) + @ttl::interval, @lease_version
+    SELECT @ns, @name, @owner, fresh.token, fresh.at, fresh.at, fresh.at + @ttl::interval, @lease_version
     FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
         owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
@@ -123,7 +139,7 @@ WITH prev AS (
       AND l.token < excluded.token
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), ` + recordCTE("acquire", "acquired", "after.acquired_at", "@owner", "''") + `
-SELECT coalesce(@now::timestamptz, now()),
+SELECT coalesce(fresh.at, @now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
        fresh.token,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
@@ -131,22 +147,21 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
 
-// renewSQL extends the live lease (@owner, @token) by @ttl from now. It
-// clears swept_token: a renew judged live by a now() taken before it
-// waited on the key's lock may land after a sweeper set the row aside (the
-// lease expired meanwhile by the sweeper's clock), and the renewed lease
-// must be back in the live indexes. Clearing a NULL changes nothing the
+// renewSQL extends the live lease (@owner, @token) by @ttl from the time
+// after the key's lock (lockCTE), judging it live at that time. It clears
+// swept_token: a sweeper that does not take the key's lock may have set the
+// row aside meanwhile, and the renewed lease must be back in the live
+// indexes. Clearing a NULL changes nothing the
 // indexes read, so the update can stay on its page.
 var renewSQL = compile(`
-WITH after AS (
+WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
-    SET renewed_at = coalesce(@now::timestamptz, now()), expires_at = coalesce(@now::timestamptz, now()) + @ttl::interval,
-        swept_token = NULL
+    SET renewed_at = lock.now, expires_at = lock.now + @ttl::interval, swept_token = NULL
+    FROM lock
     WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-      AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
 ), ` + recordCTE("renew", "renewed", "after.renewed_at", "@owner", "''") + changeResultSQL)
 
@@ -158,32 +173,32 @@ WITH after AS (
 // RETURNING gives the lease as released. No indexed column changes, so the
 // update can stay on its page (HOT).
 var releaseSQL = compile(`
-WITH after AS (
+WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
-    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
+    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now
+    FROM lock
     WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-      AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
-), ` + recordCTE("release", "released", "coalesce(@now::timestamptz, now())", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
+), ` + recordCTE("release", "released", "(SELECT lock.now FROM lock)", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
 // @token is 0) on behalf of @actor, leaving a tombstone and waking waiters
 // like release.
 var revokeSQL = compile(`
-WITH after AS (
+WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
-    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = coalesce(@now::timestamptz, now())
+    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now
+    FROM lock
     WHERE l.namespace = @ns AND l.name = @name
       AND (@token::bigint = 0 OR l.token = @token)
-      AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-      AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
-), ` + recordCTE("revoke", "revoked", "coalesce(@now::timestamptz, now())", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
+), ` + recordCTE("revoke", "revoked", "(SELECT lock.now FROM lock)", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
 // there is none, or only a tombstone). Expiry is judged in Go.
@@ -447,8 +462,14 @@ RETURNING id, at`)
 // mass expiry is removed in steps that each read only as far as their
 // rows. Rows another sweeper or a writer holds are skipped; the row lock
 // re-checks that a row is still ended (and recomputes gone) when an
-// acquire took it meanwhile. A key whose row is gone has no lease and no
-// last token to keep, and its trail is untouched.
+// acquire took it meanwhile. A row goes only with its key's writer lock
+// (tried in dead, never waited for; a row whose key is taken stays for a
+// later sweep), so a writer that holds the lock never waits for a removal
+// after it read its time (see lockCTE): an acquire that read its time
+// before the removal of a row whose lease was still live then would start
+// its lease before that one ended (TestChangeTimesFollowLockWaits). Setting
+// a row aside changes no lease and takes no such lock. A key whose row is
+// gone has no lease and no last token to keep, and its trail is untouched.
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
@@ -466,7 +487,9 @@ WITH seq AS MATERIALIZED (
     LIMIT 2 * @limit::integer
     FOR UPDATE OF l SKIP LOCKED
 ), dead AS (
-    SELECT cand.namespace, cand.name FROM cand WHERE cand.gone LIMIT @limit
+    SELECT cand.namespace, cand.name FROM cand
+    WHERE cand.gone AND pg_try_advisory_xact_lock(1818583411, hashtext(cand.namespace || '/' || cand.name))
+    LIMIT @limit
 ), ended AS (
     SELECT cand.namespace, cand.name FROM cand WHERE NOT cand.gone LIMIT @limit
 ), gone AS (

@@ -33,6 +33,13 @@ type CheckOptions struct {
 	// answer not_found instead of expired. Default: false.
 	Sweeping   bool
 	SweepGrace time.Duration
+	// LateExpiry says that a lease may stay live for up to this long after
+	// its expires_at, never less long: the store's expiry is judged by a
+	// clock other than the one that stamped expires_at, which only errs
+	// late (etcd's leases, kept by the cluster's leader in whole seconds).
+	// A holder that stops at expires_at stays safe; a waiter may wait
+	// longer. Default: 0, the lease ends at its expires_at.
+	LateExpiry time.Duration
 }
 
 // Result describes a checked history.
@@ -83,7 +90,7 @@ func Check(h *History, opts *CheckOptions) (Result, error) {
 	if opts.Sweeping {
 		sweepGrace = int64(opts.SweepGrace)
 	}
-	ops, base := h.porcupine(&res, sweepGrace)
+	ops, base := h.porcupine(&res, sweepGrace, int64(opts.LateExpiry))
 	model := newModel(base)
 	start := time.Now()
 	verdict, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
@@ -105,8 +112,9 @@ func Check(h *History, opts *CheckOptions) (Result, error) {
 
 // porcupine converts h to porcupine operations and fills res's counts. It
 // returns the operations and the earliest start. sweepGrace is the
-// SweepGrace of CheckOptions in nanoseconds, or -1 when nothing sweeps.
-func (h *History) porcupine(res *Result, sweepGrace int64) ([]porcupine.Operation, int64) {
+// SweepGrace of CheckOptions in nanoseconds, or -1 when nothing sweeps;
+// late is LateExpiry in nanoseconds.
+func (h *History) porcupine(res *Result, sweepGrace, late int64) ([]porcupine.Operation, int64) {
 	base, horizon := h.Ops[0].Start, h.Ops[0].Start
 	for _, op := range h.Ops {
 		base = min(base, op.Start)
@@ -158,7 +166,7 @@ func (h *History) porcupine(res *Result, sweepGrace int64) ([]porcupine.Operatio
 		meta := fmt.Sprintf("%s client %d, request id %s", op.Process, op.Client, op.RequestID)
 		ops[i] = porcupine.Operation{
 			ClientId: clientID[clientKey{op.Process, op.Client}],
-			Input:    input{op: op, start: op.Start, ret: ret, sweepGrace: sweepGrace},
+			Input:    input{op: op, start: op.Start, ret: ret, sweepGrace: sweepGrace, late: late},
 			Call:     op.Start,
 			Output:   op.Outcome,
 			Return:   ret,

@@ -42,6 +42,7 @@ type input struct {
 	op         *Operation
 	start, ret int64
 	sweepGrace int64 // rows of leases that ended this long ago may be gone; -1: none go
+	late       int64 // a lease may stay live this long past its expires_at (CheckOptions.LateExpiry)
 }
 
 // canSwept tells whether, judged at some instant of in's interval, the held
@@ -53,7 +54,7 @@ func (s state) canSwept(in input) bool {
 // liveness tells whether, judged at some instant of in's interval, the held
 // lease can have been live, and whether it can have been expired.
 func (s state) liveness(in input) (canLive, canExpire bool) {
-	return in.start-slack < s.expHi, in.ret+slack >= s.expLo
+	return in.start-slack < s.expHi+in.late, in.ret+slack >= s.expLo
 }
 
 // tokenCan tells which of s.token <, ==, > t are possible.

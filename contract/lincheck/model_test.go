@@ -433,3 +433,34 @@ func TestSweptRevokeHistoryIsLinearizable(t *testing.T) {
 		t.Fatalf("%v (%v)", err, res)
 	}
 }
+
+// With LateExpiry, a lease may stay live for that long past its expires_at
+// (a renew by its holder succeeds, another owner's acquire conflicts), but
+// it may never end early: an acquire by another owner before expires_at is
+// a violation whatever the allowance.
+func TestCheckLateExpiry(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Millisecond
+	late := func() *lincheck.History {
+		return &new(hist).
+			op(0, 0, 1, acquire("a", ttl), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, ttl)))).
+			op(1, 300, 301, acquire("b", ttl), out(protocol.StatusConflict, lease("a", 5, expAt(0.5, ttl)))).
+			op(0, 400, 401, renew("a", 5, ttl), out(protocol.StatusRenewed, lease("a", 5, expAt(400.5, ttl)))).h
+	}
+	dir := t.TempDir()
+	if _, err := lincheck.Check(late(), &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); err != nil {
+		t.Fatalf("live 400 ms past expires_at with a 1s allowance: %v", err)
+	}
+	if _, err := lincheck.Check(late(), &lincheck.CheckOptions{Dir: dir}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("live 400 ms past expires_at without an allowance: %v, want a violation", err)
+	}
+	if _, err := lincheck.Check(late(), &lincheck.CheckOptions{Dir: dir, LateExpiry: 100 * time.Millisecond}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("live 400 ms past expires_at with a 100 ms allowance: %v, want a violation", err)
+	}
+	early := &new(hist).
+		op(0, 0, 1, acquire("a", ttl), out(protocol.StatusAcquired, lease("a", 5, expAt(0.5, ttl)))).
+		op(1, 3, 4, acquire("b", ttl), out(protocol.StatusAcquired, lease("b", 6, expAt(3.5, ttl)))).h
+	if _, err := lincheck.Check(early, &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("taken over 6 ms before expires_at: %v, want a violation", err)
+	}
+}

@@ -223,6 +223,9 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 				break
 			}
 		}
+		if b.testAfterRead != nil {
+			b.testAfterRead()
+		}
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		defer cancel()
 		// The mark lives outside a namespace's prefix: watch the whole

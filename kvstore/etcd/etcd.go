@@ -61,8 +61,10 @@ type Config struct {
 	DialTimeout time.Duration
 
 	// testNow, set only by this package's tests (export_test.go), judges
-	// expiry by a manual clock instead of etcd leases.
-	testNow func() time.Time
+	// expiry by a manual clock instead of etcd leases; testStamps only
+	// stamps leases and records with another clock (expiry stays the
+	// cluster's).
+	testNow, testStamps func() time.Time
 }
 
 // Backend is the etcd backend. It implements [protocol.Backend],
@@ -80,6 +82,8 @@ type Backend struct {
 
 	expiry leasePool // etcd leases by expiry second (leases.go)
 	cache  stateCache
+
+	testAfterRead func() // tests: called by Follow between its read and its watch
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -160,6 +164,9 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 		cli: cli, owned: owned, keys: newLayout(cfg.Prefix), now: time.Now,
 		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), newLayout(cfg.Prefix).prefix),
 		stop:  make(chan struct{}),
+	}
+	if cfg.testStamps != nil {
+		b.now = cfg.testStamps
 	}
 	if cfg.testNow != nil {
 		b.now, b.manual = cfg.testNow, true

@@ -14,3 +14,19 @@ func WithTestClock(cfg *Config, now func() time.Time) *Config {
 	c.testNow = now
 	return &c
 }
+
+// WithStampClock returns cfg (a new Config when nil) with now stamping
+// leases and audit records, while etcd leases still judge expiry: a client
+// whose clock is wrong.
+func WithStampClock(cfg *Config, now func() time.Time) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c := *cfg
+	c.testStamps = now
+	return &c
+}
+
+// SetAfterRead makes b's Follow call f between its catch-up read and the
+// start of its watch (to compact the history there).
+func SetAfterRead(b *Backend, f func()) { b.testAfterRead = f }

@@ -43,14 +43,18 @@ func (b *Backend) stateOf(kvs []*mvccpb.KeyValue) keyState {
 // bound for compares: "" with etcd leases (an existing e entry is live),
 // the test clock's now otherwise (an e entry is live while its expiry is
 // greater).
+//
+// real is this process's clock at the same moment, which sizes etcd
+// leases: they count real time on the leader whatever the stamps say.
 type instant struct {
 	now   time.Time
+	real  time.Time
 	judge string
 }
 
 func (b *Backend) instant() instant {
 	now := b.now().UTC().Truncate(time.Microsecond)
-	in := instant{now: now}
+	in := instant{now: now, real: time.Now()}
 	if b.manual {
 		in.judge = expiryValue(now)
 	}
@@ -158,7 +162,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	for attempt := 0; ; attempt++ {
 		in := b.instant()
 		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
-		put, leaseID, err := b.livenessPut(ctx, req.Key, exp)
+		put, leaseID, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
 		if err != nil {
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
 		}
@@ -208,14 +212,15 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 }
 
 // livenessPut returns the put of k's liveness entry for a lease that
-// expires at exp: attached to an etcd lease that lives at least until exp,
-// or, under the test clock, to none.
-func (b *Backend) livenessPut(ctx context.Context, k protocol.Key, exp time.Time) (clientv3.Op, clientv3.LeaseID, error) {
+// expires at exp (stamped), until (by this process's real clock): attached
+// to an etcd lease that lives at least until then, or, under the test
+// clock, to none.
+func (b *Backend) livenessPut(ctx context.Context, k protocol.Key, exp, until time.Time) (clientv3.Op, clientv3.LeaseID, error) {
 	key := b.keys.lease(k) + suffixE[1:]
 	if b.manual {
 		return clientv3.OpPut(key, expiryValue(exp)), 0, nil
 	}
-	id, err := b.expiry.forExpiry(ctx, exp)
+	id, err := b.expiry.forExpiry(ctx, until)
 	if err != nil {
 		return clientv3.Op{}, 0, err
 	}
@@ -358,7 +363,7 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 		},
 		apply: func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error) {
 			exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
-			put, id, err := b.livenessPut(ctx, req.Key, exp)
+			put, id, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
 			if err != nil {
 				return holderWrite{}, err
 			}

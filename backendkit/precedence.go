@@ -1,6 +1,7 @@
 package backendkit
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -55,12 +56,33 @@ func CheckRevoke(cur *protocol.Lease, token int64, now time.Time) protocol.Statu
 }
 
 // CheckAcquire returns "" when a new lease may be taken over cur (no row, or
-// an expired one) and conflict when cur is live at now.
+// an expired one whose lock-delay has passed) and conflict when cur is live
+// at now or its lock-delay still keeps the key. cur may also be the ended
+// lease of a revoke whose lock-delay a backend keeps, with ExpiresAt the
+// time of the revoke.
 func CheckAcquire(cur *protocol.Lease, now time.Time) protocol.Status {
-	if cur != nil && cur.LiveAt(now) {
+	if cur != nil && now.Before(cur.FreeAt()) {
 		return protocol.StatusConflict
 	}
 	return ""
+}
+
+// Conflict is the result of an acquire that cur refused at now (see
+// [CheckAcquire]): conflict carrying cur, with a message saying when the
+// key is free when a lock-delay, not a live lease, keeps it.
+func Conflict(cur *protocol.Lease, now time.Time) protocol.Result {
+	res := protocol.Result{Status: protocol.StatusConflict, Lease: cur}
+	if cur != nil && cur.DelayedAt(now) {
+		res.Message = LockDelayMessage(*cur)
+	}
+	return res
+}
+
+// LockDelayMessage is the message of a conflict with l, an ended lease
+// whose lock-delay keeps the key.
+func LockDelayMessage(l protocol.Lease) string {
+	return fmt.Sprintf("lock-delay: the lease of %s (token %d) ended at %s; the key is free at %s",
+		l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
 }
 
 // CheckNamespacesLimit returns an invalid-input error unless limit is

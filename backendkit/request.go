@@ -22,6 +22,10 @@ type Change interface {
 func Fingerprint[R Change](req R) string {
 	switch r := any(req).(type) {
 	case protocol.AcquireRequest:
+		if r.LockDelay != 0 { // the same hash as before lock-delays for an acquire without one
+			return fingerprint(protocol.OpAcquire, r.Key.Encode(), r.Owner, strconv.FormatInt(int64(r.TTL), 10),
+				"lock_delay="+strconv.FormatInt(int64(r.LockDelay), 10))
+		}
 		return fingerprint(protocol.OpAcquire, r.Key.Encode(), r.Owner, strconv.FormatInt(int64(r.TTL), 10))
 	case protocol.RenewRequest:
 		return fingerprint(protocol.OpRenew, r.Key.Encode(), r.Owner, strconv.FormatInt(r.Token, 10), strconv.FormatInt(int64(r.TTL), 10))

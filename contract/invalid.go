@@ -130,9 +130,11 @@ func invalidCases() []testCase {
 				r := okAcq()
 				r.TTL = ttl
 				acquire(fmt.Sprintf("ttl %v", ttl), r)
-				rn := okRen()
-				rn.TTL = ttl
-				renew(fmt.Sprintf("ttl %v", ttl), rn)
+				if ttl != 0 { // a renew without a ttl keeps the lease's own
+					rn := okRen()
+					rn.TTL = ttl
+					renew(fmt.Sprintf("ttl %v", ttl), rn)
+				}
 			}
 			for _, token := range []int64{0, -1, -held.Token} {
 				rn := okRen()

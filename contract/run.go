@@ -57,9 +57,11 @@ func Run(t *testing.T, newHarness Factory) {
 	groups := []group{
 		{"Acquire", acquireCases()},
 		{"Renew", holderCases(renewOp)},
+		{"RenewKeepsTTL", renewKeepsTTLCases()},
 		{"RenewMany", renewManyCases()},
 		{"Release", holderCases(releaseOp)},
 		{"Revoke", revokeCases()},
+		{"LockDelay", lockDelayCases()},
 		{"Fencing", fencingCases()},
 		{"Get", getCases()},
 		{"List", listCases()},

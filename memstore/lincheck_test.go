@@ -47,7 +47,8 @@ func checkLinearizable(t *testing.T, sweep *protocol.SweepConfig) {
 		defer rt.Close(context.Background())
 		rec := lincheck.NewRecorder(fmt.Sprintf("h%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: 2, Ops: 1000,
-			ShortTTL: 10 * time.Millisecond, Keys: []string{"k0", "k1", "k2", "k3"}, LoseAnswers: 0.05}
+			ShortTTL: 10 * time.Millisecond, Keys: []string{"k0", "k1", "k2", "k3"}, LoseAnswers: 0.05,
+			LockDelay: 10 * time.Millisecond}
 		wg.Go(func() {
 			stats, err := w.Run(t.Context())
 			if err != nil {

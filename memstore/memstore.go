@@ -56,6 +56,9 @@ type Store struct {
 	lastToken int64                 // the last fencing token issued, for every key
 	records   []backendkit.Recorded // the audit trail; records[i].ID == i+1
 	requests  map[requestKey]int    // (namespace, request id) -> index into records
+	// delayed holds, per key, the lease last revoked with a lock-delay,
+	// ExpiresAt set to the revoke's time, until an acquire takes the key.
+	delayed map[protocol.Key]protocol.Lease
 
 	waiters waiters // subscribers to released and revoked keys (notify.go)
 }
@@ -68,6 +71,7 @@ func NewStore(cfg *Config) *Store {
 		now:      time.Now,
 		leases:   make(map[protocol.Key]protocol.Lease),
 		requests: make(map[requestKey]int),
+		delayed:  make(map[protocol.Key]protocol.Lease),
 	}
 	if cfg != nil && cfg.Now != nil {
 		s.now = cfg.Now
@@ -194,8 +198,11 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		return res, nil
 	}
 	cur := s.current(req.Key)
+	if d, ok := s.delayed[req.Key]; ok && cur == nil {
+		cur = &d
+	}
 	if st := backendkit.CheckAcquire(cur, now); st != "" {
-		return backendkit.Refused(st, cur), nil
+		return backendkit.Conflict(cur, now), nil
 	}
 	s.lastToken++
 	l := protocol.Lease{
@@ -206,8 +213,10 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		RenewedAt:  now,
 		ExpiresAt:  expiry(now, req.TTL),
 		Version:    protocol.LeaseFormatVersion,
+		LockDelay:  req.LockDelay,
 	}
 	s.leases[req.Key] = l
+	delete(s.delayed, req.Key)
 	s.record(now, change{op: protocol.OpAcquire, status: protocol.StatusAcquired, lease: l,
 		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
 	return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, nil
@@ -249,8 +258,12 @@ func (s *Store) renew(req protocol.RenewRequest, now time.Time) protocol.Result 
 		return backendkit.Refused(st, cur)
 	}
 	l := *cur
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = l.ExpiresAt.Sub(l.RenewedAt) // the lease's own
+	}
 	l.RenewedAt = now
-	l.ExpiresAt = expiry(now, req.TTL)
+	l.ExpiresAt = expiry(now, ttl)
 	s.leases[req.Key] = l
 	s.record(now, change{op: protocol.OpRenew, status: protocol.StatusRenewed, lease: l,
 		requestID: req.RequestID, actor: req.Owner, paramsHash: hash})
@@ -297,6 +310,11 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		return backendkit.Refused(st, cur), nil
 	}
 	delete(s.leases, req.Key)
+	if cur.LockDelay > 0 {
+		d := *cur
+		d.ExpiresAt = now
+		s.delayed[req.Key] = d
+	}
 	s.record(now, change{op: protocol.OpRevoke, status: protocol.StatusRevoked, lease: *cur,
 		requestID: req.RequestID, actor: req.Actor, reason: req.Reason, paramsHash: hash})
 	s.waiters.signal(req.Key, nil)

@@ -23,9 +23,14 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 		if n == max {
 			break
 		}
-		if l.ExpiresAt.Before(now.Add(-grace)) {
+		if l.FreeAt().Before(now.Add(-grace)) { // its lock-delay, if any, passed too
 			delete(s.leases, k)
 			n++
+		}
+	}
+	for k, l := range s.delayed {
+		if !now.Before(l.FreeAt()) {
+			delete(s.delayed, k)
 		}
 	}
 	return protocol.SweepResult{Removed: n}, nil

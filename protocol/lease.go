@@ -19,6 +19,10 @@ const (
 	MaxTTL = 7 * 24 * time.Hour
 )
 
+// MaxLockDelay bounds [AcquireRequest].LockDelay and the namespace
+// defaults of [Config].LockDelays.
+const MaxLockDelay = time.Hour
+
 // List page sizes.
 const (
 	DefaultListLimit = 100
@@ -36,10 +40,27 @@ type Lease struct {
 	RenewedAt  time.Time // last acquire or renew
 	ExpiresAt  time.Time // the lease is live while the backend's now is before this
 	Version    int       // serialization format version, LeaseFormatVersion
+	// LockDelay is the lease's lock-delay (0: none): when the lease ends
+	// other than by its holder's release (it is revoked, or runs out),
+	// acquires of the key answer conflict until LockDelay after it ended.
+	// See [AcquireRequest].LockDelay.
+	LockDelay time.Duration
 }
 
 // LiveAt reports whether the lease is still live at now (now < ExpiresAt).
 func (l Lease) LiveAt(now time.Time) bool { return now.Before(l.ExpiresAt) }
+
+// FreeAt is when an acquire may take the key if the lease runs out
+// un-renewed: ExpiresAt plus LockDelay. For the ended lease that a
+// lock-delay conflict carries, ExpiresAt is when it ended (its revoke or
+// its expiry), and FreeAt is when the delay ends.
+func (l Lease) FreeAt() time.Time { return l.ExpiresAt.Add(l.LockDelay) }
+
+// DelayedAt reports whether, at now, the lease has ended (now is not
+// before ExpiresAt) and its lock-delay still keeps the key from acquires:
+// what a conflict carrying it means when its holder's lease is no longer
+// live.
+func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Before(l.FreeAt()) }
 
 // Result is what every lease operation returns: the status, the key asked
 // for, the lease acted on (or, for conflict, stale_token and not_owner, the
@@ -82,15 +103,27 @@ type ListResult struct {
 
 // AcquireRequest asks for a lease on Key for TTL on behalf of Owner.
 // RequestID makes the request idempotent; the runtime generates one when empty.
+//
+// LockDelay (opt-in, 0 to [MaxLockDelay]) is carried by the lease: after
+// the lease ends other than by its holder's release (a revoke, or expiry),
+// acquires of the key answer conflict until LockDelay has passed (by the
+// backend's clock), carrying the ended lease (its ExpiresAt is when it
+// ended, see [Lease.FreeAt]), so that a holder that did not hear of its
+// loss has time to stop before anyone else starts. A release by the holder
+// frees the key at once. Zero takes the [Runtime]'s namespace default
+// ([Config].LockDelays), none unless configured.
 type AcquireRequest struct {
 	Key       Key
 	Owner     string
 	TTL       time.Duration
 	RequestID string
+	LockDelay time.Duration
 }
 
 // RenewRequest extends the lease identified by Key, Owner and Token to expire
-// TTL after the backend's now. The token does not change.
+// TTL after the backend's now. The token does not change. A zero TTL keeps
+// the lease's own: the TTL of its last acquire or renew (ExpiresAt minus
+// RenewedAt).
 type RenewRequest struct {
 	Key       Key
 	Owner     string
@@ -145,6 +178,21 @@ func validateTTL(ttl time.Duration) error {
 	return nil
 }
 
+// validateRenewTTL accepts zero (keep the lease's TTL) or a valid TTL.
+func validateRenewTTL(ttl time.Duration) error {
+	if ttl == 0 {
+		return nil
+	}
+	return validateTTL(ttl)
+}
+
+func validateLockDelay(d time.Duration) error {
+	if d < 0 || d > MaxLockDelay {
+		return fmt.Errorf("lock delay: %v is outside [0, %v]", d, MaxLockDelay)
+	}
+	return nil
+}
+
 func validateToken(token int64) error {
 	if token <= 0 {
 		return fmt.Errorf("token: must be positive, got %d", token)
@@ -159,13 +207,13 @@ func validateRequestID(id string) error {
 // Validate checks every field, including the request id.
 func (r AcquireRequest) Validate() error {
 	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
-		validateTTL(r.TTL), validateRequestID(r.RequestID))
+		validateTTL(r.TTL), validateLockDelay(r.LockDelay), validateRequestID(r.RequestID))
 }
 
 // Validate checks every field, including the request id.
 func (r RenewRequest) Validate() error {
 	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
-		validateToken(r.Token), validateTTL(r.TTL), validateRequestID(r.RequestID))
+		validateToken(r.Token), validateRenewTTL(r.TTL), validateRequestID(r.RequestID))
 }
 
 // Validate checks every field, including the request id.

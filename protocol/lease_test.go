@@ -46,6 +46,11 @@ func TestAcquireRequestValidate(t *testing.T) {
 	wantInvalid(t, "negative ttl", mut(func(r *AcquireRequest) { r.TTL = -time.Second }).Validate(), "ttl:")
 	wantInvalid(t, "ttl below min", mut(func(r *AcquireRequest) { r.TTL = MinTTL - 1 }).Validate(), "ttl:")
 	wantInvalid(t, "ttl above max", mut(func(r *AcquireRequest) { r.TTL = MaxTTL + 1 }).Validate(), "ttl:")
+	wantInvalid(t, "negative lock delay", mut(func(r *AcquireRequest) { r.LockDelay = -1 }).Validate(), "lock delay:")
+	wantInvalid(t, "lock delay above max", mut(func(r *AcquireRequest) { r.LockDelay = MaxLockDelay + 1 }).Validate(), "lock delay:")
+	if err := mut(func(r *AcquireRequest) { r.LockDelay = MaxLockDelay }).Validate(); err != nil {
+		t.Errorf("lock delay at the bound: %v", err)
+	}
 	wantInvalid(t, "no request id", mut(func(r *AcquireRequest) { r.RequestID = "" }).Validate(), "request id: must not be empty")
 	wantInvalid(t, "long request id", mut(func(r *AcquireRequest) { r.RequestID = strings.Repeat("r", MaxRequestIDLen+1) }).Validate(), "request id:")
 	// Every problem is reported at once.
@@ -62,9 +67,12 @@ func TestRenewRequestValidate(t *testing.T) {
 	wantInvalid(t, "no owner", mut(func(r *RenewRequest) { r.Owner = "" }).Validate(), "owner")
 	wantInvalid(t, "zero token", mut(func(r *RenewRequest) { r.Token = 0 }).Validate(), "token: must be positive")
 	wantInvalid(t, "negative token", mut(func(r *RenewRequest) { r.Token = -4 }).Validate(), "token: must be positive, got -4")
-	wantInvalid(t, "zero ttl", mut(func(r *RenewRequest) { r.TTL = 0 }).Validate(), "ttl:")
+	if err := mut(func(r *RenewRequest) { r.TTL = 0 }).Validate(); err != nil {
+		t.Errorf("zero ttl (keep the lease's own): %v", err)
+	}
+	wantInvalid(t, "negative ttl", mut(func(r *RenewRequest) { r.TTL = -time.Second }).Validate(), "ttl:")
 	wantInvalid(t, "no request id", mut(func(r *RenewRequest) { r.RequestID = "" }).Validate(), "request id")
-	wantInvalid(t, "everything wrong", RenewRequest{}.Validate(), "namespace", "owner", "token", "ttl", "request id")
+	wantInvalid(t, "everything wrong", RenewRequest{TTL: -1}.Validate(), "namespace", "owner", "token", "ttl", "request id")
 }
 
 func TestReleaseRequestValidate(t *testing.T) {

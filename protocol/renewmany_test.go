@@ -92,7 +92,7 @@ func TestRenewManyBulk(t *testing.T) {
 	rt := New(b, nil)
 	defer rt.Close(context.Background())
 	reqs := renewReqs("a", "b", "bad")
-	reqs[2].TTL = 0
+	reqs[2].TTL = -1
 	res, err := rt.RenewMany(context.Background(), reqs)
 	if err != nil || calls != 1 || res[0].Status != StatusRenewed || res[1].Status != StatusRenewed || res[2].Status != StatusInvalid {
 		t.Fatalf("%d calls: %+v %v", calls, res, err)

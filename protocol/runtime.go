@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +33,38 @@ type Config struct {
 	// Sweep tunes the background removal of ended leases' rows, for a
 	// backend that implements [Sweeper]. Default (nil): see [SweepConfig].
 	Sweep *SweepConfig
+	// LockDelays are namespace defaults of the lock-delay: an acquire
+	// whose LockDelay is zero takes the Delay of the first entry whose
+	// Namespaces glob ([path.Match]) matches its namespace. Default: none,
+	// so a lease has a lock-delay only when its acquire asks for one.
+	// [New] panics on a malformed glob or a delay outside [0, MaxLockDelay];
+	// check them first with [NamespaceLockDelay.Validate].
+	LockDelays []NamespaceLockDelay
+}
+
+// NamespaceLockDelay is a namespace default of the lock-delay (see
+// [Config].LockDelays and [AcquireRequest].LockDelay).
+type NamespaceLockDelay struct {
+	Namespaces string // a [path.Match] glob: "*" for all, "jobs-*", "billing"
+	Delay      time.Duration
+}
+
+// Validate checks the glob and the delay.
+func (d NamespaceLockDelay) Validate() error {
+	if _, err := path.Match(d.Namespaces, ""); err != nil {
+		return fmt.Errorf("lock delay: namespace glob %q: %w", d.Namespaces, err)
+	}
+	return validateLockDelay(d.Delay)
+}
+
+// lockDelayOf returns the default lock-delay of namespace ns.
+func lockDelayOf(defaults []NamespaceLockDelay, ns string) time.Duration {
+	for _, d := range defaults {
+		if ok, _ := path.Match(d.Namespaces, ns); ok {
+			return d.Delay
+		}
+	}
+	return 0
 }
 
 // Runtime is the object callers use: it wraps a [Backend], validates every
@@ -53,6 +87,7 @@ type Runtime struct {
 	closeDone chan struct{} // closed when the backend's Close returned
 	closeErr  error         // set before closeDone is closed
 	sweep     *sweepLoop    // the background sweep; nil when there is none
+	delays    []NamespaceLockDelay
 }
 
 var _ Store = (*Runtime)(nil)
@@ -71,6 +106,12 @@ func New(b Backend, cfg *Config) *Runtime {
 		drained:   make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
+	for _, d := range cfg.LockDelays {
+		if err := d.Validate(); err != nil {
+			panic("protocol: New: " + err.Error())
+		}
+	}
+	r.delays = slices.Clone(cfg.LockDelays)
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -271,16 +312,23 @@ func (r *Runtime) change(ctx context.Context, op Op, key Key, reqID string, inva
 // Acquire takes a lease on req.Key for req.TTL. On success the result's
 // status is acquired and its lease carries a fresh fencing token; if a live
 // lease is held (by anyone, the same owner included) the status is conflict
-// and the result carries that lease.
+// and the result carries that lease. While the lock-delay of a lease that
+// was revoked or ran out keeps the key, the status is conflict too, and the
+// result carries that ended lease ([Lease.DelayedAt]). A zero
+// req.LockDelay takes the namespace's default ([Config].LockDelays).
 func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
+	if req.LockDelay == 0 {
+		req.LockDelay = lockDelayOf(r.delays, req.Key.Namespace)
+	}
 	return r.change(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		return r.backend.Acquire(ctx, req)
 	})
 }
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) to expire req.TTL
-// from the backend's now. The token is kept.
+// from the backend's now, or, when req.TTL is zero, the lease's own TTL
+// (that of its last acquire or renew). The token is kept.
 func (r *Runtime) Renew(ctx context.Context, req RenewRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
 	return r.change(ctx, OpRenew, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {

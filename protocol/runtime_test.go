@@ -1052,3 +1052,24 @@ func TestRuntimeErrorsSayKeyAndCauseOnce(t *testing.T) {
 		})
 	}
 }
+
+// A zero lock-delay takes the first matching namespace default; a
+// request's own wins.
+func TestRuntimeLockDelayDefaults(t *testing.T) {
+	b := &fakeBackend{}
+	rt := New(b, &Config{LockDelays: []NamespaceLockDelay{{Namespaces: "jobs-*", Delay: 15 * time.Second}, {Namespaces: "*", Delay: time.Second}}})
+	defer rt.Close(context.Background())
+	for _, c := range []struct {
+		ns        string
+		own, want time.Duration
+	}{{"jobs-a", 0, 15 * time.Second}, {"other", 0, time.Second}, {"jobs-a", 2 * time.Second, 2 * time.Second}} {
+		_, _ = rt.Acquire(context.Background(), AcquireRequest{Key: Key{Namespace: c.ns, Name: "k"}, Owner: "o", TTL: time.Minute, LockDelay: c.own})
+		calls := b.callList()
+		if got := calls[len(calls)-1].req.(AcquireRequest).LockDelay; got != c.want {
+			t.Errorf("%s with lock-delay %v: the backend got %v, want %v", c.ns, c.own, got, c.want)
+		}
+	}
+	if err := (NamespaceLockDelay{Namespaces: "[", Delay: time.Second}).Validate(); err == nil {
+		t.Error("a malformed glob validated")
+	}
+}

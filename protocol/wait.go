@@ -10,9 +10,10 @@ import (
 // Notifier is an optional interface of a [Backend] (and of a [Store]): it
 // tells waiters that the lease at a key may have ended, by a release or a
 // revoke committed by any process sharing the store, so that a blocking
-// acquire ([AcquireWait]) wakes at once instead of polling. Expiry needs no
-// signal: the waiter sleeps until the holder's expiry, which the conflict
-// carries.
+// acquire ([AcquireWait]) wakes at once instead of polling, and so that a
+// holder ([Hold], the scheduler, leasectl run) hears at once that its lease
+// was revoked. Expiry needs no signal: the waiter sleeps until the holder's
+// expiry (plus its lock-delay), which the conflict carries.
 //
 // Signals are hints: they may be spurious (the waiter tries again and
 // meets a conflict), and a backend whose notification channel breaks
@@ -170,7 +171,7 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		if c.Waiting != nil {
 			c.Waiting(holder)
 		}
-		sleep := time.Until(holder.ExpiresAt)
+		sleep := time.Until(holder.FreeAt()) // its expiry, plus its lock-delay
 		if sleep <= 0 {
 			// Expired by the local clock, not by the store's: back off.
 			sleep, backoff = backoff, min(2*backoff, recheck)

@@ -22,8 +22,9 @@ type Request struct {
 	Key       string        `json:"key"`
 	Owner     string        `json:"owner,omitempty"` // acquire, renew, release; the actor of a revoke
 	Token     int64         `json:"token,omitempty"` // renew, release; revoke (0: whatever lease is live)
-	TTL       time.Duration `json:"ttl,omitempty"`   // acquire, renew
+	TTL       time.Duration `json:"ttl,omitempty"`   // acquire, renew (0 for a renew: keep the lease's)
 	RequestID string        `json:"request_id,omitempty"`
+	LockDelay time.Duration `json:"lock_delay,omitempty"` // acquire
 }
 
 // Outcome is how a logical operation ended: its last attempt's result.

@@ -33,6 +33,15 @@ type state struct {
 	// issued bounds from below the tokens issued for the key so far: the
 	// next acquire's token must exceed it.
 	issued int64
+	// ttl is the held lease's TTL (of its last acquire or renew), which a
+	// renew without a TTL keeps; delay its lock-delay (ns).
+	ttl, delay int64
+	// After a revoke of a lease with a lock-delay (held is false), that
+	// lease's owner and token, and the window in which the delay ends:
+	// acquires answer conflict, carrying it, until then.
+	blockOwner     string
+	blockToken     int64
+	blockLo, block int64
 }
 
 // input is a porcupine input: the operation and the interval in which it
@@ -55,6 +64,35 @@ func (s state) canSwept(in input) bool {
 // lease can have been live, and whether it can have been expired.
 func (s state) liveness(in input) (canLive, canExpire bool) {
 	return in.start-slack < s.expHi+in.late, in.ret+slack >= s.expLo
+}
+
+// keyFree tells whether, judged at some instant of in's interval, an
+// acquire can have found the key free: no live lease and no lock-delay
+// keeping it.
+func (s state) keyFree(in input) bool {
+	if s.held {
+		return in.ret+slack >= s.expLo+s.delay
+	}
+	return s.blockToken == 0 || in.ret+slack >= s.blockLo
+}
+
+// canDelayed tells whether, judged at some instant of in's interval, a
+// lock-delay can have kept the key (the held lease expired, or a revoked
+// one), and sees l, the ended lease a conflict carries.
+func (s state) canDelayed(in input, l *Lease) (state, bool) {
+	switch {
+	case l == nil:
+		return s, false
+	case s.held:
+		if s.delay == 0 || in.ret+slack < s.expLo || in.start-slack >= s.expHi+s.delay {
+			return s, false
+		}
+		return s.see(l)
+	case s.blockToken != 0:
+		tokenOK := l.Token == s.blockToken || (s.blockToken < 0 && l.Token > 0) // -1: not known
+		return s, l.Owner == s.blockOwner && tokenOK && in.start-slack < s.block
+	}
+	return s, false
 }
 
 // tokenCan tells which of s.token <, ==, > t are possible.
@@ -101,8 +139,11 @@ func (s state) see(l *Lease) (state, bool) {
 // expiry returns the window of expires_at for a lease acquired or renewed
 // for ttl by in, narrowed to l's expires_at when it says; ok is false when
 // that lies outside the window.
-func expiry(in input, l *Lease) (lo, hi int64, ok bool) {
+func expiry(in input, l *Lease, held state) (lo, hi int64, ok bool) {
 	ttl := int64(in.op.TTL)
+	if ttl == 0 { // a renew without a TTL keeps the lease's own
+		ttl = held.ttl
+	}
 	lo, hi = in.start+ttl, in.ret+ttl
 	if l == nil || l.ExpiresAt == 0 {
 		return lo, hi, true
@@ -115,6 +156,20 @@ func expiry(in input, l *Lease) (lo, hi int64, ok bool) {
 
 // free is the state after a release or revoke: no row, the token bound kept.
 func (s state) free() state { return state{issued: s.issued} }
+
+// revoked is the state after a revoke within in's interval: free, and kept
+// by the lease's lock-delay if it has one.
+func (s state) revoked(in input) state {
+	next := s.free()
+	if s.delay > 0 {
+		next.blockOwner, next.blockToken = s.owner, s.token
+		if s.token == 0 {
+			next.blockToken = -1 // issued by an acquire of unknown outcome, never shown
+		}
+		next.blockLo, next.block = in.start+s.delay, in.ret+s.delay
+	}
+	return next
+}
 
 // step returns the states that s can move to when in takes effect with
 // out (nil: unknown); none when it cannot.
@@ -132,22 +187,26 @@ func step(s state, in input, out *Outcome) []state {
 // left if it took effect.
 func effects(s state, in input) []state {
 	op := in.op
-	canLive, canExpire := s.liveness(in)
+	canLive, _ := s.liveness(in)
 	_, eq, _ := s.tokenCan(op.Token)
 	holder := s.held && s.owner == op.Owner && eq && canLive
 	switch op.Op {
 	case protocol.OpAcquire:
-		if s.held && !canExpire {
+		if !s.keyFree(in) {
 			return nil
 		}
-		lo, hi, _ := expiry(in, nil)
-		return []state{{held: true, owner: op.Owner, expLo: lo, expHi: hi, issued: s.issued + 1}}
+		lo, hi, _ := expiry(in, nil, s)
+		return []state{{held: true, owner: op.Owner, expLo: lo, expHi: hi, issued: s.issued + 1,
+			ttl: int64(op.TTL), delay: int64(op.LockDelay)}}
 	case protocol.OpRenew:
 		if !holder {
 			return nil
 		}
 		next, _ := s.withToken(op.Token)
-		next.expLo, next.expHi, _ = expiry(in, nil)
+		next.expLo, next.expHi, _ = expiry(in, nil, s)
+		if op.TTL != 0 {
+			next.ttl = int64(op.TTL)
+		}
 		return []state{next}
 	case protocol.OpRelease:
 		if !holder {
@@ -166,7 +225,7 @@ func effects(s state, in input) []state {
 				return nil
 			}
 		}
-		return []state{next.free()}
+		return []state{next.revoked(in)}
 	}
 	return nil // get changes nothing
 }
@@ -188,16 +247,19 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 	case protocol.OpAcquire:
 		switch out.Status {
 		case protocol.StatusAcquired:
-			if l == nil || l.Owner != op.Owner || l.Token <= s.issued || (s.held && !canExpire) {
+			if l == nil || l.Owner != op.Owner || l.Token <= s.issued || !s.keyFree(in) {
 				return s, false
 			}
-			lo, hi, ok := expiry(in, l)
-			return state{held: true, owner: op.Owner, token: l.Token, expLo: lo, expHi: hi, issued: l.Token}, ok
+			lo, hi, ok := expiry(in, l, s)
+			return state{held: true, owner: op.Owner, token: l.Token, expLo: lo, expHi: hi, issued: l.Token,
+				ttl: int64(op.TTL), delay: int64(op.LockDelay)}, ok
 		case protocol.StatusConflict:
-			if l == nil || !s.held || !canLive {
-				return s, false
+			if l != nil && s.held && canLive {
+				if next, ok := s.see(l); ok {
+					return next, true
+				}
 			}
-			return s.see(l)
+			return s.canDelayed(in, l)
 		}
 
 	case protocol.OpRenew, protocol.OpRelease:
@@ -219,7 +281,10 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			if !ok {
 				return s, false
 			}
-			next.expLo, next.expHi, ok = expiry(in, l)
+			next.expLo, next.expHi, ok = expiry(in, l, s)
+			if op.TTL != 0 {
+				next.ttl = int64(op.TTL)
+			}
 			return next, ok
 		case protocol.StatusNotFound:
 			if s.held && s.canSwept(in) {
@@ -256,7 +321,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 				return s, false
 			}
 			next, ok := s.see(l)
-			return next.free(), ok
+			return next.revoked(in), ok
 		case protocol.StatusNotFound:
 			switch {
 			case !s.held || ((op.Token == 0 || eq) && canExpire):
@@ -303,7 +368,9 @@ func hashState(v any) uint64 {
 	b = strconv.AppendBool(b, s.held)
 	b = append(b, 0)
 	b = append(b, s.owner...)
-	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued} {
+	b = append(b, 0)
+	b = append(b, s.blockOwner...)
+	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued, s.ttl, s.delay, s.blockToken, s.blockLo, s.block} {
 		b = append(b, 0)
 		b = strconv.AppendInt(b, n, 10)
 	}
@@ -352,6 +419,10 @@ func newModel(base int64) porcupine.Model {
 		},
 		DescribeState: func(st any) string {
 			s := st.(state)
+			if !s.held && s.blockToken != 0 {
+				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %d ends [%s, %s]",
+					s.issued, s.blockOwner, s.blockToken, rel(s.blockLo), rel(s.block))
+			}
 			if !s.held {
 				return fmt.Sprintf("free (tokens > %d)", s.issued)
 			}
@@ -393,6 +464,9 @@ func describeOp(in input, out *Outcome, rel func(int64) string) string {
 	}
 	if op.TTL != 0 {
 		fmt.Fprintf(&b, ", ttl %v", op.TTL)
+	}
+	if op.LockDelay != 0 {
+		fmt.Fprintf(&b, ", lock-delay %v", op.LockDelay)
 	}
 	b.WriteString(") -> ")
 	switch {

@@ -56,6 +56,13 @@ func revoke(token int64) lincheck.Request {
 
 func get() lincheck.Request { return lincheck.Request{Op: protocol.OpGet} }
 
+// acquireDelayed is acquire with a lock-delay.
+func acquireDelayed(owner string, ttl, delay time.Duration) lincheck.Request {
+	r := acquire(owner, ttl)
+	r.LockDelay = delay
+	return r
+}
+
 // lease is a result lease; exp in ms from t0, 0 for none.
 func lease(owner string, token int64, exp float64) *lincheck.Lease {
 	l := &lincheck.Lease{Owner: owner, Token: token}
@@ -140,6 +147,28 @@ func TestCheckRejects(t *testing.T) {
 			op(0, 0, 1, acquire("a", long), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
 			op(0, 2, 3, release("a", 1), out(protocol.StatusReleased, lease("a", 1, 0))).
 			op(1, 4, 5, get(), out(protocol.StatusFound, lease("a", 1, expAt(0.5, long)))),
+	}, {
+		name: "an acquire during the lock-delay of a revoked lease",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))),
+	}, {
+		name: "an acquire during the lock-delay of an expired lease",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))),
+	}, {
+		name: "a lock-delay conflict after the delay ended",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))),
+	}, {
+		name: "a renew without a ttl that does not keep the lease's",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 100.5))).
+			op(0, 10, 11, renew("a", 1, 0), out(protocol.StatusRenewed, lease("a", 1, expAt(10.5, long)))),
 	}, {
 		name: "a conflict on a free key",
 		h: new(hist).
@@ -324,6 +353,24 @@ func TestCheckAccepts(t *testing.T) {
 			op(0, 11, 20, release("a", 1), unknown).
 			op(1, 100, 101, get(), out(protocol.StatusFound, lease("a", 1, expAt(5, long)))).
 			op(1, 102, 103, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(102.5, long)))),
+	}, {
+		name: "lock-delays after a revoke and an expiry, a release frees at once",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))).
+			op(1, 110, 111, acquireDelayed("b", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("b", 2, 120.5))).
+			op(0, 150, 151, acquire("a", long), out(protocol.StatusConflict, lease("b", 2, 120.5))).
+			op(0, 230, 231, acquireDelayed("a", long, time.Hour), out(protocol.StatusAcquired, lease("a", 3, expAt(230.5, long)))).
+			op(0, 240, 241, release("a", 3), out(protocol.StatusReleased, lease("a", 3, expAt(230.5, long)))).
+			op(1, 242, 243, acquire("b", long), out(protocol.StatusAcquired, lease("b", 4, expAt(242.5, long)))),
+	}, {
+		name: "a renew without a ttl keeps the last one",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 100.5))).
+			op(0, 10, 11, renew("a", 1, 0), out(protocol.StatusRenewed, lease("a", 1, 110.5))).
+			op(0, 20, 21, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 1, expAt(20.5, long)))).
+			op(0, 30, 31, renew("a", 1, 0), out(protocol.StatusRenewed, lease("a", 1, expAt(30.5, long)))),
 	}, {
 		name: "keys are independent",
 		h: new(hist).

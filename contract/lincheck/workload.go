@@ -74,6 +74,11 @@ type Workload struct {
 	// ShortTTL is the longest of the short TTLs (drawn from ShortTTL/8 up,
 	// in whole milliseconds). Default: [DefaultShortTTL].
 	ShortTTL time.Duration
+	// LockDelay, when positive, is the longest lock-delay that one acquire
+	// in four asks for (drawn from LockDelay/8 up, in whole milliseconds);
+	// one renew in five then asks for no TTL (keep the lease's). Default:
+	// 0, no lock-delays, every renew with a TTL.
+	LockDelay time.Duration
 	// Think is a pause between a client's operations, to bound the size
 	// of a long run's history. Default: none.
 	Think time.Duration
@@ -252,8 +257,15 @@ func (c *client) next() Operation {
 	switch choice {
 	case 0:
 		req.Op, req.Owner, req.TTL = protocol.OpAcquire, c.owner, c.ttl()
+		if c.w.LockDelay > 0 && c.rng.IntN(4) == 0 {
+			hi := max(int64(c.w.LockDelay/time.Millisecond), 1)
+			req.LockDelay = time.Duration(max(hi/8, 1)+c.rng.Int64N(hi-max(hi/8, 1)+1)) * time.Millisecond
+		}
 	case 1:
 		req.Op, req.Owner, req.Token, req.TTL = protocol.OpRenew, c.owner, tok, c.ttl()
+		if c.w.LockDelay > 0 && c.rng.IntN(5) == 0 {
+			req.TTL = 0
+		}
 	case 2:
 		req.Op, req.Owner, req.Token = protocol.OpRelease, c.owner, tok
 	case 3:
@@ -323,7 +335,7 @@ func (c *client) run(req Request) Outcome {
 		var err error
 		switch req.Op {
 		case protocol.OpAcquire:
-			res, err = c.w.Store.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: req.Owner, TTL: req.TTL, RequestID: req.RequestID})
+			res, err = c.w.Store.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: req.Owner, TTL: req.TTL, RequestID: req.RequestID, LockDelay: req.LockDelay})
 		case protocol.OpRenew:
 			res, err = c.w.Store.Renew(ctx, protocol.RenewRequest{Key: k, Owner: req.Owner, Token: req.Token, TTL: req.TTL, RequestID: req.RequestID})
 		case protocol.OpRelease:

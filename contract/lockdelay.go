@@ -1,0 +1,165 @@
+package contract
+
+import (
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// lockDelay is the lock-delay the cases ask for.
+const lockDelay = 5 * time.Second
+
+// acquireDelayed takes a lease on name for owner with lockDelay through
+// rt, and checks that the lease carries it.
+func (e *env) acquireDelayed(rt *protocol.Runtime, name, owner string) protocol.Lease {
+	e.t.Helper()
+	req := e.acquireReq(name, owner, leaseTTL)
+	req.LockDelay = lockDelay
+	l := e.acquireWith(rt, req)
+	if l.LockDelay != lockDelay {
+		e.t.Fatalf("acquired lease has lock-delay %v, want %v", l.LockDelay, lockDelay)
+	}
+	return l
+}
+
+// expectDelayed checks that an acquire of name answers conflict carrying
+// ended (the lease whose lock-delay keeps the key, ExpiresAt at endedAt)
+// with a message saying so, and writes nothing.
+func (e *env) expectDelayed(what, name string, ended protocol.Lease, endedAt time.Time) {
+	e.t.Helper()
+	before := e.snapshot(name)
+	res, err := e.b.Acquire(e.ctx, e.acquireReq(name, "w2", leaseTTL))
+	e.expect(what, res, err, protocol.StatusConflict)
+	ended.ExpiresAt = endedAt
+	e.expectHolder(what+": the conflict carries the ended lease", res.Lease, ended)
+	if res.Lease.LockDelay != lockDelay {
+		e.t.Fatalf("%s: the conflict's lease has lock-delay %v, want %v", what, res.Lease.LockDelay, lockDelay)
+	}
+	if !strings.Contains(res.Message, "lock-delay") {
+		e.t.Fatalf("%s: message %q does not say a lock-delay keeps the key", what, res.Message)
+	}
+	e.unchanged(what, before)
+}
+
+// lockDelayCases check the lock-delay (DESIGN.md, contract v3): after a
+// lease with one ends other than by its holder's release, acquires of the
+// key answer conflict until the delay has passed; a release frees the key
+// at once; the holder's answers keep DESIGN.md's precedence.
+func lockDelayCases() []testCase {
+	return []testCase{
+		{"shown_by_get", func(e *env) {
+			l := e.acquireDelayed(e.a, "job", "w1")
+			if got := e.get(e.b, "job"); got.LockDelay != lockDelay {
+				e.t.Fatalf("get: lock-delay %v, want %v", got.LockDelay, lockDelay)
+			}
+			plain := e.acquire(e.a, "other", "w1", leaseTTL)
+			if plain.LockDelay != 0 || e.get(e.b, "other").LockDelay != 0 {
+				e.t.Fatalf("a lease acquired without a lock-delay shows one: %v", plain.LockDelay)
+			}
+			e.clock.Advance(time.Second)
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
+			e.expect("renew", res, err, protocol.StatusRenewed)
+			if res.Lease.LockDelay != lockDelay {
+				e.t.Fatalf("renewed lease: lock-delay %v, want %v (a renew keeps it)", res.Lease.LockDelay, lockDelay)
+			}
+		}},
+		{"after_revoke", func(e *env) {
+			l := e.acquireDelayed(e.a, "job", "w1")
+			e.clock.Advance(time.Second)
+			revokedAt := e.clock.Now()
+			e.revoke(e.b, "job")
+			e.expectDelayed("acquire at the revoke", "job", l, revokedAt)
+			// The holder's answers keep the precedence: a revoked lease is not_found.
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
+			e.expect("renew by the revoked holder", res, err, protocol.StatusNotFound)
+			if got := e.get(e.b, "job"); got != nil {
+				e.t.Fatalf("get during the lock-delay: %s, want not_found", fmtLease(got))
+			}
+			e.clock.Advance(lockDelay - time.Microsecond)
+			e.expectDelayed("acquire 1µs before the delay ends", "job", l, revokedAt)
+			e.clock.Advance(time.Microsecond)
+			next := e.acquire(e.b, "job", "w2", leaseTTL)
+			if next.Token <= l.Token {
+				e.t.Fatalf("token %d after the delay, want more than %d", next.Token, l.Token)
+			}
+		}},
+		{"after_expiry", func(e *env) {
+			l := e.acquireDelayed(e.a, "job", "w1")
+			e.clock.Advance(leaseTTL)
+			e.expectDelayed("acquire at the expiry", "job", l, l.ExpiresAt)
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
+			e.expect("renew by the holder after expiry", res, err, protocol.StatusExpired)
+			e.clock.Advance(lockDelay - time.Microsecond)
+			e.expectDelayed("acquire 1µs before the delay ends", "job", l, l.ExpiresAt)
+			e.clock.Advance(time.Microsecond)
+			e.acquire(e.b, "job", "w2", leaseTTL)
+		}},
+		{"release_frees_at_once", func(e *env) {
+			l := e.acquireDelayed(e.a, "job", "w1")
+			e.release(e.a, l)
+			e.acquire(e.b, "job", "w2", leaseTTL)
+		}},
+		{"new_lease_drops_the_delay", func(e *env) {
+			// A lease taken after the delay ended has only its own lock-delay
+			// (none here): its release and expiry free the key at once.
+			e.acquireDelayed(e.a, "job", "w1")
+			e.revoke(e.b, "job")
+			e.clock.Advance(lockDelay)
+			l := e.acquire(e.b, "job", "w2", leaseTTL)
+			e.clock.Advance(leaseTTL)
+			if l.LockDelay != 0 {
+				e.t.Fatalf("new lease lock-delay %v, want 0", l.LockDelay)
+			}
+			e.acquire(e.a, "job", "w3", leaseTTL)
+		}},
+		{"invalid", func(e *env) {
+			for _, d := range []time.Duration{-time.Second, protocol.MaxLockDelay + time.Microsecond} {
+				req := e.acquireReq("job", "w1", leaseTTL)
+				req.LockDelay = d
+				res, err := e.a.Acquire(e.ctx, req)
+				e.expect("acquire with lock-delay "+d.String(), res, err, protocol.StatusInvalid)
+			}
+			if e.row("job") != nil {
+				e.t.Fatal("an invalid acquire wrote a row")
+			}
+		}},
+	}
+}
+
+// renewKeepsTTLCases check that a renew without a TTL keeps the lease's
+// own: the TTL of its last acquire or renew.
+func renewKeepsTTLCases() []testCase {
+	return []testCase{
+		{"keeps_the_acquires_ttl", func(e *env) {
+			l := e.acquire(e.a, "job", "w1", leaseTTL)
+			e.clock.Advance(3 * time.Second)
+			now := e.clock.Now()
+			res, err := e.b.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, RequestID: e.rid()})
+			e.expect("renew without a ttl", res, err, protocol.StatusRenewed)
+			l.RenewedAt, l.ExpiresAt = now, now.Add(leaseTTL)
+			e.expectLease("renewed lease", res.Lease, l)
+			e.expectLease("get", e.get(e.a, "job"), l)
+		}},
+		{"keeps_the_last_renews_ttl", func(e *env) {
+			l := e.acquire(e.a, "job", "w1", leaseTTL)
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: renewTTL, RequestID: e.rid()})
+			e.expect("renew with a ttl", res, err, protocol.StatusRenewed)
+			e.clock.Advance(time.Second)
+			now := e.clock.Now()
+			res, err = e.b.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, RequestID: e.rid()})
+			e.expect("renew without a ttl", res, err, protocol.StatusRenewed)
+			if !sameInstant(res.Lease.ExpiresAt, now.Add(renewTTL)) {
+				e.t.Fatalf("expires at %s, want %s (the last renew's ttl)", res.Lease.ExpiresAt, now.Add(renewTTL))
+			}
+		}},
+		{"precedence_unchanged", func(e *env) {
+			l := e.acquire(e.a, "job", "w1", leaseTTL)
+			e.clock.Advance(leaseTTL)
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, RequestID: e.rid()})
+			e.expect("renew without a ttl after expiry", res, err, protocol.StatusExpired)
+			res, err = e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: -time.Second, RequestID: e.rid()})
+			e.expect("renew with a negative ttl", res, err, protocol.StatusInvalid)
+		}},
+	}
+}

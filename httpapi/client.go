@@ -247,7 +247,8 @@ func (c *Client) result(ctx context.Context, op protocol.Op, cl call) (protocol.
 // Acquire implements [protocol.Backend].
 func (c *Client) Acquire(ctx context.Context, r protocol.AcquireRequest) (protocol.Result, error) {
 	return c.result(ctx, protocol.OpAcquire, call{method: http.MethodPost, path: "/v1/acquire", requestID: r.RequestID,
-		body: acquireBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, TTL: r.TTL.String(), RequestID: r.RequestID}})
+		body: acquireBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, TTL: r.TTL.String(), RequestID: r.RequestID,
+			LockDelay: wire.OptDuration(r.LockDelay)}})
 }
 
 // Renew implements [protocol.Backend].

@@ -26,6 +26,7 @@ type (
 		Owner     string `json:"owner"`
 		TTL       string `json:"ttl"`
 		RequestID string `json:"request_id,omitempty"`
+		LockDelay string `json:"lock_delay,omitempty"`
 	}
 	renewBody struct {
 		Namespace string `json:"namespace"`
@@ -120,7 +121,12 @@ func decodeAcquire(body []byte, idem string) (protocol.AcquireRequest, error) {
 	if err != nil {
 		return protocol.AcquireRequest{}, err
 	}
-	return protocol.AcquireRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, TTL: ttl, RequestID: id}, nil
+	delay, err := wire.ParseOptDuration("lock_delay", b.LockDelay)
+	if err != nil {
+		return protocol.AcquireRequest{}, err
+	}
+	return protocol.AcquireRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, TTL: ttl, RequestID: id,
+		LockDelay: delay}, nil
 }
 
 func decodeRenew(body []byte, idem string) (protocol.RenewRequest, error) {

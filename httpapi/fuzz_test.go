@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"testing"
+
+	"github.com/leasestore/leasestore/internal/wire"
 )
 
 // FuzzDecoders feeds arbitrary bodies and query strings to the request
@@ -28,7 +30,7 @@ func FuzzDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, idem, query, nsPath string) {
 		b := []byte(body)
 		if r, err := decodeAcquire(b, idem); err == nil && r.Validate() == nil {
-			again, err := decodeAcquire(marshal(t, acquireBody{r.Key.Namespace, r.Key.Name, r.Owner, r.TTL.String(), r.RequestID}), "")
+			again, err := decodeAcquire(marshal(t, acquireBody{r.Key.Namespace, r.Key.Name, r.Owner, r.TTL.String(), r.RequestID, wire.OptDuration(r.LockDelay)}), "")
 			if err != nil || again != r {
 				t.Fatalf("acquire %+v does not round-trip: %+v, %v", r, again, err)
 			}

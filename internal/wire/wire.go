@@ -33,6 +33,10 @@ type Lease struct {
 	RenewedAt  *string `json:"renewed_at"`
 	ExpiresAt  *string `json:"expires_at"` // null when unknown: a replayed release or revoke has none
 	Version    int     `json:"version"`
+	// LockDelay is the lease's lock-delay as a Go duration ("15s"), left
+	// out when the lease has none (so the shape of such a lease is as
+	// before lock-delays).
+	LockDelay string `json:"lock_delay,omitempty"`
 }
 
 // Result is the answer of acquire, renew, release, get and revoke. Lease is
@@ -140,8 +144,28 @@ func FromLease(l protocol.Lease) Lease {
 	return Lease{
 		Namespace: l.Key.Namespace, Key: l.Key.Name, Owner: l.Owner, Token: l.Token,
 		AcquiredAt: OptTime(l.AcquiredAt), RenewedAt: OptTime(l.RenewedAt), ExpiresAt: OptTime(l.ExpiresAt),
-		Version: l.Version,
+		Version: l.Version, LockDelay: OptDuration(l.LockDelay),
 	}
+}
+
+// OptDuration formats d as a Go duration ("15s"), or "" for zero.
+func OptDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// ParseOptDuration reads a duration field that may be absent ("": zero).
+func ParseOptDuration(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a duration such as \"15s\"", field, s)
+	}
+	return d, nil
 }
 
 // Protocol returns the lease l describes.
@@ -155,6 +179,9 @@ func (l Lease) Protocol() (protocol.Lease, error) {
 		return protocol.Lease{}, err
 	}
 	if out.ExpiresAt, err = parseOptTime("expires_at", l.ExpiresAt); err != nil {
+		return protocol.Lease{}, err
+	}
+	if out.LockDelay, err = ParseOptDuration("lock_delay", l.LockDelay); err != nil {
 		return protocol.Lease{}, err
 	}
 	return out, nil

@@ -122,6 +122,7 @@ func batchArgs(batch []*pendingOp) args {
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		tokens = make([]int64, n)
 		ttls   = make([]pgtype.Interval, n)
+		delays = make([]pgtype.Interval, n)
 	)
 	str := func(a args, k string) string { s, _ := a[k].(string); return s }
 	for i, p := range batch {
@@ -134,6 +135,11 @@ func batchArgs(batch []*pendingOp) args {
 		} else {
 			ttls[i] = pgtype.Interval{Valid: true}
 		}
+		if d, ok := a["lock_delay"].(pgtype.Interval); ok {
+			delays[i] = d
+		} else {
+			delays[i] = pgtype.Interval{Valid: true}
+		}
 		if p.op == protocol.OpRevoke {
 			actors[i], reasons[i] = str(a, "actor"), str(a, "reason")
 		} else {
@@ -143,7 +149,8 @@ func batchArgs(batch []*pendingOp) args {
 	first := batch[0].a
 	return args{"ops": ops, "nss": nss, "names": names, "owners": owners, "tokens": tokens, "ttls": ttls,
 		"request_ids": rids, "params_hashes": hashes, "actors": actors, "reasons": reasons,
-		"now": first["now"], "lease_version": first["lease_version"], "record_version": first["record_version"]}
+		"now": first["now"], "lease_version": first["lease_version"], "record_version": first["record_version"],
+		"lock_delays": delays}
 }
 
 // sendBatch sends the batch on one connection (creating the batch function

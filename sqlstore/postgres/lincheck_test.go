@@ -90,7 +90,8 @@ func (r lincheckRun) run(t *testing.T, ctx context.Context, rts []*protocol.Runt
 	for i, rt := range rts {
 		rec := lincheck.NewRecorder(fmt.Sprintf("pool%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops,
-			RetryFor: r.retryFor, RetryDelay: r.retryDelay, Think: r.think, LoseAnswers: r.loseAnswers}
+			RetryFor: r.retryFor, RetryDelay: r.retryDelay, Think: r.think, LoseAnswers: r.loseAnswers,
+			LockDelay: 50 * time.Millisecond}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(ctx)

@@ -33,10 +33,11 @@ type leaseCols struct {
 	renewedAt  pgtype.Timestamptz
 	expiresAt  pgtype.Timestamptz
 	version    pgtype.Int4
+	lockDelay  pgtype.Interval
 }
 
 func (c *leaseCols) dest() []any {
-	return []any{&c.owner, &c.token, &c.acquiredAt, &c.renewedAt, &c.expiresAt, &c.version}
+	return []any{&c.owner, &c.token, &c.acquiredAt, &c.renewedAt, &c.expiresAt, &c.version, &c.lockDelay}
 }
 
 // lease returns the row as a lease of key, nil when there is no row, and the
@@ -57,6 +58,7 @@ func (c *leaseCols) lease(op protocol.Op, key protocol.Key) (*protocol.Lease, er
 		RenewedAt:  c.renewedAt.Time.UTC(),
 		ExpiresAt:  c.expiresAt.Time.UTC(),
 		Version:    int(c.version.Int32),
+		LockDelay:  time.Duration(c.lockDelay.Microseconds) * time.Microsecond, // the statements add no days or months
 	}, nil
 }
 
@@ -120,6 +122,10 @@ type outcomeJSON struct {
 		ExpiresAt  time.Time `json:"expires_at"`
 		Version    int       `json:"version"`
 		Ended      bool      `json:"ended"`
+		// Since schema version 4: the lease's lock-delay, and when the
+		// lock-delay that keeps the key ends (nil when none does).
+		LockDelayUS int64      `json:"lock_delay_us"`
+		DelayEnds   *time.Time `json:"delay_ends"`
 	} `json:"cur"`
 }
 
@@ -145,13 +151,16 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 		}
 		return nil
 	}
-	if c := j.Cur; c != nil && !c.Ended { // a tombstone is no lease
+	// A tombstone is no lease, except to an acquire while the lock-delay of
+	// the revoke that left it keeps the key: the acquire meets the ended
+	// lease, ExpiresAt the time it ended.
+	if c := j.Cur; c != nil && (!c.Ended || (op == protocol.OpAcquire && c.DelayEnds != nil)) {
 		if err := sqlstore.CheckLeaseVersion(op, c.Version); err != nil {
 			return err
 		}
 		o.cur = &protocol.Lease{
 			Key: key, Owner: c.Owner, Token: c.Token, AcquiredAt: c.AcquiredAt.UTC(), RenewedAt: c.RenewedAt.UTC(),
-			ExpiresAt: c.ExpiresAt.UTC(), Version: c.Version,
+			ExpiresAt: c.ExpiresAt.UTC(), Version: c.Version, LockDelay: time.Duration(c.LockDelayUS) * time.Microsecond,
 		}
 	}
 	return nil
@@ -301,7 +310,7 @@ func interval(ttl time.Duration) pgtype.Interval {
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
-	a["owner"], a["ttl"] = req.Owner, interval(req.TTL)
+	a["owner"], a["ttl"], a["lock_delay"] = req.Owner, interval(req.TTL), interval(req.LockDelay)
 	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
 			res, err := sqlstore.Replay(*o.prior, protocol.OpAcquire, fp)
@@ -318,7 +327,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return protocol.Result{}, true, nil
 		}
 		if backendkit.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
-			return backendkit.Refused(protocol.StatusConflict, o.cur), false, nil
+			return backendkit.Conflict(o.cur, o.now), false, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")
 	})

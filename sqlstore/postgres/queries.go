@@ -23,8 +23,9 @@ package postgres
 // with; Backend.runChange reads it:
 //
 //	now
-//	owner, token, acquired_at, renewed_at, expires_at, version: the row as
-//	       changed (for acquire: or as locked by ON CONFLICT); NULLs if none
+//	owner, token, acquired_at, renewed_at, expires_at, version, lock_delay:
+//	       the row as changed (for acquire: or as locked by ON CONFLICT);
+//	       NULLs if none
 //	fresh: the token drawn for this acquire (NULL for other operations)
 //	outcome: leasestore_outcome's JSON when no row came back, else NULL
 //
@@ -64,6 +65,22 @@ func recordCTE(op, status, at, actor, reason string) string {
 )`
 }
 
+// Lock-delays (migration 4). leaseDelay(a) is the lock-delay of the lease
+// in row a, as every statement shows it: lock_delay while delay_token is
+// the row's token, or minus it after a revoke. delayEnds(a) is when the
+// lock-delay that keeps the key of row a from acquires ends: an expired
+// lease's (delay_token = token) or a revoke's tombstone's (delay_token =
+// -token); NULL when none keeps it, as after a release.
+func leaseDelay(a string) string {
+	return `CASE WHEN abs(` + a + `.delay_token) = ` + a + `.token THEN ` + a + `.lock_delay ELSE interval '0' END`
+}
+
+func delayEnds(a string) string {
+	return `CASE WHEN (` + a + `.ended_token IS DISTINCT FROM ` + a + `.token AND ` + a + `.delay_token = ` + a + `.token)
+              OR (` + a + `.ended_token = ` + a + `.token AND ` + a + `.delay_token = -` + a + `.token)
+         THEN ` + a + `.expires_at + ` + a + `.lock_delay END`
+}
+
 // wakeCTE wakes the waiters of the key whose lease the statement's CTE
 // after ended, only when one is registered: see notify.go.
 const wakeCTE = `wake AS MATERIALIZED (
@@ -90,7 +107,7 @@ const lockCTE = `lock AS MATERIALIZED (
 const (
 	changeResultSQL = `
 SELECT (SELECT lock.now FROM lock),
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        NULL::bigint,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
@@ -104,7 +121,9 @@ LEFT JOIN wake ON true`
 // kept so that the key's last token stays known) and the request id is
 // new. A row is a tombstone while ended_token equals its token (see
 // releaseSQL); the statements test that, not the time, since the now() of
-// a statement that began before a release committed may precede it. The token is the greater of the sequence's next
+// a statement that began before a release committed may precede it. A
+// lock-delay (see delayEnds) keeps the key until it ends, and is tested by
+// time. The token is the greater of the sequence's next
 // value and the key's last token plus one, so the tokens of a key increase
 // whatever the sequence's state; it and the lease's start (at: the server's
 // clock_timestamp(), see lockCTE) are read after the key's lock, in the
@@ -116,7 +135,7 @@ LEFT JOIN wake ON true`
 // and given up), and only a fresh snapshot can tell the answer.
 var acquireSQL = compile(`
 WITH prev AS (
-    SELECT l.token, l.expires_at, l.version, l.ended_token
+    SELECT l.token, l.expires_at, l.version, l.ended_token, ` + delayEnds("l") + ` AS delay_ends
     FROM leasestore_leases l WHERE l.namespace = @ns AND l.name = @name
 ), fresh AS (
     SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token,
@@ -125,22 +144,26 @@ WITH prev AS (
       AND NOT EXISTS (SELECT FROM prev
                       WHERE (prev.ended_token IS DISTINCT FROM prev.token
                              AND prev.expires_at > coalesce(@now::timestamptz, now()))
+                         OR prev.delay_ends > coalesce(@now::timestamptz, now())
                          OR prev.version <> @lease_version)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
 ), after AS (
-    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-    SELECT @ns, @name, @owner, fresh.token, fresh.at, fresh.at, fresh.at + @ttl::interval, @lease_version
+    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version,
+                                        lock_delay, delay_token)
+    SELECT @ns, @name, @owner, fresh.token, fresh.at, fresh.at, fresh.at + @ttl::interval, @lease_version,
+           @lock_delay::interval, CASE WHEN @lock_delay::interval > interval '0' THEN fresh.token END
     FROM fresh
     ON CONFLICT (namespace, name) DO UPDATE SET
         owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
         renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
-        ended_token = NULL, ended_expiry = NULL
-    WHERE (l.ended_token = l.token OR l.expires_at <= excluded.acquired_at) AND l.version = @lease_version
-      AND l.token < excluded.token
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+        ended_token = NULL, ended_expiry = NULL, lock_delay = excluded.lock_delay, delay_token = excluded.delay_token
+    WHERE l.version = @lease_version AND l.token < excluded.token
+      AND CASE WHEN (` + delayEnds("l") + `) IS NULL THEN l.ended_token = l.token OR l.expires_at <= excluded.acquired_at
+               ELSE (` + delayEnds("l") + `) <= excluded.acquired_at END
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + ` AS lock_delay
 ), ` + recordCTE("acquire", "acquired", "after.acquired_at", "@owner", "''") + `
 SELECT coalesce(fresh.at, @now::timestamptz, now()),
-       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+       after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        fresh.token,
        CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
 FROM (SELECT) AS one
@@ -148,7 +171,8 @@ LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
 
 // renewSQL extends the live lease (@owner, @token) by @ttl from the time
-// after the key's lock (lockCTE), judging it live at that time. It clears
+// after the key's lock (lockCTE), judging it live at that time; a zero
+// @ttl keeps the lease's own (expires_at - renewed_at). It clears
 // swept_token: a sweeper that does not take the key's lock may have set the
 // row aside meanwhile, and the renewed lease must be back in the live
 // indexes. Clearing a NULL changes nothing the
@@ -156,13 +180,15 @@ LEFT JOIN fresh ON true`)
 var renewSQL = compile(`
 WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
-    SET renewed_at = lock.now, expires_at = lock.now + @ttl::interval, swept_token = NULL
+    SET renewed_at = lock.now,
+        expires_at = lock.now + CASE WHEN @ttl::interval = interval '0' THEN l.expires_at - l.renewed_at ELSE @ttl::interval END,
+        swept_token = NULL
     FROM lock
     WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
       AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + ` AS lock_delay
 ), ` + recordCTE("renew", "renewed", "after.renewed_at", "@owner", "''") + changeResultSQL)
 
 // releaseSQL gives up the live lease (@owner, @token), and notifies
@@ -181,29 +207,33 @@ WITH ` + lockCTE + `, after AS (
       AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version,
+              ` + leaseDelay("l") + ` AS lock_delay
 ), ` + recordCTE("release", "released", "(SELECT lock.now FROM lock)", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
 // @token is 0) on behalf of @actor, leaving a tombstone and waking waiters
-// like release.
+// like release. A lease with a lock-delay leaves it running on the
+// tombstone (delay_token = -token, see delayEnds).
 var revokeSQL = compile(`
 WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
-    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now
+    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now,
+        delay_token = CASE WHEN l.delay_token = l.token THEN -l.token ELSE l.delay_token END
     FROM lock
     WHERE l.namespace = @ns AND l.name = @name
       AND (@token::bigint = 0 OR l.token = @token)
       AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
       AND l.version = @lease_version
       AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
-    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version
+    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version,
+              ` + leaseDelay("l") + ` AS lock_delay
 ), ` + recordCTE("revoke", "revoked", "(SELECT lock.now FROM lock)", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
 
 // getSQL always returns one row: the clock and the key's lease (NULLs when
 // there is none, or only a tombstone). Expiry is judged in Go.
 var getSQL = compile(`
-SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
 FROM (SELECT coalesce(@now::timestamptz, now()) AS now) AS clock
 LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.ended_token IS DISTINCT FROM l.token`)
 
@@ -216,7 +246,7 @@ LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.ende
 // prefix) and the keyset condition. Tombstones and leases expired but not
 // yet set aside are filtered out.
 var listSQL = compile(`
-SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
 FROM leasestore_leases l
 WHERE l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
@@ -229,7 +259,7 @@ LIMIT @limit`)
 
 // listOwnerSQL is listSQL for one @owner, through the live owner index.
 var listOwnerSQL = compile(`
-SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
 FROM leasestore_leases l
 WHERE l.owner = @owner AND l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
@@ -243,7 +273,7 @@ LIMIT @limit`)
 // listAllSQL is listSQL with expired leases too (never tombstones): it
 // reads the namespace's range of the primary key, set-aside rows included.
 var listAllSQL = compile(`
-SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
 FROM leasestore_leases l
 WHERE l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
@@ -255,7 +285,7 @@ LIMIT @limit`)
 // listOwnerAllSQL is listAllSQL for one @owner, through the (owner,
 // namespace) prefix of the live owner index.
 var listOwnerAllSQL = compile(`
-SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version
+SELECT l.name, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
 FROM leasestore_leases l
 WHERE l.owner = @owner AND l.namespace = @ns
   AND l.name >= @prefix AND starts_with(l.name, @prefix)
@@ -448,7 +478,8 @@ RETURNING id, at`)
 )
 
 // sweepSQL removes up to @limit rows of leases that ended (expired, or
-// tombstones: their expires_at is the time they ended) more than @grace
+// tombstones: their expires_at is the time they ended), and whose lock-delay
+// ended, more than @grace
 // ago, and sets aside up to @limit rows of other ended leases; it returns
 // how many rows it set aside and how many it removed. A row goes only
 // while the fencing sequence has issued its token and caches no values, so
@@ -477,11 +508,11 @@ WITH seq AS MATERIALIZED (
     FROM leasestore_fencing_seq
 ), cand AS MATERIALIZED (
     SELECT l.namespace, l.name,
-           (l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+           (l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
             AND l.token <= seq.issued AND seq.uncached) AS gone
     FROM leasestore_leases l, seq
     WHERE l.expires_at <= coalesce(@now::timestamptz, now())
-      AND ((l.expires_at < coalesce(@now::timestamptz, now()) - @grace::interval
+      AND ((l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
             AND l.token <= seq.issued AND seq.uncached)
            OR l.swept_token IS DISTINCT FROM l.token)
     LIMIT 2 * @limit::integer
@@ -536,13 +567,13 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // (leasestore_audit_new_era) out until the batch commits.
 //
 // One row per operation, in order, with outcomeColumns and the error.
-const changeBatchFnSQL = `
+var changeBatchFnSQL = `
 CREATE FUNCTION pg_temp.leasestore_change_batch(
     p_op text[], p_ns text[], p_name text[], p_owner text[], p_token bigint[], p_ttl interval[],
     p_request_id text[], p_params_hash text[], p_actor text[], p_reason text[],
-    p_now timestamptz, p_lease_version integer, p_record_version integer)
+    p_now timestamptz, p_lease_version integer, p_record_version integer, p_lock_delay interval[])
 RETURNS TABLE (o_now timestamptz, o_owner text, o_token bigint, o_acquired_at timestamptz, o_renewed_at timestamptz,
-               o_expires_at timestamptz, o_version integer, o_fresh bigint, o_outcome json,
+               o_expires_at timestamptz, o_version integer, o_lock_delay interval, o_fresh bigint, o_outcome json,
                o_err_state text, o_err_message text, o_err_constraint text)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -560,6 +591,7 @@ DECLARE
     v_owner text;
     v_token bigint;
     v_ttl   interval;
+    v_delay interval;
     v_rid   text;
     v_at    timestamptz;
     v_busy  bigint[];
@@ -589,9 +621,9 @@ BEGIN
     END IF;
     FOR i IN 1 .. coalesce(array_length(p_op, 1), 0) LOOP
         v_op := p_op[i]; v_ns := p_ns[i]; v_name := p_name[i]; v_owner := p_owner[i];
-        v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i];
+        v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i]; v_delay := p_lock_delay[i];
         o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
-        o_expires_at := NULL; o_version := NULL; o_fresh := NULL; o_outcome := NULL;
+        o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
         o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL;
         IF i = ANY (v_busy) THEN
             o_err_state := 'LS002'; o_err_message := 'the key is locked by another transaction';
@@ -601,52 +633,59 @@ BEGIN
         BEGIN
             IF v_op = 'acquire' THEN
                 WITH prev AS (
-                    SELECT l.token, l.expires_at, l.version, l.ended_token
+                    SELECT l.token, l.expires_at, l.version, l.ended_token, ` + delayEnds("l") + ` AS delay_ends
                     FROM leasestore_leases l WHERE l.namespace = v_ns AND l.name = v_name
                 ), fresh AS (
                     SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
                     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
                       AND NOT EXISTS (SELECT FROM prev
                                       WHERE (prev.ended_token IS DISTINCT FROM prev.token AND prev.expires_at > v_now)
+                                         OR prev.delay_ends > v_now
                                          OR prev.version <> p_lease_version)
                 ), after AS (
-                    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-                    SELECT v_ns, v_name, v_owner, fresh.token, v_now, v_now, v_now + v_ttl, p_lease_version
+                    INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version,
+                                                        lock_delay, delay_token)
+                    SELECT v_ns, v_name, v_owner, fresh.token, v_now, v_now, v_now + v_ttl, p_lease_version,
+                           v_delay, CASE WHEN v_delay > interval '0' THEN fresh.token END
                     FROM fresh
                     ON CONFLICT (namespace, name) DO UPDATE SET
                         owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
                         renewed_at = excluded.renewed_at, expires_at = excluded.expires_at,
-                        ended_token = NULL, ended_expiry = NULL
-                    WHERE (l.ended_token = l.token OR l.expires_at <= excluded.acquired_at) AND l.version = p_lease_version
-                      AND l.token < excluded.token
-                    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, l.xmin
+                        ended_token = NULL, ended_expiry = NULL, lock_delay = excluded.lock_delay, delay_token = excluded.delay_token
+                    WHERE l.version = p_lease_version AND l.token < excluded.token
+                      AND CASE WHEN (` + delayEnds("l") + `) IS NULL THEN l.ended_token = l.token OR l.expires_at <= excluded.acquired_at
+                               ELSE (` + delayEnds("l") + `) <= excluded.acquired_at END
+                    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version,
+                              ` + leaseDelay("l") + ` AS lock_delay, l.xmin
                 )
                 SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-                       fresh.token, after.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_fresh, v_sub
+                       after.lock_delay, fresh.token, after.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, o_fresh, v_sub
                 FROM (SELECT) AS one LEFT JOIN after ON true LEFT JOIN fresh ON true;
                 v_at := o_acquired_at;
             ELSIF v_op = 'renew' THEN
                 UPDATE leasestore_leases l
-                SET renewed_at = v_now, expires_at = v_now + v_ttl, swept_token = NULL
+                SET renewed_at = v_now, swept_token = NULL,
+                    expires_at = v_now + CASE WHEN v_ttl = interval '0' THEN l.expires_at - l.renewed_at ELSE v_ttl END
                 WHERE l.namespace = v_ns AND l.name = v_name AND (l.owner = v_owner) IS TRUE AND l.token = v_token
                   AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                   AND l.version = p_lease_version
                   AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
-                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, l.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, v_sub;
+                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `, l.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub;
                 v_at := o_renewed_at;
             ELSIF v_op = 'release' OR v_op = 'revoke' THEN
                 UPDATE leasestore_leases l
-                SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now
+                SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now,
+                    delay_token = CASE WHEN v_op = 'revoke' AND l.delay_token = l.token THEN -l.token ELSE l.delay_token END
                 WHERE l.namespace = v_ns AND l.name = v_name
                   AND CASE WHEN v_op = 'release' THEN (l.owner = v_owner) IS TRUE AND l.token = v_token
                            ELSE v_token = 0 OR l.token = v_token END
                   AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                   AND l.version = p_lease_version
                   AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
-                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry, l.version, l.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, v_sub;
+                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry, l.version, ` + leaseDelay("l") + `, l.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub;
                 v_at := v_now;
             ELSE
                 RAISE EXCEPTION 'leasestore_change_batch: unknown operation %', v_op USING ERRCODE = '22023';
@@ -672,7 +711,7 @@ BEGIN
             GET STACKED DIAGNOSTICS o_err_state = RETURNED_SQLSTATE, o_err_message = MESSAGE_TEXT,
                                     o_err_constraint = CONSTRAINT_NAME;
             o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
-            o_expires_at := NULL; o_version := NULL; o_fresh := NULL; o_outcome := NULL;
+            o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
         END;
         RETURN NEXT;
     END LOOP;
@@ -683,4 +722,4 @@ $fn$`
 // arrays hold one element per operation, in order.
 var changeBatchSQL = compile(`
 SELECT * FROM pg_temp.leasestore_change_batch(@ops, @nss, @names, @owners, @tokens, @ttls, @request_ids,
-    @params_hashes, @actors, @reasons, @now, @lease_version, @record_version)`)
+    @params_hashes, @actors, @reasons, @now, @lease_version, @record_version, @lock_delays)`)

@@ -237,7 +237,8 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 		rt := protocol.New(b, &protocol.Config{Sweep: sweep, Observer: observer})
 		rec := lincheck.NewRecorder(fmt.Sprintf("h%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: 2, Ops: 700,
-			ShortTTL: 10 * time.Millisecond, Keys: []string{"k0", "k1", "k2"}, LoseAnswers: 0.02}
+			ShortTTL: 10 * time.Millisecond, Keys: []string{"k0", "k1", "k2"}, LoseAnswers: 0.02,
+			LockDelay: 10 * time.Millisecond}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(t.Context())

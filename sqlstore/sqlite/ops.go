@@ -47,8 +47,8 @@ func (b *Backend) replay(ctx context.Context, tx *sql.Tx, op protocol.Op, namesp
 // and refuses a row of an unknown format version.
 func (b *Backend) current(ctx context.Context, q *sql.Stmt, op protocol.Op, key protocol.Key) (*protocol.Lease, error) {
 	l := protocol.Lease{Key: key}
-	var acq, ren, exp int64
-	err := q.QueryRowContext(ctx, key.Namespace, key.Name).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &l.Version)
+	var acq, ren, exp, delay int64
+	err := q.QueryRowContext(ctx, key.Namespace, key.Name).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &l.Version, &delay)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -59,7 +59,33 @@ func (b *Backend) current(ctx context.Context, q *sql.Stmt, op protocol.Op, key 
 		return nil, err
 	}
 	l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+	l.LockDelay = time.Duration(delay) * time.Microsecond
 	return &l, nil
+}
+
+// blocking returns what keeps an acquire of key at now from taking it:
+// the row's lease while it is live or its lock-delay runs, else the
+// revoked lease whose lock-delay runs (leasestore_lock_delays), else the
+// row (nil when there is none), which [backendkit.CheckAcquire] then
+// finds free.
+func (b *Backend) blocking(ctx context.Context, tx *sql.Tx, key protocol.Key, now time.Time) (*protocol.Lease, error) {
+	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), protocol.OpAcquire, key)
+	if err != nil || (cur != nil && now.Before(cur.FreeAt())) {
+		return cur, err
+	}
+	d := protocol.Lease{Key: key, Version: protocol.LeaseFormatVersion}
+	var acq, ren, ended, delay int64
+	err = tx.StmtContext(ctx, b.stmts.currentDelay).QueryRowContext(ctx, key.Namespace, key.Name, micros(now)).
+		Scan(&d.Owner, &d.Token, &acq, &ren, &ended, &delay)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cur, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.AcquiredAt, d.RenewedAt, d.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(ended)
+	d.LockDelay = time.Duration(delay) * time.Microsecond
+	return &d, nil
 }
 
 // refused classifies a conditional statement that matched no row, from the
@@ -107,13 +133,18 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return res, false, err
 		}
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
-			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
+			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay}
 		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
-			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&l.Token)
+			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, req.LockDelay.Microseconds()).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
-			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
-				return backendkit.CheckAcquire(cur, now)
-			})
+			cur, err := b.blocking(ctx, tx, req.Key, now)
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
+			if backendkit.CheckAcquire(cur, now) == "" {
+				return protocol.Result{}, false, fmt.Errorf("sqlite: acquire %s: the conditional statement matched no row, yet the key is free", req.Key)
+			}
+			return backendkit.Conflict(cur, now), false, nil
 		}
 		if err != nil {
 			return protocol.Result{}, false, err
@@ -178,11 +209,10 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 	if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 		return res, false, err
 	}
-	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now,
-		ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion}
-	var acq int64
+	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now, Version: protocol.LeaseFormatVersion}
+	var acq, exp, delay int64
 	err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-		micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion).Scan(&acq)
+		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion).Scan(&acq, &exp, &delay)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
@@ -191,7 +221,8 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 	if err != nil {
 		return protocol.Result{}, false, err
 	}
-	l.AcquiredAt = fromMicros(acq)
+	l.AcquiredAt, l.ExpiresAt = fromMicros(acq), fromMicros(exp)
+	l.LockDelay = time.Duration(delay) * time.Microsecond
 	rec := backendkit.NewRecorded(now, op, protocol.StatusRenewed, l, req.RequestID, fp, req.Owner, "")
 	if err := b.record(ctx, tx, rec); err != nil {
 		return protocol.Result{}, false, err
@@ -209,9 +240,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return res, false, err
 		}
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, Version: protocol.LeaseFormatVersion}
-		var acq, ren, exp int64
+		var acq, ren, exp, delay int64
 		err := tx.StmtContext(ctx, b.stmts.release).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-			micros(now), protocol.LeaseFormatVersion).Scan(&acq, &ren, &exp)
+			micros(now), protocol.LeaseFormatVersion).Scan(&acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
 				return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
@@ -221,6 +252,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return protocol.Result{}, false, err
 		}
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		l.LockDelay = time.Duration(delay) * time.Microsecond
 		rec := backendkit.NewRecorded(now, op, protocol.StatusReleased, l, req.RequestID, fp, req.Owner, "")
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
@@ -240,9 +272,9 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			return res, false, err
 		}
 		l := protocol.Lease{Key: req.Key, Version: protocol.LeaseFormatVersion}
-		var acq, ren, exp int64
+		var acq, ren, exp, delay int64
 		err := tx.StmtContext(ctx, b.stmts.revoke).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Token,
-			micros(now), protocol.LeaseFormatVersion).Scan(&l.Owner, &l.Token, &acq, &ren, &exp)
+			micros(now), protocol.LeaseFormatVersion).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
 				return backendkit.CheckRevoke(cur, req.Token, now)
@@ -252,6 +284,13 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			return protocol.Result{}, false, err
 		}
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		l.LockDelay = time.Duration(delay) * time.Microsecond
+		if delay > 0 {
+			if _, err := tx.StmtContext(ctx, b.stmts.keepDelay).ExecContext(ctx, req.Key.Namespace, req.Key.Name,
+				l.Owner, l.Token, acq, ren, micros(now), delay); err != nil {
+				return protocol.Result{}, false, err
+			}
+		}
 		rec := backendkit.NewRecorded(now, op, protocol.StatusRevoked, l, req.RequestID, fp, req.Actor, req.Reason)
 		if err := b.record(ctx, tx, rec); err != nil {
 			return protocol.Result{}, false, err
@@ -300,14 +339,15 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	var leases []protocol.Lease
 	for rows.Next() {
 		l := protocol.Lease{Key: protocol.Key{Namespace: req.Namespace}}
-		var acq, ren, exp int64
-		if err := rows.Scan(&l.Key.Name, &l.Owner, &l.Token, &acq, &ren, &exp, &l.Version); err != nil {
+		var acq, ren, exp, delay int64
+		if err := rows.Scan(&l.Key.Name, &l.Owner, &l.Token, &acq, &ren, &exp, &l.Version, &delay); err != nil {
 			return protocol.ListResult{}, b.interpret(ctx, op, err)
 		}
 		if err := sqlstore.CheckLeaseVersion(op, l.Version); err != nil {
 			return protocol.ListResult{}, err
 		}
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		l.LockDelay = time.Duration(delay) * time.Microsecond
 		leases = append(leases, l)
 	}
 	if err := rows.Err(); err != nil {

@@ -13,6 +13,10 @@ package sqlite
 // conditional statement matches no row, qCurrentLease reads the row that
 // made it fail, so the outcome is classified by backendkit.CheckAcquire,
 // CheckHolder or CheckRevoke, and the transaction is rolled back.
+// leaseDelay is the select-list expression of a row's lock-delay (µs): its
+// lock_delay while delay_token is its token (see migration 4), else 0.
+const leaseDelay = `CASE WHEN delay_token = token THEN lock_delay ELSE 0 END`
+
 const (
 	// qSchemaTable tells whether goose's version table exists: ?1 its name.
 	qSchemaTable = `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1`
@@ -41,40 +45,55 @@ WHERE namespace = ?1 AND request_id = ?2`
 
 	// qAcquire inserts a lease or takes over an expired one, with the next
 	// fencing token: ?1 namespace, ?2 name, ?3 owner, ?4 now, ?5 expires_at,
-	// ?6 the lease format version. It returns the token, or no row when a
-	// live lease (or a row of another format version) is in the way.
+	// ?6 the lease format version, ?7 the lock-delay (µs). It returns the
+	// token, or no row when a live lease, the lock-delay of an expired one
+	// or of a revoked one (leasestore_lock_delays), or a row of another
+	// format version is in the way. (The WHERE of the SELECT also lifts
+	// the parsing ambiguity of an upsert from a SELECT.)
 	qAcquire = `
-INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-VALUES (?1, ?2, ?3, (SELECT last_token + 1 FROM leasestore_fencing WHERE id = 1), ?4, ?4, ?5, ?6)
+INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version,
+                               lock_delay, delay_token)
+SELECT ?1, ?2, ?3, f.last_token + 1, ?4, ?4, ?5, ?6, ?7, f.last_token + 1
+FROM leasestore_fencing f
+WHERE f.id = 1
+  AND NOT EXISTS (SELECT 1 FROM leasestore_lock_delays d
+                  WHERE d.namespace = ?1 AND d.name = ?2 AND d.ended_at + d.lock_delay > ?4)
 ON CONFLICT (namespace, name) DO UPDATE SET
     owner       = excluded.owner,
     token       = excluded.token,
     acquired_at = excluded.acquired_at,
     renewed_at  = excluded.renewed_at,
     expires_at  = excluded.expires_at,
-    version     = excluded.version
-WHERE leasestore_leases.expires_at <= ?4 AND leasestore_leases.version = ?6
+    version     = excluded.version,
+    lock_delay  = excluded.lock_delay,
+    delay_token = excluded.delay_token
+WHERE leasestore_leases.expires_at
+      + CASE WHEN leasestore_leases.delay_token = leasestore_leases.token THEN leasestore_leases.lock_delay ELSE 0 END <= ?4
+  AND leasestore_leases.version = ?6
 RETURNING token`
 
 	// qBumpFencing records that the token qAcquire took was issued.
 	qBumpFencing = `UPDATE leasestore_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token`
 
 	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
-	// ?4 token) from ?5 now to ?6 expires_at; ?7 the lease format version.
+	// ?4 token) from ?5 now by ?6 the TTL (µs; 0 keeps the lease's own,
+	// expires_at - renewed_at); ?7 the lease format version. It returns
+	// the lease's acquired_at, expires_at and lock-delay.
 	// It clears swept_token: a process whose clock lags another's may renew
 	// a lease the other's sweeper already set aside, and the renewed lease
 	// must be back in the live indexes.
 	qRenew = `
-UPDATE leasestore_leases SET renewed_at = ?5, expires_at = ?6, swept_token = NULL
+UPDATE leasestore_leases
+SET renewed_at = ?5, expires_at = ?5 + CASE WHEN ?6 = 0 THEN expires_at - renewed_at ELSE ?6 END, swept_token = NULL
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?7
-RETURNING acquired_at`
+RETURNING acquired_at, expires_at, ` + leaseDelay
 
 	// qRelease deletes the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) at ?5 now; ?6 the lease format version.
 	qRelease = `
 DELETE FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?6
-RETURNING acquired_at, renewed_at, expires_at`
+RETURNING acquired_at, renewed_at, expires_at, ` + leaseDelay
 
 	// qRevoke deletes the live lease at (?1 namespace, ?2 name) whoever holds
 	// it, only with token ?3 unless ?3 is 0, at ?4 now; ?5 the lease format
@@ -82,12 +101,29 @@ RETURNING acquired_at, renewed_at, expires_at`
 	qRevoke = `
 DELETE FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2 AND (?3 = 0 OR token = ?3) AND expires_at > ?4 AND version = ?5
-RETURNING owner, token, acquired_at, renewed_at, expires_at`
+RETURNING owner, token, acquired_at, renewed_at, expires_at, ` + leaseDelay
+
+	// qKeepDelay records the lease a revoke ended, whose lock-delay keeps
+	// the key: ?1 namespace, ?2 name, ?3 owner, ?4 token, ?5 acquired_at,
+	// ?6 renewed_at, ?7 ended_at (the revoke's now), ?8 the lock-delay.
+	qKeepDelay = `
+INSERT INTO leasestore_lock_delays (namespace, name, owner, token, acquired_at, renewed_at, ended_at, lock_delay)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (namespace, name) DO UPDATE SET
+    owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+    renewed_at = excluded.renewed_at, ended_at = excluded.ended_at, lock_delay = excluded.lock_delay`
+
+	// qCurrentDelay reads the revoked lease whose lock-delay keeps (?1
+	// namespace, ?2 name) at ?3 now; no row when none does.
+	qCurrentDelay = `
+SELECT owner, token, acquired_at, renewed_at, ended_at, lock_delay
+FROM leasestore_lock_delays
+WHERE namespace = ?1 AND name = ?2 AND ended_at + lock_delay > ?3`
 
 	// qCurrentLease reads the row at (?1 namespace, ?2 name), expired or not:
 	// for get, and to classify a conditional statement that matched nothing.
 	qCurrentLease = `
-SELECT owner, token, acquired_at, renewed_at, expires_at, version
+SELECT owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
 FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2`
 
@@ -109,7 +145,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 	// it: without statistics SQLite prefers the primary key, which holds
 	// the set-aside rows too.
 	qList = `
-SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
 FROM leasestore_leases INDEXED BY leasestore_leases_live
 WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
   AND swept_token IS NOT token
@@ -119,7 +155,7 @@ LIMIT ?6`
 
 	// qListOwner is qList for owner ?7, through the live owner index.
 	qListOwner = `
-SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
 FROM leasestore_leases INDEXED BY leasestore_leases_owner_live
 WHERE namespace = ?1 AND owner = ?7 AND name > ?2 AND name >= ?3 AND name < ?4
   AND swept_token IS NOT token
@@ -146,7 +182,7 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT ?3`
 	// qListAll is qList with expired leases too (set aside or not), for
 	// owner ?7 unless it is "", through the primary key; ?5 is unused.
 	qListAll = `
-SELECT name, owner, token, acquired_at, renewed_at, expires_at, version
+SELECT name, owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
 FROM leasestore_leases
 WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
   AND (?7 = '' OR owner = ?7)
@@ -184,12 +220,19 @@ const (
 	qPruneClose = `DELETE FROM leasestore_audit_prune WHERE id = 1`
 )
 
-// qSweep removes up to ?3 rows of leases that expired before ?1 - ?2 (now
-// minus the grace, in microseconds). The fencing counter has issued every
-// token, so a key acquired after its row is gone still gets a greater one.
+// qSweep removes up to ?3 rows of leases that expired (and whose
+// lock-delay, if any, ended) before ?1 - ?2 (now minus the grace, in
+// microseconds). The fencing counter has issued every token, so a key
+// acquired after its row is gone still gets a greater one.
 const qSweep = `
 DELETE FROM leasestore_leases
-WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases WHERE expires_at < ?1 - ?2 LIMIT ?3)`
+WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases WHERE expires_at + lock_delay < ?1 - ?2 LIMIT ?3)`
+
+// qSweepDelays removes up to ?2 lock-delays of revoked leases that ended
+// by ?1 now.
+const qSweepDelays = `
+DELETE FROM leasestore_lock_delays
+WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_lock_delays WHERE ended_at + lock_delay <= ?1 LIMIT ?2)`
 
 // qSetAside takes up to ?2 rows of leases expired at ?1 out of the live
 // indexes (swept_token = token, see migration 3). Their leases answer as

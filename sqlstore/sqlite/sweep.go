@@ -26,6 +26,9 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 		if err != nil {
 			return protocol.Result{}, false, err
 		}
+		if _, err := tx.ExecContext(ctx, qSweepDelays, micros(now), max); err != nil {
+			return protocol.Result{}, false, err
+		}
 		removed, err := gone.RowsAffected()
 		if err != nil {
 			return protocol.Result{}, false, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 

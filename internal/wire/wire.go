@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -156,14 +157,15 @@ func OptDuration(d time.Duration) string {
 	return d.String()
 }
 
-// ParseOptDuration reads a duration field that may be absent ("": zero).
+// ParseOptDuration reads a duration field that may be absent ("": zero),
+// in the one duration grammar (package durations: 15s, 2m, 1d).
 func ParseOptDuration(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := durations.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a duration such as \"15s\"", field, s)
+		return 0, fmt.Errorf("%s: %w", field, err)
 	}
 	return d, nil
 }

@@ -346,8 +346,8 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 		b.shown, c.key, maxAttempts)
 }
 
-// Renew extends the holder's live lease to expire req.TTL from now,
-// keeping its token: one transaction that compares the key's entries with
+// Renew extends the holder's live lease to expire req.TTL from now (a
+// zero TTL keeps the lease's own), keeping its token: one transaction that compares the key's entries with
 // the state last seen and writes the renewal and liveness entries and the
 // audit record.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
@@ -362,14 +362,18 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
 		},
 		apply: func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error) {
-			exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
-			put, id, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
+			ttl := req.TTL
+			if ttl == 0 { // keep the lease's own
+				ttl = cur.ExpiresAt.Sub(cur.RenewedAt)
+			}
+			exp := in.now.Add(ttl).Truncate(time.Microsecond)
+			put, id, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(ttl))
 			if err != nil {
 				return holderWrite{}, err
 			}
 			l := cur
 			l.RenewedAt, l.ExpiresAt = in.now, exp
-			rv := encodeLease(in.now, exp, req.TTL)
+			rv := encodeLease(in.now, exp, ttl)
 			return holderWrite{
 				ops:    []clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put},
 				lease:  l,

@@ -79,6 +79,18 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 		return
 	default:
 	}
+	// A reload from here on ends the stream if it narrows the token; one
+	// since the request was authorized is caught by the check below.
+	reload := h.reloads()
+	if status, why := h.stillAllowed(x, protocol.OpGet, key.Namespace); status != "" {
+		h.refusal(x, status, StatusCode(status), "notify: "+why, errorShape)
+		return
+	}
+	done, ok := h.openStream(x, errorShape)
+	if !ok {
+		return
+	}
+	defer done()
 	n, ok := h.store.(protocol.Notifier)
 	var ch <-chan struct{}
 	var cancel func()
@@ -123,6 +135,13 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 		case <-h.streamsClosed:
 			end(protocol.StatusUnavailable, "the server is shutting down")
 			return
+		case <-reload:
+			if status, why := h.stillAllowed(x, protocol.OpGet, key.Namespace); status != "" {
+				end(status, why)
+				return
+			}
+			reload = h.reloads()
+			continue
 		case <-keepAlive.C:
 			werr = es.comment("keep-alive")
 		case <-ch:
@@ -138,7 +157,7 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 			if err != nil {
 				status := failedStatus(sctx, err)
 				scancel()
-				end(status, "the store stopped signalling: "+err.Error())
+				end(status, "the store stopped signalling: "+h.storeMessage(x, status, err.Error()))
 				return
 			}
 			scancel()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,7 +52,29 @@ type Config struct {
 	// proxies keep it open and the client can tell a live stream from a
 	// dead one. Default: [DefaultKeepAlive] (15s).
 	KeepAlive time.Duration
+	// BodyTimeout bounds the time from a request's arrival until its body
+	// has been read: a client that sends its body slower (or not at all)
+	// is answered 408 and its connection closed, whether or not its token
+	// is good. Bind the headers' time with the http.Server's
+	// ReadHeaderTimeout (leasectl serve: 10s). Default: [DefaultBodyTimeout].
+	BodyTimeout time.Duration
+	// MaxStreams bounds the streams (notify and audit follow) open at
+	// once on the handler; one more is answered 503. Default:
+	// [DefaultMaxStreams]; negative: no bound.
+	MaxStreams int
+	// MaxStreamsPerToken bounds the streams open at once with one bearer
+	// token (with Tokens); one more is answered 429, status
+	// too_many_streams. Default: [DefaultMaxStreamsPerToken]; negative: no
+	// bound.
+	MaxStreamsPerToken int
 }
+
+// Defaults of [Config]'s limits.
+const (
+	DefaultBodyTimeout        = 10 * time.Second
+	DefaultMaxStreams         = 4096
+	DefaultMaxStreamsPerToken = 1024
+)
 
 // DefaultKeepAlive is the default of [Config].KeepAlive.
 const DefaultKeepAlive = 15 * time.Second
@@ -72,8 +95,13 @@ type Handler struct {
 	keepAlive      time.Duration
 	metrics        *httpMetrics
 	gatherer       prometheus.Gatherer
+	bodyTimeout    time.Duration
+	streams        streamLimits
 	streamsClosed  chan struct{} // closed by CloseStreams
 	closeStreams   sync.Once
+
+	reloadMu sync.Mutex
+	reloaded chan struct{} // closed and replaced by TokensReloaded
 }
 
 // NewHandler returns a handler serving store, and the audit trail through
@@ -87,7 +115,11 @@ func NewHandler(store protocol.Store, reader audit.Reader, cfg *Config) (*Handle
 	h := &Handler{
 		store: store, audit: reader, log: cfg.Logger, tokens: cfg.Tokens,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, keepAlive: cfg.KeepAlive,
-		streamsClosed: make(chan struct{}),
+		bodyTimeout: cfg.BodyTimeout, streamsClosed: make(chan struct{}), reloaded: make(chan struct{}),
+		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken),
+	}
+	if h.bodyTimeout <= 0 {
+		h.bodyTimeout = DefaultBodyTimeout
 	}
 	if h.keepAlive <= 0 {
 		h.keepAlive = DefaultKeepAlive
@@ -141,6 +173,10 @@ type exchange struct {
 	status    protocol.Status
 	requestID string
 	role      string
+	token     string // the bearer token, to check a stream's again at reload; never logged
+	// unread is set while a request body may be left unread: an answer
+	// then closes an HTTP/1 connection instead of reading the rest.
+	unread bool
 }
 
 // ServeHTTP implements [http.Handler]. Paths are routed on their escaped
@@ -149,6 +185,12 @@ type exchange struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	x := &exchange{w: w, r: r, route: routeUnknown}
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// The body, if any, must arrive within the body timeout, read or
+		// not; readBody lifts the deadline once it has it all.
+		x.unread = true
+		_ = http.NewResponseController(w).SetReadDeadline(start.Add(h.bodyTimeout))
+	}
 	h.metrics.inFlight.Inc()
 	defer func() {
 		h.metrics.inFlight.Dec()
@@ -242,6 +284,12 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 	}
 	x.code, x.status = code, status
 	hd := x.w.Header()
+	if x.unread && x.r.ProtoMajor == 1 {
+		// Go's server would read up to 256 KiB of the unread body before
+		// answering, for as long as the client takes: answer now, and
+		// close. (HTTP/2 resets the stream instead.)
+		hd.Set("Connection", "close")
+	}
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")
 	x.w.WriteHeader(code)
@@ -260,7 +308,29 @@ func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg str
 // status [failedStatus] gives it, in the route's shape.
 func (h *Handler) failure(ctx context.Context, x *exchange, err error, sh shape) {
 	status := failedStatus(ctx, err)
-	h.refusal(x, status, StatusCode(status), err.Error(), sh)
+	h.refusal(x, status, StatusCode(status), h.storeMessage(x, status, err.Error()), sh)
+}
+
+// storeMessage returns what a caller may read of a store's answer of
+// status with message msg. The statuses of a store that did not answer
+// (unavailable, timeout, closed) carry the driver's words, which name the
+// database's user, name and address: those are logged, with the request's
+// route and id, and the caller reads a fixed sentence instead.
+func (h *Handler) storeMessage(x *exchange, status protocol.Status, msg string) string {
+	var safe string
+	switch status {
+	case protocol.StatusUnavailable:
+		safe = "the store is unavailable; the server's log has the cause"
+	case protocol.StatusTimeout:
+		safe = "the deadline passed before the store answered; the effect is unknown: retry with the same request id to learn it"
+	case protocol.StatusClosed:
+		safe = "the store is closed (the server is shutting down)"
+	default:
+		return msg
+	}
+	h.log.LogAttrs(x.r.Context(), slog.LevelWarn, "http: the store failed", slog.String("route", x.route),
+		slog.String("request_id", x.requestID), slog.String("status", string(status)), slog.String("err", msg))
+	return safe
 }
 
 // authenticate checks the bearer token, when the handler has tokens. It
@@ -288,7 +358,7 @@ func (h *Handler) authenticate(x *exchange, sh shape) (*Principal, bool) {
 		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, msg, sh)
 		return nil, false
 	}
-	x.role = p.Role.String()
+	x.role, x.token = p.Role.String(), strings.TrimSpace(token)
 	return &p, true
 }
 
@@ -314,19 +384,28 @@ func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, verb, nam
 	return false
 }
 
-// readBody reads the request body, answering 413 past MaxBodyBytes.
+// readBody reads the request body, answering 413 past MaxBodyBytes and
+// 408 when it did not arrive within the body timeout.
 func (h *Handler) readBody(x *exchange) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, MaxBodyBytes))
 	var tooBig *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		h.refusal(x, protocol.StatusInvalid, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("body: larger than the limit of %d bytes", MaxBodyBytes), resultShape)
 		return nil, false
+	case errors.As(err, &ne) && ne.Timeout():
+		h.refusal(x, protocol.StatusInvalid, http.StatusRequestTimeout,
+			fmt.Sprintf("body: not received within %v of the request", h.bodyTimeout), resultShape)
+		return nil, false
 	case err != nil:
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, "body: "+err.Error(), resultShape)
+		// The error names the connection's addresses: say what failed.
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, "body: the connection failed while it was read", resultShape)
 		return nil, false
 	}
+	x.unread = false
+	_ = http.NewResponseController(x.w).SetReadDeadline(time.Time{})
 	return body, true
 }
 
@@ -431,7 +510,7 @@ func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte
 // answer sends a lease operation's result.
 func (h *Handler) answer(x *exchange, res protocol.Result) {
 	x.requestID = res.RequestID
-	h.write(x, StatusCode(res.Status), res.Status, wire.FromResult(res, res.Message))
+	h.write(x, StatusCode(res.Status), res.Status, wire.FromResult(res, h.storeMessage(x, res.Status, res.Message)))
 }
 
 func (h *Handler) serveAcquire(x *exchange) {
@@ -479,7 +558,7 @@ func (h *Handler) serveList(x *exchange, rest string) {
 			res, err := h.store.List(ctx, req)
 			x.requestID = res.RequestID
 			if err != nil || res.Status != protocol.StatusFound {
-				h.refusal(x, res.Status, StatusCode(res.Status), res.Message, listShape)
+				h.refusal(x, res.Status, StatusCode(res.Status), h.storeMessage(x, res.Status, res.Message), listShape)
 				return
 			}
 			h.write(x, http.StatusOK, res.Status, wire.FromList(res))

@@ -530,10 +530,47 @@ func TestServeReloadsTokensOnSIGHUP(t *testing.T) {
 		}
 	}
 	const fresh = "e2e-fresh-token-0000000"
+	// A stream opened with the token the reload removes ends at the
+	// reload, with status unauthorized.
+	stream, err := http.NewRequest("GET", s.url+"/v1/notify/e2e/k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Header.Set("Authorization", "Bearer "+e2eReader)
+	resp, err := http.DefaultClient.Do(stream)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream with the reader's token: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			events <- sc.Text()
+		}
+	}()
 	writeTokens(t, dir, fresh+" reader *\n")
 	hup("tokens reloaded", 1)
 	if get(e2eReader) != 401 || get(fresh) != 200 {
 		t.Fatalf("after the reload: old token %d, new token %d", get(e2eReader), get(fresh))
+	}
+	var seen []string
+	timeout := time.After(10 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case line, ok := <-events:
+			if !ok {
+				ended = true
+				break
+			}
+			seen = append(seen, line)
+		case <-timeout:
+			t.Fatalf("the removed token's stream still runs 10s after the reload: %q", seen)
+		}
+	}
+	if got := strings.Join(seen, "\n"); !strings.Contains(got, "event: end") || !strings.Contains(got, `"status":"unauthorized"`) {
+		t.Fatalf("the removed token's stream ended with %q, want an end event of status unauthorized", got)
 	}
 	writeTokens(t, dir, "this line is not a token line\n")
 	hup("does not load", 1)

@@ -27,7 +27,12 @@ var _ protocol.Notifier = (*Backend)(nil)
 // key, and the registry is PostgreSQL's lock table: a process with waiters
 // holds, on its listener connection (a connection of its own, outside the
 // pool), a shared session-level advisory lock per waited-for key, in the
-// class waitLockClass. A release or revoke that took effect tries to take
+// class waitLockClass, on the key's bucket: hashtext(namespace/name) &
+// 1023 (waitLockBuckets). Keys share buckets, so a listener holds at most
+// 1,024 entries of the cluster's lock table however many keys it waits for
+// (PostgreSQL counts a session's repeated shared lock as one entry), and a
+// release in a bucket where another key is waited for sends a
+// notification nobody here acts on: the payload names the key. A release or revoke that took effect tries to take
 // that lock exclusively for its transaction (pg_try_advisory_xact_lock,
 // which never waits): when it fails, someone waits, and the statement
 // notifies channel leasestore_wake with the key (and the schema, as
@@ -45,16 +50,20 @@ var _ protocol.Notifier = (*Backend)(nil)
 const (
 	notifyChannel = "leasestore_wake"
 	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
+	// waitLockBuckets is how many lock ids the waiters' keys hash into; a
+	// power of two, written as the mask 1023 in the statements here and in
+	// queries.go (wakeCTE, the batch function), which must agree.
+	waitLockBuckets = 1024
 )
 
 // The listener's statements: LISTEN, the schema that payloads are matched
 // against, and the waiters' registry of one key ($1 namespace, $2 name,
-// hashed as the release and revoke statements hash it).
+// hashed into its bucket as the release and revoke statements hash it).
 const (
 	listenSQL     = `LISTEN ` + notifyChannel
 	schemaNameSQL = `SELECT current_schema()`
-	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2))`
-	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2))`
+	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2) & 1023)`
+	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2) & 1023)`
 )
 
 // DefaultListenerIdle is the default of [Config].ListenerIdle: how long

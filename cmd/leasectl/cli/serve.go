@@ -42,6 +42,7 @@ type serveJSON struct {
 type serveFlags struct {
 	listen, tokens, tlsCert, tlsKey string
 	maxTimeout, shutdownTimeout     time.Duration
+	maxStreams, maxStreamsPerToken  int
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -62,7 +63,13 @@ reader (get, list, audit), writer (and acquire, renew, release) or admin (and
 revoke); each NS-GLOB names namespaces, * matching any run of characters (only
 * reads the audit trail of every namespace at once). # starts a comment.
 SIGHUP reloads the file; a file that does not parse is refused and the tokens
-in force stay. Without --tokens every request may do everything, so serve
+in force stay. Streams (notify, audit follow) of a token the reload removed or
+narrowed end at once.
+
+Slow clients are cut off: headers must arrive within 10s, a body within 10s
+of the request. Streams are capped per server (--max-streams, then 503) and
+per token (--max-streams-per-token, then 429). Error bodies never name the
+database's user, name or address: the cause goes to the server's log. Without --tokens every request may do everything, so serve
 refuses to listen on anything but a loopback address.
 
 With --tls-cert and --tls-key serve speaks HTTPS (HTTP/1.1 and HTTP/2);
@@ -84,6 +91,9 @@ store, and exits 0.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM), with --tls-cert")
 	fl.Var(newDurationFlag(&f.maxTimeout, httpapi.DefaultMaxTimeout), "max-timeout", "longest deadline a request may ask for (Request-Timeout header)")
 	fl.Var(newDurationFlag(&f.shutdownTimeout, 30*time.Second), "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
+	fl.IntVar(&f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
+	fl.IntVar(&f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
+		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
 	return cmd
 }
 
@@ -108,6 +118,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	if f.maxTimeout <= 0 || f.shutdownTimeout <= 0 {
 		return usageError("--max-timeout and --shutdown-timeout must be positive")
+	}
+	if f.maxStreams == 0 || f.maxStreams < -1 || f.maxStreamsPerToken == 0 || f.maxStreamsPerToken < -1 {
+		return usageError("--max-streams and --max-streams-per-token: want a positive number, or -1 for no bound")
 	}
 	var tokens atomic.Pointer[httpapi.Tokens]
 	if f.tokens != "" {
@@ -149,6 +162,7 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	defer s.close(a)
 	h, err := httpapi.NewHandler(s.rt, s.audit, &httpapi.Config{
 		DefaultTimeout: a.timeout, MaxTimeout: f.maxTimeout, Logger: a.log, Tokens: tokens.Load, Registry: reg,
+		MaxStreams: f.maxStreams, MaxStreamsPerToken: f.maxStreamsPerToken,
 	})
 	if err != nil {
 		return failWith(err)
@@ -207,7 +221,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		case err := <-served:
 			return fail(protocol.StatusUnavailable, "serve: %v", err)
 		case <-hup:
-			a.reloadTokens(f.tokens, &tokens)
+			if a.reloadTokens(f.tokens, &tokens) {
+				h.TokensReloaded() // streams of removed or narrowed tokens end
+			}
 			continue
 		case <-cmd.Context().Done():
 		}
@@ -227,17 +243,19 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	return nil
 }
 
-// reloadTokens reads the tokens file again; on failure the tokens in force stay.
-func (a *app) reloadTokens(path string, tokens *atomic.Pointer[httpapi.Tokens]) {
+// reloadTokens reads the tokens file again and reports whether it did; on
+// failure the tokens in force stay.
+func (a *app) reloadTokens(path string, tokens *atomic.Pointer[httpapi.Tokens]) bool {
 	if path == "" {
 		a.log.Warn("SIGHUP: no --tokens file to reload")
-		return
+		return false
 	}
 	t, err := httpapi.LoadTokens(path)
 	if err != nil {
 		a.log.Error("SIGHUP: the tokens file does not load; the tokens in force stay", "err", err)
-		return
+		return false
 	}
 	tokens.Store(t)
 	a.log.Info("SIGHUP: tokens reloaded", "file", path, "tokens", t.Len())
+	return true
 }

@@ -8,7 +8,7 @@
 // Routes (bodies in leasectl's JSON shapes, package internal/wire):
 //
 //	POST /v1/acquire   {"namespace","key","owner","ttl":"30s","request_id"?}
-//	POST /v1/renew     {"namespace","key","owner","token","ttl","request_id"?}
+//	POST /v1/renew     {"namespace","key","owner","token","ttl"?,"request_id"?}   (no ttl: keep the lease's TTL)
 //	POST /v1/release   {"namespace","key","owner","token","request_id"?}
 //	POST /v1/revoke    {"namespace","key","actor","reason","token"?,"request_id"?}
 //	GET  /v1/leases/{namespace}/{key...}   get

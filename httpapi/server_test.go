@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // TestRoutesAndCodes drives every lease route through each status it can
@@ -179,4 +180,29 @@ func TestDurationAndTimeGrammar(t *testing.T) {
 		expect(t, "audit since="+bad, send(t, "GET", s.url+"/v1/audit?since="+bad, ""), 400, "invalid")
 	}
 	expect(t, "ttl without unit", send(t, "POST", s.url+"/v1/acquire", `{"namespace":"ns","key":"k3","owner":"o","ttl":"5"}`), 400, "invalid")
+}
+
+// TestRenewWithoutTTLKeepsIt: a renew body without ttl keeps the lease's
+// own TTL, and so does the Go client's Renew with TTL 0.
+func TestRenewWithoutTTLKeepsIt(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	acq := expect(t, "acquire", send(t, "POST", s.url+"/v1/acquire", `{"namespace":"ns","key":"k","owner":"o","ttl":"20s"}`), 200, "acquired")
+	ttlOf := func(m map[string]any) time.Duration {
+		l := m["lease"].(map[string]any)
+		renewed, _ := time.Parse(time.RFC3339Nano, l["renewed_at"].(string))
+		expires, _ := time.Parse(time.RFC3339Nano, l["expires_at"].(string))
+		return expires.Sub(renewed)
+	}
+	s.clock.Advance(5 * time.Second)
+	ren := expect(t, "renew without ttl", send(t, "POST", s.url+"/v1/renew",
+		fmt.Sprintf(`{"namespace":"ns","key":"k","owner":"o","token":%d}`, token(t, acq))), 200, "renewed")
+	if got := ttlOf(ren); got != 20*time.Second {
+		t.Fatalf("renew without ttl of a 20s lease: a %v lease", got)
+	}
+	rt := newClient(t, s.url, nil)
+	res, err := rt.Renew(t.Context(), protocol.RenewRequest{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "o", Token: token(t, acq)})
+	if err != nil || res.Lease.ExpiresAt.Sub(res.Lease.RenewedAt) != 20*time.Second {
+		t.Fatalf("the Go client's renew with TTL 0: %+v, %v", res.Lease, err)
+	}
 }

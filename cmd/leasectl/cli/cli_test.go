@@ -838,3 +838,37 @@ func TestNextPageHintKeepsTheFlags(t *testing.T) {
 		t.Fatalf("following %q printed:\n%s", hint, next.stdout)
 	}
 }
+
+// TestRenewWithoutTTLKeepsIt: renew without --ttl keeps the lease's own
+// TTL (a 20s lease stays a 20s lease), and --ttl sets a new one.
+func TestRenewWithoutTTLKeepsIt(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	acq := runCLI(t, e, "acquire", "k", "--owner", "w1", "--ttl", "20s", "-o", "json")
+	wantCode(t, acq, 0)
+	tok := itoa(token(t, acq.json(t)))
+	ttlOf := func(o outcome) time.Duration {
+		t.Helper()
+		l := lease(t, o.json(t))
+		renewed, err1 := time.Parse(time.RFC3339Nano, l["renewed_at"].(string))
+		expires, err2 := time.Parse(time.RFC3339Nano, l["expires_at"].(string))
+		if err1 != nil || err2 != nil {
+			t.Fatalf("lease times: %v %v", err1, err2)
+		}
+		return expires.Sub(renewed)
+	}
+	ren := runCLI(t, e, "renew", "k", "--owner", "w1", "--token", tok, "-o", "json")
+	wantCode(t, ren, 0)
+	if got := ttlOf(ren); got != 20*time.Second {
+		t.Fatalf("renew without --ttl of a 20s lease: a %v lease, want 20s", got)
+	}
+	ren = runCLI(t, e, "renew", "k", "--owner", "w1", "--token", tok, "--ttl", "1d", "-o", "json")
+	wantCode(t, ren, 0)
+	if got := ttlOf(ren); got != 24*time.Hour {
+		t.Fatalf("renew --ttl 1d: a %v lease", got)
+	}
+	ren = runCLI(t, e, "renew", "k", "--owner", "w1", "--token", tok, "-o", "json")
+	if got := ttlOf(ren); got != 24*time.Hour {
+		t.Fatalf("renew without --ttl after --ttl 1d: a %v lease, want 1d", got)
+	}
+}

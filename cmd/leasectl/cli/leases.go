@@ -10,7 +10,8 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// DefaultTTL is the lease duration of acquire and renew without --ttl.
+// DefaultTTL is the lease duration of acquire without --ttl (renew without
+// --ttl keeps the lease's own).
 const DefaultTTL = 30 * time.Second
 
 // orProbe returns id, or a stand-in when it is empty, so that a request can
@@ -96,8 +97,9 @@ func (a *app) renewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "renew KEY",
 		Short: "Extend a lease you hold (exit 4 when it is gone or newer)",
-		Long: `Extend the lease (KEY, --owner, --token) to expire --ttl from the store's now.
-The token does not change.
+		Long: `Extend the lease (KEY, --owner, --token) to expire --ttl from the store's now;
+without --ttl, its own TTL (the one it was acquired or last renewed with)
+from now. The token does not change.
 
 Refusals (exit 4): not_found (no lease), stale_token (a newer lease holds the
 key: you were fenced off), not_owner (the token is someone else's or was never
@@ -118,7 +120,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
-	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d)")
+	f.Var(newDurationFlag(&ttl, 0), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd

@@ -21,6 +21,11 @@ import (
 // The backend's batch function answers every operation it is given (T is
 // typically a pointer to the backend's pending operation, which holds the
 // answer); Do returns once it has. A Coalescer is safe for concurrent use.
+//
+// [Coalescer.Adapt] makes the limit follow measured latency (see adapt.go):
+// more round trips at once while the server answers them as fast as it
+// answers one, fewer and larger batches once they queue there; and a queued
+// operation waits at most a few round trips' time for a slot.
 type Coalescer[T any] struct {
 	limit, maxBatch int
 	batchTimeout    time.Duration
@@ -30,11 +35,14 @@ type Coalescer[T any] struct {
 	inflight int
 	queue    []*queued[T]
 	wg       sync.WaitGroup // batch goroutines
+	adapt    *adaptive      // nil: limit stays fixed
+	kick     *time.Timer    // adaptive: starts a round trip for the queue after maxWait
 }
 
 // queued is an operation in the queue, or in the batch that took it.
 type queued[T any] struct {
 	op       T
+	at       time.Time     // when it queued
 	deadline time.Time     // the caller's; zero for none
 	done     chan struct{} // closed when the batch function returned
 }
@@ -70,13 +78,22 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	if c.inflight < c.limit && len(c.queue) == 0 {
 		c.inflight++
 		c.mu.Unlock()
+		start := time.Now()
 		alone()
+		c.observe(1, time.Since(start))
 		c.next()
 		return Ran
 	}
-	q := &queued[T]{op: op, done: make(chan struct{})}
+	q := &queued[T]{op: op, at: time.Now(), done: make(chan struct{})}
 	q.deadline, _ = ctx.Deadline()
 	c.queue = append(c.queue, q)
+	switch {
+	case c.adapt != nil && c.inflight < c.limit:
+		// A slot is free (the limit grew): the queue goes now.
+		c.startLocked()
+	case c.adapt != nil && len(c.queue) == 1:
+		c.kick.Reset(c.adapt.maxWait())
+	}
 	c.mu.Unlock()
 	select {
 	case <-q.done:
@@ -101,14 +118,21 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 }
 
 // next frees a slot, or hands it to batches of the queued operations
-// until the queue is empty.
+// until the queue is empty (or, adaptive, the limit shrank below the
+// round trips in flight).
 func (c *Coalescer[T]) next() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
-		c.inflight--
-		return
+	c.inflight--
+	if len(c.queue) > 0 && (c.inflight < c.limit || c.inflight == 0) {
+		c.startLocked()
 	}
+}
+
+// startLocked takes a slot and runs batches of the queue in a goroutine
+// until the queue is empty or the slot is over the limit; c.mu is held.
+func (c *Coalescer[T]) startLocked() {
+	c.inflight++
 	batch := c.take()
 	c.wg.Add(1)
 	go func() {
@@ -116,7 +140,7 @@ func (c *Coalescer[T]) next() {
 		for batch != nil {
 			c.run(batch)
 			c.mu.Lock()
-			if len(c.queue) == 0 {
+			if len(c.queue) == 0 || (c.inflight > c.limit && c.inflight > 1) {
 				c.inflight--
 				batch = nil
 			} else {
@@ -125,6 +149,29 @@ func (c *Coalescer[T]) next() {
 			c.mu.Unlock()
 		}
 	}()
+}
+
+// kicked runs when a queued operation waited maxWait: if the queue still
+// waits, a round trip starts for it, over the limit if need be (a slot
+// may be held by an operation its key keeps waiting), within the hard
+// maximum.
+func (c *Coalescer[T]) kicked() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return
+	}
+	wait := c.adapt.maxWait()
+	if waited := time.Since(c.queue[0].at); waited < wait {
+		c.kick.Reset(wait - waited)
+		return
+	}
+	if c.inflight < c.adapt.max {
+		c.startLocked()
+	}
+	if len(c.queue) > 0 {
+		c.kick.Reset(wait)
+	}
 }
 
 // take removes the next batch from the queue; c.mu is held.
@@ -153,7 +200,37 @@ func (c *Coalescer[T]) run(batch []*queued[T]) {
 	for i, q := range batch {
 		ops[i] = q.op
 	}
+	start := time.Now()
 	c.batch(ctx, ops)
+	c.observe(len(ops), time.Since(start))
+}
+
+// Adapt makes the limit follow measured latency between 1 and max (the
+// backend's connections), starting from the limit given to
+// [NewCoalescer], and bounds how long a queued operation waits for a slot
+// (see adapt.go). Call it before the first Do.
+func (c *Coalescer[T]) Adapt(max int) {
+	c.adapt = newAdaptive(c.limit, max)
+	c.kick = time.AfterFunc(time.Hour, c.kicked)
+	c.kick.Stop()
+}
+
+// observe feeds the latency of a round trip of n operations to the
+// adaptive limit.
+func (c *Coalescer[T]) observe(n int, d time.Duration) {
+	if c.adapt == nil {
+		return
+	}
+	c.mu.Lock()
+	c.limit = c.adapt.observe(n, d, time.Now())
+	c.mu.Unlock()
+}
+
+// Limit returns the current limit of round trips in flight.
+func (c *Coalescer[T]) Limit() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limit
 }
 
 // QueueLen returns how many operations wait in the queue.
@@ -164,4 +241,9 @@ func (c *Coalescer[T]) QueueLen() int {
 }
 
 // Wait waits for the batches in flight (a backend's Close).
-func (c *Coalescer[T]) Wait() { c.wg.Wait() }
+func (c *Coalescer[T]) Wait() {
+	if c.kick != nil {
+		c.kick.Stop()
+	}
+	c.wg.Wait()
+}

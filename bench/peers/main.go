@@ -87,7 +87,8 @@ func run() error {
 	flag.DurationVar(&o.warm, "warm", time.Second, "uncounted warm-up of each run (connections, caches)")
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds per measurement")
 	flag.StringVar(&modes, "tables", "analyzed,fresh", "table modes: analyzed, fresh (never analyzed)")
-	flag.StringVar(&subjects, "subjects", "leasestore,leasestore-nocoalescing,raw,pglock", "PostgreSQL subjects")
+	flag.StringVar(&subjects, "subjects", "leasestore,leasestore-nocoalescing,raw,pglock",
+		"PostgreSQL subjects (also leasestore-inflightN: coalescing with MaxInFlight N)")
 	flag.BoolVar(&o.sqlite, "sqlite", false, "also measure SQLite (leasestore beside its raw loop)")
 	flag.IntVar(&o.maxConns, "max-conns", 64, "pool size cap per subject")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write this process's CPU profile to the file")
@@ -202,11 +203,17 @@ func tablesSQL(schema, mode string, tables ...string) string {
 	return b.String()
 }
 
-func leasestoreSubject(ctx context.Context, dsn, sfx string, noCoalescing bool) (*subject, error) {
+// leasestoreSubject is leasestore on PostgreSQL; inFlight is
+// postgres.Config.MaxInFlight (0: the default), negative for no coalescing.
+func leasestoreSubject(ctx context.Context, dsn, sfx string, inFlight int) (*subject, error) {
 	name, schema := "leasestore", "peers_ls_"+sfx
-	if noCoalescing {
+	switch {
+	case inFlight < 0:
 		name, schema = "leasestore-nocoalescing", "peers_lsn_"+sfx
+	case inFlight > 0:
+		name, schema = fmt.Sprintf("leasestore-inflight%d", inFlight), fmt.Sprintf("peers_ls%d_%s", inFlight, sfx)
 	}
+	noCoalescing := inFlight < 0
 	if err := admin(ctx, dsn, "CREATE SCHEMA "+schema); err != nil {
 		return nil, err
 	}
@@ -225,7 +232,7 @@ func leasestoreSubject(ctx context.Context, dsn, sfx string, noCoalescing bool) 
 	return &subject{
 		name: name,
 		open: func(ctx context.Context, callers int) (*handle, error) {
-			b, err := postgres.Open(ctx, sdsn, &postgres.Config{MaxConns: int32(callers), NoCoalescing: noCoalescing, ApplicationName: app})
+			b, err := postgres.Open(ctx, sdsn, &postgres.Config{MaxConns: int32(callers), NoCoalescing: noCoalescing, MaxInFlight: max(inFlight, 0), ApplicationName: app})
 			if err != nil {
 				return nil, err
 			}
@@ -585,14 +592,21 @@ func pgSitting(ctx context.Context, o options, mode string) error {
 			s   *subject
 			err error
 		)
-		switch name {
-		case "leasestore":
-			s, err = leasestoreSubject(ctx, o.dsn, sfx, false)
-		case "leasestore-nocoalescing":
-			s, err = leasestoreSubject(ctx, o.dsn, sfx, true)
-		case "raw":
+		switch n, inflight := strings.CutPrefix(name, "leasestore-inflight"); {
+		case name == "leasestore":
+			s, err = leasestoreSubject(ctx, o.dsn, sfx, 0)
+		case name == "leasestore-nocoalescing":
+			s, err = leasestoreSubject(ctx, o.dsn, sfx, -1)
+		case inflight:
+			var k int
+			if k, err = strconv.Atoi(n); err == nil && k > 0 {
+				s, err = leasestoreSubject(ctx, o.dsn, sfx, k)
+			} else {
+				err = fmt.Errorf("bad subject %q", name)
+			}
+		case name == "raw":
 			s, err = rawSubject(ctx, o.dsn)
-		case "pglock":
+		case name == "pglock":
 			s, err = pglockSubject(ctx, o.dsn, sfx)
 		default:
 			err = fmt.Errorf("unknown subject %q", name)

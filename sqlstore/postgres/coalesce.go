@@ -14,7 +14,8 @@ import (
 )
 
 // Coalescing (group commit). At most [Config.MaxInFlight] state-changing
-// round trips of a Backend are in flight at once. An operation that finds a
+// round trips of a Backend are in flight at once (by default a limit that
+// follows measured latency). An operation that finds a
 // free slot runs its own statement at once, as if there were no coalescer:
 // one caller never waits for anyone. An operation that finds every slot
 // taken waits in a queue; when a slot frees, everything queued (up to
@@ -43,7 +44,8 @@ import (
 // its process overflows).
 const maxBatch = 48
 
-// DefaultMaxInFlight is the default of [Config.MaxInFlight].
+// DefaultMaxInFlight is where the adaptive limit of round trips in flight
+// starts when [Config.MaxInFlight] is 0.
 const DefaultMaxInFlight = 4
 
 // errRunAlone reports that a batch could not tell an operation's outcome:
@@ -71,9 +73,17 @@ type coalescer struct {
 	alone   atomic.Int64 // operations of batches that ran again alone
 }
 
-func newCoalescer(b *Backend, limit int) *coalescer {
+// newCoalescer returns the coalescer of b: at most limit round trips in
+// flight, or, with limit 0, a limit that adapts between 1 and poolSize
+// (backendkit.Coalescer.Adapt).
+func newCoalescer(b *Backend, limit, poolSize int) *coalescer {
 	c := &coalescer{b: b}
-	c.q = backendkit.NewCoalescer(limit, maxBatch, statementTimeout, c.run)
+	if limit > 0 {
+		c.q = backendkit.NewCoalescer(limit, maxBatch, statementTimeout, c.run)
+		return c
+	}
+	c.q = backendkit.NewCoalescer(DefaultMaxInFlight, maxBatch, statementTimeout, c.run)
+	c.q.Adapt(max(poolSize, 1))
 	return c
 }
 

@@ -152,7 +152,11 @@ type Config struct {
 	// arrive while all are taken wait and then go to the server together,
 	// as one statement and one commit (coalescing; see coalesce.go), each
 	// still atomic, fenced, audited and idempotent on its own. An operation
-	// that finds a free slot never waits. Default: [DefaultMaxInFlight].
+	// that finds a free slot never waits. Default (0): the cap adapts to
+	// measured latency, from [DefaultMaxInFlight] up to the pool's size
+	// while the server answers more round trips as fast as one, down to
+	// one under saturation, and a queued operation waits at most twice a
+	// lone round trip's latency (see backendkit.Coalescer.Adapt).
 	MaxInFlight int
 	// NoCoalescing sends every operation as its own statement (as many at
 	// once as the pool allows), for comparison or for a connection pooler
@@ -282,11 +286,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config) *Backend {
 	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, listen: listener{idle: cfg.ListenerIdle}}
 	if !cfg.NoCoalescing {
-		limit := cfg.MaxInFlight
-		if limit <= 0 {
-			limit = DefaultMaxInFlight
-		}
-		b.co = newCoalescer(b, limit)
+		b.co = newCoalescer(b, cfg.MaxInFlight, int(pool.Config().MaxConns))
 	}
 	return b
 }

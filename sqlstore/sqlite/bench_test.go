@@ -208,7 +208,7 @@ func BenchmarkAcquire(b *testing.B) {
 					name := "k" + strconv.Itoa(i)
 					exp := now + benchTTL.Microseconds()
 					var token, last int64
-					if err := tx.StmtContext(ctx, r.acquire).QueryRowContext(ctx, "b", name, "w", now, exp, 1).Scan(&token); err != nil {
+					if err := tx.StmtContext(ctx, r.acquire).QueryRowContext(ctx, "b", name, "w", now, exp, 1, 0).Scan(&token); err != nil {
 						return "", "", 0, sql.NullInt64{}, err
 					}
 					if err := tx.StmtContext(ctx, r.bump).QueryRowContext(ctx).Scan(&last); err != nil {
@@ -242,8 +242,8 @@ func BenchmarkRenew(b *testing.B) {
 				return r.tx(ctx, "b", "renew", func(tx *sql.Tx, now int64) (string, string, int64, sql.NullInt64, error) {
 					name := "k" + strconv.Itoa(w)
 					exp := now + benchTTL.Microseconds()
-					var acq int64
-					if err := tx.StmtContext(ctx, r.renew).QueryRowContext(ctx, "b", name, "w", w+1, now, exp, 1).Scan(&acq); err != nil {
+					var acq, newExp, delay int64
+					if err := tx.StmtContext(ctx, r.renew).QueryRowContext(ctx, "b", name, "w", w+1, now, benchTTL.Microseconds(), 1).Scan(&acq, &newExp, &delay); err != nil {
 						return "", "", 0, sql.NullInt64{}, err
 					}
 					return name, "w", int64(w + 1), sql.NullInt64{Int64: exp, Valid: true}, nil
@@ -273,8 +273,8 @@ func BenchmarkRelease(b *testing.B) {
 			runConcurrent(b, g, func(ctx context.Context, _, i int) error {
 				return r.tx(ctx, "b", "release", func(tx *sql.Tx, now int64) (string, string, int64, sql.NullInt64, error) {
 					name := "k" + strconv.Itoa(i)
-					var acq, ren, exp int64
-					if err := tx.StmtContext(ctx, r.release).QueryRowContext(ctx, "b", name, "w", i+1, now, 1).Scan(&acq, &ren, &exp); err != nil {
+					var acq, ren, exp, delay int64
+					if err := tx.StmtContext(ctx, r.release).QueryRowContext(ctx, "b", name, "w", i+1, now, 1).Scan(&acq, &ren, &exp, &delay); err != nil {
 						return "", "", 0, sql.NullInt64{}, err
 					}
 					return name, "w", int64(i + 1), sql.NullInt64{}, nil

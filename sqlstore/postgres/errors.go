@@ -53,6 +53,8 @@ var errKeyBusy = errors.New("postgres: the key is locked by another transaction"
 //   - LS001 (audit ids went back): errAuditWentBack, which the caller
 //     repairs;
 //   - LS002 (a batch's key busy): errKeyBusy, which the caller runs alone;
+//   - read_only_sql_transaction (a standby, or a read-only role):
+//     unavailable, saying so;
 //   - a passed deadline or a cancelled context, and the server's
 //     query_canceled (the cancel request sent when the context ended, or a
 //     statement_timeout) or lock_not_available (lock_timeout): timeout;
@@ -79,6 +81,10 @@ func interpretError(op protocol.Op, err error) error {
 			return fmt.Errorf("%w: %w", errAuditWentBack, err)
 		case code == "LS002":
 			return errKeyBusy
+		case code == "25006":
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the connection is read-only (a standby, or default_transaction_read_only is on): "+
+					"writes need the primary and a role that can write")
 		case code == "57014" || code == "55P03":
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
 		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):

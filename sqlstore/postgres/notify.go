@@ -281,7 +281,10 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 		return nil, "", err
 	}
 	var schema string
-	if _, err = conn.Exec(ctx, listenSQL); err == nil {
+	if _, err = conn.Exec(ctx, pinSettingsSQL); err == nil { // not a pooled connection: no AfterConnect
+		_, err = conn.Exec(ctx, listenSQL)
+	}
+	if err == nil {
 		err = conn.QueryRow(ctx, schemaNameSQL).Scan(&schema)
 	}
 	if err != nil {

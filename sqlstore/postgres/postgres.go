@@ -9,8 +9,10 @@
 // Every lease operation is one SQL statement, so one network round trip:
 // the idempotency look-up, the conditional change, the fencing token and
 // the audit record are one atomic step (queries.go). Expiry is judged by
-// the server's clock, now() at the start of the statement (tests of this
-// package alone can inject a clock). A change that did not happen returns,
+// the server's clock: a change reads it after it took its key's writer
+// lock, so the time it records is the time it took effect, after any wait
+// (a snapshot's refusal is judged at now(), the statement's start); tests
+// of this package alone can inject a clock. A change that did not happen returns,
 // through leasestore_outcome, what the answer needs (the earlier record of
 // the request id, or the key's row), read only on that path.
 //
@@ -130,6 +132,28 @@ const (
 	statementSlack   = 2 * statementTimeout
 )
 
+// pinnedParams are the session settings the pools of [Open] set as startup
+// parameters, whatever the role, the database or the DSN say, because other
+// values change what operations answer:
+//
+//   - default_transaction_isolation read committed: the statements re-check
+//     their conditions on the newest row version instead of failing to
+//     serialize (see pinSettingsSQL).
+//   - lock_timeout 0: an operation waits for its key's lock as long as its
+//     deadline allows; a role's lock_timeout of a few milliseconds made
+//     operations that waited a moment answer timeout (SQLSTATE 55P03).
+//   - idle_in_transaction_session_timeout 0: a prune's transaction of
+//     several statements is not cut between them (which ends the session).
+//
+// Borrowed pools ([New]) keep their settings; checkSettings refuses the
+// ones that would change answers. idle_session_timeout (PostgreSQL 14 and
+// later, so not a startup parameter) is pinned by pinSettingsSQL.
+var pinnedParams = map[string]string{
+	"default_transaction_isolation":       "read committed",
+	"lock_timeout":                        "0",
+	"idle_in_transaction_session_timeout": "0",
+}
+
 // cancelGrace is how long, after an operation's context ends, the
 // connection waits for the server to answer the cancel request before it
 // gives up on the connection (see Open).
@@ -227,8 +251,11 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
-	// Pinned whatever the DSN, role or database say: see pinSettingsSQL.
-	pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	// Pinned whatever the DSN, role or database say (a startup parameter
+	// overrides ALTER ROLE/DATABASE ... SET): see pinnedParams.
+	for name, value := range pinnedParams {
+		pcfg.ConnConfig.RuntimeParams[name] = value
+	}
 	// The statements are short and run by the thousand: compiling one
 	// (JIT) costs more than it could save, and a generic plan's estimates
 	// can trigger it.
@@ -300,12 +327,23 @@ func (b *Backend) check(ctx context.Context) error {
 	return b.checkSettings(ctx, "")
 }
 
-// checkSettings refuses what would break a guarantee and repairs what it
-// can, in one round trip (two when it repairs):
+// checkSettings refuses what would break a guarantee or change answers, and
+// repairs what it can, in one round trip (two when it repairs):
 //
 //   - synchronous_commit off or local: a crash could lose a committed
 //     acquire and issue its token again. The pools Open makes pin it; a
 //     borrowed pool is refused, naming the fix.
+//   - lock_timeout or idle_in_transaction_session_timeout set below the
+//     backend's own statement bound (statementTimeout): operations that
+//     wait a moment for a key would answer timeout, a prune could be cut
+//     half way. The pools Open makes pin both to 0; a borrowed pool is
+//     refused, naming the fix.
+//   - session_replication_role replica: the triggers that keep the audit
+//     trail append-only do not fire. Refused.
+//   - at Health only (a standby serves reads, so Open accepts it): a
+//     server in recovery, or sessions that are read-only by default
+//     (default_transaction_read_only, as a role or database may set it):
+//     every write would fail. Refused, naming the reason.
 //   - a fencing sequence that caches values: sessions would hand out tokens
 //     out of order. Tokens of a key still increase (every acquire takes
 //     more than the key's last token), but the sequence must be fixed.
@@ -314,20 +352,21 @@ func (b *Backend) check(ctx context.Context) error {
 //     for keys with a row (an acquire takes more than the key's last token,
 //     and takes the row only if no other acquire took it since its
 //     snapshot), and repaired here by moving the sequence past every token
-//     in leasestore_leases.
+//     in leasestore_leases (not on a read-only connection).
 //   - transaction ids that map below the newest audit record (a restore
 //     into another cluster, a switchover): a new era of audit ids starts,
 //     so that new records sort after every earlier one. (A write that meets
 //     this first does the same.)
 func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	var (
-		syncCommit string
-		cache      int64
-		behind     bool
-		moved      bool
+		syncCommit, replicationRole string
+		cache, lockMS, idleTxMS     int64
+		behind, moved               bool
+		readOnly, recovery          bool
 	)
 	err := retrySerialization(ctx, op, func() error {
-		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved))
+		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved,
+			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery))
 	})
 	if err != nil {
 		return err
@@ -337,6 +376,39 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 			"postgres: synchronous_commit is %q on this pool's connections, so a crash can lose a committed acquire "+
 				"and issue its token again: set it to on (ALTER ROLE ... SET synchronous_commit = on) or let "+
 				"postgres.Open make the pool", syncCommit)
+	}
+	for _, t := range []struct {
+		name, effect string
+		ms           int64
+	}{
+		{"lock_timeout", "an operation that waits longer for its key answers timeout although it would have succeeded", lockMS},
+		{"idle_in_transaction_session_timeout", "a prune's transaction can be cut between its statements", idleTxMS},
+	} {
+		if t.ms > 0 && t.ms < statementTimeout.Milliseconds() {
+			return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+				"postgres: %s is %s on this pool's connections, so %s: set it to 0 for the pool's role or in its "+
+					"RuntimeParams, or let postgres.Open make the pool (it pins it to 0)",
+				t.name, time.Duration(t.ms)*time.Millisecond, t.effect)
+		}
+	}
+	if replicationRole == "replica" {
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+			"postgres: session_replication_role is replica on this pool's connections, so the triggers that keep "+
+				"the audit trail append-only do not fire: set it to origin (ALTER ROLE ... RESET session_replication_role)")
+	}
+	if op == protocol.OpHealth && recovery {
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+			"postgres: the server is a standby in recovery (pg_is_in_recovery()), so every write fails: "+
+				"point the DSN at the primary (a standby serves get, list and audit only)")
+	}
+	if op == protocol.OpHealth && readOnly {
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+			"postgres: the connections are read-only (default_transaction_read_only is on for the role, the "+
+				"database or the DSN), so every write fails: connect as a role that can write, or "+
+				"ALTER ROLE ... SET default_transaction_read_only = off")
+	}
+	if readOnly || recovery {
+		return nil // nothing can be repaired through a read-only connection
 	}
 	if cache > 1 {
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil,

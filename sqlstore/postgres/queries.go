@@ -416,15 +416,25 @@ const schemaCompatSQL = `SELECT oldest_serving_version FROM leasestore_compat WH
 // default_transaction_isolation to read committed as a startup parameter:
 // the statements re-check their conditions on the newest row version, as
 // read committed does, instead of failing to serialize.
+//
+// It also sets idle_session_timeout (PostgreSQL 14 and later; absent
+// before, hence not a startup parameter) to 0: a role's idle_session_timeout
+// ends idle pooled connections and the listener's, whose waiters would then
+// all be woken for nothing.
 const pinSettingsSQL = `
-SELECT set_config('synchronous_commit', 'on', false)
-WHERE current_setting('synchronous_commit') IN ('off', 'local')`
+SELECT (SELECT set_config('synchronous_commit', 'on', false)
+        WHERE current_setting('synchronous_commit') IN ('off', 'local')),
+       (SELECT set_config('idle_session_timeout', '0', false)
+        WHERE current_setting('idle_session_timeout', true) <> '0')`
 
 // settingsSQL reads what checkSettings judges: synchronous_commit, the
 // fencing sequence's cache, whether the sequence is behind the newest audit
-// record's token (a cheap sign that it lost its state), and whether the
+// record's token (a cheap sign that it lost its state), whether the
 // next transaction id would map below the newest audit record (a move to
-// another cluster: see leasestore_audit_new_era).
+// another cluster: see leasestore_audit_new_era), lock_timeout and
+// idle_in_transaction_session_timeout in milliseconds,
+// session_replication_role, whether sessions are read-only by default, and
+// whether the server is a standby.
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
        (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
@@ -432,7 +442,12 @@ SELECT current_setting('synchronous_commit'),
                 (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq), false),
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
-                false)`
+                false),
+       (extract(epoch FROM current_setting('lock_timeout')::interval) * 1000)::bigint,
+       (extract(epoch FROM current_setting('idle_in_transaction_session_timeout')::interval) * 1000)::bigint,
+       current_setting('session_replication_role'),
+       current_setting('default_transaction_read_only')::boolean,
+       pg_is_in_recovery()`
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past

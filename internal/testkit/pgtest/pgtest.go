@@ -270,3 +270,63 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// RoleDSN creates a login role that may use the schema of dsn (a DSN from
+// [DSN] or [MigratedDSN]), applies each "name = value" of settings to it
+// with ALTER ROLE ... SET, as a DBA would, and returns dsn logging in as
+// that role. The role is dropped (its sessions ended first) in t.Cleanup,
+// after the cleanups registered later: close pools on it there or before
+// the test returns. The server must let the role log in without a
+// password (trust, as on the project's machines).
+func RoleDSN(t testing.TB, dsn string, settings ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: role: %v", err)
+	}
+	defer conn.Close(context.Background())
+	var schema string
+	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatalf("pgtest: role: %v", err)
+	}
+	role := "lstest_role_" + randomHex(8)
+	r, s := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+r+" LOGIN"); err != nil {
+		t.Fatalf("pgtest: create role: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, q := range []string{
+			"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + role + "'",
+			"DROP OWNED BY " + r, "DROP ROLE " + r,
+		} {
+			if err := exec(ctx, ServerDSN(t), q); err != nil {
+				t.Errorf("pgtest: drop role %s: %v", role, err)
+				return
+			}
+		}
+	})
+	qs := []string{
+		"GRANT USAGE, CREATE ON SCHEMA " + s + " TO " + r,
+		"GRANT ALL ON ALL TABLES IN SCHEMA " + s + " TO " + r,
+		"GRANT ALL ON ALL SEQUENCES IN SCHEMA " + s + " TO " + r,
+	}
+	for _, kv := range settings {
+		name, value, _ := strings.Cut(kv, "=")
+		qs = append(qs, "ALTER ROLE "+r+" SET "+strings.TrimSpace(name)+" = '"+strings.ReplaceAll(strings.TrimSpace(value), "'", "''")+"'")
+	}
+	for _, q := range qs {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("pgtest: role: %s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: role: the dsn is not a URL")
+	}
+	u.User = url.User(role)
+	return u.String()
+}

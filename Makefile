@@ -16,7 +16,7 @@ TEST_FLAGS  ?= -race $(NOCHECKPTR) -count=1 -timeout 20m
 # work. (-p 4 ran faster on two cores, but loaded the machine enough to
 # fail timing-bound cases: SQLite's single writer, a fork/exec of a
 # just-written binary.)
-TEST_PKGS   ?= ./sqlstore/postgres ./sqlstore/sqlite ./cmd/leasectl ./memstore ./httpapi \
+TEST_PKGS   ?= ./sqlstore/postgres ./sqlstore/sqlite ./cmd/leasectl ./kvstore/etcd ./memstore ./httpapi \
                ./cmd/leasectl/cli ./scheduler ./examples/scanner ./...
 # Builds leave the checkout's path out of their cache keys (and of the
 # binaries), so a fresh clone reuses what an earlier one compiled and vetted.
@@ -72,17 +72,18 @@ fuzz: ## Fuzz the key encoding for 30s.
 	$(GO) test -run '^$$' -fuzz FuzzKeyEncoding -fuzztime 30s ./protocol
 
 .PHONY: chaos
-chaos: ## Linearizability check while a throwaway PostgreSQL cluster (initdb; needs the server binaries) crashes mid-run; a few minutes.
+chaos: ## Linearizability checks under faults: a throwaway PostgreSQL cluster (initdb; needs the server binaries) crashing mid-run, and 3-member etcd clusters losing members, leaders and quorum; several minutes.
 	LEASESTORE_CHAOS=1 $(GO) test $(TEST_FLAGS) -v -run 'Chaos' ./sqlstore/postgres/
+	LEASESTORE_CHAOS=1 $(GO) test $(TEST_FLAGS) -v -run 'Chaos|Fault' ./kvstore/etcd/
 
 .PHONY: demo
 demo: ## Run the demo on the embedded SQLite store.
 	$(GO) run ./cmd/leasectl demo
 
 .PHONY: db-up
-db-up: ## Start a PostgreSQL 16 for development (docker compose) and wait until healthy.
+db-up: ## Start a PostgreSQL 16 and a one-member etcd for development (docker compose) and wait until healthy.
 	docker compose up -d --wait
 
 .PHONY: db-down
-db-down: ## Stop the development PostgreSQL and delete its data.
+db-down: ## Stop the development PostgreSQL and etcd and delete their data.
 	docker compose down -v

@@ -25,6 +25,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/migrations"
 )
@@ -59,7 +60,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
-	goleak.VerifyTestMain(m, opts...)
+	goleak.VerifyTestMain(etcdcluster.WithShared(m), opts...)
 }
 
 // run is one finished leasectl process.

@@ -26,7 +26,8 @@ import (
 	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 )
 
-// eachStore runs f on a fresh SQLite file and a fresh PostgreSQL schema.
+// eachStore runs f on a fresh SQLite file, a fresh PostgreSQL schema and
+// a fresh prefix of the test binary's etcd cluster.
 func eachStore(t *testing.T, f func(t *testing.T, c leasectl)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) {
@@ -37,6 +38,10 @@ func eachStore(t *testing.T, f func(t *testing.T, c leasectl)) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		f(t, leasectl{dir: t.TempDir(), dsn: pgtest.MigratedDSN(t)})
+	})
+	t.Run("etcd", func(t *testing.T) {
+		t.Parallel()
+		f(t, leasectl{dir: t.TempDir(), dsn: etcdDSN(t)})
 	})
 }
 
@@ -152,7 +157,13 @@ func TestRunExitCodesAndEnvironment(t *testing.T) {
 	eachStore(t, func(t *testing.T, c leasectl) {
 		r := c.run(t, "run", "job", "-n", "ops", "--owner", "w1", "--", "sh", "-c",
 			`echo "token=$LEASESTORE_TOKEN key=$LEASESTORE_KEY ns=$LEASESTORE_NAMESPACE"; exit 7`)
-		if r.code != 7 || !strings.Contains(r.stdout, "token=1 key=job ns=ops") {
+		// The first token of a fresh SQL store is 1; on etcd it is the
+		// acquiring transaction's revision of the shared cluster.
+		want := regexp.MustCompile(`token=1 key=job ns=ops`)
+		if strings.HasPrefix(c.dsn, "etcd://") {
+			want = regexp.MustCompile(`token=[1-9][0-9]* key=job ns=ops`)
+		}
+		if r.code != 7 || !want.MatchString(r.stdout) {
 			t.Fatalf("run of a command that exits 7, want exit 7 and the lease in its environment\n%s", r)
 		}
 		c.runJSON(t, 4, "get", "job", "-n", "ops") // released when CMD ended

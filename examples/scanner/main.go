@@ -10,6 +10,7 @@
 //	go run ./examples/scanner -dsn sqlite:/tmp/scans.db -targets 12 &
 //	go run ./examples/scanner -dsn sqlite:/tmp/scans.db -targets 12 &
 //	go run ./examples/scanner -dsn 'postgres://app@db:5432/app' -targets 12
+//	go run ./examples/scanner -dsn 'etcd://127.0.0.1:2379/scans' -targets 12
 //
 // A SQLite file is created and migrated on first use; a PostgreSQL schema
 // must be migrated first (leasectl migrate up).
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/textfield"
+	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/scheduler"
@@ -61,7 +63,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	c := config{}
 	fs := flag.NewFlagSet("scanner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.dsn, "dsn", os.Getenv("LEASESTORE_DSN"), "store: sqlite:PATH or postgres://... (default $LEASESTORE_DSN)")
+	fs.StringVar(&c.dsn, "dsn", os.Getenv("LEASESTORE_DSN"), "store: sqlite:PATH, postgres://... or etcd://HOST:PORT[,...]/PREFIX (default $LEASESTORE_DSN)")
 	fs.StringVar(&c.identity, "identity", fmt.Sprintf("%s-%d", host, os.Getpid()), "this scanner's name, unique in the fleet")
 	fs.StringVar(&c.namespace, "namespace", "scanner", "namespace of the ranges' leases (the workers' is NAMESPACE.workers)")
 	fs.IntVar(&c.targets, "targets", 16, "number of /24 ranges to share: 10.0.0.0/24, 10.0.1.0/24, ...")
@@ -76,7 +78,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.dsn == "":
 		return c, errors.New("-dsn: give sqlite:PATH or a postgres:// URL (or set LEASESTORE_DSN)")
-	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://"):
+	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://") &&
+		!etcd.IsDSN(c.dsn):
 		return c, badDSN(c.dsn)
 	case c.targets < 1 || c.targets > 1<<16:
 		return c, fmt.Errorf("-targets: %d is outside [1, 65536]", c.targets)
@@ -173,6 +176,16 @@ func open(ctx context.Context, dsn string) (protocol.Store, func(), error) {
 		return closing(protocol.New(b, nil), db)
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		b, err := postgres.Open(ctx, dsn, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return closing(protocol.New(b, nil), nil)
+	case etcd.IsDSN(dsn):
+		cfg, err := etcd.ParseDSN(dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := etcd.Open(ctx, cfg)
 		if err != nil {
 			return nil, nil, err
 		}

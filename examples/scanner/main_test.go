@@ -15,7 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -23,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, pgtest.LeakOptions()...)
+	goleak.VerifyTestMain(etcdcluster.WithShared(m), pgtest.LeakOptions()...)
 }
 
 const (
@@ -205,6 +207,20 @@ func TestFleetPostgres(t *testing.T) {
 	store := protocol.New(b, nil)
 	defer store.Close(context.Background())
 	fleet(t, exe, dsn, store)
+}
+
+func TestFleetEtcd(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	prefix := c.Prefix(t)
+	exe := build(t)
+	b, err := etcd.Open(context.Background(), &etcd.Config{Endpoints: c.Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := protocol.New(b, nil)
+	defer store.Close(context.Background())
+	fleet(t, exe, c.DSN(prefix), store)
 }
 
 // Bad flags are refused with exit 2 and a message, before any store is

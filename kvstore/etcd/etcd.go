@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -59,6 +60,10 @@ type Config struct {
 	TLS *tls.Config
 	// DialTimeout bounds the first connection of Open. Default: [DefaultDialTimeout].
 	DialTimeout time.Duration
+	// NoInit makes Open and New refuse a prefix that holds no store yet
+	// (naming `leasectl migrate up`) instead of recording the format
+	// version there. Default: false, a new store is created on first use.
+	NoInit bool
 
 	// testNow, set only by this package's tests (export_test.go), judges
 	// expiry by a manual clock instead of etcd leases; testStamps only
@@ -102,8 +107,8 @@ var (
 )
 
 // Open connects to the cluster of cfg and opens the store under
-// cfg.Prefix, recording the store's format version on first use and
-// refusing a store of another version. The Backend owns the client and
+// cfg.Prefix, recording the store's format version on first use (unless
+// cfg.NoInit) and refusing a store of another version. The Backend owns the client and
 // closes it in Close.
 func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	if cfg == nil || len(cfg.Endpoints) == 0 {
@@ -173,7 +178,7 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 	}
 	b.expiry.cli = cli
 	b.cache.init()
-	if _, err := b.ensureFormat(ctx, true); err != nil {
+	if _, err := b.ensureFormat(ctx, !cfg.NoInit); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -218,11 +223,18 @@ func (b *Backend) checkFormat(v []byte) error {
 	return nil
 }
 
+// ErrNoStore is matched (errors.Is) by the error of Open, New and Health
+// when the prefix holds no store (no meta entry): with Config.NoInit, or
+// after the store was destroyed.
+var ErrNoStore = errors.New("etcd: no leasestore store under this prefix")
+
 func (b *Backend) formatError(found int) error {
-	msg := fmt.Sprintf("%s: the store has format version %d; this release reads version %d", b.shown, found, FormatVersion)
 	if found == 0 {
-		msg = fmt.Sprintf("%s: no leasestore store under this prefix (its meta entry is missing); run 'leasectl migrate up'", b.shown)
-	} else if found > FormatVersion {
+		return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusUnavailable, Err: ErrNoStore,
+			Message: fmt.Sprintf("%s: its meta entry is missing; run 'leasectl migrate up'", b.shown)}
+	}
+	msg := fmt.Sprintf("%s: the store has format version %d; this release reads version %d", b.shown, found, FormatVersion)
+	if found > FormatVersion {
 		msg += ": upgrade leasestore"
 	}
 	return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusUnavailable, Message: msg}

@@ -426,6 +426,37 @@ func TestDSNForms(t *testing.T) {
 	wantCode(t, runCLI(t, e, "get", "k", "--dsn", "sqlite:"+filepath.Join(dir, "flag.db")), ExitRefused)
 }
 
+// TestUnreachableEtcdHidesPassword: an etcd DSN with a password that
+// reaches no cluster answers unavailable (exit 5) naming the endpoints,
+// never the password; a malformed one is invalid (exit 2), also silent
+// about the password.
+func TestUnreachableEtcdHidesPassword(t *testing.T) {
+	t.Parallel()
+	const password = "s3cretEtcd"
+	dsn := "etcd://root:" + password + "@127.0.0.1:1,127.0.0.1:2/leasestore?dial-timeout=1s"
+	for _, args := range [][]string{
+		{"get", "k", "--dsn", dsn, "-o", "json"},
+		{"health", "--dsn", dsn, "--log-level", "debug"},
+		{"migrate", "status", "--dsn", dsn, "-o", "json"},
+	} {
+		o := runCLI(t, env{}, append(args, "--timeout", "2s")...)
+		wantCode(t, o, ExitUnavailable)
+		if strings.Contains(o.stdout+o.stderr, password) {
+			t.Fatalf("%v: the password appears in the output:\nstdout: %s\nstderr: %s", args, o.stdout, o.stderr)
+		}
+		if !strings.Contains(o.stdout+o.stderr, "127.0.0.1:1") {
+			t.Fatalf("%v: the error does not say which cluster:\nstdout: %s\nstderr: %s", args, o.stdout, o.stderr)
+		}
+	}
+	for _, bad := range []string{"etcd://root:" + password + "@127.0.0.1:1", "etcd://root:" + password + "@h/p?bogus=1"} {
+		o := runCLI(t, env{}, "get", "k", "--dsn", bad, "-o", "json")
+		wantCode(t, o, ExitUsage)
+		if strings.Contains(o.stdout+o.stderr, password) {
+			t.Fatalf("%q: the password appears in the output:\nstdout: %s\nstderr: %s", bad, o.stdout, o.stderr)
+		}
+	}
+}
+
 func TestUnreachablePostgresHidesPassword(t *testing.T) {
 	t.Parallel()
 	const password = "s3cretPW"
@@ -466,6 +497,8 @@ func TestRedactor(t *testing.T) {
 		{"postgres://u:we:ird@pw@h/db", "we:ird@pw was the password", "we:ird@pw"},
 		{"", "postgres://x:shrt@host/db in an error", "shrt"},
 		{"", "connect: host=db password='kv secret' user=u", "kv secret"},
+		{"etcd://root:etcdPW1@h:2379,h2:2379/ls", "open etcd://root:etcdPW1@h:2379,h2:2379/ls: refused", "etcdPW1"},
+		{"", "etcds://root:etcdPW2@[::1]:2379,[::1]:2380/ls", "etcdPW2"},
 	}
 	for _, c := range cases {
 		r := newRedactor(c.dsn)

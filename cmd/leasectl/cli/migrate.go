@@ -195,6 +195,9 @@ func (a *app) migrateUpCommand() *cobra.Command {
 		Example: `  leasectl migrate up --dsn "postgres://leasestore@db:5432/leases?options=-csearch_path%3Dleasestore"`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t, err := parseDSN(a.dsn()); err == nil && t.etcd != nil {
+				return a.migrateEtcd(cmd.Context(), t, "up", false)
+			}
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
 			t, db, err := a.openMigrationDB(ctx)
@@ -246,6 +249,8 @@ store first.`,
 			if t, err := parseDSN(a.dsn()); err == nil && missingSQLite(t) {
 				a.printMigrated(t, "down", nil, 0)
 				return nil
+			} else if err == nil && t.etcd != nil {
+				return a.migrateEtcd(cmd.Context(), t, "down", destroyData)
 			}
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
@@ -314,6 +319,9 @@ func (a *app) migrateStatusCommand() *cobra.Command {
 		Example: `  leasectl migrate status --dsn postgres://leasestore@db:5432/leases`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t, err := parseDSN(a.dsn()); err == nil && t.etcd != nil {
+				return a.migrateEtcd(cmd.Context(), t, "status", false)
+			}
 			if t, err := parseDSN(a.dsn()); err == nil && missingSQLite(t) {
 				ms, err := pendingMigrations(t.dialect)
 				if err != nil {

@@ -18,10 +18,10 @@ const mask = "xxxxx"
 const minBareSecret = 4
 
 var (
-	// urlPassword matches the password of a postgres or http(s) URL in free text.
+	// urlPassword matches the password of a postgres, http(s) or etcd(s) URL in free text.
 	// The password part stops at characters a URL's userinfo cannot hold
 	// unescaped, so that it never runs on into the next URL of a JSON line.
-	urlPassword = regexp.MustCompile(`((?:postgres(?:ql)?|https?)://[^:/?#@\s"']*:)[^@\s/?#"']*@`)
+	urlPassword = regexp.MustCompile(`((?:postgres(?:ql)?|https?|etcds?)://[^:/?#@\s"']*:)[^@\s/?#"']*@`)
 	// kvPassword matches password=VALUE in a query string or a key/value DSN.
 	kvPassword = regexp.MustCompile(`((?:ssl)?password=)(?:'[^']*'|[^\s&'"]+)`)
 )

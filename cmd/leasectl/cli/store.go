@@ -16,24 +16,30 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
+// etcdDialect is the dialect of an etcd target, as migrate prints it.
+const etcdDialect migrations.Dialect = "etcd"
+
 // target is a parsed DSN.
 type target struct {
 	dialect migrations.Dialect
-	raw     string // as given: pgx connection string, or the sqlite: form
-	path    string // SQLite file path
-	shown   string // fit for messages: password masked
-	remote  bool   // http:// or https://: a store served by leasectl serve (dialect unset)
+	raw     string       // as given: pgx connection string, or the sqlite: form
+	path    string       // SQLite file path
+	shown   string       // fit for messages: password masked
+	remote  bool         // http:// or https://: a store served by leasectl serve (dialect unset)
+	etcd    *etcd.Config // etcd:// or etcds://: an etcd cluster (dialect unset)
 }
 
 // parseDSN recognises postgres://, postgresql://, libpq's key=value form
-// (host=... user=... dbname=...), sqlite:PATH, and http:// or https:// (a
-// store served by leasectl serve). Any other form is invalid
+// (host=... user=... dbname=...), sqlite:PATH, etcd:// or etcds:// (an
+// etcd cluster, see etcd.ParseDSN), and http:// or https:// (a store
+// served by leasectl serve). Any other form is invalid
 // input; the message repeats the DSN only when it is a bare file path
 // (suggesting sqlite:PATH), never what may hold a password in a form
 // leasectl does not know how to mask.
@@ -49,6 +55,12 @@ func parseDSN(dsn string) (target, error) {
 		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
 	case strings.HasPrefix(dsn, "http://"), strings.HasPrefix(dsn, "https://"):
 		return target{raw: dsn, shown: redactDSN(dsn), remote: true}, nil
+	case etcd.IsDSN(dsn):
+		cfg, err := etcd.ParseDSN(dsn)
+		if err != nil {
+			return target{}, usageError("dsn: %v", err)
+		}
+		return target{dialect: etcdDialect, raw: dsn, shown: etcd.Redact(dsn), etcd: cfg}, nil
 	case dsn == "":
 		return target{}, usageError("dsn: empty")
 	}
@@ -56,7 +68,8 @@ func parseDSN(dsn string) (target, error) {
 		return target{}, usageError("dsn: %q is not a DSN: for a SQLite file write sqlite:%s", dsn, dsn)
 	}
 	return target{}, usageError("dsn: unknown form: want postgres://USER@HOST:PORT/DB (or postgresql://), " +
-		"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, or http://HOST:PORT (leasectl serve)")
+		"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
+		"or http://HOST:PORT (leasectl serve)")
 }
 
 // isKeyValueDSN reports whether dsn is in libpq's key=value form: space
@@ -160,6 +173,13 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 			return nil, &failure{status: string(protocol.StatusInvalid), err: errors.New(a.red.redact(err.Error()))}
 		}
 		return newStore(protocol.New(c, cfg), t, nil), nil
+	}
+	if t.etcd != nil {
+		b, err := etcd.Open(ctx, t.etcd)
+		if err != nil {
+			return nil, a.storeError(t, err)
+		}
+		return newStore(protocol.New(b, cfg), t, nil), nil
 	}
 	switch t.dialect {
 	case migrations.Postgres:

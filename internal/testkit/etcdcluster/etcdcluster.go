@@ -12,12 +12,15 @@ package etcdcluster
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +76,7 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 	}
 	bin := os.Getenv(EnvMember)
 	if bin == "" {
-		if bin, err = build(ctx, root); err != nil {
+		if bin, err = build(ctx); err != nil {
 			_ = os.RemoveAll(root)
 			return nil, err
 		}
@@ -108,18 +111,46 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 	return c, nil
 }
 
-// build compiles ./member into dir and returns the program's path.
-func build(ctx context.Context, dir string) (string, error) {
+// build compiles ./member, once per version of its sources and of Go, into
+// the user's cache directory (linking the etcd server takes seconds, which
+// every test binary would pay), and returns the program's path.
+func build(ctx context.Context) (string, error) {
 	src, err := memberSource()
 	if err != nil {
 		return "", err
 	}
+	h := sha256.New()
+	h.Write([]byte(runtime.Version()))
+	for _, f := range []string{"main.go", "go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			return "", fmt.Errorf("etcdcluster: %w", err)
+		}
+		h.Write(b)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "leasestore-etcd-member", hex.EncodeToString(h.Sum(nil))[:16])
 	bin := filepath.Join(dir, "etcd-member")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("etcdcluster: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOFLAGS=-trimpath", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("etcdcluster: build the member program in %s: %v\n%s", src, err, out)
+	}
+	// Several test binaries may build at once: each renames its own file
+	// into place, and every one is complete.
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", fmt.Errorf("etcdcluster: %w", err)
 	}
 	return bin, nil
 }
@@ -352,11 +383,46 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Shared returns the cluster of [Main].
+// Shared returns the cluster of [Main], or, in a test binary whose
+// TestMain does not call Main, one started on first use (stop it with
+// [StopShared] when the tests end).
 func Shared(t testing.TB) *Cluster {
 	t.Helper()
-	if shared == nil {
-		t.Fatal("etcdcluster: call etcdcluster.Main from TestMain")
+	if shared != nil {
+		return shared
 	}
-	return shared
+	lazy.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		lazy.c, lazy.err = Start(ctx, nil)
+	})
+	if lazy.err != nil {
+		t.Fatal(lazy.err)
+	}
+	return lazy.c
+}
+
+var lazy struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// StopShared stops the cluster [Shared] started on first use, if any.
+func StopShared() {
+	if lazy.c != nil {
+		lazy.c.Stop()
+	}
+}
+
+// WithShared wraps m so that its Run stops the cluster [Shared] may have
+// started once the tests ran (for goleak.VerifyTestMain(WithShared(m))).
+func WithShared(m *testing.M) interface{ Run() int } { return withShared{m} }
+
+type withShared struct{ m *testing.M }
+
+func (w withShared) Run() int {
+	code := w.m.Run()
+	StopShared()
+	return code
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+)
+
+// etcdDSN returns the DSN of a fresh prefix of the test binary's etcd
+// cluster (3 member processes, started on first use).
+func etcdDSN(t *testing.T) string {
+	c := etcdcluster.Shared(t)
+	return c.DSN(c.Prefix(t))
+}
+
+// TestEtcd: every lease command against an etcd DSN.
+func TestEtcd(t *testing.T) {
+	t.Parallel()
+	exercise(t, leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}, "etcd")
+}
+
+// TestServeExerciseEtcd: leasectl serve serves an etcd store.
+func TestServeExerciseEtcd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, etcdDSN(t), nil)
+	exercise(t, leasectl{dir: dir, dsn: s.url}, "http")
+}
+
+// TestEtcdOperatorCommands: migrate (status, up, down), describe,
+// namespaces, gc, audit export and audit prune on an etcd DSN.
+func TestEtcdOperatorCommands(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}
+	st := c.runJSON(t, 0, "migrate", "status")
+	if st["dialect"] != "etcd" || st["version"] != float64(0) || st["latest"] != float64(1) {
+		t.Fatalf("migrate status of a fresh prefix: %v", st)
+	}
+	up := c.runJSON(t, 0, "migrate", "up")
+	if up["version"] != float64(1) || len(up["migrations"].([]any)) != 1 {
+		t.Fatalf("migrate up of a fresh prefix: %v, want the format version recorded", up)
+	}
+	if again := c.runJSON(t, 0, "migrate", "up"); again["version"] != float64(1) || len(again["migrations"].([]any)) != 0 {
+		t.Fatalf("migrate up again: %v, want nothing applied", again)
+	}
+	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(1) {
+		t.Fatalf("migrate status after up: %v", st)
+	}
+
+	l := result(t, c.runJSON(t, 0, "acquire", "k", "-n", "ops", "--owner", "w1"), "acquired")
+	c.runJSON(t, 0, "acquire", "short", "-n", "ops", "--owner", "w1", "--ttl", "1s")
+	d := c.runJSON(t, 0, "describe", "k", "-n", "ops")
+	if d["status"] != "found" || len(d["records"].([]any)) != 1 || tok(d["lease"].(map[string]any)) != tok(l) {
+		t.Fatalf("describe: %v", d)
+	}
+	ns := c.runJSON(t, 0, "namespaces")
+	if got := ns["namespaces"].([]any); len(got) != 1 || got[0] != "ops" {
+		t.Fatalf("namespaces: %v", ns)
+	}
+	// The 1s lease ends when the cluster's etcd lease does; then gc
+	// removes its entries.
+	for deadline := time.Now().Add(15 * time.Second); c.run(t, "get", "short", "-n", "ops").code != 4; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the 1s lease did not end within 15s")
+		}
+	}
+	if gc := c.runJSON(t, 0, "gc", "--grace", "0s"); gc["removed"] != float64(1) {
+		t.Fatalf("gc: %v, want the expired lease removed", gc)
+	}
+	exp := c.run(t, "audit", "export", "-n", "ops")
+	if exp.code != 0 || strings.Count(exp.stdout, "\n") != 2 || !strings.Contains(exp.stdout, `"op":"acquire"`) {
+		t.Fatalf("audit export:\n%s", exp)
+	}
+	pr := c.run(t, "audit", "prune", "--before", "2099-01-01T00:00:00Z", "--yes", "-o", "json")
+	if pr.code != 0 || !strings.Contains(pr.stdout, `"removed":2`) {
+		t.Fatalf("audit prune:\n%s", pr)
+	}
+	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr+r.stdout, "--destroy-data") {
+		t.Fatalf("migrate down of a store with leases: want exit 2 naming --destroy-data\n%s", r)
+	}
+	c.runJSON(t, 0, "migrate", "down", "--destroy-data")
+	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(0) {
+		t.Fatalf("migrate status after down: %v", st)
+	}
+}

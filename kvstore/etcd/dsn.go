@@ -1,0 +1,163 @@
+package etcd
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DSN schemes: etcd:// connects in plain text unless a TLS parameter is
+// given; etcds:// always uses TLS.
+const (
+	SchemeEtcd  = "etcd://"
+	SchemeEtcds = "etcds://"
+)
+
+// IsDSN reports whether dsn names an etcd store (etcd:// or etcds://).
+func IsDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, SchemeEtcd) || strings.HasPrefix(dsn, SchemeEtcds)
+}
+
+// ParseDSN reads a DSN of the form
+//
+//	etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/PREFIX[?PARAMS]
+//	etcds://...   (TLS)
+//
+// USER and PASSWORD are etcd's authentication (etcdctl --user USER:PASSWORD),
+// percent-encoded where they hold reserved characters; PREFIX is the
+// store's key prefix ("/PREFIX/"). PARAMS, as etcdctl's flags of the same
+// names: cacert=FILE (CA bundle to verify the servers; implies TLS),
+// cert=FILE and key=FILE (client certificate; imply TLS),
+// insecure-skip-tls-verify=true, dial-timeout=DURATION. Bad input is an
+// error that never repeats the password.
+func ParseDSN(dsn string) (*Config, error) {
+	var rest string
+	var secure bool
+	switch {
+	case strings.HasPrefix(dsn, SchemeEtcds):
+		rest, secure = dsn[len(SchemeEtcds):], true
+	case strings.HasPrefix(dsn, SchemeEtcd):
+		rest = dsn[len(SchemeEtcd):]
+	default:
+		return nil, errors.New("etcd dsn: want etcd://HOST:PORT[,HOST:PORT...]/PREFIX, or etcds:// for TLS")
+	}
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	authority, path, ok := strings.Cut(rest, "/")
+	if !ok || strings.Trim(path, "/") == "" {
+		return nil, errors.New("etcd dsn: a key prefix is required after the hosts, as in etcd://127.0.0.1:2379/leasestore")
+	}
+	cfg := &Config{}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		userinfo := authority[:at]
+		authority = authority[at+1:]
+		user, pass, hasPass := strings.Cut(userinfo, ":")
+		var err error
+		if cfg.Username, err = url.PathUnescape(user); err != nil || cfg.Username == "" {
+			return nil, errors.New("etcd dsn: the user name before '@' is empty or badly percent-encoded")
+		}
+		if hasPass {
+			if cfg.Password, err = url.PathUnescape(pass); err != nil {
+				return nil, errors.New("etcd dsn: the password is badly percent-encoded")
+			}
+		}
+	}
+	prefix, err := url.PathUnescape(path)
+	if err != nil {
+		return nil, fmt.Errorf("etcd dsn: prefix %q is badly percent-encoded", path)
+	}
+	cfg.Prefix = "/" + strings.Trim(prefix, "/") + "/"
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("etcd dsn: parameters: %w", err)
+	}
+	var tlsCfg *tls.Config
+	ensureTLS := func() *tls.Config {
+		if tlsCfg == nil {
+			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		return tlsCfg
+	}
+	if secure {
+		ensureTLS()
+	}
+	for name, vals := range q {
+		v := vals[len(vals)-1]
+		switch name {
+		case "cacert":
+			pem, err := os.ReadFile(v)
+			if err != nil {
+				return nil, fmt.Errorf("etcd dsn: cacert: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("etcd dsn: cacert: %s holds no PEM certificate", v)
+			}
+			ensureTLS().RootCAs = pool
+		case "cert", "key":
+		case "insecure-skip-tls-verify":
+			skip, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("etcd dsn: insecure-skip-tls-verify: want true or false, got %q", v)
+			}
+			ensureTLS().InsecureSkipVerify = skip
+		case "dial-timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("etcd dsn: dial-timeout: want a duration such as 5s, got %q", v)
+			}
+			cfg.DialTimeout = d
+		default:
+			return nil, fmt.Errorf("etcd dsn: unknown parameter %q (known: cacert, cert, key, insecure-skip-tls-verify, dial-timeout)", name)
+		}
+	}
+	if cert, key := q.Get("cert"), q.Get("key"); cert != "" || key != "" {
+		if cert == "" || key == "" {
+			return nil, errors.New("etcd dsn: cert and key go together")
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("etcd dsn: cert and key: %w", err)
+		}
+		ensureTLS().Certificates = []tls.Certificate{pair}
+	}
+	cfg.TLS = tlsCfg
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
+	for _, h := range strings.Split(authority, ",") {
+		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
+			return nil, fmt.Errorf("etcd dsn: %q is not HOST:PORT", h)
+		}
+		cfg.Endpoints = append(cfg.Endpoints, scheme+h)
+	}
+	return cfg, nil
+}
+
+// Redact returns dsn with its password masked, fit for messages.
+func Redact(dsn string) string {
+	i := strings.Index(dsn, "://")
+	if i < 0 {
+		return dsn
+	}
+	authority := dsn[i+3:]
+	if j := strings.IndexAny(authority, "/?"); j >= 0 {
+		authority = authority[:j]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return dsn
+	}
+	user, _, hasPass := strings.Cut(authority[:at], ":")
+	if !hasPass {
+		return dsn
+	}
+	return dsn[:i+3] + user + ":xxxxx" + dsn[i+3+at:]
+}

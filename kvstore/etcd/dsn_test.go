@@ -1,0 +1,45 @@
+package etcd_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/kvstore/etcd"
+)
+
+func TestParseDSN(t *testing.T) {
+	t.Parallel()
+	cfg, err := etcd.ParseDSN("etcd://root:p%40ss:w@10.0.0.1:2379,10.0.0.2:2379,[::1]:2379/leasestore/prod?dial-timeout=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Endpoints, " ") != "http://10.0.0.1:2379 http://10.0.0.2:2379 http://[::1]:2379" ||
+		cfg.Username != "root" || cfg.Password != "p@ss:w" || cfg.Prefix != "/leasestore/prod/" || cfg.TLS != nil ||
+		cfg.DialTimeout != 2*time.Second {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	cfg, err = etcd.ParseDSN("etcds://h:2379/p?insecure-skip-tls-verify=true")
+	if err != nil || cfg.TLS == nil || !cfg.TLS.InsecureSkipVerify || cfg.Endpoints[0] != "https://h:2379" {
+		t.Fatalf("etcds: %+v %v", cfg, err)
+	}
+	for _, bad := range []string{
+		"etcd://h:2379",               // no prefix
+		"etcd://h:2379/",              // empty prefix
+		"etcd://h/p",                  // no port
+		"etcd://h:1/p?bogus=1",        // unknown parameter
+		"etcd://h:1/p?cert=/nonexist", // cert without key
+		"etcd://h:1/p?cacert=/nonexistent/ca.pem",
+		"etcd://:secret@h:1/p", // no user
+		"postgres://h/p",
+	} {
+		if _, err := etcd.ParseDSN(bad); err == nil {
+			t.Errorf("ParseDSN(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("ParseDSN(%q): error repeats the password: %v", bad, err)
+		}
+	}
+	if got := etcd.Redact("etcd://root:s3cret@h:1,h:2/p?cacert=x"); got != "etcd://root:xxxxx@h:1,h:2/p?cacert=x" {
+		t.Fatalf("Redact = %q", got)
+	}
+}

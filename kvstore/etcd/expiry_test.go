@@ -147,3 +147,41 @@ func TestFormatVersion(t *testing.T) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// TestLockDelayJudgedByCluster: with no test clock, a revoked lease's
+// lock-delay keeps the key from acquires (conflict carrying the ended
+// lease) for at least the delay after the revoke, by the cluster's etcd
+// lease; then the key is free.
+func TestLockDelayJudgedByCluster(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	rt := protocol.New(open(t, &etcd.Config{Prefix: prefix}), nil)
+	ctx := t.Context()
+	const delay = 2 * time.Second
+	res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "a", TTL: time.Minute, LockDelay: delay})
+	if err != nil || res.Lease.LockDelay != delay {
+		t.Fatalf("acquire with a lock-delay: %+v %v", res.Lease, err)
+	}
+	revoked := time.Now()
+	if _, err := rt.Revoke(ctx, protocol.RevokeRequest{Key: key("k"), Actor: "ops", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		before := time.Now()
+		res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "b", TTL: time.Minute})
+		if err == nil {
+			if before.Sub(revoked) < delay {
+				t.Fatalf("acquired %v after the revoke, before the lock-delay of %v passed", before.Sub(revoked), delay)
+			}
+			t.Logf("acquired %v after the revoke (lock-delay %v)", time.Since(revoked).Round(time.Millisecond), delay)
+			return
+		}
+		if !errors.Is(err, protocol.ErrConflict) || res.Lease == nil || res.Lease.Owner != "a" || !strings.Contains(res.Message, "lock-delay") {
+			t.Fatalf("acquire during the lock-delay: %v %+v %q, want conflict carrying a's ended lease", err, res.Lease, res.Message)
+		}
+		if time.Since(revoked) > 15*time.Second {
+			t.Fatal("the key was still delayed 15s after the revoke")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

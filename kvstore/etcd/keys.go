@@ -18,6 +18,11 @@ import (
 //	P/k/NS\x00NAME\x00r            renewal record (leaseRecord): acquire and renew
 //	P/k/NS\x00NAME\x00e            liveness: expiry (20 digits of Unix µs), attached
 //	                               to an etcd lease; gone once the etcd lease expires
+//	P/k/NS\x00NAME\x00d            lock-delay, for a lease that has one: the time the
+//	                               key is free (20 digits) and the lease (delayRecord),
+//	                               attached to an etcd lease that lives that long;
+//	                               written by acquire and renew (expiry + delay) and
+//	                               revoke (now + delay), deleted by release
 //	P/a/NS\x00REQUEST-ID           one audit record (auditRecord), also the
 //	                               idempotency record of (NS, REQUEST-ID); its
 //	                               CreateRevision is the record's id
@@ -26,12 +31,13 @@ import (
 //
 // Names, namespaces and request ids hold no control characters
 // (protocol.Key.Validate), so NUL separates them unambiguously, and a key's
-// three entries sort together, in name order, before the next name's.
+// entries sort together, in name order, before the next name's.
 const (
 	sep        = "\x00"
 	suffixO    = sep + "o"
 	suffixR    = sep + "r"
 	suffixE    = sep + "e"
+	suffixD    = sep + "d"
 	pruneMark  = "\x01prune"
 	expiryLen  = 20 // digits of an expiry value
 	metaSuffix = "meta"
@@ -65,7 +71,7 @@ func (l layout) parseLeaseKey(key string) (protocol.Key, string, bool) {
 	}
 	suffix := rest[len(rest)-2:]
 	ns, name, ok := strings.Cut(rest[:len(rest)-2], sep)
-	if !ok || (suffix != suffixO && suffix != suffixR && suffix != suffixE) {
+	if !ok || (suffix != suffixO && suffix != suffixR && suffix != suffixE && suffix != suffixD) {
 		return protocol.Key{}, "", false
 	}
 	return protocol.Key{Namespace: ns, Name: name}, suffix, true

@@ -31,6 +31,10 @@ type linRun struct {
 	procs     int
 	clients   int // per process
 	ops       int // per process
+	// attempt is each attempt's deadline (0: the workload's default): a
+	// short one makes attempts meeting a fault time out and retry with
+	// their request ids.
+	attempt time.Duration
 }
 
 // run runs the workloads until each made r.ops operations, closes the
@@ -49,7 +53,8 @@ func (r linRun) run(t *testing.T, ctx context.Context) *lincheck.History {
 		}
 		rt := protocol.New(b, nil)
 		rec := lincheck.NewRecorder(fmt.Sprintf("p%d", i), nil)
-		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops, RetryFor: time.Minute}
+		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops, RetryFor: time.Minute,
+			AttemptTimeout: r.attempt}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(ctx)
@@ -93,7 +98,18 @@ func TestLincheckHealthy(t *testing.T) {
 // fault is what a fault case does to its cluster while the workload runs:
 // it injects one fault and returns its name and how late, beyond
 // lateExpiry, it may make a lease expire.
+//
+// A leader that takes over renews every etcd lease by its TTL, so leader
+// changes closer together than a TTL (plus an election) would keep a lease
+// alive for as long as they go on: late without bound. After a fault that
+// may make a lease late, the next one waits that long, so the bound holds.
 type fault func(t *testing.T, c *etcdcluster.Cluster, rng *rand.Rand) (string, time.Duration)
+
+// leaderChangeLate is how late a leader change may make a lease: the
+// election (up to about 1.5 s after the leader died, with an election
+// timeout of 500 ms), then the lease's TTL (up to 2 s here) and the
+// extension a new leader adds (an election timeout).
+const leaderChangeLate = 4 * time.Second
 
 // killMember SIGKILLs a random member (it may be the leader) and restarts
 // it after a pause.
@@ -105,13 +121,10 @@ func killMember(t *testing.T, c *etcdcluster.Cluster, rng *rand.Rand) (string, t
 	if err := c.Restart(i); err != nil {
 		t.Errorf("restart %s: %v", c.Members[i].Name, err)
 	}
-	name := "member kill"
 	if leader {
-		name = "member kill (leader)"
+		return "member kill (leader)", leaderChangeLate
 	}
-	// A new leader renews every etcd lease by its TTL (at most 2s here)
-	// once elected (election timeout 500ms).
-	return name, 3 * time.Second
+	return "member kill", 0
 }
 
 // killLeader SIGKILLs the leader, mid-operation of the workload, and
@@ -133,7 +146,7 @@ func killLeader(t *testing.T, c *etcdcluster.Cluster, rng *rand.Rand) (string, t
 	if err := c.Restart(i); err != nil {
 		t.Errorf("restart %s: %v", c.Members[i].Name, err)
 	}
-	return "leader kill", 3 * time.Second
+	return "leader kill", leaderChangeLate
 }
 
 // quorumOutage is how long loseQuorum keeps two of three members down.
@@ -154,7 +167,7 @@ func loseQuorum(t *testing.T, c *etcdcluster.Cluster, rng *rand.Rand) (string, t
 		}
 	}
 	// Leases cannot expire without a leader; the new one renews them all.
-	return "quorum loss", quorumOutage + 3*time.Second
+	return "quorum loss", quorumOutage + leaderChangeLate
 }
 
 // runFaults runs a workload of ops operations per process (3 processes of
@@ -190,9 +203,14 @@ func runFaults(t *testing.T, f fault, opsPerProc int, pause time.Duration) {
 				t.Error(err)
 				return
 			}
+			select {
+			case <-done:
+				return
+			case <-time.After(l): // see fault
+			}
 		}
 	})
-	h := linRun{endpoints: c.Endpoints(), prefix: "/chaos", procs: 3, clients: 3, ops: opsPerProc}.run(t, ctx)
+	h := linRun{endpoints: c.Endpoints(), prefix: "/chaos", procs: 3, clients: 3, ops: opsPerProc, attempt: time.Second}.run(t, ctx)
 	close(done)
 	wg.Wait()
 	t.Logf("faults injected: %v", faults)
@@ -209,14 +227,14 @@ func TestFaultMemberKill(t *testing.T) {
 	runFaults(t, killMember, 1000, 700*time.Millisecond)
 }
 
-// TestChaosLeaderKill (make chaos): 6,000 operations while the leader is
+// TestChaosLeaderKill (make chaos): 9,000 operations while the leader is
 // SIGKILLed mid-operation again and again, and restarted once another
 // member leads.
 func TestChaosLeaderKill(t *testing.T) {
 	if os.Getenv(chaosEnv) == "" {
 		t.Skip("set " + chaosEnv + "=1 (make chaos) for the long fault cases")
 	}
-	runFaults(t, killLeader, 2000, time.Second)
+	runFaults(t, killLeader, 3000, 500*time.Millisecond)
 }
 
 // TestChaosQuorumLoss (make chaos): 4,500 operations while two of three

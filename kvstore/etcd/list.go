@@ -182,8 +182,8 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 	all := b.keys.leases()
 	err := b.scan(ctx, protocol.OpSweep, all, clientv3.GetPrefixRangeEnd(all), 0, func(k protocol.Key, st keyState) bool {
 		cur, live, err := b.leaseOf(protocol.OpSweep, k, st, in)
-		if err != nil || cur == nil || live || !cur.ExpiresAt.Add(grace).Before(in.now) {
-			return true
+		if err != nil || cur == nil || live || in.delaying(st.d) || !cur.ExpiresAt.Add(grace).Before(in.now) {
+			return true // a lease under its lock-delay stays: the conflict shows it
 		}
 		victims = append(victims, victim{k, st})
 		return len(victims) < max
@@ -202,7 +202,7 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", v.st.o.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", v.st.r.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixE[1:]), "=", eRev),
-		).Then(clientv3.OpDelete(base, clientv3.WithPrefix())).Commit()
+		).Then(clientv3.OpDelete(base+suffixO[1:]), clientv3.OpDelete(base+suffixR[1:]), clientv3.OpDelete(base+suffixE[1:])).Commit()
 		if err != nil {
 			return res, b.interpret(ctx, protocol.OpSweep, err)
 		}

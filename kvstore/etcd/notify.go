@@ -10,9 +10,9 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// Subscribe watches the key's liveness entry with etcd's Watch from the
-// moment it returns: its deletion (a release, a revoke, the expiry of the
-// etcd lease, a sweep) sends on ch. The watch needs a leader; when it
+// Subscribe watches the key's entries with etcd's Watch from the moment it
+// returns: a deletion (a release, a revoke, the expiry of the etcd lease of
+// the liveness or the lock-delay entry, a sweep) sends on ch. The watch needs a leader; when it
 // fails, and when the Backend is closed, ch gets one last signal (the
 // waiter tries again, and learns why) and no more.
 // See [protocol.Notifier].
@@ -21,7 +21,7 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 		return nil, nil, err
 	}
 	wctx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	wch := b.cli.Watch(wctx, b.keys.lease(key)+suffixE[1:], clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	wch := b.cli.Watch(wctx, b.keys.lease(key), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	select {
 	case first, ok := <-wch:
 		if !ok || first.Err() != nil || !first.Created {

@@ -15,8 +15,8 @@ import (
 )
 
 // keyState is what the store holds for one key, read at one revision:
-// its owner, renewal and liveness entries (nil when absent).
-type keyState struct{ o, r, e *mvccpb.KeyValue }
+// its owner, renewal, liveness and lock-delay entries (nil when absent).
+type keyState struct{ o, r, e, d *mvccpb.KeyValue }
 
 // stateOf sorts the entries of one key into a keyState.
 func (b *Backend) stateOf(kvs []*mvccpb.KeyValue) keyState {
@@ -33,6 +33,8 @@ func (b *Backend) stateOf(kvs []*mvccpb.KeyValue) keyState {
 			st.r = kv
 		case suffixE:
 			st.e = kv
+		case suffixD:
+			st.d = kv
 		}
 	}
 	return st
@@ -64,9 +66,64 @@ func (b *Backend) instant() instant {
 // live reports whether the e entry e keeps its lease live at in.
 func (in instant) live(e *mvccpb.KeyValue) bool { return e != nil && string(e.Value) > in.judge }
 
+// delayJudge is judge for a d entry, whose value goes on after the
+// expiry: any value whose expiry equals judge's is below judge+"\xff".
+func (in instant) delayJudge() string {
+	if in.judge == "" {
+		return ""
+	}
+	return in.judge + "\xff"
+}
+
+// delaying reports whether the d entry d keeps its key at in.
+func (in instant) delaying(d *mvccpb.KeyValue) bool {
+	return d != nil && string(d.Value) > in.delayJudge()
+}
+
 // liveCmp is the compare that holds while the key's lease is live.
 func (b *Backend) liveCmp(k protocol.Key, in instant) clientv3.Cmp {
 	return clientv3.Compare(clientv3.Value(b.keys.lease(k)+suffixE[1:]), ">", in.judge)
+}
+
+// delayCmp is the compare that holds while a lock-delay keeps the key.
+func (b *Backend) delayCmp(k protocol.Key, in instant) clientv3.Cmp {
+	return clientv3.Compare(clientv3.Value(b.keys.lease(k)+suffixD[1:]), ">", in.delayJudge())
+}
+
+// delayed returns the ended lease whose lock-delay keeps k at in, or nil.
+// A delay written by an acquire holds no token: the o entry's is the
+// lease's while it stays.
+func (b *Backend) delayed(op protocol.Op, k protocol.Key, st keyState, in instant) (*protocol.Lease, error) {
+	if !in.delaying(st.d) {
+		return nil, nil
+	}
+	l, err := decodeDelay(k, st.d.Value)
+	if err != nil {
+		return nil, errInternal(op, "%s: key %s: %v", b.shown, k, err)
+	}
+	if l.Token == 0 && st.o != nil {
+		l.Token = st.o.ModRevision
+	}
+	return &l, nil
+}
+
+// delayPut returns the writes of k's lock-delay entry for l (planned to
+// end at l.ExpiresAt; until is that by this process's real clock): a put
+// attached to an etcd lease that lives until the delay's end, or, for a
+// lease without a lock-delay, a delete of any earlier one.
+func (b *Backend) delayPut(ctx context.Context, l protocol.Lease, until time.Time) (clientv3.Op, clientv3.LeaseID, error) {
+	key := b.keys.lease(l.Key) + suffixD[1:]
+	if l.LockDelay == 0 {
+		return clientv3.OpDelete(key), 0, nil
+	}
+	if b.manual {
+		return clientv3.OpPut(key, encodeDelay(l)), 0, nil
+	}
+	id, err := b.expiry.forExpiry(ctx, until.Add(l.LockDelay))
+	if err != nil {
+		return clientv3.Op{}, 0, err
+	}
+	return clientv3.OpPut(key, encodeDelay(l), clientv3.WithLease(id)), id, nil
 }
 
 // leaseOf returns the lease that st holds for k (nil when there is none)
@@ -87,7 +144,7 @@ func (b *Backend) leaseOf(op protocol.Op, k protocol.Key, st keyState, in instan
 		return nil, false, errInternal(op, "%s: key %s: %v", b.shown, k, err)
 	}
 	l := &protocol.Lease{Key: k, Owner: owner, Token: st.o.ModRevision, AcquiredAt: acquiredAt,
-		RenewedAt: fromMicro(r.RenewedAt), ExpiresAt: fromMicro(r.ExpiresAt), Version: r.V}
+		RenewedAt: fromMicro(r.RenewedAt), ExpiresAt: fromMicro(r.ExpiresAt), Version: r.V, LockDelay: time.Duration(r.LockDelay)}
 	return l, in.live(st.e), nil
 }
 
@@ -162,27 +219,35 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	for attempt := 0; ; attempt++ {
 		in := b.instant()
 		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
+		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
+			Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay}
 		put, leaseID, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
 		if err != nil {
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
 		}
-		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
-			Version: protocol.LeaseFormatVersion}
+		dput, delayID, err := b.delayPut(ctx, l, in.real.Add(req.TTL))
+		if err != nil {
+			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
+		}
 		rec := backendkit.NewRecorded(in.now, protocol.OpAcquire, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
 		base := b.keys.lease(req.Key)
+		rv := encodeLease(in.now, exp, req.TTL, req.LockDelay)
+		read := clientv3.OpGet(base, clientv3.WithPrefix())
+		// Unless the request id was used: if the lease is live, read the
+		// key (conflict); else if a lock-delay keeps it, read it
+		// (conflict); else take it.
 		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
-			Then(clientv3.OpTxn(
-				[]clientv3.Cmp{b.liveCmp(req.Key, in)},
-				[]clientv3.Op{clientv3.OpGet(base, clientv3.WithPrefix())},
-				[]clientv3.Op{
+			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, []clientv3.Op{read},
+				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, []clientv3.Op{
 					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
-					clientv3.OpPut(base+suffixR[1:], encodeLease(in.now, exp, req.TTL)),
+					clientv3.OpPut(base+suffixR[1:], rv),
 					put,
+					dput,
 					clientv3.OpPut(idem, encodeAudit(idem, rec)),
-				})).
+				})})).
 			Else(clientv3.OpGet(idem)).Commit()
 		if err != nil {
-			if b.staleGrant(err, leaseID) && attempt == 0 {
+			if b.staleGrant(err, leaseID, delayID) && attempt == 0 {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
@@ -191,24 +256,46 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return b.replay(protocol.OpAcquire, resp.Responses[0].GetResponseRange().Kvs, fp)
 		}
 		inner := resp.Responses[0].GetResponseTxn()
+		if !inner.Succeeded {
+			inner = inner.Responses[0].GetResponseTxn()
+		}
 		if inner.Succeeded {
 			st := b.stateOf(inner.Responses[0].GetResponseRange().Kvs)
-			cur, _, err := b.leaseOf(protocol.OpAcquire, req.Key, st, in)
-			if err != nil {
-				return protocol.Result{}, err
-			}
 			b.cache.put(req.Key, st)
-			return backendkit.Refused(protocol.StatusConflict, cur), nil
+			return b.conflict(st, req.Key, in)
 		}
 		rev := resp.Header.Revision
 		l.Token = rev
-		b.cache.put(req.Key, keyState{
+		st := keyState{
 			o: &mvccpb.KeyValue{Value: []byte(ownerValue(req.Owner, in.now)), ModRevision: rev, CreateRevision: rev},
-			r: &mvccpb.KeyValue{Value: []byte(encodeLease(in.now, exp, req.TTL)), ModRevision: rev},
+			r: &mvccpb.KeyValue{Value: []byte(rv), ModRevision: rev},
 			e: &mvccpb.KeyValue{Value: []byte(expiryValue(exp)), ModRevision: rev},
-		})
+		}
+		if l.LockDelay > 0 {
+			st.d = &mvccpb.KeyValue{Value: []byte(encodeDelay(l)), ModRevision: rev}
+		}
+		b.cache.put(req.Key, st)
 		return protocol.Result{Status: protocol.StatusAcquired, Lease: &l}, nil
 	}
+}
+
+// conflict is the answer to an acquire that st refused at in: the live
+// lease, or the ended lease whose lock-delay keeps the key.
+func (b *Backend) conflict(st keyState, k protocol.Key, in instant) (protocol.Result, error) {
+	cur, live, err := b.leaseOf(protocol.OpAcquire, k, st, in)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	if !live {
+		ended, err := b.delayed(protocol.OpAcquire, k, st, in)
+		if err != nil {
+			return protocol.Result{}, err
+		}
+		if ended != nil {
+			return protocol.Result{Status: protocol.StatusConflict, Lease: ended, Message: backendkit.LockDelayMessage(*ended)}, nil
+		}
+	}
+	return backendkit.Refused(protocol.StatusConflict, cur), nil
 }
 
 // livenessPut returns the put of k's liveness entry for a lease that
@@ -227,14 +314,20 @@ func (b *Backend) livenessPut(ctx context.Context, k protocol.Key, exp, until ti
 	return clientv3.OpPut(key, expiryValue(exp), clientv3.WithLease(id)), id, nil
 }
 
-// staleGrant reports whether err says that etcd lease id is gone (it
-// expired, or the cluster was restored), and forgets the grant if so.
-func (b *Backend) staleGrant(err error, id clientv3.LeaseID) bool {
-	if id == 0 || !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+// staleGrant reports whether err says that an etcd lease of ids is gone
+// (it expired, or the cluster was restored), and forgets their grants if so.
+func (b *Backend) staleGrant(err error, ids ...clientv3.LeaseID) bool {
+	if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return false
 	}
-	b.expiry.dropID(id)
-	return true
+	stale := false
+	for _, id := range ids {
+		if id != 0 {
+			b.expiry.dropID(id)
+			stale = true
+		}
+	}
+	return stale
 }
 
 // replay answers a request whose id is in the trail as kvs' record.
@@ -271,7 +364,7 @@ type holderWrite struct {
 	rec    backendkit.Recorded
 	after  func(rev int64) keyState // the state after the change, for the cache
 	status protocol.Status
-	grant  clientv3.LeaseID
+	grants []clientv3.LeaseID // the etcd leases the writes attach to
 }
 
 // maxAttempts bounds the transactions of one change that meets others on
@@ -327,7 +420,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).
 			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
 		if err != nil {
-			if b.staleGrant(err, w.grant) {
+			if b.staleGrant(err, w.grants...) {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, c.op, err)
@@ -373,24 +466,32 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 			}
 			l := cur
 			l.RenewedAt, l.ExpiresAt = in.now, exp
-			rv := encodeLease(in.now, exp, ttl)
+			dput, delayID, err := b.delayPut(ctx, l, in.real.Add(ttl))
+			if err != nil {
+				return holderWrite{}, err
+			}
+			rv := encodeLease(in.now, exp, ttl, l.LockDelay)
 			return holderWrite{
-				ops:    []clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put},
+				ops:    []clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put, dput},
 				lease:  l,
 				rec:    backendkit.NewRecorded(in.now, protocol.OpRenew, protocol.StatusRenewed, l, req.RequestID, backendkit.Fingerprint(req), req.Owner, ""),
 				status: protocol.StatusRenewed,
-				grant:  id,
+				grants: []clientv3.LeaseID{id, delayID},
 				after: func(rev int64) keyState {
-					return keyState{o: st.o, r: &mvccpb.KeyValue{Value: []byte(rv), ModRevision: rev},
+					after := keyState{o: st.o, r: &mvccpb.KeyValue{Value: []byte(rv), ModRevision: rev},
 						e: &mvccpb.KeyValue{Value: []byte(expiryValue(exp)), ModRevision: rev}}
+					if l.LockDelay > 0 {
+						after.d = &mvccpb.KeyValue{Value: []byte(encodeDelay(l)), ModRevision: rev}
+					}
+					return after
 				},
 			}, nil
 		},
 	}
 }
 
-// Release deletes the holder's live lease (its three entries) and records
-// it, in one transaction. The result carries the lease as it was.
+// Release deletes the holder's live lease (its entries, its lock-delay's
+// too) and records it, in one transaction. The result carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
@@ -399,14 +500,18 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
 		},
 		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
-			return b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
-				req.RequestID, fp, req.Owner, "")), nil
+			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
+				req.RequestID, fp, req.Owner, ""))
+			// A release frees the key at once: its lock-delay goes too.
+			w.ops = append(w.ops, clientv3.OpDelete(b.keys.lease(cur.Key)+suffixD[1:]))
+			return w, nil
 		},
 	})
 }
 
 // Revoke deletes the live lease at req.Key (only the one with req.Token
-// when it is non-zero) and records the actor and reason.
+// when it is non-zero) and records the actor and reason; a lease with a
+// lock-delay leaves its delay entry, from now.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
@@ -414,17 +519,31 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		check: func(cur *protocol.Lease, live bool) protocol.Status {
 			return backendkit.CheckRevoke(cur, req.Token, judgeAt(cur, live))
 		},
-		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
-			return b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRevoke, protocol.StatusRevoked, cur,
-				req.RequestID, fp, req.Actor, req.Reason)), nil
+		apply: func(ctx context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
+			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRevoke, protocol.StatusRevoked, cur,
+				req.RequestID, fp, req.Actor, req.Reason))
+			// The lease's lock-delay starts now: the key stays taken until
+			// it passes (judged like expiry, by the cluster).
+			ended := cur
+			ended.ExpiresAt = in.now
+			dput, delayID, err := b.delayPut(ctx, ended, in.real)
+			if err != nil {
+				return holderWrite{}, err
+			}
+			w.ops, w.grants = append(w.ops, dput), []clientv3.LeaseID{delayID}
+			return w, nil
 		},
 	})
 }
 
-// removal is the write of a release or revoke of cur recorded as rec.
+// removal is the write of a release or revoke of cur recorded as rec: the
+// lease's owner, renewal and liveness entries go (its lock-delay entry is
+// the caller's).
 func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWrite {
+	base := b.keys.lease(cur.Key)
 	return holderWrite{
-		ops:    []clientv3.Op{clientv3.OpDelete(b.keys.lease(cur.Key), clientv3.WithPrefix())},
+		ops: []clientv3.Op{clientv3.OpDelete(base + suffixO[1:]), clientv3.OpDelete(base + suffixR[1:]),
+			clientv3.OpDelete(base + suffixE[1:])},
 		lease:  cur,
 		rec:    rec,
 		status: rec.Status,

@@ -28,15 +28,52 @@ type formatRecord struct {
 // leaseRecord is the value of an r entry: what acquire and renew set.
 type leaseRecord struct {
 	V         int   `json:"v"`
-	RenewedAt int64 `json:"renewed_at"` // Unix µs
-	ExpiresAt int64 `json:"expires_at"` // Unix µs
-	TTL       int64 `json:"ttl"`        // ns, as last asked for
+	RenewedAt int64 `json:"renewed_at"`           // Unix µs
+	ExpiresAt int64 `json:"expires_at"`           // Unix µs
+	TTL       int64 `json:"ttl"`                  // ns, as last asked for
+	LockDelay int64 `json:"lock_delay,omitempty"` // ns
 }
 
-func encodeLease(renewedAt, expiresAt time.Time, ttl time.Duration) string {
+func encodeLease(renewedAt, expiresAt time.Time, ttl, lockDelay time.Duration) string {
 	b, _ := json.Marshal(leaseRecord{V: protocol.LeaseFormatVersion, RenewedAt: renewedAt.UnixMicro(),
-		ExpiresAt: expiresAt.UnixMicro(), TTL: int64(ttl)})
+		ExpiresAt: expiresAt.UnixMicro(), TTL: int64(ttl), LockDelay: int64(lockDelay)})
 	return string(b)
+}
+
+// delayRecord is the lease a d entry keeps after its expiry value: the
+// lease whose end the lock-delay follows, with ExpiresAt its end (planned,
+// or the revoke's time).
+type delayRecord struct {
+	V          int    `json:"v"`
+	Owner      string `json:"owner"`
+	Token      int64  `json:"token"`
+	AcquiredAt int64  `json:"acquired_at"`
+	RenewedAt  int64  `json:"renewed_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+	LockDelay  int64  `json:"lock_delay"`
+}
+
+// encodeDelay returns the value of a d entry for l (whose token may be 0
+// for an acquire: the reader takes the o entry's then).
+func encodeDelay(l protocol.Lease) string {
+	b, _ := json.Marshal(delayRecord{V: protocol.LeaseFormatVersion, Owner: l.Owner, Token: l.Token,
+		AcquiredAt: micro(l.AcquiredAt), RenewedAt: micro(l.RenewedAt), ExpiresAt: micro(l.ExpiresAt), LockDelay: int64(l.LockDelay)})
+	return expiryValue(l.FreeAt()) + string(b)
+}
+
+func decodeDelay(k protocol.Key, v []byte) (protocol.Lease, error) {
+	if len(v) < expiryLen {
+		return protocol.Lease{}, fmt.Errorf("lock-delay entry is malformed")
+	}
+	var r delayRecord
+	if err := json.Unmarshal(v[expiryLen:], &r); err != nil {
+		return protocol.Lease{}, fmt.Errorf("lock-delay entry is malformed: %w", err)
+	}
+	if r.V != protocol.LeaseFormatVersion {
+		return protocol.Lease{}, fmt.Errorf("lock-delay entry has format version %d; this release reads version %d", r.V, protocol.LeaseFormatVersion)
+	}
+	return protocol.Lease{Key: k, Owner: r.Owner, Token: r.Token, AcquiredAt: fromMicro(r.AcquiredAt), RenewedAt: fromMicro(r.RenewedAt),
+		ExpiresAt: fromMicro(r.ExpiresAt), LockDelay: time.Duration(r.LockDelay), Version: r.V}, nil
 }
 
 func decodeLease(v []byte) (leaseRecord, error) {

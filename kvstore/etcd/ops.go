@@ -109,21 +109,25 @@ func (b *Backend) delayed(op protocol.Op, k protocol.Key, st keyState, in instan
 
 // delayPut returns the writes of k's lock-delay entry for l (planned to
 // end at l.ExpiresAt; until is that by this process's real clock): a put
-// attached to an etcd lease that lives until the delay's end, or, for a
-// lease without a lock-delay, a delete of any earlier one.
-func (b *Backend) delayPut(ctx context.Context, l protocol.Lease, until time.Time) (clientv3.Op, clientv3.LeaseID, error) {
+// attached to an etcd lease that lives until the delay's end. For a lease
+// without a lock-delay there is nothing to write with etcd leases (an
+// ended delay's entry is gone), and under the test clock a delete of an
+// ended one.
+func (b *Backend) delayPut(ctx context.Context, l protocol.Lease, until time.Time) ([]clientv3.Op, clientv3.LeaseID, error) {
 	key := b.keys.lease(l.Key) + suffixD[1:]
-	if l.LockDelay == 0 {
-		return clientv3.OpDelete(key), 0, nil
-	}
-	if b.manual {
-		return clientv3.OpPut(key, encodeDelay(l)), 0, nil
+	switch {
+	case l.LockDelay == 0 && b.manual:
+		return []clientv3.Op{clientv3.OpDelete(key)}, 0, nil
+	case l.LockDelay == 0:
+		return nil, 0, nil
+	case b.manual:
+		return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l))}, 0, nil
 	}
 	id, err := b.expiry.forExpiry(ctx, until.Add(l.LockDelay))
 	if err != nil {
-		return clientv3.Op{}, 0, err
+		return nil, 0, err
 	}
-	return clientv3.OpPut(key, encodeDelay(l), clientv3.WithLease(id)), id, nil
+	return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l), clientv3.WithLease(id))}, id, nil
 }
 
 // leaseOf returns the lease that st holds for k (nil when there is none)
@@ -238,13 +242,12 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		// (conflict); else take it.
 		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
 			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, []clientv3.Op{read},
-				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, []clientv3.Op{
+				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, append([]clientv3.Op{
 					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
 					clientv3.OpPut(base+suffixR[1:], rv),
 					put,
-					dput,
 					clientv3.OpPut(idem, encodeAudit(idem, rec)),
-				})})).
+				}, dput...))})).
 			Else(clientv3.OpGet(idem)).Commit()
 		if err != nil {
 			if b.staleGrant(err, leaseID, delayID) && attempt == 0 {
@@ -472,7 +475,7 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 			}
 			rv := encodeLease(in.now, exp, ttl, l.LockDelay)
 			return holderWrite{
-				ops:    []clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put, dput},
+				ops:    append([]clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put}, dput...),
 				lease:  l,
 				rec:    backendkit.NewRecorded(in.now, protocol.OpRenew, protocol.StatusRenewed, l, req.RequestID, backendkit.Fingerprint(req), req.Owner, ""),
 				status: protocol.StatusRenewed,
@@ -502,8 +505,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
 			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
 				req.RequestID, fp, req.Owner, ""))
-			// A release frees the key at once: its lock-delay goes too.
-			w.ops = append(w.ops, clientv3.OpDelete(b.keys.lease(cur.Key)+suffixD[1:]))
+			// A release frees the key at once: every entry goes, its
+			// lock-delay's too, in one deletion.
+			w.ops = []clientv3.Op{clientv3.OpDelete(b.keys.lease(cur.Key), clientv3.WithPrefix())}
 			return w, nil
 		},
 	})
@@ -530,7 +534,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			if err != nil {
 				return holderWrite{}, err
 			}
-			w.ops, w.grants = append(w.ops, dput), []clientv3.LeaseID{delayID}
+			w.ops, w.grants = append(w.ops, dput...), []clientv3.LeaseID{delayID}
 			return w, nil
 		},
 	})

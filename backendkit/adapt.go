@@ -15,7 +15,8 @@ import (
 // best, one more in flight costs nothing and the limit grows (by about one
 // per limit's worth of round trips); above twice their best the server is
 // saturated, and fewer, larger batches cost it less per operation, so the
-// limit shrinks. It stays between 1 and max. A queued operation waits at most maxWait (twice the smoothed
+// limit shrinks. It stays between min and max: a batch runs in one server
+// process, so a limit below the server's cores would leave some idle. A queued operation waits at most maxWait (twice the smoothed
 // latency of a lone round trip) for a slot before a round trip starts for
 // it over the limit: a slot held by an operation whose key keeps it
 // waiting holds no one else up.
@@ -23,6 +24,7 @@ import (
 // Not safe for concurrent use: the Coalescer calls it under its mutex.
 type adaptive struct {
 	limit  float64
+	min    float64
 	max    int
 	smooth [latencyClasses]float64 // smoothed latency, seconds; 0 before the first sample
 	best   [latencyClasses]float64 // best of the current window
@@ -38,9 +40,10 @@ const (
 	growBelow, shrinkAbove = 1.25, 2.0
 )
 
-func newAdaptive(start, hardMax int) *adaptive {
+func newAdaptive(floor, hardMax int) *adaptive {
 	hardMax = max(hardMax, 1)
-	return &adaptive{limit: float64(min(max(start, 1), hardMax)), max: hardMax}
+	floor = min(max(floor, 1), hardMax)
+	return &adaptive{limit: float64(floor), min: float64(floor), max: hardMax}
 }
 
 // class returns the latency class of a round trip of n operations.
@@ -72,7 +75,7 @@ func (a *adaptive) observe(n int, d time.Duration, now time.Time) int {
 	if r := a.smooth[k] / base; r < growBelow {
 		a.limit = math.Min(float64(a.max), a.limit+1/a.limit)
 	} else if r > shrinkAbove {
-		a.limit = math.Max(1, a.limit-1/a.limit)
+		a.limit = math.Max(a.min, a.limit-1/a.limit)
 	}
 	return int(a.limit)
 }

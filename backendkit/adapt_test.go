@@ -7,8 +7,8 @@ import (
 )
 
 // The adaptive limit grows to its maximum while round trips take their
-// best time, shrinks to one once they take several times it (the server
-// queues them), and grows again when they speed up; a batch's longer
+// best time, shrinks to its floor once they take several times it (the
+// server queues them), and grows again when they speed up; a batch's longer
 // round trip, measured against batches of its size, is no sign of queuing.
 func TestAdaptiveLimitFollowsLatency(t *testing.T) {
 	a := newAdaptive(4, 16)
@@ -27,8 +27,8 @@ func TestAdaptiveLimitFollowsLatency(t *testing.T) {
 	if l := feed(16, 8*time.Millisecond, 400); l != 16 {
 		t.Fatalf("limit %d after steady batches of 16 taking 8 ms, want 16", l)
 	}
-	if l := feed(1, 6*time.Millisecond, 400); l != 1 {
-		t.Fatalf("limit %d after round trips took 6 times their best, want 1", l)
+	if l := feed(1, 6*time.Millisecond, 400); l != 4 {
+		t.Fatalf("limit %d after round trips took 6 times their best, want the floor, 4", l)
 	}
 	if l := feed(1, time.Millisecond, 400); l != 16 {
 		t.Fatalf("limit %d after round trips took their best again, want 16", l)

@@ -205,10 +205,10 @@ func (c *Coalescer[T]) run(batch []*queued[T]) {
 	c.observe(len(ops), time.Since(start))
 }
 
-// Adapt makes the limit follow measured latency between 1 and max (the
-// backend's connections), starting from the limit given to
-// [NewCoalescer], and bounds how long a queued operation waits for a slot
-// (see adapt.go). Call it before the first Do.
+// Adapt makes the limit follow measured latency between the limit given
+// to [NewCoalescer] and max (the backend's connections), and bounds how
+// long a queued operation waits for a slot (see adapt.go). Call it before
+// the first Do.
 func (c *Coalescer[T]) Adapt(max int) {
 	c.adapt = newAdaptive(c.limit, max)
 	c.kick = time.AfterFunc(time.Hour, c.kicked)

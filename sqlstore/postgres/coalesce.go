@@ -44,8 +44,8 @@ import (
 // its process overflows).
 const maxBatch = 48
 
-// DefaultMaxInFlight is where the adaptive limit of round trips in flight
-// starts when [Config.MaxInFlight] is 0.
+// DefaultMaxInFlight is the floor of the adaptive limit of round trips in
+// flight when [Config.MaxInFlight] is 0.
 const DefaultMaxInFlight = 4
 
 // errRunAlone reports that a batch could not tell an operation's outcome:
@@ -74,8 +74,8 @@ type coalescer struct {
 }
 
 // newCoalescer returns the coalescer of b: at most limit round trips in
-// flight, or, with limit 0, a limit that adapts between 1 and poolSize
-// (backendkit.Coalescer.Adapt).
+// flight, or, with limit 0, a limit that adapts between DefaultMaxInFlight
+// and poolSize (backendkit.Coalescer.Adapt).
 func newCoalescer(b *Backend, limit, poolSize int) *coalescer {
 	c := &coalescer{b: b}
 	if limit > 0 {

@@ -177,10 +177,10 @@ type Config struct {
 	// as one statement and one commit (coalescing; see coalesce.go), each
 	// still atomic, fenced, audited and idempotent on its own. An operation
 	// that finds a free slot never waits. Default (0): the cap adapts to
-	// measured latency, from [DefaultMaxInFlight] up to the pool's size
-	// while the server answers more round trips as fast as one, down to
-	// one under saturation, and a queued operation waits at most twice a
-	// lone round trip's latency (see backendkit.Coalescer.Adapt).
+	// measured latency, up to the pool's size while the server answers
+	// more round trips as fast as one, down to [DefaultMaxInFlight] when
+	// it queues them, and a queued operation waits at most twice a lone
+	// round trip's latency (see backendkit.Coalescer.Adapt).
 	MaxInFlight int
 	// NoCoalescing sends every operation as its own statement (as many at
 	// once as the pool allows), for comparison or for a connection pooler

@@ -102,3 +102,6 @@ func (b *Backend) KeyChangePlan(ctx context.Context, op protocol.Op, key protoco
 	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+st.sql, st.bind(a)...).Scan(&plan)
 	return plan, err
 }
+
+// Pooled reports whether b runs as behind a pooler that keeps no sessions.
+func Pooled(b *Backend) bool { return b.pooled }

@@ -98,6 +98,7 @@ type waitedKey struct {
 type listener struct {
 	b    *Backend
 	idle time.Duration // Config.ListenerIdle; 0 for the default
+	dsn  string        // Config.ListenDSN; "" for the pool's
 
 	mu        sync.Mutex
 	keys      map[protocol.Key]*waitedKey
@@ -122,6 +123,9 @@ func (l *listener) idleFor() time.Duration {
 // afterwards, through any pool or process, notifies this process.
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	l := &b.listen
+	if b.pooled && l.dsn == "" {
+		return nil, nil, errNoSignals
+	}
 	ch := make(chan struct{}, 1)
 	l.mu.Lock()
 	if l.closed {
@@ -270,6 +274,14 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 	ctx, cancel := context.WithTimeout(lctx, protocol.DefaultTimeout)
 	defer cancel()
 	cfg := l.b.pool.Config().ConnConfig.Copy()
+	if l.dsn != "" {
+		c, err := pgx.ParseConfig(l.dsn)
+		if err != nil {
+			return nil, "", backendkit.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(l.dsn)),
+				"postgres: parse Config.ListenDSN")
+		}
+		cfg = c
+	}
 	// A wait for a notification is ended by a deadline on the socket when
 	// a lock must be taken, and the connection stays usable; a cancel
 	// request (the pool's handler) would be sent for nothing.
@@ -281,7 +293,16 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 		return nil, "", err
 	}
 	var schema string
-	if _, err = conn.Exec(ctx, pinSettingsSQL); err == nil { // not a pooled connection: no AfterConnect
+	// Not a pooled connection, so no AfterConnect: pinned here, and refused
+	// when it does not reach the server directly (LISTEN and the wait
+	// locks need a session of their own).
+	direct, err := pinSession(ctx, conn, true, "")
+	if err == nil && !direct {
+		err = backendkit.NewError("", protocol.StatusUnavailable, nil,
+			"postgres: the listener's connection goes through a pooler that does not keep sessions: "+
+				"set Config.ListenDSN to a direct connection")
+	}
+	if err == nil {
 		_, err = conn.Exec(ctx, listenSQL)
 	}
 	if err == nil {

@@ -132,28 +132,6 @@ const (
 	statementSlack   = 2 * statementTimeout
 )
 
-// pinnedParams are the session settings the pools of [Open] set as startup
-// parameters, whatever the role, the database or the DSN say, because other
-// values change what operations answer:
-//
-//   - default_transaction_isolation read committed: the statements re-check
-//     their conditions on the newest row version instead of failing to
-//     serialize (see pinSettingsSQL).
-//   - lock_timeout 0: an operation waits for its key's lock as long as its
-//     deadline allows; a role's lock_timeout of a few milliseconds made
-//     operations that waited a moment answer timeout (SQLSTATE 55P03).
-//   - idle_in_transaction_session_timeout 0: a prune's transaction of
-//     several statements is not cut between them (which ends the session).
-//
-// Borrowed pools ([New]) keep their settings; checkSettings refuses the
-// ones that would change answers. idle_session_timeout (PostgreSQL 14 and
-// later, so not a startup parameter) is pinned by pinSettingsSQL.
-var pinnedParams = map[string]string{
-	"default_transaction_isolation":       "read committed",
-	"lock_timeout":                        "0",
-	"idle_in_transaction_session_timeout": "0",
-}
-
 // cancelGrace is how long, after an operation's context ends, the
 // connection waits for the server to answer the cancel request before it
 // gives up on the connection (see Open).
@@ -183,10 +161,24 @@ type Config struct {
 	// round trip's latency (see backendkit.Coalescer.Adapt).
 	MaxInFlight int
 	// NoCoalescing sends every operation as its own statement (as many at
-	// once as the pool allows), for comparison or for a connection pooler
-	// that does not keep sessions (coalescing uses a temporary function
-	// per connection). Default: false, operations are coalesced.
+	// once as the pool allows), for comparison. Default: false, operations
+	// are coalesced (except behind a transaction pooler, see Pooler).
 	NoCoalescing bool
+	// Pooler says whether a connection pooler that does not keep sessions
+	// (PgBouncer's pool_mode=transaction or statement) is between the
+	// backend and the server: [PoolerTransaction], [PoolerSession], or
+	// [PoolerDetect]. Behind one the backend keeps no session state: no
+	// SET, no prepared statements, no coalescing, no LISTEN (see
+	// ListenDSN). Default: the DSN's pooler parameter (?pooler=transaction),
+	// else PoolerDetect: a pooler is found by the server process id.
+	Pooler string
+	// ListenDSN is a DSN that reaches the same database and schema
+	// directly, not through a pooler, for the connection that listens for
+	// released keys on behalf of waiting acquires (LISTEN and session
+	// advisory locks need a session of their own). Default: the pool's
+	// DSN, or, behind a transaction pooler, none: waiting acquires poll
+	// (protocol.WaitConfig.Recheck, one second by default).
+	ListenDSN string
 	// ListenerIdle is how long the connection that listens for released
 	// keys on behalf of waiting acquires (a connection of its own, outside
 	// the pool, opened at the first wait) stays open once no acquire waits
@@ -208,7 +200,8 @@ type Backend struct {
 	now       func() time.Time
 	listen    listener    // wakes waiters of released and revoked keys (notify.go)
 	co        *coalescer  // nil with Config.NoCoalescing
-	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege): never batch
+	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
+	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
 	closeOnce sync.Once
 }
 
@@ -251,33 +244,61 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
-	// Pinned whatever the DSN, role or database say (a startup parameter
-	// overrides ALTER ROLE/DATABASE ... SET): see pinnedParams.
-	for name, value := range pinnedParams {
-		pcfg.ConnConfig.RuntimeParams[name] = value
+	mode, err := poolerMode(cfg, pcfg)
+	if err != nil {
+		return nil, err
 	}
-	// The statements are short and run by the thousand: compiling one
-	// (JIT) costs more than it could save, and a generic plan's estimates
-	// can trigger it.
-	pcfg.ConnConfig.RuntimeParams["jit"] = "off"
-	// No statement of the backend runs longer than statementTimeout (a
-	// caller's deadline usually ends it much sooner), which bounds how far
-	// a record's time may lag its place in the trail (see sinceStartSQL).
-	if _, ok := pcfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
-		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.Itoa(int(statementTimeout.Milliseconds()))
-	}
-	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, pinSettingsSQL)
-		return err
+	// Session settings are pinned on each new connection, whatever the
+	// role, the database or the DSN say, unless a pooler is in front: see
+	// pinSettingsSQL. The DSN's own statement_timeout is kept.
+	pinTimeout := strconv.Itoa(int(statementTimeout.Milliseconds()))
+	if _, ok := pcfg.ConnConfig.RuntimeParams["statement_timeout"]; ok {
+		pinTimeout = ""
 	}
 	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, redacted(interpretError("", err), password)
+	newPool := func(pooled bool) (*pgxpool.Pool, error) {
+		c := pcfg.Copy()
+		if pooled {
+			// No named prepared statements: the next transaction may run
+			// on another server connection.
+			c.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		} else {
+			c.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+				direct, err := pinSession(ctx, conn, mode == PoolerDetect, pinTimeout)
+				if err == nil && !direct {
+					err = errSessionsNotKept
+				}
+				return err
+			}
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, c)
+		if err != nil {
+			return nil, redacted(interpretError("", err), password)
+		}
+		return pool, nil
 	}
-	b := newBackend(pool, true, cfg)
+	pooled := mode == PoolerTransaction
+	pool, err := newPool(pooled)
+	if err != nil {
+		return nil, err
+	}
+	if mode == PoolerDetect {
+		// The first connection tells (its AfterConnect); another error is
+		// check's to report.
+		c, err := pool.Acquire(ctx)
+		if err == nil {
+			c.Release()
+		} else if errors.Is(err, errSessionsNotKept) {
+			pool.Close()
+			if pool, err = newPool(true); err != nil {
+				return nil, err
+			}
+			pooled = true
+		}
+	}
+	b := newBackend(pool, true, cfg, pooled)
 	if err := b.check(ctx); err != nil {
 		pool.Close()
 		return nil, redacted(err, password)
@@ -303,16 +324,30 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 		return nil, errors.New("postgres: new: Config.ApplicationName and Config.MaxConns configure the pool Open makes; " +
 			"New uses your pool as it is: set application_name and pool_max_conns on it (pgxpool.ParseConfig)")
 	}
-	b := newBackend(pool, false, cfg)
+	if _, err := poolerMode(cfg, &pgxpool.Config{ConnConfig: &pgx.ConnConfig{}}); err != nil {
+		return nil, err
+	}
+	pooled := cfg.Pooler == PoolerTransaction
+	if cfg.Pooler == PoolerDetect {
+		var err error
+		if pooled, err = throughPooler(ctx, pool); err != nil {
+			return nil, interpretError("", err)
+		}
+	}
+	b := newBackend(pool, false, cfg, pooled)
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config) *Backend {
-	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, listen: listener{idle: cfg.ListenerIdle}}
-	if !cfg.NoCoalescing {
+// newBackend returns a backend over pool; pooled says a pooler that keeps
+// no sessions is in front (see pooler.go).
+func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config, pooled bool) *Backend {
+	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, pooled: pooled,
+		listen: listener{idle: cfg.ListenerIdle, dsn: cfg.ListenDSN}}
+	b.noBatch.Store(pooled) // the batch function is a temporary object
+	if !cfg.NoCoalescing && !pooled {
 		b.co = newCoalescer(b, cfg.MaxInFlight, int(pool.Config().MaxConns))
 	}
 	return b
@@ -332,12 +367,13 @@ func (b *Backend) check(ctx context.Context) error {
 //
 //   - synchronous_commit off or local: a crash could lose a committed
 //     acquire and issue its token again. The pools Open makes pin it; a
-//     borrowed pool is refused, naming the fix.
+//     borrowed pool, or one behind a transaction pooler (where nothing is
+//     pinned), is refused, naming the fix.
 //   - lock_timeout or idle_in_transaction_session_timeout set below the
 //     backend's own statement bound (statementTimeout): operations that
 //     wait a moment for a key would answer timeout, a prune could be cut
-//     half way. The pools Open makes pin both to 0; a borrowed pool is
-//     refused, naming the fix.
+//     half way. The pools Open makes pin both to 0; a borrowed pool, or one
+//     behind a transaction pooler, is refused, naming the fix.
 //   - session_replication_role replica: the triggers that keep the audit
 //     trail append-only do not fire. Refused.
 //   - at Health only (a standby serves reads, so Open accepts it): a

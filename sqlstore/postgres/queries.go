@@ -409,23 +409,51 @@ const schemaVersionSQL = `SELECT coalesce(max(version_id), 0) FROM leasestore_go
 // this (newer) schema; see migrations/postgres/00002.
 const schemaCompatSQL = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
 
-// pinSettingsSQL runs on every connection of a pool that Open makes: a
-// crash must not lose a committed acquire (its token could be issued
-// again), so synchronous_commit is raised to on unless it is already
-// stronger (remote_write, remote_apply). Open also pins
-// default_transaction_isolation to read committed as a startup parameter:
-// the statements re-check their conditions on the newest row version, as
-// read committed does, instead of failing to serialize.
+// pinSettingsSQL runs on every connection of a pool that Open makes (and
+// on the listener's), and pins the session settings whose other values
+// change what operations answer, whatever the role, the database or the
+// DSN say, when the connection reaches the server directly: when $1, the
+// process id the connection was given, is the server's (or is NULL). It
+// returns that, and pins nothing otherwise (a pooler is in front: a SET
+// would stay on a server connection other clients use; see pooler.go).
 //
-// It also sets idle_session_timeout (PostgreSQL 14 and later; absent
-// before, hence not a startup parameter) to 0: a role's idle_session_timeout
-// ends idle pooled connections and the listener's, whose waiters would then
-// all be woken for nothing.
+//   - default_transaction_isolation read committed: the statements
+//     re-check their conditions on the newest row version, as read
+//     committed does, instead of failing to serialize.
+//   - lock_timeout 0: an operation waits for its key's lock as long as its
+//     deadline allows; a role's lock_timeout of a few milliseconds made
+//     operations that waited a moment answer timeout (SQLSTATE 55P03).
+//   - idle_in_transaction_session_timeout 0: a prune's transaction of
+//     several statements is not cut between them (which ends the session).
+//   - idle_session_timeout 0 (PostgreSQL 14 and later; absent before): it
+//     would end idle pooled connections and the listener's, whose waiters
+//     would then all be woken for nothing.
+//   - jit off: the statements are short and run by the thousand: compiling
+//     one costs more than it could save, and a generic plan's estimates
+//     can trigger it.
+//   - statement_timeout $2 unless NULL (the DSN set one): no statement of
+//     the backend runs longer than statementTimeout, which bounds how far a
+//     record's time may lag its place in the trail (see sinceStartSQL).
+//   - synchronous_commit raised to on unless already at least that
+//     (remote_write, remote_apply are kept): a crash must not lose a
+//     committed acquire, whose token could be issued again.
 const pinSettingsSQL = `
-SELECT (SELECT set_config('synchronous_commit', 'on', false)
-        WHERE current_setting('synchronous_commit') IN ('off', 'local')),
-       (SELECT set_config('idle_session_timeout', '0', false)
-        WHERE current_setting('idle_session_timeout', true) <> '0')`
+SELECT pin.direct,
+       CASE WHEN pin.direct THEN concat(
+           set_config('default_transaction_isolation', 'read committed', false),
+           set_config('lock_timeout', '0', false),
+           set_config('idle_in_transaction_session_timeout', '0', false),
+           set_config('jit', 'off', false),
+           CASE WHEN $2::text IS NOT NULL THEN set_config('statement_timeout', $2::text, false) END,
+           CASE WHEN current_setting('synchronous_commit') IN ('off', 'local')
+                THEN set_config('synchronous_commit', 'on', false) END,
+           CASE WHEN current_setting('idle_session_timeout', true) <> '0'
+                THEN set_config('idle_session_timeout', '0', false) END) END
+FROM (SELECT $1::bigint IS NULL OR pg_backend_pid() = $1::bigint AS direct) AS pin`
+
+// backendPIDSQL reads the server process id of a borrowed pool's
+// connection, to compare with the one the connection was given.
+const backendPIDSQL = `SELECT pg_backend_pid()`
 
 // settingsSQL reads what checkSettings judges: synchronous_commit, the
 // fencing sequence's cache, whether the sequence is behind the newest audit

@@ -32,6 +32,8 @@ const module = "github.com/leasestore/leasestore"
 //   - examples: example programs, which open a backend from a DSN as the
 //     CLI does (the libraries they show, scheduler included, stay neutral).
 //   - internal/testkit/pgtest: tests' PostgreSQL helper (pgx, testcontainers).
+//   - internal/testkit/pgbouncer: tests' PgBouncer (pgx, to see that an
+//     alias answers).
 //   - kvstore/etcd: the etcd backend; its client (go.etcd.io/etcd/client/v3)
 //     is a storage client like a driver, and counts as one here.
 //   - internal/testkit/etcdcluster: tests' etcd cluster (the client, for
@@ -44,6 +46,7 @@ var exempt = []string{
 	"cmd",
 	"examples",
 	"internal/testkit/pgtest",
+	"internal/testkit/pgbouncer",
 }
 
 // driverPrefixes names database drivers and their support packages, by
@@ -548,6 +551,7 @@ func TestClassification(t *testing.T) {
 		"kvstore":                        false,
 		"kvstore/redis":                  false, // a new engine must be listed on purpose
 		"internal/testkit/etcdcluster":   true,
+		"internal/testkit/pgbouncer":     true,
 	} {
 		if got := isExempt(r); got != want {
 			t.Errorf("isExempt(%q) = %v, want %v", r, got, want)

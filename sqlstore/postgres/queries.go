@@ -582,12 +582,13 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // Coalescing (see coalesce.go). changeBatchFnSQL creates, in the
 // connection's temporary schema (so no migration, and every release keeps
 // its own), the function that applies a batch of operations in one
-// statement, one commit. It never waits for a lock: it tries every key's
-// advisory lock and locks the key's row, if any, skipping rows another
-// transaction holds; an operation whose key it could not take (another
-// writer's, a sweeper's or any session's lock) comes back busy (SQLSTATE
-// LS002) and runs alone, under its caller's deadline, so a stuck key holds
-// up no other key's operation. Then it runs each operation in
+// statement, one commit. It does not wait for a key: it tries every key's
+// advisory lock, and runs its operations under a lock_timeout of 1 ms
+// (the setting is restored before the commit); an operation whose key it could not take
+// (another writer's advisory lock, or a sweeper's or any session's lock on
+// the key's row, or an insert of the key or of its request id in
+// progress) comes back busy (SQLSTATE LS002) and runs alone, under its
+// caller's deadline, so a stuck key holds up no other key's operation. Then it runs each operation in
 // turn, in the order given, each in a subtransaction of its own (a plpgsql
 // block with an exception handler): an error rolls back that operation
 // alone and comes back in its row (err_state, err_message,
@@ -639,21 +640,14 @@ DECLARE
     v_rid   text;
     v_at    timestamptz;
     v_busy  bigint[];
+    v_lock_timeout text;
 BEGIN
     SELECT coalesce(array_agg(u.i), '{}') INTO v_busy
     FROM unnest(p_ns, p_name) WITH ORDINALITY AS u(ns, name, i)
     WHERE NOT pg_try_advisory_xact_lock(1818583411, hashtext(u.ns || '/' || u.name));
-    WITH k AS (
-        SELECT u.ns, u.name, u.i FROM unnest(p_ns, p_name) WITH ORDINALITY AS u(ns, name, i)
-        WHERE u.i <> ALL (v_busy)
-    ), got AS MATERIALIZED (
-        SELECT l.namespace, l.name FROM leasestore_leases l JOIN k ON l.namespace = k.ns AND l.name = k.name
-        FOR NO KEY UPDATE OF l SKIP LOCKED
-    )
-    SELECT v_busy || coalesce(array_agg(k.i), '{}') INTO v_busy
-    FROM k JOIN leasestore_leases l ON l.namespace = k.ns AND l.name = k.name
-    WHERE NOT EXISTS (SELECT FROM got WHERE got.namespace = k.ns AND got.name = k.name);
     LOCK TABLE leasestore_audit IN ROW EXCLUSIVE MODE;
+    v_lock_timeout := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '1ms', true);
     SELECT e.id_offset, e.tableoid || '/' || e.id_offset INTO v_off, v_mark FROM leasestore_audit_era e;
     v_check := current_setting('leasestore.audit_ids_checked', true) IS DISTINCT FROM v_mark;
     IF v_check THEN
@@ -754,11 +748,16 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS o_err_state = RETURNED_SQLSTATE, o_err_message = MESSAGE_TEXT,
                                     o_err_constraint = CONSTRAINT_NAME;
+            IF o_err_state = '55P03' THEN
+                o_err_state := 'LS002'; -- lock_timeout: another transaction holds the key's row
+            END IF;
             o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
             o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
         END;
         RETURN NEXT;
     END LOOP;
+    -- The commit (a NOTIFY's lock) waits as any other transaction's does.
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END
 $fn$`
 

@@ -168,3 +168,15 @@ func (r runtimeReader) ReadAudit(ctx context.Context, q Query) (Page, error) {
 	})
 	return page, err
 }
+
+// follower returns the runtime's backend as a [Follower], when it is one:
+// the follow then reaches the backend without the runtime, whose deadline
+// would end it.
+func (r runtimeReader) follower() (Follower, bool) {
+	var f Follower
+	_ = r.rt.Do(context.Background(), protocol.OpAudit, func(_ context.Context, b protocol.Backend) error {
+		f, _ = b.(Follower)
+		return nil
+	})
+	return f, f != nil
+}

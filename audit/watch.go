@@ -38,10 +38,17 @@ type WatchConfig struct {
 // (Record{}, err) and retried after the interval; an invalid q is yielded
 // once and ends the stream. The stream ends without an error when ctx
 // ends, or when the caller stops ranging.
+//
+// When r streams the trail itself (a [Follower], or a [RuntimeReader] of a
+// backend that is one, such as httpapi.Client), Watch is its Follow, and
+// cfg's Interval and HeldBack do not apply.
 func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[Record, error] {
 	c := cfg.withDefaults()
 	q.Follow = true
 	q.Since = time.Time{}
+	if f, ok := FollowerOf(r); ok {
+		return f.Follow(ctx, q)
+	}
 	return func(yield func(Record, error) bool) {
 		if err := q.Validate(); err != nil {
 			yield(Record{}, err)
@@ -90,6 +97,29 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 	}
 }
 
+// Follower is implemented by readers that stream the trail's records as
+// they commit instead of being read page by page: httpapi.Client, over the
+// server's GET /v1/audit/follow. Follow behaves as [Watch]: the records
+// that q selects after q.Cursor (from the start when empty), oldest first,
+// each once, until ctx ends or the caller stops ranging; a failure is
+// yielded as (Record{}, err) and the stream goes on when it can (an
+// invalid q is yielded once and ends it).
+type Follower interface {
+	Follow(ctx context.Context, q Query) iter.Seq2[Record, error]
+}
+
+// FollowerOf returns r as a [Follower] when it streams the trail itself:
+// r is one, or r is a [RuntimeReader] whose runtime's backend is one.
+func FollowerOf(r Reader) (Follower, bool) {
+	switch r := r.(type) {
+	case Follower:
+		return r, true
+	case runtimeReader:
+		return r.follower()
+	}
+	return nil, false
+}
+
 // withDefaults returns c (nil for all defaults) with its defaults filled in.
 func (c *WatchConfig) withDefaults() WatchConfig {
 	out := WatchConfig{Interval: DefaultWatchInterval, ReadTimeout: 5 * time.Second}
@@ -103,6 +133,31 @@ func (c *WatchConfig) withDefaults() WatchConfig {
 		}
 	}
 	return out
+}
+
+// Start returns the cursor a watch of q starts after: q.Cursor when set;
+// else, when q.Since is set, the cursor just before the first record at
+// or after it (the end of the trail when a follower sees none yet); else
+// the end of the trail ([Tail]), so that only the changes committed from
+// now on follow. Each read is bounded by cfg's ReadTimeout (cfg may be nil).
+func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, error) {
+	if q.Cursor != "" {
+		return q.Cursor, nil
+	}
+	if !q.Since.IsZero() {
+		probe := q
+		probe.Limit, probe.Follow = 1, true
+		rctx, cancel := context.WithTimeout(ctx, cfg.withDefaults().ReadTimeout)
+		page, err := r.ReadAudit(rctx, probe)
+		cancel()
+		if err != nil {
+			return "", err
+		}
+		if len(page.Records) > 0 {
+			return EncodeCursor(page.Records[0].ID - 1), nil
+		}
+	}
+	return Tail(ctx, r, q, cfg)
 }
 
 // Tail returns the cursor after the last record of the trail that q

@@ -15,7 +15,24 @@
 //	GET  /v1/leases/{namespace}?prefix=&owner=&include_expired=&limit=&cursor=   list
 //	GET  /v1/audit?namespace=&key=&since=&limit=&cursor=&follow=
 //	GET  /v1/notify/{namespace}/{key...}   a stream of signals (an addition to DESIGN.md's routes)
+//	GET  /v1/namespaces?after=&limit=      the namespaces the token may read that hold live leases
+//	POST /v1/renew-many {"renewals":[renew bodies...]}   one request, each renewal its own outcome and record
+//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=   the trail's records as they commit (a stream)
 //	GET  /healthz  /readyz  /metrics  /openapi.json
+//
+// The Client is a [protocol.NamespaceLister], a [protocol.BulkRenewer] and
+// an [audit.Follower] over the last three. Durations (ttl, Request-Timeout)
+// and times (since) take the CLI's grammar (package internal/durations):
+// 90s, 15m, 1h30m, 2d; RFC 3339 or a duration back from now.
+//
+// Hostile clients: a body must arrive within [Config].BodyTimeout (408;
+// a refusal before the body is read answers at once and closes an HTTP/1
+// connection); streams (notify, audit follow) are capped per server and
+// per token ([Config].MaxStreams, MaxStreamsPerToken: 503, 429);
+// [Handler.TokensReloaded] ends the streams of tokens a reload removed or
+// narrowed; the answers of a store that did not answer (unavailable,
+// timeout, closed) never carry the driver's words, which name the
+// database's user, name and address: those go to [Config].Logger.
 //
 // The body's status is authoritative; the HTTP code follows from it
 // ([StatusCode]). A request names its request id in the body or in the

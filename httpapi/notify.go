@@ -109,14 +109,7 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 	}
 	defer func() { cancel() }()
 
-	hd := x.w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-	x.code = http.StatusOK
-	x.w.WriteHeader(http.StatusOK)
-	es := eventStream{w: x.w, rc: http.NewResponseController(x.w)}
-	x.status = eventSubscribed
+	es := h.startEvents(x)
 	if es.event(eventSubscribed, wire.NotifyEvent{Status: eventSubscribed, Message: "subscribed to " + key.String(),
 		KeepAlive: h.keepAlive.String()}) != nil {
 		return
@@ -171,6 +164,19 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 	}
 }
 
+// startEvents answers 200 with an event stream, whose first event the
+// caller sends (subscribed).
+func (h *Handler) startEvents(x *exchange) eventStream {
+	hd := x.w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	x.code = http.StatusOK
+	x.w.WriteHeader(http.StatusOK)
+	x.status = eventSubscribed
+	return eventStream{w: x.w, rc: http.NewResponseController(x.w)}
+}
+
 // eventStream writes server-sent events, flushing each.
 type eventStream struct {
 	w  io.Writer
@@ -178,10 +184,13 @@ type eventStream struct {
 }
 
 // event writes one event named name with ev as its data.
-func (es eventStream) event(name string, ev wire.NotifyEvent) error {
-	data, err := json.Marshal(ev)
+func (es eventStream) event(name string, ev wire.NotifyEvent) error { return es.data(name, ev) }
+
+// data writes one event named name with v, in JSON, as its data.
+func (es eventStream) data(name string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
-		// Only unsupported types fail; an event is plain strings.
+		// Only unsupported types fail; an event is plain data.
 		panic(fmt.Sprintf("httpapi: encode event: %v", err))
 	}
 	if _, err := fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", name, data); err != nil {

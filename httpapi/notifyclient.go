@@ -205,13 +205,16 @@ func (c *Client) openStream(ctx, octx context.Context, key protocol.Key) (*strea
 		}
 		return nil, notifyRefusal(resp.StatusCode, body)
 	}
-	st := &stream{body: resp.Body, lines: bufio.NewScanner(resp.Body)}
-	st.lines.Buffer(make([]byte, 0, 512), maxEventLine)
+	st := newStream(resp.Body)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		_ = resp.Body.Close()
 		return nil, badAnswer(opNotify, resp.StatusCode, []byte(resp.Header.Get("Content-Type")))
 	}
-	name, ev, err := st.next()
+	name, data, err := st.next()
+	var ev wire.NotifyEvent
+	if err == nil {
+		err = json.Unmarshal(data, &ev)
+	}
 	if err != nil {
 		_ = resp.Body.Close()
 		return nil, transportError(octx, opNotify, err)
@@ -232,10 +235,17 @@ type stream struct {
 	silence *time.Timer        // cancels the request when the stream stayed silent for window
 }
 
-// next reads the next event, skipping comments; every line read counts as
-// a sign of life.
-func (st *stream) next() (name string, ev wire.NotifyEvent, err error) {
-	var data []string
+// newStream reads the events of body.
+func newStream(body io.ReadCloser) *stream {
+	st := &stream{body: body, lines: bufio.NewScanner(body)}
+	st.lines.Buffer(make([]byte, 0, 512), maxEventLine)
+	return st
+}
+
+// next reads the next event, skipping comments, and returns its name and
+// data; every line read counts as a sign of life.
+func (st *stream) next() (name string, data []byte, err error) {
+	var lines []string
 	for st.lines.Scan() {
 		if st.silence != nil {
 			st.silence.Reset(st.window)
@@ -243,13 +253,10 @@ func (st *stream) next() (name string, ev wire.NotifyEvent, err error) {
 		line := strings.TrimSuffix(st.lines.Text(), "\r")
 		switch {
 		case line == "":
-			if name == "" && data == nil {
+			if name == "" && lines == nil {
 				continue
 			}
-			if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev); err != nil {
-				return name, ev, err
-			}
-			return name, ev, nil
+			return name, []byte(strings.Join(lines, "\n")), nil
 		case strings.HasPrefix(line, ":"): // a comment: keep-alive
 		default:
 			field, value, _ := strings.Cut(line, ":")
@@ -258,14 +265,14 @@ func (st *stream) next() (name string, ev wire.NotifyEvent, err error) {
 			case "event":
 				name = value
 			case "data":
-				data = append(data, value)
+				lines = append(lines, value)
 			}
 		}
 	}
 	if err := st.lines.Err(); err != nil {
-		return "", ev, err
+		return "", nil, err
 	}
-	return "", ev, io.ErrUnexpectedEOF
+	return "", nil, io.ErrUnexpectedEOF
 }
 
 // follow reads events, calling signal for each signal event, until the

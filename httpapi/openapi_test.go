@@ -245,6 +245,21 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	do("GET", "/v1/leases/scan/k", "", append(r, httpapi.HeaderTimeout, "x")...) // 400 for the get route
 	do("GET", "/v1/notify/scan/a%01b", "", r...)                                 // 400: a control character in the key
 	do("POST", "/v1/acquire", `{"namespace":"scan","key":"k","owner":"o","ttl":"1s"}`, w...)
+	// The routes of v3's parity: namespaces, renew-many, audit follow.
+	do("GET", "/v1/namespaces?limit=5", "", r...)
+	do("GET", "/v1/namespaces?limit=x", "", r...) // 400
+	do("GET", "/v1/namespaces", "")               // 401
+	manyBody := `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1,"ttl":"1s"},{"namespace":"scan","key":"k","owner":"o","token":1}]}`
+	do("POST", "/v1/renew-many", manyBody, w...)
+	do("POST", "/v1/renew-many", `{"renewals":[]}`, w...) // 400
+	do("POST", "/v1/renew-many", manyBody)                // 401
+	do("POST", "/v1/renew-many", manyBody, r...)          // 403
+	do("POST", "/v1/renew-many", `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1,"request_id":"`+
+		strings.Repeat("x", httpapi.MaxRenewManyBodyBytes)+`"}]}`, w...) // 413
+	do("GET", "/v1/audit/follow?namespace=scan", "", r...)
+	do("GET", "/v1/audit/follow?namespace=scan&since=soon", "", r...) // 400
+	do("GET", "/v1/audit/follow?namespace=scan", "")                  // 401
+	do("GET", "/v1/audit/follow", "", r...)                           // 403: every namespace
 	do("GET", "/healthz", "")
 	do("GET", "/metrics", "")
 	do("GET", "/openapi.json", "")
@@ -260,9 +275,11 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	for path, body := range bodies {
 		do("POST", st.URL+path, body, quick...)
 	}
-	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan", "/readyz", "/v1/notify/scan/k"} {
+	for _, path := range []string{"/v1/leases/scan/k", "/v1/leases/scan", "/v1/audit?namespace=scan", "/readyz", "/v1/notify/scan/k",
+		"/v1/namespaces", "/v1/audit/follow?namespace=scan"} {
 		do("GET", st.URL+path, "", quick...)
 	}
+	do("POST", st.URL+"/v1/renew-many", `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1}]}`, quick...)
 	noAudit, err := httpapi.NewHandler(s.rt, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -270,6 +287,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	na := httptest.NewServer(noAudit)
 	defer na.Close()
 	do("GET", na.URL+"/v1/audit", "")
+	do("GET", na.URL+"/v1/audit/follow", "")
 	// A store that cannot signal: 501 on /v1/notify.
 	silent, err := httpapi.NewHandler(struct{ protocol.Store }{s.rt}, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -278,6 +296,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	ss := httptest.NewServer(silent)
 	defer ss.Close()
 	do("GET", ss.URL+"/v1/notify/scan/k", "")
+	do("GET", ss.URL+"/v1/namespaces", "") // 501: the store cannot list namespaces
 
 	// A token at its cap of streams: 429 on /v1/notify.
 	capped := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }, MaxStreamsPerToken: 1})
@@ -285,6 +304,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		t.Fatalf("the capped server's first stream: %d", first.resp.StatusCode)
 	}
 	do("GET", capped.url+"/v1/notify/scan/k2", "", r...)
+	do("GET", capped.url+"/v1/audit/follow?namespace=scan", "", r...)
 
 	// The store closes: 503 on every route that reaches it.
 	if err := s.rt.Close(ctx); err != nil {
@@ -298,6 +318,8 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	do("GET", "/v1/leases/scan/k", "", r...)
 	do("GET", "/v1/leases/scan", "", r...)
 	do("GET", "/v1/notify/scan/k", "", r...)
+	do("GET", "/v1/namespaces", "", r...)
+	do("POST", "/v1/renew-many", `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1}]}`, w...)
 
 	vt.mu.Lock()
 	defer vt.mu.Unlock()
@@ -309,7 +331,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	// transport, which reads each request's body before sending it:
 	// TestSlowBodiesAreCutOff provokes it on a raw connection.
 	notProvoked := map[string]bool{}
-	for _, p := range []string{"/v1/acquire", "/v1/renew", "/v1/release", "/v1/revoke"} {
+	for _, p := range []string{"/v1/acquire", "/v1/renew", "/v1/release", "/v1/revoke", "/v1/renew-many"} {
 		notProvoked["POST "+p+" 408"] = true
 	}
 	var missing []string
@@ -361,7 +383,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, typ := range map[string]reflect.Type{
 		"Lease": reflect.TypeFor[wire.Lease](), "Result": reflect.TypeFor[wire.Result](), "ListPage": reflect.TypeFor[wire.ListPage](),
 		"Record": reflect.TypeFor[wire.Record](), "AuditPage": reflect.TypeFor[wire.AuditPage](), "Probe": reflect.TypeFor[wire.Error](),
-		"NotifyEvent": reflect.TypeFor[wire.NotifyEvent](),
+		"NotifyEvent": reflect.TypeFor[wire.NotifyEvent](), "NamespacePage": reflect.TypeFor[wire.NamespacePage](),
+		"RenewManyPage": reflect.TypeFor[wire.RenewManyPage](),
 	} {
 		sc, ok := doc.Components.Schemas[name]
 		if !ok {
@@ -434,6 +457,11 @@ func (s stallingStore) Health(ctx context.Context) error {
 func (s stallingStore) Subscribe(ctx context.Context, _ protocol.Key) (<-chan struct{}, func(), error) {
 	<-ctx.Done()
 	return nil, nil, ctx.Err()
+}
+
+func (s stallingStore) Do(ctx context.Context, op protocol.Op, fn func(ctx context.Context, b protocol.Backend) error) error {
+	<-ctx.Done()
+	return s.Store.(*protocol.Runtime).Do(ctx, op, fn)
 }
 
 // stallingReader answers only when the request's deadline passed.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,6 +157,9 @@ const (
 	routeList    = "list"
 	routeAudit   = "audit"
 	routeNotify  = "notify"
+	routeSpaces  = "namespaces"
+	routeMany    = "renew-many"
+	routeFollow  = "audit-follow"
 	routeHealthz = "healthz"
 	routeReadyz  = "readyz"
 	routeMetrics = "metrics"
@@ -173,7 +177,8 @@ type exchange struct {
 	status    protocol.Status
 	requestID string
 	role      string
-	token     string // the bearer token, to check a stream's again at reload; never logged
+	token     string     // the bearer token, to check a stream's again at reload; never logged
+	principal *Principal // the token's principal; nil without tokens
 	// unread is set while a request body may be left unread: an answer
 	// then closes an HTTP/1 connection instead of reading the rest.
 	unread bool
@@ -249,6 +254,12 @@ func (h *Handler) route(x *exchange) {
 		}
 	case path == "/v1/audit":
 		get(routeAudit, h.serveAudit)
+	case path == "/v1/audit/follow":
+		only(routeFollow, http.MethodGet, h.serveFollow)
+	case path == "/v1/namespaces":
+		get(routeSpaces, h.serveNamespaces)
+	case path == "/v1/renew-many":
+		post(routeMany, h.serveRenewMany)
 	case strings.HasPrefix(path, "/v1/notify/"):
 		// GET only: a HEAD would hold a stream open with nothing to carry it.
 		only(routeNotify, http.MethodGet, func(x *exchange) { h.serveNotify(x, strings.TrimPrefix(path, "/v1/notify/")) })
@@ -358,7 +369,7 @@ func (h *Handler) authenticate(x *exchange, sh shape) (*Principal, bool) {
 		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, msg, sh)
 		return nil, false
 	}
-	x.role, x.token = p.Role.String(), strings.TrimSpace(token)
+	x.role, x.token, x.principal = p.Role.String(), strings.TrimSpace(token), &p
 	return &p, true
 }
 
@@ -386,22 +397,22 @@ func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, verb, nam
 
 // readBody reads the request body, answering 413 past MaxBodyBytes and
 // 408 when it did not arrive within the body timeout.
-func (h *Handler) readBody(x *exchange) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, MaxBodyBytes))
+func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, limit))
 	var tooBig *http.MaxBytesError
 	var ne net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		h.refusal(x, protocol.StatusInvalid, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("body: larger than the limit of %d bytes", MaxBodyBytes), resultShape)
+			fmt.Sprintf("body: larger than the limit of %d bytes", limit), sh)
 		return nil, false
 	case errors.As(err, &ne) && ne.Timeout():
 		h.refusal(x, protocol.StatusInvalid, http.StatusRequestTimeout,
-			fmt.Sprintf("body: not received within %v of the request", h.bodyTimeout), resultShape)
+			fmt.Sprintf("body: not received within %v of the request", h.bodyTimeout), sh)
 		return nil, false
 	case err != nil:
 		// The error names the connection's addresses: say what failed.
-		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, "body: the connection failed while it was read", resultShape)
+		h.refusal(x, protocol.StatusInvalid, http.StatusBadRequest, "body: the connection failed while it was read", sh)
 		return nil, false
 	}
 	x.unread = false
@@ -448,11 +459,15 @@ func errorShape(s protocol.Status, msg, _ string) any {
 // Idempotency-Key header) and names the request's namespace, and how it
 // runs the request and answers.
 type route[Req any] struct {
-	op     protocol.Op
-	verb   string // what the request does, in 403 messages; "" for op
-	shape  shape
-	decode func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
-	run    func(ctx context.Context, x *exchange, req Req)
+	op   protocol.Op
+	verb string // what the request does, in 403 messages; "" for op
+	// anyNamespace: the route spans namespaces and its run filters or
+	// checks them (x.principal); serve checks only the role.
+	anyNamespace bool
+	maxBody      int64 // the body's limit; 0 for MaxBodyBytes
+	shape        shape
+	decode       func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
+	run          func(ctx context.Context, x *exchange, req Req)
 }
 
 // serve is the path every lease route takes: authenticate; for POST,
@@ -470,7 +485,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 			h.authorize(x, p, rt.op, rt.verb, "", rt.shape) // refused for the role, before the body is read
 			return
 		}
-		if body, ok = h.readBody(x); !ok {
+		if body, ok = h.readBody(x, cmp.Or(rt.maxBody, MaxBodyBytes), rt.shape); !ok {
 			return
 		}
 	}
@@ -481,7 +496,12 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
 		return
 	}
-	if !h.authorize(x, p, rt.op, rt.verb, ns, rt.shape) {
+	if rt.anyNamespace {
+		if p != nil && p.Role < opRole(rt.op) {
+			h.authorize(x, p, rt.op, rt.verb, "", rt.shape)
+			return
+		}
+	} else if !h.authorize(x, p, rt.op, rt.verb, ns, rt.shape) {
 		return
 	}
 	ctx, cancel, err := h.opContext(x)

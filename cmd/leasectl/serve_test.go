@@ -733,3 +733,82 @@ func TestServeShutdownEndsNotifyStreams(t *testing.T) {
 		t.Fatalf("serve cut requests off: %s", s.stderr)
 	}
 }
+
+// TestServeParityOverHTTP: through an http DSN, namespaces and list -A
+// answer (a token sees the namespaces it may read), and audit --follow
+// streams: with --interval 1h, a record committed while it follows arrives
+// within seconds, which a poll every hour could not do.
+func TestServeParityOverHTTP(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "parity.db"), nil, "--tokens", writeTokens(t, dir, e2eTokens))
+	c := leasectl{dir: dir, dsn: s.url}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	command := func(tok string, args ...string) *exec.Cmd {
+		cmd := c.command(ctx, append(args, "-o", "json")...)
+		cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+tok)
+		return cmd
+	}
+	run := func(tok string, code int, args ...string) map[string]any {
+		t.Helper()
+		cmd := command(tok, args...)
+		r := finish(t, cmd, args, cmd.Run())
+		if r.code != code {
+			t.Fatalf("%v: exit %d, want %d\n%s", args, r.code, code, r)
+		}
+		return r.obj(t)
+	}
+	for _, ns := range []string{"e2e", "other", "billing"} {
+		result(t, run(e2eAdmin, 0, "acquire", "k", "-n", ns, "--owner", "w"), "acquired")
+	}
+	if got := fmt.Sprint(run(e2eAdmin, 0, "namespaces")["namespaces"]); got != "[billing e2e other]" {
+		t.Fatalf("namespaces as admin: %s", got)
+	}
+	if got := fmt.Sprint(run(e2eReader, 0, "namespaces")["namespaces"]); got != "[e2e other]" {
+		t.Fatalf("namespaces as a reader of e2e and other: %s", got)
+	}
+	if n := len(run(e2eAdmin, 0, "list", "-A")["leases"].([]any)); n != 3 {
+		t.Fatalf("list -A: %d leases, want 3", n)
+	}
+
+	follow := command(e2eAdmin, "audit", "--follow", "-A", "--since", "1h", "--interval", "1h")
+	follow.Stdout = nil
+	out, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	wait := func(key string) {
+		t.Helper()
+		select {
+		case line, ok := <-lines:
+			if !ok || !strings.Contains(line, `"key":"`+key+`"`) || !strings.Contains(line, `"next_cursor":"a1.`) {
+				t.Fatalf("audit --follow: line %q (open: %v), want the record of %s; stderr: %s", line, ok, key, follow.Stderr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("audit --follow -A --interval 1h: no record of %s within 10s (polling?); stderr: %s", key, follow.Stderr)
+		}
+	}
+	for range 3 {
+		wait("k")
+	}
+	result(t, run(e2eWriter, 0, "acquire", "later", "-n", "e2e", "--owner", "w"), "acquired")
+	wait("later")
+	_ = follow.Process.Signal(os.Interrupt)
+	for range lines {
+	}
+	if err := follow.Wait(); err != nil {
+		t.Fatalf("audit --follow after an interrupt: %v; stderr: %s", err, follow.Stderr)
+	}
+}

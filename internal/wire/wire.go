@@ -90,6 +90,24 @@ type AuditPage struct {
 	HeldBack bool `json:"held_back,omitempty"`
 }
 
+// NamespacePage is the answer of the HTTP API's namespace listing and
+// leasectl namespaces: the namespaces that hold live leases, in byte order.
+type NamespacePage struct {
+	Status     string   `json:"status"`
+	Namespaces []string `json:"namespaces"`
+	Message    string   `json:"message,omitempty"` // set when the listing failed
+}
+
+// RenewManyPage is the answer of the HTTP API's bulk renew: one result per
+// renewal asked, in order. Status is found when the store answered (each
+// result has its own status), else the status of why it could not
+// (unavailable, timeout, closed; every result then has it too).
+type RenewManyPage struct {
+	Status  string   `json:"status"`
+	Results []Result `json:"results"`
+	Message string   `json:"message,omitempty"`
+}
+
 // Error is the answer of a request that failed outside the shapes above
 // (health, authentication, an unknown route), and leasectl's output for a
 // command that failed before it had an answer.

@@ -103,6 +103,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
+	allNamespacesFlag(cmd, &q.Namespace)
 	f.StringVar(&q.Key, "key", "", "only records of this key")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
@@ -137,6 +138,9 @@ const heldBackNotice = 5 * time.Second
 // follower rides out a database restart.
 func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, interval time.Duration) error {
 	q.Follow = true // never skip a record that commits out of id order
+	if f, ok := audit.FollowerOf(r); ok {
+		return a.streamAudit(ctx, f, q)
+	}
 	first := true
 	var heldSince time.Time // when the follower began to wait on a transaction in progress
 	for {
@@ -192,4 +196,31 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		case <-time.After(interval):
 		}
 	}
+}
+
+// streamAudit prints the records a streaming reader (a served store's
+// GET /v1/audit/follow) sends, from q.Cursor, until ctx is cancelled, as
+// followAudit prints polled ones: one line, or one JSON page object with
+// the cursor after it, per record. A failure before the first record
+// fails the command; later ones are logged (the stream goes on).
+func (a *app) streamAudit(ctx context.Context, f audit.Follower, q audit.Query) error {
+	first := true
+	for rec, err := range f.Follow(ctx, q) {
+		switch {
+		case err != nil && first:
+			return failWith(err)
+		case err != nil:
+			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
+			continue
+		}
+		first = false
+		if a.output == "json" {
+			out := toAuditJSON(audit.Page{Records: []audit.Record{rec}})
+			out.NextCursor = audit.EncodeCursor(rec.ID)
+			a.printJSON(out)
+		} else {
+			a.printText(formatRecordLine(rec))
+		}
+	}
+	return nil
 }

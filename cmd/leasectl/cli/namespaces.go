@@ -90,3 +90,21 @@ func namespaces(ctx context.Context, s *store, after string) (page []string, ok 
 	})
 	return page, ok, err
 }
+
+// allNamespacesFlag gives cmd -A/--all-namespaces, which reads every
+// namespace (as -n ""): it sets *ns to "" before the command runs, and
+// refuses -n beside it.
+func allNamespacesFlag(cmd *cobra.Command, ns *string) {
+	var all bool
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, `every namespace (as -n "")`)
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !all {
+			return nil
+		}
+		if cmd.Flags().Changed("namespace") {
+			return usageError("-A/--all-namespaces and -n/--namespace go apart: give one")
+		}
+		*ns = ""
+		return nil
+	}
+}

@@ -58,17 +58,8 @@ says so after a few seconds).`,
 			}
 			defer s.close(a)
 			cfg := &audit.WatchConfig{Interval: interval, ReadTimeout: a.timeout, HeldBack: a.heldBackNotice()}
-			switch {
-			case q.Cursor == "" && !q.Since.IsZero():
-				// Watch reads by cursor only: start just before the first
-				// record at or after --since.
-				if q.Cursor, err = a.cursorBefore(cmd, s.audit, q); err != nil {
-					return failWith(err)
-				}
-			case q.Cursor == "":
-				if q.Cursor, err = audit.Tail(ctx, s.audit, q, cfg); err != nil {
-					return failWith(err)
-				}
+			if q.Cursor, err = audit.Start(ctx, s.audit, q, cfg); err != nil {
+				return failWith(err)
 			}
 			a.log.Info("watch: following changes", "namespace", q.Namespace, "key", q.Key, "after", q.Cursor)
 			first := true
@@ -92,6 +83,7 @@ says so after a few seconds).`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace, without KEY)`)
+	allNamespacesFlag(cmd, &q.Namespace)
 	f.StringVar(&since, "since", "", "print the changes since then first: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID a printed record's id")
 	f.Var(newDurationFlag(&interval, audit.DefaultWatchInterval), "interval", "pause between reads of the trail while caught up")
@@ -113,23 +105,4 @@ func (a *app) heldBackNotice() func(time.Duration) {
 				"waiting", d.Round(time.Second))
 		}
 	}
-}
-
-// cursorBefore returns the cursor just before the first record of q at or
-// after q.Since ("" when the trail has none before it).
-func (a *app) cursorBefore(cmd *cobra.Command, r audit.Reader, q audit.Query) (string, error) {
-	probe := q
-	probe.Limit, probe.Follow = 1, true
-	ctx, cancel := a.opContext(cmd.Context())
-	defer cancel()
-	page, err := r.ReadAudit(ctx, probe)
-	if err != nil {
-		return "", err
-	}
-	if len(page.Records) == 0 {
-		// None since then yet (or none visible to a follower yet): every
-		// record after the trail's current end is new.
-		return audit.Tail(cmd.Context(), r, q, &audit.WatchConfig{ReadTimeout: a.timeout})
-	}
-	return audit.EncodeCursor(page.Records[0].ID - 1), nil
 }

@@ -1,0 +1,293 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var (
+	_ protocol.NamespaceLister = (*Client)(nil)
+	_ protocol.BulkRenewer     = (*Client)(nil)
+	_ audit.Follower           = (*Client)(nil)
+)
+
+// opFollow names an audit follow in the client's errors.
+const opFollow protocol.Op = "follow"
+
+// Namespaces implements [protocol.NamespaceLister] over GET
+// /v1/namespaces: the namespaces that hold live leases and that the
+// client's token may read.
+func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	const op = protocol.OpNamespaces
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/namespaces", query: q})
+	if err != nil {
+		return nil, err
+	}
+	var out wire.NamespacePage
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return nil, badAnswer(op, code, body)
+	}
+	status := protocol.Status(out.Status)
+	if code == http.StatusNotImplemented && status == StatusNotImplemented {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", out.Message)
+	}
+	if err := answerError(op, code, status, out.Message); err != nil {
+		return nil, err
+	}
+	if status != protocol.StatusFound {
+		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
+	}
+	return out.Namespaces, nil
+}
+
+// RenewMany implements [protocol.BulkRenewer] over POST /v1/renew-many, in
+// requests of at most [MaxRenewManyRequest] renewals (one round trip each;
+// the server's store renews each request's batch in one when it can). Each
+// renewal keeps its own outcome, audit record and request id.
+func (c *Client) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	out := make([]protocol.Result, 0, len(reqs))
+	for chunk := range slicesChunk(reqs, MaxRenewManyRequest) {
+		got, err := c.renewMany(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+func slicesChunk(reqs []protocol.RenewRequest, n int) iter.Seq[[]protocol.RenewRequest] {
+	return func(yield func([]protocol.RenewRequest) bool) {
+		for len(reqs) > 0 {
+			k := min(n, len(reqs))
+			if !yield(reqs[:k]) {
+				return
+			}
+			reqs = reqs[k:]
+		}
+	}
+}
+
+func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	const op = protocol.OpRenew
+	body := renewManyBody{Renewals: make([]renewBody, len(reqs))}
+	for i, r := range reqs {
+		body.Renewals[i] = renewBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token,
+			TTL: ttlField(r.TTL), RequestID: r.RequestID}
+	}
+	code, raw, err := c.do(ctx, op, call{method: http.MethodPost, path: "/v1/renew-many", body: body})
+	if err != nil {
+		return nil, err
+	}
+	var out wire.RenewManyPage
+	if err := json.Unmarshal(raw, &out); err != nil || out.Status == "" {
+		return nil, badAnswer(op, code, raw)
+	}
+	status := protocol.Status(out.Status)
+	if err := answerError(op, code, status, out.Message); err != nil {
+		return nil, err
+	}
+	if status != protocol.StatusFound {
+		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
+	}
+	if len(out.Results) != len(reqs) {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered %d results for %d renewals",
+			len(out.Results), len(reqs))
+	}
+	results := make([]protocol.Result, len(reqs))
+	for i, r := range out.Results {
+		if results[i], err = r.Protocol(op); err != nil {
+			return nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+		}
+	}
+	return results, nil
+}
+
+// readerOnly hides a Client's Follow, so that audit.Watch polls it.
+type readerOnly struct{ c *Client }
+
+func (r readerOnly) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	return r.c.ReadAudit(ctx, q)
+}
+
+// Follow implements [audit.Follower] over GET /v1/audit/follow (from the
+// start of the trail when q has neither Cursor nor Since): the server
+// streams each record as it commits, so a watcher over HTTP neither polls
+// nor lags a poll interval. When the stream breaks, the client reconnects
+// after the last record it yielded (pausing 50ms doubling up to 5s), so no
+// record is skipped or repeated; a failure is yielded as (Record{}, err)
+// and the stream goes on, except a refusal (invalid query, 401, 403),
+// which ends it. A server without the route (an older one) is polled as
+// [audit.Watch] does.
+func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		backoff := reconnectMinBackoff
+		for ctx.Err() == nil {
+			opened := time.Now()
+			cursor, err, final := c.followOnce(ctx, q, yield)
+			q.Cursor = cursor
+			switch {
+			case errors.Is(err, errNoRoute):
+				for rec, err := range audit.Watch(ctx, readerOnly{c}, q, nil) {
+					if !yield(rec, err) {
+						return
+					}
+				}
+				return
+			case final:
+				if err != nil {
+					yield(audit.Record{}, err)
+				}
+				return
+			case err != nil && ctx.Err() == nil:
+				if !yield(audit.Record{}, err) {
+					return
+				}
+			}
+			if time.Since(opened) > reconnectMaxBackoff {
+				backoff = reconnectMinBackoff
+			}
+			pause := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				pause.Stop()
+				return
+			case <-pause.C:
+			}
+			backoff = min(2*backoff, reconnectMaxBackoff)
+		}
+	}
+}
+
+// errNoRoute reports a server without GET /v1/audit/follow.
+var errNoRoute = errors.New("httpapi: the server has no audit follow route")
+
+// followOnce runs one follow stream from q.Cursor, yielding its records,
+// and returns the cursor after the last one yielded; final is set when the
+// caller stopped ranging or the server refused the query (then err says
+// why).
+func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
+	cursor = q.Cursor
+	if cursor == "" && q.Since.IsZero() {
+		// The route starts at the end of the trail without a cursor; the
+		// interface starts at its beginning.
+		q.Cursor = audit.EncodeCursor(0)
+	}
+	v := url.Values{}
+	for name, val := range map[string]string{"namespace": q.Namespace, "key": q.Key, "cursor": q.Cursor} {
+		if val != "" {
+			v.Set(name, val)
+		}
+	}
+	if q.Cursor == "" && !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	octx, ocancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
+	defer ocancel()
+	deadline, _ := octx.Deadline()
+	req, err := c.newRequest(sctx, http.MethodGet, c.url("/v1/audit/follow", v), nil, "text/event-stream", deadline)
+	if err != nil {
+		return cursor, transportError(octx, opFollow, err), false
+	}
+	stopOpening := context.AfterFunc(octx, cancel)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		stopOpening()
+		return cursor, transportError(octx, opFollow, err), false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		stopOpening()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxEventLine))
+		if resp.StatusCode == http.StatusNotFound && !json.Valid(body) {
+			return cursor, errNoRoute, false
+		}
+		var out wire.Error
+		if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+			return cursor, badAnswer(opFollow, resp.StatusCode, body), false
+		}
+		status := protocol.Status(out.Status)
+		if err := answerError(opFollow, resp.StatusCode, status, out.Message); err != nil {
+			var refused *RefusedError
+			return cursor, err, errors.As(err, &refused)
+		}
+		return cursor, backendkit.NewError(opFollow, status, nil, "server: %s", out.Message), status == protocol.StatusInvalid
+	}
+	st := newStream(resp.Body)
+	name, data, err := st.next()
+	var first wire.NotifyEvent
+	if err == nil {
+		err = json.Unmarshal(data, &first)
+	}
+	if !stopOpening() && err == nil {
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		return cursor, transportError(octx, opFollow, err), false
+	}
+	if st.window, err = streamStart(name, first); err != nil {
+		return cursor, err, false
+	}
+	st.silence = time.AfterFunc(st.window, cancel)
+	defer st.silence.Stop()
+	for {
+		name, data, err := st.next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return cursor, nil, true
+			}
+			return cursor, backendkit.NewError(opFollow, protocol.StatusUnavailable, err, "httpapi: the audit follow stream broke"), false
+		}
+		switch name {
+		case eventRecord:
+			var wr wire.Record
+			if err := json.Unmarshal(data, &wr); err != nil {
+				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+			}
+			rec, err := wr.Audit()
+			if err != nil {
+				return cursor, backendkit.NewError(opFollow, protocol.StatusUnavailable, err, "httpapi: the server's record does not parse"), false
+			}
+			if !yield(rec, nil) {
+				return cursor, nil, true
+			}
+			cursor = audit.EncodeCursor(rec.ID)
+		case eventError, eventEnd:
+			var ev wire.NotifyEvent
+			_ = json.Unmarshal(data, &ev)
+			status := protocol.Status(ev.Status)
+			if status == StatusUnauthorized || status == StatusForbidden {
+				return cursor, backendkit.NewError(opFollow, protocol.StatusUnavailable,
+					&RefusedError{Code: StatusCode(status), Status: status, Message: ev.Message}, "httpapi"), true
+			}
+			if !status.Known() || status.Success() {
+				status = protocol.StatusUnavailable
+			}
+			err := backendkit.NewError(opFollow, status, nil, "server: %s", ev.Message)
+			if name == eventEnd {
+				return cursor, err, false
+			}
+			if !yield(audit.Record{}, err) {
+				return cursor, nil, true
+			}
+		}
+	}
+}

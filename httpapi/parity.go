@@ -1,0 +1,348 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/internal/wire"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// The routes that give the HTTP API what the Go API has: the namespaces
+// that hold live leases, renewing many leases in one request, and
+// following the audit trail as a stream.
+//
+//	GET  /v1/namespaces?after=&limit=
+//	POST /v1/renew-many   {"renewals":[{"namespace","key","owner","token","ttl"?,"request_id"?}, ...]}
+//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=   server-sent events
+
+// MaxRenewManyRequest bounds the renewals of one POST /v1/renew-many; the
+// Go client splits larger batches. Their body may hold up to
+// [MaxRenewManyBodyBytes].
+const (
+	MaxRenewManyRequest   = 1000
+	MaxRenewManyBodyBytes = 1 << 20
+)
+
+// Events of the audit follow stream besides subscribed and end: a record
+// (data: the record object, as in an audit page) and a read of the trail
+// that failed (data: {"status","message"}; the stream goes on).
+const (
+	eventRecord = "record"
+	eventError  = "error"
+)
+
+func namespaceShape(s protocol.Status, msg, _ string) any {
+	return wire.NamespacePage{Status: string(s), Namespaces: []string{}, Message: msg}
+}
+
+func renewManyShape(s protocol.Status, msg, _ string) any {
+	return wire.RenewManyPage{Status: string(s), Results: []wire.Result{}, Message: msg}
+}
+
+// namespacesQuery is a request of GET /v1/namespaces.
+type namespacesQuery struct {
+	after string
+	limit int
+}
+
+// lister returns the served store's namespace listing: the store's own, or
+// its runtime's backend's (through the runtime, as leasectl does); nil when
+// it has none.
+func (h *Handler) lister() func(ctx context.Context, after string, limit int) ([]string, error) {
+	if nl, ok := h.store.(protocol.NamespaceLister); ok {
+		return nl.Namespaces
+	}
+	rt, ok := h.store.(interface {
+		Do(ctx context.Context, op protocol.Op, fn func(ctx context.Context, b protocol.Backend) error) error
+	})
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, after string, limit int) (page []string, err error) {
+		supported := false
+		err = rt.Do(ctx, protocol.OpNamespaces, func(ctx context.Context, b protocol.Backend) error {
+			nl, ok := b.(protocol.NamespaceLister)
+			if !ok {
+				return nil
+			}
+			supported = true
+			page, err = nl.Namespaces(ctx, after, limit)
+			return err
+		})
+		if err == nil && !supported {
+			return nil, errNoLister
+		}
+		return page, err
+	}
+}
+
+// errNoLister reports a served store that cannot list namespaces.
+var errNoLister = errors.New("the served store cannot list namespaces")
+
+// serveNamespaces answers the namespaces that hold live leases, after
+// ?after= (exclusive), up to ?limit= (1 to protocol.MaxListLimit, default
+// protocol.DefaultListLimit), in byte order. A token sees the namespaces
+// its globs allow; fewer than limit means there are no more.
+func (h *Handler) serveNamespaces(x *exchange) {
+	serve(h, x, route[namespacesQuery]{op: protocol.OpList, verb: "list namespaces", shape: namespaceShape, anyNamespace: true,
+		decode: func(x *exchange, _ []byte, _ string) (namespacesQuery, string, error) {
+			q := x.r.URL.Query()
+			if err := queryParams(q, "after", "limit"); err != nil {
+				return namespacesQuery{}, "", err
+			}
+			limit, err := parseLimit(q.Get("limit"))
+			switch {
+			case err != nil:
+			case !q.Has("limit"):
+				limit = protocol.DefaultListLimit
+			case limit < 1 || limit > protocol.MaxListLimit:
+				err = fmt.Errorf("limit: %d is outside [1, %d]", limit, protocol.MaxListLimit)
+			}
+			return namespacesQuery{after: q.Get("after"), limit: limit}, "", err
+		},
+		run: func(ctx context.Context, x *exchange, q namespacesQuery) {
+			list := h.lister()
+			if list == nil {
+				h.refusal(x, StatusNotImplemented, http.StatusNotImplemented, "namespaces: "+errNoLister.Error(), namespaceShape)
+				return
+			}
+			out := []string{}
+			for after := q.after; len(out) < q.limit; {
+				page, err := list(ctx, after, q.limit)
+				if errors.Is(err, errNoLister) {
+					h.refusal(x, StatusNotImplemented, http.StatusNotImplemented, "namespaces: "+errNoLister.Error(), namespaceShape)
+					return
+				}
+				if err != nil {
+					h.failure(ctx, x, err, namespaceShape)
+					return
+				}
+				for _, ns := range page {
+					if len(out) < q.limit && (x.principal == nil || x.principal.allows(protocol.OpList, ns)) {
+						out = append(out, ns)
+					}
+				}
+				if len(page) < q.limit {
+					break
+				}
+				after = page[len(page)-1]
+			}
+			h.write(x, http.StatusOK, protocol.StatusFound, wire.NamespacePage{Status: string(protocol.StatusFound), Namespaces: out})
+		}})
+}
+
+// renewManyBody is the body of POST /v1/renew-many.
+type renewManyBody struct {
+	Renewals []renewBody `json:"renewals"`
+}
+
+// serveRenewMany renews each renewal as POST /v1/renew would (each with
+// its own outcome, audit record and request id) in one request: the
+// store's bulk renewal when it has one (one round trip on PostgreSQL).
+func (h *Handler) serveRenewMany(x *exchange) {
+	serve(h, x, route[[]protocol.RenewRequest]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
+		decode: func(_ *exchange, body []byte, idem string) ([]protocol.RenewRequest, string, error) {
+			var b renewManyBody
+			if err := decodeJSON(body, &b); err != nil {
+				return nil, "", err
+			}
+			if idem != "" {
+				return nil, "", errors.New("renew many: the Idempotency-Key header names one request: give each renewal its request_id")
+			}
+			switch {
+			case len(b.Renewals) == 0:
+				return nil, "", errors.New("renewals: none: want 1 to " + strconv.Itoa(MaxRenewManyRequest))
+			case len(b.Renewals) > MaxRenewManyRequest:
+				return nil, "", fmt.Errorf("renewals: %d, at most %d in one request", len(b.Renewals), MaxRenewManyRequest)
+			}
+			reqs := make([]protocol.RenewRequest, len(b.Renewals))
+			for i, r := range b.Renewals {
+				ttl, err := parseTTL(r.TTL)
+				if err != nil {
+					return nil, "", fmt.Errorf("renewals[%d]: %w", i, err)
+				}
+				reqs[i] = protocol.RenewRequest{Key: protocol.Key{Namespace: r.Namespace, Name: r.Key}, Owner: r.Owner,
+					Token: r.Token, TTL: ttl, RequestID: r.RequestID}
+			}
+			return reqs, reqs[0].Key.Namespace, nil
+		},
+		run: func(ctx context.Context, x *exchange, reqs []protocol.RenewRequest) {
+			var seen []string
+			for _, r := range reqs {
+				if ns := r.Key.Namespace; !slices.Contains(seen, ns) {
+					if !h.authorize(x, x.principal, protocol.OpRenew, "renew", ns, renewManyShape) {
+						return
+					}
+					seen = append(seen, ns)
+				}
+			}
+			var results []protocol.Result
+			var err error
+			if br, ok := h.store.(protocol.BulkRenewer); ok {
+				results, err = br.RenewMany(ctx, reqs)
+			} else {
+				results = make([]protocol.Result, len(reqs))
+				for i, r := range reqs {
+					var rerr error
+					results[i], rerr = h.store.Renew(ctx, r)
+					if s := protocol.StatusOf(rerr); err == nil && (s == protocol.StatusTimeout || s == protocol.StatusUnavailable || s == protocol.StatusClosed) {
+						err = rerr // the store did not answer: say so for the request as a whole
+					}
+				}
+			}
+			status := protocol.StatusFound
+			if err != nil {
+				status = failedStatus(ctx, err)
+			}
+			if results == nil { // refused as a whole (invalid): nothing was sent
+				h.refusal(x, protocol.StatusOf(err), StatusCode(protocol.StatusOf(err)), h.storeMessage(x, protocol.StatusOf(err), err.Error()), renewManyShape)
+				return
+			}
+			out := wire.RenewManyPage{Status: string(status), Results: make([]wire.Result, len(results))}
+			for i, res := range results {
+				out.Results[i] = wire.FromResult(res, h.storeMessage(x, res.Status, res.Message))
+			}
+			if err != nil {
+				out.Message = h.storeMessage(x, status, err.Error())
+			}
+			h.write(x, StatusCode(status), status, out)
+		}})
+}
+
+// followQuery is a request of GET /v1/audit/follow.
+type followQuery = audit.Query
+
+// serveFollow streams the audit records that the query selects as they
+// commit, as server-sent events: subscribed (once the starting point is
+// known), a record event per record (data: the record, as in an audit
+// page; resume after it with cursor=a1.ID), error when a read of the trail
+// failed (the stream goes on), end when the server ends the stream, and
+// keep-alive comments. It starts after ?cursor=, else at the first record
+// at or after ?since=, else at the end of the trail (changes from now on).
+func (h *Handler) serveFollow(x *exchange) {
+	serve(h, x, route[followQuery]{op: protocol.OpGet, verb: "follow the audit trail", shape: errorShape,
+		decode: func(x *exchange, _ []byte, _ string) (followQuery, string, error) {
+			q := x.r.URL.Query()
+			if err := queryParams(q, "namespace", "key", "cursor", "since"); err != nil {
+				return audit.Query{}, "", err
+			}
+			out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor"), Follow: true}
+			if s := q.Get("since"); s != "" {
+				var err error
+				if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {
+					return audit.Query{}, "", fmt.Errorf("since: %w", err)
+				}
+			}
+			return out, out.Namespace, out.Validate()
+		},
+		run: h.follow})
+}
+
+// follow finds where q's stream starts (under ctx, the request's
+// deadline) and streams records until the client goes away, the server
+// ends streams, or a reload no longer allows the caller.
+func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
+	if h.audit == nil {
+		h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable, "audit: this server has no audit reader", errorShape)
+		return
+	}
+	select {
+	case <-h.streamsClosed:
+		h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable, "follow: the server is shutting down", errorShape)
+		return
+	default:
+	}
+	reload := h.reloads()
+	if status, why := h.stillAllowed(x, protocol.OpGet, q.Namespace); status != "" {
+		h.refusal(x, status, StatusCode(status), "follow: "+why, errorShape)
+		return
+	}
+	done, ok := h.openStream(x, errorShape)
+	if !ok {
+		return
+	}
+	defer done()
+	cfg := &audit.WatchConfig{ReadTimeout: h.defaultTimeout}
+	start, err := audit.Start(ctx, h.audit, q, cfg)
+	if err != nil {
+		h.failure(ctx, x, err, errorShape)
+		return
+	}
+	q.Cursor = start
+	es := h.startEvents(x)
+	if es.event(eventSubscribed, wire.NotifyEvent{Status: eventSubscribed, Message: "following the audit trail after cursor " +
+		strconv.Quote(start), KeepAlive: h.keepAlive.String()}) != nil {
+		return
+	}
+	sctx, cancel := context.WithCancel(x.r.Context())
+	defer cancel()
+	type item struct {
+		rec audit.Record
+		err error
+	}
+	items := make(chan item)
+	go func() {
+		defer close(items)
+		for rec, err := range audit.Watch(sctx, h.audit, q, cfg) {
+			select {
+			case items <- item{rec, err}:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		for range items { // the watch ends with sctx
+		}
+	}()
+	keepAlive := time.NewTicker(h.keepAlive)
+	defer keepAlive.Stop()
+	end := func(status protocol.Status, msg string) {
+		x.status = status
+		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg})
+	}
+	for {
+		var werr error
+		select {
+		case <-x.r.Context().Done():
+			return
+		case <-h.streamsClosed:
+			end(protocol.StatusUnavailable, "the server is shutting down")
+			return
+		case <-reload:
+			if status, why := h.stillAllowed(x, protocol.OpGet, q.Namespace); status != "" {
+				end(status, why)
+				return
+			}
+			reload = h.reloads()
+			continue
+		case <-keepAlive.C:
+			werr = es.comment("keep-alive")
+		case it, ok := <-items:
+			switch {
+			case !ok:
+				return
+			case it.err != nil:
+				status := failedStatus(x.r.Context(), it.err)
+				werr = es.event(eventError, wire.NotifyEvent{Status: string(status), Message: h.storeMessage(x, status, it.err.Error())})
+			default:
+				rec := wire.FromRecord(it.rec)
+				rec.ExpiresAt = wire.OptTime(it.rec.ExpiresAt)
+				werr = es.data(eventRecord, rec)
+			}
+		}
+		if werr != nil {
+			return // the client went away
+		}
+		keepAlive.Reset(h.keepAlive)
+	}
+}

@@ -237,7 +237,7 @@ func TestChaosLeaderKill(t *testing.T) {
 	runFaults(t, killLeader, 3000, 500*time.Millisecond)
 }
 
-// TestChaosQuorumLoss (make chaos): 4,500 operations while two of three
+// TestChaosQuorumLoss (make chaos): 9,000 operations while two of three
 // members are down for quorumOutage at a time: operations answer timeout
 // or unavailable meanwhile (retried with their request ids), never a
 // wrong answer, and nothing acknowledged is lost when quorum returns.
@@ -245,7 +245,7 @@ func TestChaosQuorumLoss(t *testing.T) {
 	if os.Getenv(chaosEnv) == "" {
 		t.Skip("set " + chaosEnv + "=1 (make chaos) for the long fault cases")
 	}
-	runFaults(t, loseQuorum, 1500, 2*time.Second)
+	runFaults(t, loseQuorum, 3000, 2*time.Second)
 }
 
 // TestChaosMemberKill (make chaos): TestFaultMemberKill, longer.

@@ -1,0 +1,68 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TestAuthFromDSN: on a cluster with authentication on (a one-member
+// cluster of its own), a DSN's user and password open the store and
+// serve leases; a wrong password is refused as unavailable, saying
+// authentication failed, and the error never holds the password.
+func TestAuthFromDSN(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", "r00t-Pw:@/"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli.Close()
+	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+
+	cfg, err := etcd.ParseDSN("etcd://root:r00t-Pw%3A%40%2F@" + host + "/auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := etcd.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open with the right password: %v", err)
+	}
+	rt := protocol.New(b, nil)
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
+		t.Fatalf("acquire as root: %v", err)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err = etcd.ParseDSN("etcd://root:wr0ngPassw0rd@" + host + "/auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = etcd.Open(ctx, cfg)
+	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "authentication") || strings.Contains(err.Error(), "wr0ngPassw0rd") {
+		t.Fatalf("open with a wrong password: %v, want unavailable saying authentication failed, without the password", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/contract/lincheck"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -195,5 +197,97 @@ func TestFullDiskBatchFailsEveryMember(t *testing.T) {
 	}
 	if n != 16 {
 		t.Fatalf("%d answers from the two batches, want 16", n)
+	}
+}
+
+// lincheckFullDiskEnv, set in a lincheck worker's environment, makes it
+// fill the disk now and then while it runs: see fillDiskNowAndThen.
+const lincheckFullDiskEnv = "LEASESTORE_SQLITE_TEST_FULL_DISK"
+
+// fillDiskNowAndThen caps the process's file size at the write-ahead log's
+// size for 10 to 40 ms at a time, with as long between, until stop is
+// closed, and lifts the cap when it returns (as done closes). Commits that
+// need the log to grow meanwhile fail as on a full disk.
+func fillDiskNowAndThen(file string, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	signal.Ignore(syscall.SIGXFSZ)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		return
+	}
+	defer func() { _ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim) }()
+	pause := func() bool {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(time.Duration(10+rand.IntN(30)) * time.Millisecond):
+			return true
+		}
+	}
+	for pause() {
+		wal, err := os.Stat(file + "-wal")
+		if err != nil {
+			continue
+		}
+		capped := lim
+		capped.Cur = uint64(wal.Size())
+		_ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &capped)
+		ok := pause()
+		_ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim)
+		if !ok {
+			return
+		}
+	}
+}
+
+// The lincheck workload from two worker processes on one file, each with
+// four clients (so their writes coalesce), while each process's disk fills
+// up now and then: commits fail, batches and all, and every history must
+// still be linearizable (an answer from a batch that did not commit would
+// not be: a replayed acquire whose token went to another owner later).
+func TestLinearizableWithFullDisk(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	db := migratedFile(t)
+	dir := t.TempDir()
+	var files []string
+	var procs []*lincheckProc
+	for i := range 2 {
+		p := startLincheckWorker(t, db, dir, fmt.Sprintf("w%d", i), lincheckFullDiskEnv+"=1")
+		procs = append(procs, p)
+		files = append(files, p.history)
+	}
+	began := time.Now()
+	for time.Since(began) < 3*time.Second || countReturns(t, files) < 1500 && time.Since(began) < time.Minute {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, p := range procs {
+		_ = p.stdin.Close()
+	}
+	var failures int
+	for _, p := range procs {
+		summary, _ := p.stdout.ReadString('\n')
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("worker %s: %v; stderr:\n%s", p.name, err, p.stderr.String())
+		}
+		t.Logf("worker %s: %s", p.name, strings.TrimSpace(summary))
+	}
+	h, err := lincheck.ReadHistoryFiles(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+	t.Logf("history: %v in %v", res, time.Since(began).Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		failures += strings.Count(string(b), `"unavailable"`)
+	}
+	if failures == 0 {
+		t.Fatal("no operation answered unavailable: the disk never filled up under a commit")
 	}
 }

@@ -51,12 +51,21 @@ func runLincheckWorker() int {
 	}
 	rt := protocol.New(b, nil)
 	defer rt.Close(context.Background())
+	if os.Getenv(lincheckFullDiskEnv) != "" {
+		stopFilling, filled := make(chan struct{}), make(chan struct{})
+		go fillDiskNowAndThen(os.Getenv(workerFileEnv), stopFilling, filled)
+		defer func() { close(stopFilling); <-filled }() // before Close checkpoints
+	}
 	go func() { // the parent closes stdin to stop the run
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
 	fmt.Println("ready")
-	w := lincheck.Workload{Store: rt, Recorder: lincheck.NewRecorder(proc, f), Clients: 3, LoseAnswers: 0.02}
+	clients := 3
+	if os.Getenv(lincheckFullDiskEnv) != "" {
+		clients = 4 // more writes at once: more batches meet a full disk
+	}
+	w := lincheck.Workload{Store: rt, Recorder: lincheck.NewRecorder(proc, f), Clients: clients, LoseAnswers: 0.02}
 	stats, err := w.Run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker %s: %v\n", proc, err)
@@ -76,11 +85,13 @@ type lincheckProc struct {
 	stderr  strings.Builder
 }
 
-func startLincheckWorker(t *testing.T, db, dir, name string) *lincheckProc {
+// startLincheckWorker starts a lincheck worker on db, recording in dir,
+// with env (NAME=VALUE) added to its environment.
+func startLincheckWorker(t *testing.T, db, dir, name string, env ...string) *lincheckProc {
 	t.Helper()
 	p := &lincheckProc{name: name, history: filepath.Join(dir, name+".jsonl"), cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	p.cmd.Env = append(os.Environ(), workerEnv+"="+lincheckWorkerMode, workerFileEnv+"="+db,
-		lincheckHistoryEnv+"="+p.history, lincheckProcEnv+"="+name)
+	p.cmd.Env = append(append(os.Environ(), workerEnv+"="+lincheckWorkerMode, workerFileEnv+"="+db,
+		lincheckHistoryEnv+"="+p.history, lincheckProcEnv+"="+name), env...)
 	p.cmd.Stderr = &p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -28,9 +28,13 @@ type notifier struct {
 	b        *Backend
 	interval time.Duration
 
-	mu     sync.Mutex
-	keys   map[protocol.Key]map[chan struct{}]struct{}
-	count  int
+	mu    sync.Mutex
+	keys  map[protocol.Key]map[chan struct{}]struct{}
+	count int
+	// owned holds the ids of release and revoke records this Backend is
+	// writing and signals itself once they commit (while anyone waits):
+	// the poller skips them, so that one release is one signal.
+	owned  map[int64]struct{}
 	poll   *poller // the running poller; nil when none
 	closed bool
 }
@@ -52,6 +56,28 @@ func (n *notifier) signal(key protocol.Key) {
 		default:
 		}
 	}
+}
+
+// own marks the record id as signalled by this Backend (see owned), when
+// someone waits; nobody polls otherwise.
+func (n *notifier) own(id int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.count == 0 {
+		return
+	}
+	if n.owned == nil {
+		n.owned = make(map[int64]struct{})
+	}
+	n.owned[id] = struct{}{}
+}
+
+// forget unmarks a record id whose write did not take effect: the id may
+// come back in another process's record.
+func (n *notifier) forget(id int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.owned, id)
 }
 
 // signalAll wakes every waiter (the Backend is closing).
@@ -144,6 +170,7 @@ func (n *notifier) run(p *poller) {
 		n.mu.Lock()
 		if n.count == 0 || n.closed {
 			n.poll = nil
+			n.owned = nil
 			n.mu.Unlock()
 			return
 		}
@@ -205,12 +232,21 @@ func (n *notifier) wake(ctx context.Context, conn *sql.Conn, after int64) (int64
 		return after, err
 	}
 	defer rows.Close()
+	seen := map[protocol.Key]bool{}
 	for rows.Next() {
+		var id int64
 		var k protocol.Key
-		if err := rows.Scan(&k.Namespace, &k.Name); err != nil {
+		if err := rows.Scan(&id, &k.Namespace, &k.Name); err != nil {
 			return after, err
 		}
-		n.signal(k)
+		n.mu.Lock()
+		_, mine := n.owned[id]
+		delete(n.owned, id)
+		n.mu.Unlock()
+		if !mine && !seen[k] {
+			seen[k] = true
+			n.signal(k)
+		}
 	}
 	return top, rows.Err()
 }

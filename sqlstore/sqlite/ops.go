@@ -107,11 +107,20 @@ func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key p
 
 // record appends the audit record of a state change.
 func (b *Backend) record(ctx context.Context, tx *sql.Tx, r backendkit.Recorded) error {
-	_, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
+	_, err := b.recordID(ctx, tx, r)
+	return err
+}
+
+// recordID is record, returning the record's id.
+func (b *Backend) recordID(ctx context.Context, tx *sql.Tx, r backendkit.Recorded) (int64, error) {
+	res, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
 		string(r.Status), r.Version, r.ParamsHash, nullMicros(r.ExpiresAt), nullMicros(r.AcquiredAt),
 		nullMicros(r.RenewedAt))
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // nullMicros stores t, or NULL for the zero time.
@@ -235,7 +244,8 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	const op = protocol.OpRelease
 	fp := backendkit.Fingerprint(req)
-	return b.woke(req.Key, protocol.StatusReleased)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	var rid int64 // the record the write makes, signalled here, not by the poller
+	return b.woke(req.Key, protocol.StatusReleased, &rid)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -254,9 +264,12 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
 		l.LockDelay = time.Duration(delay) * time.Microsecond
 		rec := backendkit.NewRecorded(now, op, protocol.StatusReleased, l, req.RequestID, fp, req.Owner, "")
-		if err := b.record(ctx, tx, rec); err != nil {
-			return protocol.Result{}, false, err
+		id, rerr := b.recordID(ctx, tx, rec)
+		if rerr != nil {
+			return protocol.Result{}, false, rerr
 		}
+		rid = id
+		b.notify.own(id)
 		return protocol.Result{Status: protocol.StatusReleased, Lease: &l}, true, nil
 	}))
 }
@@ -267,7 +280,8 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	const op = protocol.OpRevoke
 	fp := backendkit.Fingerprint(req)
-	return b.woke(req.Key, protocol.StatusRevoked)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	var rid int64 // the record the write makes, signalled here, not by the poller
+	return b.woke(req.Key, protocol.StatusRevoked, &rid)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -292,19 +306,27 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 			}
 		}
 		rec := backendkit.NewRecorded(now, op, protocol.StatusRevoked, l, req.RequestID, fp, req.Actor, req.Reason)
-		if err := b.record(ctx, tx, rec); err != nil {
-			return protocol.Result{}, false, err
+		id, rerr := b.recordID(ctx, tx, rec)
+		if rerr != nil {
+			return protocol.Result{}, false, rerr
 		}
+		rid = id
+		b.notify.own(id)
 		return protocol.Result{Status: protocol.StatusRevoked, Lease: &l}, true, nil
 	}))
 }
 
 // woke returns a pass-through of a write's answer that signals the
 // Backend's waiters of key when the write took effect with status st.
-func (b *Backend) woke(key protocol.Key, st protocol.Status) func(protocol.Result, error) (protocol.Result, error) {
+// *rid is the id of the audit record the write made (0 for none), which
+// the write marked as signalled here so that the poller does not signal
+// it again; a write that did not take effect unmarks it.
+func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(protocol.Result, error) (protocol.Result, error) {
 	return func(res protocol.Result, err error) (protocol.Result, error) {
 		if err == nil && res.Status == st && !res.Replayed {
 			b.notify.signal(key)
+		} else if *rid != 0 {
+			b.notify.forget(*rid)
 		}
 		return res, err
 	}

@@ -250,8 +250,8 @@ const (
 	qDataVersion = `PRAGMA data_version`
 	qWakeTop     = `SELECT coalesce(max(id), 0) FROM leasestore_audit`
 	qWakeKeys    = `
-SELECT DISTINCT namespace, name FROM leasestore_audit
-WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke')`
+SELECT id, namespace, name FROM leasestore_audit
+WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke') ORDER BY id`
 
 	// qSavepoint, qRollbackSavepoint and qReleaseSavepoint bracket each
 	// write of a coalesced transaction (see coalesce.go).

@@ -136,3 +136,41 @@ func BenchmarkWakeUpOverHTTP(b *testing.B) {
 	}
 	wakebench.Run(b, serve(), serve())
 }
+
+// TestOneSignalPerRelease: a release through the Backend signals its
+// waiters once: at once, in-process, and not a second time when the poller
+// finds the release in the trail (a notification stream sent two signal
+// events for one release).
+func TestOneSignalPerRelease(t *testing.T) {
+	t.Parallel()
+	b, err := sqlite.Open(ctxT(t), migratedFile(t), &sqlite.Config{NotifyInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	k := protocol.Key{Namespace: "ns", Name: "k"}
+	ch, cancel, err := b.Subscribe(ctxT(t), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	for i := range 3 {
+		acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: k, Owner: "w", TTL: time.Minute, RequestID: fmt.Sprintf("a%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: k, Owner: "w", Token: acq.Lease.Token, RequestID: fmt.Sprintf("r%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("release %d: no signal", i)
+		}
+		select {
+		case <-ch:
+			t.Fatalf("release %d: a second signal within 250ms (the poller signalled the Backend's own release again)", i)
+		case <-time.After(250 * time.Millisecond): // five of the poller's intervals
+		}
+	}
+}

@@ -36,6 +36,10 @@ import (
 // EnvMember names a prebuilt member program to use instead of building ./member.
 const EnvMember = "LEASESTORE_ETCD_MEMBER"
 
+// startTimeout bounds [Main]'s and [Shared]'s start: on a clean clone it
+// includes compiling etcd's server (a few minutes on two busy cores).
+const startTimeout = 15 * time.Minute
+
 // Member is one member process.
 type Member struct {
 	Name      string
@@ -363,7 +367,7 @@ var shared *Cluster
 // Main starts one cluster for the test binary, runs the tests, stops the
 // cluster, checks that no goroutine was left behind (goleak) and exits. Tests reach it with [Shared].
 func Main(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	c, err := Start(ctx, nil)
 	cancel()
 	if err != nil {
@@ -392,7 +396,7 @@ func Shared(t testing.TB) *Cluster {
 		return shared
 	}
 	lazy.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
 		lazy.c, lazy.err = Start(ctx, nil)
 	})

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/pgbouncer"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
@@ -43,4 +46,29 @@ func TestReadOnlyPostgresIsUnhealthy(t *testing.T) {
 	}
 	call(t, "POST", s.url+"/v1/acquire", `{"namespace":"e2e","key":"k2","owner":"o","ttl":"1m"}`, bearer(e2eWriter)...).
 		want(t, "acquire on a read-only role", 503, "unavailable")
+}
+
+// leasectl through PgBouncer in transaction pooling mode: found by itself
+// (no DSN parameter), healthy, and acquire, release and a waiting acquire
+// (which polls, there being no wake-ups through the pooler) answer as on a
+// direct connection.
+func TestPostgresThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	c := leasectl{dir: t.TempDir(), dsn: pgbouncer.Start(t).DSN(t, dsn)}
+	if h := c.runJSON(t, 0, "health"); h["status"] != "healthy" {
+		t.Fatalf("health through PgBouncer: %v", h)
+	}
+	l := result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w1", "--ttl", "1m"), "acquired")
+	waiter := c.command(context.Background(), "acquire", "k", "--owner", "w2", "--wait", "--wait-timeout", "30s", "-o", "json")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	result(t, c.runJSON(t, 0, "release", "k", "--owner", "w1", "--token", fmt.Sprint(l["token"])), "released")
+	r := finish(t, waiter, waiter.Args[1:], waiter.Wait())
+	if r.code != 0 {
+		t.Fatalf("waiting acquire through PgBouncer:\n%s", r)
+	}
+	result(t, r.obj(t), "acquired")
 }

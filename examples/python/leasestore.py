@@ -1,0 +1,267 @@
+"""A small client of leasestore's HTTP API (leasectl serve), standard library only.
+
+    from leasestore import Client, LeaseError
+    c = Client("http://127.0.0.1:7070", token=os.environ.get("LEASESTORE_API_TOKEN"))
+    res = c.acquire("scan", "10.0.0.0/24", owner="worker-1", ttl="30s")
+    if res.status == "acquired":
+        token = res.lease.token          # pass it to every resource you write to
+        c.renew("scan", "10.0.0.0/24", owner="worker-1", token=token)   # keeps the TTL
+        c.release("scan", "10.0.0.0/24", owner="worker-1", token=token)
+
+Every lease operation returns a Result whose `status` is the API's (acquired,
+renewed, released, revoked, found, or a refusal: conflict, stale_token,
+not_owner, expired, not_found, invalid); the lease acted on, or on conflict the
+holder's, is in `result.lease`. Answers that say the request did not reach the
+store raise LeaseError: unauthorized (401) and forbidden (403), which a retry
+does not mend, and unavailable, timeout, closed (503, 504), which a retry with
+the same request_id may. Durations take the API's grammar (90s, 15m, 1h30m, 2d)
+and times RFC 3339 or a duration back from now (since="1h").
+
+The shapes follow /openapi.json (components.schemas: Result, Lease, ListPage,
+AuditPage, NamespacePage, RenewManyPage, NotifyEvent).
+"""
+
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional
+
+__all__ = ["Client", "LeaseError", "Lease", "Result", "Record"]
+
+# Statuses that mean the store did not answer or the server refused the
+# request: raised as LeaseError rather than returned.
+_FAILURES = {"unauthorized", "forbidden", "unavailable", "timeout", "closed", "too_many_streams", "not_implemented"}
+
+
+class LeaseError(Exception):
+    """A request the store did not answer: status is the body's, code the HTTP code."""
+
+    def __init__(self, status: str, code: int, message: str):
+        super().__init__(f"{status} (HTTP {code}): {message}")
+        self.status, self.code, self.message = status, code, message
+
+    @property
+    def retryable(self) -> bool:
+        """True for unavailable, timeout and closed; never for a refused token."""
+        return self.status in ("unavailable", "timeout", "closed")
+
+
+@dataclass
+class Lease:
+    namespace: str
+    key: str
+    owner: str
+    token: int
+    acquired_at: Optional[str]
+    renewed_at: Optional[str]
+    expires_at: Optional[str]
+    version: int
+    lock_delay: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Optional[dict]) -> Optional["Lease"]:
+        return None if d is None else cls(**d)
+
+
+@dataclass
+class Result:
+    status: str
+    replayed: bool
+    request_id: str
+    message: str
+    lease: Optional[Lease]
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Result":
+        return cls(d["status"], d["replayed"], d["request_id"], d["message"], Lease.from_json(d.get("lease")))
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("acquired", "renewed", "released", "revoked", "found")
+
+
+@dataclass
+class Record:
+    id: int
+    at: str
+    op: str
+    namespace: str
+    key: str
+    owner: str
+    token: int
+    request_id: str
+    actor: str
+    reason: str
+    status: str
+    version: int
+    expires_at: Optional[str] = None
+
+
+@dataclass
+class Page:
+    items: list
+    next_cursor: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class Client:
+    """A client of one server. Not thread-safe per call; create one per thread."""
+
+    def __init__(self, base_url: str, token: Optional[str] = None, timeout: float = 10.0):
+        self.base = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: Optional[dict] = None, query: Optional[dict] = None,
+                 accept: str = "application/json", stream: bool = False):
+        url = self.base + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", accept)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", "Bearer " + self.token)
+        try:
+            # A stream is silent between keep-alives (15s): read it with a longer timeout.
+            resp = urllib.request.urlopen(req, timeout=max(self.timeout, 60) if stream else self.timeout)
+            if stream:
+                return resp.status, resp
+            with resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            with e:
+                raw = e.read()
+            try:
+                return e.code, json.loads(raw)
+            except ValueError:
+                raise LeaseError("unavailable", e.code, raw[:200].decode(errors="replace")) from None
+        except (urllib.error.URLError, socket.timeout, ConnectionError) as e:
+            raise LeaseError("unavailable", 0, f"the server could not be reached: {e}") from None
+
+    @staticmethod
+    def _check(code: int, body: dict) -> dict:
+        if body.get("status") in _FAILURES:
+            raise LeaseError(body["status"], code, body.get("message", ""))
+        return body
+
+    def _result(self, path: str, body: dict) -> Result:
+        code, out = self._request("POST", path, {k: v for k, v in body.items() if v is not None})
+        return Result.from_json(self._check(code, out))
+
+    @staticmethod
+    def _leases_path(namespace: str, key: Optional[str] = None) -> str:
+        p = "/v1/leases/" + urllib.parse.quote(namespace, safe="")
+        return p if key is None else p + "/" + urllib.parse.quote(key, safe="")
+
+    # -- lease operations ---------------------------------------------------
+
+    def acquire(self, namespace: str, key: str, owner: str, ttl: str = "30s", request_id: Optional[str] = None,
+                lock_delay: Optional[str] = None) -> Result:
+        return self._result("/v1/acquire", {"namespace": namespace, "key": key, "owner": owner, "ttl": ttl,
+                                            "request_id": request_id, "lock_delay": lock_delay})
+
+    def renew(self, namespace: str, key: str, owner: str, token: int, ttl: Optional[str] = None,
+              request_id: Optional[str] = None) -> Result:
+        """Without ttl the lease keeps its own TTL."""
+        return self._result("/v1/renew", {"namespace": namespace, "key": key, "owner": owner, "token": token,
+                                          "ttl": ttl, "request_id": request_id})
+
+    def release(self, namespace: str, key: str, owner: str, token: int, request_id: Optional[str] = None) -> Result:
+        return self._result("/v1/release", {"namespace": namespace, "key": key, "owner": owner, "token": token,
+                                            "request_id": request_id})
+
+    def revoke(self, namespace: str, key: str, actor: str, reason: str, token: Optional[int] = None,
+               request_id: Optional[str] = None) -> Result:
+        return self._result("/v1/revoke", {"namespace": namespace, "key": key, "actor": actor, "reason": reason,
+                                           "token": token, "request_id": request_id})
+
+    def renew_many(self, renewals: List[dict]) -> List[Result]:
+        """Each renewal is a dict as renew's arguments; one request, each its own result."""
+        code, out = self._request("POST", "/v1/renew-many", {"renewals": renewals})
+        self._check(code, out)
+        if out["status"] != "found":
+            raise LeaseError(out["status"], code, out.get("message", ""))
+        return [Result.from_json(r) for r in out["results"]]
+
+    def get(self, namespace: str, key: str) -> Result:
+        code, out = self._request("GET", self._leases_path(namespace, key))
+        return Result.from_json(self._check(code, out))
+
+    def list(self, namespace: str, prefix: str = "", owner: str = "", include_expired: bool = False,
+             limit: int = 0, cursor: str = "") -> Page:
+        code, out = self._request("GET", self._leases_path(namespace), query={
+            "prefix": prefix, "owner": owner, "include_expired": "true" if include_expired else "",
+            "limit": limit or "", "cursor": cursor})
+        self._check(code, out)
+        if out["status"] != "found":
+            raise LeaseError(out["status"], code, out.get("message", ""))
+        return Page([Lease.from_json(l) for l in out["leases"]], out["next_cursor"])
+
+    def namespaces(self, after: str = "", limit: int = 0) -> List[str]:
+        code, out = self._request("GET", "/v1/namespaces", query={"after": after, "limit": limit or ""})
+        self._check(code, out)
+        if out["status"] != "found":
+            raise LeaseError(out["status"], code, out.get("message", ""))
+        return out["namespaces"]
+
+    def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "") -> Page:
+        """since: RFC 3339, a date, or a duration back from now ("1h")."""
+        code, out = self._request("GET", "/v1/audit", query={"namespace": namespace, "key": key, "since": since,
+                                                              "limit": limit or "", "cursor": cursor})
+        self._check(code, out)
+        if out["status"] != "found":
+            raise LeaseError(out["status"], code, out.get("message", ""))
+        return Page([Record(**r) for r in out["records"]], out["next_cursor"])
+
+    def health(self) -> bool:
+        code, out = self._request("GET", "/readyz")
+        return code == 200 and out.get("status") == "healthy"
+
+    # -- streams (server-sent events) ------------------------------------------
+
+    def _events(self, path: str, query: Optional[dict] = None) -> Iterator[tuple]:
+        """Yields (event, data) of a stream until it ends; raises LeaseError on a refusal."""
+        code, resp = self._request("GET", path, query=query, accept="text/event-stream", stream=True)
+        if code != 200:
+            self._check(code, resp)
+            raise LeaseError(resp.get("status", "unavailable"), code, resp.get("message", ""))
+        with resp:
+            name, data = "", []
+            for raw in resp:
+                line = raw.decode().rstrip("\r\n")
+                if line == "":
+                    if name:
+                        yield name, json.loads("\n".join(data))
+                    name, data = "", []
+                elif line.startswith(":"):
+                    continue  # keep-alive
+                elif line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+
+    def signals(self, namespace: str, key: str) -> Iterator[str]:
+        """The notification stream of a key: yields "subscribed", then "signal" each time the
+        lease may have ended (release or revoke), until the server ends the stream."""
+        path = "/v1/notify/" + urllib.parse.quote(namespace, safe="") + "/" + urllib.parse.quote(key, safe="")
+        for name, ev in self._events(path):
+            if name == "end":
+                raise LeaseError(ev["status"], 200, ev["message"])
+            yield name
+
+    def follow(self, namespace: str = "", key: str = "", cursor: str = "", since: str = "") -> Iterator[Record]:
+        """The audit trail's records as they commit (from now, or after cursor, or since)."""
+        for name, ev in self._events("/v1/audit/follow", {"namespace": namespace, "key": key,
+                                                          "cursor": cursor, "since": since}):
+            if name == "record":
+                yield Record(**ev)
+            elif name == "end":
+                raise LeaseError(ev["status"], 200, ev["message"])

@@ -905,3 +905,26 @@ func TestRenewWithoutTTLKeepsIt(t *testing.T) {
 		t.Fatalf("renew without --ttl after --ttl 1d: a %v lease, want 1d", got)
 	}
 }
+
+// TestAllNamespacesFlag: -A reads every namespace on audit, watch's flags
+// and audit export, and goes apart from -n.
+func TestAllNamespacesFlag(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, ns := range []string{"a", "b"} {
+		wantCode(t, runCLI(t, e, "acquire", "k", "-n", ns, "--owner", "w"), 0)
+	}
+	o := runCLI(t, e, "audit", "-A", "-o", "json")
+	wantCode(t, o, 0)
+	if n := len(o.json(t)["records"].([]any)); n != 2 {
+		t.Fatalf("audit -A: %d records, want 2", n)
+	}
+	o = runCLI(t, e, "audit", "export", "-A")
+	wantCode(t, o, 0)
+	if n := strings.Count(o.stdout, "\n"); n != 2 {
+		t.Fatalf("audit export -A: %d lines, want 2:\n%s", n, o.stdout)
+	}
+	for _, args := range [][]string{{"audit", "-A", "-n", "a"}, {"watch", "-A", "-n", "a"}, {"audit", "export", "-A", "-n", "a"}} {
+		wantCode(t, runCLI(t, e, args...), ExitUsage)
+	}
+}

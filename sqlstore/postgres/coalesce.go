@@ -30,11 +30,11 @@ import (
 //
 // A batch runs in a goroutine of the coalescer's, under a deadline of its
 // own: the latest of its operations' deadlines, so that no caller's
-// deadline or cancellation fails the others. It never waits for a key: an
-// operation whose key another transaction holds (a writer, a sweeper, any
-// session's row lock) runs again alone, in its caller's goroutine and under
-// its caller's deadline, so a stuck key delays no operation on another key
-// (TestStuckKeyDelaysNoOtherKey). A caller whose context ends
+// deadline or cancellation fails the others. It waits for no key longer
+// than a millisecond: an operation whose key another transaction holds (a
+// writer, a sweeper, any session's row lock) runs again alone, in its
+// caller's goroutine and under its caller's deadline, so a stuck key
+// delays no operation on another key (TestStuckKeyDelaysNoOtherKey). A caller whose context ends
 // while it waits gets timeout (its operation may or may not have been
 // applied: retry with the same request id to learn it).
 

@@ -72,3 +72,15 @@ func TestPostgresThroughPgBouncer(t *testing.T) {
 	}
 	result(t, r.obj(t), "acquired")
 }
+
+// migrate refuses a DSN that goes through a pooler (pooler=transaction),
+// saying to run migrations on a direct connection, instead of passing the
+// parameter to the server (which refused it as an unknown setting).
+func TestMigrateRefusesPoolerDSN(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: pgtest.DSN(t) + "&pooler=transaction"}
+	r := c.run(t, "migrate", "up")
+	if r.code != 2 || !strings.Contains(r.stderr, "direct connection") {
+		t.Fatalf("migrate up through a pooler DSN:\n%s", r)
+	}
+}

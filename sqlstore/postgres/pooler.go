@@ -47,10 +47,11 @@ const (
 	PoolerTransaction = "transaction"
 )
 
-// poolerParam is the DSN parameter that sets the pooler mode, as in
+// PoolerParam is the DSN parameter that sets the pooler mode, as in
 // postgres://app@pgbouncer:6432/prod?pooler=transaction. Open removes it
-// before connecting (the server does not know it).
-const poolerParam = "pooler"
+// before connecting (the server does not know it); a connection made
+// otherwise from such a DSN would send it to the server, which refuses it.
+const PoolerParam = "pooler"
 
 // errSessionsNotKept reports, from a new connection of a pool that detects
 // poolers, that a pooler is in front. It never leaves the package.
@@ -60,8 +61,8 @@ var errSessionsNotKept = errors.New("postgres: a connection pooler is in front o
 // parameter, which it removes from pcfg.
 func poolerMode(cfg *Config, pcfg *pgxpool.Config) (string, error) {
 	mode := cfg.Pooler
-	if v, ok := pcfg.ConnConfig.RuntimeParams[poolerParam]; ok {
-		delete(pcfg.ConnConfig.RuntimeParams, poolerParam)
+	if v, ok := pcfg.ConnConfig.RuntimeParams[PoolerParam]; ok {
+		delete(pcfg.ConnConfig.RuntimeParams, PoolerParam)
 		if mode == PoolerDetect {
 			mode = v
 		}

@@ -13,11 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/pressly/goose/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
@@ -86,6 +88,14 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 	if t.dialect == migrations.SQLite {
 		db, err = sqlite.OpenDB(t.path)
 	} else {
+		// Migrations take a session-level lock (goose's locker), which a
+		// pooler that does not keep sessions would leave on a server
+		// connection other clients use.
+		if c, perr := pgx.ParseConfig(t.raw); perr == nil && c.RuntimeParams[postgres.PoolerParam] != "" {
+			return t, nil, usageError("migrate: the DSN goes through a connection pooler (%s=%s): migrations hold a "+
+				"session lock, so run them on a direct connection to the server (the DSN without %s)",
+				postgres.PoolerParam, c.RuntimeParams[postgres.PoolerParam], postgres.PoolerParam)
+		}
 		db, err = sql.Open("pgx", t.raw)
 	}
 	if err != nil {

@@ -62,6 +62,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Release", holderCases(releaseOp)},
 		{"Revoke", revokeCases()},
 		{"LockDelay", lockDelayCases()},
+		{"HolderHearsLoss", lossCases()},
 		{"Fencing", fencingCases()},
 		{"Get", getCases()},
 		{"List", listCases()},

@@ -22,8 +22,13 @@ type HoldConfig struct {
 }
 
 // Held is a lease kept alive in the background by [Hold]. Its context is
-// cancelled as soon as the lease is lost (renewal refused, or no successful
-// renewal before the lease would run out by the local clock) or released.
+// cancelled as soon as the lease is lost or released. Loss is heard at
+// once when the store signals it ([Notifier], every shipped backend and
+// the HTTP client): a revoke, a release by someone else with the token, or
+// an acquire after the lease ran out, each confirmed by a get (see
+// [WatchLease]); otherwise, and as the fallback, at the next renewal
+// (refused, or none successful before the lease would run out by the
+// local clock).
 // Work done under the lease should use [Held.Context] and pass
 // [Held.Token] to every fenced resource.
 //
@@ -101,8 +106,74 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	// The local deadline is measured from before the acquire (or the renew
 	// confirming a replay) was sent, so it can only be earlier than the
 	// backend's view of the expiry.
-	go h.renewLoop(sent.Add(req.TTL), every, timeout)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(fmt.Errorf("%w: %w", ErrLeaseLost, why)) })
+	}()
+	go func() {
+		h.renewLoop(sent.Add(req.TTL), every, timeout)
+		<-watched
+		close(h.done)
+	}()
 	return h, nil
+}
+
+// WatchLease hears at once that l is lost: it subscribes to l's key when s
+// is a [Notifier], and each time the store signals that the key's lease
+// may have ended (and once when the subscription is live, for a change
+// just before it), it reads the key with a get bounded by timeout. When
+// the key has no live lease or another lease holds it, it calls lost
+// once, with why (matching [ErrNotFound] when no lease is live), and
+// returns. A get that
+// fails (timeout, unavailable) tells nothing: the holder's renewals
+// decide. It returns when ctx ends, or at once when s cannot signal (or
+// the subscription fails): then renewals alone tell the loss.
+//
+// [Hold] and the scheduler call it for every lease they hold; it is for
+// code that keeps a lease alive itself. It costs a subscription (on
+// PostgreSQL an advisory lock on the store's listener connection; over
+// HTTP a notification stream) and a get per signal.
+func WatchLease(ctx context.Context, s Store, l Lease, timeout time.Duration, lost func(why error)) {
+	n, ok := s.(Notifier)
+	if !ok {
+		return
+	}
+	ch, unsubscribe, err := n.Subscribe(ctx, l.Key)
+	if err != nil {
+		return
+	}
+	defer unsubscribe()
+	for {
+		if why := stillHeld(ctx, s, l, timeout); why != nil {
+			lost(why)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
+// stillHeld reads l's key and returns why l is lost, nil when l still
+// holds it or the read told nothing.
+func stillHeld(ctx context.Context, s Store, l Lease, timeout time.Duration) error {
+	gctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := s.Get(gctx, GetRequest{Key: l.Key})
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err == nil && res.Lease != nil && res.Lease.Token == l.Token && res.Lease.Owner == l.Owner:
+		return nil
+	case err == nil && res.Lease != nil:
+		return fmt.Errorf("the store signalled its end; %s holds the key with token %d", res.Lease.Owner, res.Lease.Token)
+	case StatusOf(err) == StatusNotFound:
+		return fmt.Errorf("the store signalled its end (revoked, released or run out): %w", err)
+	}
+	return nil
 }
 
 // confirm renews the lease of a replayed acquire of req, under a fresh
@@ -142,7 +213,8 @@ func (h *Held) Lease() Lease {
 // context.Canceled after Release).
 func (h *Held) Context() context.Context { return h.ctx }
 
-// Done is closed when the renewal goroutine has ended.
+// Done is closed when the renewal goroutine (and the one that listens for
+// the store's signals) has ended.
 func (h *Held) Done() <-chan struct{} { return h.done }
 
 // Release stops renewing and releases the lease. It returns the release's
@@ -174,7 +246,6 @@ func (h *Held) Release(ctx context.Context) error {
 // deadline is when the lease runs out by the local clock: TTL after the last
 // successful acquire or renewal was sent.
 func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
-	defer close(h.done)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {

@@ -365,3 +365,51 @@ func TestHoldReportsAnUnconfirmedReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A revoke through another handle (another process's connection) reaches
+// the Held's context at once, not at the next renewal; the lease's own
+// release does not count as a loss.
+func TestHoldHearsARevokeAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := memstore.NewStore(nil)
+	rt, other := protocol.New(store.Handle(), nil), protocol.New(store.Handle(), nil)
+	defer rt.Close(ctx)
+	defer other.Close(ctx)
+	k := holdKey(t)
+	h, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
+		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // not lost while held
+	if h.Context().Err() != nil {
+		t.Fatalf("context ended while held: %v", context.Cause(h.Context()))
+	}
+	start := time.Now()
+	if _, err := other.Revoke(ctx, protocol.RevokeRequest{Key: k, Actor: "op", Reason: "stuck"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+	case <-time.After(2 * time.Second): // the next renewal is 20 s away
+		t.Fatal("the revoke did not reach the holder before its next renewal")
+	}
+	t.Logf("revoke to context done: %v", time.Since(start))
+	if cause := context.Cause(h.Context()); !errors.Is(cause, protocol.ErrLeaseLost) || !errors.Is(cause, protocol.ErrNotFound) {
+		t.Fatalf("cause %v, want lost with not_found", cause)
+	}
+	<-h.Done()
+
+	h2, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
+		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if cause := context.Cause(h2.Context()); !errors.Is(cause, context.Canceled) || errors.Is(cause, protocol.ErrLeaseLost) {
+		t.Fatalf("cause after the holder's own release %v, want context.Canceled", cause)
+	}
+}

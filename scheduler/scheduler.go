@@ -889,6 +889,13 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 		close(l.done)
 		s.poke()
 	}()
+	// The store's signal tells of a revoke at once; renewals are the fallback.
+	go protocol.WatchLease(ctx, s.store, pl, s.set.opTimeout, func(why error) {
+		s.mu.Lock()
+		s.loseLocked(l, why, false)
+		s.mu.Unlock()
+		s.flush()
+	})
 }
 
 // shutdown cancels every handler, keeps renewing until each returned,

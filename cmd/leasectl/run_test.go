@@ -502,3 +502,50 @@ func nanos(b *testing.B, out string) int64 {
 	}
 	return n
 }
+
+// TestRunHearsRevokeAtOnce: run renews every 20 s (--ttl 60s), yet a
+// revoke from another process reaches its command (SIGTERM) within a few
+// seconds, through the store's signal: on SQLite, PostgreSQL and a store
+// served over HTTP.
+func TestRunHearsRevokeAtOnce(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, c leasectl) {
+		p := c.start(t, "run", "k", "--ttl", "60s", "--grace", "5s", "--",
+			"sh", "-c", `trap 'echo got TERM; exit 0' TERM; echo started; while :; do sleep 0.01; done`)
+		p.expect(p.out, "started")
+		c.runJSON(t, 0, "revoke", "k", "--reason", "test")
+		revoked := time.Now()
+		select {
+		case line := <-waitLine(p, "got TERM"):
+			_ = line
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the command got no SIGTERM within 5 s of the revoke (run renews every 20 s)\n%s", p.output())
+		}
+		t.Logf("the revoking process's exit to the command's SIGTERM: %v", time.Since(revoked))
+		if code := p.wait(); code != 6 {
+			t.Fatalf("run after its lease was revoked: exit %d, want 6\n%s", code, p.output())
+		}
+	}
+	eachStore(t, check)
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "served.db"), nil)
+		check(t, leasectl{dir: dir, dsn: s.url})
+	})
+}
+
+// waitLine returns a channel that gets the first line of p's stdout
+// containing want.
+func waitLine(p *proc, want string) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		for line := range p.out {
+			if strings.Contains(line, want) {
+				ch <- line
+				return
+			}
+		}
+	}()
+	return ch
+}

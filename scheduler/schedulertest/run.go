@@ -43,6 +43,8 @@ import (
 //     the store).
 //   - Shutdown: shutdown waits for slow handlers, keeps their leases until
 //     they return, then releases everything.
+//   - HearsRevoke: a revoke reaches the handler of the revoked target
+//     through the store's signal, long before the next renewal.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -54,6 +56,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Takeover", testTakeover},
 		{"Fencing", testFencing},
 		{"Shutdown", testShutdown},
+		{"HearsRevoke", testHearsRevoke},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness)

@@ -35,7 +35,7 @@ help: ## List the targets.
 test: lint ## gofmt check, go vet, staticcheck, then every test with -race.
 	@if [ -z "$$LEASESTORE_TEST_POSTGRES_DSN" ]; then \
 	  echo "note: LEASESTORE_TEST_POSTGRES_DSN is not set: the PostgreSQL tests start a testcontainer if Docker answers, else they are SKIPPED"; \
-	  echo "      (export LEASESTORE_TEST_POSTGRES_DSN='$(PG_DSN)' for a local server; see README, Testing)"; \
+	  echo "      (export LEASESTORE_TEST_POSTGRES_DSN='$(PG_DSN)' for a local server; see docs/testing.md)"; \
 	fi
 	$(GO) test $(TEST_FLAGS) $(TEST_PKGS)
 

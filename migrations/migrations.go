@@ -58,6 +58,12 @@ func FS(d Dialect) (fs.FS, error) {
 // The caller owns db. Do not call the Provider's Close: goose's Close closes
 // db. Providers are not meant to be shared between goroutines.
 func NewProvider(ctx context.Context, d Dialect, db *sql.DB) (*goose.Provider, error) {
+	return newProvider(ctx, d, db, true)
+}
+
+// newProvider is [NewProvider], with PostgreSQL's session locker only when
+// locked is set.
+func newProvider(ctx context.Context, d Dialect, db *sql.DB, locked bool) (*goose.Provider, error) {
 	fsys, err := FS(d)
 	if err != nil {
 		return nil, err
@@ -72,6 +78,9 @@ func NewProvider(ctx context.Context, d Dialect, db *sql.DB) (*goose.Provider, e
 		gooseDialect = goose.DialectSQLite3
 	case Postgres:
 		gooseDialect = goose.DialectPostgres
+		if !locked {
+			break
+		}
 		locker, err := postgresLocker(ctx, db)
 		if err != nil {
 			return nil, err
@@ -120,8 +129,15 @@ func schemaLockID(schema string) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
-// Up applies every pending migration of dialect d to db.
+// Up applies every pending migration of dialect d to db. On PostgreSQL it
+// first creates the schema the connection's search_path names when none of
+// its schemas exists yet (see [EnsureSchema]).
 func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, error) {
+	if d == Postgres {
+		if _, err := EnsureSchema(ctx, db); err != nil {
+			return nil, err
+		}
+	}
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
 		return nil, err
@@ -275,18 +291,24 @@ func (e *storeNotEmptyError) Is(target error) bool { return target == ErrStoreNo
 // It only reads: on a database that was never migrated it reports every
 // migration pending without creating goose's version table.
 func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatus, error) {
-	p, err := NewProvider(ctx, d, db)
-	if err != nil {
-		return nil, err
-	}
 	if ok, err := versionTableExists(ctx, d, db); err != nil {
 		return nil, err
 	} else if !ok {
+		// Never migrated (on PostgreSQL perhaps not even the schema
+		// exists): a provider without the migration lock lists the sources.
+		p, err := newProvider(ctx, d, db, false)
+		if err != nil {
+			return nil, err
+		}
 		var st []*goose.MigrationStatus
 		for _, src := range p.ListSources() {
 			st = append(st, &goose.MigrationStatus{Source: src, State: goose.StatePending})
 		}
 		return st, nil
+	}
+	p, err := NewProvider(ctx, d, db)
+	if err != nil {
+		return nil, err
 	}
 	st, err := p.Status(ctx)
 	if err != nil {
@@ -296,8 +318,9 @@ func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatu
 }
 
 // versionTableExists reports whether [VersionTable] exists where goose
-// would look for it: the connection's current schema on PostgreSQL, the
-// main database on SQLite.
+// would look for it: the connection's current schema on PostgreSQL (none
+// when the search_path names no existing schema), the main database on
+// SQLite.
 func versionTableExists(ctx context.Context, d Dialect, db *sql.DB) (bool, error) {
 	var q string
 	switch d {

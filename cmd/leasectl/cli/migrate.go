@@ -216,7 +216,7 @@ func (a *app) migrateUpCommand() *cobra.Command {
 			}
 			defer db.Close()
 			if t.dialect == migrations.Postgres {
-				created, err := ensureSchema(ctx, db)
+				created, err := migrations.EnsureSchema(ctx, db)
 				if err != nil {
 					return migrationError(ctx, t, err)
 				}

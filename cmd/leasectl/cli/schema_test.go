@@ -1,44 +1,18 @@
 package cli
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
-// The README's advice, followed literally: migrate up with a search_path
+// The operator guide's advice, followed literally: migrate up with a search_path
 // naming a schema that does not exist yet creates the schema (the
 // operator's own) and migrates into it; the store then works.
 func TestMigrateUpCreatesTheSearchPathSchema(t *testing.T) {
 	t.Parallel()
-	server := pgtest.ServerDSN(t)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	schema := "lsnew_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, server)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	dsn, err := pgtest.WithSearchPath(server, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, schema := pgtest.MissingSchemaDSN(t)
 	e := env{EnvDSN: dsn}
 	up := runCLI(t, e, "migrate", "up")
 	wantCode(t, up, ExitOK)
@@ -53,21 +27,28 @@ func TestMigrateUpCreatesTheSearchPathSchema(t *testing.T) {
 	}
 }
 
-func TestFirstSchema(t *testing.T) {
+// migrate status on a DSN whose search_path names a schema that does not
+// exist yet (the state before the first migrate up) answers version 0 with
+// every migration pending, as for a missing SQLite file, and creates
+// nothing: migrate up still creates the schema afterwards.
+func TestMigrateStatusOfAMissingSchema(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		`leasestore`:                "leasestore",
-		`"$user", public`:           "public",
-		`"$user",leasestore,public`: "leasestore",
-		`LeaseStore`:                "leasestore",
-		`"Lease ""Store""", public`: `Lease "Store"`,
-		` "a,b" , c`:                "a,b",
-		`"$user"`:                   "",
-		``:                          "",
+	dsn, _ := pgtest.MissingSchemaDSN(t)
+	e := env{EnvDSN: dsn}
+	st := runCLI(t, e, "migrate", "status", "-o", "json")
+	wantCode(t, st, ExitOK)
+	m := st.json(t)
+	if m["status"] != "ok" || m["version"] != float64(0) {
+		t.Fatalf("migrate status of a missing schema: %v", m)
 	}
-	for in, want := range cases {
-		if got := firstSchema(in); got != want {
-			t.Errorf("firstSchema(%q) = %q, want %q", in, got, want)
+	for _, mig := range m["migrations"].([]any) {
+		if s := mig.(map[string]any)["state"]; s != "pending" {
+			t.Errorf("migration %v is %v, want pending", mig, s)
 		}
+	}
+	up := runCLI(t, e, "migrate", "up")
+	wantCode(t, up, ExitOK)
+	if !strings.Contains(up.stderr, "created schema") {
+		t.Errorf("migrate up after status did not create the schema; stderr:\n%s", up.stderr)
 	}
 }

@@ -161,6 +161,27 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
+// MissingSchemaDSN returns a DSN whose search_path names a schema that does
+// not exist yet (as an operator's first DSN for leasestore does), and that
+// schema's name. Whatever creates it, the schema is dropped in t.Cleanup.
+func MissingSchemaDSN(t testing.TB) (dsn, schema string) {
+	t.Helper()
+	server := ServerDSN(t)
+	schema = "lsnew_" + randomHex(8)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := exec(ctx, server, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+	})
+	dsn, err := WithSearchPath(server, schema)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dsn, schema
+}
+
 // MigratedDSN is [DSN] with leasestore's migrations applied to the schema.
 func MigratedDSN(t testing.TB) string {
 	t.Helper()

@@ -16,12 +16,12 @@ import (
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
-// The README's scheduler program compiles (through an overlay: nothing is
+// The scheduler program of docs/scheduler.md compiles (through an overlay: nothing is
 // written into the repository), takes every target when it runs alone, and
 // releases everything on Ctrl-C.
-func TestReadmeSchedulerSnippet(t *testing.T) {
+func TestDocsSchedulerProgram(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "scheduler.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestReadmeSchedulerSnippet(t *testing.T) {
 		}
 	}
 	if src == "" || !strings.HasPrefix(src, "package main\n") {
-		t.Fatalf("README.md has no whole program calling scheduler.New")
+		t.Fatalf("docs/scheduler.md has no whole program calling scheduler.New")
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "main.go")
@@ -43,13 +43,13 @@ func TestReadmeSchedulerSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(wd, "_readme", "scheduler", "main.go"): file}})
+	overlay, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(wd, "_docs", "scheduler", "main.go"): file}})
 	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "snippet")
-	if out, err := exec.Command("go", "build", "-overlay="+filepath.Join(dir, "overlay.json"), "-o", exe, "./_readme/scheduler").CombinedOutput(); err != nil {
-		t.Fatalf("the README's scheduler program does not compile: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-overlay="+filepath.Join(dir, "overlay.json"), "-o", exe, "./_docs/scheduler").CombinedOutput(); err != nil {
+		t.Fatalf("the scheduler program of docs/scheduler.md does not compile: %v\n%s", err, out)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

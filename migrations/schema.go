@@ -1,41 +1,39 @@
-package cli
+package migrations
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
-// ensureSchema creates, for migrate up on PostgreSQL, the schema the
-// connection's search_path names when none of its schemas exists yet: a
-// schema given to leasestore in the DSN (options=-csearch_path=NAME) is the
-// operator's own, and migrate up is the command that sets the store up. It
-// returns the schema it created, "" when one existed. A user without the
-// CREATE privilege on the database gets an error naming the statement a DBA
-// should run.
-func ensureSchema(ctx context.Context, db *sql.DB) (string, error) {
+// EnsureSchema creates, on PostgreSQL, the schema the connection's
+// search_path names when none of its schemas exists yet: a schema given to
+// leasestore in the DSN (options=-csearch_path=NAME) is the operator's own,
+// and migrating is what sets the store up. It returns the schema it
+// created, "" when one existed. A user without the CREATE privilege on the
+// database gets an error naming the statement a DBA should run. [Up] calls
+// it; call it yourself only to learn whether a schema was created.
+func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 	var current sql.NullString
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&current); err != nil {
-		return "", fmt.Errorf("read the current schema: %w", err)
+		return "", fmt.Errorf("migrations: read the current schema: %w", err)
 	}
 	if current.Valid {
 		return "", nil
 	}
 	var path string
 	if err := db.QueryRowContext(ctx, "SHOW search_path").Scan(&path); err != nil {
-		return "", fmt.Errorf("read search_path: %w", err)
+		return "", fmt.Errorf("migrations: read search_path: %w", err)
 	}
 	name := firstSchema(path)
 	if name == "" {
-		return "", fmt.Errorf("the search_path (%s) names no schema to migrate into: "+
+		return "", fmt.Errorf("migrations: the search_path (%s) names no schema to migrate into: "+
 			"add one to the DSN, as in ?options=-csearch_path%%3Dleasestore", path)
 	}
-	stmt := "CREATE SCHEMA IF NOT EXISTS " + pgx.Identifier{name}.Sanitize()
+	stmt := "CREATE SCHEMA IF NOT EXISTS " + quoteIdent(name)
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
-		return "", fmt.Errorf("schema %q of the search_path does not exist and this user cannot create it: "+
+		return "", fmt.Errorf("migrations: schema %q of the search_path does not exist and this user cannot create it: "+
 			"have the database owner run %s (and grant this user CREATE on it), then migrate up again: %w", name, stmt, err)
 	}
 	return name, nil
@@ -74,4 +72,10 @@ func firstSchema(path string) string {
 		}
 	}
 	return ""
+}
+
+// quoteIdent quotes name as a PostgreSQL identifier. (This package imports
+// no driver, so not pgx.Identifier.)
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(name, "\x00", ""), `"`, `""`) + `"`
 }

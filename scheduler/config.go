@@ -92,6 +92,13 @@ type Config struct {
 	// first (a conflict) is tried again; the wait starts at RenewEvery and
 	// doubles with each conflict in a row, with jitter. Default: TTL.
 	MaxBackoff time.Duration
+	// LockDelay is the lock-delay of every target lease (see
+	// protocol.AcquireRequest.LockDelay): after a worker's target lease is
+	// revoked or runs out, no worker takes the target for this long, so a
+	// handler that did not hear of the loss has time to stop. A handed-over
+	// or released target is taken at once. Default: 0, none (or the
+	// store's namespace default).
+	LockDelay time.Duration
 	// Logger receives the scheduler's logs: acquired, handed over and
 	// released at info, lost at warn, store trouble at warn, renewals at
 	// debug. Default: slog.Default().
@@ -105,6 +112,7 @@ type Config struct {
 type settings struct {
 	ns, workersNS string
 	ttl, every    time.Duration
+	lockDelay     time.Duration
 	opTimeout     time.Duration
 	maxBackoff    time.Duration
 	log           *slog.Logger
@@ -116,7 +124,7 @@ func (c *Config) resolve() (settings, error) {
 		c = &Config{}
 	}
 	s := settings{ns: c.Namespace, workersNS: c.WorkersNamespace, ttl: c.TTL, every: c.RenewEvery,
-		opTimeout: c.OpTimeout, maxBackoff: c.MaxBackoff, log: c.Logger, observer: c.Observer}
+		opTimeout: c.OpTimeout, maxBackoff: c.MaxBackoff, log: c.Logger, observer: c.Observer, lockDelay: c.LockDelay}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
 	}
@@ -153,6 +161,9 @@ func (c *Config) resolve() (settings, error) {
 	}
 	if s.every <= 0 || s.every >= s.ttl {
 		errs = append(errs, fmt.Errorf("renew every: %v must be positive and shorter than the ttl %v", s.every, s.ttl))
+	}
+	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
+		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))
 	}
 	if s.opTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))

@@ -562,7 +562,11 @@ func (s *Scheduler) join() {
 // to retry with is kept by the caller from retryID.
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
 	sent := time.Now()
-	res, err := s.store.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl, RequestID: reqID})
+	req := protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl, RequestID: reqID}
+	if key != s.member {
+		req.LockDelay = s.set.lockDelay
+	}
+	res, err := s.store.Acquire(ctx, req)
 	if unknown(err) {
 		if key == s.member {
 			s.memberReq = res.RequestID
@@ -716,7 +720,7 @@ func (s *Scheduler) listHolders() (map[string]protocol.Lease, bool) {
 	for _, l := range leases {
 		m[l.Key.Name] = l
 		if l.Owner != s.id && inSet[l.Key.Name] {
-			s.expiries = append(s.expiries, l.ExpiresAt)
+			s.expiries = append(s.expiries, l.FreeAt())
 		}
 	}
 	return m, true
@@ -824,7 +828,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			holder := ""
 			if errors.As(err, &perr) && perr.Lease != nil {
 				holder = perr.Lease.Owner
-				s.untilExpiry(t, perr.Lease.ExpiresAt)
+				s.untilExpiry(t, perr.Lease.FreeAt()) // its expiry, plus its lock-delay
 			}
 			s.log.Debug("scheduler: target busy; backing off", "target", t, "holder", holder, "until", s.backoff[t].until)
 			s.mu.Lock()

@@ -542,3 +542,36 @@ func TestDeadWorkerTakenAtExpiry(t *testing.T) {
 			took, life, limit)
 	}
 }
+
+// Config.LockDelay is checked and carried by every target lease, not by
+// the membership lease.
+func TestLockDelayConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := scheduler.New(protocol.New(memstore.New(nil), nil), "w1", scheduler.Static("a"),
+		func(context.Context, string, int64) {}, &scheduler.Config{LockDelay: -time.Second}); err == nil {
+		t.Fatal("a negative lock delay was accepted")
+	}
+	rt := protocol.New(memstore.New(nil), nil)
+	defer rt.Close(context.Background())
+	started := make(chan struct{}, 1)
+	sched, err := scheduler.New(rt, "w1", scheduler.Static("a"), func(ctx context.Context, _ string, _ int64) {
+		started <- struct{}{}
+		<-ctx.Done()
+	}, &scheduler.Config{Namespace: "ld", LockDelay: 7 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-started
+	res, err := rt.Get(context.Background(), protocol.GetRequest{Key: protocol.Key{Namespace: "ld", Name: "a"}})
+	if err != nil || res.Lease.LockDelay != 7*time.Second {
+		t.Fatalf("target lease: %+v %v, want lock-delay 7s", res.Lease, err)
+	}
+	res, err = rt.Get(context.Background(), protocol.GetRequest{Key: protocol.Key{Namespace: "ld" + scheduler.WorkersSuffix, Name: "w1"}})
+	if err != nil || res.Lease.LockDelay != 0 {
+		t.Fatalf("membership lease: %+v %v, want no lock-delay", res.Lease, err)
+	}
+}

@@ -549,3 +549,30 @@ func waitLine(p *proc, want string) <-chan string {
 	}()
 	return ch
 }
+
+// TestLockDelay: acquire --lock-delay carries the delay on the lease (get
+// shows it, in JSON as lock_delay); after a revoke, acquires answer
+// conflict (exit 3) with a message saying when the key is free; a release
+// by the holder frees the key at once.
+func TestLockDelay(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		c.runJSON(t, 0, "acquire", "k", "--owner", "a", "--lock-delay", "1h")
+		got := c.runJSON(t, 0, "get", "k")
+		if l, _ := got["lease"].(map[string]any); l == nil || l["lock_delay"] != "1h0m0s" {
+			t.Fatalf("get: %v, want the lease with lock_delay 1h0m0s", got)
+		}
+		if r := c.run(t, "get", "k"); !strings.Contains(r.stdout, "lock-delay") {
+			t.Fatalf("get's table does not show the lock-delay:\n%s", r)
+		}
+		c.runJSON(t, 0, "revoke", "k", "--reason", "test")
+		refused := c.runJSON(t, 3, "acquire", "k", "--owner", "b")
+		if msg, _ := refused["message"].(string); !strings.Contains(msg, "lock-delay") || !strings.Contains(msg, "free at") {
+			t.Fatalf("acquire during the lock-delay: %v, want a message saying when the key is free", refused)
+		}
+		held := c.runJSON(t, 0, "acquire", "k2", "--owner", "a", "--lock-delay", "1h")
+		token := held["lease"].(map[string]any)["token"].(float64)
+		c.runJSON(t, 0, "release", "k2", "--owner", "a", "--token", strconv.FormatInt(int64(token), 10))
+		c.runJSON(t, 0, "acquire", "k2", "--owner", "b")
+	})
+}

@@ -44,7 +44,7 @@ func (a *app) withStore(cmd *cobra.Command, access access, check func() error,
 func (a *app) acquireCommand() *cobra.Command {
 	var (
 		ns, owner, reqID string
-		ttl              time.Duration
+		ttl, lockDelay   time.Duration
 		w                waitFlags
 	)
 	cmd := &cobra.Command{
@@ -57,14 +57,20 @@ resource the holder writes to, and to renew and release.
 If a live lease is held (by anyone, the same owner included) the answer is
 conflict (exit 3) and the output shows the holder. With --wait, acquire
 waits instead until the holder releases, is revoked or expires (woken by
-the store, not by polling), up to --wait-timeout (then conflict, exit 3).`,
+the store, not by polling), up to --wait-timeout (then conflict, exit 3).
+
+With --lock-delay D the lease carries a lock-delay: after it is revoked or
+runs out un-renewed (not after its holder's release), acquires of the key
+answer conflict (exit 3, the message says when the key is free) for D, so
+that a holder that did not hear of its loss has time to stop.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl acquire shard-7 -n billing --owner "$(hostname)" -o json
   token=$(leasectl acquire nightly-report --ttl 10m -o token) || exit
   token=$(leasectl acquire nightly-report --ttl 10m --wait --wait-timeout 1h -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID}
+			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID,
+				LockDelay: lockDelay}
 			check := func() error {
 				probe := req
 				probe.RequestID = orProbe(reqID)
@@ -83,6 +89,7 @@ the store, not by polling), up to --wait-timeout (then conflict, exit 3).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
+	f.Var(newDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	w.register(cmd)
 	return cmd

@@ -168,6 +168,10 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		default:
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
+		if l.LockDelay > 0 {
+			fmt.Fprintf(tw, "  lock-delay\t%s (acquires wait until %s if it is revoked or runs out)\n",
+				l.LockDelay, timeTable(l.FreeAt()))
+		}
 	}
 	if res.RequestID != "" && res.Op != protocol.OpGet && res.Op != protocol.OpList {
 		fmt.Fprintf(tw, "  request id\t%s\n", res.RequestID)

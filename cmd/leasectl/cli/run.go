@@ -46,9 +46,9 @@ const DefaultRunGrace = 10 * time.Second
 
 func (a *app) runCommand() *cobra.Command {
 	var (
-		ns, owner  string
-		ttl, grace time.Duration
-		w          waitFlags
+		ns, owner             string
+		ttl, grace, lockDelay time.Duration
+		w                     waitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run KEY [flags] -- CMD [ARGS...]",
@@ -61,7 +61,11 @@ CMD gets LEASESTORE_TOKEN, LEASESTORE_KEY and LEASESTORE_NAMESPACE in its
 environment, and leasectl's stdin, stdout and stderr. The lease is renewed
 every third of --ttl. If it is lost while CMD runs (revoked, taken over
 after an expiry, or a renewal refused or impossible before it runs out),
-CMD gets SIGTERM, then SIGKILL after --grace, and run exits 6. Signals
+CMD gets SIGTERM, then SIGKILL after --grace, and run exits 6. A revoke
+or a release by another process is heard at once (the store signals it);
+the renewal is the fallback. Between the loss and CMD's end (up to
+--grace) another holder may start: --lock-delay D (at least --grace plus a
+margin) keeps the key from acquires for D after a revoke or expiry. Signals
 sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are
 passed on to CMD; a Ctrl-C in a terminal reaches CMD directly as well, as
 it reaches the whole foreground process group.
@@ -79,7 +83,7 @@ CMD killed by a signal makes run exit 128 plus the signal's number.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl}
+			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, LockDelay: lockDelay}
 			probe := req
 			probe.RequestID = orProbe("")
 			err := errors.Join(probe.Validate(), w.check(cmd))
@@ -97,6 +101,7 @@ CMD killed by a signal makes run exit 128 plus the signal's number.`,
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration, renewed every third of it (1ms to 168h)")
 	f.Var(newDurationFlag(&grace, DefaultRunGrace), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
+	f.Var(newDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	w.register(cmd)
 	return cmd
 }

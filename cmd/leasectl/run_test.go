@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -574,5 +575,52 @@ func TestLockDelay(t *testing.T) {
 		token := held["lease"].(map[string]any)["token"].(float64)
 		c.runJSON(t, 0, "release", "k2", "--owner", "a", "--token", strconv.FormatInt(int64(token), 10))
 		c.runJSON(t, 0, "acquire", "k2", "--owner", "b")
+	})
+}
+
+// TestWatchShowsExpiries: a lease that runs out un-renewed shows as an
+// expire event (status expired, at its expires_at); --no-renewals leaves
+// the renewals out, and the release of another lease shows no expiry.
+func TestWatchShowsExpiries(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		w := c.start(t, "watch", "-n", "exp", "--no-renewals", "-o", "json")
+		w.expect(w.errs, "following")
+		short := c.runJSON(t, 0, "acquire", "short", "-n", "exp", "--owner", "w", "--ttl", "1s")["lease"].(map[string]any)
+		kept := c.runJSON(t, 0, "acquire", "kept", "-n", "exp", "--owner", "w", "--ttl", "1m")["lease"].(map[string]any)
+		c.runJSON(t, 0, "renew", "kept", "-n", "exp", "--owner", "w", "--token", tok(kept))
+		c.runJSON(t, 0, "release", "kept", "-n", "exp", "--owner", "w", "--token", tok(kept))
+		var ops []string
+		for len(ops) < 4 {
+			var rec map[string]any
+			line := w.expect(w.out, "{")
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("watch -o json printed %q: %v", line, err)
+			}
+			ops = append(ops, fmt.Sprint(rec["op"], " ", rec["key"]))
+			if rec["op"] == "expire" {
+				if rec["key"] != "short" || rec["status"] != "expired" || rec["token"] != short["token"] {
+					t.Fatalf("expire event %v, want the short lease's", rec)
+				}
+				at, err1 := time.Parse(time.RFC3339Nano, rec["at"].(string))
+				exp, err2 := time.Parse(time.RFC3339Nano, short["expires_at"].(string))
+				if err1 != nil || err2 != nil || !at.Equal(exp) {
+					t.Fatalf("expire event at %v, want the lease's expires_at %v", rec["at"], short["expires_at"])
+				}
+			}
+		}
+		want := []string{"acquire short", "acquire kept", "release kept", "expire short"}
+		if !slices.Equal(ops, want) {
+			t.Fatalf("watched %v, want %v (no renewal, the expiry of short)", ops, want)
+		}
+		if err := w.signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if code := w.wait(); code != 0 {
+			t.Fatalf("watch after Ctrl-C: exit %d, want 0\n%s", code, w.output())
+		}
+		if r := c.run(t, "watch", "--op", "bogus"); r.code != 2 {
+			t.Fatalf("watch --op bogus: want exit 2\n%s", r)
+		}
 	})
 }

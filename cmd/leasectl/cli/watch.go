@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,9 +12,11 @@ import (
 
 func (a *app) watchCommand() *cobra.Command {
 	var (
-		q        audit.Query
-		since    string
-		interval time.Duration
+		q          audit.Query
+		since      string
+		interval   time.Duration
+		ops        []string
+		noRenewals bool
 	)
 	cmd := &cobra.Command{
 		Use:   "watch [KEY]",
@@ -27,10 +30,18 @@ changes from there first. Each record's id resumes a later watch after it:
 --cursor a1.ID. -n "" watches every namespace. Changes come from the audit
 trail, read as a follower, so none is skipped: on PostgreSQL a transaction
 left open in the cluster holds newer changes back until it ends (watch
-says so after a few seconds).`,
+says so after a few seconds).
+
+When a watched lease runs out un-renewed, watch prints an expire event (op
+expire, status expired, at its expires_at): when that time passes, watch
+asks the store, whose clock judges expiry, whether the lease still holds.
+--no-renewals leaves renewals out; --op prints only the ops named
+(acquire, renew, release, revoke, expire; repeat it or separate by commas).`,
 		Example: `  leasectl watch nightly-report
   leasectl watch -n billing -o json | jq -r '"\(.op) \(.key) \(.owner)"'
-  leasectl watch scan/10.0.0.0-24 --since 1h`,
+  leasectl watch scan/10.0.0.0-24 --since 1h
+  leasectl watch -n jobs --no-renewals
+  leasectl watch nightly-report --op expire,revoke`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError("expected at most one KEY, got %d arguments", len(args))
@@ -51,6 +62,11 @@ says so after a few seconds).`,
 			if interval <= 0 {
 				return usageError("--interval: must be positive, got %v", interval)
 			}
+			show, err := parseWatchOps(ops, noRenewals)
+			if err != nil {
+				return err
+			}
+			fromTail := q.Cursor == "" && q.Since.IsZero()
 			ctx := cmd.Context()
 			s, err := a.openStoreFor(ctx, readAccess)
 			if err != nil {
@@ -62,23 +78,21 @@ says so after a few seconds).`,
 				return failWith(err)
 			}
 			a.log.Info("watch: following changes", "namespace", q.Namespace, "key", q.Key, "after", q.Cursor)
-			first := true
-			for rec, err := range audit.Watch(ctx, s.audit, q, cfg) {
-				switch {
-				case err != nil && first:
-					return failWith(err)
-				case err != nil:
-					a.log.Warn("watch: read failed; retrying", "err", a.red.redact(err.Error()))
-					continue
+			expiries := newExpiryWatch()
+			if fromTail {
+				a.seedExpiries(ctx, s, q, expiries)
+			}
+			emit := func(rec audit.Record) {
+				if show != nil && !show[rec.Op] {
+					return
 				}
-				first = false
 				if a.output == "json" {
 					a.printJSON(toRecordJSON(rec))
 				} else {
 					a.printText(formatRecordLine(rec))
 				}
 			}
-			return nil
+			return a.followWithExpiries(ctx, s, q, cfg, expiries, emit)
 		},
 	}
 	f := cmd.Flags()
@@ -87,6 +101,8 @@ says so after a few seconds).`,
 	f.StringVar(&since, "since", "", "print the changes since then first: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID a printed record's id")
 	f.Var(newDurationFlag(&interval, audit.DefaultWatchInterval), "interval", "pause between reads of the trail while caught up")
+	f.StringSliceVar(&ops, "op", nil, "print only these ops: acquire, renew, release, revoke, expire (default: all)")
+	f.BoolVar(&noRenewals, "no-renewals", false, "leave renewals out")
 	return cmd
 }
 
@@ -103,6 +119,96 @@ func (a *app) heldBackNotice() func(time.Duration) {
 			a.log.Warn("watch: newer changes are held back behind a transaction that is still in progress "+
 				"(on PostgreSQL, any transaction of the cluster that began before them); they follow once it ends",
 				"waiting", d.Round(time.Second))
+		}
+	}
+}
+
+// followWithExpiries prints q's changes as audit.Watch yields them and,
+// between them, the expiries of the leases they took or renewed (see
+// expiryWatch). An expiry is judged a little after the lease's expires_at
+// (two watch intervals), so that the follower has read a release or revoke
+// committed just before it.
+func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
+	expiries *expiryWatch, emit func(audit.Record)) error {
+	type item struct {
+		rec audit.Record
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan item)
+	go func() {
+		defer close(items)
+		for rec, err := range audit.Watch(ctx, s.audit, q, cfg) {
+			select {
+			case items <- item{rec, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	margin := 2 * cfg.Interval
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	first := true
+	for {
+		timer.Stop()
+		if at, ok := expiries.next(); ok {
+			timer.Reset(max(time.Until(at.Add(margin)), 0))
+		}
+		select {
+		case it, ok := <-items:
+			if !ok {
+				return nil
+			}
+			switch {
+			case it.err != nil && first:
+				return failWith(it.err)
+			case it.err != nil:
+				a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
+				continue
+			}
+			first = false
+			for _, ev := range expiries.record(it.rec) {
+				emit(ev)
+			}
+			emit(it.rec)
+		case <-timer.C:
+			gctx, gcancel := context.WithTimeout(ctx, a.timeout)
+			for _, ev := range expiries.due(gctx, s.rt, time.Now().Add(-margin), margin) {
+				emit(ev)
+			}
+			gcancel()
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// seedExpiries tracks the leases live when a watch from now starts: the
+// key's, or up to a few pages of the namespace's (none for every
+// namespace).
+func (a *app) seedExpiries(ctx context.Context, s *store, q audit.Query, w *expiryWatch) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	switch {
+	case q.Key != "":
+		if res, err := s.rt.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: q.Namespace, Name: q.Key}}); err == nil && res.Lease != nil {
+			w.seed(*res.Lease)
+		}
+	case q.Namespace != "":
+		req := protocol.ListRequest{Namespace: q.Namespace, Limit: protocol.MaxListLimit}
+		for range 10 {
+			res, err := s.rt.List(ctx, req)
+			if err != nil {
+				return
+			}
+			for _, l := range res.Leases {
+				w.seed(l)
+			}
+			if req.Cursor = res.NextCursor; req.Cursor == "" {
+				return
+			}
 		}
 	}
 }

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// OpExpire is the op of the event watch prints when a watched lease ran
+// out un-renewed. It is no audit record: expiry changes nothing in the
+// store. Its status is expired, its at the lease's expires_at (the
+// store's clock), and its id that of the record (acquire or renew) that
+// set that expiry.
+const OpExpire protocol.Op = "expire"
+
+// watchOps are the ops --op accepts.
+var watchOps = []protocol.Op{protocol.OpAcquire, protocol.OpRenew, protocol.OpRelease, protocol.OpRevoke, OpExpire}
+
+// parseWatchOps reads --op values (each may be a comma-separated list) and
+// --no-renewals into the set of ops to print; nil prints every op.
+func parseWatchOps(values []string, noRenewals bool) (map[protocol.Op]bool, error) {
+	var show map[protocol.Op]bool
+	for _, v := range values {
+		for _, o := range strings.Split(v, ",") {
+			op := protocol.Op(strings.TrimSpace(o))
+			if !slices.Contains(watchOps, op) {
+				return nil, usageError("--op: %q is not one of acquire, renew, release, revoke, expire", o)
+			}
+			if show == nil {
+				show = map[protocol.Op]bool{}
+			}
+			show[op] = true
+		}
+	}
+	if noRenewals {
+		if show == nil {
+			show = map[protocol.Op]bool{}
+			for _, op := range watchOps {
+				show[op] = true
+			}
+		}
+		delete(show, protocol.OpRenew)
+	}
+	return show, nil
+}
+
+// expiryWatch keeps the leases a watch has seen taken or renewed and tells
+// which ran out un-renewed: when one's expires_at passes by the local
+// clock, a get asks the store (whose clock judges expiry) whether it still
+// holds; an acquire of the key with another token ends the previous lease
+// too. It is used by one goroutine.
+type expiryWatch struct {
+	leases map[protocol.Key]audit.Record // the record that set each lease's expiry
+	check  map[protocol.Key]time.Time    // when to ask the store again, after it still held the lease
+}
+
+func newExpiryWatch() *expiryWatch {
+	return &expiryWatch{leases: map[protocol.Key]audit.Record{}, check: map[protocol.Key]time.Time{}}
+}
+
+// checkAt is when to ask the store about the lease at k.
+func (w *expiryWatch) checkAt(k protocol.Key) time.Time {
+	if at, ok := w.check[k]; ok {
+		return at
+	}
+	return w.leases[k].ExpiresAt
+}
+
+// seed tracks a lease live when the watch starts.
+func (w *expiryWatch) seed(l protocol.Lease) {
+	w.leases[l.Key] = audit.Record{At: l.RenewedAt, Op: protocol.OpRenew, Namespace: l.Key.Namespace, Key: l.Key.Name,
+		Owner: l.Owner, Token: l.Token, Status: protocol.StatusRenewed, Version: audit.RecordFormatVersion, ExpiresAt: l.ExpiresAt}
+}
+
+// record learns from rec and returns the expiry events it implies (an
+// acquire over a lease that ran out).
+func (w *expiryWatch) record(rec audit.Record) []audit.Record {
+	k := protocol.Key{Namespace: rec.Namespace, Name: rec.Key}
+	var out []audit.Record
+	switch rec.Op {
+	case protocol.OpAcquire, protocol.OpRenew:
+		if prev, ok := w.leases[k]; ok && prev.Token != rec.Token {
+			out = append(out, expiryEvent(prev))
+		}
+		delete(w.check, k)
+		if !rec.ExpiresAt.IsZero() {
+			w.leases[k] = rec
+		}
+	case protocol.OpRelease, protocol.OpRevoke:
+		delete(w.leases, k)
+		delete(w.check, k)
+	}
+	return out
+}
+
+// next returns when the earliest tracked lease runs out by the local
+// clock; ok is false when none is tracked.
+func (w *expiryWatch) next() (at time.Time, ok bool) {
+	for k := range w.leases {
+		if c := w.checkAt(k); !ok || c.Before(at) {
+			at, ok = c, true
+		}
+	}
+	return at, ok
+}
+
+// due asks the store about every lease past its expiry by the local clock
+// and returns the expiry events of those the store no longer holds. A
+// lease the store still holds (renewed, or its clock is behind) stays
+// tracked, and is asked about again after recheck.
+func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, now time.Time, recheck time.Duration) []audit.Record {
+	var out []audit.Record
+	for k, r := range w.leases {
+		if w.checkAt(k).After(now) {
+			continue
+		}
+		res, err := rt.Get(ctx, protocol.GetRequest{Key: k})
+		switch {
+		case err == nil && res.Lease != nil && res.Lease.Token == r.Token:
+			if res.Lease.ExpiresAt.After(r.ExpiresAt) { // renewed; its record is on its way
+				r.ExpiresAt = res.Lease.ExpiresAt
+				w.leases[k] = r
+			}
+			w.check[k] = latest(r.ExpiresAt, now.Add(recheck))
+		case err == nil || errors.Is(err, protocol.ErrNotFound):
+			delete(w.leases, k)
+			delete(w.check, k)
+			out = append(out, expiryEvent(r))
+		default: // the store did not answer: ask again later
+			w.check[k] = now.Add(recheck)
+		}
+	}
+	slices.SortFunc(out, func(a, b audit.Record) int { return a.At.Compare(b.At) })
+	return out
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// expiryEvent is the expiry of the lease whose last acquire or renew is r.
+func expiryEvent(r audit.Record) audit.Record {
+	return audit.Record{ID: r.ID, At: r.ExpiresAt, Op: OpExpire, Namespace: r.Namespace, Key: r.Key, Owner: r.Owner,
+		Token: r.Token, Actor: r.Owner, Status: protocol.StatusExpired, Version: r.Version,
+		Reason: fmt.Sprintf("not renewed; expired at %s by the store's clock", r.ExpiresAt.UTC().Format(time.RFC3339Nano))}
+}

@@ -185,3 +185,33 @@ func BenchmarkReleaseFirstUse(b *testing.B) {
 		b.ReportMetric(float64(ds[len(ds)/2])/float64(time.Millisecond), name+"-p50-ms")
 	}
 }
+
+// BenchmarkLossHeard measures how soon a holder (protocol.Hold) hears that
+// another pool revoked its lease: loss-p50-ms and loss-p99-ms, from the
+// revoke's return to the Held's context ending, through LISTEN/NOTIFY and
+// a confirming get, with the holder renewing every 20 s; directly and over
+// the HTTP API (each side with a server of its own).
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench LossHeard -benchtime 100x ./sqlstore/postgres/
+func BenchmarkLossHeard(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	for _, mode := range []string{"other_pool", "over_http"} {
+		b.Run(mode, func(b *testing.B) {
+			dsn := pgtest.MigratedDSN(b)
+			open := func() *protocol.Runtime {
+				be := openBackend(b, dsn, nil)
+				var rt *protocol.Runtime
+				if mode == "over_http" {
+					rt = protocol.New(httpcontract.Serve(b, be, nil), nil)
+				} else {
+					rt = protocol.New(be, nil)
+				}
+				b.Cleanup(func() { _ = rt.Close(context.Background()) })
+				return rt
+			}
+			wakebench.RunLoss(b, open(), open())
+		})
+	}
+}

@@ -174,3 +174,31 @@ func TestOneSignalPerRelease(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLossHeard measures how soon a holder (protocol.Hold) hears that
+// another Backend on the file revoked its lease: loss-p50-ms and
+// loss-p99-ms, from the revoke's return to the Held's context ending, with
+// the holder renewing every 20 s (so only the store's signal tells it);
+// directly and over the HTTP API (each side with a server of its own).
+func BenchmarkLossHeard(b *testing.B) {
+	for _, mode := range []string{"other_backend", "over_http"} {
+		b.Run(mode, func(b *testing.B) {
+			path := migratedFile(b)
+			open := func() *protocol.Runtime {
+				be, err := sqlite.Open(context.Background(), path, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var rt *protocol.Runtime
+				if mode == "over_http" {
+					rt = protocol.New(httpcontract.Serve(b, be, nil), nil)
+				} else {
+					rt = protocol.New(be, nil)
+				}
+				b.Cleanup(func() { _ = rt.Close(context.Background()) })
+				return rt
+			}
+			wakebench.RunLoss(b, open(), open())
+		})
+	}
+}

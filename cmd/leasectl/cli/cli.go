@@ -446,8 +446,11 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 	)
 	// The writers are set before cobra's help and completion commands are
 	// made: the completion commands capture the output writer when made.
+	// Help, usage and completion scripts are leasectl's own text, not the
+	// store's: they skip the password redactor (which masked the DSN forms'
+	// USER:PASSWORD placeholder and misaligned the help's columns).
 	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
+	root.SetOut(unwrapWriter(a.stdout))
 	root.SetErr(a.stderr)
 	for _, c := range root.Commands() {
 		registerNamespaceCompletion(c, a.completeNamespaces)

@@ -289,7 +289,7 @@ func TestIdempotentReplay(t *testing.T) {
 func TestTableOutput(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
-	acq := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "worker-1", "--ttl", "90s")
+	acq := runCLI(t, e, "acquire", "default/scan/10.0.0.0-24", "--owner", "worker-1", "--ttl", "90s")
 	wantCode(t, acq, 0)
 	for _, want := range []string{"acquired default/scan", "owner", "worker-1", "token", "expires", "in 1m30s", "request id"} {
 		if !strings.Contains(acq.stdout, want) {
@@ -303,7 +303,7 @@ func TestTableOutput(t *testing.T) {
 			t.Errorf("list table lacks %q:\n%s", want, list.stdout)
 		}
 	}
-	conflict := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "worker-2")
+	conflict := runCLI(t, e, "acquire", "default/scan/10.0.0.0-24", "--owner", "worker-2")
 	wantCode(t, conflict, ExitConflict)
 	if !strings.HasPrefix(conflict.stdout, "conflict default/scan/10.0.0.0-24: held by worker-1 with token 1 until ") {
 		t.Errorf("conflict table output:\n%s", conflict.stdout)

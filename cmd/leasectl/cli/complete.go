@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,13 +58,18 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		return nil, none
 	}
 	defer done()
-	res, err := s.rt.List(ctx, protocol.ListRequest{Namespace: ns, Prefix: toComplete, Limit: protocol.MaxListLimit})
+	// Without -n, KEY is read as NS/NAME (keyArg): complete in that form.
+	k, prefix := keyArg(cmd, ns, toComplete), ""
+	if k.Namespace != ns || strings.Contains(toComplete, "/") && !cmd.Flags().Changed("namespace") {
+		prefix = k.Namespace + "/"
+	}
+	res, err := s.rt.List(ctx, protocol.ListRequest{Namespace: k.Namespace, Prefix: k.Name, Limit: protocol.MaxListLimit})
 	if err != nil || res.Status != protocol.StatusFound {
 		return nil, none
 	}
 	names := make([]string, 0, len(res.Leases))
 	for _, l := range res.Leases {
-		names = append(names, l.Key.Name)
+		names = append(names, prefix+l.Key.Name)
 	}
 	return names, none
 }

@@ -34,7 +34,7 @@ shown.`,
   leasectl describe shard-7 -n billing --records 50 -o json`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}}
+			req := protocol.GetRequest{Key: keyArg(cmd, ns, args[0])}
 			check := func() error {
 				if recent < 1 || recent > 1000 {
 					return fmt.Errorf("--records: want 1 to 1000, got %d", recent)

@@ -74,7 +74,7 @@ func TestNoHeaders(t *testing.T) {
 func TestCompleteKeysFromTheStore(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
-	for _, k := range []string{"scan/a", "scan/b", "other"} {
+	for _, k := range []string{"scan/a", "scan/b", "default/other"} {
 		if o := runCLI(t, e, "acquire", k, "--owner", "w"); o.code != 0 {
 			t.Fatalf("acquire: %+v", o)
 		}

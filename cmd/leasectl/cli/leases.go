@@ -69,7 +69,7 @@ that a holder that did not hear of its loss has time to stop.`,
   token=$(leasectl acquire nightly-report --ttl 10m --wait --wait-timeout 1h -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, RequestID: reqID,
+			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, RequestID: reqID,
 				LockDelay: lockDelay}
 			check := func() error {
 				probe := req
@@ -114,7 +114,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 		Example: `  leasectl renew scan/10.0.0.0-24 --owner worker-1 --token 42 --ttl 30s`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.RenewRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, TTL: ttl,
+			req := protocol.RenewRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, Token: token, TTL: ttl,
 				RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
@@ -145,7 +145,7 @@ func (a *app) releaseCommand() *cobra.Command {
 		Example: `  leasectl release scan/10.0.0.0-24 --owner worker-1 --token 42`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.ReleaseRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, Token: token, RequestID: reqID}
+			req := protocol.ReleaseRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, Token: token, RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Release(ctx, req)
@@ -170,7 +170,7 @@ func (a *app) getCommand() *cobra.Command {
 		Example: `  leasectl get scan/10.0.0.0-24 -o json`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}}
+			req := protocol.GetRequest{Key: keyArg(cmd, ns, args[0])}
 			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Get(ctx, req)
@@ -289,7 +289,7 @@ next acquire issues a greater token, so the old holder is fenced off.`,
   leasectl revoke shard-7 -n billing --token 42 --reason "INC-1234" --actor oncall@example.com`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.RevokeRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Actor: actor, Reason: reason, Token: token,
+			req := protocol.RevokeRequest{Key: keyArg(cmd, ns, args[0]), Actor: actor, Reason: reason, Token: token,
 				RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {

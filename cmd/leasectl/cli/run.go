@@ -83,7 +83,7 @@ CMD killed by a signal makes run exit 128 plus the signal's number.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: args[0]}, Owner: owner, TTL: ttl, LockDelay: lockDelay}
+			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, LockDelay: lockDelay}
 			probe := req
 			probe.RequestID = orProbe("")
 			err := errors.Join(probe.Validate(), w.check(cmd))

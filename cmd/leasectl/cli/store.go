@@ -291,8 +291,10 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) 
 		_ = db.Close()
 		return nil, nil, ctx.Err() == nil, fmt.Errorf("store: migrate sqlite: %w", err)
 	}
-	for _, r := range convertResults(res) {
-		a.log.Info("migrated SQLite store", "file", t.path, "version", r.version, "migration", r.source)
+	if applied := convertResults(res); len(applied) > 0 {
+		// One line, at debug: a fresh file is migrated on every first use.
+		last := applied[len(applied)-1]
+		a.log.Debug("migrated SQLite store", "file", t.path, "version", last.version, "migrations", len(applied))
 	}
 	b, err = sqlite.New(ctx, db, cfg)
 	if err != nil {

@@ -50,7 +50,8 @@ asks the store, whose clock judges expiry, whether the lease still holds.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				q.Key = args[0]
+				k := keyArg(cmd, q.Namespace, args[0])
+				q.Namespace, q.Key = k.Namespace, k.Name
 			}
 			var err error
 			if q.Since, err = parseSince(since, time.Now()); err != nil {

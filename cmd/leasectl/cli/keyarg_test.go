@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// What leasectl prints as a key, leasectl accepts back: acquire with -n
+// prints NS/NAME, and get, describe, renew, release and revoke given that
+// text alone find the same lease. With -n, KEY is the name as written.
+func TestPrintedKeysAreAccepted(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	acq := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "-n", "billing", "--owner", "w", "-o", "json")
+	wantCode(t, acq, ExitOK)
+	l := acq.json(t)["lease"].(map[string]any)
+	printed := l["namespace"].(string) + "/" + l["key"].(string)
+	if printed != "billing/scan/10.0.0.0-24" {
+		t.Fatalf("acquire printed the key %s", printed)
+	}
+	table := runCLI(t, e, "acquire", "scan/10.0.0.0-24", "-n", "billing", "--owner", "w")
+	wantCode(t, table, ExitConflict)
+	if !strings.Contains(table.stdout, printed) {
+		t.Fatalf("the table does not show %s:\n%s", printed, table.stdout)
+	}
+	for _, args := range [][]string{
+		{"get", printed},
+		{"describe", printed},
+		{"get", "scan/10.0.0.0-24", "-n", "billing"},
+		{"renew", printed, "--owner", "w", "--token", "1"},
+	} {
+		o := runCLI(t, e, append(args, "-o", "json")...)
+		wantCode(t, o, ExitOK)
+		if got := o.json(t)["lease"].(map[string]any); got["namespace"] != "billing" || got["key"] != "scan/10.0.0.0-24" {
+			t.Errorf("%v found %v", args, got)
+		}
+	}
+	wantCode(t, runCLI(t, e, "get", printed, "-n", "billing"), ExitRefused) // with -n, KEY is the name
+	wantCode(t, runCLI(t, e, "release", printed, "--owner", "w", "--token", "1"), ExitOK)
+	wantCode(t, runCLI(t, e, "get", printed), ExitRefused)
+
+	// The default namespace: a bare KEY, and its printed form default/KEY.
+	wantCode(t, runCLI(t, e, "acquire", "nightly", "--owner", "w"), ExitOK)
+	wantCode(t, runCLI(t, e, "get", "default/nightly"), ExitOK)
+	wantCode(t, runCLI(t, e, "revoke", "default/nightly", "--reason", "test"), ExitOK)
+}
+
+// A fresh SQLite file is migrated on first use without a word at the
+// default log level, and with one line (not one per migration) at debug.
+func TestFreshSQLiteMigratesQuietly(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, sqliteEnv(t), "acquire", "k", "--owner", "w")
+	wantCode(t, o, ExitOK)
+	if strings.Contains(o.stderr, "migrated") {
+		t.Errorf("a first use at the default log level logged its migrations:\n%s", o.stderr)
+	}
+	o = runCLI(t, sqliteEnv(t), "acquire", "k", "--owner", "w", "--log-level", "debug")
+	wantCode(t, o, ExitOK)
+	if n := strings.Count(o.stderr, "migrated SQLite store"); n != 1 {
+		t.Errorf("a first use at debug logged %d migration lines, want 1:\n%s", n, o.stderr)
+	}
+}
+
+// The root help shows its DSN forms as written: the password redactor,
+// which guards what the store answers, leaves leasectl's own help alone.
+func TestRootHelpIsNotRedacted(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, env{}, "--help")
+	wantCode(t, o, ExitOK)
+	if !strings.Contains(o.stdout, "postgres://USER:PASSWORD@HOST:PORT/DB") || strings.Contains(o.stdout, "xxxxx") {
+		t.Errorf("root --help:\n%s", o.stdout)
+	}
+}

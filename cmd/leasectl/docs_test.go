@@ -339,3 +339,45 @@ func anchors(t *testing.T, rel string) map[string]bool {
 	}
 	return out
 }
+
+// The retention lines of docs/library.md compile and run in a program that
+// has the backend they name.
+func TestLibraryRetentionLines(t *testing.T) {
+	t.Parallel()
+	frag := codeBlock(t, "docs/library.md", "go", "audit.Retain(")
+	src := `package main
+
+import (
+	"context"
+	"log"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	db, err := sqlite.OpenDB("leases.db")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, migrations.SQLite, db); err != nil {
+		log.Fatal(err)
+	}
+	backend, err := sqlite.New(ctx, db, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+` + indent(frag) + `	<-ctx.Done()
+}
+`
+	exe := buildProgram(t, "retention", src)
+	cmd := exec.Command(exe)
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the retention lines failed: %v\n%s", err, out)
+	}
+}

@@ -738,6 +738,11 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the demo's story lacks %q:\n%s", want, story)
 		}
 	}
+	// Step 4 waits for the frozen lease to end (Hold with Wait), it does not
+	// ask again on a timer.
+	if !strings.Contains(story, "waits for shard-a") || strings.Contains(story, "asks for shard-a every") {
+		t.Errorf("the demo's step 4 does not wait for shard-a:\n%s", story)
+	}
 	writes := m["writes"].(map[string]any)
 	if writes["fenced"] != float64(1) {
 		t.Errorf("fenced writes: %v", writes)

@@ -302,7 +302,7 @@ func (d *demo) run(ctx context.Context, s *store, where string) error {
 	d.say("   revoke -> %s: %s", res.Status, res.Message)
 	select {
 	case <-b.held.Context().Done():
-		d.say("   %s learns it at its next renewal; its lease context is cancelled: %v", b.worker, context.Cause(b.held.Context()))
+		d.say("   %s hears it from the store; its lease context is cancelled: %v", b.worker, context.Cause(b.held.Context()))
 	case <-time.After(3 * d.ttl):
 		return fmt.Errorf("demo: %s was not told that shard-b was revoked", b.worker)
 	case <-ctx.Done():
@@ -388,44 +388,33 @@ func (d *demo) race(ctx context.Context) (map[string]*holder, string, error) {
 	return holders, losers[0], nil
 }
 
-// takeOver has worker poll shard until the frozen holder's lease runs out
-// and it can acquire it.
+// takeOver has worker wait for shard (protocol.Hold with Wait): after its
+// conflict it sleeps until the frozen holder's lease runs out or the store
+// signals a release, and takes the shard then. No polling.
 func (d *demo) takeOver(ctx context.Context, worker, shard string, frozen *holder) (*holder, error) {
 	d.say("")
-	d.say("4. %s asks for shard-a every %v.", worker, d.ttl/5)
-	conflicts := 0
-	deadline := time.Now().Add(5*d.ttl + 5*time.Second)
-	for {
-		h, err := d.hold(ctx, worker, shard)
-		var pe *protocol.Error
-		switch {
-		case err == nil:
-			if conflicts > 1 {
-				d.say("   (%d more conflicts while %s's lease ran out)", conflicts-1, frozen.worker)
-			}
-			d.say("   %s acquired %s with token %d, greater than %s's %d", worker, shard, h.held.Token(), frozen.worker, frozen.held.Token())
-			if h.held.Token() <= frozen.held.Token() {
-				return h, errors.New("demo: the new token is not greater than the old one")
-			}
-			return h, nil
-		case errors.As(err, &pe) && pe.Status == protocol.StatusConflict && pe.Lease != nil:
-			conflicts++
-			if conflicts == 1 {
-				d.say("   conflict: %s still holds it with token %d until %s", pe.Lease.Owner, pe.Lease.Token,
-					pe.Lease.ExpiresAt.UTC().Format("15:04:05.000"))
-			}
-		default:
-			return nil, failWith(fmt.Errorf("demo: %s acquires %s: %w", worker, shard, err))
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("demo: %s's lease on %s did not run out", frozen.worker, shard)
-		}
-		select {
-		case <-ctx.Done():
+	d.say("4. %s waits for shard-a: it sleeps until the holder's lease ends (or the store signals a release), no polling.", worker)
+	lease := frozen.held.Lease()
+	d.say("   %s holds it with token %d until %s", lease.Owner, lease.Token, lease.ExpiresAt.UTC().Format("15:04:05.000"))
+	hctx, stop := context.WithCancel(ctx)
+	// The frozen lease runs out after its TTL; give up well after that.
+	watchdog := time.AfterFunc(5*d.ttl+5*time.Second, stop)
+	held, err := protocol.Hold(hctx, d.rt, protocol.AcquireRequest{Key: d.key(shard), Owner: worker, TTL: d.ttl},
+		&protocol.HoldConfig{Wait: &protocol.WaitConfig{}})
+	watchdog.Stop()
+	if err != nil {
+		stop()
+		if ctx.Err() != nil {
 			return nil, failWith(ctx.Err())
-		case <-time.After(d.ttl / 5):
 		}
+		return nil, failWith(fmt.Errorf("demo: %s waits for %s: %w", worker, shard, err))
 	}
+	h := &holder{worker: worker, shard: shard, held: held, stop: stop}
+	d.say("   %s acquired %s with token %d once %s's lease ran out, greater than its %d", worker, shard, held.Token(), frozen.worker, frozen.held.Token())
+	if held.Token() <= frozen.held.Token() {
+		return h, errors.New("demo: the new token is not greater than the old one")
+	}
+	return h, nil
 }
 
 // waitRenewed waits until each holder's lease has been renewed at least

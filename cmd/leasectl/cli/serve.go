@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/promobserver"
 	"github.com/leasestore/leasestore/protocol"
@@ -43,6 +44,7 @@ type serveFlags struct {
 	listen, tokens, tlsCert, tlsKey string
 	maxTimeout, shutdownTimeout     time.Duration
 	maxStreams, maxStreamsPerToken  int
+	auditRetention                  time.Duration
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -94,6 +96,8 @@ store, and exits 0.`,
 	fl.IntVar(&f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
 	fl.IntVar(&f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
 		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
+	fl.Var(newDurationFlag(&f.auditRetention, 0), "audit-retention",
+		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything")
 	return cmd
 }
 
@@ -160,6 +164,13 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		return err
 	}
 	defer s.close(a)
+	if f.auditRetention > 0 {
+		stopRetention, err := a.startRetention(cmd.Context(), s, f.auditRetention)
+		if err != nil {
+			return err
+		}
+		defer stopRetention() // before the store closes
+	}
 	h, err := httpapi.NewHandler(s.rt, s.audit, &httpapi.Config{
 		DefaultTimeout: a.timeout, MaxTimeout: f.maxTimeout, Logger: a.log, Tokens: tokens.Load, Registry: reg,
 		MaxStreams: f.maxStreams, MaxStreamsPerToken: f.maxStreamsPerToken,
@@ -241,6 +252,38 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	a.log.Info("stopped; closing the store")
 	return nil
+}
+
+// startRetention prunes s's audit trail of records older than keep in the
+// background (audit.Retain) until the returned stop is called; stop waits
+// for a prune in progress to end.
+func (a *app) startRetention(ctx context.Context, s *store, keep time.Duration) (stop func(), err error) {
+	p := storePruner{s}
+	if ok, err := through(ctx, s, audit.OpPrune, func(context.Context, audit.Pruner) error { return nil }); err != nil {
+		return nil, failWith(err)
+	} else if !ok {
+		return nil, usageError("--audit-retention: the %s store cannot prune its audit trail", s.backend)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = audit.Retain(ctx, p, audit.RetainConfig{Keep: keep, Logger: a.log})
+	}()
+	a.log.Info("audit retention", "keep", keep)
+	return func() { cancel(); <-done }, nil
+}
+
+// storePruner prunes through the store's runtime (its deadline and
+// observer), as audit prune does.
+type storePruner struct{ s *store }
+
+func (p storePruner) PruneAudit(ctx context.Context, r audit.PruneRequest) (res audit.PruneResult, err error) {
+	_, err = through(ctx, p.s, audit.OpPrune, func(ctx context.Context, pr audit.Pruner) (err error) {
+		res, err = pr.PruneAudit(ctx, r)
+		return err
+	})
+	return res, err
 }
 
 // reloadTokens reads the tokens file again and reports whether it did; on

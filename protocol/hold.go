@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -50,6 +51,20 @@ type Held struct {
 
 // ErrLeaseLost is the cause of a [Held]'s context when the lease was lost.
 var ErrLeaseLost = errors.New("lease: lost")
+
+// lostError is [ErrLeaseLost] with the reason: it matches both, and its
+// text says "lease: lost: " once, not before the reason's own "lease: "
+// (a *Error reads "lease: renew KEY: not_found: ...").
+type lostError struct{ why error }
+
+// lost returns the cause of a Held's context when why lost the lease.
+func lost(why error) error { return &lostError{why: why} }
+
+func (e *lostError) Error() string {
+	return ErrLeaseLost.Error() + ": " + strings.TrimPrefix(e.why.Error(), "lease: ")
+}
+
+func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 
 // Hold acquires req and renews it in the background until it is released or
 // lost. It returns the acquire's error (for example one matching
@@ -109,7 +124,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(fmt.Errorf("%w: %w", ErrLeaseLost, why)) })
+		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(lost(why)) })
 	}()
 	go func() {
 		h.renewLoop(sent.Add(req.TTL), every, timeout)
@@ -269,11 +284,11 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
 			// The effect is unknown: keep trying while the lease may still be live.
 			if !time.Now().Add(every).Before(deadline) {
-				h.cancel(fmt.Errorf("%w: no successful renewal before the lease ran out: %w", ErrLeaseLost, err))
+				h.cancel(lost(fmt.Errorf("no successful renewal before the lease ran out: %w", err)))
 				return
 			}
 		default:
-			h.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			h.cancel(lost(err))
 			return
 		}
 	}

@@ -28,7 +28,7 @@ var _ protocol.Notifier = (*Backend)(nil)
 // holds, on its listener connection (a connection of its own, outside the
 // pool), a shared session-level advisory lock per waited-for key, in the
 // class waitLockClass, on the key's bucket: hashtext(namespace/name) &
-// 1023 (waitLockBuckets). Keys share buckets, so a listener holds at most
+// 1023 (waitLockMask). Keys share buckets, so a listener holds at most
 // 1,024 entries of the cluster's lock table however many keys it waits for
 // (PostgreSQL counts a session's repeated shared lock as one entry), and a
 // release in a bucket where another key is waited for sends a
@@ -50,10 +50,10 @@ var _ protocol.Notifier = (*Backend)(nil)
 const (
 	notifyChannel = "leasestore_wake"
 	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
-	// waitLockBuckets is how many lock ids the waiters' keys hash into; a
-	// power of two, written as the mask 1023 in the statements here and in
-	// queries.go (wakeCTE, the batch function), which must agree.
-	waitLockBuckets = 1024
+	// waitLockMask picks a waiter's lock id from its key's hash: 1,024
+	// buckets. The statements here and in queries.go (wakeCTE, the batch
+	// function) are built from it, so they agree.
+	waitLockMask = "1023"
 )
 
 // The listener's statements: LISTEN, the schema that payloads are matched
@@ -62,8 +62,8 @@ const (
 const (
 	listenSQL     = `LISTEN ` + notifyChannel
 	schemaNameSQL = `SELECT current_schema()`
-	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2) & 1023)`
-	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2) & 1023)`
+	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
+	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
 )
 
 // DefaultListenerIdle is the default of [Config].ListenerIdle: how long

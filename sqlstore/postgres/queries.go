@@ -83,11 +83,11 @@ func delayEnds(a string) string {
 
 // wakeCTE wakes the waiters of the key whose lease the statement's CTE
 // after ended, only when one is registered in the key's bucket (hashtext
-// & 1023, as notify.go's waitLockSQL): see notify.go.
+// & waitLockMask, as notify.go's waitLockSQL): see notify.go.
 const wakeCTE = `wake AS MATERIALIZED (
     SELECT pg_notify('leasestore_wake', json_build_array(current_schema(), @ns::text, @name::text)::text)
     FROM after
-    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name) & 1023)
+    WHERE NOT pg_try_advisory_xact_lock(1818583412, hashtext(@ns || '/' || @name) & ` + waitLockMask + `)
 )`
 
 // lockCTE takes the key's writer lock (the advisory lock every writer of
@@ -741,7 +741,7 @@ BEGIN
                         p_record_version, p_params_hash[i], o_expires_at, o_acquired_at, o_renewed_at);
                 -- Wakes waiters of the key, only when one is registered: see notify.go.
                 IF v_op IN ('release', 'revoke')
-                   AND NOT pg_try_advisory_xact_lock(1818583412, hashtext(v_ns || '/' || v_name) & 1023) THEN
+                   AND NOT pg_try_advisory_xact_lock(1818583412, hashtext(v_ns || '/' || v_name) & ` + waitLockMask + `) THEN
                     PERFORM pg_notify('leasestore_wake', json_build_array(current_schema(), v_ns, v_name)::text);
                 END IF;
             END IF;

@@ -596,7 +596,9 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // its kind above, minus the lock (held already), a release or revoke
 // waking the key's waiters as those do; it sees the changes of
 // the operations before it, so operations on one key behave as if run one
-// after the other in that order.
+// after the other in that order. Each operation's time is the server's
+// clock_timestamp() as it starts, after the batch holds its key, as
+// lockCTE reads it (TestChangeTimesFollowLockWaits/coalesced).
 //
 // Audit ids. Each change's subtransaction gets a transaction id of its
 // own when it writes, greater than the batch's top-level one; a record's
@@ -622,7 +624,7 @@ RETURNS TABLE (o_now timestamptz, o_owner text, o_token bigint, o_acquired_at ti
                o_err_state text, o_err_message text, o_err_constraint text)
 LANGUAGE plpgsql AS $fn$
 DECLARE
-    v_now   timestamptz := coalesce(p_now, now());
+    v_now   timestamptz;
     v_top   bigint;
     v_off   bigint;
     v_mark  text;
@@ -660,6 +662,9 @@ BEGIN
     FOR i IN 1 .. coalesce(array_length(p_op, 1), 0) LOOP
         v_op := p_op[i]; v_ns := p_ns[i]; v_name := p_name[i]; v_owner := p_owner[i];
         v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i]; v_delay := p_lock_delay[i];
+        -- The member's time: after its key's lock (taken above), as lockCTE
+        -- reads it; now() is the batch's start, before the locks.
+        v_now := coalesce(p_now, clock_timestamp());
         o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
         o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
         o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL;

@@ -29,6 +29,8 @@ type lincheckRun struct {
 	// for the defaults.
 	retryFor, retryDelay, think time.Duration
 	loseAnswers                 float64
+	// attemptTimeout is the workloads' AttemptTimeout; zero for the default.
+	attemptTimeout time.Duration
 	// sweep, when set, is every runtime's background sweep.
 	sweep *protocol.SweepConfig
 	// observer, when set, is every runtime's observer.
@@ -91,7 +93,7 @@ func (r lincheckRun) run(t *testing.T, ctx context.Context, rts []*protocol.Runt
 		rec := lincheck.NewRecorder(fmt.Sprintf("pool%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops,
 			RetryFor: r.retryFor, RetryDelay: r.retryDelay, Think: r.think, LoseAnswers: r.loseAnswers,
-			LockDelay: 50 * time.Millisecond}
+			AttemptTimeout: r.attemptTimeout, LockDelay: 50 * time.Millisecond}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(ctx)
@@ -277,5 +279,73 @@ func TestLinearizableCoalesced(t *testing.T) {
 				t.Errorf("no connection was terminated")
 			}
 		})
+	}
+}
+
+// TestLinearizableWithStuckKey runs the coalesced workload while another
+// session keeps locking the row of key k0 (SELECT ... FOR UPDATE, held for
+// 100 to 400 ms, then let go for 50 to 150 ms), as a DBA's or a report's
+// transaction would. Attempts time out after 150 ms: those on k0 while it
+// is locked time out and are retried with the same request id, the batches
+// they were sent in run them alone (busy) and go on with the other keys.
+// The history must be linearizable, and the stuck key must have held up
+// operations (else the fault was not exercised).
+func TestLinearizableWithStuckKey(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 2, clients: 6, ops: 1500, loseAnswers: 0.02,
+		attemptTimeout: 150 * time.Millisecond, backends: new([]*postgres.Backend)}
+	rts := r.open(t)
+
+	var (
+		stalls atomic.Int64
+		done   = make(chan struct{})
+		wg     sync.WaitGroup
+	)
+	locker := rawConn(t, dsn)
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50*time.Millisecond + rand.N(100*time.Millisecond)):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			tx, err := locker.Begin(ctx)
+			if err != nil {
+				cancel()
+				t.Error(err)
+				return
+			}
+			tag, err := tx.Exec(ctx, `SELECT FROM leasestore_leases WHERE namespace = 'lincheck' AND name = 'k0' FOR UPDATE`)
+			if err == nil && tag.RowsAffected() > 0 {
+				stalls.Add(1)
+				time.Sleep(100*time.Millisecond + rand.N(300*time.Millisecond))
+			}
+			_ = tx.Rollback(ctx)
+			cancel()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	h := r.run(t, ctx, rts)
+	close(done)
+	wg.Wait()
+
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+	batches, batched := r.batches()
+	t.Logf("history: %v; %d operations in %d batches; k0 locked %d times", res, batched, batches, stalls.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Operations < 2000 {
+		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+	}
+	if stalls.Load() < 5 || batches < 50 {
+		t.Fatalf("k0 locked %d times, %d batches: the run did not test a stuck key in batches", stalls.Load(), batches)
 	}
 }

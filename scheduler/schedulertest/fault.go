@@ -24,6 +24,10 @@ type faultStore struct {
 	// reads: unlike an acquire it waits for no other writer, even on a
 	// single-writer store, so a slow one says the machine is slow.
 	lists timings
+	// acquires logs how long each acquire that reached the store took. On
+	// a single-writer store an acquire also waits for other writers, so a
+	// slow one says the store, not the scheduler, set the pace.
+	acquires timings
 }
 
 var errDropped = errors.New("schedulertest: the worker was cut off from the store")
@@ -78,6 +82,8 @@ func (f *faultStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (
 	if err := f.gate(ctx, protocol.OpAcquire); err != nil {
 		return failed(protocol.OpAcquire, err)
 	}
+	began := time.Now()
+	defer func() { f.acquires.add(time.Now(), time.Since(began)) }()
 	return f.Store.Acquire(ctx, req)
 }
 

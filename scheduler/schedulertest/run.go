@@ -30,9 +30,9 @@ import (
 //     targets within TTL + wakeMargin (they look again as its leases run
 //     out, not at their next round) and on the last within TTL + one renew
 //     interval + takeoverMargin (unless the survivors lost leases of their
-//     own, or a bare timer of the test process woke up, or a list of
-//     theirs returned, more than lateCall late, on a machine too loaded to
-//     say: then that is logged);
+//     own, or a bare timer of the test process woke up, or a list or an
+//     acquire of theirs returned, more than lateCall late, on a machine or
+//     a store too loaded to say: then that is logged);
 //     the cut-off worker's handlers are cancelled as lost.
 //   - Fencing: handlers write to a fenced resource while leases are revoked
 //     and a worker stalls past its TTL; per target, each handler started
@@ -217,24 +217,36 @@ func testTakeover(t *testing.T, newHarness Factory) {
 	from, to := cut.Add(ttl-renewEvery), cut.Add(took)
 	late := probe.worst(from, to)
 	slow := max(w1.fault.lists.worst(from, to), w2.fault.lists.worst(from, to))
+	slowAcquire := max(w1.fault.acquires.worst(from, to), w2.fault.acquires.worst(from, to))
+	var loaded string
 	switch {
 	case starved > 0:
-		t.Logf("w1 and w2 lost %d leases of their own during the case: the machine is too loaded to hold the takeover to a bound", starved)
+		loaded = fmt.Sprintf("w1 and w2 lost %d leases of their own during the case: the machine is too loaded", starved)
 	case late > lateCall:
-		t.Logf("a %v timer of this process woke up %v late during the takeover (more than %v): the machine is too loaded to hold the takeover to a bound",
+		loaded = fmt.Sprintf("a %v timer of this process woke up %v late during the takeover (more than %v): the machine is too loaded",
 			latenessTick, late.Round(time.Millisecond), lateCall)
 	case slow > lateCall:
-		t.Logf("a list of w1 or w2 took %v during the takeover (more than %v): the machine is too loaded to hold the takeover to a bound",
+		loaded = fmt.Sprintf("a list of w1 or w2 took %v during the takeover (more than %v): the machine is too loaded",
 			slow.Round(time.Millisecond), lateCall)
-	default:
-		if bound := ttl + wakeMargin; firstTook > bound {
-			t.Errorf("the first of w3's targets was taken %v after the cut, more than TTL + %v (%v): the survivors did not look again as its leases ran out",
-				firstTook, wakeMargin, bound)
+	case slowAcquire > lateCall:
+		// The survivors take w3's targets one acquire after another: 20
+		// acquires that wait for the store set the pace, not the scheduler.
+		loaded = fmt.Sprintf("an acquire of w1 or w2 took %v during the takeover (more than %v): the store is too slow",
+			slowAcquire.Round(time.Millisecond), lateCall)
+	}
+	report := t.Errorf
+	if loaded != "" {
+		report = func(format string, args ...any) {
+			t.Logf(format+"; not failed: %s to hold the takeover to a bound", append(args, loaded)...)
 		}
-		if bound := ttl + renewEvery + takeoverMargin; took > bound {
-			t.Errorf("the last of w3's targets was taken %v after the cut, more than TTL + one renew interval + a margin of %v (%v)",
-				took, takeoverMargin, bound)
-		}
+	}
+	if bound := ttl + wakeMargin; firstTook > bound {
+		report("the first of w3's targets was taken %v after the cut, more than TTL + %v (%v): the survivors did not look again as its leases ran out",
+			firstTook, wakeMargin, bound)
+	}
+	if bound := ttl + renewEvery + takeoverMargin; took > bound {
+		report("the last of w3's targets was taken %v after the cut, more than TTL + one renew interval + a margin of %v (%v)",
+			took, takeoverMargin, bound)
 	}
 	f.waitFor("w3's handlers are cancelled as lost", converge, func() (bool, string) {
 		for _, r := range victims {

@@ -272,6 +272,7 @@ func TestLinearizableWithFullDisk(t *testing.T) {
 		if err := p.cmd.Wait(); err != nil {
 			t.Fatalf("worker %s: %v; stderr:\n%s", p.name, err, p.stderr.String())
 		}
+		<-p.copied
 		t.Logf("worker %s: %s", p.name, strings.TrimSpace(summary))
 	}
 	h, err := lincheck.ReadHistoryFiles(files...)

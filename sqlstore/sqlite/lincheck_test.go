@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,11 @@ func runLincheckWorker() int {
 	defer stop()
 	proc := os.Getenv(lincheckProcEnv)
 	f, err := os.OpenFile(os.Getenv(lincheckHistoryEnv), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if os.Getenv(lincheckFullDiskEnv) != "" {
+		// The history goes to the parent through a pipe (fd 3): a file of
+		// this process would meet the file-size cap that fills the disk.
+		f, err = os.NewFile(3, "history"), nil
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "worker %s: %v\n", proc, err)
 		return 1
@@ -83,6 +89,9 @@ type lincheckProc struct {
 	stdin   io.WriteCloser
 	stdout  *bufio.Reader
 	stderr  strings.Builder
+	// copied is closed once the history the worker wrote through its pipe
+	// is in the file (full-disk workers; nil for the others).
+	copied chan struct{}
 }
 
 // startLincheckWorker starts a lincheck worker on db, recording in dir,
@@ -102,8 +111,31 @@ func startLincheckWorker(t *testing.T, db, dir, name string, env ...string) *lin
 		t.Fatal(err)
 	}
 	p.stdout = bufio.NewReader(out)
+	var pipeR, pipeW *os.File
+	if slices.Contains(env, lincheckFullDiskEnv+"=1") {
+		// Its history comes through a pipe (fd 3 in the worker) and is
+		// copied here into the file: see runLincheckWorker.
+		if pipeR, pipeW, err = os.Pipe(); err != nil {
+			t.Fatal(err)
+		}
+		p.cmd.ExtraFiles = []*os.File{pipeW}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if pipeW != nil {
+		_ = pipeW.Close()
+		hist, err := os.Create(p.history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.copied = make(chan struct{})
+		go func() {
+			defer close(p.copied)
+			defer pipeR.Close()
+			defer hist.Close()
+			_, _ = io.Copy(hist, pipeR) // until the worker exits
+		}()
 	}
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {

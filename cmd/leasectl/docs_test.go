@@ -381,3 +381,58 @@ func main() {
 		t.Fatalf("the retention lines failed: %v\n%s", err, out)
 	}
 }
+
+// Every test or benchmark that README.md, DESIGN.md or docs/*.md cites by
+// name (`TestX`, `BenchmarkX`, with or without a /subtest) is a function of
+// some _test.go file of the repository: a claim cannot point at a test that
+// was renamed or removed.
+func TestDocsCiteRealTests(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	defined := map[string]bool{}
+	fn := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w+)\(`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range fn.FindAllSubmatch(b, -1) {
+			defined[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md", "DESIGN.md"}
+	for _, d := range docs {
+		files = append(files, "docs/"+filepath.Base(d))
+	}
+	cited := regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z]\\w*)[/`\\s]")
+	n := 0
+	for _, f := range files {
+		for _, m := range cited.FindAllStringSubmatch(repoFile(t, f), -1) {
+			n++
+			if !defined[m[1]] {
+				t.Errorf("%s cites %s: no _test.go file defines it", f, m[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no test cited in the docs: the pattern is wrong")
+	}
+	t.Logf("%d citations of %d tests and benchmarks checked", n, len(defined))
+}

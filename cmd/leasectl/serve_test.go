@@ -47,7 +47,7 @@ type server struct {
 
 // startServe starts leasectl serve on the store dsn with args, waits for
 // the line it prints once it listens, and stops it when the test ends.
-func startServe(t *testing.T, dir, dsn string, env []string, args ...string) *server {
+func startServe(t testing.TB, dir, dsn string, env []string, args ...string) *server {
 	t.Helper()
 	args = append([]string{"serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "-o", "json"}, args...)
 	cmd := exec.Command(bin, args...)

@@ -190,7 +190,8 @@ func BenchmarkReleaseFirstUse(b *testing.B) {
 // another pool revoked its lease: loss-p50-ms and loss-p99-ms, from the
 // revoke's return to the Held's context ending, through LISTEN/NOTIFY and
 // a confirming get, with the holder renewing every 20 s; directly and over
-// the HTTP API (each side with a server of its own).
+// the HTTP API (each side with a server of its own); a Hold (hold) and
+// a scheduler handler (scheduler).
 //
 //	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench LossHeard -benchtime 100x ./sqlstore/postgres/
 func BenchmarkLossHeard(b *testing.B) {
@@ -211,7 +212,9 @@ func BenchmarkLossHeard(b *testing.B) {
 				b.Cleanup(func() { _ = rt.Close(context.Background()) })
 				return rt
 			}
-			wakebench.RunLoss(b, open(), open())
+			holder, revoker := open(), open()
+			b.Run("hold", func(b *testing.B) { wakebench.RunLoss(b, holder, revoker) })
+			b.Run("scheduler", func(b *testing.B) { wakebench.RunSchedulerLoss(b, holder, revoker) })
 		})
 	}
 }

@@ -179,7 +179,8 @@ func TestOneSignalPerRelease(t *testing.T) {
 // another Backend on the file revoked its lease: loss-p50-ms and
 // loss-p99-ms, from the revoke's return to the Held's context ending, with
 // the holder renewing every 20 s (so only the store's signal tells it);
-// directly and over the HTTP API (each side with a server of its own).
+// directly and over the HTTP API (each side with a server of its own); a
+// Hold (hold) and a scheduler handler (scheduler).
 func BenchmarkLossHeard(b *testing.B) {
 	for _, mode := range []string{"other_backend", "over_http"} {
 		b.Run(mode, func(b *testing.B) {
@@ -198,7 +199,9 @@ func BenchmarkLossHeard(b *testing.B) {
 				b.Cleanup(func() { _ = rt.Close(context.Background()) })
 				return rt
 			}
-			wakebench.RunLoss(b, open(), open())
+			holder, revoker := open(), open()
+			b.Run("hold", func(b *testing.B) { wakebench.RunLoss(b, holder, revoker) })
+			b.Run("scheduler", func(b *testing.B) { wakebench.RunSchedulerLoss(b, holder, revoker) })
 		})
 	}
 }

@@ -1,17 +1,22 @@
 // Package wakebench is the wake-up benchmark every backend runs: how soon
 // a waiter blocked in AcquireWait takes a key after the holder released
-// it. Each backend's BenchmarkWakeUp opens the two runtimes and calls
-// [Run]. It imports no database driver.
+// it, and how soon a holder (a Hold, a scheduler handler) hears a revoke.
+// Each backend's BenchmarkWakeUp and BenchmarkLossHeard open the two
+// runtimes and call [Run], [RunLoss] and [RunSchedulerLoss]. It imports no
+// database driver.
 package wakebench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
 )
 
 // Run measures, for each b.Loop iteration on a fresh key, the time from
@@ -91,6 +96,58 @@ func RunLoss(b *testing.B, holder, revoker *protocol.Runtime) {
 			b.Fatalf("the revoke of %s did not reach the holder within 10 s", k)
 		}
 		<-h.Done()
+	}
+	ReportPercentiles(b, "loss", loss)
+}
+
+// RunSchedulerLoss measures, for each b.Loop iteration on a fresh target,
+// the time from a revoke of a scheduler's target through revoker returning
+// to that target's handler's context ending, and reports loss-p50-ms and
+// loss-p99-ms. Each iteration starts a scheduler (not measured) that
+// renews every 20 s with a 1 min TTL, so only the store's signal tells it,
+// waits for its handler to run and 20 ms more, revokes, and stops it.
+// holder and revoker may be one runtime.
+func RunSchedulerLoss(b *testing.B, holder, revoker *protocol.Runtime) {
+	var loss []time.Duration
+	for i := 0; b.Loop(); i++ {
+		target := fmt.Sprintf("t%d", i)
+		running := make(chan struct{})
+		ended := make(chan time.Time, 1)
+		handler := func(ctx context.Context, _ string, _ int64) {
+			close(running)
+			<-ctx.Done()
+			ended <- time.Now()
+		}
+		s, err := scheduler.New(holder, fmt.Sprintf("w%d", i), scheduler.Static(target), handler,
+			&scheduler.Config{Namespace: "loss", TTL: time.Minute, RenewEvery: 20 * time.Second,
+				Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		select {
+		case <-running:
+		case <-time.After(10 * time.Second):
+			b.Fatalf("the scheduler did not run %s within 10 s", target)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if _, err := revoker.Revoke(context.Background(), protocol.RevokeRequest{
+			Key: protocol.Key{Namespace: "loss", Name: target}, Actor: "bench", Reason: "loss"}); err != nil {
+			b.Fatal(err)
+		}
+		revoked := time.Now()
+		select {
+		case at := <-ended:
+			loss = append(loss, at.Sub(revoked))
+		case <-time.After(10 * time.Second):
+			b.Fatalf("the revoke of %s did not reach its handler within 10 s", target)
+		}
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
 	}
 	ReportPercentiles(b, "loss", loss)
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,13 +51,30 @@ type Record struct {
 }
 
 // Query filters and pages the audit trail. The zero Query reads the first
-// [DefaultLimit] records of every namespace, oldest first.
+// [DefaultLimit] records of every namespace, oldest first. The filters
+// combine with AND; each one left at its zero value selects everything.
 type Query struct {
 	Namespace string    // "" for every namespace
 	Key       string    // a key name; requires Namespace
 	Since     time.Time // records at or after this time; zero for all
-	Limit     int       // 0 means DefaultLimit; at most MaxLimit
-	Cursor    string    // NextCursor of the previous page
+	// Ops keeps only the records of these operations: any of [RecordedOps]
+	// (acquire, renew, release, revoke, prune), each at most once. Nil or
+	// empty keeps every operation; an op the trail never records is
+	// invalid, and the error names the ones it does.
+	Ops []protocol.Op
+	// Owner keeps only the records whose Owner is exactly this (the
+	// lease's owner, not the actor: a revoke's record carries the owner
+	// whose lease was revoked). "" keeps every owner.
+	Owner  string
+	Limit  int    // 0 means DefaultLimit; at most MaxLimit
+	Cursor string // NextCursor of the previous page, read in the same order (see Newest)
+	// Newest pages from the newest record backwards: a page holds the
+	// newest records that match, newest first, and its NextCursor goes on
+	// to older ones. The default (false) is oldest first. A cursor keeps
+	// its order: one from an oldest-first page given to a newest-first
+	// query, or the other way round, is invalid. Newest with Follow is
+	// invalid: a follower reads forwards.
+	Newest bool
 	// Follow asks for a follower's read: records that may still gain a
 	// predecessor with a smaller id are held back, so paging by cursor
 	// never skips one, at the price of lagging writers in flight. Without
@@ -64,9 +83,53 @@ type Query struct {
 	Follow bool
 }
 
-// Page is one page of records, oldest first, and the cursor of the next page
-// ("" when there are no more records at the time of reading; a follower keeps
-// its last cursor and asks again).
+// RecordedOps are the operations the audit trail records, in the order
+// [Query.Validate] names them.
+var RecordedOps = []protocol.Op{protocol.OpAcquire, protocol.OpRenew, protocol.OpRelease, protocol.OpRevoke, OpPrune}
+
+// ParseOps reads a comma-separated list of operations ("acquire,renew"),
+// as the CLI's --op and the HTTP API's op parameter take it; spaces
+// around an op are ignored, "" is no filter (nil). Unknown and repeated
+// ops are left to [Query.Validate].
+func ParseOps(s string) []protocol.Op {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var ops []protocol.Op
+	for _, o := range strings.Split(s, ",") {
+		ops = append(ops, protocol.Op(strings.TrimSpace(o)))
+	}
+	return ops
+}
+
+// FormatOps is the inverse of [ParseOps]: the ops joined by commas.
+func FormatOps(ops []protocol.Op) string {
+	parts := make([]string, len(ops))
+	for i, o := range ops {
+		parts[i] = string(o)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Matches tells whether rec passes q's filters (namespace, key, since, ops
+// and owner; not the cursor): what a backend that scans the trail, rather
+// than asking a database to filter it, keeps.
+func (q Query) Matches(rec Record) bool {
+	switch {
+	case q.Namespace != "" && rec.Namespace != q.Namespace,
+		q.Key != "" && rec.Key != q.Key,
+		!q.Since.IsZero() && rec.At.Before(q.Since),
+		q.Owner != "" && rec.Owner != q.Owner,
+		len(q.Ops) > 0 && !slices.Contains(q.Ops, rec.Op):
+		return false
+	}
+	return true
+}
+
+// Page is one page of records, in the query's order (oldest first unless
+// [Query.Newest]), and the cursor of the next page ("" when there are no
+// more records at the time of reading; a follower keeps its last cursor and
+// asks again).
 type Page struct {
 	Records    []Record
 	NextCursor string
@@ -104,15 +167,50 @@ func (q Query) Validate() error {
 		}
 		errs = append(errs, textfield.Validate("key", q.Key, protocol.MaxNameLen))
 	}
+	if q.Owner != "" {
+		errs = append(errs, textfield.Validate("owner", q.Owner, protocol.MaxOwnerLen))
+	}
+	for i, op := range q.Ops {
+		switch {
+		case !slices.Contains(RecordedOps, op):
+			errs = append(errs, fmt.Errorf("op: %q is not an operation the audit trail records (%s)", op, FormatOps(RecordedOps)))
+		case slices.Contains(q.Ops[:i], op):
+			errs = append(errs, fmt.Errorf("op: %q is given twice", op))
+		}
+	}
+	if q.Newest && q.Follow {
+		errs = append(errs, errors.New("audit: a follower reads oldest first: newest first cannot be followed"))
+	}
 	if q.Limit < 0 || q.Limit > MaxLimit {
 		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", q.Limit, MaxLimit))
 	}
-	if q.Cursor != "" {
-		if _, err := DecodeCursor(q.Cursor); err != nil {
-			errs = append(errs, err)
-		}
+	if _, _, err := q.IDRange(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// IDRange returns the record ids a page of q may hold, after < id <
+// before, from its cursor and order: oldest first, after is the cursor's
+// id (0 without one) and before is [math.MaxInt64]; newest first, after is
+// 0 and before is the cursor's id ([math.MaxInt64] without one). A cursor
+// of the other order, or none at all, is an error.
+func (q Query) IDRange() (after, before int64, err error) {
+	if q.Cursor == "" {
+		return 0, math.MaxInt64, nil
+	}
+	newest := strings.HasPrefix(q.Cursor, newestCursorPrefix)
+	switch {
+	case newest && !q.Newest:
+		return 0, 0, errors.New("cursor: from a newest-first page; read it newest first")
+	case !newest && q.Newest && strings.HasPrefix(q.Cursor, cursorPrefix):
+		return 0, 0, errors.New("cursor: from an oldest-first page; read it oldest first")
+	case newest:
+		id, err := parseCursorID(strings.TrimPrefix(q.Cursor, newestCursorPrefix))
+		return 0, id, err
+	}
+	id, err := DecodeCursor(q.Cursor)
+	return id, math.MaxInt64, err
 }
 
 // EffectiveLimit returns Limit, or [DefaultLimit] when Limit is zero.
@@ -123,17 +221,46 @@ func (q Query) EffectiveLimit() int {
 	return q.Limit
 }
 
-const cursorPrefix = "a1."
+// Cursor prefixes: an oldest-first page's cursor resumes after its id, a
+// newest-first page's before it.
+const (
+	cursorPrefix       = "a1."
+	newestCursorPrefix = "a1n."
+)
 
-// EncodeCursor returns the cursor that resumes after the record with id.
+// EncodeCursor returns the cursor that resumes after the record with id,
+// oldest first.
 func EncodeCursor(id int64) string { return cursorPrefix + strconv.FormatInt(id, 10) }
 
-// DecodeCursor returns the record id a cursor from [EncodeCursor] resumes after.
+// EncodeNewestCursor returns the cursor that resumes before the record
+// with id, newest first ([Query.Newest]).
+func EncodeNewestCursor(id int64) string { return newestCursorPrefix + strconv.FormatInt(id, 10) }
+
+// NextCursor returns the cursor that resumes q's order after the record
+// with id: [EncodeCursor] or, for [Query.Newest], [EncodeNewestCursor].
+func (q Query) NextCursor(id int64) string {
+	if q.Newest {
+		return EncodeNewestCursor(id)
+	}
+	return EncodeCursor(id)
+}
+
+// DecodeCursor returns the record id an oldest-first cursor from
+// [EncodeCursor] resumes after. A newest-first cursor is an error (see
+// [Query.IDRange], which reads both).
 func DecodeCursor(c string) (int64, error) {
+	if strings.HasPrefix(c, newestCursorPrefix) {
+		return 0, errors.New("cursor: from a newest-first page; read it newest first")
+	}
 	rest, ok := strings.CutPrefix(c, cursorPrefix)
 	if !ok {
 		return 0, errors.New("cursor: not an audit cursor")
 	}
+	return parseCursorID(rest)
+}
+
+// parseCursorID reads the id of a cursor, its prefix removed.
+func parseCursorID(rest string) (int64, error) {
 	id, err := strconv.ParseInt(rest, 10, 64)
 	if err != nil || id < 0 || strconv.FormatInt(id, 10) != rest {
 		return 0, errors.New("cursor: malformed")

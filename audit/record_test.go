@@ -100,3 +100,76 @@ func TestRecordFormatVersion(t *testing.T) {
 		t.Errorf("RecordFormatVersion = %d: a change needs a migration and a reader for the old version", audit.RecordFormatVersion)
 	}
 }
+
+func TestQueryOpsOwnerAndNewest(t *testing.T) {
+	for _, q := range []audit.Query{
+		{Ops: audit.RecordedOps},
+		{Ops: []protocol.Op{protocol.OpRevoke}, Owner: "w1", Newest: true},
+		{Newest: true, Cursor: audit.EncodeNewestCursor(9)},
+		{Follow: true, Cursor: audit.EncodeCursor(9)},
+	} {
+		if err := q.Validate(); err != nil {
+			t.Errorf("%+v.Validate() = %v, want nil", q, err)
+		}
+	}
+	for _, tc := range []struct {
+		q    audit.Query
+		want string
+	}{
+		{audit.Query{Ops: []protocol.Op{"expire"}}, `op: "expire" is not an operation the audit trail records (acquire,renew,release,revoke,prune)`},
+		{audit.Query{Ops: []protocol.Op{"get"}}, `op: "get" is not an operation`},
+		{audit.Query{Ops: []protocol.Op{"renew", "renew"}}, `op: "renew" is given twice`},
+		{audit.Query{Owner: "w\x00"}, "owner: control character"},
+		{audit.Query{Newest: true, Follow: true}, "newest first cannot be followed"},
+		{audit.Query{Newest: true, Cursor: audit.EncodeCursor(3)}, "cursor: from an oldest-first page; read it oldest first"},
+		{audit.Query{Cursor: audit.EncodeNewestCursor(3)}, "cursor: from a newest-first page; read it newest first"},
+		{audit.Query{Newest: true, Cursor: "a1n.x"}, "cursor: malformed"},
+		{audit.Query{Newest: true, Cursor: "bogus"}, "cursor: not an audit cursor"},
+	} {
+		err := tc.q.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v.Validate() = %v, want an error containing %q", tc.q, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		q             audit.Query
+		after, before int64
+	}{
+		{audit.Query{}, 0, math.MaxInt64},
+		{audit.Query{Cursor: audit.EncodeCursor(7)}, 7, math.MaxInt64},
+		{audit.Query{Newest: true}, 0, math.MaxInt64},
+		{audit.Query{Newest: true, Cursor: audit.EncodeNewestCursor(7)}, 0, 7},
+	} {
+		if a, b, err := tc.q.IDRange(); err != nil || a != tc.after || b != tc.before {
+			t.Errorf("%+v.IDRange() = %d, %d, %v; want %d, %d", tc.q, a, b, err, tc.after, tc.before)
+		}
+	}
+	if got := (audit.Query{Newest: true}).NextCursor(5); got != "a1n.5" {
+		t.Errorf("newest NextCursor(5) = %q, want a1n.5", got)
+	}
+	if _, err := audit.DecodeCursor(audit.EncodeNewestCursor(5)); err == nil {
+		t.Error("DecodeCursor of a newest-first cursor: no error")
+	}
+	if got := audit.ParseOps(" acquire, renew ,"); len(got) != 3 || got[0] != "acquire" || got[1] != "renew" || got[2] != "" {
+		t.Errorf("ParseOps = %q", got)
+	}
+	if got := audit.ParseOps(""); got != nil {
+		t.Errorf("ParseOps(\"\") = %q, want nil", got)
+	}
+	rec := audit.Record{Op: protocol.OpRenew, Namespace: "ns", Key: "k", Owner: "w1", At: time.Unix(10, 0)}
+	for _, tc := range []struct {
+		q    audit.Query
+		want bool
+	}{
+		{audit.Query{}, true},
+		{audit.Query{Ops: []protocol.Op{protocol.OpAcquire, protocol.OpRenew}, Owner: "w1", Namespace: "ns", Key: "k"}, true},
+		{audit.Query{Ops: []protocol.Op{protocol.OpAcquire}}, false},
+		{audit.Query{Owner: "w"}, false},
+		{audit.Query{Since: time.Unix(11, 0)}, false},
+		{audit.Query{Namespace: "other"}, false},
+	} {
+		if got := tc.q.Matches(rec); got != tc.want {
+			t.Errorf("%+v.Matches = %t, want %t", tc.q, got, tc.want)
+		}
+	}
+}

@@ -146,7 +146,7 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 	}
 	if !q.Since.IsZero() {
 		probe := q
-		probe.Limit, probe.Follow = 1, true
+		probe.Limit, probe.Follow, probe.Newest = 1, true, false
 		rctx, cancel := context.WithTimeout(ctx, cfg.withDefaults().ReadTimeout)
 		page, err := r.ReadAudit(rctx, probe)
 		cancel()
@@ -161,7 +161,7 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 }
 
 // Tail returns the cursor after the last record of the trail that q
-// selects (q.Cursor and q.Since are ignored), so that [Watch] from it
+// selects (q.Cursor, q.Since and q.Newest are ignored), so that [Watch] from it
 // yields only the changes committed from now on. An empty trail answers
 // "", the start. Each read is bounded by cfg's ReadTimeout (cfg may be
 // nil).
@@ -176,7 +176,7 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 	c := cfg.withDefaults()
 	now := time.Now()
 	probe := q
-	probe.Follow, probe.Limit, probe.Cursor = true, MaxLimit, ""
+	probe.Follow, probe.Limit, probe.Cursor, probe.Newest = true, MaxLimit, "", false
 	for window := time.Second; ; window *= 8 {
 		probe.Since = now.Add(-window)
 		if window > 100*365*24*time.Hour {

@@ -120,13 +120,15 @@ func LeasePage(rows []protocol.Lease, limit int) protocol.ListResult {
 	return res
 }
 
-// AuditPage is [LeasePage] for audit records fetched with LIMIT limit+1,
-// ordered by id; the cursor resumes after the last record's id.
-func AuditPage(rows []audit.Record, limit int) audit.Page {
+// AuditPage is [LeasePage] for the audit records of q fetched with LIMIT
+// q.EffectiveLimit()+1, in q's order; the cursor resumes past the last
+// record's id in that order ([audit.Query.NextCursor]).
+func AuditPage(rows []audit.Record, q audit.Query) audit.Page {
+	limit := q.EffectiveLimit()
 	p := audit.Page{Records: rows}
 	if len(rows) > limit {
 		p.Records = rows[:limit]
-		p.NextCursor = audit.EncodeCursor(rows[limit-1].ID)
+		p.NextCursor = q.NextCursor(rows[limit-1].ID)
 	}
 	if p.Records == nil {
 		p.Records = []audit.Record{}

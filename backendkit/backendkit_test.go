@@ -108,16 +108,21 @@ func TestLeasePage(t *testing.T) {
 }
 
 func TestAuditPage(t *testing.T) {
-	p := backendkit.AuditPage(nil, 1)
+	p := backendkit.AuditPage(nil, audit.Query{Limit: 1})
 	if p.Records == nil || len(p.Records) != 0 || p.NextCursor != "" {
 		t.Fatalf("empty page = %+v", p)
 	}
-	p = backendkit.AuditPage([]audit.Record{{ID: 4}, {ID: 9}}, 1)
+	p = backendkit.AuditPage([]audit.Record{{ID: 4}, {ID: 9}}, audit.Query{Limit: 1})
 	if len(p.Records) != 1 || p.Records[0].ID != 4 {
 		t.Fatalf("page = %+v, want record 4", p)
 	}
 	if id, err := audit.DecodeCursor(p.NextCursor); err != nil || id != 4 {
 		t.Fatalf("cursor decodes to %d, %v; want 4", id, err)
+	}
+	// Newest first: the cursor resumes before the last record, newest first.
+	p = backendkit.AuditPage([]audit.Record{{ID: 9}, {ID: 4}}, audit.Query{Limit: 1, Newest: true})
+	if len(p.Records) != 1 || p.Records[0].ID != 9 || p.NextCursor != audit.EncodeNewestCursor(9) {
+		t.Fatalf("newest-first page = %+v, want record 9 and cursor %q", p, audit.EncodeNewestCursor(9))
 	}
 }
 

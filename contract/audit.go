@@ -1,8 +1,10 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
@@ -199,6 +201,134 @@ func auditCases() []testCase {
 			p := e.readAudit(audit.Query{Cursor: audit.EncodeCursor(all[4].ID)})
 			if len(p.Records) != 1 || p.Records[0].Key != "k3" || p.Records[0].ID <= all[4].ID || p.NextCursor != "" {
 				e.t.Fatalf("follow after the last record: %+v", p)
+			}
+		}},
+		{"op_owner_and_newest_first", func(e *env) {
+			t0 := e.clock.Now()
+			e.ns = "ns-a"
+			step := func() { e.clock.Advance(time.Second) }
+			k1 := e.acquire(e.a, "k1", "w1", leaseTTL) // 0 acquire k1 w1
+			step()
+			e.acquire(e.b, "k2", "w2", leaseTTL) // 1 acquire k2 w2
+			step()
+			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: k1.Key, Owner: "w1", Token: k1.Token, TTL: renewTTL, RequestID: e.rid()})
+			e.expect("renew", res, err, protocol.StatusRenewed) // 2 renew k1 w1
+			step()
+			e.release(e.a, *res.Lease) // 3 release k1 w1
+			step()
+			e.acquire(e.b, "k1", "w2", leaseTTL) // 4 acquire k1 w2
+			step()
+			e.revoke(e.a, "k2") // 5 revoke k2 w2 (actor operator)
+			step()
+			e.ns = "ns-b"
+			e.acquire(e.a, "k1", "w1", leaseTTL) // 6 acquire ns-b/k1 w1
+			step()
+			e.acquire(e.b, "k2", "w1w", leaseTTL) // 7 an owner w1 is a prefix of
+			step()
+
+			all := e.auditAll(audit.Query{})
+			if len(all) != 8 {
+				e.t.Fatalf("%d records in all namespaces, want 8", len(all))
+			}
+			id := func(is ...int) []int64 {
+				out := []int64{}
+				for _, i := range is {
+					out = append(out, all[i].ID)
+				}
+				return out
+			}
+			ops := func(o ...protocol.Op) []protocol.Op { return o }
+			for _, c := range []struct {
+				q    audit.Query
+				want []int64
+			}{
+				{audit.Query{Ops: ops(protocol.OpAcquire)}, id(0, 1, 4, 6, 7)},
+				{audit.Query{Ops: ops(protocol.OpRenew, protocol.OpRelease)}, id(2, 3)},
+				{audit.Query{Ops: ops(protocol.OpRelease, protocol.OpRenew)}, id(2, 3)}, // the order of ops does not matter
+				{audit.Query{Ops: ops(protocol.OpRevoke)}, id(5)},
+				{audit.Query{Ops: ops(audit.OpPrune)}, id()},
+				{audit.Query{Owner: "w1"}, id(0, 2, 3, 6)}, // exact: not w1w
+				{audit.Query{Owner: "w2"}, id(1, 4, 5)},    // a revoke's record carries the revoked owner
+				{audit.Query{Owner: "operator"}, id()},     // the owner, not the actor
+				{audit.Query{Owner: "w"}, id()},
+				{audit.Query{Ops: ops(protocol.OpAcquire), Owner: "w1"}, id(0, 6)},
+				{audit.Query{Ops: ops(protocol.OpAcquire, protocol.OpRevoke), Owner: "w2"}, id(1, 4, 5)},
+				{audit.Query{Namespace: "ns-a", Ops: ops(protocol.OpAcquire), Owner: "w1"}, id(0)},
+				{audit.Query{Namespace: "ns-a", Key: "k1", Ops: ops(protocol.OpAcquire)}, id(0, 4)},
+				{audit.Query{Namespace: "ns-a", Key: "k1", Owner: "w1"}, id(0, 2, 3)},
+				{audit.Query{Ops: ops(protocol.OpAcquire), Since: t0.Add(2 * time.Second)}, id(4, 6, 7)},
+				{audit.Query{}, id(0, 1, 2, 3, 4, 5, 6, 7)},
+				{audit.Query{Namespace: "ns-b"}, id(6, 7)},
+				{audit.Query{Since: t0.Add(5 * time.Second)}, id(5, 6, 7)},
+				{audit.Query{Namespace: "ns-a", Key: "k2", Since: t0.Add(time.Second)}, id(1, 5)},
+			} {
+				for _, newest := range []bool{false, true} {
+					want := slices.Clone(c.want)
+					if newest {
+						slices.Reverse(want)
+					}
+					for _, limit := range []int{0, 1, 2, 3, audit.MaxLimit} {
+						q := c.q
+						q.Limit, q.Newest = limit, newest
+						var got []int64
+						for page := 0; ; page++ {
+							p := e.readAudit(q)
+							if limit > 0 && len(p.Records) > limit {
+								e.t.Fatalf("audit %+v: %d records in a page", q, len(p.Records))
+							}
+							if page > 10 {
+								e.t.Fatalf("audit %+v: too many pages", q)
+							}
+							got = append(got, recordIDs(p.Records)...)
+							if p.NextCursor == "" {
+								break
+							}
+							if len(p.Records) == 0 {
+								e.t.Fatalf("audit %+v: an empty page with next cursor %q", q, p.NextCursor)
+							}
+							if want := q.NextCursor(p.Records[len(p.Records)-1].ID); p.NextCursor != want {
+								e.t.Fatalf("audit %+v: next cursor %q, want %q", q, p.NextCursor, want)
+							}
+							q.Cursor = p.NextCursor
+						}
+						if !slices.Equal(got, want) {
+							e.t.Fatalf("audit %+v (newest first: %t) limit %d: ids %d, want %d", c.q, newest, limit, got, want)
+						}
+					}
+				}
+			}
+			// Newest first from a cursor goes on to older records; a
+			// newest-first cursor of the newest record sees records
+			// written after it only in a new read from the top.
+			if p := e.readAudit(audit.Query{Newest: true, Cursor: audit.EncodeNewestCursor(all[3].ID)}); !slices.Equal(recordIDs(p.Records), id(2, 1, 0)) || p.NextCursor != "" {
+				e.t.Fatalf("newest first before record 4: %d, cursor %q; want %d and none", recordIDs(p.Records), p.NextCursor, id(2, 1, 0))
+			}
+			if p := e.readAudit(audit.Query{Newest: true, Cursor: audit.EncodeNewestCursor(all[0].ID)}); len(p.Records) != 0 || p.NextCursor != "" {
+				e.t.Fatalf("newest first before the first record: %+v, want no records", p)
+			}
+			// A cursor is read in the order it was made for; anything else
+			// is invalid and reads nothing.
+			for _, q := range []audit.Query{
+				{Newest: true, Cursor: audit.EncodeCursor(all[3].ID)},
+				{Cursor: audit.EncodeNewestCursor(all[3].ID)},
+				{Newest: true, Follow: true},
+				{Ops: ops("expire")},
+				{Ops: ops("acquire,renew")},
+				{Ops: ops("")},
+				{Ops: ops(protocol.OpAcquire, protocol.OpAcquire)},
+				{Owner: "bad\x00owner"},
+			} {
+				p, err := e.audit.ReadAudit(e.ctx, q)
+				if err == nil || len(p.Records) != 0 {
+					e.t.Fatalf("audit %+v: %d records, error %v; want an error and none", q, len(p.Records), err)
+				}
+				if !errors.Is(err, protocol.ErrInvalid) {
+					e.t.Fatalf("audit %+v: error %v, want status invalid", q, err)
+				}
+			}
+			_, err = e.audit.ReadAudit(e.ctx, audit.Query{Ops: ops(protocol.OpAcquire, "expire")})
+			if err == nil || !strings.Contains(err.Error(), `"expire" is not an operation the audit trail records (acquire,renew,release,revoke,prune)`) {
+				e.t.Fatalf("audit of op expire: error %v, want one naming the ops the trail records", err)
 			}
 		}},
 		{"invalid_query", func(e *env) {

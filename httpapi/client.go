@@ -349,8 +349,14 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // ReadAudit implements [audit.Reader] over GET /v1/audit.
+// A query that fails [audit.Query.Validate] is refused here, as the
+// backends refuse it (an op with a comma would otherwise reach the server
+// as two).
 func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	const op = protocol.OpAudit
+	if err := q.Validate(); err != nil {
+		return audit.Page{}, backendkit.NewError(op, protocol.StatusInvalid, err, "audit: bad query")
+	}
 	v := url.Values{}
 	if q.Namespace != "" {
 		v.Set("namespace", q.Namespace)
@@ -369,6 +375,15 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 	}
 	if q.Follow {
 		v.Set("follow", "true")
+	}
+	if len(q.Ops) > 0 {
+		v.Set("op", audit.FormatOps(q.Ops))
+	}
+	if q.Owner != "" {
+		v.Set("owner", q.Owner)
+	}
+	if q.Newest {
+		v.Set("order", "newest")
 	}
 	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/audit", query: v})
 	if err != nil {

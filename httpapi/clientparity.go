@@ -136,7 +136,12 @@ func (r readerOnly) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, e
 // which ends it. A server without the route (an older one) is polled as
 // [audit.Watch] does.
 func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	q.Follow = true // a follower's read: Validate refuses Newest
 	return func(yield func(audit.Record, error) bool) {
+		if err := q.Validate(); err != nil {
+			yield(audit.Record{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query"))
+			return
+		}
 		backoff := reconnectMinBackoff
 		for ctx.Err() == nil {
 			opened := time.Now()
@@ -190,7 +195,8 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit
 		q.Cursor = audit.EncodeCursor(0)
 	}
 	v := url.Values{}
-	for name, val := range map[string]string{"namespace": q.Namespace, "key": q.Key, "cursor": q.Cursor} {
+	for name, val := range map[string]string{"namespace": q.Namespace, "key": q.Key, "cursor": q.Cursor,
+		"op": audit.FormatOps(q.Ops), "owner": q.Owner} {
 		if val != "" {
 			v.Set(name, val)
 		}

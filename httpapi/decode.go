@@ -230,10 +230,11 @@ func decodeList(namespace string, q url.Values, idem string) (protocol.ListReque
 
 // decodeAudit reads an audit query and validates it.
 func decodeAudit(q url.Values) (audit.Query, error) {
-	if err := queryParams(q, "namespace", "key", "since", "limit", "cursor", "follow"); err != nil {
+	if err := queryParams(q, "namespace", "key", "since", "limit", "cursor", "follow", "op", "owner", "order"); err != nil {
 		return audit.Query{}, err
 	}
-	out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor")}
+	out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor"),
+		Ops: audit.ParseOps(q.Get("op")), Owner: q.Get("owner")}
 	var err error
 	if s := q.Get("since"); s != "" {
 		if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {
@@ -246,7 +247,22 @@ func decodeAudit(q url.Values) (audit.Query, error) {
 	if out.Follow, err = parseBool("follow", q.Get("follow")); err != nil {
 		return audit.Query{}, err
 	}
+	if out.Newest, err = parseOrder(q.Get("order")); err != nil {
+		return audit.Query{}, err
+	}
 	return out, out.Validate()
+}
+
+// parseOrder reads the order parameter of GET /v1/audit: newest, or
+// oldest (the default, also for "").
+func parseOrder(s string) (newest bool, err error) {
+	switch s {
+	case "", "oldest":
+		return false, nil
+	case "newest":
+		return true, nil
+	}
+	return false, fmt.Errorf("order: %q is neither newest nor oldest", s)
 }
 
 // splitLeasePath splits the escaped path after /v1/leases/ into the

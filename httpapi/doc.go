@@ -13,11 +13,11 @@
 //	POST /v1/revoke    {"namespace","key","actor","reason","token"?,"request_id"?}
 //	GET  /v1/leases/{namespace}/{key...}   get
 //	GET  /v1/leases/{namespace}?prefix=&owner=&include_expired=&limit=&cursor=   list
-//	GET  /v1/audit?namespace=&key=&since=&limit=&cursor=&follow=
+//	GET  /v1/audit?namespace=&key=&since=&limit=&cursor=&follow=&op=&owner=&order=
 //	GET  /v1/notify/{namespace}/{key...}   a stream of signals (an addition to DESIGN.md's routes)
 //	GET  /v1/namespaces?after=&limit=      the namespaces the token may read that hold live leases
 //	POST /v1/renew-many {"renewals":[renew bodies...]}   one request, each renewal its own outcome and record
-//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=   the trail's records as they commit (a stream)
+//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=&op=&owner=   the trail's records as they commit (a stream)
 //	GET  /healthz  /readyz  /metrics  /openapi.json
 //
 // The Client is a [protocol.NamespaceLister], a [protocol.BulkRenewer] and

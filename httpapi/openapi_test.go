@@ -197,6 +197,16 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	if _, err := c.ReadAudit(ctx, audit.Query{}); err != nil {
 		t.Fatal(err)
 	}
+	// The op, owner and order filters, and a newest-first page's cursor.
+	p, err := c.ReadAudit(ctx, audit.Query{Namespace: "scan", Ops: []protocol.Op{protocol.OpAcquire, protocol.OpRelease}, Owner: "w2",
+		Newest: true, Limit: 1})
+	if err != nil || p.NextCursor == "" {
+		t.Fatalf("newest-first filtered page: %+v, %v; want a page with a next cursor", p, err)
+	}
+	if _, err := c.ReadAudit(ctx, audit.Query{Namespace: "scan", Ops: []protocol.Op{protocol.OpAcquire, protocol.OpRelease}, Owner: "w2",
+		Newest: true, Limit: 1, Cursor: p.NextCursor}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Plain requests for the rest of the codes.
 	do := func(method, path, body string, headers ...string) {
@@ -258,8 +268,13 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		strings.Repeat("x", httpapi.MaxRenewManyBodyBytes)+`"}]}`, w...) // 413
 	do("GET", "/v1/audit/follow?namespace=scan", "", r...)
 	do("GET", "/v1/audit/follow?namespace=scan&since=soon", "", r...) // 400
-	do("GET", "/v1/audit/follow?namespace=scan", "")                  // 401
-	do("GET", "/v1/audit/follow", "", r...)                           // 403: every namespace
+	do("GET", "/v1/audit/follow?namespace=scan&op=acquire,revoke&owner=w3", "", r...)
+	do("GET", "/v1/audit/follow?namespace=scan&op=expire", "", r...)         // 400
+	do("GET", "/v1/audit?namespace=scan&op=expire", "", r...)                // 400: not an op of the trail
+	do("GET", "/v1/audit?namespace=scan&order=sideways", "", r...)           // 400
+	do("GET", "/v1/audit?namespace=scan&order=newest&follow=true", "", r...) // 400
+	do("GET", "/v1/audit/follow?namespace=scan", "")                         // 401
+	do("GET", "/v1/audit/follow", "", r...)                                  // 403: every namespace
 	do("GET", "/healthz", "")
 	do("GET", "/metrics", "")
 	do("GET", "/openapi.json", "")

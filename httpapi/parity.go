@@ -21,7 +21,7 @@ import (
 //
 //	GET  /v1/namespaces?after=&limit=
 //	POST /v1/renew-many   {"renewals":[{"namespace","key","owner","token","ttl"?,"request_id"?}, ...]}
-//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=   server-sent events
+//	GET  /v1/audit/follow?namespace=&key=&cursor=&since=&op=&owner=   server-sent events
 
 // MaxRenewManyRequest bounds the renewals of one POST /v1/renew-many; the
 // Go client splits larger batches. Their body may hold up to
@@ -226,15 +226,17 @@ type followQuery = audit.Query
 // page; resume after it with cursor=a1.ID), error when a read of the trail
 // failed (the stream goes on), end when the server ends the stream, and
 // keep-alive comments. It starts after ?cursor=, else at the first record
-// at or after ?since=, else at the end of the trail (changes from now on).
+// at or after ?since=, else at the end of the trail (changes from now on);
+// ?op= and ?owner= filter as on GET /v1/audit.
 func (h *Handler) serveFollow(x *exchange) {
 	serve(h, x, route[followQuery]{op: protocol.OpGet, verb: "follow the audit trail", shape: errorShape,
 		decode: func(x *exchange, _ []byte, _ string) (followQuery, string, error) {
 			q := x.r.URL.Query()
-			if err := queryParams(q, "namespace", "key", "cursor", "since"); err != nil {
+			if err := queryParams(q, "namespace", "key", "cursor", "since", "op", "owner"); err != nil {
 				return audit.Query{}, "", err
 			}
-			out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor"), Follow: true}
+			out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor"), Follow: true,
+				Ops: audit.ParseOps(q.Get("op")), Owner: q.Get("owner")}
 			if s := q.Get("since"); s != "" {
 				var err error
 				if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {

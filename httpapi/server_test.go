@@ -96,6 +96,37 @@ func TestRoutesAndCodes(t *testing.T) {
 	if n := len(key["records"].([]any)); n != 2 {
 		t.Fatalf("audit of k2 since now: %d records", n)
 	}
+	// op, owner and order: the ops of the trail's acquires and revokes
+	// of w3 and w2, newest first.
+	filtered := expect(t, "audit by op and owner", send(t, "GET", s.url+"/v1/audit?namespace=scan&op=acquire,revoke&owner=w3&order=newest", ""),
+		200, "found")
+	ops = nil
+	for _, r := range filtered["records"].([]any) {
+		ops = append(ops, r.(map[string]any)["op"].(string)+" "+r.(map[string]any)["owner"].(string))
+	}
+	if got := strings.Join(ops, ","); got != "revoke w3,acquire w3" {
+		t.Fatalf("audit op=acquire,revoke owner=w3 order=newest: %s", got)
+	}
+	oldest := expect(t, "audit order=oldest", send(t, "GET", s.url+"/v1/audit?namespace=scan&op=release&order=oldest", ""), 200, "found")
+	if n := len(oldest["records"].([]any)); n != 1 {
+		t.Fatalf("audit op=release: %d records, want 1", n)
+	}
+	newestPage := expect(t, "audit newest page", send(t, "GET", s.url+"/v1/audit?namespace=scan&order=newest&limit=1", ""), 200, "found")
+	for _, c := range []struct{ query, msg string }{
+		{"op=expire", `op: \"expire\" is not an operation the audit trail records (acquire,renew,release,revoke,prune)`},
+		{"op=acquire,,renew", `op: \"\" is not an operation`},
+		{"op=acquire,acquire", `op: \"acquire\" is given twice`},
+		{"order=sideways", `order: \"sideways\" is neither newest nor oldest`},
+		{"order=newest&follow=true", "newest first cannot be followed"},
+		{"order=oldest&cursor=" + url.QueryEscape(newestPage["next_cursor"].(string)), "cursor: from a newest-first page; read it newest first"},
+		{"order=newest&cursor=a1.3", "cursor: from an oldest-first page; read it oldest first"},
+	} {
+		r := send(t, "GET", s.url+"/v1/audit?namespace=scan&"+c.query, "")
+		expect(t, "audit "+c.query, r, 400, "invalid")
+		if !strings.Contains(string(r.body), c.msg) {
+			t.Fatalf("audit %s: %s, want a message with %s", c.query, r.body, c.msg)
+		}
+	}
 	expect(t, "audit key without namespace", send(t, "GET", s.url+"/v1/audit?key=k2", ""), 400, "invalid")
 	expect(t, "audit bad since", send(t, "GET", s.url+"/v1/audit?since=yesterday", ""), 400, "invalid")
 

@@ -359,39 +359,36 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	return backendkit.LeasePage(page, limit), nil
 }
 
-// ReadAudit returns one page of the audit trail, oldest first, filtered by
-// q's namespace, key and since. An invalid q is an *[protocol.Error] with
-// status invalid.
+// ReadAudit returns one page of the audit trail, oldest first or, with
+// q.Newest, newest first, filtered by q's namespace, key, since, ops and
+// owner. An invalid q is an *[protocol.Error] with status invalid.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, interpretError(protocol.OpAudit, &invalidError{err})
 	}
-	var after int64
-	if q.Cursor != "" {
-		after, _ = audit.DecodeCursor(q.Cursor) // checked by Validate
-	}
+	after, before, _ := q.IDRange() // checked by Validate
 	s, _, err := b.lock(ctx, protocol.OpAudit)
 	if err != nil {
 		return audit.Page{}, err
 	}
 	defer s.mu.Unlock()
 	limit := q.EffectiveLimit()
-	var page audit.Page
-	for i := int(min(after, int64(len(s.records)))); i < len(s.records); i++ {
-		r := s.records[i].Record
-		switch {
-		case q.Namespace != "" && r.Namespace != q.Namespace,
-			q.Key != "" && r.Key != q.Key,
-			!q.Since.IsZero() && r.At.Before(q.Since):
-			continue
+	// Record i has id i+1: ids after `after` and below `before` are the
+	// indexes [lo, hi).
+	lo, hi := int(min(after, int64(len(s.records)))), int(min(before-1, int64(len(s.records))))
+	var rows []audit.Record
+	for n := range hi - lo {
+		i := lo + n
+		if q.Newest {
+			i = hi - 1 - n
 		}
-		if len(page.Records) == limit {
-			page.NextCursor = audit.EncodeCursor(page.Records[limit-1].ID)
-			break
+		if r := s.records[i].Record; q.Matches(r) {
+			if rows = append(rows, r); len(rows) > limit {
+				break
+			}
 		}
-		page.Records = append(page.Records, r)
 	}
-	return page, nil
+	return backendkit.AuditPage(rows, q), nil
 }
 
 // Health returns nil while the handle is open.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -19,15 +20,18 @@ import (
 const auditPage = 500
 
 // ReadAudit returns one page of the audit trail, oldest first (by record
-// id, the record's create revision: commit order), filtered by q's
-// namespace, key and since, read at one revision. A read sees every record
-// committed before it, so a follower paging by cursor never skips one;
-// q.Follow changes nothing here. A record that fails its checksum is an
-// error (status unavailable) naming it. An invalid q is invalid.
+// id, the record's create revision: commit order) or, with q.Newest, newest
+// first, filtered by q's namespace, key, since, ops and owner, read at one
+// revision. A read sees every record committed before it, so a follower
+// paging by cursor never skips one; q.Follow changes nothing here. A
+// record that fails its checksum is an error (status unavailable) naming
+// it. An invalid q is invalid.
 //
 // etcd sorts a range by revision on the server over the whole range, so a
 // page costs the server a pass over the namespace's trail (the whole trail
-// without a namespace): keep the trail bounded with audit prune.
+// without a namespace), and the key, since, ops and owner filters are
+// applied here, to ranges of 500 entries: keep the trail bounded with
+// audit prune.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	page, _, err := b.readAudit(ctx, q)
 	return page, err
@@ -41,10 +45,7 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 	if err := b.open(protocol.OpAudit); err != nil {
 		return audit.Page{}, 0, err
 	}
-	var after int64
-	if q.Cursor != "" {
-		after, _ = audit.DecodeCursor(q.Cursor) // checked by Validate
-	}
+	after, before, _ := q.IDRange() // checked by Validate
 	prefix := b.keys.audits()
 	if q.Namespace != "" {
 		prefix = b.keys.auditsOf(q.Namespace)
@@ -55,8 +56,18 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 		rev  int64
 	)
 	for len(rows) <= limit {
-		opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after + 1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(auditPage)}
+		opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(auditPage)}
+		if q.Newest {
+			if before <= 1 {
+				break // no revision below 1 (and etcd reads a maximum of 0 as none)
+			}
+			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend))
+			if before != math.MaxInt64 {
+				opts = append(opts, clientv3.WithMaxCreateRev(before-1))
+			}
+		} else {
+			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithMinCreateRev(after+1))
+		}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
@@ -66,12 +77,12 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 		}
 		rev = resp.Header.Revision
 		for _, kv := range resp.Kvs {
-			after = kv.CreateRevision
+			after, before = kv.CreateRevision, kv.CreateRevision
 			rec, ok, err := b.auditOf(kv)
 			if err != nil {
 				return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
 			}
-			if !ok || (q.Key != "" && rec.Key != q.Key) || (!q.Since.IsZero() && rec.At.Before(q.Since)) {
+			if !ok || !q.Matches(rec) {
 				continue
 			}
 			rows = append(rows, rec)
@@ -83,7 +94,7 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 			break
 		}
 	}
-	return backendkit.AuditPage(rows, limit), rev, nil
+	return backendkit.AuditPage(rows, q), rev, nil
 }
 
 // auditOf decodes the audit entry kv; ok is false for an entry that is no
@@ -191,8 +202,8 @@ var ErrCompacted = errors.New("etcd: the follower's revision was compacted")
 // record that fails its checksum.
 var ErrTampered = errors.New("etcd: the audit trail was altered outside leasestore")
 
-// Follow streams the records that q selects (its namespace and key; Since
-// is ignored), oldest first, from q.Cursor on, until ctx ends: it reads the
+// Follow streams the records that q selects (its namespace, key, ops and
+// owner; Since is ignored), oldest first, from q.Cursor on, until ctx ends: it reads the
 // trail up to now, then watches it from the next revision with etcd's
 // Watch, so it sees every record once, in commit order, as it commits. It
 // also watches deletions: one made by no prune (no prune mark put in the
@@ -202,6 +213,7 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // ends, since a watch cannot resume past what it did not see.
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	q.Since = time.Time{}
+	q.Follow = true // a follower's read: Validate refuses Newest
 	return func(yield func(audit.Record, error) bool) {
 		var rev int64
 		for {
@@ -277,7 +289,7 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 					}
 					continue
 				}
-				if q.Key != "" && rec.Key != q.Key {
+				if !q.Matches(rec) { // the key, ops and owner (Since is zero)
 					continue
 				}
 				if !yield(rec, nil) {

@@ -549,38 +549,58 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 	return backendkit.LeasePage(leases, limit), nil
 }
 
-// ReadAudit reads one page of the audit trail, oldest first. With
-// q.Follow it reads only below the oldest transaction in progress (see
-// readAuditSQL), so a follower resuming from NextCursor never skips a
-// record; Page.HeldBack says when committed records wait behind it. It
-// implements [audit.Reader].
+// ReadAudit reads one page of the audit trail, oldest first or, with
+// q.Newest, newest first. With q.Follow it reads only below the oldest
+// transaction in progress (see readAuditSQL), so a follower resuming from
+// NextCursor never skips a record; Page.HeldBack says when committed
+// records wait behind it. It implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query")
 	}
-	var afterID int64
-	if q.Cursor != "" {
-		afterID, _ = audit.DecodeCursor(q.Cursor) // validated above
-	}
+	afterID, beforeID, _ := q.IDRange() // validated above
 	var since *time.Time
 	if !q.Since.IsZero() {
 		since = &q.Since
 	}
 	limit := q.EffectiveLimit()
-	if since != nil && afterID == 0 {
-		// Start at the records of that time, not at the start of the trail.
+	var floor int64 // newest first: the id below which every record is older than since
+	if since != nil && (afterID == 0 || q.Newest) {
+		// Start at the records of that time, not at the start of the trail
+		// (newest first: stop there).
+		var start int64
 		err := retrySerialization(ctx, protocol.OpAudit, func() error {
 			return interpretError(protocol.OpAudit, b.pool.QueryRow(ctx, sinceStartSQL.sql,
-				sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&afterID))
+				sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&start))
 		})
 		if err != nil {
 			return audit.Page{}, err
 		}
+		if q.Newest {
+			floor = start
+		} else {
+			afterID = start
+		}
 	}
-	a := args{"after": afterID, "ns": q.Namespace, "since": since, "limit": limit + 1, "follow": q.Follow}
-	st := readAuditSQL
+	ops := make([]string, len(q.Ops)) // never nil: an empty array is no filter
+	for i, o := range q.Ops {
+		ops[i] = string(o)
+	}
+	a := args{"ns": q.Namespace, "since": since, "limit": limit + 1, "ops": ops, "owner": q.Owner}
+	var st statement
+	switch {
+	case q.Newest:
+		st, a["before"], a["floor"] = readAuditNewestSQL, beforeID, floor
+		if q.Key != "" {
+			st = readAuditKeyNewestSQL
+		}
+	default:
+		st, a["after"], a["follow"] = readAuditSQL, afterID, q.Follow
+		if q.Key != "" {
+			st = readAuditKeySQL
+		}
+	}
 	if q.Key != "" {
-		st = readAuditKeySQL
 		a["name"] = q.Key
 	}
 	var (
@@ -617,7 +637,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err != nil {
 		return audit.Page{}, err
 	}
-	p := backendkit.AuditPage(recs, limit)
+	p := backendkit.AuditPage(recs, q)
 	p.HeldBack = q.Follow && held && len(recs) <= limit
 	return p, nil
 }

@@ -315,15 +315,19 @@ WITH RECURSIVE ns(namespace) AS (
 )
 SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 
-// readAuditSQL pages through the trail by id after @after, in @ns ("" for
-// all), at or after @since (NULL for all), at most @limit records. A
-// follower (@follow) reads only below the horizon: the oldest transaction
-// in progress, as an id (see the package doc). The first row carries the
-// horizon and whether a committed record at or above it is held back; a
-// page with no records is that one row with NULL record columns. A first
-// page with @since starts after sinceStartSQL's id, not at the start of
-// the trail. readAuditKeySQL is the same for
-// the key (@ns, @name), through the key index.
+// readAuditSQL pages through the trail by id after @after, oldest first, in
+// @ns ("" for all), at or after @since (NULL for all), of the ops @ops (an
+// empty array for all) and of owner @owner ("" for all), at most @limit
+// records. A follower (@follow) reads only below the horizon: the oldest
+// transaction in progress, as an id (see the package doc). The first row
+// carries the horizon and whether a committed record at or above it is held
+// back; a page with no records is that one row with NULL record columns. A
+// first page with @since starts after sinceStartSQL's id, not at the start
+// of the trail. readAuditKeySQL is the same for the key (@ns, @name),
+// through the key index. Neither op nor owner has an index: the read walks
+// the primary key (or the key index) in id order and filters, so a rare op
+// or owner reads further to fill a page, as a namespace filter does; the
+// page stays bounded by @limit.
 var readAuditSQL = compile(`
 WITH h AS MATERIALIZED (
     SELECT x.horizon, coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) >= greatest(x.horizon, @after + 1) AS held
@@ -339,6 +343,8 @@ LEFT JOIN LATERAL (
       AND (@since::timestamptz IS NULL OR a.at >= @since)
       AND (NOT @follow::boolean OR a.id < h.horizon)
       AND (@ns::text = '' OR a.namespace = @ns)
+      AND (coalesce(cardinality(@ops::text[]), 0) = 0 OR a.op = ANY(@ops::text[]))
+      AND (@owner::text = '' OR a.owner = @owner)
     ORDER BY a.id
     LIMIT @limit
 ) AS a ON true
@@ -359,10 +365,43 @@ LEFT JOIN LATERAL (
       AND a.id > @after
       AND (@since::timestamptz IS NULL OR a.at >= @since)
       AND (NOT @follow::boolean OR a.id < h.horizon)
+      AND (coalesce(cardinality(@ops::text[]), 0) = 0 OR a.op = ANY(@ops::text[]))
+      AND (@owner::text = '' OR a.owner = @owner)
     ORDER BY a.id
     LIMIT @limit
 ) AS a ON true
 ORDER BY a.id`)
+
+// readAuditNewestSQL is readAuditSQL newest first: the records below
+// @before (the cursor's id), and above @floor (sinceStartSQL's id with
+// @since, else 0, so a read with @since stops where older records begin),
+// by id descending. It has no follower's form (a follower reads oldest
+// first), so its horizon column is 0 and nothing is held back, and a page
+// with no records has no row. readAuditKeyNewestSQL is the same for the key
+// (@ns, @name), through the key index read backwards.
+var readAuditNewestSQL = compile(`
+SELECT 0::bigint AS horizon, false AS held, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+       a.actor, a.reason, a.status, a.version, a.expires_at
+FROM leasestore_audit a
+WHERE a.id < @before AND a.id > @floor
+  AND (@since::timestamptz IS NULL OR a.at >= @since)
+  AND (@ns::text = '' OR a.namespace = @ns)
+  AND (coalesce(cardinality(@ops::text[]), 0) = 0 OR a.op = ANY(@ops::text[]))
+  AND (@owner::text = '' OR a.owner = @owner)
+ORDER BY a.id DESC
+LIMIT @limit`)
+
+var readAuditKeyNewestSQL = compile(`
+SELECT 0::bigint AS horizon, false AS held, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+       a.actor, a.reason, a.status, a.version, a.expires_at
+FROM leasestore_audit a
+WHERE a.name = @name AND a.namespace = @ns
+  AND a.id < @before AND a.id > @floor
+  AND (@since::timestamptz IS NULL OR a.at >= @since)
+  AND (coalesce(cardinality(@ops::text[]), 0) = 0 OR a.op = ANY(@ops::text[]))
+  AND (@owner::text = '' OR a.owner = @owner)
+ORDER BY a.id DESC
+LIMIT @limit`)
 
 // sinceStartSQL finds where a read of the records at or after @since may
 // start: an id below which every record is older, in about 30 index

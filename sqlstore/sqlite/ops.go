@@ -386,30 +386,35 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // selects every name.
 func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 
-// ReadAudit returns one page of the audit trail, oldest first. Writers are
-// serialized on SQLite, so record ids follow commit order and a follower
-// paging by cursor never skips a record.
+// ReadAudit returns one page of the audit trail, oldest first or, with
+// q.Newest, newest first. Writers are serialized on SQLite, so record ids
+// follow commit order and a follower paging by cursor never skips a record.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	const op = protocol.OpAudit
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, backendkit.NewError(op, protocol.StatusInvalid, err, "audit: bad query")
 	}
-	var after int64
-	if q.Cursor != "" {
-		after, _ = audit.DecodeCursor(q.Cursor) // validated above
-	}
+	after, before, _ := q.IDRange() // validated above
 	since := int64(math.MinInt64)
 	if !q.Since.IsZero() {
 		since = micros(q.Since)
 	}
-	limit := q.EffectiveLimit()
-	var rows *sql.Rows
-	var err error
-	if q.Key != "" {
-		rows, err = b.stmts.auditKey.QueryContext(ctx, after, q.Namespace, since, limit+1, q.Key)
-	} else {
-		rows, err = b.stmts.audit.QueryContext(ctx, after, q.Namespace, since, limit+1)
+	ops := ""
+	if len(q.Ops) > 0 {
+		ops = "," + audit.FormatOps(q.Ops) + "," // see qAudit
 	}
+	limit := q.EffectiveLimit()
+	a := []any{after, q.Namespace, since, limit + 1, before, ops, q.Owner}
+	st := b.stmts.audit
+	switch {
+	case q.Key != "" && q.Newest:
+		st, a = b.stmts.auditKeyNewest, append(a, q.Key)
+	case q.Key != "":
+		st, a = b.stmts.auditKey, append(a, q.Key)
+	case q.Newest:
+		st = b.stmts.auditNewest
+	}
+	rows, err := st.QueryContext(ctx, a...)
 	if err != nil {
 		return audit.Page{}, b.interpret(ctx, op, err)
 	}
@@ -428,7 +433,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err := rows.Err(); err != nil {
 		return audit.Page{}, b.interpret(ctx, op, err)
 	}
-	return backendkit.AuditPage(recs, limit), nil
+	return backendkit.AuditPage(recs, q), nil
 }
 
 // scanRecorded scans a row of qFindRequest, qAudit or qAuditKey.

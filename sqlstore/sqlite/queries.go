@@ -190,24 +190,51 @@ WHERE namespace = ?1 AND name > ?2 AND name >= ?3 AND name < ?4
 ORDER BY name
 LIMIT ?6`
 
-	// qAudit pages through the trail by id after ?1, in namespace ?2 ("" for
-	// all), at or after ?3; ?4 is the page size plus one.
+	// qAudit pages through the trail by id, oldest first, between ?1 and
+	// ?5 (exclusive: after the cursor's id, below MaxInt64), in namespace
+	// ?2 ("" for all), at or after ?3, of the ops in ?6 (",acquire,renew,":
+	// each op between commas; "" for all) and of owner ?7 ("" for all); ?4
+	// is the page size plus one. It walks the primary key (the id) and
+	// filters: no index serves op or owner, so a filter that matches few
+	// records reads further to fill a page (as a namespace filter does).
 	qAudit = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
        params_hash, expires_at, acquired_at, renewed_at
 FROM leasestore_audit
-WHERE id > ?1 AND (?2 = '' OR namespace = ?2) AND at >= ?3
+WHERE id > ?1 AND id < ?5 AND (?2 = '' OR namespace = ?2) AND at >= ?3
+  AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
 ORDER BY id
 LIMIT ?4`
 
-	// qAuditKey is qAudit for one key (?2 namespace, ?5 name), served by the
+	// qAuditNewest is qAudit newest first: ?1 is 0 and ?5 the cursor's id.
+	qAuditNewest = `
+SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+       params_hash, expires_at, acquired_at, renewed_at
+FROM leasestore_audit
+WHERE id > ?1 AND id < ?5 AND (?2 = '' OR namespace = ?2) AND at >= ?3
+  AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
+ORDER BY id DESC
+LIMIT ?4`
+
+	// qAuditKey is qAudit for one key (?2 namespace, ?8 name), served by the
 	// (namespace, name, id) index.
 	qAuditKey = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
        params_hash, expires_at, acquired_at, renewed_at
 FROM leasestore_audit
-WHERE namespace = ?2 AND name = ?5 AND id > ?1 AND at >= ?3
+WHERE namespace = ?2 AND name = ?8 AND id > ?1 AND id < ?5 AND at >= ?3
+  AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
 ORDER BY id
+LIMIT ?4`
+
+	// qAuditKeyNewest is qAuditKey newest first, through the same index.
+	qAuditKeyNewest = `
+SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+       params_hash, expires_at, acquired_at, renewed_at
+FROM leasestore_audit
+WHERE namespace = ?2 AND name = ?8 AND id > ?1 AND id < ?5 AND at >= ?3
+  AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
+ORDER BY id DESC
 LIMIT ?4`
 )
 

@@ -386,9 +386,9 @@ func (b *Backend) Close(context.Context) error {
 // statements are prepared once per Backend; database/sql prepares each
 // again, once, on every connection that runs it, and keeps it there.
 type statements struct {
-	findRequest, acquire, bumpFencing, renew, release, revoke            *sql.Stmt
-	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey *sql.Stmt
-	keepDelay, currentDelay                                              *sql.Stmt
+	findRequest, acquire, bumpFencing, renew, release, revoke                                         *sql.Stmt
+	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey, auditNewest, auditKeyNewest *sql.Stmt
+	keepDelay, currentDelay                                                                           *sql.Stmt
 }
 
 func (s *statements) fields() []struct {
@@ -402,7 +402,7 @@ func (s *statements) fields() []struct {
 		{&s.findRequest, qFindRequest}, {&s.acquire, qAcquire}, {&s.bumpFencing, qBumpFencing},
 		{&s.renew, qRenew}, {&s.release, qRelease}, {&s.revoke, qRevoke},
 		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList}, {&s.listOwner, qListOwner}, {&s.listAll, qListAll},
-		{&s.audit, qAudit}, {&s.auditKey, qAuditKey}, {&s.keepDelay, qKeepDelay}, {&s.currentDelay, qCurrentDelay},
+		{&s.audit, qAudit}, {&s.auditKey, qAuditKey}, {&s.auditNewest, qAuditNewest}, {&s.auditKeyNewest, qAuditKeyNewest}, {&s.keepDelay, qKeepDelay}, {&s.currentDelay, qCurrentDelay},
 	}
 }
 

@@ -245,6 +245,10 @@ func (q Query) NextCursor(id int64) string {
 	return EncodeCursor(id)
 }
 
+// IsNewestCursor tells whether c is a newest-first page's cursor (from
+// [EncodeNewestCursor]), so that a caller can read it in its order.
+func IsNewestCursor(c string) bool { return strings.HasPrefix(c, newestCursorPrefix) }
+
 // DecodeCursor returns the record id an oldest-first cursor from
 // [EncodeCursor] resumes after. A newest-first cursor is an error (see
 // [Query.IDRange], which reads both).

@@ -69,6 +69,24 @@ func TestEtcdOperatorCommands(t *testing.T) {
 	if gc := c.runJSON(t, 0, "gc", "--grace", "0s"); gc["removed"] != float64(1) {
 		t.Fatalf("gc: %v, want the expired lease removed", gc)
 	}
+	// audit filters and newest-first pages on etcd: the acquires of w1,
+	// newest first, one a page.
+	keyOf := func(page map[string]any) string {
+		t.Helper()
+		recs := page["records"].([]any)
+		if len(recs) != 1 {
+			t.Fatalf("audit page: %v, want one record", page)
+		}
+		return recs[0].(map[string]any)["key"].(string)
+	}
+	first := c.runJSON(t, 0, "audit", "-n", "ops", "--op", "acquire", "--owner", "w1", "--limit", "1")
+	second := c.runJSON(t, 0, "audit", "-n", "ops", "--op", "acquire", "--owner", "w1", "--limit", "1", "--cursor", first["next_cursor"].(string))
+	if keyOf(first) != "short" || keyOf(second) != "k" || second["next_cursor"] != "" {
+		t.Fatalf("audit --op acquire --owner w1 newest first: %v then %v", first, second)
+	}
+	if none := c.runJSON(t, 0, "audit", "-n", "ops", "--op", "release,revoke"); len(none["records"].([]any)) != 0 {
+		t.Fatalf("audit --op release,revoke: %v, want none", none)
+	}
 	exp := c.run(t, "audit", "export", "-n", "ops")
 	if exp.code != 0 || strings.Count(exp.stdout, "\n") != 2 || !strings.Contains(exp.stdout, `"op":"acquire"`) {
 		t.Fatalf("audit export:\n%s", exp)
@@ -76,6 +94,9 @@ func TestEtcdOperatorCommands(t *testing.T) {
 	pr := c.run(t, "audit", "prune", "--before", "2099-01-01T00:00:00Z", "--yes", "-o", "json")
 	if pr.code != 0 || !strings.Contains(pr.stdout, `"removed":2`) {
 		t.Fatalf("audit prune:\n%s", pr)
+	}
+	if pruned := c.runJSON(t, 0, "audit", "-A", "--op", "prune"); len(pruned["records"].([]any)) != 1 {
+		t.Fatalf("audit --op prune after a prune: %v, want its record", pruned)
 	}
 	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr+r.stdout, "--destroy-data") {
 		t.Fatalf("migrate down of a store with leases: want exit 2 naming --destroy-data\n%s", r)

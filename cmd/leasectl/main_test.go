@@ -289,8 +289,52 @@ func exercise(t *testing.T, c leasectl, backend string) {
 			revoke = rec
 		}
 	}
-	if want := []string{"acquire", "renew", "revoke", "acquire", "release"}; !reflect.DeepEqual(ops, want) {
-		t.Fatalf("audit ops %v, want %v", ops, want)
+	if want := []string{"release", "acquire", "revoke", "renew", "acquire"}; !reflect.DeepEqual(ops, want) {
+		t.Fatalf("audit ops %v, want %v (newest first)", ops, want)
+	}
+	// The filters and both orders: newest-first pages of 2 are the
+	// oldest-first records reversed; bad values exit 2 and print no page.
+	auditOps := func(args ...string) (ops []string, cursor string) {
+		t.Helper()
+		page := c.runJSON(t, 0, append([]string{"audit", "-n", "e2e", "--key", "race"}, args...)...)
+		for _, r := range page["records"].([]any) {
+			rec := r.(map[string]any)
+			ops = append(ops, rec["op"].(string)+" "+rec["owner"].(string))
+		}
+		return ops, page["next_cursor"].(string)
+	}
+	oldest, _ := auditOps("--order", "oldest")
+	var newest []string
+	for cursor, pages := "", 0; ; pages++ {
+		args := []string{"--limit", "2"}
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		page, next := auditOps(args...)
+		newest = append(newest, page...)
+		if cursor = next; cursor == "" || pages > 5 {
+			break
+		}
+	}
+	slices.Reverse(newest)
+	if len(oldest) != 5 || !reflect.DeepEqual(newest, oldest) {
+		t.Fatalf("audit newest first in pages of 2, reversed: %v; oldest first: %v", newest, oldest)
+	}
+	if got, _ := auditOps("--op", "revoke,release", "--order", "oldest"); !reflect.DeepEqual(got, []string{"revoke " + owner, "release newcomer"}) {
+		t.Fatalf("audit --op revoke,release: %v", got)
+	}
+	if got, _ := auditOps("--op", "acquire", "--owner", "newcomer"); !reflect.DeepEqual(got, []string{"acquire newcomer"}) {
+		t.Fatalf("audit --op acquire --owner newcomer: %v", got)
+	}
+	for _, c2 := range []struct{ args, msg string }{
+		{"--op expire", `"expire" is not an operation the audit trail records`},
+		{"--order up", `--order: "up" is neither newest nor oldest`},
+		{"--follow --order newest", "--order newest: --follow prints records as they come, oldest first"},
+	} {
+		bad := c.runJSON(t, 2, append([]string{"audit", "-n", "e2e"}, strings.Fields(c2.args)...)...)
+		if msg, _ := bad["message"].(string); bad["status"] != "invalid" || !strings.Contains(msg, c2.msg) {
+			t.Fatalf("audit %s: %v, want status invalid and a message with %q", c2.args, bad, c2.msg)
+		}
 	}
 	if revoke["reason"] != "e2e: host drained" || revoke["actor"] != "oncall" || revoke["owner"] != owner ||
 		tok(revoke) != oldTok || revoke["status"] != "revoked" {

@@ -168,7 +168,7 @@ func TestRunExitCodesAndEnvironment(t *testing.T) {
 			t.Fatalf("run of a command that exits 7, want exit 7 and the lease in its environment\n%s", r)
 		}
 		c.runJSON(t, 4, "get", "job", "-n", "ops") // released when CMD ended
-		audit := c.runJSON(t, 0, "audit", "-n", "ops", "--key", "job")
+		audit := c.runJSON(t, 0, "audit", "-n", "ops", "--key", "job", "--order", "oldest")
 		recs := audit["records"].([]any)
 		if len(recs) != 2 || recs[0].(map[string]any)["op"] != "acquire" || recs[1].(map[string]any)["op"] != "release" {
 			t.Fatalf("trail of a run: %v, want acquire then release", recs)

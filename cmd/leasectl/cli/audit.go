@@ -24,10 +24,35 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// auditOrder sets q.Newest from --order: given, as said (newest or oldest;
+// newest with --follow is refused); not given, the order of q.Cursor when
+// there is one, else oldest first for a follower and newest first for a
+// page.
+func auditOrder(q *audit.Query, order string, given, follow bool) error {
+	switch {
+	case given && order == "newest":
+		if follow {
+			return usageError("--order newest: --follow prints records as they come, oldest first; drop --order or use --order oldest")
+		}
+		q.Newest = true
+	case given && order == "oldest":
+		q.Newest = false
+	case given:
+		return usageError("--order: %q is neither newest nor oldest", order)
+	case q.Cursor != "":
+		q.Newest = audit.IsNewestCursor(q.Cursor)
+	default:
+		q.Newest = !follow
+	}
+	return nil
+}
+
 func (a *app) auditCommand() *cobra.Command {
 	var (
 		q         audit.Query
 		since     string
+		ops       string
+		order     string
 		follow    bool
 		noHeaders bool
 		interval  time.Duration
@@ -35,27 +60,38 @@ func (a *app) auditCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Read the audit trail (every acquire, renew, release and revoke)",
-		Long: `Read the append-only audit trail of the store, oldest first: every state change
+		Long: `Read the append-only audit trail of the store, newest first: every state change
 that took effect, with the lease's owner and token, the request id, the actor
 and, for revoke, the reason.
 
-One page is printed (--limit records) with a cursor for the next one. With
---follow, leasectl prints records as they are committed from now on, polling
-every --interval, until interrupted (exit 0); with --since or --cursor it
-prints the records from there first, then follows. In JSON mode it prints
-one object per page that has records, one per line. -n "" reads every
-namespace.
+One page is printed (--limit records) with a cursor for the next one, which
+goes on to older records. --order oldest reads from the start of the trail
+instead; a cursor is read in the order of the page that printed it (without
+--order, leasectl reads it so). --op keeps the records of some operations
+(comma-separated: acquire, renew, release, revoke, prune), --owner those of
+one lease owner (exactly; a revoke's record carries the revoked owner).
+
+With --follow, leasectl prints records as they are committed from now on,
+oldest first, polling every --interval, until interrupted (exit 0); with
+--since or --cursor it prints the records from there first, then follows
+(--order newest with --follow is refused). In JSON mode it prints one object
+per page that has records, one per line. -n "" reads every namespace.
 
 --since takes a duration back from now (15m, 36h, 2d; 0s is now) or a
 time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 		Example: `  leasectl audit --key scan/10.0.0.0-24 --since 1h
-  leasectl audit -n billing --since 2026-01-02T15:04:05Z -o json
+  leasectl audit -n billing --op revoke,release --owner worker-3
+  leasectl audit -n billing --since 2026-01-02T15:04:05Z --order oldest -o json
   leasectl audit --follow
-  leasectl audit --follow --since 1h -o json`,
+  leasectl audit --follow --op acquire --since 1h -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if q.Since, err = parseSince(since, time.Now()); err != nil {
+				return err
+			}
+			q.Ops = audit.ParseOps(ops)
+			if err := auditOrder(&q, order, cmd.Flags().Changed("order"), follow); err != nil {
 				return err
 			}
 			if err := q.Validate(); err != nil {
@@ -108,6 +144,9 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
+	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
+	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")
+	f.StringVar(&order, "order", "", "newest or oldest first (default: newest; with --follow oldest, which is the only order it takes)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
 	f.Var(newDurationFlag(&interval, time.Second), "interval", "poll interval of --follow")

@@ -548,7 +548,7 @@ func TestAuditRevokeReason(t *testing.T) {
 	if m["status"] != "found" || len(recs) != 2 {
 		t.Fatalf("audit --key db-1: %v", m)
 	}
-	rev := recs[1].(map[string]any)
+	rev := recs[0].(map[string]any) // newest first
 	wantKeys(t, "audit record", rev, "id", "at", "op", "namespace", "key", "owner", "token", "request_id", "actor",
 		"reason", "status", "version")
 	if rev["op"] != "revoke" || rev["status"] != "revoked" || rev["reason"] != "INC-42: host is dead" ||
@@ -565,6 +565,63 @@ func TestAuditRevokeReason(t *testing.T) {
 	rest := runCLI(t, e, "audit", "-n", "ops", "--cursor", am["next_cursor"].(string), "-o", "json")
 	if rm := rest.json(t); len(rm["records"].([]any)) != 1 {
 		t.Fatalf("audit second page: %v", rm)
+	}
+	ops := func(o outcome) string {
+		t.Helper()
+		var out []string
+		for _, r := range o.json(t)["records"].([]any) {
+			out = append(out, r.(map[string]any)["op"].(string)+" "+r.(map[string]any)["key"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	// Newest first by default, oldest first on request; a cursor goes on
+	// in the order of its page, with or without --order.
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "-o", "json")); got != "revoke db-1,acquire other,acquire db-1" {
+		t.Fatalf("audit: %s, want newest first", got)
+	}
+	oldest := runCLI(t, e, "audit", "-n", "ops", "--order", "oldest", "--limit", "2", "-o", "json")
+	if got := ops(oldest); got != "acquire db-1,acquire other" {
+		t.Fatalf("audit --order oldest: %s", got)
+	}
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "--cursor", oldest.json(t)["next_cursor"].(string), "-o", "json")); got != "revoke db-1" {
+		t.Fatalf("audit --cursor of an oldest-first page: %s, want the rest oldest first", got)
+	}
+	wrong := runCLI(t, e, "audit", "-n", "ops", "--order", "newest", "--cursor", oldest.json(t)["next_cursor"].(string))
+	wantCode(t, wrong, 2)
+	if !strings.Contains(wrong.stderr, "cursor: from an oldest-first page; read it oldest first") {
+		t.Fatalf("audit --order newest with an oldest-first cursor: %s", wrong.stderr)
+	}
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "--op", "acquire", "-o", "json")); got != "acquire other,acquire db-1" {
+		t.Fatalf("audit --op acquire: %s", got)
+	}
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "--op", "revoke,acquire", "--owner", "w1", "--order", "oldest", "-o", "json")); got != "acquire db-1,revoke db-1" {
+		t.Fatalf("audit --op revoke,acquire --owner w1: %s", got)
+	}
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "--owner", "w2", "-o", "json")); got != "acquire other" {
+		t.Fatalf("audit --owner w2: %s", got)
+	}
+	if got := ops(runCLI(t, e, "audit", "-n", "ops", "--owner", "oncall", "-o", "json")); got != "" {
+		t.Fatalf("audit --owner oncall (the revoke's actor, not an owner): %s", got)
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--op", "expire"}, `op: "expire" is not an operation the audit trail records (acquire,renew,release,revoke,prune)`},
+		{[]string{"--order", "sideways"}, `--order: "sideways" is neither newest nor oldest`},
+		{[]string{"--follow", "--order", "newest"}, "--order newest: --follow prints records as they come, oldest first"},
+	} {
+		bad := runCLI(t, e, append([]string{"audit", "-n", "ops"}, c.args...)...)
+		wantCode(t, bad, 2)
+		if !strings.Contains(bad.stderr, c.msg) || bad.stdout != "" {
+			t.Fatalf("audit %q: stdout %q stderr %q, want exit 2 saying %q", c.args, bad.stdout, bad.stderr, c.msg)
+		}
+	}
+	exp := runCLI(t, e, "audit", "export", "-n", "ops", "--op", "acquire")
+	wantCode(t, exp, 0)
+	if lines := strings.Split(strings.TrimSpace(exp.stdout), "\n"); len(lines) != 2 ||
+		!strings.Contains(lines[0], `"key":"db-1"`) || !strings.Contains(lines[1], `"key":"other"`) {
+		t.Fatalf("audit export --op acquire (oldest first): %s", exp.stdout)
 	}
 	future := runCLI(t, e, "audit", "-n", "ops", "--since", time.Now().Add(time.Hour).Format(time.RFC3339), "-o", "json")
 	if fm := future.json(t); len(fm["records"].([]any)) != 0 {

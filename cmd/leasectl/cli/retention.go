@@ -105,6 +105,7 @@ func (a *app) auditExportCommand() *cobra.Command {
 	var (
 		q     audit.Query
 		since string
+		ops   string
 	)
 	cmd := &cobra.Command{
 		Use:   "export",
@@ -118,7 +119,8 @@ neighbour are held back), so it never skips one. To resume an export, pass
 --cursor a1.ID where ID is the id of the last line you kept; the cursor to
 resume after the last line printed is logged when export ends. -n "" (the
 default) exports every namespace. --since takes a duration back from now
-(24h; 0s means from now on, so nothing yet) or an RFC 3339 time.`,
+(24h; 0s means from now on, so nothing yet) or an RFC 3339 time. --op and
+--owner filter as in 'leasectl audit'; export is always oldest first.`,
 		Example: `  leasectl audit export > trail.jsonl
   leasectl audit export -n billing --since 2026-01-01T00:00:00Z
   leasectl audit export --cursor a1.18446 >> trail.jsonl`,
@@ -129,6 +131,7 @@ default) exports every namespace. --since takes a duration back from now
 				return err
 			}
 			q.Limit, q.Follow = audit.MaxLimit, true
+			q.Ops = audit.ParseOps(ops)
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
@@ -159,6 +162,8 @@ default) exports every namespace. --since takes a duration back from now
 	f.StringVar(&q.Key, "key", "", "only records of this key (needs -n)")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
+	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
+	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")
 	return cmd
 }
 

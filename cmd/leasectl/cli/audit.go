@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +47,23 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 		q.Newest = !follow
 	}
 	return nil
+}
+
+// completeOps completes --op: the recorded ops not yet in the
+// comma-separated list being typed, each after that list.
+func completeOps(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	head := ""
+	if i := strings.LastIndex(toComplete, ","); i >= 0 {
+		head = toComplete[:i+1]
+	}
+	given := audit.ParseOps(head)
+	var out []string
+	for _, op := range audit.RecordedOps {
+		if !slices.Contains(given, op) {
+			out = append(out, head+string(op))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
 func (a *app) auditCommand() *cobra.Command {
@@ -150,6 +169,8 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
 	f.Var(newDurationFlag(&interval, time.Second), "interval", "poll interval of --follow")
+	_ = cmd.RegisterFlagCompletionFunc("op", completeOps)
+	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())
 	return cmd
 }

@@ -23,6 +23,9 @@ func TestFlagValueCompletion(t *testing.T) {
 		"get k -o ":          {"table", "json", "token"},
 		"get k --log-level ": {"debug", "info", "warn", "error"},
 		"bench --op ":        {"acquire-release", "renew", "mixed"},
+		"audit --order ":     {"newest", "oldest"},
+		"audit --op ":        {"acquire", "renew", "release", "revoke", "prune"},
+		"audit export --op ": {"acquire", "renew", "release", "revoke", "prune"},
 	}
 	for line, want := range cases {
 		args := append([]string{"__complete"}, strings.Fields(line)...)
@@ -33,5 +36,19 @@ func TestFlagValueCompletion(t *testing.T) {
 				t.Errorf("completing %q: %q missing from\n%s", line, w, o.stdout)
 			}
 		}
+	}
+}
+
+// audit --op completes a comma-separated list: the ops not given yet.
+func TestAuditOpCompletion(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, env{}, "__complete", "audit", "--op", "acquire,re")
+	for _, w := range []string{"acquire,renew\n", "acquire,release\n", "acquire,revoke\n", "acquire,prune\n"} {
+		if !strings.Contains(o.stdout, w) {
+			t.Errorf("completing --op acquire,re: %q missing from\n%s", w, o.stdout)
+		}
+	}
+	if strings.Contains(o.stdout, "acquire,acquire") {
+		t.Errorf("completing --op acquire,re offers acquire again:\n%s", o.stdout)
 	}
 }

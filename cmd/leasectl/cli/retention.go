@@ -164,6 +164,7 @@ default) exports every namespace. --since takes a duration back from now
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
 	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
 	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")
+	_ = cmd.RegisterFlagCompletionFunc("op", completeOps)
 	return cmd
 }
 

@@ -681,9 +681,14 @@ func TestWatchShowsExpiries(t *testing.T) {
 				}
 			}
 		}
-		want := []string{"acquire short", "acquire kept", "release kept", "expire short"}
-		if !slices.Equal(ops, want) {
-			t.Fatalf("watched %v, want %v (no renewal, the expiry of short)", ops, want)
+		// The expiry of short comes once its second has passed: after
+		// kept's release on a quiet machine, before it when the three
+		// commands took longer (CI, PostgreSQL: 3.6 s); anywhere after
+		// short's acquire is right.
+		at := slices.Index(ops, "expire short")
+		rest := slices.Delete(slices.Clone(ops), max(at, 0), max(at+1, 0))
+		if want := []string{"acquire short", "acquire kept", "release kept"}; at < 1 || !slices.Equal(rest, want) {
+			t.Fatalf("watched %v, want %v with \"expire short\" after short's acquire (no renewal)", ops, want)
 		}
 		if err := w.signal(os.Interrupt); err != nil {
 			t.Fatal(err)

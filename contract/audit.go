@@ -39,6 +39,34 @@ func (e *env) expectRecord(what string, got, want audit.Record) {
 	}
 }
 
+// readPages reads every page of q (its Limit a page), checking each page
+// against the limit and each cursor against the last record it follows
+// (q.NextCursor), and returns the ids in the order read. More than 11
+// pages fails the test.
+func (e *env) readPages(q audit.Query) []int64 {
+	var got []int64
+	for page := 0; ; page++ {
+		p := e.readAudit(q)
+		if q.Limit > 0 && len(p.Records) > q.Limit {
+			e.t.Fatalf("audit %+v: %d records in a page", q, len(p.Records))
+		}
+		if page > 10 {
+			e.t.Fatalf("audit %+v: too many pages", q)
+		}
+		got = append(got, recordIDs(p.Records)...)
+		if p.NextCursor == "" {
+			return got
+		}
+		if len(p.Records) == 0 {
+			e.t.Fatalf("audit %+v: an empty page with next cursor %q", q, p.NextCursor)
+		}
+		if want := q.NextCursor(p.Records[len(p.Records)-1].ID); p.NextCursor != want {
+			e.t.Fatalf("audit %+v: next cursor %q, want %q", q, p.NextCursor, want)
+		}
+		q.Cursor = p.NextCursor
+	}
+}
+
 // recordIDs returns the ids of records.
 func recordIDs(rs []audit.Record) []int64 {
 	out := make([]int64, len(rs))
@@ -166,28 +194,7 @@ func auditCases() []testCase {
 				for _, limit := range []int{0, 1, 2, 3, 5, audit.MaxLimit} {
 					q := c.q
 					q.Limit = limit
-					var got []int64
-					for page := 0; ; page++ {
-						p := e.readAudit(q)
-						if limit > 0 && len(p.Records) > limit {
-							e.t.Fatalf("audit %+v: %d records in a page", q, len(p.Records))
-						}
-						if page > 10 {
-							e.t.Fatalf("audit %+v: too many pages", c.q)
-						}
-						got = append(got, recordIDs(p.Records)...)
-						if p.NextCursor == "" {
-							break
-						}
-						if len(p.Records) == 0 {
-							e.t.Fatalf("audit %+v: an empty page with next cursor %q", q, p.NextCursor)
-						}
-						if want := audit.EncodeCursor(p.Records[len(p.Records)-1].ID); p.NextCursor != want {
-							e.t.Fatalf("audit %+v: next cursor %q, want %q", q, p.NextCursor, want)
-						}
-						q.Cursor = p.NextCursor
-					}
-					if !slices.Equal(got, c.want) {
+					if got := e.readPages(q); !slices.Equal(got, c.want) {
 						e.t.Fatalf("audit %+v limit %d: ids %d, want %d", c.q, limit, got, c.want)
 					}
 				}
@@ -270,28 +277,7 @@ func auditCases() []testCase {
 					for _, limit := range []int{0, 1, 2, 3, audit.MaxLimit} {
 						q := c.q
 						q.Limit, q.Newest = limit, newest
-						var got []int64
-						for page := 0; ; page++ {
-							p := e.readAudit(q)
-							if limit > 0 && len(p.Records) > limit {
-								e.t.Fatalf("audit %+v: %d records in a page", q, len(p.Records))
-							}
-							if page > 10 {
-								e.t.Fatalf("audit %+v: too many pages", q)
-							}
-							got = append(got, recordIDs(p.Records)...)
-							if p.NextCursor == "" {
-								break
-							}
-							if len(p.Records) == 0 {
-								e.t.Fatalf("audit %+v: an empty page with next cursor %q", q, p.NextCursor)
-							}
-							if want := q.NextCursor(p.Records[len(p.Records)-1].ID); p.NextCursor != want {
-								e.t.Fatalf("audit %+v: next cursor %q, want %q", q, p.NextCursor, want)
-							}
-							q.Cursor = p.NextCursor
-						}
-						if !slices.Equal(got, want) {
+						if got := e.readPages(q); !slices.Equal(got, want) {
 							e.t.Fatalf("audit %+v (newest first: %t) limit %d: ids %d, want %d", c.q, newest, limit, got, want)
 						}
 					}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/internal/testkit/testca"
 )
 
 // etcdDSN returns the DSN of a fresh prefix of the test binary's etcd
@@ -104,5 +106,42 @@ func TestEtcdOperatorCommands(t *testing.T) {
 	c.runJSON(t, 0, "migrate", "down", "--destroy-data")
 	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(0) {
 		t.Fatalf("migrate status after down: %v", st)
+	}
+}
+
+// TestEtcdTLS: leasectl on an etcds:// DSN against a cluster of its own
+// that requires client certificates: health and a lease work with the
+// right files; a CA that did not sign the members' certificate exits 5
+// within the DSN's dial-timeout, saying to give the right cacert=.
+func TestEtcdTLS(t *testing.T) {
+	t.Parallel()
+	ca := testca.New(t, "cluster")
+	serverCert, serverKey := ca.Server(t)
+	clientCert, clientKey := ca.Client(t, "leasectl")
+	cl, err := etcdcluster.Start(t.Context(), &etcdcluster.Options{Members: 1, TLS: &etcdcluster.TLSFiles{
+		CertFile: serverCert, KeyFile: serverKey, ClientCA: ca.CertFile,
+		CAFile: ca.CertFile, ClientCert: clientCert, ClientKey: clientKey,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	dsn := cl.DSN("leasectl-tls")
+	if !strings.HasPrefix(dsn, "etcds://") {
+		t.Fatalf("DSN %s, want etcds://", dsn)
+	}
+	c := leasectl{dir: t.TempDir(), dsn: dsn}
+	c.runJSON(t, 0, "health")
+	result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w1"), "acquired")
+
+	other := testca.New(t, "other")
+	wrong := leasectl{dir: t.TempDir(), dsn: strings.Replace(dsn, "cacert="+url.QueryEscape(ca.CertFile), "cacert="+url.QueryEscape(other.CertFile), 1) + "&dial-timeout=2s"}
+	start := time.Now()
+	r := wrong.run(t, "get", "k")
+	if r.code != 5 || !strings.Contains(r.stderr, "cacert=") {
+		t.Fatalf("%s\nwant exit 5 naming cacert=", r)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("leasectl took %v with dial-timeout=2s", took)
 	}
 }

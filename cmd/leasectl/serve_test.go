@@ -7,18 +7,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +27,7 @@ import (
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
+	"github.com/leasestore/leasestore/internal/testkit/testca"
 )
 
 // server is a running leasectl serve.
@@ -579,48 +573,18 @@ func TestServeReloadsTokensOnSIGHUP(t *testing.T) {
 	}
 }
 
-// selfSigned writes a certificate for 127.0.0.1 and its key in dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "leasestore e2e"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // HTTPS with HTTP/2, and leasectl as a client of it with a token.
 func TestServeTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	ca := testca.New(t, "serve")
+	cert, key := ca.Server(t)
 	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "tls.db"), nil,
 		"--tls-cert", cert, "--tls-key", key, "--tokens", writeTokens(t, dir, e2eTokens))
 	if !strings.HasPrefix(s.url, "https://") {
 		t.Fatalf("url %s", s.url)
 	}
-	pemBytes, err := os.ReadFile(cert)
+	pemBytes, err := os.ReadFile(ca.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,7 +606,7 @@ func TestServeTLS(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		t.Cleanup(cancel)
 		cmd := c.command(ctx, "acquire", "tls-key", "-n", "e2e", "--owner", "w", "-o", "json")
-		cmd.Env = append(cmd.Env, append([]string{"SSL_CERT_FILE=" + cert}, extra...)...)
+		cmd.Env = append(cmd.Env, append([]string{"SSL_CERT_FILE=" + ca.CertFile}, extra...)...)
 		return cmd
 	}
 	cmd := env("LEASESTORE_API_TOKEN=" + e2eWriter)

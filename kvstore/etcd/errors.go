@@ -2,8 +2,15 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -72,4 +79,113 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 // malformed or foreign entry under its prefix.
 func errInternal(op protocol.Op, format string, args ...any) error {
 	return &protocol.Error{Op: op, Status: protocol.StatusUnavailable, Message: fmt.Sprintf(format, args...)}
+}
+
+// errFirstContact is Open's error when the cluster did not answer within
+// the dial timeout: the client retries failed connections silently, so it
+// probes each endpoint once itself (a TCP connection and the TLS handshake
+// the DSN asks for, or a TLS handshake when it asks for plain text) and
+// names what it found and the DSN parameter that fixes it.
+func errFirstContact(ctx context.Context, cfg *Config, dial time.Duration, err error) error {
+	findings := make([]string, len(cfg.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range cfg.Endpoints {
+		wg.Go(func() { findings[i] = probeEndpoint(ctx, ep, cfg.TLS, min(dial, 3*time.Second)) })
+	}
+	wg.Wait()
+	where := "etcd " + strings.Join(cfg.Endpoints, ",")
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Err != nil {
+		err = pe.Err // the client's own error, not the interpreted timeout
+	}
+	return backendkit.NewError(protocol.OpHealth, protocol.StatusUnavailable, err,
+		"%s: no member answered within dial-timeout %v: %s", where, dial, strings.Join(findings, "; "))
+}
+
+// probeEndpoint connects to one endpoint as the client would and says
+// what went wrong, in words that name the fix.
+func probeEndpoint(ctx context.Context, endpoint string, tlsCfg *tls.Config, timeout time.Duration) string {
+	host := endpoint
+	if _, rest, ok := strings.Cut(endpoint, "://"); ok {
+		host = rest
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Sprintf("%s: nothing answers there (%v); check the hosts and ports of the DSN", host, err)
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if tlsCfg == nil {
+		// Plain text asked for: does the member speak TLS?
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // a probe that reads nothing
+		if tc.HandshakeContext(ctx) == nil {
+			return host + ": the member serves TLS; use etcds:// (with cacert=, and cert= and key= when it asks for a client certificate)"
+		}
+		return host + ": the member accepts connections but did not answer (no leader or no quorum?)"
+	}
+	cfg := tlsCfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(host)
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		if speaksPlainHTTP(ctx, host) {
+			return host + ": the member speaks plain text, not TLS; use etcd:// without cacert=, cert=, key="
+		}
+		return host + ": " + tlsFinding(err)
+	}
+	// With TLS 1.3 a refused client certificate shows on the first read.
+	_ = tc.SetReadDeadline(time.Now().Add(min(timeout, 500*time.Millisecond)))
+	var buf [1]byte
+	if _, err := tc.Read(buf[:]); err != nil && !isTimeout(err) && !errors.Is(err, io.EOF) {
+		return host + ": " + tlsFinding(err)
+	}
+	return host + ": the TLS handshake succeeds but the member did not answer (no leader or no quorum?)"
+}
+
+// tlsFinding names the fix of a failed TLS handshake.
+func tlsFinding(err error) string {
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var rec tls.RecordHeaderError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &unknownCA):
+		return fmt.Sprintf("the member's certificate is signed by a CA this client does not trust (%v); give that CA as cacert=FILE", err)
+	case errors.As(err, &hostname):
+		return fmt.Sprintf("the member's certificate is not for this host (%v); connect by a name or address it holds", err)
+	case errors.As(err, &rec):
+		return "the member speaks plain text, not TLS; use etcd:// without cacert=, cert=, key="
+	case errors.As(err, &op) && op.Op == "remote error":
+		// An alert from the member: with client certificates required,
+		// one is missing or not signed by a CA the member trusts.
+		return fmt.Sprintf("the member refused the handshake (%v): it wants a client certificate signed by a CA it trusts; give cert=FILE and key=FILE", err)
+	}
+	return fmt.Sprintf("the TLS handshake failed (%v)", err)
+}
+
+// speaksPlainHTTP reports whether host answers an HTTP request in plain
+// text (an etcd member without TLS closes a TLS handshake without a word).
+func speaksPlainHTTP(ctx context.Context, host string) bool {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if _, err := io.WriteString(conn, "GET /version HTTP/1.0\r\n\r\n"); err != nil {
+		return false
+	}
+	buf := make([]byte, 5)
+	_, err = io.ReadFull(conn, buf)
+	return err == nil && string(buf) == "HTTP/"
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -58,7 +58,10 @@ type Config struct {
 	// TLS, when set, is used for the client connections (https endpoints).
 	// Default: plain connections.
 	TLS *tls.Config
-	// DialTimeout bounds the first connection of Open. Default: [DefaultDialTimeout].
+	// DialTimeout bounds Open's first contact with the cluster (connecting
+	// and reading the store's format record); past it Open fails as
+	// unavailable, saying what it found at each endpoint. Default:
+	// [DefaultDialTimeout].
 	DialTimeout time.Duration
 	// NoInit makes Open and New refuse a prefix that holds no store yet
 	// (naming `leasectl migrate up`) instead of recording the format
@@ -133,9 +136,18 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	if err != nil {
 		return nil, interpretError(context.Background(), protocol.OpHealth, "etcd "+strings.Join(cfg.Endpoints, ","), err)
 	}
-	b, err := newBackend(ctx, cli, cfg, true)
+	// The client dials in the background and retries a failed handshake
+	// for as long as an operation's context lives: the dial timeout bounds
+	// Open's first contact, so that a wrong address or TLS setting fails
+	// instead of hanging.
+	first, cancel := context.WithTimeout(ctx, dial)
+	b, err := newBackend(first, cli, cfg, true)
+	cancel()
 	if err != nil {
 		_ = cli.Close()
+		if ctx.Err() == nil && errors.Is(first.Err(), context.DeadlineExceeded) {
+			return nil, errFirstContact(ctx, cfg, dial, err)
+		}
 		return nil, err
 	}
 	return b, nil

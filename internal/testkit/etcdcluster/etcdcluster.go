@@ -13,10 +13,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,12 +61,28 @@ type Cluster struct {
 	bin     string
 	root    string
 	initial string // name=peer,... for every member
+	tls     *TLSFiles
 	seq     atomic.Int64
 }
 
-// Options tunes [Start]. A nil *Options means 3 members.
+// Options tunes [Start]. A nil *Options means 3 members in plain text.
 type Options struct {
-	Members int // default 3
+	Members int       // default 3
+	TLS     *TLSFiles // serve clients over TLS; default plain text
+}
+
+// TLSFiles are PEM files for a cluster that serves clients over TLS.
+type TLSFiles struct {
+	// CertFile and KeyFile are every member's server certificate and key
+	// (valid for 127.0.0.1). Required.
+	CertFile, KeyFile string
+	// ClientCA, when set, makes members require client certificates
+	// signed by it.
+	ClientCA string
+	// CAFile, ClientCert and ClientKey are what the harness's own clients
+	// ([Cluster.Client]) and [Cluster.DSN] use: the CA that signed
+	// CertFile and a client certificate (required when ClientCA is set).
+	CAFile, ClientCert, ClientKey string
 }
 
 // Start builds the member program (unless [EnvMember] names one) and
@@ -86,6 +105,10 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{bin: bin, root: root}
+	scheme := "http"
+	if opts != nil && opts.TLS != nil {
+		c.tls, scheme = opts.TLS, "https"
+	}
 	var peers []string
 	for i := range n {
 		cp, err := freePort()
@@ -96,7 +119,7 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: fmt.Sprintf("http://127.0.0.1:%d", cp),
+		m := &Member{Name: fmt.Sprintf("m%d", i), ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, cp),
 			PeerURL: fmt.Sprintf("http://127.0.0.1:%d", pp), dir: filepath.Join(root, fmt.Sprintf("m%d", i))}
 		c.Members = append(c.Members, m)
 		peers = append(peers, m.Name+"="+m.PeerURL)
@@ -189,6 +212,12 @@ func (c *Cluster) start(m *Member, state string) error {
 	defer m.mu.Unlock()
 	cmd := exec.Command(c.bin, "-name", m.Name, "-dir", m.dir, "-client", m.ClientURL, "-peer", m.PeerURL,
 		"-cluster", c.initial, "-state", state)
+	if c.tls != nil {
+		cmd.Args = append(cmd.Args, "-cert", c.tls.CertFile, "-key", c.tls.KeyFile)
+		if c.tls.ClientCA != "" {
+			cmd.Args = append(cmd.Args, "-client-ca", c.tls.ClientCA)
+		}
+	}
 	cmd.Stdout = nil
 	logf, err := os.OpenFile(filepath.Join(c.root, m.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -227,9 +256,30 @@ func (c *Cluster) Endpoints() []string {
 	return out
 }
 
-// Client returns a new client of every member; the caller closes it.
+// Client returns a new client of every member (with the TLS files of
+// [Options.TLS] when the cluster serves TLS); the caller closes it.
 func (c *Cluster) Client() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if c.tls != nil {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		pem, err := os.ReadFile(c.tls.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcdcluster: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcdcluster: %s holds no certificate", c.tls.CAFile)
+		}
+		if c.tls.ClientCert != "" {
+			pair, err := tls.LoadX509KeyPair(c.tls.ClientCert, c.tls.ClientKey)
+			if err != nil {
+				return nil, fmt.Errorf("etcdcluster: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		cfg.TLS = tc
+	}
+	return clientv3.New(cfg)
 }
 
 // WaitHealthy waits until the cluster answers a linearizable read.
@@ -352,13 +402,24 @@ func (c *Cluster) Prefix(t testing.TB) string {
 	return p
 }
 
-// DSN returns the leasectl DSN of the store under prefix.
+// DSN returns the leasectl DSN of the store under prefix: etcds:// with
+// the TLS files of [Options.TLS] (cacert=, cert=, key=) when the cluster
+// serves TLS.
 func (c *Cluster) DSN(prefix string) string {
 	var hosts []string
 	for _, m := range c.Members {
-		hosts = append(hosts, strings.TrimPrefix(m.ClientURL, "http://"))
+		_, host, _ := strings.Cut(m.ClientURL, "://")
+		hosts = append(hosts, host)
 	}
-	return "etcd://" + strings.Join(hosts, ",") + "/" + strings.Trim(prefix, "/")
+	if c.tls == nil {
+		return "etcd://" + strings.Join(hosts, ",") + "/" + strings.Trim(prefix, "/")
+	}
+	q := url.Values{"cacert": {c.tls.CAFile}}
+	if c.tls.ClientCert != "" {
+		q.Set("cert", c.tls.ClientCert)
+		q.Set("key", c.tls.ClientKey)
+	}
+	return "etcds://" + strings.Join(hosts, ",") + "/" + strings.Trim(prefix, "/") + "?" + q.Encode()
 }
 
 // shared is the cluster of [Main].

@@ -132,7 +132,7 @@ func probeEndpoint(ctx context.Context, endpoint string, tlsCfg *tls.Config, tim
 	}
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		if speaksPlainHTTP(ctx, host) {
+		if !provesTLS(err) && speaksPlainHTTP(ctx, host) {
 			return host + ": the member speaks plain text, not TLS; use etcd:// without cacert=, cert=, key="
 		}
 		return host + ": " + tlsFinding(err)
@@ -167,8 +167,17 @@ func tlsFinding(err error) string {
 	return fmt.Sprintf("the TLS handshake failed (%v)", err)
 }
 
+// provesTLS reports whether a failed handshake shows that the peer speaks
+// TLS: it sent a certificate the client refused, or an alert.
+func provesTLS(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var op *net.OpError
+	return errors.As(err, &verify) || (errors.As(err, &op) && op.Op == "remote error")
+}
+
 // speaksPlainHTTP reports whether host answers an HTTP request in plain
 // text (an etcd member without TLS closes a TLS handshake without a word).
+// A TLS server's answer to plain HTTP ("400 ... an HTTPS server") is no.
 func speaksPlainHTTP(ctx context.Context, host string) bool {
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
 	if err != nil {
@@ -180,9 +189,8 @@ func speaksPlainHTTP(ctx context.Context, host string) bool {
 	if _, err := io.WriteString(conn, "GET /version HTTP/1.0\r\n\r\n"); err != nil {
 		return false
 	}
-	buf := make([]byte, 5)
-	_, err = io.ReadFull(conn, buf)
-	return err == nil && string(buf) == "HTTP/"
+	answer, _ := io.ReadAll(io.LimitReader(conn, 1024))
+	return strings.HasPrefix(string(answer), "HTTP/") && !strings.Contains(string(answer), "HTTPS")
 }
 
 func isTimeout(err error) bool {

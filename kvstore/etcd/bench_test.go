@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,5 +148,49 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				return true, m.Unlock(ctx)
 			})
 		})
+	}
+}
+
+// BenchmarkRawEntries measures what the number of keys a transaction
+// writes costs on the same cluster: the raw loop of BenchmarkAcquireRelease
+// with an audit value of this backend's size (330 bytes), writing 2 keys
+// an acquire (the raw loop's) or 4 (this backend's: owner, renewal,
+// liveness, audit) and deleting them again. docs/etcd.md cites it.
+func BenchmarkRawEntries(b *testing.B) {
+	c := etcdcluster.Shared(b)
+	audit := strings.Repeat("x", 330)
+	renewal := `{"v":1,"renewed_at":1764000000000000,"expires_at":1764000060000000,"ttl":60000000000}`
+	for _, callers := range []int{1, 8, 32} {
+		for _, n := range []int{2, 4} {
+			b.Run(fmt.Sprintf("keys=%d/callers=%d", n, callers), func(b *testing.B) {
+				prefix := c.Prefix(b)
+				cli, err := c.Client()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cli.Close()
+				lease, err := cli.Grant(context.Background(), 600)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var seq atomic.Int64
+				runCycles(b, callers, func(ctx context.Context, w int, k string) (bool, error) {
+					key := prefix + "k/" + k
+					puts := []clientv3.Op{clientv3.OpPut(key, fmt.Sprint("w", w), clientv3.WithLease(lease.ID)),
+						clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit)}
+					dels := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit)}
+					for i := 2; i < n; i++ {
+						puts = append(puts, clientv3.OpPut(fmt.Sprint(key, "/", i), renewal))
+						dels = append(dels, clientv3.OpDelete(fmt.Sprint(key, "/", i)))
+					}
+					resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(puts...).Commit()
+					if err != nil || !resp.Succeeded {
+						return false, err
+					}
+					_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Header.Revision)).Then(dels...).Commit()
+					return true, err
+				})
+			})
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -50,9 +51,10 @@ type Member struct {
 	PeerURL   string
 	dir       string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd exited
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // held open: the member exits when it closes (-exit-with-stdin)
+	done  chan struct{}  // closed when cmd exited
 }
 
 // Cluster is a running cluster. Its methods are safe for concurrent use.
@@ -211,7 +213,7 @@ func (c *Cluster) start(m *Member, state string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cmd := exec.Command(c.bin, "-name", m.Name, "-dir", m.dir, "-client", m.ClientURL, "-peer", m.PeerURL,
-		"-cluster", c.initial, "-state", state)
+		"-cluster", c.initial, "-state", state, "-exit-with-stdin")
 	if c.tls != nil {
 		cmd.Args = append(cmd.Args, "-cert", c.tls.CertFile, "-key", c.tls.KeyFile)
 		if c.tls.ClientCA != "" {
@@ -225,6 +227,14 @@ func (c *Cluster) start(m *Member, state string) error {
 	}
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	// The member reads its stdin until it ends: when this process dies
+	// (a test killed by its timeout skips every cleanup), the pipe closes
+	// and the member stops instead of running on.
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		logf.Close()
 		return err
@@ -243,7 +253,7 @@ func (c *Cluster) start(m *Member, state string) error {
 		logf.Close()
 		close(done)
 	}()
-	m.cmd, m.done = cmd, done
+	m.cmd, m.stdin, m.done = cmd, stdin, done
 	return nil
 }
 

@@ -16,12 +16,15 @@
 // by that CA. Peers always speak plain text on loopback.
 //
 // It prints "ready" on stdout once the member serves clients and runs until
-// SIGTERM or SIGINT (a clean stop) or SIGKILL.
+// SIGTERM or SIGINT (a clean stop) or SIGKILL, or, with -exit-with-stdin,
+// until its standard input ends: the harness holds that pipe open, so a
+// test process killed by its timeout takes its members with it.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/url"
 	"os"
@@ -45,6 +48,7 @@ func main() {
 	certFile := flag.String("cert", "", "server certificate for client connections (TLS)")
 	keyFile := flag.String("key", "", "server key for client connections (TLS)")
 	clientCA := flag.String("client-ca", "", "require client certificates signed by this CA")
+	withStdin := flag.Bool("exit-with-stdin", false, "exit when standard input ends (the parent died)")
 	flag.Parse()
 
 	cfg := embed.NewConfig()
@@ -81,6 +85,12 @@ func main() {
 	defer e.Close()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if *withStdin {
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			sig <- syscall.SIGTERM
+		}()
+	}
 	select {
 	case <-e.Server.ReadyNotify():
 		fmt.Println("ready")

@@ -1,0 +1,72 @@
+package etcdcluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMembersEndWithTheTestProcess: a test process killed outright (as by
+// go test's timeout, which skips every cleanup) takes its members with it.
+// Before -exit-with-stdin its members ran on, and two hung test runs left
+// eight of them on the machine.
+func TestMembersEndWithTheTestProcess(t *testing.T) {
+	if os.Getenv("LEASESTORE_ETCDCLUSTER_CHILD") == "1" {
+		c, err := Start(context.Background(), &Options{Members: 1})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println("member", c.Members[0].cmd.Process.Pid, c.root)
+		select {} // until killed
+	}
+	t.Parallel()
+	child := exec.Command(os.Args[0], "-test.run=^TestMembersEndWithTheTestProcess$", "-test.timeout=10m")
+	child.Env = append(os.Environ(), "LEASESTORE_ETCDCLUSTER_CHILD=1")
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var pid int
+	var root string
+	if _, serr := fmt.Sscanf(line, "member %d %s", &pid, &root); err != nil || serr != nil {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		t.Fatalf("the child test process said %q (%v)", line, err)
+	}
+	defer os.RemoveAll(root)
+	if !running(pid) {
+		t.Fatalf("member %d is not running while its test process lives", pid)
+	}
+	_ = child.Process.Kill() // SIGKILL: no cleanup runs
+	_ = child.Wait()
+	for deadline := time.Now().Add(30 * time.Second); running(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+			t.Fatalf("member %d still runs 30s after its test process was killed", pid)
+		}
+	}
+}
+
+// running reports whether pid is a live process (not gone, not a zombie
+// waiting for init to reap it).
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}

@@ -177,7 +177,7 @@ func provesTLS(err error) bool {
 
 // speaksPlainHTTP reports whether host answers an HTTP request in plain
 // text (an etcd member without TLS closes a TLS handshake without a word).
-// A TLS server's answer to plain HTTP ("400 ... an HTTPS server") is no.
+// A TLS server's answer to plain HTTP ("400 ... to an HTTPS server") is no.
 func speaksPlainHTTP(ctx context.Context, host string) bool {
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
 	if err != nil {
@@ -190,7 +190,7 @@ func speaksPlainHTTP(ctx context.Context, host string) bool {
 		return false
 	}
 	answer, _ := io.ReadAll(io.LimitReader(conn, 1024))
-	return strings.HasPrefix(string(answer), "HTTP/") && !strings.Contains(string(answer), "HTTPS")
+	return strings.HasPrefix(string(answer), "HTTP/") && !strings.Contains(string(answer), "HTTPS server")
 }
 
 func isTimeout(err error) bool {

@@ -81,11 +81,13 @@ func errInternal(op protocol.Op, format string, args ...any) error {
 	return &protocol.Error{Op: op, Status: protocol.StatusUnavailable, Message: fmt.Sprintf(format, args...)}
 }
 
-// errFirstContact is Open's error when the cluster did not answer within
-// the dial timeout: the client retries failed connections silently, so it
-// probes each endpoint once itself (a TCP connection and the TLS handshake
-// the DSN asks for, or a TLS handshake when it asks for plain text) and
-// names what it found and the DSN parameter that fixes it.
+// errFirstContact is Open's error when no member answered within the dial
+// timeout: the client retries failed connections silently, so it probes
+// each endpoint once itself, for at most min(dial, 3s) (a TCP connection
+// and the TLS handshake the DSN asks for, or a TLS handshake when it asks
+// for plain text) and names what it found and the DSN parameter that
+// fixes it. The caller's deadline bounds the probe: when it passes first,
+// the error is a timeout and names no finding.
 func errFirstContact(ctx context.Context, cfg *Config, dial time.Duration, err error) error {
 	findings := make([]string, len(cfg.Endpoints))
 	var wg sync.WaitGroup
@@ -94,6 +96,16 @@ func errFirstContact(ctx context.Context, cfg *Config, dial time.Duration, err e
 	}
 	wg.Wait()
 	where := "etcd " + strings.Join(cfg.Endpoints, ",")
+	if cause := ended(ctx); cause != nil {
+		// Findings cut short by the caller (nothing answers there, a
+		// handshake that timed out) would blame the endpoints.
+		what := "the caller's deadline passed"
+		if errors.Is(cause, context.Canceled) {
+			what = "the caller cancelled"
+		}
+		return backendkit.NewError(protocol.OpHealth, protocol.StatusTimeout, cause,
+			"%s: no member answered within dial-timeout %v, and %s while the endpoints were probed", where, dial, what)
+	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) && pe.Err != nil {
 		err = pe.Err // the client's own error, not the interpreted timeout
@@ -116,8 +128,7 @@ func probeEndpoint(ctx context.Context, endpoint string, tlsCfg *tls.Config, tim
 		return fmt.Sprintf("%s: nothing answers there (%v); check the hosts and ports of the DSN", host, err)
 	}
 	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
+	defer bindDeadline(ctx, conn)()
 	if tlsCfg == nil {
 		// Plain text asked for: does the member speak TLS?
 		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // a probe that reads nothing
@@ -137,8 +148,13 @@ func probeEndpoint(ctx context.Context, endpoint string, tlsCfg *tls.Config, tim
 		}
 		return host + ": " + tlsFinding(err)
 	}
-	// With TLS 1.3 a refused client certificate shows on the first read.
-	_ = tc.SetReadDeadline(time.Now().Add(min(timeout, 500*time.Millisecond)))
+	// With TLS 1.3 a refused client certificate shows on the first read:
+	// wait for it half a second, never past ctx's deadline.
+	readBy := time.Now().Add(min(timeout, 500*time.Millisecond))
+	if deadline, _ := ctx.Deadline(); deadline.Before(readBy) {
+		readBy = deadline
+	}
+	_ = tc.SetReadDeadline(readBy)
 	var buf [1]byte
 	if _, err := tc.Read(buf[:]); err != nil && !isTimeout(err) && !errors.Is(err, io.EOF) {
 		return host + ": " + tlsFinding(err)
@@ -184,13 +200,33 @@ func speaksPlainHTTP(ctx context.Context, host string) bool {
 		return false
 	}
 	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
+	defer bindDeadline(ctx, conn)()
 	if _, err := io.WriteString(conn, "GET /version HTTP/1.0\r\n\r\n"); err != nil {
 		return false
 	}
 	answer, _ := io.ReadAll(io.LimitReader(conn, 1024))
 	return strings.HasPrefix(string(answer), "HTTP/") && !strings.Contains(string(answer), "HTTPS server")
+}
+
+// bindDeadline gives conn ctx's deadline and ends its reads and writes
+// when ctx is cancelled, until the returned function is called.
+func bindDeadline(ctx context.Context, conn net.Conn) (stop func() bool) {
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	return context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+}
+
+// ended returns ctx.Err(), or DeadlineExceeded once ctx's deadline has
+// passed but its timer has not yet fired (a connection's deadline, set to
+// the same instant, can end a read first).
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func isTimeout(err error) bool {

@@ -33,13 +33,17 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// DefaultDialTimeout bounds [Open]'s first connection when the Config sets none.
+// DefaultDialTimeout bounds [Open]'s connecting when the Config sets none
+// ([Config.DialTimeout]).
 const DefaultDialTimeout = 5 * time.Second
 
 // Config says where the store lives and how to reach it. A nil *Config is
@@ -58,9 +62,14 @@ type Config struct {
 	// TLS, when set, is used for the client connections (https endpoints).
 	// Default: plain connections.
 	TLS *tls.Config
-	// DialTimeout bounds Open's first contact with the cluster (connecting
-	// and reading the store's format record); past it Open fails as
-	// unavailable, saying what it found at each endpoint. Default:
+	// DialTimeout bounds Open's connecting: until a member answers a
+	// read (with Username, also authenticating, which the client does
+	// while it connects). When none answers within it, Open probes each
+	// endpoint for at most min(DialTimeout, 3s) more and fails as
+	// unavailable, saying what it found at each. Checking the store's
+	// format record (a transaction that writes it on first use: a raft
+	// round trip) is bounded by Open's context only, as is all of Open:
+	// past the context's deadline Open fails as timeout. Default:
 	// [DefaultDialTimeout].
 	DialTimeout time.Duration
 	// NoInit makes Open and New refuse a prefix that holds no store yet
@@ -73,6 +82,9 @@ type Config struct {
 	// stamps leases and records with another clock (expiry stays the
 	// cluster's).
 	testNow, testStamps func() time.Time
+	// testDialOptions, set only by this package's tests, are added to the
+	// client's gRPC options.
+	testDialOptions []grpc.DialOption
 }
 
 // Backend is the etcd backend. It implements [protocol.Backend],
@@ -97,6 +109,7 @@ type Backend struct {
 	closeOnce sync.Once
 	watchers  sync.WaitGroup // notify and follow goroutines
 	stop      chan struct{}  // closed by Close
+	release   func()         // Open's: ends the client's base context
 }
 
 var (
@@ -111,8 +124,12 @@ var (
 
 // Open connects to the cluster of cfg and opens the store under
 // cfg.Prefix, recording the store's format version on first use (unless
-// cfg.NoInit) and refusing a store of another version. The Backend owns the client and
-// closes it in Close.
+// cfg.NoInit) and refusing a store of another version. The Backend owns
+// the client and closes it in Close.
+//
+// cfg.DialTimeout bounds connecting; the rest of Open (checking the
+// format record: a transaction, a raft round trip) runs under ctx alone.
+// ctx bounds all of Open: past its deadline Open fails as timeout.
 func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	if cfg == nil || len(cfg.Endpoints) == 0 {
 		return nil, errInvalid("etcd: no endpoints given")
@@ -124,33 +141,71 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	if dial <= 0 {
 		dial = DefaultDialTimeout
 	}
+	connectBy := time.Now().Add(dial)
+	// With a user, clientv3.New authenticates before it returns, under the
+	// dial timeout and the client's own context: that context ends with
+	// ctx until Open returns.
+	base, release := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, release)
+	fail := func(err error) (*Backend, error) {
+		stop()
+		release()
+		return nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: cfg.Endpoints, DialTimeout: dial, TLS: cfg.TLS,
-		Username: cfg.Username, Password: cfg.Password,
+		Username: cfg.Username, Password: cfg.Password, Context: base,
 		// The client's own log would print on leasectl's stderr; its
 		// errors reach callers through the operations' results.
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
+		DialOptions:          cfg.testDialOptions,
 	})
 	if err != nil {
-		return nil, interpretError(context.Background(), protocol.OpHealth, "etcd "+strings.Join(cfg.Endpoints, ","), err)
+		return fail(connectError(ctx, cfg, dial, err))
 	}
 	// The client dials in the background and retries a failed handshake
-	// for as long as an operation's context lives: the dial timeout bounds
-	// Open's first contact, so that a wrong address or TLS setting fails
-	// instead of hanging.
-	first, cancel := context.WithTimeout(ctx, dial)
-	b, err := newBackend(first, cli, cfg, true)
+	// for as long as an operation's context lives: the first contact, a
+	// member's answer to a serializable read (no raft round trip), is
+	// bounded by the dial timeout, so that a wrong address or TLS setting
+	// fails instead of hanging.
+	first, cancel := context.WithDeadline(ctx, connectBy)
+	_, err = cli.Get(first, newLayout(cfg.Prefix).meta(), clientv3.WithSerializable(), clientv3.WithCountOnly())
 	cancel()
 	if err != nil {
 		_ = cli.Close()
-		if ctx.Err() == nil && errors.Is(first.Err(), context.DeadlineExceeded) {
-			return nil, errFirstContact(ctx, cfg, dial, err)
-		}
-		return nil, err
+		return fail(connectError(ctx, cfg, dial, err))
 	}
+	b, err := newBackend(ctx, cli, cfg, true)
+	if err != nil {
+		_ = cli.Close()
+		return fail(err)
+	}
+	if !stop() { // ctx ended, and the client's context with it
+		_ = b.Close(context.Background())
+		release()
+		return nil, interpretError(ctx, protocol.OpHealth, b.shown, ctx.Err())
+	}
+	b.release = release
 	return b, nil
+}
+
+// connectError interprets a failure of Open's connecting: the caller's
+// deadline or cancel wins; past the dial timeout errFirstContact says
+// what each endpoint shows; anything else is the cluster's answer.
+func connectError(ctx context.Context, cfg *Config, dial time.Duration, err error) error {
+	where := "etcd " + strings.Join(cfg.Endpoints, ",")
+	if cause := ended(ctx); cause != nil {
+		if errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+			err = cause // the client's context ended with ctx
+		}
+		return interpretError(ctx, protocol.OpHealth, where, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return errFirstContact(ctx, cfg, dial, err)
+	}
+	return interpretError(ctx, protocol.OpHealth, where, err)
 }
 
 // New opens the store under cfg.Prefix on cli, which stays the caller's:
@@ -282,6 +337,9 @@ func (b *Backend) Close(context.Context) error {
 		b.watchers.Wait()
 		if b.owned {
 			err = b.cli.Close()
+		}
+		if b.release != nil {
+			b.release()
 		}
 	})
 	return err

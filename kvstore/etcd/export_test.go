@@ -1,6 +1,10 @@
 package etcd
 
-import "time"
+import (
+	"time"
+
+	"google.golang.org/grpc"
+)
 
 // WithTestClock returns cfg (a new Config when nil) with now as the
 // backend's clock: expiry is then judged by comparing the liveness entries'
@@ -30,3 +34,15 @@ func WithStampClock(cfg *Config, now func() time.Time) *Config {
 // SetAfterRead makes b's Follow call f between its catch-up read and the
 // start of its watch (to compact the history there).
 func SetAfterRead(b *Backend, f func()) { b.testAfterRead = f }
+
+// WithDialOptions returns cfg (a new Config when nil) with opts added to
+// the gRPC options of the client Open creates (an interceptor that delays
+// one kind of request: a slow cluster, as the client sees it).
+func WithDialOptions(cfg *Config, opts ...grpc.DialOption) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c := *cfg
+	c.testDialOptions = append(c.testDialOptions[:len(c.testDialOptions):len(c.testDialOptions)], opts...)
+	return &c
+}

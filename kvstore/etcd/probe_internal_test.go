@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // TestSpeaksPlainHTTP: the probe behind "the member speaks plain text"
@@ -35,5 +38,31 @@ func TestSpeaksPlainHTTP(t *testing.T) {
 	closed.Close()
 	if speaksPlainHTTP(ctx, addr) {
 		t.Error("nothing listening: want false")
+	}
+}
+
+// TestFirstContactKeepsCallerDeadline: a caller's deadline that ends
+// while errFirstContact probes the endpoints wins: it returns by then, as
+// timeout. The server completes the TLS handshake and stays silent; the
+// probe used to wait 500 ms for its first word whatever the caller's
+// deadline, and to report unavailable.
+func TestFirstContactKeepsCallerDeadline(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	cfg := &Config{Endpoints: []string{srv.URL}, Prefix: "/p",
+		TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := errFirstContact(ctx, cfg, 3*time.Second, context.DeadlineExceeded)
+	took := time.Since(start)
+	t.Log(err)
+	if !errors.Is(err, protocol.ErrTimeout) {
+		t.Errorf("got %v, want timeout", err)
+	}
+	if took > 400*time.Millisecond {
+		t.Errorf("took %v with a caller's deadline of 100ms", took)
 	}
 }

@@ -18,10 +18,11 @@ import (
 // TestTLS runs a one-member cluster of its own that serves clients over
 // TLS and requires client certificates signed by its CA, and opens stores
 // on it from DSNs as etcdctl users write them. The right files serve
-// leases; every wrong setting fails within the DSN's dial-timeout (Open
-// once hung forever on an untrusted server: the client retried the
-// handshake under an unbounded context), as unavailable, with a message
-// naming the DSN parameter that fixes it.
+// leases; every wrong setting, with or without a user, fails soon after
+// the DSN's dial-timeout (Open once hung forever on an untrusted server:
+// the client retried the handshake under an unbounded context), as
+// unavailable, with a message naming the DSN parameter that fixes it; a
+// caller's deadline shorter than the dial-timeout wins, as timeout.
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -78,6 +79,11 @@ func TestTLS(t *testing.T) {
 	}{
 		{"untrusted_server", fmt.Sprintf("etcds://%s/tls?cacert=%s&cert=%s&key=%s&dial-timeout=2s", host, other.CertFile, clientCert, clientKey),
 			[]string{"certificate", "cacert="}},
+		// With a user, the client authenticates while it connects (a
+		// deadline error of its own once reported as a bare timeout).
+		// The member has no auth enabled: the client cannot tell.
+		{"auth_untrusted_server", fmt.Sprintf("etcds://root:pw@%s/tls?cacert=%s&cert=%s&key=%s&dial-timeout=2s", host, other.CertFile, clientCert, clientKey),
+			[]string{"certificate", "cacert="}},
 		{"no_client_certificate", fmt.Sprintf("etcds://%s/tls?cacert=%s&dial-timeout=2s", host, ca.CertFile),
 			[]string{"client certificate", "cert=", "key="}},
 		{"client_certificate_of_another_ca", fmt.Sprintf("etcds://%s/tls?cacert=%s&cert=%s&key=%s&dial-timeout=2s", host, ca.CertFile, otherCert, otherKey),
@@ -122,6 +128,34 @@ func TestTLS(t *testing.T) {
 			}
 		})
 	}
+
+	// The caller's deadline bounds Open also while the client
+	// authenticates (which clientv3.New does under the dial timeout only:
+	// Open used to return after the whole dial-timeout).
+	t.Run("auth_caller_deadline", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := etcd.ParseDSN(fmt.Sprintf("etcds://root:pw@%s/tls?cacert=%s&cert=%s&key=%s&dial-timeout=5s", host, other.CertFile, clientCert, clientKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const callerAfter = 500 * time.Millisecond
+		octx, cancel := context.WithTimeout(ctx, callerAfter)
+		defer cancel()
+		start := time.Now()
+		b, err := etcd.Open(octx, cfg)
+		took := time.Since(start)
+		if err == nil {
+			b.Close(context.Background())
+			t.Fatal("open succeeded, want a refusal")
+		}
+		t.Log(err)
+		if !errors.Is(err, protocol.ErrTimeout) {
+			t.Errorf("open: %v, want timeout", err)
+		}
+		if took > callerAfter+time.Second {
+			t.Errorf("open took %v with a caller's deadline of %v (dial-timeout=5s)", took, callerAfter)
+		}
+	})
 }
 
 // freeAddr returns a loopback address nothing listens on.

@@ -1,0 +1,96 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TestOpenWaitsForSlowFormatWrite: the dial timeout bounds reaching the
+// cluster, not the transaction that records the format version on first
+// use (a raft write, slow while a leader is elected or a disk is slow).
+// Every Txn of the client is held back past the dial timeout; the cluster
+// answers everything else at once. Open used to refuse the store as
+// unavailable ("no member answered within dial-timeout").
+func TestOpenWaitsForSlowFormatWrite(t *testing.T) {
+	t.Parallel()
+	const dial, delay = 500 * time.Millisecond, 1500 * time.Millisecond
+	var held atomic.Int64
+	slowTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" {
+			held.Add(1)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	c := etcdcluster.Shared(t)
+	cfg := etcd.WithDialOptions(&etcd.Config{Endpoints: c.Endpoints(), Prefix: c.Prefix(t), DialTimeout: dial}, slowTxn)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b, err := etcd.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open of a healthy cluster whose format write takes %v (dial timeout %v): %v", delay, dial, err)
+	}
+	rt := protocol.New(b, nil)
+	defer rt.Close(context.Background())
+	if held.Load() == 0 {
+		t.Fatal("open wrote no format record through the slow Txn")
+	}
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+}
+
+// TestOpenCallerDeadlineDuringProbe: when no member answers within the
+// dial timeout, Open probes the endpoints; a caller's deadline that ends
+// during the probe wins: Open returns by it, as timeout. The server
+// completes TLS handshakes and never says a word (the probe once waited
+// 500 ms for a word past the caller's deadline, and reported unavailable).
+func TestOpenCallerDeadlineDuringProbe(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	tlsCfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	const dial, callerAfter = time.Second, 1250 * time.Millisecond
+	cfg := &etcd.Config{Endpoints: []string{srv.URL}, Prefix: "/p", TLS: tlsCfg, DialTimeout: dial}
+	ctx, cancel := context.WithTimeout(t.Context(), callerAfter)
+	defer cancel()
+	start := time.Now()
+	b, err := etcd.Open(ctx, cfg)
+	took := time.Since(start)
+	if err == nil {
+		b.Close(context.Background())
+		t.Fatal("open of a silent server succeeded")
+	}
+	t.Log(err)
+	if !errors.Is(err, protocol.ErrTimeout) {
+		t.Errorf("open: %v, want timeout (the caller's deadline passed)", err)
+	}
+	if strings.Contains(err.Error(), "nothing answers there") {
+		t.Errorf("open: %v: blames the endpoint for the caller's deadline", err)
+	}
+	// The caller's deadline is 1.25s; the probe alone used to run to 1.5s.
+	if took > callerAfter+500*time.Millisecond {
+		t.Errorf("open took %v with a caller's deadline of %v", took, callerAfter)
+	}
+}

@@ -99,30 +99,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("raw/callers=%d", callers), func(b *testing.B) {
-			prefix := c.Prefix(b)
-			cli, err := c.Client()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cli.Close()
-			lease, err := cli.Grant(context.Background(), 600)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var seq atomic.Int64
-			runCycles(b, callers, func(ctx context.Context, w int, k string) (bool, error) {
-				key := prefix + "k/" + k
-				owner := fmt.Sprint("w", w)
-				resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-					Then(clientv3.OpPut(key, owner, clientv3.WithLease(lease.ID)),
-						clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), "acquire "+k+" "+owner)).Commit()
-				if err != nil || !resp.Succeeded {
-					return false, err
-				}
-				_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Header.Revision)).
-					Then(clientv3.OpDelete(key), clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), "release "+k+" "+owner)).Commit()
-				return true, err
-			})
+			runRaw(b, c, callers, 2, func(verb, k, owner string) string { return verb + " " + k + " " + owner })
 		})
 		b.Run(fmt.Sprintf("mutex/callers=%d", callers), func(b *testing.B) {
 			prefix := c.Prefix(b)
@@ -159,38 +136,52 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func BenchmarkRawEntries(b *testing.B) {
 	c := etcdcluster.Shared(b)
 	audit := strings.Repeat("x", 330)
-	renewal := `{"v":1,"renewed_at":1764000000000000,"expires_at":1764000060000000,"ttl":60000000000}`
 	for _, callers := range []int{1, 8, 32} {
 		for _, n := range []int{2, 4} {
 			b.Run(fmt.Sprintf("keys=%d/callers=%d", n, callers), func(b *testing.B) {
-				prefix := c.Prefix(b)
-				cli, err := c.Client()
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer cli.Close()
-				lease, err := cli.Grant(context.Background(), 600)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var seq atomic.Int64
-				runCycles(b, callers, func(ctx context.Context, w int, k string) (bool, error) {
-					key := prefix + "k/" + k
-					puts := []clientv3.Op{clientv3.OpPut(key, fmt.Sprint("w", w), clientv3.WithLease(lease.ID)),
-						clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit)}
-					dels := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit)}
-					for i := 2; i < n; i++ {
-						puts = append(puts, clientv3.OpPut(fmt.Sprint(key, "/", i), renewal))
-						dels = append(dels, clientv3.OpDelete(fmt.Sprint(key, "/", i)))
-					}
-					resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(puts...).Commit()
-					if err != nil || !resp.Succeeded {
-						return false, err
-					}
-					_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Header.Revision)).Then(dels...).Commit()
-					return true, err
-				})
+				runRaw(b, c, callers, n, func(string, string, string) string { return audit })
 			})
 		}
 	}
+}
+
+// runRaw runs the raw loop on c under a prefix of its own, with one etcd
+// lease granted for the run: an acquire is a put-if-absent of the key
+// attached to the lease, an audit put and keys-2 more puts of a renewal
+// record's size; its release deletes them again in one transaction with
+// an audit put. audit gives the audit value of an acquire or release
+// (verb) of key k by owner.
+func runRaw(b *testing.B, c *etcdcluster.Cluster, callers, keys int, audit func(verb, k, owner string) string) {
+	b.Helper()
+	const renewal = `{"v":1,"renewed_at":1764000000000000,"expires_at":1764000060000000,"ttl":60000000000}`
+	prefix := c.Prefix(b)
+	cli, err := c.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	lease, err := cli.Grant(context.Background(), 600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	runCycles(b, callers, func(ctx context.Context, w int, k string) (bool, error) {
+		key := prefix + "k/" + k
+		owner := fmt.Sprint("w", w)
+		puts := []clientv3.Op{clientv3.OpPut(key, owner, clientv3.WithLease(lease.ID)),
+			clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit("acquire", k, owner))}
+		for i := 2; i < keys; i++ {
+			puts = append(puts, clientv3.OpPut(fmt.Sprint(key, "/", i), renewal))
+		}
+		resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(puts...).Commit()
+		if err != nil || !resp.Succeeded {
+			return false, err
+		}
+		dels := []clientv3.Op{clientv3.OpDelete(key), clientv3.OpPut(fmt.Sprintf("%sa/%d", prefix, seq.Add(1)), audit("release", k, owner))}
+		for i := 2; i < keys; i++ {
+			dels = append(dels, clientv3.OpDelete(fmt.Sprint(key, "/", i)))
+		}
+		_, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Header.Revision)).Then(dels...).Commit()
+		return true, err
+	})
 }

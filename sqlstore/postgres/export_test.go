@@ -3,7 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
@@ -42,17 +43,108 @@ func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (strin
 // releaseWithoutWakeSQL is releaseSQL without its wake CTE: the release
 // statement as it was before waiters were woken, for the benchmark that
 // measures what waking costs.
-var releaseWithoutWakeSQL = func() statement {
-	st := releaseSQL
-	i := strings.Index(st.sql, "), wake AS MATERIALIZED (")
-	j := strings.Index(st.sql, ")\nSELECT (SELECT lock.now")
-	if i < 0 || j < i {
-		panic("postgres: releaseSQL has no wake CTE to strip")
+var releaseWithoutWakeSQL = withoutParts(releaseSQL, releaseCuts, PartWake)
+
+// The parts of the acquire and release statements that
+// BenchmarkGuaranteeCost prices by cutting them out, one at a time. Each
+// keeps a guarantee the raw pair lacks.
+const (
+	// PartKeyLock is the key's advisory lock, after which the change reads
+	// its time (TestChangeTimesFollowLockWaits).
+	PartKeyLock = "key-lock"
+	// PartRequestCheck is the idempotency look-up of the request id
+	// (a retry answers the first attempt's outcome).
+	PartRequestCheck = "request-check"
+	// PartAuditID is the audit id's era offset and the check that ids
+	// never go back (a move to another cluster, a restore).
+	PartAuditID = "audit-id"
+	// PartWake wakes the key's waiters on release.
+	PartWake = "wake"
+)
+
+// cut replaces what re matches, which must occur exactly once.
+type cut struct {
+	re   *regexp.Regexp
+	repl string
+}
+
+var (
+	keyLockCut = func(clause string) cut {
+		return cut{regexp.MustCompile(`\n\s*` + clause + ` pg_advisory_xact_lock\(1818583411, hashtext\(\$\d+ \|\| '/' \|\| \$\d+\)\) IS NOT NULL`), ""}
 	}
-	st.sql = st.sql[:i] + st.sql[j:]
-	st.sql = strings.Replace(st.sql, "\nLEFT JOIN wake ON true", "", 1)
+	requestCheckCut = cut{regexp.MustCompile(`NOT EXISTS \(SELECT FROM leasestore_audit a WHERE a\.namespace = \$\d+ AND a\.request_id = \$\d+\)`), "true"}
+	auditIDCuts     = []cut{
+		{regexp.MustCompile(`(?s)CASE WHEN next\.checked THEN next\.id\s.*?leasestore_audit_went_back\(\) END`), "pg_current_xact_id()::text::bigint"},
+		{regexp.MustCompile(`(?s)\s*CROSS JOIN LATERAL \(SELECT pg_current_xact_id\(\).*? AS m\) AS next`), ""},
+	}
+	acquireCuts = map[string][]cut{
+		PartKeyLock:      {keyLockCut("AND")},
+		PartRequestCheck: {requestCheckCut},
+		PartAuditID:      auditIDCuts,
+	}
+	releaseCuts = map[string][]cut{
+		PartKeyLock:      {keyLockCut("WHERE")},
+		PartRequestCheck: {requestCheckCut},
+		PartAuditID:      auditIDCuts,
+		PartWake: {
+			{regexp.MustCompile(`(?s), wake AS MATERIALIZED \(.*?\n\)`), ""},
+			{regexp.MustCompile(`\nLEFT JOIN wake ON true`), ""},
+		},
+	}
+)
+
+// withoutParts returns st with the SQL of parts cut out (parts a statement
+// has no cut for are left alone). It panics when a cut does not match
+// exactly once: the statement changed, and the benchmark would price
+// nothing.
+func withoutParts(st statement, cuts map[string][]cut, parts ...string) statement {
+	for _, part := range parts {
+		for _, c := range cuts[part] {
+			if n := len(c.re.FindAllStringIndex(st.sql, -1)); n != 1 {
+				panic(fmt.Sprintf("postgres: part %s: %s matches %d times, want 1", part, c.re, n))
+			}
+			st.sql = c.re.ReplaceAllLiteralString(st.sql, c.repl)
+		}
+	}
 	return st
-}()
+}
+
+// Cycle acquires a key and releases it as Acquire and Release do, through
+// their statements with some parts cut out (see [CycleWithout]).
+type Cycle struct{ acquire, release statement }
+
+// CycleWithout returns the cycle whose statements lack parts (PartKeyLock,
+// ...); with none, the statements are the backend's own.
+func CycleWithout(parts ...string) *Cycle {
+	return &Cycle{acquire: withoutParts(acquireSQL, acquireCuts, parts...), release: withoutParts(releaseSQL, releaseCuts, parts...)}
+}
+
+// Run acquires key for owner for a minute and releases it; an error when
+// either did not take effect.
+func (c *Cycle) Run(ctx context.Context, b *Backend, key protocol.Key, owner string) error {
+	a := b.changeArgs(key, protocol.RandomRequestID(), "")
+	a["owner"], a["ttl"], a["lock_delay"] = owner, interval(time.Minute), interval(0)
+	var token int64
+	_, err := b.change(ctx, protocol.OpAcquire, key, c.acquire, a, func(o *outcome) (protocol.Result, bool, error) {
+		if o.after == nil {
+			return protocol.Result{}, false, fmt.Errorf("cycle: %s not acquired", key.Name)
+		}
+		token = o.after.Token
+		return protocol.Result{Status: protocol.StatusAcquired}, false, nil
+	})
+	if err != nil {
+		return err
+	}
+	a = b.changeArgs(key, protocol.RandomRequestID(), "")
+	a["owner"], a["token"] = owner, token
+	_, err = b.change(ctx, protocol.OpRelease, key, c.release, a, func(o *outcome) (protocol.Result, bool, error) {
+		if o.after == nil {
+			return protocol.Result{}, false, fmt.Errorf("cycle: %s not released", key.Name)
+		}
+		return protocol.Result{Status: protocol.StatusReleased}, false, nil
+	})
+	return err
+}
 
 // ReleaseWithoutWake releases as Release does, through
 // releaseWithoutWakeSQL; it answers released or an error.
@@ -105,3 +197,9 @@ func (b *Backend) KeyChangePlan(ctx context.Context, op protocol.Op, key protoco
 
 // Pooled reports whether b runs as behind a pooler that keeps no sessions.
 func Pooled(b *Backend) bool { return b.pooled }
+
+// ChangeStatementSQL returns the SQL text the backend prepares for op
+// (acquire or release), as pg_prepared_statements shows it.
+func ChangeStatementSQL(op protocol.Op) string {
+	return map[protocol.Op]statement{protocol.OpAcquire: acquireSQL, protocol.OpRelease: releaseSQL}[op].sql
+}

@@ -70,7 +70,9 @@ type Config struct {
 	// format record (a transaction that writes it on first use: a raft
 	// round trip) is bounded by Open's context only, as is all of Open:
 	// past the context's deadline Open fails as timeout. Default:
-	// [DefaultDialTimeout].
+	// [DefaultDialTimeout], or half the time left to the deadline of
+	// Open's context when that is shorter (so that the findings come
+	// before it).
 	DialTimeout time.Duration
 	// NoInit makes Open and New refuse a prefix that holds no store yet
 	// (naming `leasectl migrate up`) instead of recording the format
@@ -140,6 +142,11 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	dial := cfg.DialTimeout
 	if dial <= 0 {
 		dial = DefaultDialTimeout
+		// Half the caller's time when that is shorter: the other half
+		// leaves room to probe the endpoints and say what is wrong.
+		if d, ok := ctx.Deadline(); ok {
+			dial = max(min(dial, (time.Until(d)/2).Truncate(time.Millisecond)), time.Millisecond)
+		}
 	}
 	connectBy := time.Now().Add(dial)
 	// With a user, clientv3.New authenticates before it returns, under the

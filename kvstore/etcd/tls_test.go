@@ -129,6 +129,36 @@ func TestTLS(t *testing.T) {
 		})
 	}
 
+	// Without a dial-timeout in the DSN, a caller's deadline shorter than
+	// the default leaves half its time to connecting, so that the probe's
+	// findings still fit before it: leasectl's --timeout (5s) equals the
+	// default dial-timeout, and a wrong TLS setting used to answer a bare
+	// timeout there.
+	t.Run("untrusted_server_caller_deadline", func(t *testing.T) {
+		t.Parallel()
+		cfg, err := etcd.ParseDSN(fmt.Sprintf("etcds://%s/tls?cacert=%s&cert=%s&key=%s", host, other.CertFile, clientCert, clientKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const callerAfter = 3 * time.Second
+		octx, cancel := context.WithTimeout(ctx, callerAfter)
+		defer cancel()
+		start := time.Now()
+		b, err := etcd.Open(octx, cfg)
+		took := time.Since(start)
+		if err == nil {
+			b.Close(context.Background())
+			t.Fatal("open succeeded, want a refusal")
+		}
+		t.Log(err)
+		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "cacert=") {
+			t.Errorf("open: %v, want unavailable naming cacert=", err)
+		}
+		if took > callerAfter+time.Second {
+			t.Errorf("open took %v with a caller's deadline of %v", took, callerAfter)
+		}
+	})
+
 	// The caller's deadline bounds Open also while the client
 	// authenticates (which clientv3.New does under the dial timeout only:
 	// Open used to return after the whole dial-timeout).

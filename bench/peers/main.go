@@ -309,6 +309,7 @@ func pglockSubject(ctx context.Context, dsn, sfx string) (*subject, error) {
 		}
 		cfg.RuntimeParams["application_name"] = app
 		cfg.RuntimeParams["jit"] = "off"
+		cfg.RuntimeParams["enable_seqscan"] = "off" // as postgres.Open pins
 		db := stdlib.OpenDB(*cfg)
 		db.SetMaxOpenConns(callers)
 		db.SetMaxIdleConns(callers)

@@ -121,7 +121,7 @@ SELECT token FROM del`
 
 // OpenPostgres creates a scratch schema in the database dsn names and a
 // pool of maxConns connections whose search_path is that schema, with the
-// settings postgres.Open pins (read committed, jit off).
+// settings postgres.Open pins (read committed, jit off, enable_seqscan off).
 func OpenPostgres(ctx context.Context, dsn string, maxConns int32) (*Postgres, error) {
 	sfx := suffix()
 	schema := "leasestore_raw_" + sfx
@@ -169,6 +169,7 @@ func attach(ctx context.Context, dsn, schema string, maxConns int32) (*Postgres,
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -46,6 +46,10 @@ import (
 // ([Config.DialTimeout]).
 const DefaultDialTimeout = 5 * time.Second
 
+// minDerivedDial is the least dial timeout Open derives from its
+// context's deadline (see Config.DialTimeout).
+const minDerivedDial = time.Second
+
 // Config says where the store lives and how to reach it. A nil *Config is
 // invalid for [Open] (it needs endpoints and a prefix); [New] reads only
 // Prefix from it.
@@ -70,9 +74,9 @@ type Config struct {
 	// format record (a transaction that writes it on first use: a raft
 	// round trip) is bounded by Open's context only, as is all of Open:
 	// past the context's deadline Open fails as timeout. Default:
-	// [DefaultDialTimeout], or half the time left to the deadline of
-	// Open's context when that is shorter (so that the findings come
-	// before it).
+	// [DefaultDialTimeout], or a third of the time left to the deadline
+	// of Open's context when that is shorter, but at least a second (so
+	// that the findings come before the deadline).
 	DialTimeout time.Duration
 	// NoInit makes Open and New refuse a prefix that holds no store yet
 	// (naming `leasectl migrate up`) instead of recording the format
@@ -142,10 +146,13 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	dial := cfg.DialTimeout
 	if dial <= 0 {
 		dial = DefaultDialTimeout
-		// Half the caller's time when that is shorter: the other half
-		// leaves room to probe the endpoints and say what is wrong.
+		// A third of the caller's time when that is shorter, so that the
+		// probe (at most as long again) says what is wrong with a third
+		// to spare; never below minDerivedDial, which a healthy cluster
+		// needs to connect (and authenticate) and below which the
+		// caller's deadline answers.
 		if d, ok := ctx.Deadline(); ok {
-			dial = max(min(dial, (time.Until(d)/2).Truncate(time.Millisecond)), time.Millisecond)
+			dial = max(min(dial, (time.Until(d)/3).Truncate(time.Millisecond)), minDerivedDial)
 		}
 	}
 	connectBy := time.Now().Add(dial)

@@ -94,3 +94,57 @@ func TestOpenCallerDeadlineDuringProbe(t *testing.T) {
 		t.Errorf("open took %v with a caller's deadline of %v", took, callerAfter)
 	}
 }
+
+// TestOpenShortDeadlineWithAuth: a healthy cluster with authentication
+// and a caller's deadline of a fraction of a second. The client
+// authenticates while it connects (a password check on the server takes
+// tens of milliseconds); a dial timeout derived as half of such a
+// deadline ran out during it and Open refused the healthy cluster as
+// unavailable ("no leader or no quorum?"). Open must succeed or give up
+// as timeout, never blame the cluster.
+func TestOpenShortDeadlineWithAuth(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, step := range []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", "pw"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	cfg, err := etcd.ParseDSN("etcd://root:pw@" + host + "/auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := etcd.Open(ctx, cfg); err != nil { // records the format
+		t.Fatalf("open with a long deadline: %v", err)
+	} else {
+		b.Close(context.Background())
+	}
+	for i := range 6 {
+		octx, cancel := context.WithTimeout(ctx, 100*time.Millisecond+time.Duration(i)*20*time.Millisecond)
+		b, err := etcd.Open(octx, cfg)
+		cancel()
+		if err == nil {
+			b.Close(context.Background())
+			continue
+		}
+		if !errors.Is(err, protocol.ErrTimeout) {
+			t.Errorf("open %d: %v, want success or timeout", i, err)
+		}
+	}
+}

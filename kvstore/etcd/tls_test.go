@@ -159,6 +159,52 @@ func TestTLS(t *testing.T) {
 		}
 	})
 
+	// An endpoint that accepts connections and never answers is the
+	// slowest to diagnose: the probe waits as long as the dial timeout
+	// did. The findings must still come before the caller's deadline
+	// (with half the time for the dial timeout they came at the very
+	// deadline and lost the race about one time in three).
+	t.Run("silent_endpoint_caller_deadline", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close() // held open, never answered
+			}
+		}()
+		for _, scheme := range []string{"etcd", "etcds"} {
+			cfg, err := etcd.ParseDSN(fmt.Sprintf("%s://%s/tls", scheme, ln.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const callerAfter = 3 * time.Second
+			octx, cancel := context.WithTimeout(ctx, callerAfter)
+			start := time.Now()
+			b, err := etcd.Open(octx, cfg)
+			took := time.Since(start)
+			cancel()
+			if err == nil {
+				b.Close(context.Background())
+				t.Fatalf("%s: open succeeded, want a refusal", scheme)
+			}
+			t.Log(err)
+			if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), ln.Addr().String()+":") {
+				t.Errorf("%s: open: %v, want unavailable with the endpoint's finding", scheme, err)
+			}
+			if took > callerAfter+time.Second {
+				t.Errorf("%s: open took %v with a caller's deadline of %v", scheme, took, callerAfter)
+			}
+		}
+	})
+
 	// The caller's deadline bounds Open also while the client
 	// authenticates (which clientv3.New does under the dial timeout only:
 	// Open used to return after the whole dial-timeout).

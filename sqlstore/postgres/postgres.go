@@ -501,7 +501,10 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 func (b *Backend) Name() string { return Name }
 
 // Pool returns the backend's pool, owned or borrowed. Callers must not
-// close a pool the backend owns.
+// close a pool the backend owns. A pool Open made carries the session
+// settings it pins on each direct connection (read committed, jit and
+// enable_seqscan off, ...; see docs/postgres-settings.md), which a
+// caller's own queries on it get too.
 func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 
 // Health returns nil when the server answers within ctx and the settings

@@ -19,27 +19,7 @@ import (
 func TestAuthFromDSN(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	cli, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := cli.UserAdd(ctx, "root", "r00t-Pw:@/"); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cli.Close()
-	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	host := authCluster(t, "r00t-Pw:@/")
 
 	cfg, err := etcd.ParseDSN("etcd://root:r00t-Pw%3A%40%2F@" + host + "/auth")
 	if err != nil {
@@ -65,4 +45,33 @@ func TestAuthFromDSN(t *testing.T) {
 	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "authentication") || strings.Contains(err.Error(), "wr0ngPassw0rd") {
 		t.Fatalf("open with a wrong password: %v, want unavailable saying authentication failed, without the password", err)
 	}
+}
+
+// authCluster starts a one-member cluster of the test's own with
+// authentication on and a user root (role root) whose password is
+// password, stopped when the test ends, and returns its host:port.
+func authCluster(t *testing.T, password string) string {
+	t.Helper()
+	ctx := t.Context()
+	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, step := range []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", password); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.TrimPrefix(c.Members[0].ClientURL, "http://")
 }

@@ -73,16 +73,7 @@ func TestOpenCallerDeadlineDuringProbe(t *testing.T) {
 	tlsCfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	const dial, callerAfter = time.Second, 1250 * time.Millisecond
 	cfg := &etcd.Config{Endpoints: []string{srv.URL}, Prefix: "/p", TLS: tlsCfg, DialTimeout: dial}
-	ctx, cancel := context.WithTimeout(t.Context(), callerAfter)
-	defer cancel()
-	start := time.Now()
-	b, err := etcd.Open(ctx, cfg)
-	took := time.Since(start)
-	if err == nil {
-		b.Close(context.Background())
-		t.Fatal("open of a silent server succeeded")
-	}
-	t.Log(err)
+	took, err := refusedWithin(t, cfg, callerAfter)
 	if !errors.Is(err, protocol.ErrTimeout) {
 		t.Errorf("open: %v, want timeout (the caller's deadline passed)", err)
 	}
@@ -105,27 +96,7 @@ func TestOpenCallerDeadlineDuringProbe(t *testing.T) {
 func TestOpenShortDeadlineWithAuth(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	cli, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	for _, step := range []func() error{
-		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := cli.UserAdd(ctx, "root", "pw"); return err },
-		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := cli.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	host := authCluster(t, "pw")
 	cfg, err := etcd.ParseDSN("etcd://root:pw@" + host + "/auth")
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +118,22 @@ func TestOpenShortDeadlineWithAuth(t *testing.T) {
 			t.Errorf("open %d: %v, want success or timeout", i, err)
 		}
 	}
+}
+
+// refusedWithin opens cfg under a deadline callerAfter from now and
+// returns how long Open took and its error; the test fails at once when
+// Open succeeded.
+func refusedWithin(t *testing.T, cfg *etcd.Config, callerAfter time.Duration) (time.Duration, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callerAfter)
+	defer cancel()
+	start := time.Now()
+	b, err := etcd.Open(ctx, cfg)
+	took := time.Since(start)
+	if err == nil {
+		b.Close(context.Background())
+		t.Fatalf("open of %v succeeded, want a refusal", cfg.Endpoints)
+	}
+	t.Log(err)
+	return took, err
 }

@@ -31,7 +31,7 @@ func TestRoleTimeoutsArePinned(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	roleDSN := pgtest.RoleDSN(t, dsn, "lock_timeout = 2ms", "idle_in_transaction_session_timeout = 5ms",
-		"idle_session_timeout = 50ms")
+		"idle_session_timeout = 250ms") // above a loaded machine's pause between the probe's connect and its query
 	probe := rawConn(t, roleDSN)
 	var lt string
 	if err := probe.QueryRow(ctxT(t), "SELECT current_setting('lock_timeout')").Scan(&lt); err != nil || lt != "2ms" {
@@ -70,7 +70,7 @@ func TestRoleTimeoutsArePinned(t *testing.T) {
 	if unlockErr != nil {
 		t.Fatal(unlockErr)
 	}
-	time.Sleep(100 * time.Millisecond) // idle past the role's idle_session_timeout
+	time.Sleep(400 * time.Millisecond) // idle past the role's idle_session_timeout
 	res, err = b.Get(ctx, protocol.GetRequest{Key: key("k")})
 	wantStatus(t, "get after an idle pause", res, err, protocol.StatusFound)
 	if err := b.Health(ctx); err != nil {

@@ -26,6 +26,8 @@ import (
 // more round trips at once while the server answers them as fast as it
 // answers one, fewer and larger batches once they queue there; and a queued
 // operation waits at most a few round trips' time for a slot.
+// [Coalescer.Gather] lets a slot wait briefly after a batch for its
+// callers' next operations (see gather.go).
 type Coalescer[T any] struct {
 	limit, maxBatch int
 	batchTimeout    time.Duration
@@ -37,6 +39,7 @@ type Coalescer[T any] struct {
 	wg       sync.WaitGroup // batch goroutines
 	adapt    *adaptive      // nil: limit stays fixed
 	kick     *time.Timer    // adaptive: starts a round trip for the queue after maxWait
+	gather   gathering      // after a batch, waiting for its callers' next operations
 }
 
 // queued is an operation in the queue, or in the batch that took it.
@@ -87,6 +90,7 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	q := &queued[T]{op: op, at: time.Now(), done: make(chan struct{})}
 	q.deadline, _ = ctx.Deadline()
 	c.queue = append(c.queue, q)
+	c.gather.queued(len(c.queue))
 	switch {
 	case c.adapt != nil && c.inflight < c.limit:
 		// A slot is free (the limit grew): the queue goes now.
@@ -138,8 +142,11 @@ func (c *Coalescer[T]) startLocked() {
 	go func() {
 		defer c.wg.Done()
 		for batch != nil {
-			c.run(batch)
+			d := c.run(batch)
 			c.mu.Lock()
+			if c.inflight <= c.limit || c.inflight == 1 {
+				c.gatherLocked(len(batch), d)
+			}
 			if len(c.queue) == 0 || (c.inflight > c.limit && c.inflight > 1) {
 				c.inflight--
 				batch = nil
@@ -183,8 +190,8 @@ func (c *Coalescer[T]) take() []*queued[T] {
 }
 
 // run hands batch to the batch function under the batch's own deadline,
-// then tells its callers.
-func (c *Coalescer[T]) run(batch []*queued[T]) {
+// then tells its callers; it returns how long the batch function took.
+func (c *Coalescer[T]) run(batch []*queued[T]) time.Duration {
 	deadline := time.Now().Add(c.batchTimeout)
 	if latest := slices.MaxFunc(batch, func(x, y *queued[T]) int { return x.deadline.Compare(y.deadline) }).deadline; !latest.IsZero() {
 		deadline = latest
@@ -202,7 +209,9 @@ func (c *Coalescer[T]) run(batch []*queued[T]) {
 	}
 	start := time.Now()
 	c.batch(ctx, ops)
-	c.observe(len(ops), time.Since(start))
+	d := time.Since(start)
+	c.observe(len(ops), d)
+	return d
 }
 
 // Adapt makes the limit follow measured latency between the limit given

@@ -152,3 +152,122 @@ func TestCoalescerCancelled(t *testing.T) {
 		t.Fatalf("%d operations reached the batch function, want 2 (the one cancelled in the queue never runs)", ran.Load())
 	}
 }
+
+// batchSizes is a batch function that takes d and records the size of
+// each batch it ran.
+type batchSizes struct {
+	d     time.Duration
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (s *batchSizes) run(_ context.Context, ops []*op) {
+	time.Sleep(s.d)
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(ops))
+	s.mu.Unlock()
+}
+
+// TestCoalescerGatherJoinsClosedLoop: callers that send their next
+// operation as soon as the last one is answered. Without gathering they
+// split into two groups that take turns (a batch of 7 and a batch of 1,
+// about 4 an operation on average); with it, the slot waits for the
+// batch's callers and every batch holds nearly all of them.
+func TestCoalescerGatherJoinsClosedLoop(t *testing.T) {
+	const callers, rounds = 8, 25
+	s := &batchSizes{d: 4 * time.Millisecond}
+	c := backendkit.NewCoalescer(1, 64, time.Minute, s.run)
+	c.Gather(2 * time.Millisecond) // a quarter of the batch: 1 ms
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range rounds {
+				o := &op{}
+				c.Do(t.Context(), o, func() { time.Sleep(s.d) }, false)
+			}
+		})
+	}
+	wg.Wait()
+	c.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ops := 0
+	for _, n := range s.sizes {
+		ops += n
+	}
+	mean := float64(ops) / float64(len(s.sizes))
+	waited, filled := c.Gathered()
+	t.Logf("%d batches of %.1f operations on average; %d waits, %d filled", len(s.sizes), mean, waited, filled)
+	if mean < 6 {
+		t.Errorf("batches of %.1f operations on average, want at least 6 of the %d callers: %v", mean, callers, s.sizes)
+	}
+	if filled == 0 {
+		t.Errorf("no wait filled (%d waits)", waited)
+	}
+}
+
+// TestCoalescerGatherBacksOffInOpenLoop: when a batch's callers do not
+// come back, waiting for them is a miss, and each miss doubles the
+// batches that do not wait: of 40 batches in vain, only those after 0, 1,
+// 2, 4, 8 and 16 skipped ones wait (6).
+func TestCoalescerGatherBacksOffInOpenLoop(t *testing.T) {
+	s := &batchSizes{d: 2 * time.Millisecond}
+	c := backendkit.NewCoalescer(1, 64, time.Minute, s.run)
+	c.Gather(time.Millisecond)
+	batched := 0
+	for batched < 40 {
+		held := make(chan struct{})
+		release := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Do(t.Context(), &op{}, func() { close(held); <-release }, false)
+		}()
+		<-held
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { c.Do(t.Context(), &op{}, func() { t.Error("ran alone while the slot was held") }, false) })
+		}
+		for c.QueueLen() < 2 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		close(release)
+		wg.Wait()
+		<-done
+		c.Wait() // the slot's wait, if any, ends before the next round
+		batched++
+	}
+	waited, filled := c.Gathered()
+	if filled != 0 {
+		t.Errorf("%d waits filled, want none: nobody came back", filled)
+	}
+	if waited != 6 {
+		t.Errorf("%d of %d batches waited, want 6 (after 0, 1, 2, 4, 8 and 16 that did not)", waited, batched)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.sizes {
+		if n != 2 {
+			t.Fatalf("batch sizes %v, want batches of 2", s.sizes)
+		}
+	}
+}
+
+// TestCoalescerGatherOff: without Gather, a slot never waits.
+func TestCoalescerGatherOff(t *testing.T) {
+	s := &batchSizes{d: time.Millisecond}
+	c := backendkit.NewCoalescer(1, 64, time.Minute, s.run)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				c.Do(t.Context(), &op{}, func() { time.Sleep(s.d) }, false)
+			}
+		})
+	}
+	wg.Wait()
+	c.Wait()
+	if waited, _ := c.Gathered(); waited != 0 {
+		t.Errorf("%d batches waited without Gather", waited)
+	}
+}

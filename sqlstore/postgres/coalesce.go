@@ -26,7 +26,9 @@ import (
 // whose batch could not tell its outcome (the statement failed as a whole,
 // or its row changed under it, or a concurrent request had the same
 // request id) runs again alone, with its request id, which makes that
-// safe.
+// safe. After a batch, its slot waits a moment for the batch's callers'
+// next operations (backendkit.Coalescer.Gather), so that callers in a
+// loop share round trips instead of taking turns.
 //
 // A batch runs in a goroutine of the coalescer's, under a deadline of its
 // own: the latest of its operations' deadlines, so that no caller's
@@ -80,10 +82,11 @@ func newCoalescer(b *Backend, limit, poolSize int) *coalescer {
 	c := &coalescer{b: b}
 	if limit > 0 {
 		c.q = backendkit.NewCoalescer(limit, maxBatch, statementTimeout, c.run)
-		return c
+	} else {
+		c.q = backendkit.NewCoalescer(DefaultMaxInFlight, maxBatch, statementTimeout, c.run)
+		c.q.Adapt(max(poolSize, 1))
 	}
-	c.q = backendkit.NewCoalescer(DefaultMaxInFlight, maxBatch, statementTimeout, c.run)
-	c.q.Adapt(max(poolSize, 1))
+	c.q.Gather(backendkit.DefaultGatherMax)
 	return c
 }
 

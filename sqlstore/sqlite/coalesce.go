@@ -17,6 +17,9 @@ import (
 // one fsync (synchronous=FULL). Each write runs in a savepoint of its own,
 // sees the writes before it, and is rolled back alone when it fails or
 // changes nothing; its result or error is its own once the batch commits.
+// After a batch, the writer waits a moment for its callers' next writes
+// (backendkit.Coalescer.Gather): callers in a loop then share one commit
+// instead of taking turns in two.
 // If the commit fails, every write of the batch fails with it, also those
 // that changed nothing: their answers (a conflict, a replay, a refusal)
 // were judged against the batch's earlier writes, which did not happen.
@@ -54,7 +57,9 @@ type writer struct {
 // newWriter returns the write queue of b, whose batches hold at most
 // maxBatch writes.
 func newWriter(b *Backend, maxBatch int) *writer {
-	return &writer{q: backendkit.NewCoalescer(1, maxBatch, protocol.DefaultTimeout, b.writeBatch)}
+	q := backendkit.NewCoalescer(1, maxBatch, protocol.DefaultTimeout, b.writeBatch)
+	q.Gather(backendkit.DefaultGatherMax)
+	return &writer{q: q}
 }
 
 // write runs fn in a write transaction: at once when none runs, else in

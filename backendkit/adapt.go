@@ -15,8 +15,8 @@ import (
 // best, one more in flight costs nothing and the limit grows (by about one
 // per limit's worth of round trips); above twice their best the server is
 // saturated, and fewer, larger batches cost it less per operation, so the
-// limit shrinks. It stays between min and max: a batch runs in one server
-// process, so a limit below the server's cores would leave some idle. A queued operation waits at most maxWait (twice the smoothed
+// limit shrinks. It stays between min and max (the backend's floor and its
+// connections). A queued operation waits at most maxWait (twice the smoothed
 // latency of a lone round trip) for a slot before a round trip starts for
 // it over the limit: a slot held by an operation whose key keeps it
 // waiting holds no one else up.

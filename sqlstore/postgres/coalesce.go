@@ -47,8 +47,13 @@ import (
 const maxBatch = 48
 
 // DefaultMaxInFlight is the floor of the adaptive limit of round trips in
-// flight when [Config.MaxInFlight] is 0.
-const DefaultMaxInFlight = 4
+// flight when [Config.MaxInFlight] is 0. Two: with batches that gather
+// their callers, fewer and fuller batches cost the server less per
+// operation, and the limit still grows where round trips do not queue
+// (a server with cores to spare). Measured on 2 cores against a floor of
+// 4 (docs/benchmarks.md): level at 1, 2 and 8 callers, ahead at 4, 16, 32
+// and 64.
+const DefaultMaxInFlight = 2
 
 // errRunAlone reports that a batch could not tell an operation's outcome:
 // the operation runs again on its own. It never leaves the package.

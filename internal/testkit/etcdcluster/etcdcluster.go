@@ -144,6 +144,27 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 // the user's cache directory (linking the etcd server takes seconds, which
 // every test binary would pay), and returns the program's path.
 func build(ctx context.Context) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return buildIn(ctx, cache)
+}
+
+// beforeRename, when set (by a test), runs between building the program
+// and renaming it into place.
+var beforeRename func()
+
+// buildMu makes the tests of one binary that start clusters at once build
+// one after the other: the later ones find the program in place.
+var buildMu sync.Mutex
+
+// buildIn is build with the cache directory cache. Test binaries that
+// build at once each write a temporary file of their own and rename it
+// into place; every one is complete.
+func buildIn(ctx context.Context, cache string) (string, error) {
+	buildMu.Lock()
+	defer buildMu.Unlock()
 	src, err := memberSource()
 	if err != nil {
 		return "", err
@@ -157,10 +178,6 @@ func build(ctx context.Context) (string, error) {
 		}
 		h.Write(b)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
 	dir := filepath.Join(cache, "leasestore-etcd-member", hex.EncodeToString(h.Sum(nil))[:16])
 	bin := filepath.Join(dir, "etcd-member")
 	if _, err := os.Stat(bin); err == nil {
@@ -169,15 +186,22 @@ func build(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("etcdcluster: %w", err)
 	}
-	tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
+	f, err := os.CreateTemp(dir, "etcd-member.*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("etcdcluster: %w", err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp) // gone after the rename; left by a failed build
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOFLAGS=-trimpath", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("etcdcluster: build the member program in %s: %v\n%s", src, err, out)
 	}
-	// Several test binaries may build at once: each renames its own file
-	// into place, and every one is complete.
+	if beforeRename != nil {
+		beforeRename()
+	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("etcdcluster: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -76,4 +77,55 @@ func running(pid int) bool {
 	// The state follows the command name, which is in parentheses.
 	i := strings.LastIndexByte(string(stat), ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] != 'Z' && stat[i+2] != 'X'
+}
+
+// TestBuildConcurrently: tests of one binary start clusters in parallel,
+// and on a machine whose cache has no member program yet each builds it.
+// They used to build into the same temporary file (named after the
+// process id), and all but the first failed to rename it into place
+// ("no such file or directory"): every etcd test of leasectl failed on a
+// fresh machine. The cache directory is the test's own; Go's build cache
+// stays the user's, so only the link step runs.
+func TestBuildConcurrently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the member program")
+	}
+	cache := t.TempDir()
+	const builders = 4
+	// Builds that overlap rename one after another: each waits, before
+	// its rename, for the others to get there (or 2 s, as a build that
+	// waits for another never does).
+	var arrived sync.WaitGroup
+	arrived.Add(builders)
+	beforeRename = func() {
+		arrived.Done()
+		all := make(chan struct{})
+		go func() { arrived.Wait(); close(all) }()
+		select {
+		case <-all:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	t.Cleanup(func() { beforeRename = nil })
+	errs := make(chan error, builders)
+	bins := make(chan string, builders)
+	for range builders {
+		go func() {
+			bin, err := buildIn(t.Context(), cache)
+			errs <- err
+			bins <- bin
+		}()
+	}
+	for range builders {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+		bin := <-bins
+		if bin == "" {
+			continue
+		}
+		if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("%s: %v, mode %v: want the member program", bin, err, fi.Mode())
+		}
+	}
 }

@@ -90,7 +90,7 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	q := &queued[T]{op: op, at: time.Now(), done: make(chan struct{})}
 	q.deadline, _ = ctx.Deadline()
 	c.queue = append(c.queue, q)
-	c.gather.queued(len(c.queue))
+	c.gather.queued()
 	switch {
 	case c.adapt != nil && c.inflight < c.limit:
 		// A slot is free (the limit grew): the queue goes now.

@@ -17,7 +17,10 @@ import "time"
 // its callers are back, up to maxBatch) or for at most a quarter of the
 // batch's own duration, capped by the maximum given: waiting costs a
 // fraction of the commit that it saves. While it waits the slot stays
-// taken, so an operation that arrives queues instead of running alone.
+// taken: with every slot taken (SQLite's one writer), an operation that
+// arrives queues instead of running alone; with a slot free it runs alone
+// at once, as always, and the wait ends without it. Operations already
+// queued wait too, at most that long.
 //
 // Callers that do not come back (an open loop: operations arrive when
 // they arrive) would make every batch wait in vain. A wait that ends with
@@ -26,11 +29,12 @@ import "time"
 // 64); a wait that fills resets it. So an open loop pays a wait on one
 // batch in 64 once the misses add up. One slot gathers at a time.
 type gathering struct {
-	max    time.Duration // 0: off
-	skip   int           // batches that do not wait, after misses
-	misses int           // consecutive misses
-	target int           // while waiting: the queue length that ends the wait; 0 when none waits
-	full   chan struct{} // while waiting: closed when the queue reaches target
+	max      time.Duration // 0: off
+	skip     int           // batches that do not wait, after misses
+	misses   int           // consecutive misses
+	arrivals int64         // operations ever queued
+	target   int64         // while waiting: the arrivals that end the wait; 0 when none waits
+	full     chan struct{} // while waiting: closed when arrivals reach target
 	// counters for tests: batches that waited, and waits that filled
 	waited, filled int64
 }
@@ -47,7 +51,11 @@ const maxGatherSkip = 64
 // Gather lets a slot wait, after a batch, for its callers' next
 // operations, at most a quarter of the batch's duration and at most max
 // (see gather.go). Call it before the first Do.
-func (c *Coalescer[T]) Gather(max time.Duration) { c.gather.max = max }
+func (c *Coalescer[T]) Gather(max time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gather.max = max
+}
 
 // Gathered returns how many batches waited for their callers' next
 // operations, and how many of those waits filled (every caller came back).
@@ -57,9 +65,12 @@ func (c *Coalescer[T]) Gathered() (waited, filled int64) {
 	return c.gather.waited, c.gather.filled
 }
 
-// queued ends a wait when the queue reached its target; c.mu is held.
-func (g *gathering) queued(n int) {
-	if g.target > 0 && n >= g.target {
+// queued counts an operation that queued, and ends a wait when enough
+// did; c.mu is held. Arrivals are counted rather than the queue's length,
+// which another slot's batch may shorten meanwhile.
+func (g *gathering) queued() {
+	g.arrivals++
+	if g.target > 0 && g.arrivals >= g.target {
 		g.target = 0
 		close(g.full)
 	}
@@ -77,9 +88,8 @@ func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 		g.skip--
 		return
 	}
-	before := len(c.queue)
-	target := min(before+n, c.maxBatch)
-	if before >= target {
+	want := min(n, c.maxBatch-len(c.queue)) // arrivals that make the next batch full
+	if want <= 0 {
 		return
 	}
 	wait := min(d/4, g.max)
@@ -87,7 +97,8 @@ func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 		return
 	}
 	g.waited++
-	g.target, g.full = target, make(chan struct{})
+	start := g.arrivals
+	g.target, g.full = start+int64(want), make(chan struct{})
 	full := g.full
 	c.mu.Unlock()
 	t := time.NewTimer(wait)
@@ -97,12 +108,14 @@ func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 	}
 	t.Stop()
 	c.mu.Lock()
-	g.target = 0
-	switch back := len(c.queue) - before; {
-	case len(c.queue) >= target:
+	if g.full == full {
+		g.target = 0 // not another slot's wait, begun since ours filled
+	}
+	switch back := int(g.arrivals - start); {
+	case back >= want:
 		g.filled++
 		g.misses, g.skip = 0, 0
-	case 2*back < n:
+	case 2*back < want:
 		g.skip = min(1<<g.misses, maxGatherSkip)
 		g.misses = min(g.misses+1, 6) // 1<<6 = maxGatherSkip
 	}

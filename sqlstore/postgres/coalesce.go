@@ -51,8 +51,8 @@ const maxBatch = 48
 // their callers, fewer and fuller batches cost the server less per
 // operation, and the limit still grows where round trips do not queue
 // (a server with cores to spare). Measured on 2 cores against a floor of
-// 4 (docs/benchmarks.md): level at 1, 2 and 8 callers, ahead at 4, 16, 32
-// and 64.
+// 4 (docs/benchmarks.md): level at 1, 2 and 8 callers within this
+// machine's spread, ahead at 4, 16, 32 and 64.
 const DefaultMaxInFlight = 2
 
 // errRunAlone reports that a batch could not tell an operation's outcome:

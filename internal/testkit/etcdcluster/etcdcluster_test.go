@@ -93,14 +93,19 @@ func TestBuildConcurrently(t *testing.T) {
 	cache := t.TempDir()
 	const builders = 4
 	// Builds that overlap rename one after another: each waits, before
-	// its rename, for the others to get there (or 2 s, as a build that
-	// waits for another never does).
-	var arrived sync.WaitGroup
-	arrived.Add(builders)
+	// its rename, for the others to get there, or 2 s (with builds one at
+	// a time, the first waits in vain and the others find the program).
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+	)
 	beforeRename = func() {
-		arrived.Done()
-		all := make(chan struct{})
-		go func() { arrived.Wait(); close(all) }()
+		mu.Lock()
+		if arrived++; arrived == builders {
+			close(all)
+		}
+		mu.Unlock()
 		select {
 		case <-all:
 		case <-time.After(2 * time.Second):

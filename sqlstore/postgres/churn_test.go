@@ -35,6 +35,7 @@ func TestChurnKeepsRowsBounded(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), runFor)
 	defer cancel()
+	end, _ := ctx.Deadline()
 	var (
 		jobs atomic.Int64
 		wg   sync.WaitGroup
@@ -46,7 +47,10 @@ func TestChurnKeepsRowsBounded(t *testing.T) {
 				n := jobs.Add(1)
 				_, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "jobs", Name: fmt.Sprintf("job/%d-%d", w, n)},
 					Owner: "worker", TTL: 20 * time.Millisecond})
-				if err != nil && ctx.Err() == nil {
+				// An acquire that fails at the run's end is not a failure:
+				// its own context (derived from ctx) may say so before ctx
+				// does (CI saw "the deadline passed" with ctx.Err() nil).
+				if err != nil && time.Until(end) > 50*time.Millisecond {
 					t.Errorf("acquire: %v", err)
 					return
 				}

@@ -76,9 +76,9 @@ func (g *gathering) queued() {
 	}
 }
 
-// gatherLocked waits, after a batch of n operations that took d, for the
-// queue to grow by n (see gathering); c.mu is held, and released while it
-// waits.
+// gatherLocked waits, after a batch of n operations that took d, for n
+// more operations to queue (fewer when maxBatch is nearer; see gathering);
+// c.mu is held, and released while it waits.
 func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 	g := &c.gather
 	if g.max <= 0 || n < 2 || g.target > 0 {

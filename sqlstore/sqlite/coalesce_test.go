@@ -150,3 +150,57 @@ func TestCoalescedWritesUnderLoad(t *testing.T) {
 		t.Fatalf("%d records, want %d", n, 2*workers*per)
 	}
 }
+
+// A write whose deadline passes after its transaction began, while its
+// statements run, answers timeout and writes nothing: alone, and in a
+// batch whose latest deadline passed (the batch's deadline), where every
+// member answers timeout. The statements run without the deadline (the
+// driver's interrupt costs a goroutine a statement); the transaction
+// itself must still refuse to commit.
+func TestWritePastDeadlineCommitsNothing(t *testing.T) {
+	t.Parallel()
+	b := open(t, migratedFile(t), nil)
+	wantNoRow := func(name string) {
+		t.Helper()
+		if r, err := b.Get(ctxT(t), protocol.GetRequest{Key: key(name)}); err != nil || r.Status != protocol.StatusNotFound {
+			t.Fatalf("%s: the write was committed past its deadline: %+v %v", name, r, err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	expectTimeout(t, "a lone write past its deadline", sqlite.SlowWrite(ctx, b, "alone", deadline.Add(100*time.Millisecond)))
+	wantNoRow("alone")
+
+	release := sqlite.HoldWriter(b)
+	defer release()
+	bctx, bcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer bcancel()
+	late, _ := bctx.Deadline()
+	errs := make(chan error, 2)
+	go func() { errs <- sqlite.SlowWrite(bctx, b, "slow", late.Add(100*time.Millisecond)) }()
+	for sqlite.WriteQueueLen(b) != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		_, err := b.Acquire(bctx, protocol.AcquireRequest{Key: key("other"), Owner: "w", TTL: time.Minute, RequestID: "other"})
+		errs <- err
+	}()
+	for sqlite.WriteQueueLen(b) != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	before := sqlite.WriteBatches(b)
+	release()
+	for range 2 {
+		expectTimeout(t, "a member of a batch past its deadline", <-errs)
+	}
+	if n := sqlite.WriteBatches(b) - before; n != 1 {
+		t.Fatalf("%d batches, want the two writes in one", n)
+	}
+	wantNoRow("slow")
+	wantNoRow("other")
+	if n := auditLen(t, b); n != 0 {
+		t.Fatalf("audit has %d records, want none", n)
+	}
+}

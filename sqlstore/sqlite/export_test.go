@@ -88,3 +88,18 @@ func FailingWrite(ctx context.Context, b *Backend, name string, err error) error
 	})
 	return werr
 }
+
+// SlowWrite runs a write that inserts a lease row named name, then waits
+// until until (its deadline having passed, say) and asks to commit, as a
+// write whose statements ran past its deadline would.
+func SlowWrite(ctx context.Context, b *Backend, name string, until time.Time) error {
+	_, werr := b.write(ctx, protocol.OpAcquire, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		if _, e := tx.ExecContext(ctx, `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
+			VALUES ('ns', ?1, 'o', 1, 0, 0, 9999999999999999, 1)`, name); e != nil {
+			return protocol.Result{}, false, e
+		}
+		time.Sleep(time.Until(until))
+		return protocol.Result{}, true, nil
+	})
+	return werr
+}

@@ -22,6 +22,12 @@ import "time"
 // at once, as always, and the wait ends without it. Operations already
 // queued wait too, at most that long.
 //
+// A wait counts the operations that queued since it began, whichever slot
+// takes them: with two or more slots, another slot's batch may take the
+// callers it waited for (TestGatherCountsArrivalsAnotherSlotTakes). An
+// operation that runs alone on a free slot never queued and is not
+// counted: callers that all come back that way make the wait a miss.
+//
 // Callers that do not come back (an open loop: operations arrive when
 // they arrive) would make every batch wait in vain. A wait that ends with
 // fewer than half the callers back is a miss: the next batch does not wait
@@ -37,6 +43,9 @@ type gathering struct {
 	full     chan struct{} // while waiting: closed when arrivals reach target
 	// counters for tests: batches that waited, and waits that filled
 	waited, filled int64
+	// tests only: the channel that ends a wait as its timer would; nil: a
+	// timer of the wait's duration. Called with c.mu released.
+	expiry func(wait time.Duration) <-chan time.Time
 }
 
 // DefaultGatherMax is the longest a slot of the SQL backends waits for
@@ -102,9 +111,13 @@ func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 	full := g.full
 	c.mu.Unlock()
 	t := time.NewTimer(wait)
+	expired := t.C
+	if g.expiry != nil {
+		expired = g.expiry(wait)
+	}
 	select {
 	case <-full:
-	case <-t.C:
+	case <-expired:
 	}
 	t.Stop()
 	c.mu.Lock()

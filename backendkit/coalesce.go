@@ -27,7 +27,8 @@ import (
 // answers one, fewer and larger batches once they queue there; and a queued
 // operation waits at most a few round trips' time for a slot.
 // [Coalescer.Gather] lets a slot wait briefly after a batch for its
-// callers' next operations (see gather.go).
+// callers' next operations (see gather.go); Gather(0), at any time,
+// turns that off.
 type Coalescer[T any] struct {
 	limit, maxBatch int
 	batchTimeout    time.Duration

@@ -28,7 +28,9 @@ import (
 // request id) runs again alone, with its request id, which makes that
 // safe. After a batch, its slot waits a moment for the batch's callers'
 // next operations (backendkit.Coalescer.Gather), so that callers in a
-// loop share round trips instead of taking turns.
+// loop share round trips instead of taking turns; not once the server
+// refused the batch function (then a batch's operations run one by one,
+// and a wait would save no round trip).
 //
 // A batch runs in a goroutine of the coalescer's, under a deadline of its
 // own: the latest of its operations' deadlines, so that no caller's
@@ -191,10 +193,19 @@ func (b *Backend) sendBatch(ctx context.Context, batch []*pendingOp) error {
 	if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") {
 		// The function is made per connection (a temporary object); a
 		// session that has none has no pg_temp schema yet either (3F000).
-		if _, err := conn.Exec(ctx, changeBatchFnSQL); err != nil {
+		fnSQL := changeBatchFnSQL
+		if b.testBatchFnSQL != "" {
+			fnSQL = b.testBatchFnSQL
+		}
+		if _, err := conn.Exec(ctx, fnSQL); err != nil {
 			if errors.As(err, &pe) && pe.Code == "42501" {
-				// No TEMP privilege on the database: never batch.
+				// No TEMP privilege on the database: never batch, and
+				// never gather (operations run one by one, so a wait
+				// for the callers saves no round trip).
 				b.noBatch.Store(true)
+				if b.co != nil { // nil: a bulk renew without coalescing
+					b.co.q.Gather(0)
+				}
 			}
 			return err
 		}

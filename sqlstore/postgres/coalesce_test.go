@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -312,5 +314,52 @@ func TestCoalescedCallerGivesUp(t *testing.T) {
 	}
 	if r, err := b.Get(ctxT(t), protocol.GetRequest{Key: key("never")}); err != nil || r.Status != protocol.StatusNotFound {
 		t.Fatalf("the abandoned acquire was sent: %+v %v", r, err)
+	}
+}
+
+// When the server refuses the batch function (no TEMP privilege on the
+// database), a batch's operations run one by one, each its own round
+// trip, so a slot that waited for its callers after a batch would save
+// nothing: from the refused batch on, no batch waits. The refused batch's
+// operations run again alone and take effect.
+func TestRefusedBatchFunctionStopsGathering(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	postgres.RefuseBatchFunction(b)
+	acq := func(name string) queuedOp {
+		return queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {
+			return b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: protocol.RandomRequestID()})
+		}}
+	}
+	got := batchOf(t, dsn, b, acq("r1"), acq("r2"), acq("r3"))
+	for name, a := range got {
+		wantStatus(t, name, a.res, a.err, protocol.StatusAcquired)
+	}
+	if !postgres.NoBatch(b) {
+		t.Fatal("the backend still batches after the server refused the batch function: the test proves nothing")
+	}
+	if waited, _ := postgres.Gathered(b); waited != 0 {
+		t.Errorf("%d batches waited for their callers after the server refused the batch function, want 0", waited)
+	}
+
+	// Callers in a loop: their batches run one by one and none waits.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			ctx := ctxT(t)
+			for j := range 5 {
+				k := key(fmt.Sprintf("loop-%d-%d", i, j))
+				res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute, RequestID: protocol.RandomRequestID()})
+				if err != nil || res.Status != protocol.StatusAcquired {
+					t.Errorf("acquire %s: %+v %v", k.Name, res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if waited, _ := postgres.Gathered(b); waited != 0 {
+		t.Errorf("%d batches waited for their callers with batching refused, want 0", waited)
 	}
 }

@@ -168,6 +168,23 @@ func CoalesceStats(b *Backend) (batches, ops, alone int64) {
 	return b.co.batches.Load(), b.co.batched.Load(), b.co.alone.Load()
 }
 
+// RefuseBatchFunction makes b's connections fail to create the batch
+// function as a server without TEMP privilege on the database refuses it
+// (SQLSTATE 42501), so that b stops batching as it would there. Call it
+// before b's first batch.
+func RefuseBatchFunction(b *Backend) {
+	b.testBatchFnSQL = `DO $$ BEGIN RAISE insufficient_privilege USING MESSAGE = 'test: permission denied to create temporary tables'; END $$`
+}
+
+// NoBatch reports whether b stopped batching (the server refused the batch
+// function).
+func NoBatch(b *Backend) bool { return b.noBatch.Load() }
+
+// Gathered returns how many of b's batches waited for their callers' next
+// operations, and how many of those waits filled
+// (backendkit.Coalescer.Gathered).
+func Gathered(b *Backend) (waited, filled int64) { return b.co.q.Gathered() }
+
 // QueueLen returns how many operations wait for a batch.
 func QueueLen(b *Backend) int {
 	return b.co.q.QueueLen()

@@ -203,6 +203,8 @@ type Backend struct {
 	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
 	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
 	closeOnce sync.Once
+	// tests only (export_test.go): run instead of changeBatchFnSQL
+	testBatchFnSQL string
 }
 
 var (

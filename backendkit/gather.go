@@ -111,12 +111,12 @@ func (c *Coalescer[T]) gatherLocked(n int, d time.Duration) {
 	g.waited++
 	start := g.arrivals
 	g.target, g.full = start+int64(want), make(chan struct{})
-	full := g.full
+	full, expiry := g.full, g.expiry
 	c.mu.Unlock()
 	t := time.NewTimer(wait)
 	expired := t.C
-	if g.expiry != nil {
-		expired = g.expiry(wait)
+	if expiry != nil {
+		expired = expiry(wait)
 	}
 	select {
 	case <-full:

@@ -42,8 +42,11 @@ import (
 // statements run under that context without the deadline
 // (statementContext): the driver would start a goroutine for each
 // statement to interrupt it at the deadline, about a tenth of the
-// writer's time per write, and the write lock is already held, so no
-// statement waits for another writer.
+// writer's time per write, and the write lock is already held (BEGIN
+// IMMEDIATE, OpenDB's _txlock), so no statement waits for another
+// writer. On a *sql.DB given to New without _txlock=immediate, a write
+// whose first statement writes (a sweep, a prune) may wait in SQLite's
+// busy handler up to the busy timeout past its deadline.
 
 // maxWriteBatch bounds the writes of one transaction.
 const maxWriteBatch = 64

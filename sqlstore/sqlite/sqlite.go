@@ -274,7 +274,8 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // open, and the caller closes it after closing the Backend. db should come
 // from [OpenDB]; a *sql.DB configured otherwise must at least use WAL,
 // a busy timeout and _txlock=immediate, or concurrent writers on the file
-// will see spurious timeouts (never wrong answers). New checks the schema
+// will see spurious timeouts (never wrong answers), and a sweep or prune
+// may overrun its deadline by up to the busy timeout. New checks the schema
 // like [Open] and does not migrate. cfg may be nil; one that sets
 // BusyTimeout is refused (it configures the *sql.DB Open makes).
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {

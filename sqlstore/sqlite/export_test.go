@@ -79,27 +79,29 @@ func WriteBatches(b *Backend) int64 {
 // FailingWrite runs a write that inserts a lease row and then fails with
 // err, as a write that broke half way would.
 func FailingWrite(ctx context.Context, b *Backend, name string, err error) error {
-	_, werr := b.write(ctx, protocol.OpAcquire, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		if _, e := tx.ExecContext(ctx, `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-			VALUES ('ns', ?1, 'o', 1, 0, 0, 9999999999999999, 1)`, name); e != nil {
-			return protocol.Result{}, false, e
-		}
-		return protocol.Result{}, false, err
-	})
-	return werr
+	return writeAfterInsert(ctx, b, name, func() (bool, error) { return false, err })
 }
 
 // SlowWrite runs a write that inserts a lease row named name, then waits
 // until until (its deadline having passed, say) and asks to commit, as a
 // write whose statements ran past its deadline would.
 func SlowWrite(ctx context.Context, b *Backend, name string, until time.Time) error {
+	return writeAfterInsert(ctx, b, name, func() (bool, error) {
+		time.Sleep(time.Until(until))
+		return true, nil
+	})
+}
+
+// writeAfterInsert runs a write that inserts a lease row named name and
+// then ends as then says: whether to commit, or an error.
+func writeAfterInsert(ctx context.Context, b *Backend, name string, then func() (commit bool, err error)) error {
 	_, werr := b.write(ctx, protocol.OpAcquire, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if _, e := tx.ExecContext(ctx, `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
 			VALUES ('ns', ?1, 'o', 1, 0, 0, 9999999999999999, 1)`, name); e != nil {
 			return protocol.Result{}, false, e
 		}
-		time.Sleep(time.Until(until))
-		return protocol.Result{}, true, nil
+		commit, err := then()
+		return protocol.Result{}, commit, err
 	})
 	return werr
 }

@@ -124,7 +124,10 @@ func waitFor(t *testing.T, cond func() bool) {
 // alone, and its change is rolled back; a row of an unknown format version
 // fails its operation alone. Every change has its audit record, with
 // distinct ids above every earlier record, in the order of the changes,
-// and a follower reads them all.
+// and a follower reads them all. The batch's keys have names no other
+// test uses: a key's advisory lock is the database's, not the schema's,
+// and a parallel test holding ns/k made the batch find k busy and run a
+// alone after b (seen once in make test: a answered conflict).
 func TestCoalescedBatchSemantics(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
@@ -139,25 +142,25 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		END $$;
 		CREATE TRIGGER boom BEFORE INSERT ON leasestore_audit FOR EACH ROW EXECUTE FUNCTION boom();
 		INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version)
-		VALUES ('ns', 'future', 'o', 1, now(), now(), now() + interval '1 hour', 99)`); err != nil {
+		VALUES ('ns', 'sem-future', 'o', 1, now(), now(), now() + interval '1 hour', 99)`); err != nil {
 		t.Fatal(err)
 	}
 	first, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("before"), Owner: "o", TTL: time.Minute, RequestID: "before"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("w"), Owner: "o", TTL: time.Minute, RequestID: "held"})
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("sem-w"), Owner: "o", TTL: time.Minute, RequestID: "held"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	woken, unsubscribe, err := b.Subscribe(ctx, key("w"))
+	woken, unsubscribe, err := b.Subscribe(ctx, key("sem-w"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unsubscribe()
 	acq := func(name, owner, rid string, ttl time.Duration) queuedOp {
 		return queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: owner, TTL: ttl, RequestID: rid})
+			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("sem-k"), Owner: owner, TTL: ttl, RequestID: rid})
 		}}
 	}
 	got := batchOf(t, dsn, b,
@@ -166,20 +169,20 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		acq("c", "A", "r1", time.Minute),
 		acq("d", "A", "r1", time.Hour),
 		queuedOp{name: "boom", run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("boomkey"), Owner: "Z", TTL: time.Minute, RequestID: "boom"})
+			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("sem-boom"), Owner: "Z", TTL: time.Minute, RequestID: "boom"})
 		}},
 		queuedOp{name: "future", run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("future"), Owner: "Z", TTL: time.Minute, RequestID: "fut"})
+			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("sem-future"), Owner: "Z", TTL: time.Minute, RequestID: "fut"})
 		}},
 		queuedOp{name: "e", run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Revoke(ctx, protocol.RevokeRequest{Key: key("k"), Actor: "ops", Reason: "test", RequestID: "r5"})
+			return b.Revoke(ctx, protocol.RevokeRequest{Key: key("sem-k"), Actor: "ops", Reason: "test", RequestID: "r5"})
 		}},
 		acq("f", "B", "r6", time.Minute),
 		queuedOp{name: "g", run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Release(ctx, protocol.ReleaseRequest{Key: key("nothing"), Owner: "X", Token: 5, RequestID: "r7"})
+			return b.Release(ctx, protocol.ReleaseRequest{Key: key("sem-nothing"), Owner: "X", Token: 5, RequestID: "r7"})
 		}},
 		queuedOp{name: "w", run: func(ctx context.Context) (protocol.Result, error) {
-			return b.Release(ctx, protocol.ReleaseRequest{Key: key("w"), Owner: "o", Token: held.Lease.Token, RequestID: "r8"})
+			return b.Release(ctx, protocol.ReleaseRequest{Key: key("sem-w"), Owner: "o", Token: held.Lease.Token, RequestID: "r8"})
 		}},
 	)
 	if r := got["w"]; r.err != nil || r.res.Status != protocol.StatusReleased {
@@ -220,7 +223,7 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		t.Fatalf("g: %+v %v", r.res, r.err)
 	}
 	// The refused operation's change was rolled back: the key is free.
-	if r, err := b.Get(ctx, protocol.GetRequest{Key: key("boomkey")}); err != nil || r.Status != protocol.StatusNotFound {
+	if r, err := b.Get(ctx, protocol.GetRequest{Key: key("sem-boom")}); err != nil || r.Status != protocol.StatusNotFound {
 		t.Fatalf("boomkey after the refused acquire: %+v %v", r, err)
 	}
 
@@ -254,8 +257,8 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		seen[r.ID], last = true, r.ID
 		ops = append(ops, string(r.Op)+":"+r.Key+":"+r.RequestID)
 	}
-	want := []string{"acquire:before:before", "acquire:w:held", "acquire:blocker:" + page.Records[2].RequestID, "acquire:k:r1",
-		"revoke:k:r5", "acquire:k:r6", "release:w:r8"}
+	want := []string{"acquire:before:before", "acquire:sem-w:held", "acquire:blocker:" + page.Records[2].RequestID, "acquire:sem-k:r1",
+		"revoke:sem-k:r5", "acquire:sem-k:r6", "release:sem-w:r8"}
 	if len(ops) != len(want) {
 		t.Fatalf("trail %v, want %v", ops, want)
 	}

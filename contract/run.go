@@ -2,6 +2,8 @@ package contract
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -119,7 +121,7 @@ func newEnv(t *testing.T, newHarness Factory) *env {
 		b:     protocol.New(h.Second, cfg),
 		audit: h.Audit,
 		h:     h,
-		ns:    "contract",
+		ns:    newNamespace(),
 	}
 	// Registered after the factory ran, so this runs before the factory's
 	// cleanups (dropping a schema, removing a file).
@@ -134,6 +136,18 @@ func newEnv(t *testing.T, newHarness Factory) *env {
 		}
 	})
 	return e
+}
+
+// newNamespace returns a namespace no other env uses ("contract-" and 8
+// random hex digits). Stores of parallel subtests, and of other test
+// processes, may share one database, and PostgreSQL's key locks are the
+// database's, not the schema's: under one fixed name a case holding
+// contract/k2 made another case's sweep skip its own k2 (it tries key
+// locks, never waits for them) and miscount.
+func newNamespace() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "contract-" + hex.EncodeToString(b[:])
 }
 
 // key returns the key name in the env's namespace.

@@ -16,10 +16,12 @@ import (
 // per limit's worth of round trips); above twice their best the server is
 // saturated, and fewer, larger batches cost it less per operation, so the
 // limit shrinks. It stays between min and max (the backend's floor and its
-// connections). A queued operation waits at most maxWait (twice the smoothed
-// latency of a lone round trip) for a slot before a round trip starts for
-// it over the limit: a slot held by an operation whose key keeps it
-// waiting holds no one else up.
+// connections). A queued operation waits for a slot while the round trips
+// in flight are on time (onTime: twice the smoothed latency of their
+// class); once it waited maxWait (twice the smoothed latency of a lone
+// round trip) and one of them overran, a round trip starts for it over the
+// limit: a slot held by an operation whose key keeps it waiting holds no
+// one else up.
 //
 // Not safe for concurrent use: the Coalescer calls it under its mutex.
 type adaptive struct {
@@ -90,4 +92,16 @@ func (a *adaptive) maxWait() time.Duration {
 		}
 	}
 	return 5 * time.Millisecond
+}
+
+// onTime is how long a round trip of n operations may take before it
+// counts as overrun (see Coalescer.kicked): twice the smoothed latency of
+// its class, between half a millisecond and a second; maxWait while its
+// class has no measurement.
+func (a *adaptive) onTime(n int) time.Duration {
+	s := a.smooth[class(n)]
+	if s == 0 {
+		return a.maxWait()
+	}
+	return min(max(time.Duration(2*s*float64(time.Second)), 500*time.Microsecond), time.Second)
 }

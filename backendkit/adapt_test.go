@@ -71,3 +71,76 @@ func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
 		c.Wait()
 	}
 }
+
+// With an adaptive limit, an operation queued while the slots' round trips
+// are on time waits for one of those slots, however long it waited: a
+// round trip over the limit would only split the batches. Here the only
+// slot runs a batch of two whose class takes 400 ms (smoothed), a lone
+// round trip 1 ms: the queued operation must not go before that batch
+// ends (300 ms later), and then goes in the slot's next batch.
+func TestAdaptiveQueueWaitsForRoundTripsOnTime(t *testing.T) {
+	batches := make(chan []int, 8)
+	holdPair := make(chan struct{})
+	c := NewCoalescer(1, 8, time.Minute, func(_ context.Context, ops []int) {
+		batches <- ops
+		if ops[0] == 1 {
+			<-holdPair
+		}
+	})
+	c.Adapt(2)
+	c.mu.Lock()
+	c.adapt.smooth[class(1)], c.adapt.smooth[class(2)] = 0.001, 0.4
+	c.mu.Unlock()
+
+	// An operation alone in the only slot, held past its 2 ms: the two
+	// queued meanwhile go as a batch over the limit (the slot overran)
+	// once the hard maximum lets them (it is 1 until both queued).
+	c.mu.Lock()
+	c.adapt.max = 1
+	c.mu.Unlock()
+	release, held := make(chan struct{}), make(chan struct{})
+	aloneDone := make(chan Outcome)
+	go func() { aloneDone <- c.Do(t.Context(), 0, func() { close(held); <-release }, false) }()
+	<-held
+	outcomes := make(chan Outcome, 3)
+	for op := 1; op <= 2; op++ {
+		go func() {
+			outcomes <- c.Do(t.Context(), op, func() { t.Error("ran alone while the slot was held") }, false)
+		}()
+		for c.QueueLen() < op {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	c.mu.Lock()
+	c.adapt.max = 2
+	c.mu.Unlock()
+	if got := <-batches; len(got) != 2 {
+		t.Fatalf("first batch %v, want the two queued operations", got)
+	}
+	close(release)
+	<-aloneDone
+
+	// One round trip in flight (the pair's, on time), the limit back at
+	// 1: a third operation queues.
+	c.mu.Lock()
+	c.limit, c.adapt.limit = 1, 1
+	c.mu.Unlock()
+	go func() {
+		outcomes <- c.Do(t.Context(), 3, func() { t.Error("ran alone while the slot was held") }, false)
+	}()
+	select {
+	case got := <-batches:
+		t.Fatalf("batch %v started while the only round trip in flight was on time", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(holdPair)
+	if got := <-batches; len(got) != 1 || got[0] != 3 {
+		t.Fatalf("next batch %v, want [3]", got)
+	}
+	for range 3 {
+		if got := <-outcomes; got != Ran {
+			t.Fatalf("Do = %v, want Ran", got)
+		}
+	}
+	c.Wait()
+}

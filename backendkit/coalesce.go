@@ -39,8 +39,16 @@ type Coalescer[T any] struct {
 	queue    []*queued[T]
 	wg       sync.WaitGroup // batch goroutines
 	adapt    *adaptive      // nil: limit stays fixed
-	kick     *time.Timer    // adaptive: starts a round trip for the queue after maxWait
+	kick     *time.Timer    // adaptive: starts a round trip for the queue (see kicked)
+	trips    []trip         // adaptive: the round trips running
 	gather   gathering      // after a batch, waiting for its callers' next operations
+}
+
+// trip is a round trip that runs: when it started and how many
+// operations it carries.
+type trip struct {
+	start time.Time
+	n     int
 }
 
 // queued is an operation in the queue, or in the batch that took it.
@@ -81,10 +89,10 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	c.mu.Lock()
 	if c.inflight < c.limit && len(c.queue) == 0 {
 		c.inflight++
+		start := c.tripStartedLocked(1)
 		c.mu.Unlock()
-		start := time.Now()
 		alone()
-		c.observe(1, time.Since(start))
+		c.tripEnded(start, 1)
 		c.next()
 		return Ran
 	}
@@ -160,18 +168,34 @@ func (c *Coalescer[T]) startLocked() {
 }
 
 // kicked runs when a queued operation waited maxWait: if the queue still
-// waits, a round trip starts for it, over the limit if need be (a slot
-// may be held by an operation its key keeps waiting), within the hard
-// maximum.
+// waits and a round trip in flight overran (took more than twice the
+// smoothed latency of round trips of its size: a slot held by an operation
+// its key keeps waiting), a round trip starts for the queue, over the
+// limit if need be, within the hard maximum. While every round trip in
+// flight is on time the queue waits for one of their slots: a round trip
+// started over the limit for it would shrink the batches the slots send,
+// and cost the server more per operation (measured in docs/benchmarks.md).
 func (c *Coalescer[T]) kicked() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
 		return
 	}
+	now := time.Now()
 	wait := c.adapt.maxWait()
-	if waited := time.Since(c.queue[0].at); waited < wait {
+	if waited := now.Sub(c.queue[0].at); waited < wait {
 		c.kick.Reset(wait - waited)
+		return
+	}
+	left, running := c.untilOverrunLocked(now)
+	switch {
+	case !running:
+		// The slots are between round trips (a gathering wait, or
+		// about to take the queue): one of them takes it.
+		c.kick.Reset(wait)
+		return
+	case left > 0:
+		c.kick.Reset(max(left, 100*time.Microsecond))
 		return
 	}
 	if c.inflight < c.adapt.max {
@@ -180,6 +204,45 @@ func (c *Coalescer[T]) kicked() {
 	if len(c.queue) > 0 {
 		c.kick.Reset(wait)
 	}
+}
+
+// untilOverrunLocked returns how long until the first round trip in
+// flight overruns (at most 0 when one has), and whether any runs; c.mu is
+// held.
+func (c *Coalescer[T]) untilOverrunLocked(now time.Time) (time.Duration, bool) {
+	if len(c.trips) == 0 {
+		return 0, false
+	}
+	left := time.Duration(1<<63 - 1)
+	for _, tr := range c.trips {
+		left = min(left, c.adapt.onTime(tr.n)-now.Sub(tr.start))
+	}
+	return left, true
+}
+
+// tripStartedLocked records a round trip of n operations that starts now
+// and returns its start; c.mu is held.
+func (c *Coalescer[T]) tripStartedLocked(n int) time.Time {
+	start := time.Now()
+	if c.adapt != nil {
+		c.trips = append(c.trips, trip{start: start, n: n})
+	}
+	return start
+}
+
+// tripEnded forgets the round trip that started at start with n
+// operations and feeds its latency to the adaptive limit.
+func (c *Coalescer[T]) tripEnded(start time.Time, n int) {
+	if c.adapt == nil {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.IndexFunc(c.trips, func(tr trip) bool { return tr.start.Equal(start) && tr.n == n }); i >= 0 {
+		c.trips = slices.Delete(c.trips, i, i+1)
+	}
+	c.limit = c.adapt.observe(n, now.Sub(start), now)
 }
 
 // take removes the next batch from the queue; c.mu is held.
@@ -208,10 +271,12 @@ func (c *Coalescer[T]) run(batch []*queued[T]) time.Duration {
 	for i, q := range batch {
 		ops[i] = q.op
 	}
-	start := time.Now()
+	c.mu.Lock()
+	start := c.tripStartedLocked(len(ops))
+	c.mu.Unlock()
 	c.batch(ctx, ops)
 	d := time.Since(start)
-	c.observe(len(ops), d)
+	c.tripEnded(start, len(ops))
 	return d
 }
 
@@ -223,17 +288,6 @@ func (c *Coalescer[T]) Adapt(max int) {
 	c.adapt = newAdaptive(c.limit, max)
 	c.kick = time.AfterFunc(time.Hour, c.kicked)
 	c.kick.Stop()
-}
-
-// observe feeds the latency of a round trip of n operations to the
-// adaptive limit.
-func (c *Coalescer[T]) observe(n int, d time.Duration) {
-	if c.adapt == nil {
-		return
-	}
-	c.mu.Lock()
-	c.limit = c.adapt.observe(n, d, time.Now())
-	c.mu.Unlock()
 }
 
 // Limit returns the current limit of round trips in flight.

@@ -157,7 +157,9 @@ type Config struct {
 	// that finds a free slot never waits. Default (0): the cap adapts to
 	// measured latency, up to the pool's size while the server answers
 	// more round trips as fast as one, down to [DefaultMaxInFlight] when
-	// it queues them, and a queued operation waits at most twice a lone
+	// it queues them; a queued operation waits for a slot while the round
+	// trips in flight take their usual time, and once one overran (a key
+	// holding it up) a round trip starts for the queue after twice a lone
 	// round trip's latency (see backendkit.Coalescer.Adapt).
 	MaxInFlight int
 	// NoCoalescing sends every operation as its own statement (as many at

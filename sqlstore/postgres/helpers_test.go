@@ -120,4 +120,10 @@ func wantErrStatus(t testing.TB, what string, err error, want protocol.Status) {
 
 func key(name string) protocol.Key { return protocol.Key{Namespace: "ns", Name: name} }
 
+// keysIn returns key's counterpart for namespace ns (from
+// pgtest.Namespace, for tests whose keys no other test may hold).
+func keysIn(ns string) func(name string) protocol.Key {
+	return func(name string) protocol.Key { return protocol.Key{Namespace: ns, Name: name} }
+}
+
 func auditQuery(ns string) audit.Query { return audit.Query{Namespace: ns} }

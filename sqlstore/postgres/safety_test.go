@@ -300,10 +300,12 @@ func TestConfigHasNoClock(t *testing.T) {
 // TestSweepKeepsRowsTheSequenceHasNotPassed: a sweep removes a key's row
 // only when any later acquire of the key is sure to draw a greater token:
 // not while the fencing sequence caches values, nor while it lags behind
-// the row's token (a switchover that did not carry it).
+// the row's token (a switchover that did not carry it). The keys are in a
+// namespace of the test's own, as in TestSweepStepsTakeBothKindsUpToMax.
 func TestSweepKeepsRowsTheSequenceHasNotPassed(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
+	key := keysIn(pgtest.Namespace())
 	b := openBackend(t, dsn, nil)
 	raw := rawPool(t, dsn)
 	for i := range 3 {

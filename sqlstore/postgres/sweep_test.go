@@ -12,10 +12,13 @@ import (
 // One sweep removes up to max rows that ended more than the grace ago and
 // sets aside up to max other ended rows, however the two kinds mix in the
 // table, and leaves live leases alone; a sweep with nothing left to do
-// answers zeros.
+// answers zeros. The keys are in a namespace of the test's own: a sweep
+// leaves a row whose key's lock is held, and other tests' ns/k0 ... ns/k9
+// (in other schemas, same locks) made it count 1 removed where 3 were due.
 func TestSweepStepsTakeBothKindsUpToMax(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
+	key := keysIn(pgtest.Namespace())
 	b := openBackend(t, dsn, nil)
 	raw := rawPool(t, dsn)
 	for i := range 10 {

@@ -161,6 +161,14 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
+// Namespace returns a leasestore namespace that no other test uses ("t-"
+// and 8 random hex digits). A fresh schema does not isolate key names: a
+// key's writer lock is an advisory lock of the database, shared by every
+// schema, and a sweep, gc or coalesced batch tries it and skips a key
+// another test holds. A test whose assertions count on finding its keys'
+// locks free (removed rows, batch members) puts its keys here.
+func Namespace() string { return "t-" + randomHex(4) }
+
 // MissingSchemaDSN returns a DSN whose search_path names a schema that does
 // not exist yet (as an operator's first DSN for leasestore does), and that
 // schema's name. Whatever creates it, the schema is dropped in t.Cleanup.

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/protocol"
 )
 
 func TestMain(m *testing.M) {
@@ -68,5 +70,20 @@ func TestSchemasOutliveATerminatedAdminConnection(t *testing.T) {
 	}
 	if s := currentSchema(t, DSN(t)); s == "" || s == "public" {
 		t.Fatalf("schema %q after the admin connection was terminated, want a fresh one", s)
+	}
+}
+
+// Namespace hands out valid namespaces, a different one each call.
+func TestNamespaceIsValidAndNew(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		ns := Namespace()
+		if err := (protocol.Key{Namespace: ns, Name: "k"}).Validate(); err != nil {
+			t.Fatalf("namespace %q is not valid: %v", ns, err)
+		}
+		if seen[ns] {
+			t.Fatalf("namespace %q handed out twice", ns)
+		}
+		seen[ns] = true
 	}
 }

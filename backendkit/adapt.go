@@ -82,7 +82,8 @@ func (a *adaptive) observe(n int, d time.Duration, now time.Time) int {
 	return int(a.limit)
 }
 
-// maxWait is how long a queued operation waits for a slot: twice the
+// maxWait is how long a queued operation waits before the kick looks for
+// a round trip in flight that overran (see Coalescer.kicked): twice the
 // smoothed latency of a lone round trip (of the smallest class measured),
 // between half a millisecond and 100 ms; 5 ms before any is measured.
 func (a *adaptive) maxWait() time.Duration {

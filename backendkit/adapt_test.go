@@ -114,8 +114,13 @@ func TestAdaptiveQueueWaitsForRoundTripsOnTime(t *testing.T) {
 	c.mu.Lock()
 	c.adapt.max = 2
 	c.mu.Unlock()
-	if got := <-batches; len(got) != 2 {
-		t.Fatalf("first batch %v, want the two queued operations", got)
+	select {
+	case got := <-batches:
+		if len(got) != 2 {
+			t.Fatalf("first batch %v, want the two queued operations", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the two operations queued behind an overrun slot still wait after 5s")
 	}
 	close(release)
 	<-aloneDone
@@ -138,6 +143,50 @@ func TestAdaptiveQueueWaitsForRoundTripsOnTime(t *testing.T) {
 		t.Fatalf("next batch %v, want [3]", got)
 	}
 	for range 3 {
+		if got := <-outcomes; got != Ran {
+			t.Fatalf("Do = %v, want Ran", got)
+		}
+	}
+	c.Wait()
+}
+
+// A slot under the limit is no round trip over it: when the limit grew
+// while operations queued (more than a batch of them, so the slot that
+// ends takes only some), the kick starts a slot for them without waiting
+// for a round trip in flight to overrun. Here the only round trip in
+// flight is on time for 800 ms; the limit grows to 3 while two operations
+// queue (batches of one): one of them must go within 500 ms.
+func TestAdaptiveKickFillsSlotsUnderTheLimit(t *testing.T) {
+	batches := make(chan []int, 8)
+	c := NewCoalescer(1, 1, time.Minute, func(_ context.Context, ops []int) { batches <- ops })
+	c.Adapt(4)
+	c.mu.Lock()
+	c.adapt.smooth[class(1)] = 0.4 // a lone round trip: on time for 800 ms; maxWait 100 ms
+	c.mu.Unlock()
+	release, held := make(chan struct{}), make(chan struct{})
+	aloneDone := make(chan Outcome)
+	go func() { aloneDone <- c.Do(t.Context(), 0, func() { close(held); <-release }, false) }()
+	<-held
+	outcomes := make(chan Outcome, 2)
+	for op := 1; op <= 2; op++ {
+		go func() {
+			outcomes <- c.Do(t.Context(), op, func() { t.Error("ran alone while the slot was held") }, false)
+		}()
+	}
+	for c.QueueLen() < 2 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	c.mu.Lock()
+	c.limit, c.adapt.limit = 3, 3
+	c.mu.Unlock()
+	select {
+	case <-batches:
+	case <-time.After(500 * time.Millisecond):
+		t.Error("no batch within 500 ms with 1 round trip in flight under a limit of 3")
+	}
+	close(release)
+	<-aloneDone
+	for range 2 {
 		if got := <-outcomes; got != Ran {
 			t.Fatalf("Do = %v, want Ran", got)
 		}

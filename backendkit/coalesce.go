@@ -168,10 +168,11 @@ func (c *Coalescer[T]) startLocked() {
 }
 
 // kicked runs when a queued operation waited maxWait: if the queue still
-// waits and a round trip in flight overran (took more than twice the
-// smoothed latency of round trips of its size: a slot held by an operation
-// its key keeps waiting), a round trip starts for the queue, over the
-// limit if need be, within the hard maximum. While every round trip in
+// waits and a slot is free under the limit (it grew), or a round trip in
+// flight overran (took more than twice the smoothed latency of round trips
+// of its size: a slot held by an operation its key keeps waiting), a round
+// trip starts for the queue, over the limit if need be, within the hard
+// maximum. While every round trip in
 // flight is on time the queue waits for one of their slots: a round trip
 // started over the limit for it would shrink the batches the slots send,
 // and cost the server more per operation (measured in docs/benchmarks.md).
@@ -189,6 +190,9 @@ func (c *Coalescer[T]) kicked() {
 	}
 	left, running := c.untilOverrunLocked(now)
 	switch {
+	case c.inflight < c.limit:
+		// A slot under the limit (it grew while more than a batch
+		// queued): no round trip over it.
 	case !running:
 		// The slots are between round trips (a gathering wait, or
 		// about to take the queue): one of them takes it.

@@ -168,6 +168,15 @@ func CoalesceStats(b *Backend) (batches, ops, alone int64) {
 	return b.co.batches.Load(), b.co.batched.Load(), b.co.alone.Load()
 }
 
+// InFlightLimit returns the coalescer's current limit of round trips in
+// flight (0 without coalescing).
+func InFlightLimit(b *Backend) int {
+	if b.co == nil {
+		return 0
+	}
+	return b.co.q.Limit()
+}
+
 // RefuseBatchFunction makes b's connections fail to create the batch
 // function as a server without TEMP privilege on the database refuses it
 // (SQLSTATE 42501), so that b stops batching as it would there. Call it

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,5 +120,63 @@ func TestStuckKeyDelaysNoOtherKey(t *testing.T) {
 				t.Fatalf("%d operations on other keys timed out while one key's row was locked, want 0", n)
 			}
 		})
+	}
+}
+
+// Both slots of the adaptive limit's floor (2) held by operations whose
+// keys another session keeps locked: an operation on a free key still
+// goes at once, in a round trip over the limit (the kick: the slots'
+// round trips overran), not when a stuck one gives up. Without the kick it
+// waits for them (here: until its own 5 s deadline).
+func TestStuckSlotsHoldNoOneUp(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	ns := pgtest.Namespace()
+	key := keysIn(ns)
+	app := "stuck-slots-" + ns
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, ApplicationName: app})
+	locker := rawConn(t, dsn)
+	for _, name := range []string{"s1", "s2"} {
+		mustExec(t, locker, `SELECT pg_advisory_lock(1818583411, hashtext($1))`, ns+"/"+name)
+	}
+	stuck := make(chan error, 2)
+	for _, name := range []string{"s1", "s2"} {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute,
+				RequestID: protocol.RandomRequestID()})
+			if err == nil && res.Status != protocol.StatusAcquired {
+				err = fmt.Errorf("acquire %s: %s", name, res.Status)
+			}
+			stuck <- err
+		}()
+	}
+	watcher := rawConn(t, dsn)
+	for waiting := 0; waiting < 2; {
+		if err := watcher.QueryRow(ctxT(t), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'`, app).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if limit := postgres.InFlightLimit(b); limit != 2 {
+		t.Fatalf("limit %d with both stuck operations in flight, want the floor, 2 (the test's premise)", limit)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("free"), Owner: "o", TTL: time.Minute,
+		RequestID: protocol.RandomRequestID()})
+	cancel()
+	took := time.Since(start)
+	wantStatus(t, "acquire of a free key", res, err, protocol.StatusAcquired)
+	if took > 2*time.Second {
+		t.Errorf("the free key's acquire took %v behind two stuck slots, want well under 2s", took)
+	}
+	mustExec(t, locker, `SELECT pg_advisory_unlock_all()`)
+	for range 2 {
+		if err := <-stuck; err != nil {
+			t.Errorf("stuck operation after the locks went: %v", err)
+		}
 	}
 }

@@ -172,10 +172,10 @@ func (c *Coalescer[T]) startLocked() {
 // flight overran (took more than twice the smoothed latency of round trips
 // of its size: a slot held by an operation its key keeps waiting), a round
 // trip starts for the queue, over the limit if need be, within the hard
-// maximum. While every round trip in
-// flight is on time the queue waits for one of their slots: a round trip
-// started over the limit for it would shrink the batches the slots send,
-// and cost the server more per operation (measured in docs/benchmarks.md).
+// maximum. While every round trip in flight is on time the queue waits for
+// one of their slots: a round trip started over the limit for it would
+// shrink the batches the slots send, and cost the server more per
+// operation (measured in docs/benchmarks.md).
 func (c *Coalescer[T]) kicked() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -275,9 +275,12 @@ func (c *Coalescer[T]) run(batch []*queued[T]) time.Duration {
 	for i, q := range batch {
 		ops[i] = q.op
 	}
-	c.mu.Lock()
-	start := c.tripStartedLocked(len(ops))
-	c.mu.Unlock()
+	start := time.Now()
+	if c.adapt != nil { // set before the first Do, never changed
+		c.mu.Lock()
+		start = c.tripStartedLocked(len(ops))
+		c.mu.Unlock()
+	}
 	c.batch(ctx, ops)
 	d := time.Since(start)
 	c.tripEnded(start, len(ops))

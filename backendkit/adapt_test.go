@@ -46,11 +46,9 @@ func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
 		ran := make(chan int, 1)
 		c := NewCoalescer(1, 8, time.Minute, func(_ context.Context, ops []int) { ran <- len(ops) })
 		c.Adapt(hardMax)
-		release, held := make(chan struct{}), make(chan struct{})
-		go c.Do(t.Context(), 0, func() { close(held); <-release }, false)
-		<-held
-		done := make(chan Outcome)
-		go func() { done <- c.Do(t.Context(), 1, func() { t.Error("ran alone while the slot was held") }, false) }()
+		release := holdSlot(t, c)
+		done := make(chan Outcome, 1)
+		enqueue(t, c, 1, done)
 		select {
 		case n := <-ran:
 			if hardMax == 1 {
@@ -61,7 +59,7 @@ func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
 				t.Fatal("max 2: the queued operation still waits for the held slot after 5s")
 			}
 		}
-		close(release)
+		release()
 		if hardMax == 1 {
 			<-ran
 		}
@@ -98,15 +96,10 @@ func TestAdaptiveQueueWaitsForRoundTripsOnTime(t *testing.T) {
 	c.mu.Lock()
 	c.adapt.max = 1
 	c.mu.Unlock()
-	release, held := make(chan struct{}), make(chan struct{})
-	aloneDone := make(chan Outcome)
-	go func() { aloneDone <- c.Do(t.Context(), 0, func() { close(held); <-release }, false) }()
-	<-held
+	release := holdSlot(t, c)
 	outcomes := make(chan Outcome, 3)
 	for op := 1; op <= 2; op++ {
-		go func() {
-			outcomes <- c.Do(t.Context(), op, func() { t.Error("ran alone while the slot was held") }, false)
-		}()
+		enqueue(t, c, op, outcomes)
 		for c.QueueLen() < op {
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -122,17 +115,14 @@ func TestAdaptiveQueueWaitsForRoundTripsOnTime(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the two operations queued behind an overrun slot still wait after 5s")
 	}
-	close(release)
-	<-aloneDone
+	release()
 
 	// One round trip in flight (the pair's, on time), the limit back at
 	// 1: a third operation queues.
 	c.mu.Lock()
 	c.limit, c.adapt.limit = 1, 1
 	c.mu.Unlock()
-	go func() {
-		outcomes <- c.Do(t.Context(), 3, func() { t.Error("ran alone while the slot was held") }, false)
-	}()
+	enqueue(t, c, 3, outcomes)
 	select {
 	case got := <-batches:
 		t.Fatalf("batch %v started while the only round trip in flight was on time", got)
@@ -163,15 +153,10 @@ func TestAdaptiveKickFillsSlotsUnderTheLimit(t *testing.T) {
 	c.mu.Lock()
 	c.adapt.smooth[class(1)] = 0.4 // a lone round trip: on time for 800 ms; maxWait 100 ms
 	c.mu.Unlock()
-	release, held := make(chan struct{}), make(chan struct{})
-	aloneDone := make(chan Outcome)
-	go func() { aloneDone <- c.Do(t.Context(), 0, func() { close(held); <-release }, false) }()
-	<-held
+	release := holdSlot(t, c)
 	outcomes := make(chan Outcome, 2)
 	for op := 1; op <= 2; op++ {
-		go func() {
-			outcomes <- c.Do(t.Context(), op, func() { t.Error("ran alone while the slot was held") }, false)
-		}()
+		enqueue(t, c, op, outcomes)
 	}
 	for c.QueueLen() < 2 {
 		time.Sleep(100 * time.Microsecond)
@@ -184,12 +169,33 @@ func TestAdaptiveKickFillsSlotsUnderTheLimit(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 		t.Error("no batch within 500 ms with 1 round trip in flight under a limit of 3")
 	}
-	close(release)
-	<-aloneDone
+	release()
 	for range 2 {
 		if got := <-outcomes; got != Ran {
 			t.Fatalf("Do = %v, want Ran", got)
 		}
 	}
 	c.Wait()
+}
+
+// holdSlot runs an operation alone in a free slot of c and holds it there;
+// the function it returns lets it end and checks that it ran.
+func holdSlot(t *testing.T, c *Coalescer[int]) (release func()) {
+	let, held, done := make(chan struct{}), make(chan struct{}), make(chan Outcome)
+	go func() { done <- c.Do(t.Context(), 0, func() { close(held); <-let }, false) }()
+	<-held
+	return func() {
+		close(let)
+		if got := <-done; got != Ran {
+			t.Errorf("held operation: Do = %v, want Ran", got)
+		}
+	}
+}
+
+// enqueue sends op to c from a goroutine of its own, as an operation that
+// must wait for a batch (a slot is held); its outcome goes to outcomes.
+func enqueue(t *testing.T, c *Coalescer[int], op int, outcomes chan<- Outcome) {
+	go func() {
+		outcomes <- c.Do(t.Context(), op, func() { t.Error("ran alone while the slot was held") }, false)
+	}()
 }

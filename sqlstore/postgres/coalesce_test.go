@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,21 +44,23 @@ func batchOf(t *testing.T, dsn string, b *postgres.Backend, ops ...queuedOp) map
 		t.Fatal(err)
 	}
 	defer locker.Close(context.Background())
-	if _, err := locker.Exec(ctx, `SELECT pg_advisory_lock(1818583411, hashtext('ns/blocker'))`); err != nil {
+	// A key of its own: advisory locks are the database's, shared by every
+	// schema and test process.
+	blocker := key("blocker-" + protocol.RandomRequestID()[:12])
+	if _, err := locker.Exec(ctx, `SELECT pg_advisory_lock(1818583411, hashtext($1))`,
+		blocker.Namespace+"/"+blocker.Name); err != nil {
 		t.Fatal(err)
 	}
 	blocked := make(chan error, 1)
 	go func() {
-		_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("blocker"), Owner: "x", TTL: time.Minute,
+		_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: blocker, Owner: "x", TTL: time.Minute,
 			RequestID: protocol.RandomRequestID()})
 		blocked <- err
 	}()
-	// The blocker holds the one slot once it waits on the lock on the server.
-	waitFor(t, func() bool {
-		var n int
-		_ = locker.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&n)
-		return n > 0
-	})
+	// The blocker holds the one slot once it waits on the locker's lock on
+	// the server (only a wait on this locker counts: another session's
+	// waits do not say that the blocker is there).
+	waitFor(t, func() bool { return waitsOn(ctx, locker) > 0 })
 	type named struct {
 		name string
 		a    answer
@@ -78,7 +81,7 @@ func batchOf(t *testing.T, dsn string, b *postgres.Backend, ops ...queuedOp) map
 		waitFor(t, func() bool { return postgres.QueueLen(b) == queued })
 	}
 	before, _, _ := postgres.CoalesceStats(b)
-	if _, err := locker.Exec(ctx, `SELECT pg_advisory_unlock(1818583411, hashtext('ns/blocker'))`); err != nil {
+	if _, err := locker.Exec(ctx, `SELECT pg_advisory_unlock(1818583411, hashtext($1))`, blocker.Namespace+"/"+blocker.Name); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-blocked; err != nil {
@@ -257,7 +260,10 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 		seen[r.ID], last = true, r.ID
 		ops = append(ops, string(r.Op)+":"+r.Key+":"+r.RequestID)
 	}
-	want := []string{"acquire:before:before", "acquire:sem-w:held", "acquire:blocker:" + page.Records[2].RequestID, "acquire:sem-k:r1",
+	if !strings.HasPrefix(page.Records[2].Key, "blocker-") {
+		t.Fatalf("third record %+v, want batchOf's blocker", page.Records[2])
+	}
+	want := []string{"acquire:before:before", "acquire:sem-w:held", "acquire:" + page.Records[2].Key + ":" + page.Records[2].RequestID, "acquire:sem-k:r1",
 		"revoke:sem-k:r5", "acquire:sem-k:r6", "release:sem-w:r8"}
 	if len(ops) != len(want) {
 		t.Fatalf("trail %v, want %v", ops, want)

@@ -127,3 +127,13 @@ func keysIn(ns string) func(name string) protocol.Key {
 }
 
 func auditQuery(ns string) audit.Query { return audit.Query{Namespace: ns} }
+
+// waitsOn counts the server sessions waiting for a lock that c's session
+// holds (0 on an error). Unlike a count of all waits in pg_locks, it is
+// not fooled by other tests' sessions waiting on locks of their own.
+func waitsOn(ctx context.Context, c *pgx.Conn) int {
+	var n int
+	_ = c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND $1 = ANY(pg_blocking_pids(pid))`,
+		c.PgConn().PID()).Scan(&n)
+	return n
+}

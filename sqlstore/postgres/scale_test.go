@@ -155,7 +155,7 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 		renewed <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if count(t, raw, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") > 0 {
+		if waitsOn(ctxT(t), conn.Conn()) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -259,10 +259,16 @@ func (h *Held) Release(ctx context.Context) error {
 
 // renewLoop renews every interval until the lease is released or lost.
 // deadline is when the lease runs out by the local clock: TTL after the last
-// successful acquire or renewal was sent.
+// successful acquire or renewal was sent. The lease is lost at deadline
+// whatever happens meanwhile: neither a renewal still in flight then (a
+// RenewTimeout longer than the lease has left) nor a renewal due later (a
+// RenewEvery at or above the TTL) keeps it.
 func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	ranOut := func() { h.cancel(lost(errors.New("not renewed before it would run out by the local clock"))) }
+	lapse := time.AfterFunc(time.Until(deadline), ranOut)
+	defer lapse.Stop()
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -279,6 +285,9 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 			h.lease = *res.Lease
 			h.mu.Unlock()
 			deadline = sent.Add(h.req.TTL)
+			if lapse.Stop() {
+				lapse.Reset(time.Until(deadline))
+			}
 		case h.ctx.Err() != nil:
 			return
 		case res.Status == StatusTimeout || res.Status == StatusUnavailable:

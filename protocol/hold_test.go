@@ -14,15 +14,20 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// flakyBackend fails renewals with unavailable while failing is set.
+// flakyBackend fails renewals with unavailable while failing is set, and
+// answers none until its context ends while hanging is set.
 type flakyBackend struct {
 	protocol.Backend
-	failing atomic.Bool
-	renews  atomic.Int64
+	failing, hanging atomic.Bool
+	renews           atomic.Int64
 }
 
 func (f *flakyBackend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	f.renews.Add(1)
+	if f.hanging.Load() {
+		<-ctx.Done()
+		return protocol.Result{}, ctx.Err()
+	}
 	if f.failing.Load() {
 		return protocol.Result{}, &protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusUnavailable, Message: "injected outage"}
 	}
@@ -411,5 +416,47 @@ func TestHoldHearsARevokeAtOnce(t *testing.T) {
 	}
 	if cause := context.Cause(h2.Context()); !errors.Is(cause, context.Canceled) || errors.Is(cause, protocol.ErrLeaseLost) {
 		t.Fatalf("cause after the holder's own release %v, want context.Canceled", cause)
+	}
+}
+
+// A Held is lost when its lease would run out by the local clock, whatever
+// its renewals do: a renewal that hangs longer than the lease has left (a
+// RenewTimeout above the TTL) or a first renewal due after the lease ran
+// out (a RenewEvery at or above the TTL) does not keep the context live.
+// Both wait a minute, far past the bound below, on the old code.
+func TestHoldLosesAtTheLocalDeadline(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	cases := []struct {
+		name string
+		hang bool
+		cfg  protocol.HoldConfig
+	}{
+		{"a renewal hangs", true, protocol.HoldConfig{RenewEvery: ttl / 3, RenewTimeout: time.Minute}},
+		{"the first renewal comes late", false, protocol.HoldConfig{RenewEvery: time.Minute}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			fb := &flakyBackend{Backend: memstore.New(nil)}
+			fb.hanging.Store(c.hang)
+			rt := protocol.New(fb, nil)
+			defer rt.Close(ctx)
+			h, err := protocol.Hold(ctx, quietStore{rt}, protocol.AcquireRequest{Key: holdKey(t), Owner: "w1", TTL: ttl}, &c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			expires := h.Lease().ExpiresAt
+			select {
+			case <-h.Context().Done():
+			case <-time.After(30 * time.Second):
+				t.Fatalf("context still live %v after the lease expired at %v", time.Since(expires), expires)
+			}
+			<-h.Done()
+			if cause := context.Cause(h.Context()); !errors.Is(cause, protocol.ErrLeaseLost) {
+				t.Fatalf("cause %v, want ErrLeaseLost", cause)
+			}
+		})
 	}
 }

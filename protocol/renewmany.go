@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -37,7 +38,8 @@ var _ BulkRenewer = (*Runtime)(nil)
 // round trip when the backend implements [BulkRenewer], else one Renew per
 // lease, in order, under one deadline. Each request is a Renew of its own:
 // validated (an invalid one answers invalid and is not sent), given a
-// request id when it has none, audited, idempotent, observed and recorded
+// request id when it has none (in its result: reqs is not changed, so a
+// slice renewed every round gets fresh ids each time), audited, idempotent, observed and recorded
 // by the audit hook like a Renew.
 //
 // The results are one per request, in order, each with its status (renewed,
@@ -54,6 +56,7 @@ func (r *Runtime) RenewMany(ctx context.Context, reqs []RenewRequest) ([]Result,
 		msg := fmt.Sprintf("renew many: %d leases, at most %d in one call", len(reqs), MaxRenewMany)
 		return nil, &Error{Op: OpRenew, Status: StatusInvalid, Message: msg}
 	}
+	reqs = slices.Clone(reqs) // the ids made here are this call's, not the caller's next call's
 	results := make([]Result, len(reqs))
 	send := make([]RenewRequest, 0, len(reqs))
 	idx := make([]int, 0, len(reqs))

@@ -124,3 +124,40 @@ func TestRenewManyClosed(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// RenewMany does not write the request ids it makes into the caller's
+// slice: a caller that renews the same slice every round sends a fresh id
+// each round, as Renew does, instead of a replay of the first round that
+// changes nothing while it answers renewed.
+func TestRenewManyLeavesTheCallersRequestsAlone(t *testing.T) {
+	b := &fakeBackend{handle: func(ctx context.Context, op Op, req any) (Result, error) { return defaultAnswer(op, req), nil }}
+	rt := New(b, nil)
+	defer rt.Close(context.Background())
+	reqs := renewReqs("a", "b")
+	for round := range 2 {
+		res, err := rt.RenewMany(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.RequestID == "" {
+				t.Fatalf("round %d, result %d: no request id", round, i)
+			}
+		}
+	}
+	calls := b.callList()
+	if len(calls) != 4 {
+		t.Fatalf("%d calls, want 4", len(calls))
+	}
+	for i := range 2 {
+		first, second := calls[i].req.(RenewRequest).RequestID, calls[2+i].req.(RenewRequest).RequestID
+		if first == second {
+			t.Fatalf("request %d went out with request id %q in both rounds: the second is a replay", i, first)
+		}
+	}
+	for i, r := range reqs {
+		if r.RequestID != "" {
+			t.Fatalf("request %d: RenewMany wrote request id %q into the caller's slice", i, r.RequestID)
+		}
+	}
+}

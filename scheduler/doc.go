@@ -15,6 +15,9 @@
 //     lease holds, in a random order, and runs the handler once per lease,
 //     with the lease's fencing token and a context cancelled when the lease
 //     is lost or given up;
+//   - hears at once, through the store's signal ([protocol.WatchLease]), that
+//     a target lease was revoked or released elsewhere, and cancels its
+//     handler;
 //   - renews every lease it holds (membership included); a renewal the store
 //     refuses loses that lease at once, and a lease that was not renewed
 //     before it would run out by the local clock is lost then, even while

@@ -81,7 +81,14 @@ func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 // [ErrStaleToken], [ErrNotOwner] or [ErrExpired]) acquire with a new request
 // id; when the outcome is unknown ([ErrTimeout], [ErrUnavailable]) call Hold
 // again with the same one.
+//
+// When req.RequestID is empty Hold makes one; when the acquire's outcome is
+// unknown (timeout, unavailable) the error names it, so that the caller can
+// call Hold again with it and learn whether the lease was taken.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
+	if req.RequestID == "" {
+		req.RequestID = newRequestIDFor(s)
+	}
 	sent := time.Now()
 	var res Result
 	var err error
@@ -90,6 +97,9 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		res, sent, err = acquireWait(ctx, s, req, cfg.Wait)
 	} else {
 		res, err = s.Acquire(ctx, req)
+	}
+	if st := StatusOf(err); st == StatusTimeout || st == StatusUnavailable {
+		return nil, fmt.Errorf("%w (request id %s: call Hold again with it to learn the outcome)", err, req.RequestID)
 	}
 	if err != nil {
 		return nil, err

@@ -460,3 +460,50 @@ func TestHoldLosesAtTheLocalDeadline(t *testing.T) {
 		})
 	}
 }
+
+// lostAcquire commits the first acquire and answers it unavailable, as a
+// connection that breaks after the commit does; it records the request id
+// the acquire carried.
+type lostAcquire struct {
+	protocol.Backend
+	lost atomic.Bool
+	id   atomic.Value // string
+}
+
+func (b *lostAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	res, err := b.Backend.Acquire(ctx, req)
+	if err == nil && b.lost.CompareAndSwap(false, true) {
+		b.id.Store(req.RequestID)
+		return protocol.Result{}, &protocol.Error{Op: protocol.OpAcquire, Status: protocol.StatusUnavailable, Message: "connection lost after the commit"}
+	}
+	return res, err
+}
+
+// Hold without a request id whose acquire's outcome is unknown names the
+// request id it made, so that the caller can call Hold again with it and
+// learn the outcome (here: the lease was taken, and the retry holds it)
+// instead of meeting its own lease as a conflict until it runs out.
+func TestHoldNamesTheRequestIDOfAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := &lostAcquire{Backend: memstore.New(nil)}
+	rt := protocol.New(b, nil)
+	defer rt.Close(ctx)
+	req := protocol.AcquireRequest{Key: holdKey(t), Owner: "w1", TTL: time.Minute}
+	h, err := protocol.Hold(ctx, rt, req, nil)
+	if h != nil || !errors.Is(err, protocol.ErrUnavailable) {
+		t.Fatalf("Hold: %v, %v; want unavailable", h, err)
+	}
+	id, _ := b.id.Load().(string)
+	if id == "" || !strings.Contains(err.Error(), id) {
+		t.Fatalf("Hold's error %q does not name the request id %q of the acquire whose outcome is unknown", err, id)
+	}
+	req.RequestID = id
+	h, err = protocol.Hold(ctx, rt, req, nil)
+	if err != nil {
+		t.Fatalf("Hold again with request id %s: %v", id, err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

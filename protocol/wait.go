@@ -128,11 +128,7 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		c = *cfg
 	}
 	if req.RequestID == "" {
-		if r, ok := s.(*Runtime); ok {
-			req.RequestID = r.newReqID()
-		} else {
-			req.RequestID = NewRequestID()
-		}
+		req.RequestID = newRequestIDFor(s)
 	}
 	var wake <-chan struct{}
 	subscribed := false
@@ -190,6 +186,15 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		}
 		timer.Stop()
 	}
+}
+
+// newRequestIDFor makes a request id as s would: with the runtime's
+// generator when s is a [*Runtime].
+func newRequestIDFor(s Store) string {
+	if r, ok := s.(*Runtime); ok {
+		return r.newReqID()
+	}
+	return NewRequestID()
 }
 
 // attempt runs one acquire of a wait, bounded by timeout: ctx's deadline

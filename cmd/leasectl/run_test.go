@@ -701,3 +701,21 @@ func TestWatchShowsExpiries(t *testing.T) {
 		}
 	})
 }
+
+// TestRunLossHeardOnlyAtRelease: when run does not hear a revoke while
+// its command runs (the server refused its notification stream, and the
+// next renewal is 20 s away) and the command ends first, the release
+// answers not_found: the lease was lost while the command ran, so run
+// exits 6, not with the command's 0.
+func TestRunLossHeardOnlyAtRelease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "served.db"), nil, "--max-streams", "1")
+	c := leasectl{dir: dir, dsn: s.url}
+	w := c.start(t, "watch") // the server's one stream: run's subscription is refused
+	w.expect(w.errs, "following")
+	r := c.run(t, "run", "k", "--ttl", "60s", "--", "sh", "-c", `"$0" revoke k --reason test >/dev/null && exit 0; exit 9`, bin)
+	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost") {
+		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost\n%s", r.code, r)
+	}
+}

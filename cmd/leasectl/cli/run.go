@@ -61,7 +61,8 @@ CMD gets LEASESTORE_TOKEN, LEASESTORE_KEY and LEASESTORE_NAMESPACE in its
 environment, and leasectl's stdin, stdout and stderr. The lease is renewed
 every third of --ttl. If it is lost while CMD runs (revoked, taken over
 after an expiry, or a renewal refused or impossible before it runs out),
-CMD gets SIGTERM, then SIGKILL after --grace, and run exits 6. A revoke
+CMD gets SIGTERM, then SIGKILL after --grace, and run exits 6 (also when
+CMD ended first and the release finds the lease gone). A revoke
 or a release by another process is heard at once (the store signals it);
 the renewal is the fallback. Between the loss and CMD's end (up to
 --grace) another holder may start: --lock-delay D (at least --grace plus a
@@ -197,7 +198,10 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return exitCode(ExitLost)
 	}
 	if err := h.Release(context.Background()); err != nil {
-		if errors.Is(err, protocol.ErrLeaseLost) {
+		// A release the store refuses (the lease was revoked, taken over
+		// or ran out, and no signal or renewal told run before CMD ended)
+		// is a loss while CMD ran as much as one heard earlier.
+		if errors.Is(err, protocol.ErrLeaseLost) || releaseRefused(err) {
 			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(err.Error()))
 			return exitCode(ExitLost)
@@ -211,6 +215,16 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return nil
 	}
 	return exitCode(code)
+}
+
+// releaseRefused reports whether err is the store's refusal of a release:
+// the lease was no longer the holder's.
+func releaseRefused(err error) bool {
+	switch protocol.StatusOf(err) {
+	case protocol.StatusNotFound, protocol.StatusStaleToken, protocol.StatusNotOwner, protocol.StatusExpired:
+		return true
+	}
+	return false
 }
 
 // commandExitCode is a finished command's exit code, or 128 plus the

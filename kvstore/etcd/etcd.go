@@ -381,17 +381,25 @@ func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 	return resp.Deleted, nil
 }
 
-// Counts returns how many lease keys and audit records the store holds.
+// Counts returns how many lease keys (live, expired or kept by a
+// lock-delay: each key once, whatever entries it has) and audit records
+// (not the prune mark) the store holds, read at one revision.
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
-	l, err := b.cli.Get(ctx, b.keys.leases(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	a, err := b.cli.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(b.keys.pruneMark(), clientv3.WithCountOnly())).Commit()
 	if err != nil {
 		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
 	}
-	a, err := b.cli.Get(ctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count
+	all := b.keys.leases()
+	err = b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), a.Header.Revision, func(protocol.Key, keyState) bool {
+		leases++
+		return true
+	})
 	if err != nil {
-		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
+		return 0, 0, err
 	}
-	return l.Count / 2, a.Count, nil
+	return leases, records, nil
 }
 
 // Format reads the store's format version: 0 when the prefix holds no store.

@@ -1,0 +1,55 @@
+package etcd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TestCountsCountsKeys: Counts (what `leasectl migrate down` reports and
+// refuses on) counts each lease key once, however many entries it has: a
+// live lease has three (four with a lock-delay), an expired one two, a
+// revoked one whose lock-delay still runs one; the prune mark is no
+// audit record.
+func TestCountsCountsKeys(t *testing.T) {
+	t.Parallel()
+	b := open(t, &etcd.Config{Prefix: etcdcluster.Shared(t).Prefix(t)})
+	rt := protocol.New(b, nil)
+	ctx := t.Context()
+	counts := func(what string, leases, records int64) {
+		t.Helper()
+		l, r, err := b.Counts(ctx)
+		if err != nil || l != leases || r != records {
+			t.Fatalf("%s: counts %d leases, %d records (%v); want %d, %d", what, l, r, err, leases, records)
+		}
+	}
+	counts("a new store", 0, 0)
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts("three live leases", 3, 3)
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("d"), Owner: "o", TTL: time.Minute, LockDelay: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	counts("four live leases, one with a lock-delay", 4, 4)
+	if _, err := rt.Revoke(ctx, protocol.RevokeRequest{Key: key("d"), Actor: "ops", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	counts("three live leases and a lock-delay", 4, 5)
+	if _, err := rt.Revoke(ctx, protocol.RevokeRequest{Key: key("a"), Actor: "ops", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	counts("two live leases and a lock-delay", 3, 6)
+	// The prune mark is no record: after a prune of all six, the prune's
+	// own record is the one left.
+	if _, err := b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now().Add(time.Hour), Actor: "ops", RequestID: "prune"}); err != nil {
+		t.Fatal(err)
+	}
+	counts("after a prune", 3, 1)
+}

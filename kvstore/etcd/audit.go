@@ -209,8 +209,12 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // also watches deletions: one made by no prune (no prune mark put in the
 // same revision) is yielded as an error matching [ErrTampered]. When the
 // revision to resume from was compacted it yields an error matching
-// [ErrCompacted] and ends; other failures are yielded and the stream
-// ends, since a watch cannot resume past what it did not see.
+// [ErrCompacted] and ends. When the watch fails otherwise (its member
+// lost the leader, as when quorum is lost), the failure is yielded and the
+// stream goes on: it watches again from the revision after the last one it
+// saw, every 100 ms at first, doubling up to every 2s while it fails. A
+// failure of the first read is yielded and ends the stream; so does Close
+// (an error matching protocol.ErrClosed).
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	q.Since = time.Time{}
 	q.Follow = true // a follower's read: Validate refuses Newest
@@ -238,67 +242,144 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 		if b.testAfterRead != nil {
 			b.testAfterRead()
 		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		defer cancel()
-		// The mark lives outside a namespace's prefix: watch the whole
-		// trail and filter, so that a prune's deletions are told apart.
-		for wresp := range b.cli.Watch(wctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-			if wresp.CompactRevision != 0 {
-				yield(audit.Record{}, fmt.Errorf("%w: resuming at revision %d, compacted up to %d (%s)", ErrCompacted, rev+1, wresp.CompactRevision, b.shown))
+		// Watch from the revision after the read; when the watch fails (its
+		// member lost the leader, the connection broke), yield the failure
+		// and watch again from the revision after the last one seen: etcd
+		// never splits a revision's events between responses.
+		pause := followPause
+		for {
+			err := b.watchAudit(ctx, q, &rev, func() { pause = followPause }, yield)
+			if err == errStopped {
 				return
 			}
-			if err := wresp.Err(); err != nil {
-				yield(audit.Record{}, b.interpret(ctx, protocol.OpAudit, err))
+			if b.closed.Load() {
+				yield(audit.Record{}, errClosed(protocol.OpAudit))
 				return
 			}
-			pruned := map[int64]bool{}
-			for _, ev := range wresp.Events {
-				if ev.Type == clientv3.EventTypePut && string(ev.Kv.Key) == b.keys.pruneMark() {
-					pruned[ev.Kv.ModRevision] = true
-				}
+			if ctx.Err() != nil {
+				return
 			}
-			for _, ev := range wresp.Events {
-				kv := ev.Kv
-				ns, _, isRecord := b.keys.parseAuditKey(string(kv.Key))
-				if !isRecord {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					if !pruned[kv.ModRevision] {
-						if !yield(audit.Record{}, fmt.Errorf("%w: record %q was deleted at revision %d by no prune (%s)",
-							ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
-							return
-						}
-					}
-					continue
-				}
-				if q.Namespace != "" && ns != q.Namespace {
-					continue
-				}
-				if kv.CreateRevision != kv.ModRevision {
-					if !yield(audit.Record{}, fmt.Errorf("%w: record %q was overwritten at revision %d (%s)",
-						ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
-						return
-					}
-					continue
-				}
-				rec, _, err := b.auditOf(kv)
-				if err != nil {
-					if !yield(audit.Record{}, fmt.Errorf("%w: %v", ErrTampered, err)) {
-						return
-					}
-					continue
-				}
-				if !q.Matches(rec) { // the key, ops and owner (Since is zero)
-					continue
-				}
-				if !yield(rec, nil) {
-					return
-				}
+			if !yield(audit.Record{}, err) {
+				return
 			}
-		}
-		if ctx.Err() == nil {
-			yield(audit.Record{}, backendkit.NewError(protocol.OpAudit, protocol.StatusUnavailable, nil, "%s: the watch ended", b.shown))
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.stop:
+				yield(audit.Record{}, errClosed(protocol.OpAudit))
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, followMaxPause)
 		}
 	}
+}
+
+// followPause and followMaxPause bound the wait of a follower between a
+// failed watch and the next (doubling while they keep failing).
+const (
+	followPause    = 100 * time.Millisecond
+	followMaxPause = 2 * time.Second
+)
+
+// errStopped is watchAudit's answer when the follower must end: the
+// caller stopped ranging, its context ended, or the trail was compacted
+// past the follower (yielded already).
+var errStopped = errors.New("etcd: follower stopped")
+
+// watchAudit yields the records q selects from revision *rev+1 on, as
+// they commit, moving *rev past each revision it handled (ok is called
+// on each answer of the watch), until the watch fails: it returns the
+// failure, interpreted, or errStopped.
+func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok func(),
+	yield func(audit.Record, error) bool) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	// The mark lives outside a namespace's prefix: watch the whole
+	// trail and filter, so that a prune's deletions are told apart.
+	wch := b.cli.Watch(wctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithRev(*rev+1))
+	for {
+		var wresp clientv3.WatchResponse
+		var open bool
+		select {
+		case wresp, open = <-wch:
+		case <-b.stop:
+			return errClosed(protocol.OpAudit)
+		}
+		if !open {
+			if ctx.Err() != nil {
+				return errStopped
+			}
+			return backendkit.NewError(protocol.OpAudit, protocol.StatusUnavailable, nil, "%s: the watch ended; watching again", b.shown)
+		}
+		if wresp.CompactRevision != 0 {
+			yield(audit.Record{}, fmt.Errorf("%w: resuming at revision %d, compacted up to %d (%s)", ErrCompacted, *rev+1, wresp.CompactRevision, b.shown))
+			return errStopped
+		}
+		if err := wresp.Err(); err != nil {
+			if ctx.Err() != nil {
+				return errStopped
+			}
+			return b.interpret(ctx, protocol.OpAudit, err)
+		}
+		ok()
+		if !b.yieldEvents(q, wresp.Events, yield) {
+			return errStopped
+		}
+		for _, ev := range wresp.Events {
+			*rev = max(*rev, ev.Kv.ModRevision)
+		}
+	}
+}
+
+// yieldEvents yields the records of one watch answer that q selects,
+// and as ErrTampered each deletion no prune made and each overwrite. It
+// reports false when the caller stopped ranging.
+func (b *Backend) yieldEvents(q audit.Query, events []*clientv3.Event, yield func(audit.Record, error) bool) bool {
+	pruned := map[int64]bool{}
+	for _, ev := range events {
+		if ev.Type == clientv3.EventTypePut && string(ev.Kv.Key) == b.keys.pruneMark() {
+			pruned[ev.Kv.ModRevision] = true
+		}
+	}
+	for _, ev := range events {
+		kv := ev.Kv
+		ns, _, isRecord := b.keys.parseAuditKey(string(kv.Key))
+		if !isRecord {
+			continue
+		}
+		if ev.Type == clientv3.EventTypeDelete {
+			if !pruned[kv.ModRevision] {
+				if !yield(audit.Record{}, fmt.Errorf("%w: record %q was deleted at revision %d by no prune (%s)",
+					ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
+					return false
+				}
+			}
+			continue
+		}
+		if q.Namespace != "" && ns != q.Namespace {
+			continue
+		}
+		if kv.CreateRevision != kv.ModRevision {
+			if !yield(audit.Record{}, fmt.Errorf("%w: record %q was overwritten at revision %d (%s)",
+				ErrTampered, kv.Key, kv.ModRevision, b.shown)) {
+				return false
+			}
+			continue
+		}
+		rec, _, err := b.auditOf(kv)
+		if err != nil {
+			if !yield(audit.Record{}, fmt.Errorf("%w: %v", ErrTampered, err)) {
+				return false
+			}
+			continue
+		}
+		if !q.Matches(rec) { // the key, ops and owner (Since is zero)
+			continue
+		}
+		if !yield(rec, nil) {
+			return false
+		}
+	}
+	return true
 }

@@ -194,3 +194,118 @@ func TestFollowBehindCompaction(t *testing.T) {
 		t.Fatalf("follower behind a compaction: records %+v errors %v; want the first record, then ErrCompacted", recs, errs)
 	}
 }
+
+// TestFollowRidesOutQuorumLoss: a follower whose watch the cluster ends
+// (its member lost the leader: two of three members down) yields the
+// failure and goes on once the cluster is back, from where it was: the
+// record written after the outage reaches it, and no record twice. It
+// used to end the stream at the failure (`leasectl audit --follow` then
+// exited 0). After Close, the stream ends with closed.
+func TestFollowRidesOutQuorumLoss(t *testing.T) {
+	ctx := t.Context()
+	c, err := etcdcluster.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	// Only member 0 serves the follower, so that losing 1 and 2 leaves it
+	// without a leader.
+	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints()[:1], Prefix: "/follow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	writer, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/follow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := protocol.New(writer, nil)
+	defer rt.Close(context.Background())
+	type item struct {
+		rec audit.Record
+		err error
+	}
+	items := make(chan item)
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for rec, err := range b.Follow(fctx, audit.Query{}) {
+			select {
+			case items <- item{rec, err}:
+			case <-fctx.Done():
+				return
+			}
+		}
+	}()
+	next := func(what string) item {
+		t.Helper()
+		select {
+		case it := <-items:
+			return it
+		case <-ended:
+			t.Fatalf("%s: the follower ended", what)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: nothing from the follower in 30s", what)
+		}
+		return item{}
+	}
+	acquire := func(name string) int64 {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := rt.Acquire(actx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
+		if err != nil || res.Status != protocol.StatusAcquired {
+			t.Fatalf("acquire %s: %v", name, err)
+		}
+		return res.Lease.Token
+	}
+	// The first record comes through the watch once the catch-up read
+	// found nothing; the second proves the watch is live.
+	for _, name := range []string{"before-1", "before-2"} {
+		tok := acquire(name)
+		if it := next(name); it.err != nil || it.rec.ID != tok {
+			t.Fatalf("%s: follower gave %+v %v, want the record %d", name, it.rec, it.err, tok)
+		}
+	}
+	c.Kill(1)
+	c.Kill(2)
+	if it := next("quorum loss"); !errors.Is(it.err, protocol.ErrUnavailable) {
+		t.Fatalf("during the quorum loss the follower gave %+v %v, want an unavailable error", it.rec, it.err)
+	}
+	for _, i := range []int{1, 2} {
+		if err := c.Restart(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tok := acquire("after")
+	for {
+		it := next("after the outage")
+		if it.err != nil {
+			continue // failures while the member found the new leader
+		}
+		if it.rec.ID != tok {
+			t.Fatalf("after the outage the follower gave record %d (%s %s), want the new one %d", it.rec.ID, it.rec.Op, it.rec.Key, tok)
+		}
+		break
+	}
+	_ = b.Close(context.Background())
+	for {
+		it := next("after Close")
+		if errors.Is(it.err, protocol.ErrClosed) {
+			break
+		}
+		if it.err == nil {
+			t.Fatalf("after Close the follower gave record %d", it.rec.ID)
+		}
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower did not end after Close")
+	}
+}

@@ -53,6 +53,11 @@ func ParseDSN(dsn string) (*Config, error) {
 	if !ok || strings.Trim(path, "/") == "" {
 		return nil, errors.New("etcd dsn: a key prefix is required after the hosts, as in etcd://127.0.0.1:2379/leasestore")
 	}
+	if strings.Contains(path, "@") {
+		// A '/' in the user or password cut the DSN there: the rest of the
+		// password would be taken for a prefix, its start for a host.
+		return nil, errors.New("etcd dsn: an '@' after the hosts: percent-encode a '/' in the user or password as %2F (and an '@' in the prefix as %40)")
+	}
 	cfg := &Config{}
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 		userinfo := authority[:at]
@@ -147,17 +152,24 @@ func Redact(dsn string) string {
 	if i < 0 {
 		return dsn
 	}
-	authority := dsn[i+3:]
+	rest := dsn[i+3:]
+	authority := rest
 	if j := strings.IndexAny(authority, "/?"); j >= 0 {
 		authority = authority[:j]
 	}
 	at := strings.LastIndexByte(authority, '@')
 	if at < 0 {
-		return dsn
+		// A '/' or '?' in the password that is not percent-encoded (a DSN
+		// ParseDSN refuses): the password reaches to the last '@'. An '@'
+		// elsewhere (a file name in a parameter) masks more than the
+		// password, never less.
+		if at = strings.LastIndexByte(rest, '@'); at < 0 {
+			return dsn
+		}
 	}
-	user, _, hasPass := strings.Cut(authority[:at], ":")
+	user, _, hasPass := strings.Cut(rest[:at], ":")
 	if !hasPass {
 		return dsn
 	}
-	return dsn[:i+3] + user + ":xxxxx" + dsn[i+3+at:]
+	return dsn[:i+3] + user + ":xxxxx" + rest[at:]
 }

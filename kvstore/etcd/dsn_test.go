@@ -43,3 +43,28 @@ func TestParseDSN(t *testing.T) {
 		t.Fatalf("Redact = %q", got)
 	}
 }
+
+// TestDSNPasswordWithSlash: a password holding a '/' not percent-encoded
+// (the docs ask for %2F) cut the DSN there: ParseDSN took "user:s3" for a
+// host and port and the rest for the prefix, so the connection errors
+// named "http://user:s3" (part of the password), and Redact, which looked
+// for the '@' before the first '/', showed the whole password. Now the
+// DSN is refused naming the fix, and Redact masks it all the same.
+func TestDSNPasswordWithSlash(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{"etcd://user:s3/cr3t@h:1/p", "etcds://user:s3/cr3t@h:1,h:2/p?dial-timeout=1s", "etcd://user:s3/cr3t/x@h:1/p"} {
+		cfg, err := etcd.ParseDSN(dsn)
+		if err == nil {
+			t.Errorf("ParseDSN(%q) accepted: endpoints %v, prefix %q", dsn, cfg.Endpoints, cfg.Prefix)
+		} else if strings.Contains(err.Error(), "s3") || strings.Contains(err.Error(), "cr3t") || !strings.Contains(err.Error(), "%2F") {
+			t.Errorf("ParseDSN(%q): %v; want an error naming %%2F without the password", dsn, err)
+		}
+		if got := etcd.Redact(dsn); strings.Contains(got, "s3") || strings.Contains(got, "cr3t") {
+			t.Errorf("Redact(%q) = %q", dsn, got)
+		}
+	}
+	// An '@' in the prefix is written %40.
+	if cfg, err := etcd.ParseDSN("etcd://h:1/team%40corp"); err != nil || cfg.Prefix != "/team@corp/" {
+		t.Errorf("prefix with %%40: %+v %v", cfg, err)
+	}
+}

@@ -146,18 +146,20 @@ func TestBadBodies(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, nil)
 	for name, body := range map[string]string{
-		"malformed":       `{"namespace":"ns","key":"k",`,
-		"unknown field":   `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","colour":"red"}`,
-		"two objects":     `{"namespace":"ns","key":"k","owner":"o","ttl":"30s"}{}`,
-		"not an object":   `["ns","k"]`,
-		"empty":           ``,
-		"ttl number":      `{"namespace":"ns","key":"k","owner":"o","ttl":30}`,
-		"bad ttl":         `{"namespace":"ns","key":"k","owner":"o","ttl":"soon"}`,
-		"no ttl":          `{"namespace":"ns","key":"k","owner":"o"}`,
-		"ttl too long":    `{"namespace":"ns","key":"k","owner":"o","ttl":"1000h"}`,
-		"no owner":        `{"namespace":"ns","key":"k","ttl":"30s"}`,
-		"control char":    `{"namespace":"ns","key":"k\u0000","owner":"o","ttl":"30s"}`,
-		"token as string": `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","token":"1"}`,
+		"malformed":        `{"namespace":"ns","key":"k",`,
+		"unknown field":    `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","colour":"red"}`,
+		"two objects":      `{"namespace":"ns","key":"k","owner":"o","ttl":"30s"}{}`,
+		"not an object":    `["ns","k"]`,
+		"empty":            ``,
+		"ttl number":       `{"namespace":"ns","key":"k","owner":"o","ttl":30}`,
+		"bad ttl":          `{"namespace":"ns","key":"k","owner":"o","ttl":"soon"}`,
+		"no ttl":           `{"namespace":"ns","key":"k","owner":"o"}`,
+		"ttl too long":     `{"namespace":"ns","key":"k","owner":"o","ttl":"1000h"}`,
+		"ttl of 2^64 ns":   `{"namespace":"ns","key":"k","owner":"o","ttl":"213504d"}`,
+		"lock delay wraps": `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","lock_delay":"213504d"}`,
+		"no owner":         `{"namespace":"ns","key":"k","ttl":"30s"}`,
+		"control char":     `{"namespace":"ns","key":"k\u0000","owner":"o","ttl":"30s"}`,
+		"token as string":  `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","token":"1"}`,
 	} {
 		m := expect(t, name, send(t, "POST", s.url+"/v1/acquire", body), 400, "invalid")
 		if m["message"] == "" || m["lease"] != nil {

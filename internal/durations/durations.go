@@ -14,6 +14,7 @@ package durations
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -28,12 +29,16 @@ func Parse(s string) (time.Duration, error) {
 	neg := strings.HasPrefix(in, "-")
 	rest := strings.TrimPrefix(in, "-")
 	var days time.Duration
+	hasDays := false
 	if i := strings.IndexByte(rest, 'd'); i > 0 {
 		n, err := strconv.ParseUint(rest[:i], 10, 32)
 		if err != nil {
 			return 0, hint(s)
 		}
-		days, rest = time.Duration(n)*24*time.Hour, rest[i+1:]
+		if n > maxDays {
+			return 0, tooLong(s)
+		}
+		days, rest, hasDays = time.Duration(n)*day, rest[i+1:], true
 	}
 	var d time.Duration
 	if rest != "" {
@@ -42,14 +47,30 @@ func Parse(s string) (time.Duration, error) {
 			return 0, hint(s)
 		}
 	}
-	if days == 0 && rest == "" {
+	if !hasDays && rest == "" {
 		return 0, hint(s)
+	}
+	if d > math.MaxInt64-days {
+		return 0, tooLong(s)
 	}
 	d += days
 	if neg {
 		d = -d
 	}
 	return d, nil
+}
+
+// day is the unit of the leading count of days; maxDays is the most days a
+// time.Duration holds (about 292 years).
+const (
+	day     = 24 * time.Hour
+	maxDays = uint64(math.MaxInt64 / int64(day))
+)
+
+// tooLong is the error for a duration past what a time.Duration holds:
+// refused, not wrapped round to another one.
+func tooLong(s string) error {
+	return fmt.Errorf("%q is too long: a duration is at most %dd (about 292 years)", s, maxDays)
 }
 
 // hint is the error for a duration that does not parse.

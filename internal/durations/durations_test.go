@@ -12,14 +12,16 @@ func TestParse(t *testing.T) {
 	t.Parallel()
 	good := map[string]time.Duration{
 		"90s": 90 * time.Second, "1h30m": 90 * time.Minute, "2d": 48 * time.Hour, "1d12h": 36 * time.Hour,
-		"0s": 0, "-1s": -time.Second, "250ms": 250 * time.Millisecond, "15m": 15 * time.Minute,
+		"0s": 0, "0d": 0, "0d30s": 30 * time.Second, "-1s": -time.Second, "106751d": 106751 * 24 * time.Hour, "250ms": 250 * time.Millisecond, "15m": 15 * time.Minute,
 	}
 	for in, want := range good {
 		if got, err := durations.Parse(in); err != nil || got != want {
 			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	bad := map[string]string{"5": "5s", "1.5": "1.5s", "soon": "30s", "d": "30s", "1d-2h": "30s", "": "30s", "3x": "30s"}
+	// 213504 days is 2^64 ns and 25m26s: the days must not wrap.
+	bad := map[string]string{"213504d": "106751d", "106752d": "106751d", "-213504d": "106751d", "106751d24h": "106751d",
+		"5": "5s", "1.5": "1.5s", "soon": "30s", "d": "30s", "1d-2h": "30s", "": "30s", "3x": "30s"}
 	for in, hint := range bad {
 		if _, err := durations.Parse(in); err == nil || !strings.Contains(err.Error(), hint) {
 			t.Errorf("Parse(%q) = %v; want an error suggesting %s", in, err, hint)

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/durations"
@@ -56,7 +59,15 @@ type (
 
 // decodeJSON decodes exactly one JSON object from body into v, refusing
 // unknown fields and anything after the object.
+//
+// JSON is UTF-8, and a string is Unicode: a body with bytes that are not
+// UTF-8, or a \u escape of half a surrogate pair, is refused, since the
+// decoder would read either as U+FFFD and the request would name a key or
+// owner its sender never wrote (the Go API refuses such a key).
 func decodeJSON(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return errors.New("body: not valid UTF-8: JSON text is UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -77,7 +88,42 @@ func decodeJSON(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("body: more than one JSON value: want exactly one object")
 	}
+	if at := loneSurrogate(body); at >= 0 {
+		return fmt.Errorf("body: the \\u escape at byte %d is half a UTF-16 surrogate pair: a string must be valid Unicode", at)
+	}
 	return nil
+}
+
+// loneSurrogate returns the offset of the first \u escape in the JSON
+// text body (well-formed: backslashes appear only in strings) of a UTF-16
+// surrogate that is not half of a pair, or -1.
+func loneSurrogate(body []byte) int {
+	escaped := func(i int) (rune, bool) { // the code unit of a \u escape at i
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		r, ok := escaped(i)
+		if !ok {
+			i++ // a one-character escape: skip the character
+			continue
+		}
+		if utf16.IsSurrogate(r) {
+			lo, ok := escaped(i + 6)
+			if !ok || utf16.DecodeRune(r, lo) == unicode.ReplacementChar {
+				return i
+			}
+			i += 6
+		}
+		i += 5
+	}
+	return -1
 }
 
 // requestID merges the body's request id with the Idempotency-Key header.

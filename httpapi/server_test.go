@@ -159,7 +159,12 @@ func TestBadBodies(t *testing.T) {
 		"lock delay wraps": `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","lock_delay":"213504d"}`,
 		"no owner":         `{"namespace":"ns","key":"k","ttl":"30s"}`,
 		"control char":     `{"namespace":"ns","key":"k\u0000","owner":"o","ttl":"30s"}`,
-		"token as string":  `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","token":"1"}`,
+		// JSON is UTF-8: a decoder would turn these into U+FFFD and write
+		// a key the caller never named.
+		"invalid UTF-8":   "{\"namespace\":\"ns\",\"key\":\"k\xff\",\"owner\":\"o\",\"ttl\":\"30s\"}",
+		"lone surrogate":  `{"namespace":"ns","key":"k\ud800","owner":"o","ttl":"30s"}`,
+		"low surrogate":   `{"namespace":"ns","key":"k","owner":"o\udc00\ud800","ttl":"30s"}`,
+		"token as string": `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","token":"1"}`,
 	} {
 		m := expect(t, name, send(t, "POST", s.url+"/v1/acquire", body), 400, "invalid")
 		if m["message"] == "" || m["lease"] != nil {
@@ -238,4 +243,18 @@ func TestRenewWithoutTTLKeepsIt(t *testing.T) {
 	if err != nil || res.Lease.ExpiresAt.Sub(res.Lease.RenewedAt) != 20*time.Second {
 		t.Fatalf("the Go client's renew with TTL 0: %+v, %v", res.Lease, err)
 	}
+}
+
+// TestEscapedKeysRoundTrip: a surrogate pair escaped in JSON is one
+// character, and an escaped backslash before "ud800" is text, not an
+// escape: both are taken as written (TestBadBodies refuses half a pair).
+func TestEscapedKeysRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	m := expect(t, "acquire", send(t, "POST", s.url+"/v1/acquire",
+		`{"namespace":"ns","key":"k\ud83d\ude00 \\ud800\u00e9","owner":"o","ttl":"30s"}`), 200, "acquired")
+	if got, want := m["lease"].(map[string]any)["key"], "k\U0001F600 \\ud800é"; got != want {
+		t.Fatalf("key %q, want %q", got, want)
+	}
+	expect(t, "get", send(t, "GET", s.url+httpapi.LeasePath(protocol.Key{Namespace: "ns", Name: "k\U0001F600 \\ud800é"}), ""), 200, "found")
 }

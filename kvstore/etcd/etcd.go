@@ -259,10 +259,46 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 	}
 	b.expiry.cli = cli
 	b.cache.init()
+	if err := b.checkOutside(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := b.ensureFormat(ctx, !cfg.NoInit); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkOutside refuses a prefix that lies in the lease or audit entries
+// of another store (its PREFIX/k/ or PREFIX/a/): that store would read
+// this one's entries as its own (a namespace "k/..." in its list, an
+// audit record it cannot decode) and delete them with its own. Only the
+// prefixes above whose next segment is "k" or "a" are looked up, in one
+// transaction (none for most prefixes). A store created later above an
+// existing one is not detected (docs/etcd.md).
+func (b *Backend) checkOutside(ctx context.Context) error {
+	p := b.keys.prefix
+	var outer []string
+	var gets []clientv3.Op
+	for i := 1; i < len(p); i++ {
+		if p[i-1] == '/' && (strings.HasPrefix(p[i:], "k/") || strings.HasPrefix(p[i:], "a/")) {
+			outer = append(outer, p[:i])
+			gets = append(gets, clientv3.OpGet(newLayout(p[:i]).meta(), clientv3.WithCountOnly()))
+		}
+	}
+	if len(gets) == 0 {
+		return nil
+	}
+	resp, err := b.cli.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		return b.interpret(ctx, protocol.OpHealth, err)
+	}
+	for i, r := range resp.Responses {
+		if r.GetResponseRange().Count > 0 {
+			return errInvalid(fmt.Sprintf("etcd: prefix %s lies in the entries of the store under %s, which would read and delete them as its own: choose a prefix outside %sk/ and %sa/",
+				p, outer[i], outer[i], outer[i]))
+		}
+	}
+	return nil
 }
 
 // ensureFormat reads the store's meta entry and refuses another format

@@ -776,3 +776,21 @@ func TestServeParityOverHTTP(t *testing.T) {
 		t.Fatalf("audit --follow after an interrupt: %v; stderr: %s", err, follow.Stderr)
 	}
 }
+
+// TestServedStoreRefusesDatabaseCommands: gc, audit prune and migrate
+// need the database's own DSN. Through an http DSN each is refused as a
+// usage error (exit 2) naming the DSN to use, never exit 5: the store
+// answered, and a retry cannot help.
+func TestServedStoreRefusesDatabaseCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "db.db"), nil)
+	c := leasectl{dir: dir, dsn: s.url}
+	for _, args := range [][]string{{"gc"}, {"audit", "prune", "--before", "1d", "--yes"}, {"migrate", "status"}} {
+		r := c.run(t, append(args, "-o", "json")...)
+		m := r.obj(t)
+		if r.code != 2 || m["status"] != "invalid" || !strings.Contains(m["message"].(string), "the DSN leasectl serve was given") {
+			t.Fatalf("%v through %s: exit %d, want 2 (invalid) naming the database's DSN\n%s", args, s.url, r.code, r)
+		}
+	}
+}

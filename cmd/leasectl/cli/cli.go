@@ -151,6 +151,18 @@ func usageError(format string, args ...any) error {
 	return fail(protocol.StatusInvalid, format, args...)
 }
 
+// cannot is the failure of a command that the store s cannot run (gc,
+// audit prune through a served store): a usage error (exit 2), since the
+// store answered and a retry cannot help; a served store's names the DSN
+// to use instead.
+func cannot(s *store, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if s.backend == "http" {
+		msg += ": run it with the database's DSN (the DSN leasectl serve was given)"
+	}
+	return usageError("%s", msg)
+}
+
 // failWith wraps err with the status it carries: timeout for deadlines and
 // cancellation, the status of a *protocol.Error, unavailable otherwise.
 func failWith(err error) error {

@@ -64,7 +64,7 @@ rather than expired from renew and release.`,
 				})
 				opCancel()
 				if !ok && err == nil {
-					return fail(protocol.StatusUnavailable, "gc: the %s store does not sweep", s.backend)
+					return cannot(s, "gc: the %s store does not sweep", s.backend)
 				}
 				n := res.Removed
 				total += n

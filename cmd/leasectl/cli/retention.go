@@ -76,7 +76,7 @@ RFC 3339 time.`,
 				return err
 			})
 			if err == nil && !ok {
-				return fail(protocol.StatusUnavailable, "audit prune: the %s store cannot prune", s.backend)
+				return cannot(s, "audit prune: the %s store cannot prune", s.backend)
 			}
 			if err != nil {
 				if res.Removed > 0 {

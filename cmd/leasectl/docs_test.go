@@ -8,10 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/cmd/leasectl/cli"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
@@ -435,4 +438,28 @@ func TestDocsCiteRealTests(t *testing.T) {
 		t.Fatal("no test cited in the docs: the pattern is wrong")
 	}
 	t.Logf("%d citations of %d tests and benchmarks checked", n, len(defined))
+}
+
+// TestOperatorGuideExitCodes: the operator guide's table of exit codes
+// has a row for each code leasectl exits with, and no other.
+func TestOperatorGuideExitCodes(t *testing.T) {
+	t.Parallel()
+	guide := repoFile(t, "docs/operator-guide.md")
+	_, section, _ := strings.Cut(guide, "\n## Exit codes\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \|`).FindAllStringSubmatch(section, -1) {
+		rows = append(rows, m[1])
+	}
+	codes := []int{cli.ExitOK, cli.ExitError, cli.ExitUsage, cli.ExitConflict, cli.ExitRefused, cli.ExitUnavailable, cli.ExitLost,
+		cli.ExitAuth, cli.ExitInterrupted, cli.ExitStdoutClosed}
+	var want []string
+	for _, c := range codes {
+		want = append(want, strconv.Itoa(c))
+	}
+	slices.Sort(rows)
+	slices.Sort(want)
+	if !slices.Equal(rows, want) {
+		t.Fatalf("docs/operator-guide.md's exit codes table has rows %v, want %v", rows, want)
+	}
 }

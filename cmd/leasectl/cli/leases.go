@@ -283,8 +283,10 @@ func (a *app) revokeCommand() *cobra.Command {
 		Long: `Remove the live lease on KEY whoever holds it. The audit trail records
 --actor and --reason. With --token, only the lease with that token is revoked
 (stale_token or not_owner otherwise), so an operator cannot revoke a newer
-lease by mistake. The holder finds out at its next renew (not_found) and the
-next acquire issues a greater token, so the old holder is fenced off.`,
+lease by mistake. A holder through 'leasectl run' (or protocol.Hold, the
+scheduler) hears it at once; any other finds out at its next renew
+(not_found). The next acquire issues a greater token, so the old holder is
+fenced off.`,
 		Example: `  leasectl revoke scan/10.0.0.0-24 --reason "worker-1 is stuck on a dead host"
   leasectl revoke shard-7 -n billing --token 42 --reason "INC-1234" --actor oncall@example.com`,
 		Args: exactArgs(1, "one KEY"),

@@ -253,8 +253,12 @@ func (c *Client) Acquire(ctx context.Context, r protocol.AcquireRequest) (protoc
 
 // Renew implements [protocol.Backend].
 func (c *Client) Renew(ctx context.Context, r protocol.RenewRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpRenew, call{method: http.MethodPost, path: "/v1/renew", requestID: r.RequestID,
-		body: renewBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token, TTL: ttlField(r.TTL), RequestID: r.RequestID}})
+	return c.result(ctx, protocol.OpRenew, call{method: http.MethodPost, path: "/v1/renew", requestID: r.RequestID, body: renewalOf(r)})
+}
+
+// renewalOf is the body of a renewal, alone (POST /v1/renew) or in a batch.
+func renewalOf(r protocol.RenewRequest) renewBody {
+	return renewBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token, TTL: ttlField(r.TTL), RequestID: r.RequestID}
 }
 
 // ttlField is a renewal's ttl field: omitted for 0, which keeps the

@@ -57,12 +57,13 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 }
 
 // RenewMany implements [protocol.BulkRenewer] over POST /v1/renew-many, in
-// requests of at most [MaxRenewManyRequest] renewals (one round trip each;
-// the server's store renews each request's batch in one when it can). Each
-// renewal keeps its own outcome, audit record and request id.
+// requests of at most [MaxRenewManyRequest] renewals and
+// [MaxRenewManyBodyBytes] of body (one round trip each; the server's store
+// renews each request's batch in one when it can). Each renewal keeps its
+// own outcome, audit record and request id.
 func (c *Client) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	out := make([]protocol.Result, 0, len(reqs))
-	for chunk := range slicesChunk(reqs, MaxRenewManyRequest) {
+	for chunk := range renewManyChunks(reqs) {
 		got, err := c.renewMany(ctx, chunk)
 		if err != nil {
 			return nil, err
@@ -72,10 +73,21 @@ func (c *Client) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 	return out, nil
 }
 
-func slicesChunk(reqs []protocol.RenewRequest, n int) iter.Seq[[]protocol.RenewRequest] {
+// renewManyChunks splits reqs into the batches of POST /v1/renew-many: at
+// most MaxRenewManyRequest renewals whose body, encoded as renewMany
+// encodes it, fits in MaxRenewManyBodyBytes (1,000 renewals of long keys
+// and owners would not). One renewal always fits: its fields are bounded.
+func renewManyChunks(reqs []protocol.RenewRequest) iter.Seq[[]protocol.RenewRequest] {
+	const envelope = len(`{"renewals":[]}`)
 	return func(yield func([]protocol.RenewRequest) bool) {
 		for len(reqs) > 0 {
-			k := min(n, len(reqs))
+			k, size := 0, envelope
+			for ; k < len(reqs) && k < MaxRenewManyRequest; k++ {
+				b, _ := json.Marshal(renewalOf(reqs[k]))
+				if size += len(b) + 1; k > 0 && size > MaxRenewManyBodyBytes { // the renewal and a comma
+					break
+				}
+			}
 			if !yield(reqs[:k]) {
 				return
 			}
@@ -88,8 +100,7 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 	const op = protocol.OpRenew
 	body := renewManyBody{Renewals: make([]renewBody, len(reqs))}
 	for i, r := range reqs {
-		body.Renewals[i] = renewBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token,
-			TTL: ttlField(r.TTL), RequestID: r.RequestID}
+		body.Renewals[i] = renewalOf(r)
 	}
 	code, raw, err := c.do(ctx, op, call{method: http.MethodPost, path: "/v1/renew-many", body: body})
 	if err != nil {

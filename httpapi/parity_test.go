@@ -212,3 +212,31 @@ func mustNext(t *testing.T, next func() (audit.Record, error, bool)) audit.Recor
 	}
 	return audit.Record{}
 }
+
+// TestRenewManyOfLongKeys: the Go client's RenewMany splits its requests
+// by body size as well as by count. 1,000 renewals of valid but long keys
+// and owners make a body over the route's 1 MiB: sent as one request it
+// was answered 413 and every renewal failed as unavailable.
+func TestRenewManyOfLongKeys(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	name := strings.Repeat("k", protocol.MaxNameLen-4)
+	owner := strings.Repeat("o", protocol.MaxOwnerLen)
+	reqs := make([]protocol.RenewRequest, httpapi.MaxRenewManyRequest)
+	for i := range reqs {
+		l := hold(t, s.rt, protocol.Key{Namespace: strings.Repeat("n", protocol.MaxNamespaceLen), Name: fmt.Sprintf("%s%04d", name, i)}, owner)
+		reqs[i] = protocol.RenewRequest{Key: l.Key, Owner: owner, Token: l.Token, RequestID: strings.Repeat("r", protocol.MaxRequestIDLen-4) + fmt.Sprintf("%04d", i)}
+	}
+	results, err := newClient(t, s.url, nil).RenewMany(t.Context(), reqs)
+	if err != nil {
+		t.Fatalf("RenewMany of %d long keys through the client: %v", len(reqs), err)
+	}
+	for i, res := range results {
+		if res.Status != protocol.StatusRenewed || res.Lease.Key != reqs[i].Key {
+			t.Fatalf("renewal %d: %s %s", i, res.Status, res.Message)
+		}
+	}
+	if len(results) != len(reqs) {
+		t.Fatalf("%d results for %d renewals", len(results), len(reqs))
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 )
@@ -717,5 +718,127 @@ func TestRunLossHeardOnlyAtRelease(t *testing.T) {
 	r := c.run(t, "run", "k", "--ttl", "60s", "--", "sh", "-c", `"$0" revoke k --reason test >/dev/null && exit 0; exit 9`, bin)
 	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost") {
 		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost\n%s", r.code, r)
+	}
+}
+
+// processRuns reports whether the process whose id is in the file at path
+// still runs (a zombie does not: this machine's init may not reap).
+func processRuns(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if f[0] == "Z" {
+		return false
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return true
+}
+
+// TestRunStopsWhatTheCommandStarted: CMD runs in a process group of its
+// own, and what CMD started is stopped with it: on a loss, and when CMD
+// ends and leaves processes running, before the release (another holder
+// could start beside them). The old run signalled CMD alone: a shell's
+// background child ran on after run exited 6, and after run exited 0 and
+// released the key.
+func TestRunStopsWhatTheCommandStarted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	for _, tc := range []struct {
+		name, script string
+		code         int
+		log          string
+	}{
+		{"lost", `sleep 300 >/dev/null 2>&1 & echo $! > "$PIDFILE"; echo started; wait`, 6, "lease was lost"},
+		{"ended", `sleep 300 >/dev/null 2>&1 & echo $! > "$PIDFILE"; echo started`, 0, "left processes running"},
+	} {
+		pidfile := filepath.Join(dir, tc.name+".pid")
+		key := "group-" + tc.name
+		p := c.start(t, "run", key, "--grace", "5s", "--", "env", "PIDFILE="+pidfile, "sh", "-c", tc.script)
+		p.expect(p.out, "started")
+		if tc.code == 6 {
+			c.runJSON(t, 0, "revoke", key, "--reason", "test")
+		}
+		if code := p.wait(); code != tc.code {
+			t.Fatalf("%s: run exited %d, want %d\n%s", tc.name, code, tc.code, p.output())
+		}
+		if processRuns(t, pidfile) {
+			t.Fatalf("%s: the command's background child still runs after run exited\n%s", tc.name, p.output())
+		}
+		if !strings.Contains(p.output(), tc.log) {
+			t.Fatalf("%s: run's log does not say %q\n%s", tc.name, tc.log, p.output())
+		}
+		c.runJSON(t, 4, "get", key)
+	}
+}
+
+// TestRunLeavesTheTerminalToTheCommand: in a terminal, CMD stays in
+// run's process group: it reads from the terminal (a group of its own
+// would be in the background, stopped by SIGTTIN), and the shell that ran
+// run reads from it next.
+func TestRunLeavesTheTerminalToTheCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "run", "tty", "--", "sh", "-c", `read x; echo "got-$x"`)
+	// A shell with the terminal runs run, then reads from it itself.
+	script := `"$0" "$@"; echo "run-exit-$?"; read y; echo "after-$y"`
+	cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", script, bin}, cmd.Args[1:]...)...)
+	cmd.Dir, cmd.Env = c.dir, c.command(ctx).Env
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(ptmx)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var seen []string
+	expect := func(want string) {
+		t.Helper()
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("the terminal closed without %q; seen %q", want, seen)
+				}
+				seen = append(seen, line)
+				if strings.Contains(line, want) {
+					return
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no %q on the terminal within 20s; seen %q", want, seen)
+			}
+		}
+	}
+	if _, err := ptmx.WriteString("one\n"); err != nil {
+		t.Fatal(err)
+	}
+	expect("got-one")
+	expect("run-exit-0")
+	if _, err := ptmx.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	expect("after-two")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the shell: %v; seen %q", err, seen)
 	}
 }

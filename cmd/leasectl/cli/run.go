@@ -40,6 +40,10 @@ const (
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2}
 
+// groupPoll is how often run looks whether processes CMD left behind
+// have ended.
+const groupPoll = 20 * time.Millisecond
+
 // DefaultRunGrace is how long run's command has, after SIGTERM when the
 // lease was lost, before SIGKILL.
 const DefaultRunGrace = 10 * time.Second
@@ -66,10 +70,16 @@ CMD ended first and the release finds the lease gone). A revoke
 or a release by another process is heard at once (the store signals it);
 the renewal is the fallback. Between the loss and CMD's end (up to
 --grace) another holder may start: --lock-delay D (at least --grace plus a
-margin) keeps the key from acquires for D after a revoke or expiry. Signals
-sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are
-passed on to CMD; a Ctrl-C in a terminal reaches CMD directly as well, as
-it reaches the whole foreground process group.
+margin) keeps the key from acquires for D after a revoke or expiry.
+
+CMD runs in a process group of its own, and these signals go to the whole
+group, so what CMD started stops with it; processes CMD leaves running
+when it ends get SIGTERM (SIGKILL after --grace) before the release.
+Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+SIGUSR2) are passed on to the group. In a terminal (stdin is the terminal
+and run is in its foreground) CMD stays in run's process group, so that
+job control works as for any command (Ctrl-C reaches CMD directly), and
+only CMD itself is signalled.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 130 when
@@ -152,6 +162,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.rawStdout, a.rawStderr
 	c.Env = append(os.Environ(),
 		EnvToken+"="+strconv.FormatInt(h.Token(), 10), EnvKey+"="+req.Key.Name, EnvNamespace+"="+req.Key.Namespace)
+	var group commandGroup
+	group.prepare(c, a.stdin)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
@@ -164,16 +176,40 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
 		return exitCode(code)
 	}
+	group.started(c.Process.Pid)
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 
-	lost := false
+	// Until CMD has ended and no process of its group is left: a loss
+	// sends the group SIGTERM, then SIGKILL after grace; processes CMD
+	// leaves behind when it ends get the same before the release (a
+	// release while they run would let another holder start beside
+	// them); signals to run are passed on to the group.
+	lost, ended := false, false
 	held := h.Context().Done()
-	var kill <-chan time.Time
+	var kill, poll <-chan time.Time
+	stop := func() {
+		group.signal(syscall.SIGTERM)
+		kill = time.After(grace)
+	}
 	for waiting := true; waiting; {
 		select {
 		case <-done:
-			waiting = false
+			done, ended = nil, true
+			if !group.alive() {
+				waiting = false
+				break
+			}
+			if kill == nil {
+				a.log.Warn("run: the command ended and left processes running; stopping them", "key", req.Key.String(),
+					"signal", "SIGTERM", "kill_after", grace.String())
+				stop()
+			}
+			poll = time.After(groupPoll)
+		case <-poll:
+			if waiting = group.alive(); waiting {
+				poll = time.After(groupPoll)
+			}
 		case <-held:
 			held = nil
 			cause := context.Cause(h.Context())
@@ -183,14 +219,17 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			lost = true
 			a.log.Error("run: the lease was lost; stopping the command", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(cause.Error()), "signal", "SIGTERM", "kill_after", grace.String())
-			_ = c.Process.Signal(syscall.SIGTERM)
-			kill = time.After(grace)
+			if kill == nil {
+				stop()
+			}
 		case <-kill:
 			kill = nil
 			a.log.Error("run: the command outlived its grace period; killing it", "key", req.Key.String())
-			_ = c.Process.Kill()
+			group.signal(syscall.SIGKILL)
+			// Killed processes end at once; left zombies cannot run.
+			waiting = !ended
 		case sig := <-sigs:
-			_ = c.Process.Signal(sig)
+			group.signal(sig)
 		}
 	}
 	code := commandExitCode(c.ProcessState)

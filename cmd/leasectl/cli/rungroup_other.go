@@ -1,0 +1,27 @@
+//go:build !unix
+
+package cli
+
+import (
+	"io"
+	"os"
+	"os/exec"
+)
+
+// commandGroup is run's command alone where process groups do not exist:
+// signals reach CMD only, not what it started. Not safe for concurrent use.
+type commandGroup struct{ p *os.Process }
+
+func (g *commandGroup) prepare(*exec.Cmd, io.Reader) {}
+
+func (g *commandGroup) started(pid int) { g.p, _ = os.FindProcess(pid) }
+
+func (g *commandGroup) signal(sig os.Signal) {
+	if g.p != nil {
+		_ = g.p.Signal(sig)
+	}
+}
+
+// alive is false: CMD has ended when it is asked, and what it started is
+// out of reach.
+func (g *commandGroup) alive() bool { return false }

@@ -64,6 +64,22 @@ func lockDelayCases() []testCase {
 				e.t.Fatalf("renewed lease: lock-delay %v, want %v (a renew keeps it)", res.Lease.LockDelay, lockDelay)
 			}
 		}},
+		{"kept_by_a_replayed_acquire", func(e *env) {
+			// A retry of the acquire answers what the first attempt did,
+			// lock-delay included (it answered 0 on every backend: the
+			// audit record, which a replay reads, does not hold it).
+			req := e.acquireReq("job", "w1", leaseTTL)
+			req.LockDelay = lockDelay
+			first := e.acquireWith(e.a, req)
+			res, err := e.a.Acquire(e.ctx, req)
+			e.expect("replayed acquire", res, err, protocol.StatusAcquired)
+			if !res.Replayed || res.Lease == nil || res.Lease.Token != first.Token {
+				e.t.Fatalf("replayed acquire: %+v, want a replay of token %d", res, first.Token)
+			}
+			if res.Lease.LockDelay != lockDelay {
+				e.t.Fatalf("replayed acquire: lock-delay %v, want the first answer's %v", res.Lease.LockDelay, lockDelay)
+			}
+		}},
 		{"after_revoke", func(e *env) {
 			l := e.acquireDelayed(e.a, "job", "w1")
 			e.clock.Advance(time.Second)

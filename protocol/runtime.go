@@ -322,7 +322,14 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 		req.LockDelay = lockDelayOf(r.delays, req.Key.Namespace)
 	}
 	return r.change(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
-		return r.backend.Acquire(ctx, req)
+		res, err := r.backend.Acquire(ctx, req)
+		if res.Replayed && res.Status == StatusAcquired && res.Lease != nil {
+			// A replay is read from the audit record, which holds no
+			// lock-delay. The first attempt's lease took req's: the
+			// parameters the replay matched include it.
+			res.Lease.LockDelay = req.LockDelay
+		}
+		return res, err
 	})
 }
 

@@ -70,6 +70,9 @@ func (c leasectl) start(t *testing.T, args ...string) *proc {
 	t.Cleanup(cancel)
 	cmd := c.command(ctx, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
+	// A session of its own: no controlling terminal, whatever the test's
+	// (run keeps CMD in its own group in one).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	p := &proc{t: t, args: args, cmd: cmd, out: make(chan string, 100), errs: make(chan string, 100)}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

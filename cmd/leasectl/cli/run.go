@@ -176,7 +176,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
 		return exitCode(code)
 	}
-	group.started(c.Process.Pid)
+	group.started(c.Process)
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 

@@ -14,7 +14,7 @@ type commandGroup struct{ p *os.Process }
 
 func (g *commandGroup) prepare(*exec.Cmd, io.Reader) {}
 
-func (g *commandGroup) started(pid int) { g.p, _ = os.FindProcess(pid) }
+func (g *commandGroup) started(p *os.Process) { g.p = p }
 
 func (g *commandGroup) signal(sig os.Signal) {
 	if g.p != nil {

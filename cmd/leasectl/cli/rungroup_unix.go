@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -22,16 +23,19 @@ import (
 // any command (CMD reads from the terminal, Ctrl-C and Ctrl-Z reach it),
 // and signals go to CMD alone. Not safe for concurrent use.
 type commandGroup struct {
-	pid         int // CMD's, once started
-	pgid        int // the group's id (CMD's pid), 0 in a terminal
+	proc        *os.Process // CMD, once started
+	pgid        int         // the group's id (CMD's pid), 0 in a terminal
 	interactive bool
 }
 
 // prepare makes c start in a group of its own unless run is in the
 // foreground of the terminal that stdin is (see commandGroup).
-func (g *commandGroup) prepare(c *exec.Cmd, stdin io.Reader) {
-	if f, ok := stdin.(*os.File); ok {
-		pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+// The terminal is the controlling one, whatever stdin is: with stdin
+// redirected at a shell prompt, Ctrl-Z must still stop CMD with run.
+func (g *commandGroup) prepare(c *exec.Cmd, _ io.Reader) {
+	if tty, err := os.Open("/dev/tty"); err == nil {
+		pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+		_ = tty.Close()
 		if g.interactive = err == nil && pgrp == syscall.Getpgrp(); g.interactive {
 			return
 		}
@@ -39,11 +43,11 @@ func (g *commandGroup) prepare(c *exec.Cmd, stdin io.Reader) {
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// started records the started command's pid.
-func (g *commandGroup) started(pid int) {
-	g.pid = pid
+// started records the started command.
+func (g *commandGroup) started(p *os.Process) {
+	g.proc = p
 	if !g.interactive {
-		g.pgid = pid
+		g.pgid = p.Pid
 	}
 }
 
@@ -55,8 +59,8 @@ func (g *commandGroup) signal(sig os.Signal) {
 	case !ok:
 	case g.pgid > 0:
 		_ = syscall.Kill(-g.pgid, s)
-	case g.pid > 0:
-		_ = syscall.Kill(g.pid, s)
+	case g.proc != nil:
+		_ = g.proc.Signal(s) // refuses once CMD was waited for: no reused pid is hit
 	}
 }
 
@@ -64,8 +68,8 @@ func (g *commandGroup) signal(sig os.Signal) {
 // an init that does not reap can leave behind, do not count); false in a
 // terminal, where what CMD started is out of reach.
 func (g *commandGroup) alive() bool {
-	if g.pgid <= 0 || syscall.Kill(-g.pgid, 0) != nil {
-		return false
+	if g.pgid <= 0 || errors.Is(syscall.Kill(-g.pgid, 0), syscall.ESRCH) {
+		return false // EPERM: processes of another user are left, and count
 	}
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil || len(stats) == 0 { // no /proc: believe kill

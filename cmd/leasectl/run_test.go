@@ -719,7 +719,7 @@ func TestRunLossHeardOnlyAtRelease(t *testing.T) {
 	w := c.start(t, "watch") // the server's one stream: run's subscription is refused
 	w.expect(w.errs, "following")
 	r := c.run(t, "run", "k", "--ttl", "60s", "--", "sh", "-c", `"$0" revoke k --reason test >/dev/null && exit 0; exit 9`, bin)
-	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost") {
+	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost while the command ran") {
 		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost\n%s", r.code, r)
 	}
 }
@@ -789,16 +789,35 @@ func TestRunStopsWhatTheCommandStarted(t *testing.T) {
 // TestRunLeavesTheTerminalToTheCommand: in a terminal, CMD stays in
 // run's process group: it reads from the terminal (a group of its own
 // would be in the background, stopped by SIGTTIN), and the shell that ran
-// run reads from it next.
+// run reads from it next. The terminal is run's controlling terminal,
+// whatever stdin is: with stdin redirected at the prompt
+// (run k -- job < file), CMD still reads /dev/tty and Ctrl-Z still stops
+// it with run. Deciding from stdin gave CMD a group of its own there, and
+// the redirected case waited for "got-one" in vain (SIGTTIN).
 func TestRunLeavesTheTerminalToTheCommand(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct{ name, redirect, read string }{
+		{"stdin the terminal", "", "read x"},
+		{"stdin redirected", "</dev/null", "read x </dev/tty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runInTerminal(t, tc.redirect, tc.read)
+		})
+	}
+}
+
+// runInTerminal runs `run tty -- sh -c 'READ; echo got-$x'` from a shell
+// with a terminal, run's stdin redirected by redirect, and checks that CMD
+// and then the shell read their lines from the terminal.
+func runInTerminal(t *testing.T, redirect, read string) {
 	dir := t.TempDir()
 	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := c.command(ctx, "run", "tty", "--", "sh", "-c", `read x; echo "got-$x"`)
+	cmd := c.command(ctx, "run", "tty", "--", "sh", "-c", read+`; echo "got-$x"`)
 	// A shell with the terminal runs run, then reads from it itself.
-	script := `"$0" "$@"; echo "run-exit-$?"; read y; echo "after-$y"`
+	script := `"$0" "$@" ` + redirect + `; echo "run-exit-$?"; read y; echo "after-$y"`
 	cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", script, bin}, cmd.Args[1:]...)...)
 	cmd.Dir, cmd.Env = c.dir, c.command(ctx).Env
 	ptmx, err := pty.Start(cmd)

@@ -9,5 +9,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if aliveProbe() {
+		return
+	}
 	goleak.VerifyTestMain(m, pgtest.LeakOptions()...)
 }

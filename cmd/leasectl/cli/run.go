@@ -36,13 +36,15 @@ const (
 	EnvNamespace = "LEASESTORE_NAMESPACE"
 )
 
-// forwardedSignals are passed on to run's command.
-var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2}
-
 // groupPoll is how often run looks whether processes CMD left behind
 // have ended.
 const groupPoll = 20 * time.Millisecond
+
+// pipeDelay is how long run, once CMD has ended, still copies output
+// through pipes that processes CMD left running hold open (only for
+// streams that are not files, as an embedding program may pass to
+// Execute) before it closes them and stops those processes.
+const pipeDelay = time.Second
 
 // DefaultRunGrace is how long run's command has, after SIGTERM when the
 // lease was lost, before SIGKILL.
@@ -76,10 +78,10 @@ CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
 when it ends get SIGTERM (SIGKILL after --grace) before the release.
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-SIGUSR2) are passed on to the group. In a terminal (stdin is the terminal
-and run is in its foreground) CMD stays in run's process group, so that
-job control works as for any command (Ctrl-C reaches CMD directly), and
-only CMD itself is signalled.
+SIGUSR2) are passed on to the group. In a terminal (run in the foreground
+of its controlling terminal, whatever its stdin is) CMD stays in run's
+process group, so that job control works as for any command (Ctrl-C and
+Ctrl-Z reach CMD directly), and only CMD itself is signalled.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 130 when
@@ -160,10 +162,13 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.rawStdout, a.rawStderr
+	// Streams that are not files reach CMD through pipes, which processes
+	// CMD leaves running hold open: Wait must not wait for them to end.
+	c.WaitDelay = pipeDelay
 	c.Env = append(os.Environ(),
 		EnvToken+"="+strconv.FormatInt(h.Token(), 10), EnvKey+"="+req.Key.Name, EnvNamespace+"="+req.Key.Namespace)
 	var group commandGroup
-	group.prepare(c, a.stdin)
+	group.prepare(c)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)

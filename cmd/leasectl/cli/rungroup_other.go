@@ -3,16 +3,19 @@
 package cli
 
 import (
-	"io"
 	"os"
 	"os/exec"
 )
+
+// forwardedSignals are passed on to run's command: those this system
+// delivers to a process.
+var forwardedSignals = []os.Signal{os.Interrupt}
 
 // commandGroup is run's command alone where process groups do not exist:
 // signals reach CMD only, not what it started. Not safe for concurrent use.
 type commandGroup struct{ p *os.Process }
 
-func (g *commandGroup) prepare(*exec.Cmd, io.Reader) {}
+func (g *commandGroup) prepare(*exec.Cmd) {}
 
 func (g *commandGroup) started(p *os.Process) { g.p = p }
 

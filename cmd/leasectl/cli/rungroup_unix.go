@@ -4,7 +4,6 @@ package cli
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// forwardedSignals are passed on to run's command.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2}
+
 // commandGroup is run's command and every process it starts: CMD runs in
 // a process group of its own, and signals go to the whole group, so that
 // a loss stops what CMD started too (a shell's children, a worker pool)
-// and not only CMD. In a terminal (stdin is the terminal and run is in its
-// foreground) CMD stays in run's group, so that job control works as for
-// any command (CMD reads from the terminal, Ctrl-C and Ctrl-Z reach it),
-// and signals go to CMD alone. Not safe for concurrent use.
+// and not only CMD. In a terminal (run is in the foreground of its
+// controlling terminal, whatever its stdin is) CMD stays in run's group,
+// so that job control works as for any command (CMD reads from the
+// terminal, Ctrl-C and Ctrl-Z reach it), and signals go to CMD alone.
+// Not safe for concurrent use.
 type commandGroup struct {
 	proc        *os.Process // CMD, once started
 	pgid        int         // the group's id (CMD's pid), 0 in a terminal
@@ -29,10 +33,10 @@ type commandGroup struct {
 }
 
 // prepare makes c start in a group of its own unless run is in the
-// foreground of the terminal that stdin is (see commandGroup).
-// The terminal is the controlling one, whatever stdin is: with stdin
-// redirected at a shell prompt, Ctrl-Z must still stop CMD with run.
-func (g *commandGroup) prepare(c *exec.Cmd, _ io.Reader) {
+// foreground of its controlling terminal (see commandGroup). Stdin does
+// not decide: with stdin redirected at a shell prompt (run k -- job <
+// file), Ctrl-Z must still stop CMD with run.
+func (g *commandGroup) prepare(c *exec.Cmd) {
 	if tty, err := os.Open("/dev/tty"); err == nil {
 		pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
 		_ = tty.Close()
@@ -64,17 +68,22 @@ func (g *commandGroup) signal(sig os.Signal) {
 	}
 }
 
-// alive reports whether a process of the group still runs (zombies, which
-// an init that does not reap can leave behind, do not count); false in a
-// terminal, where what CMD started is out of reach.
+// procRoot is where alive reads the processes' states (a variable for
+// tests).
+var procRoot = "/proc"
+
+// alive reports whether a process of the group still runs; false in a
+// terminal, where what CMD started is out of reach. kill(-pgid, 0)
+// decides, except that a group /proc shows only as zombies (which an
+// init that does not reap can leave behind) has ended. A group kill finds
+// but /proc does not show (hidepid, another user's processes, no /proc)
+// runs.
 func (g *commandGroup) alive() bool {
 	if g.pgid <= 0 || errors.Is(syscall.Kill(-g.pgid, 0), syscall.ESRCH) {
 		return false // EPERM: processes of another user are left, and count
 	}
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(stats) == 0 { // no /proc: believe kill
-		return true
-	}
+	stats, _ := filepath.Glob(filepath.Join(procRoot, "[0-9]*", "stat"))
+	zombies := false
 	for _, path := range stats {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -87,12 +96,16 @@ func (g *commandGroup) alive() bool {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 3 {
 			continue
 		}
-		if pgrp, err := strconv.Atoi(f[2]); err == nil && pgrp == g.pgid {
+		if pgrp, err := strconv.Atoi(f[2]); err != nil || pgrp != g.pgid {
+			continue
+		}
+		if f[0] != "Z" && f[0] != "X" {
 			return true
 		}
+		zombies = true
 	}
-	return false
+	return !zombies
 }

@@ -1,0 +1,189 @@
+//go:build unix
+
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestGroupAliveBelievesKillOverAHiddenProc: alive asks kill(-pgid, 0)
+// and reads /proc only to tell a group of zombies from a live one. Where
+// /proc does not show the group's processes (mounted with hidepid, or
+// they belong to another user) they still run, and run must not release
+// beside them. The old alive trusted a /proc that listed any process and
+// answered false for a group it could not see.
+func TestGroupAliveBelievesKillOverAHiddenProc(t *testing.T) {
+	sleep := exec.Command("sleep", "60")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+	pid := sleep.Process.Pid
+	g := &commandGroup{proc: sleep.Process, pgid: pid}
+
+	// fakeProc makes a /proc holding one process's stat line.
+	fakeProc := func(statPid int, state string, pgrp int) string {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, fmt.Sprint(statPid)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("%d (odd) name) %s 1 %d %d 0 -1\n", statPid, state, pgrp, pgrp)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(statPid), "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name string
+		root string
+		want bool
+	}{
+		{"the real /proc", "/proc", true},
+		{"a /proc that hides the group", fakeProc(1, "S", 1), true},
+		{"a /proc that shows the group as zombies", fakeProc(pid, "Z", pid), false},
+		{"a /proc that shows the group running", fakeProc(pid, "S", pid), true},
+		{"no /proc", filepath.Join(t.TempDir(), "none"), true},
+	} {
+		procRoot = tc.root
+		if got := g.alive(); got != tc.want {
+			t.Errorf("%s: alive() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	procRoot = "/proc"
+
+	_ = sleep.Process.Kill()
+	_ = sleep.Wait()
+	if g.alive() {
+		t.Error("alive() after the group's only process ended and was reaped: true, want false")
+	}
+	if (&commandGroup{proc: sleep.Process}).alive() {
+		t.Error("alive() in a terminal (no group): true, want false")
+	}
+}
+
+// aliveProbeEnv names the group aliveProbe asks about.
+const aliveProbeEnv = "LEASESTORE_TEST_ALIVE_PGID"
+
+// aliveProbe, in the test binary started by TestGroupAliveCountsWhatItMayNotSignal,
+// prints alive() of the group named in aliveProbeEnv and reports true;
+// elsewhere it does nothing and reports false.
+func aliveProbe() bool {
+	pgid, err := strconv.Atoi(os.Getenv(aliveProbeEnv))
+	if err != nil {
+		return false
+	}
+	fmt.Println((&commandGroup{pgid: pgid}).alive())
+	return true
+}
+
+// TestGroupAliveCountsWhatItMayNotSignal: a group run may not signal
+// (kill answers EPERM: its processes now belong to another user, after a
+// setuid or a su in CMD) still runs. The old alive counted any error from
+// kill(-pgid, 0) as "none left", and run released beside them.
+func TestGroupAliveCountsWhatItMayNotSignal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to ask as another user about root's group")
+	}
+	sleep := exec.Command("sleep", "60")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+
+	// This test binary, where user nobody may run it.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "alive-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	probe := filepath.Join(dir, "probe")
+	src, err := os.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(probe, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(probe)
+	cmd.Dir = dir
+	cmd.Env = []string{aliveProbeEnv + "=" + strconv.Itoa(sleep.Process.Pid)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the probe as user nobody: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "true" {
+		t.Fatalf("alive() of a running group another user asks about: %s, want true", got)
+	}
+}
+
+// TestRunStopsLeftoversHoldingItsPipes: with streams that are not files
+// (Execute given buffers, as a program embedding leasectl does), CMD's
+// output reaches them through pipes, which a process CMD leaves running
+// holds open. run must still see CMD end, stop the leftover and release.
+// Before, c.Wait waited for the pipes to close: run hung for as long as
+// the leftover ran, holding the lease.
+func TestRunStopsLeftoversHoldingItsPipes(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	pidfile := filepath.Join(t.TempDir(), "leftover.pid")
+	done := make(chan outcome, 1)
+	go func() {
+		done <- runCLI(t, e, "run", "piped", "--grace", "2s", "--", "sh", "-c",
+			`sleep 300 & echo $! > "$0"; echo started`, pidfile)
+	}()
+	select {
+	case o := <-done:
+		wantCode(t, o, 0)
+		if !strings.Contains(o.stdout, "started") || !strings.Contains(o.stderr, "left processes running") {
+			t.Fatalf("run's output lacks the command's line or the warning\nstdout: %s\nstderr: %s", o.stdout, o.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		if b, err := os.ReadFile(pidfile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		<-done
+		t.Fatal("run did not end within 30s of its command's end: it waited for the leftover holding its pipes")
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); f[0] != "Z" {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the leftover still runs after run ended")
+		}
+	}
+	wantCode(t, runCLI(t, e, "get", "piped"), 4)
+}

@@ -1,5 +1,6 @@
 // Package proccpu reads how much CPU time processes of this host have used:
-// another process's from /proc (Linux), this process's from getrusage.
+// another process's from /proc (Linux), this process's from getrusage
+// (Unix; 0 elsewhere).
 // leasectl bench and the PostgreSQL benchmarks use it to report the CPU a
 // database server's processes spent per operation. Its functions hold no
 // state and are safe for concurrent use.
@@ -11,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -37,14 +37,4 @@ func Of(pid int) time.Duration {
 		return -1
 	}
 	return time.Duration(u+s) * tick
-}
-
-// Self returns the CPU time (user and system) this process has used, or
-// 0 when the system does not say.
-func Self() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -134,6 +134,10 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 	t0 := time.Now().UTC().Truncate(time.Microsecond)
 	before := openBackend(t, dsn, postgres.WithTestClock(nil, func() time.Time { return t0 }))
 	after := openBackend(t, dsn, postgres.WithTestClock(nil, func() time.Time { return t0.Add(time.Minute) }))
+	// A namespace of its own: key locks are the database's, shared with
+	// every other test's schema.
+	ns := pgtest.Namespace()
+	key := keysIn(ns)
 	res, err := before.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: 30 * time.Second, RequestID: "a"})
 	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 
@@ -144,7 +148,7 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	mustExec(t, conn, "SELECT pg_advisory_lock(1818583411, hashtext('ns/k'))")
+	mustExec(t, conn, "SELECT pg_advisory_lock(1818583411, hashtext('"+ns+"/k'))")
 	renewed := make(chan error, 1)
 	go func() {
 		res, err := before.Renew(context.Background(), protocol.RenewRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token,
@@ -165,11 +169,11 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 	if sw, err := after.Sweep(ctxT(t), 100, time.Hour); err != nil || sw.SetAside != 1 {
 		t.Fatalf("sweep while the renew waits: %+v, %v; want the expired row set aside", sw, err)
 	}
-	mustExec(t, conn, "SELECT pg_advisory_unlock(1818583411, hashtext('ns/k'))")
+	mustExec(t, conn, "SELECT pg_advisory_unlock(1818583411, hashtext('"+ns+"/k'))")
 	if err := <-renewed; err != nil {
 		t.Fatal(err)
 	}
-	page, err := after.List(ctxT(t), protocol.ListRequest{Namespace: "ns"})
+	page, err := after.List(ctxT(t), protocol.ListRequest{Namespace: ns})
 	if err != nil || len(page.Leases) != 1 {
 		t.Fatalf("list after the renew: %v, %v; want the renewed lease", page.Leases, err)
 	}
@@ -178,9 +182,9 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 // A renew sent in a coalesced batch clears swept_token as renewSQL does,
 // so a live lease the sweeper set aside (see TestRenewAfterSetAsideIsListed
 // for how) is listed again after it. The keys are in a namespace of the
-// test's own: a key whose lock another session holds (TestRenewAfterSetAsideIsListed
-// holds ns/k, in another schema but the same lock) is busy in the batch and
-// runs again alone, and the batched renew goes untested.
+// test's own: a key whose lock another session holds (in another schema
+// but the same lock) is busy in the batch and runs again alone, and the
+// batched renew goes untested.
 func TestBatchedRenewAfterSetAsideIsListed(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)

@@ -62,6 +62,10 @@ func sweepCases() []testCase {
 			for i := range 5 {
 				e.acquire(e.a, fmt.Sprintf("k%d", i), "w1", time.Second)
 			}
+			// The greatest token goes to a live lease, as in a store in use:
+			// PostgreSQL keeps the row of the greatest token, from which it
+			// repairs a fencing sequence that lost its state.
+			e.acquire(e.b, "live", "w2", time.Hour)
 			e.clock.Advance(time.Minute)
 			if n, err := s.Sweep(e.ctx, 2, 0); err != nil || n.Removed != 2 {
 				e.t.Fatalf("sweep with max 2: %+v, %v", n, err)

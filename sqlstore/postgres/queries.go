@@ -512,8 +512,10 @@ FROM (SELECT $1::bigint IS NULL OR pg_backend_pid() = $1::bigint AS direct) AS p
 const backendPIDSQL = `SELECT pg_backend_pid()`
 
 // settingsSQL reads what checkSettings judges: synchronous_commit, the
-// fencing sequence's cache, whether the sequence is behind the newest audit
-// record's token (a cheap sign that it lost its state), whether the
+// fencing sequence's cache, whether the sequence is behind a token in
+// leasestore_leases or the newest audit record's (it lost its state; the
+// leases hold the greatest token ever issued, see sweepSQL, which the newest
+// record need not carry: a renew of an older lease, a prune), whether the
 // next transaction id would map below the newest audit record (a move to
 // another cluster: see leasestore_audit_new_era), lock_timeout and
 // idle_in_transaction_session_timeout in milliseconds,
@@ -522,7 +524,8 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
        (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
-       coalesce((SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1) >
+       coalesce(greatest((SELECT max(l.token) FROM leasestore_leases l),
+                         (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) >
                 (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq), false),
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
@@ -583,7 +586,13 @@ RETURNING id, at`)
 // ago, and sets aside up to @limit rows of other ended leases; it returns
 // how many rows it set aside and how many it removed. A row goes only
 // while the fencing sequence has issued its token and caches no values, so
-// that any later acquire of the key draws a greater one. Setting aside
+// that any later acquire of the key draws a greater one, and never the row
+// holding the table's greatest token (top): so the table always holds a
+// token at least as great as every token ever issued, and a switchover or
+// a restore that did not carry the sequence is repaired from it
+// (repairSequenceSQL), swept keys included; with that row gone too, the
+// sequence was the only record of the tokens of swept keys
+// (TestSequenceRepairCoversSweptKeys). Setting aside
 // takes a row out of the live indexes (swept_token = token, see migration
 // 3) and changes nothing any operation answers: the lease had already
 // ended, and an acquire puts the row back by changing its token.
@@ -604,16 +613,17 @@ RETURNING id, at`)
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
-           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
+           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached,
+           (SELECT max(t.token) FROM leasestore_leases t) AS top
     FROM leasestore_fencing_seq
 ), cand AS MATERIALIZED (
     SELECT l.namespace, l.name,
            (l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached) AS gone
+            AND l.token <= seq.issued AND seq.uncached AND l.token < seq.top) AS gone
     FROM leasestore_leases l, seq
     WHERE l.expires_at <= coalesce(@now::timestamptz, now())
       AND ((l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached)
+            AND l.token <= seq.issued AND seq.uncached AND l.token < seq.top)
            OR l.swept_token IS DISTINCT FROM l.token)
     LIMIT 2 * @limit::integer
     FOR UPDATE OF l SKIP LOCKED

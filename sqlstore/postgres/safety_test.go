@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -300,7 +301,8 @@ func TestConfigHasNoClock(t *testing.T) {
 // TestSweepKeepsRowsTheSequenceHasNotPassed: a sweep removes a key's row
 // only when any later acquire of the key is sure to draw a greater token:
 // not while the fencing sequence caches values, nor while it lags behind
-// the row's token (a switchover that did not carry it). The keys are in a
+// the row's token (a switchover that did not carry it), nor the row of the
+// greatest token. The keys are in a
 // namespace of the test's own, as in TestSweepStepsTakeBothKindsUpToMax.
 func TestSweepKeepsRowsTheSequenceHasNotPassed(t *testing.T) {
 	t.Parallel()
@@ -326,7 +328,63 @@ func TestSweepKeepsRowsTheSequenceHasNotPassed(t *testing.T) {
 		t.Fatalf("sweep under a lagging sequence: %+v, %v, %d rows left; want only k0's row (token 1) removed", n, err, rows())
 	}
 	mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 3)")
-	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 2 || rows() != 0 {
-		t.Fatalf("sweep once the sequence passed every token: %+v, %v, %d rows left", n, err, rows())
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 1 || rows() != 1 {
+		t.Fatalf("sweep once the sequence passed every token: %+v, %v, %d rows left; want k1's row removed and "+
+			"k2's kept (the greatest token, see TestSequenceRepairCoversSweptKeys)", n, err, rows())
+	}
+}
+
+// TestSequenceRepairCoversSweptKeys: once a key's row is swept, its last
+// token is kept only by the fencing sequence. After a switchover that did
+// not carry the sequence, Health must still move the sequence past it, also
+// when the newest audit record carries an older token (a renew of an older
+// lease) or none (a prune), so that the key's next acquire gets a greater
+// token than any it had. The keys are in a namespace of the test's own (a
+// sweep skips a key whose lock another schema's writer holds).
+func TestSequenceRepairCoversSweptKeys(t *testing.T) {
+	t.Parallel()
+	for _, last := range []string{"renew", "prune"} {
+		t.Run(last, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			key := keysIn(pgtest.Namespace())
+			b := openBackend(t, dsn, nil)
+			raw := rawPool(t, dsn)
+			held, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Hour,
+				RequestID: "a-held"})
+			wantStatus(t, "acquire held", held, err, protocol.StatusAcquired)
+			gone, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("gone"), Owner: "w", TTL: time.Hour,
+				RequestID: "a-gone"})
+			wantStatus(t, "acquire gone", gone, err, protocol.StatusAcquired)
+			res, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: key("gone"), Owner: "w", Token: gone.Lease.Token,
+				RequestID: "r-gone"})
+			wantStatus(t, "release gone", res, err, protocol.StatusReleased)
+			if _, err := b.Sweep(ctxT(t), 100, 0); err != nil {
+				t.Fatalf("sweep: %v", err)
+			}
+			switch last {
+			case "renew":
+				res, err = b.Renew(ctxT(t), protocol.RenewRequest{Key: key("held"), Owner: "w", Token: held.Lease.Token,
+					TTL: time.Hour, RequestID: "n-held"})
+				wantStatus(t, "renew held", res, err, protocol.StatusRenewed)
+			case "prune":
+				if _, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now().Add(time.Hour), Actor: "ops",
+					RequestID: "prune"}); err != nil {
+					t.Fatalf("prune: %v", err)
+				}
+			}
+			// The switchover: the new primary's sequence starts again.
+			mustExec(t, raw, "SELECT setval('leasestore_fencing_seq', 1, false)")
+			if err := b.Health(ctxT(t)); err != nil {
+				t.Fatalf("health: %v", err)
+			}
+			again, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("gone"), Owner: "w2", TTL: time.Hour,
+				RequestID: "a-gone-again"})
+			wantStatus(t, "acquire gone again", again, err, protocol.StatusAcquired)
+			if again.Lease.Token <= gone.Lease.Token {
+				t.Fatalf("the swept key got token %d after the switchover and health; it had %d before",
+					again.Lease.Token, gone.Lease.Token)
+			}
+		})
 	}
 }

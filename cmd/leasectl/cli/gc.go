@@ -34,7 +34,8 @@ operators who want it done now.
 
 Fencing is unaffected: a key acquired after its row is gone still gets a
 greater token (on PostgreSQL a row goes only once the fencing sequence has
-passed its token, and never while the sequence caches values). The audit
+passed its token, and never while the sequence caches values; the row of
+the greatest token stays, to repair a sequence that lost its state). The audit
 trail is untouched. The former holder of a removed lease hears not_found
 rather than expired from renew and release.`,
 		Example: `  leasectl gc

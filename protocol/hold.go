@@ -47,6 +47,14 @@ type Held struct {
 
 	mu    sync.Mutex
 	lease Lease
+
+	// The release: its request id, made by the first Release and sent
+	// again by a Release after an unknown outcome, and the first known
+	// outcome, which later calls answer.
+	relMu    sync.Mutex
+	relID    string
+	released bool
+	relErr   error
 }
 
 // ErrLeaseLost is the cause of a [Held]'s context when the lease was lost.
@@ -249,10 +257,21 @@ func (h *Held) Done() <-chan struct{} { return h.done }
 // usually is when a deferred Release runs at shutdown: it keeps ctx's
 // values, not its cancellation, and is bounded by ctx's deadline while that
 // is ahead, else by the renewal timeout ([HoldConfig.RenewTimeout]).
+//
+// Release may be called again, from any goroutine: once a release had a
+// known outcome, later calls answer it; after an unknown one (timeout,
+// unavailable) the next call sends the release again under the same
+// request id, so that the store answers what the first one did.
 func (h *Held) Release(ctx context.Context) error {
+	h.relMu.Lock()
+	defer h.relMu.Unlock()
+	if h.released {
+		return h.relErr
+	}
 	if cause := context.Cause(h.ctx); cause != nil && errors.Is(cause, ErrLeaseLost) {
 		h.cancel(nil)
 		<-h.done
+		h.released, h.relErr = true, cause
 		return cause
 	}
 	h.cancel(context.Canceled)
@@ -263,7 +282,13 @@ func (h *Held) Release(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	_, err := h.store.Release(rctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token})
+	if h.relID == "" {
+		h.relID = newRequestIDFor(h.store)
+	}
+	_, err := h.store.Release(rctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, RequestID: h.relID})
+	if st := StatusOf(err); st != StatusTimeout && st != StatusUnavailable {
+		h.released, h.relErr = true, err
+	}
 	return err
 }
 

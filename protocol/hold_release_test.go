@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,5 +61,59 @@ func TestHoldReleaseAfterCancelIsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Release took %v; want it bounded by the renewal timeout", d)
+	}
+}
+
+// lostReleaseAnswer releases, then answers unavailable as if the answer
+// were lost on the way back, while lose is set.
+type lostReleaseAnswer struct {
+	protocol.Backend
+	lose *atomic.Bool
+}
+
+func (b lostReleaseAnswer) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	res, err := b.Backend.Release(ctx, req)
+	if err == nil && b.lose.Load() {
+		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusUnavailable, RequestID: req.RequestID},
+			&protocol.Error{Op: protocol.OpRelease, Status: protocol.StatusUnavailable, Message: "the answer was lost"}
+	}
+	return res, err
+}
+
+// Release is safe to call again: after a release that succeeded it
+// answers nil again (a deferred Release after an explicit one), and after
+// one whose outcome was unknown (timeout, unavailable) it retries under
+// the same request id, so that the replay tells that the lease was
+// released. Before, each call sent a release of its own: the second
+// answered not_found, an error for a lease that was released.
+func TestHoldReleaseTwice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		lostOnce bool
+	}{{"after a release", false}, {"after an unknown outcome", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var lose atomic.Bool
+			lose.Store(tc.lostOnce)
+			rt := protocol.New(lostReleaseAnswer{memstore.New(nil), &lose}, nil)
+			defer rt.Close(context.Background())
+			k := holdKey(t)
+			h, err := protocol.Hold(t.Context(), rt, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = h.Release(t.Context())
+			if tc.lostOnce != (err != nil) {
+				t.Fatalf("first Release = %v", err)
+			}
+			lose.Store(false)
+			if err := h.Release(t.Context()); err != nil {
+				t.Fatalf("second Release = %v, want nil: the lease was released", err)
+			}
+			if _, err := rt.Get(t.Context(), protocol.GetRequest{Key: k}); !errors.Is(err, protocol.ErrNotFound) {
+				t.Fatalf("Get after Release = %v, want not_found", err)
+			}
+		})
 	}
 }

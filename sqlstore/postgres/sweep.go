@@ -9,12 +9,22 @@ import (
 
 var _ protocol.Sweeper = (*Backend)(nil)
 
+// maxSweep is the most rows one Sweep statement removes (and sets aside):
+// twice it still fits the statement's SQL integer.
+const maxSweep = 1 << 29
+
 // Sweep sets aside up to max rows of ended leases (out of the live
 // indexes, so that lists do not read them) and removes up to max rows of
 // leases that ended more than grace ago, in one statement (see sweepSQL
 // and [protocol.Sweeper]).
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
 	var res protocol.SweepResult
+	if max <= 0 {
+		return res, nil
+	}
+	// The statement counts in SQL integers, up to twice max (see sweepSQL):
+	// a larger max is the same as "all there is" in steps of maxSweep.
+	max = min(max, maxSweep)
 	err := retrySerialization(ctx, protocol.OpSweep, func() error {
 		return interpretError(protocol.OpSweep, b.pool.QueryRow(ctx, sweepSQL.sql,
 			sweepSQL.bind(args{"now": b.clock(), "grace": interval(grace), "limit": max})...).Scan(&res.SetAside, &res.Removed))

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -45,5 +46,42 @@ func TestSweepStepsTakeBothKindsUpToMax(t *testing.T) {
 	}
 	if res, err := b.Get(ctxT(t), protocol.GetRequest{Key: key("k9")}); err != nil || res.Status != protocol.StatusFound {
 		t.Fatalf("the live lease: %+v %v", res, err)
+	}
+}
+
+// A sweep's max is a count, and any count is valid: one beyond what an SQL
+// integer holds (`leasectl gc --batch 3000000000`) removes what there is,
+// as does math.MaxInt; it answered unavailable ("integer out of range",
+// "unable to encode ... into binary format for int4"), which leasectl
+// reports as an outage (exit 5). A max of zero or less removes nothing.
+func TestSweepTakesAnyMax(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	key := keysIn(pgtest.Namespace())
+	b := openBackend(t, dsn, nil)
+	n := 0
+	// Two leases that end at once, then a live one (the greatest token).
+	leases := func() {
+		for _, ttl := range []time.Duration{time.Millisecond, time.Millisecond, time.Hour} {
+			n++
+			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", n)), Owner: "w",
+				TTL: ttl, RequestID: fmt.Sprintf("a%d", n)})
+			wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	leases()
+	for _, max := range []int{0, -1} {
+		if got, err := b.Sweep(ctxT(t), max, 0); err != nil || got != (protocol.SweepResult{}) {
+			t.Fatalf("sweep with max %d: %+v, %v; want nothing done", max, got, err)
+		}
+	}
+	for i, max := range []int{1 << 30, 3_000_000_000, math.MaxInt} {
+		if i > 0 {
+			leases()
+		}
+		if got, err := b.Sweep(ctxT(t), max, 0); err != nil || got.Removed != 2 {
+			t.Fatalf("sweep with max %d: %+v, %v; want the two ended rows removed", max, got, err)
+		}
 	}
 }

@@ -212,7 +212,12 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // [ErrCompacted] and ends. When the watch fails otherwise (its member
 // lost the leader, as when quorum is lost), the failure is yielded and the
 // stream goes on: it watches again from the revision after the last one it
-// saw, every 100 ms at first, doubling up to every 2s while it fails. A
+// saw, every 100 ms at first, doubling up to every 2s while it fails. The
+// last revision it saw is that of its last record, or of the last
+// progress report of its watch when later: it asks for one every 30s
+// while the trail is quiet, so that a quiet trail on a cluster that
+// writes and compacts other keys is not resumed from a compacted
+// revision. A
 // failure of the first read is yielded and ends the stream; so does Close
 // (an error matching protocol.ErrClosed).
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
@@ -282,30 +287,54 @@ const (
 	followMaxPause = 2 * time.Second
 )
 
+// followProgress is how long a follower's watch may stay quiet before the
+// follower asks for its progress (the revision up to which it has seen
+// every event), to move its place past revisions that etcd may compact.
+const followProgress = 30 * time.Second
+
 // errStopped is watchAudit's answer when the follower must end: the
 // caller stopped ranging, its context ended, or the trail was compacted
 // past the follower (yielded already).
 var errStopped = errors.New("etcd: follower stopped")
 
 // watchAudit yields the records q selects from revision *rev+1 on, as
-// they commit, moving *rev past each revision it handled (ok is called
-// on each answer of the watch), until the watch fails: it returns the
-// failure, interpreted, or errStopped.
+// they commit, moving *rev past each revision it handled and to each
+// progress report (ok is called on each answer of the watch), until the
+// watch fails: it returns the failure, interpreted, or errStopped.
+//
+// A progress report's revision is one up to which the watch has sent
+// every event (etcd sends one only to a watch that has caught up), so
+// resuming after it misses nothing. The watch asks etcd for reports
+// (WithProgressNotify: every 10 minutes by default) and this follower
+// requests one after followProgress of quiet; the report goes to every
+// watch of the client's stream (the notifier's ignore it).
 func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok func(),
 	yield func(audit.Record, error) bool) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	// The mark lives outside a namespace's prefix: watch the whole
 	// trail and filter, so that a prune's deletions are told apart.
-	wch := b.cli.Watch(wctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithRev(*rev+1))
+	wch := b.cli.Watch(wctx, b.keys.audits(), clientv3.WithPrefix(), clientv3.WithRev(*rev+1), clientv3.WithProgressNotify())
+	quiet := followProgress
+	if b.testProgress != 0 {
+		quiet = b.testProgress
+	}
+	ask := time.NewTimer(quiet)
+	defer ask.Stop()
 	for {
 		var wresp clientv3.WatchResponse
 		var open bool
 		select {
 		case wresp, open = <-wch:
+		case <-ask.C:
+			// A failure to ask shows in the watch itself.
+			_ = b.cli.RequestProgress(wctx)
+			ask.Reset(quiet)
+			continue
 		case <-b.stop:
 			return errClosed(protocol.OpAudit)
 		}
+		ask.Reset(quiet)
 		if !open {
 			if ctx.Err() != nil {
 				return errStopped
@@ -323,6 +352,10 @@ func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok 
 			return b.interpret(ctx, protocol.OpAudit, err)
 		}
 		ok()
+		if wresp.IsProgressNotify() {
+			*rev = max(*rev, wresp.Header.Revision)
+			continue
+		}
 		if !b.yieldEvents(q, wresp.Events, yield) {
 			return errStopped
 		}

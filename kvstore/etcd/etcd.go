@@ -109,7 +109,8 @@ type Backend struct {
 	expiry leasePool // etcd leases by expiry second (leases.go)
 	cache  stateCache
 
-	testAfterRead func() // tests: called by Follow between its read and its watch
+	testAfterRead func()        // tests: called by Follow between its read and its watch
+	testProgress  time.Duration // tests: Follow's followProgress, when not 0
 
 	closed    atomic.Bool
 	closeOnce sync.Once

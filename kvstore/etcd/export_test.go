@@ -35,6 +35,10 @@ func WithStampClock(cfg *Config, now func() time.Time) *Config {
 // start of its watch (to compact the history there).
 func SetAfterRead(b *Backend, f func()) { b.testAfterRead = f }
 
+// SetFollowProgress makes b's followers ask for the watch's progress
+// every d while their watch is quiet, instead of every followProgress.
+func SetFollowProgress(b *Backend, d time.Duration) { b.testProgress = d }
+
 // WithDialOptions returns cfg (a new Config when nil) with opts added to
 // the gRPC options of the client Open creates (an interceptor that delays
 // one kind of request: a slow cluster, as the client sees it).

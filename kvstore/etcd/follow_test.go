@@ -195,6 +195,133 @@ func TestFollowBehindCompaction(t *testing.T) {
 	}
 }
 
+// followRig is a private 3-member cluster (tests that kill members or
+// compact cannot share one) with a follower of the whole trail of prefix
+// /follow served by member 0 only, so that losing members 1 and 2 leaves
+// its watch without a leader, and a runtime that writes through every
+// member.
+type followRig struct {
+	t     *testing.T
+	ctx   context.Context
+	c     *etcdcluster.Cluster
+	b     *etcd.Backend // the follower's
+	rt    *protocol.Runtime
+	items chan followItem
+	ended chan struct{} // closed when the follower's stream ended
+}
+
+// followItem is one thing a follower yielded.
+type followItem struct {
+	rec audit.Record
+	err error
+}
+
+// startFollowRig starts the rig's cluster and follower; setup, when not
+// nil, is called on the follower's backend before it follows.
+func startFollowRig(t *testing.T, setup func(*etcd.Backend)) *followRig {
+	ctx := t.Context()
+	c, err := etcdcluster.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints()[:1], Prefix: "/follow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	if setup != nil {
+		setup(b)
+	}
+	writer, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/follow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := protocol.New(writer, nil)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	r := &followRig{t: t, ctx: ctx, c: c, b: b, rt: rt, items: make(chan followItem), ended: make(chan struct{})}
+	fctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go func() {
+		defer close(r.ended)
+		for rec, err := range b.Follow(fctx, audit.Query{}) {
+			select {
+			case r.items <- followItem{rec, err}:
+			case <-fctx.Done():
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// next is what the follower yields next; the test fails when its stream
+// ended or nothing came in 30s.
+func (r *followRig) next(what string) followItem {
+	r.t.Helper()
+	select {
+	case it := <-r.items:
+		return it
+	case <-r.ended:
+		r.t.Fatalf("%s: the follower ended", what)
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("%s: nothing from the follower in 30s", what)
+	}
+	return followItem{}
+}
+
+// acquire acquires name through the runtime and returns the token: the
+// id of its record.
+func (r *followRig) acquire(name string) int64 {
+	r.t.Helper()
+	actx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	res, err := r.rt.Acquire(actx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
+	if err != nil || res.Status != protocol.StatusAcquired {
+		r.t.Fatalf("acquire %s: %v", name, err)
+	}
+	return res.Lease.Token
+}
+
+// outage kills members 1 and 2, waits for the follower to report the
+// loss as unavailable, and brings the members back.
+func (r *followRig) outage() {
+	r.t.Helper()
+	r.c.Kill(1)
+	r.c.Kill(2)
+	if it := r.next("quorum loss"); !errors.Is(it.err, protocol.ErrUnavailable) {
+		r.t.Fatalf("during the quorum loss the follower gave %+v %v, want an unavailable error", it.rec, it.err)
+	}
+	for _, i := range []int{1, 2} {
+		if err := r.c.Restart(i); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if err := r.c.WaitHealthy(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// after waits past the failures of the outage for the follower's next
+// record, which must be tok's: none missed, none twice. An error matching
+// ErrCompacted fails the test at once (the stream ends with it).
+func (r *followRig) after(tok int64) {
+	r.t.Helper()
+	for {
+		it := r.next("after the outage")
+		if errors.Is(it.err, etcd.ErrCompacted) {
+			r.t.Fatalf("after the outage the follower lost its place: %v", it.err)
+		}
+		if it.err != nil {
+			continue // failures while the member found the new leader
+		}
+		if it.rec.ID != tok {
+			r.t.Fatalf("after the outage the follower gave record %d (%s %s), want the new one %d", it.rec.ID, it.rec.Op, it.rec.Key, tok)
+		}
+		return
+	}
+}
+
 // TestFollowRidesOutQuorumLoss: a follower whose watch the cluster ends
 // (its member lost the leader: two of three members down) yields the
 // failure and goes on once the cluster is back, from where it was: the
@@ -202,100 +329,20 @@ func TestFollowBehindCompaction(t *testing.T) {
 // used to end the stream at the failure (`leasectl audit --follow` then
 // exited 0). After Close, the stream ends with closed.
 func TestFollowRidesOutQuorumLoss(t *testing.T) {
-	ctx := t.Context()
-	c, err := etcdcluster.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	// Only member 0 serves the follower, so that losing 1 and 2 leaves it
-	// without a leader.
-	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints()[:1], Prefix: "/follow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
-	writer, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/follow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := protocol.New(writer, nil)
-	defer rt.Close(context.Background())
-	type item struct {
-		rec audit.Record
-		err error
-	}
-	items := make(chan item)
-	fctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for rec, err := range b.Follow(fctx, audit.Query{}) {
-			select {
-			case items <- item{rec, err}:
-			case <-fctx.Done():
-				return
-			}
-		}
-	}()
-	next := func(what string) item {
-		t.Helper()
-		select {
-		case it := <-items:
-			return it
-		case <-ended:
-			t.Fatalf("%s: the follower ended", what)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: nothing from the follower in 30s", what)
-		}
-		return item{}
-	}
-	acquire := func(name string) int64 {
-		t.Helper()
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		res, err := rt.Acquire(actx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
-		if err != nil || res.Status != protocol.StatusAcquired {
-			t.Fatalf("acquire %s: %v", name, err)
-		}
-		return res.Lease.Token
-	}
+	r := startFollowRig(t, nil)
 	// The first record comes through the watch once the catch-up read
 	// found nothing; the second proves the watch is live.
 	for _, name := range []string{"before-1", "before-2"} {
-		tok := acquire(name)
-		if it := next(name); it.err != nil || it.rec.ID != tok {
+		tok := r.acquire(name)
+		if it := r.next(name); it.err != nil || it.rec.ID != tok {
 			t.Fatalf("%s: follower gave %+v %v, want the record %d", name, it.rec, it.err, tok)
 		}
 	}
-	c.Kill(1)
-	c.Kill(2)
-	if it := next("quorum loss"); !errors.Is(it.err, protocol.ErrUnavailable) {
-		t.Fatalf("during the quorum loss the follower gave %+v %v, want an unavailable error", it.rec, it.err)
-	}
-	for _, i := range []int{1, 2} {
-		if err := c.Restart(i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tok := acquire("after")
+	r.outage()
+	r.after(r.acquire("after"))
+	_ = r.b.Close(context.Background())
 	for {
-		it := next("after the outage")
-		if it.err != nil {
-			continue // failures while the member found the new leader
-		}
-		if it.rec.ID != tok {
-			t.Fatalf("after the outage the follower gave record %d (%s %s), want the new one %d", it.rec.ID, it.rec.Op, it.rec.Key, tok)
-		}
-		break
-	}
-	_ = b.Close(context.Background())
-	for {
-		it := next("after Close")
+		it := r.next("after Close")
 		if errors.Is(it.err, protocol.ErrClosed) {
 			break
 		}
@@ -304,8 +351,42 @@ func TestFollowRidesOutQuorumLoss(t *testing.T) {
 		}
 	}
 	select {
-	case <-ended:
+	case <-r.ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower did not end after Close")
 	}
+}
+
+// TestFollowKeepsItsPlaceOnAQuietTrail: a follower whose trail is quiet
+// while the cluster writes other keys and compacts their history (as
+// etcd's auto-compaction does) still goes on after a quorum loss: it
+// watches again from a revision after the compaction, having moved its
+// place to each progress report of its watch. It used to watch again
+// from the revision after the last record it saw, compacted by then, and
+// its stream ended with ErrCompacted.
+func TestFollowKeepsItsPlaceOnAQuietTrail(t *testing.T) {
+	r := startFollowRig(t, func(b *etcd.Backend) { etcd.SetFollowProgress(b, 100*time.Millisecond) })
+	tok := r.acquire("before")
+	if it := r.next("before"); it.err != nil || it.rec.ID != tok {
+		t.Fatalf("before: follower gave %+v %v, want the record %d", it.rec, it.err, tok)
+	}
+	cli, err := r.c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var head int64
+	for i := range 20 {
+		put, err := cli.Put(r.ctx, fmt.Sprint("/elsewhere/", i), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = put.Header.Revision
+	}
+	if _, err := cli.Compact(r.ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // ten progress reports
+	r.outage()
+	r.after(r.acquire("after"))
 }

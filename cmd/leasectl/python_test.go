@@ -12,7 +12,8 @@ import (
 // TestPythonClient runs examples/python/smoke.py, the Python client (standard
 // library only) driving a real leasectl serve on a free port with a tokens
 // file: acquire, renew (keeping the TTL), a conflict, a fenced write, revoke,
-// list, namespaces, renew many, release, audit, a reader's 403, a removed
+// list, namespaces, renew many (past one request's 1,000 renewals and 1 MiB
+// of body too), release, audit, a reader's 403, a removed
 // token's 401 and a notify wait. Without python3 it skips, except in CI.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()

@@ -35,6 +35,33 @@ __all__ = ["Client", "LeaseError", "Lease", "Result", "Record"]
 # request: raised as LeaseError rather than returned.
 _FAILURES = {"unauthorized", "forbidden", "unavailable", "timeout", "closed", "too_many_streams", "not_implemented"}
 
+# The limits of one POST /v1/renew-many (httpapi.MaxRenewManyRequest and
+# MaxRenewManyBodyBytes); renew_many splits a larger batch.
+RENEW_MANY_MAX_RENEWALS = 1000
+RENEW_MANY_MAX_BODY_BYTES = 1 << 20
+
+
+def _encode(body) -> bytes:
+    """A request's body, as sent."""
+    return json.dumps(body).encode()
+
+
+def _renew_many_batches(renewals: List[dict]) -> Iterator[List[dict]]:
+    """Splits renewals into the bodies' batches of POST /v1/renew-many: at most
+    RENEW_MANY_MAX_RENEWALS whose body, as _encode writes it, fits in
+    RENEW_MANY_MAX_BODY_BYTES. A renewal of valid fields always fits alone."""
+    envelope = len(_encode({"renewals": []}))
+    batch, size = [], envelope
+    for r in renewals:
+        n = len(_encode(r))
+        if batch and (len(batch) == RENEW_MANY_MAX_RENEWALS or size + 2 + n > RENEW_MANY_MAX_BODY_BYTES):
+            yield batch
+            batch, size = [], envelope
+        size += n + (2 if batch else 0)  # ", " before each renewal but the first
+        batch.append(r)
+    if batch:
+        yield batch
+
 
 class LeaseError(Exception):
     """A request the store did not answer: status is the body's, code the HTTP code."""
@@ -122,7 +149,7 @@ class Client:
         url = self.base + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else _encode(body)
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Accept", accept)
         if data is not None:
@@ -184,12 +211,20 @@ class Client:
                                            "token": token, "request_id": request_id})
 
     def renew_many(self, renewals: List[dict]) -> List[Result]:
-        """Each renewal is a dict as renew's arguments; one request, each its own result."""
-        code, out = self._request("POST", "/v1/renew-many", {"renewals": renewals})
-        self._check(code, out)
-        if out["status"] != "found":
-            raise LeaseError(out["status"], code, out.get("message", ""))
-        return [Result.from_json(r) for r in out["results"]]
+        """Each renewal is a dict as renew's arguments; each gets its own result, in order.
+
+        One request for up to 1,000 renewals and 1 MiB of body (the route's
+        limits), more one after another for a larger batch. A request that
+        fails raises LeaseError: the renewals of the requests before it took
+        effect (a retry with the same request_ids tells their outcomes)."""
+        results = []
+        for batch in _renew_many_batches(renewals):
+            code, out = self._request("POST", "/v1/renew-many", {"renewals": batch})
+            self._check(code, out)
+            if out["status"] != "found":
+                raise LeaseError(out["status"], code, out.get("message", ""))
+            results.extend(Result.from_json(r) for r in out["results"])
+        return results
 
     def get(self, namespace: str, key: str) -> Result:
         code, out = self._request("GET", self._leases_path(namespace, key))

@@ -6,9 +6,11 @@ READER_TOKEN (a reader of namespace "py") and REMOVED_TOKEN (in no tokens file).
 Prints one line per step; exits 1 at the first step that fails.
 """
 
+import json
 import os
 import sys
 import threading
+from collections import Counter
 from datetime import datetime
 
 from leasestore import Client, LeaseError
@@ -84,6 +86,34 @@ rel = writer.release(NS, "job/1", owner="worker-b", token=b.lease.token)
 check(rel.status == "released", "release", rel)
 again = writer.release(NS, "job/1", owner="worker-b", token=b.lease.token)
 check(again.status == "not_found", "release again is not_found", again)
+
+# renew many past one request's limits (1,000 renewals, a 1 MiB body): the
+# client splits them; each renewal keeps its own outcome, in order
+def long_key(i):
+    return f"long/{i:04d}/" + "\u00e9" * 250  # 510 bytes of UTF-8, 1,510 of JSON (\u00e9 each)
+
+
+held_long = {i: writer.acquire(NS, long_key(i), owner="worker-b", ttl="30s") for i in (0, 399, 799)}
+check(all(h.status == "acquired" for h in held_long.values()), "acquire 3 leases of long keys", held_long)
+renewals = [{"namespace": NS, "key": long_key(i), "owner": "worker-b",
+             "token": held_long[i].lease.token if i in held_long else 1} for i in range(800)]
+check(len(json.dumps({"renewals": renewals}).encode()) > 1 << 20, "800 renewals of long keys make a body over 1 MiB")
+try:
+    many = writer.renew_many(renewals)
+except LeaseError as e:
+    many = e
+want = ["renewed" if i in held_long else "not_found" for i in range(800)]
+check(isinstance(many, list) and [m.status for m in many] == want,
+      "renew many with a body over 1 MiB: renewed the 3 held, not_found the others, in order",
+      many if not isinstance(many, list) else Counter(m.status for m in many))
+nowhere = [{"namespace": NS, "key": f"none/{i}", "owner": "worker-b", "token": 1} for i in range(1001)]
+try:
+    many = writer.renew_many(nowhere)
+except LeaseError as e:
+    many = e
+check(isinstance(many, list) and [m.status for m in many] == ["not_found"] * 1001,
+      "renew many of 1,001 renewals: each not_found",
+      many if not isinstance(many, list) else Counter(m.status for m in many))
 
 # the audit trail, since an hour ago, and of one key
 ops = [rec.op for rec in reader.audit(namespace=NS, key="job/1", since="1h").items]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasestore/leasestore/internal/testkit/pgbouncer"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/migrations"
 )
 
 // A DSN whose role is read-only by default (as a replica's DSN given by
@@ -82,5 +83,40 @@ func TestMigrateRefusesPoolerDSN(t *testing.T) {
 	r := c.run(t, "migrate", "up")
 	if r.code != 2 || !strings.Contains(r.stderr, "direct connection") {
 		t.Fatalf("migrate up through a pooler DSN:\n%s", r)
+	}
+}
+
+// migrate finds a pooler that does not keep sessions as the other commands
+// do, by the server process id, and refuses it as it refuses
+// pooler=transaction, writing nothing. It went through it and failed with
+// an error naming neither the pooler nor the fix (`prepared statement
+// "stmtcache_..." already exists`), and where it got further it would
+// have left goose's session lock on a server connection others use.
+func TestMigrateRefusesDetectedPooler(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	c := leasectl{dir: t.TempDir(), dsn: pgbouncer.Start(t).DSN(t, dsn)}
+	r := c.run(t, "migrate", "up")
+	if r.code != 2 || !strings.Contains(r.stderr, "direct connection") {
+		t.Fatalf("migrate up through PgBouncer (no pooler parameter):\n%s", r)
+	}
+	direct := leasectl{dir: t.TempDir(), dsn: dsn}
+	if st := direct.runJSON(t, 0, "migrate", "status"); st["version"] != float64(0) {
+		t.Fatalf("migrate status after the refusal: %v, want nothing applied", st)
+	}
+}
+
+// pooler=session says sessions are kept (a direct connection, or a pooler
+// in session mode), so migrate runs through it, as every other command
+// does; it was refused as if the pooler kept none.
+func TestMigrateThroughSessionPoolerDSN(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: pgtest.DSN(t) + "&pooler=session"}
+	c.runJSON(t, 0, "migrate", "up")
+	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(migrations.LatestVersion) {
+		t.Fatalf("migrate status with pooler=session: %v", st)
+	}
+	if h := c.runJSON(t, 0, "health"); h["status"] != "healthy" {
+		t.Fatalf("health with pooler=session after migrate up: %v", h)
 	}
 }

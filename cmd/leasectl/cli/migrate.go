@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/spf13/cobra"
 
@@ -88,17 +89,13 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 	if t.dialect == migrations.SQLite {
 		db, err = sqlite.OpenDB(t.path)
 	} else {
-		// Migrations take a session-level lock (goose's locker), which a
-		// pooler that does not keep sessions would leave on a server
-		// connection other clients use.
-		if c, perr := pgx.ParseConfig(t.raw); perr == nil && c.RuntimeParams[postgres.PoolerParam] != "" {
-			return t, nil, usageError("migrate: the DSN goes through a connection pooler (%s=%s): migrations hold a "+
-				"session lock, so run them on a direct connection to the server (the DSN without %s)",
-				postgres.PoolerParam, c.RuntimeParams[postgres.PoolerParam], postgres.PoolerParam)
-		}
-		db, err = sql.Open("pgx", t.raw)
+		db, err = a.openPostgresMigrationDB(ctx, t)
 	}
 	if err != nil {
+		var f *failure
+		if errors.As(err, &f) {
+			return t, nil, err
+		}
 		return t, nil, a.storeError(t, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
@@ -106,6 +103,51 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 		return t, nil, a.storeError(t, err)
 	}
 	return t, db, nil
+}
+
+// openPostgresMigrationDB opens the *sql.DB of a PostgreSQL DSN for
+// migrations. Migrations take a session-level lock (goose's locker), which
+// a pooler that does not keep sessions would leave on a server connection
+// other clients use: such a pooler, named by the DSN's pooler parameter or
+// found as the backend finds it (the server's process id differs from the
+// one the connection was given), is refused. pooler=session is taken out
+// of the DSN (the server does not know it) and migrations run.
+func (a *app) openPostgresMigrationDB(ctx context.Context, t target) (*sql.DB, error) {
+	c, err := pgx.ParseConfig(t.raw)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(how string) error {
+		return usageError("migrate: the DSN goes through a connection pooler that does not keep sessions (%s): "+
+			"migrations hold a session lock, so run them on a direct connection to the server", how)
+	}
+	mode, given := c.RuntimeParams[postgres.PoolerParam]
+	delete(c.RuntimeParams, postgres.PoolerParam)
+	switch {
+	case given && mode == postgres.PoolerTransaction:
+		return nil, refuse(fmt.Sprintf("%s=%s; use the DSN without it", postgres.PoolerParam, mode))
+	case given && mode != postgres.PoolerSession:
+		return nil, usageError("migrate: %s=%q: want %q or %q", postgres.PoolerParam, mode,
+			postgres.PoolerTransaction, postgres.PoolerSession)
+	case !given:
+		// No named prepared statement: it would stay behind on a
+		// pooler's server connection.
+		conn, err := pgx.ConnectConfig(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		var pid uint32
+		err = conn.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeExec).Scan(&pid)
+		direct := pid == conn.PgConn().PID()
+		_ = conn.Close(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !direct {
+			return nil, refuse("found by the server process id")
+		}
+	}
+	return stdlib.OpenDB(*c), nil
 }
 
 // missingSQLite reports whether t names a SQLite file (a plain path) that

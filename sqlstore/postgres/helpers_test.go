@@ -137,3 +137,14 @@ func waitsOn(ctx context.Context, c *pgx.Conn) int {
 		c.PgConn().PID()).Scan(&n)
 	return n
 }
+
+// acquireKeys acquires key("k0") ... key("kN-1") for owner w with ttl,
+// under request ids a0 ... aN-1.
+func acquireKeys(t testing.TB, b *postgres.Backend, key func(string) protocol.Key, n int, ttl time.Duration) {
+	t.Helper()
+	for i := range n {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "w",
+			TTL: ttl, RequestID: fmt.Sprintf("a%d", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+}

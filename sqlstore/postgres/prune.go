@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 var _ audit.Pruner = (*Backend)(nil)
@@ -36,7 +37,22 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	}
 	var res audit.PruneResult
 	for {
-		n, rec, err := b.pruneOnce(ctx, r, res.Removed)
+		var (
+			n   int64
+			rec *audit.Record
+		)
+		// A batch that failed to serialize rolled back whole: run it again.
+		err := retrySerialization(ctx, audit.OpPrune, func() (err error) {
+			n, rec, err = b.pruneOnce(ctx, r, res.Removed)
+			if ie := interpretError("", err); errors.Is(ie, errSerialization) {
+				return ie
+			}
+			return err
+		})
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return res, err // the deadline passed while it kept failing to serialize
+		}
 		if errors.Is(err, errAuditWentBack) {
 			if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
 				return res, interpretError("", err)

@@ -388,3 +388,37 @@ func TestSequenceRepairCoversSweptKeys(t *testing.T) {
 		})
 	}
 }
+
+// A prune whose transaction fails to serialize (SQLSTATE 40001: a
+// default_transaction_isolation of serializable, which a transaction
+// pooler or a borrowed pool leaves in place) is run again, as every other
+// statement is: nothing of the failed transaction stayed. It returned the
+// failure, which leasectl reported as an unclassified error (exit 1). The
+// failure is injected by a trigger on the prune window, once.
+func TestPruneRunsAgainAfterASerializationFailure(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	acquireKeys(t, b, key, 3, time.Minute)
+	mustExec(t, raw, `CREATE SEQUENCE fault_seq`)
+	mustExec(t, raw, `CREATE FUNCTION fault_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF nextval('fault_seq') = 1 THEN
+        RAISE EXCEPTION 'could not serialize access due to read/write dependencies among transactions'
+            USING ERRCODE = '40001';
+    END IF;
+    RETURN NEW;
+END $$`)
+	mustExec(t, raw, `CREATE TRIGGER fault_once BEFORE INSERT ON leasestore_audit_prune FOR EACH ROW EXECUTE FUNCTION fault_once()`)
+	res, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now().Add(time.Minute), Actor: "ops", RequestID: "prune"})
+	if err != nil {
+		t.Fatalf("prune after one serialization failure: %v", err)
+	}
+	if res.Removed != 3 || res.Record.Op != audit.OpPrune {
+		t.Fatalf("prune: %+v, want 3 records removed and the prune's record", res)
+	}
+	if n := count(t, raw, "SELECT last_value FROM fault_seq"); n != 2 {
+		t.Fatalf("the window was opened %d times, want twice (the failure, then the run that went through)", n)
+	}
+}

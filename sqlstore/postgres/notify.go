@@ -62,6 +62,10 @@ const (
 const (
 	listenSQL     = `LISTEN ` + notifyChannel
 	schemaNameSQL = `SELECT current_schema()`
+	// whereSQL reads where a connection works: its database (a channel
+	// is a database's own) and schema (the payloads name it), to compare
+	// a Config.ListenDSN's with the pool's.
+	whereSQL      = `SELECT current_database(), coalesce(current_schema(), '')`
 	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
 	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
 )
@@ -308,6 +312,9 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 	if err == nil {
 		err = conn.QueryRow(ctx, schemaNameSQL).Scan(&schema)
 	}
+	if err == nil && l.dsn != "" {
+		err = l.sameStore(ctx, conn)
+	}
 	if err != nil {
 		_ = conn.Close(ctx)
 		return nil, "", err
@@ -326,6 +333,27 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 		}
 	}
 	return conn, schema, nil
+}
+
+// sameStore refuses a listener connection made from Config.ListenDSN that
+// works in another database or schema than the pool's connections: it
+// would hear none of the store's releases, and its waiters would sleep
+// until their recheck instead of polling.
+func (l *listener) sameStore(ctx context.Context, conn *pgx.Conn) error {
+	var db, schema, poolDB, poolSchema string
+	if err := conn.QueryRow(ctx, whereSQL).Scan(&db, &schema); err != nil {
+		return err
+	}
+	if err := l.b.pool.QueryRow(ctx, whereSQL).Scan(&poolDB, &poolSchema); err != nil {
+		return err
+	}
+	if db != poolDB || schema != poolSchema {
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
+			"postgres: Config.ListenDSN reaches schema %q of database %q, the pool schema %q of database %q, so it "+
+				"would hear none of the store's releases: give it the pool's database and search_path", schema, db,
+			poolSchema, poolDB)
+	}
+	return nil
 }
 
 // apply runs c on conn and, for a lock, tells the key's subscribers.

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,37 @@ func TestListenerLetsGoWhenIdle(t *testing.T) {
 		if took := time.Since(stopped); took < idle/2 {
 			t.Errorf("round %d: the listener connection was closed %v after the last waiter stopped, before ListenerIdle %v", round, took, idle)
 		}
+	}
+}
+
+// A Config.ListenDSN that reaches another schema (or database) than the
+// pool's hears no release of the store's: its notifications name the
+// pool's schema, and a database's channels are its own. Subscribe must
+// refuse it, naming ListenDSN, so that waiters poll; it succeeded, and a
+// waiter slept up to its 30 s recheck after each release, and a holder
+// (Hold, the scheduler, run) never heard a revoke at once.
+func TestListenDSNOfAnotherSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	dsn, elsewhere := pgtest.MigratedDSN(t), pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{ListenDSN: elsewhere})
+	k := keysIn(pgtest.Namespace())("k")
+	ch, cancel, err := b.Subscribe(ctxT(t), k)
+	if err == nil {
+		defer cancel()
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute, RequestID: "a"})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+		rel, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: k, Owner: "o", Token: res.Lease.Token, RequestID: "r"})
+		wantStatus(t, "release", rel, err, protocol.StatusReleased)
+		woken := false
+		select {
+		case <-ch:
+			woken = true
+		case <-time.After(2 * time.Second):
+		}
+		t.Fatalf("Subscribe through a ListenDSN of another schema succeeded (woken by the store's release: %v)", woken)
+	}
+	wantErrStatus(t, "subscribe", err, protocol.StatusUnavailable)
+	if !strings.Contains(err.Error(), "ListenDSN") {
+		t.Fatalf("subscribe: %v does not name Config.ListenDSN", err)
 	}
 }

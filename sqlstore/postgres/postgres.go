@@ -177,7 +177,9 @@ type Config struct {
 	// ListenDSN is a DSN that reaches the same database and schema
 	// directly, not through a pooler, for the connection that listens for
 	// released keys on behalf of waiting acquires (LISTEN and session
-	// advisory locks need a session of their own). Default: the pool's
+	// advisory locks need a session of their own). A listener that reaches
+	// another database or schema than the pool's is refused (Subscribe
+	// answers unavailable, and waiters poll). Default: the pool's
 	// DSN, or, behind a transaction pooler, none: waiting acquires poll
 	// (protocol.WaitConfig.Recheck, one second by default).
 	ListenDSN string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -295,4 +296,26 @@ func TestHealth(t *testing.T) {
 	}
 	_ = b.Close(context.Background())
 	wantErrStatus(t, "health after close", b.Health(ctxT(t)), protocol.StatusUnavailable)
+}
+
+// Health refuses a schema this release cannot serve, as Open does, naming
+// both versions: one rolled back beneath a running service (migrate down
+// before its binaries) made every write fail (column "lock_delay" does not
+// exist) while health said healthy.
+func TestHealthRefusesASchemaItCannotServe(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Down(ctxT(t), migrations.Postgres, sqlDB(t, dsn)); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Health(ctxT(t))
+	wantErrStatus(t, "health after migrate down", err, protocol.StatusUnavailable)
+	want := fmt.Sprintf("version %d, this release needs %d", migrations.LatestVersion-1, migrations.LatestVersion)
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("health: %q does not say %q", err, want)
+	}
 }

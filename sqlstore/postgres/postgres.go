@@ -371,6 +371,8 @@ func (b *Backend) check(ctx context.Context) error {
 // checkSettings refuses what would break a guarantee or change answers, and
 // repairs what it can, in one round trip (two when it repairs):
 //
+//   - a schema this release cannot serve (as checkSchema judges it): one
+//     rolled back, or moved past what this release serves, after Open.
 //   - synchronous_commit off or local: a crash could lose a committed
 //     acquire and issue its token again. The pools Open makes pin it; a
 //     borrowed pool, or one behind a transaction pooler (where nothing is
@@ -405,13 +407,20 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		cache, lockMS, idleTxMS     int64
 		behind, moved               bool
 		readOnly, recovery          bool
+		schema                      string
+		version, oldest             int64
 	)
 	err := retrySerialization(ctx, op, func() error {
 		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved,
-			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery))
+			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest))
 	})
 	if err != nil {
 		return err
+	}
+	if !sqlstore.ServesSchema(version, oldest, migrations.LatestVersion) {
+		e := sqlstore.SchemaVersionError(version, migrations.LatestVersion, fmt.Sprintf("postgres schema %q", schema))
+		e.Op = op
+		return e
 	}
 	if syncCommit == "off" || syncCommit == "local" {
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil,

@@ -519,8 +519,10 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // next transaction id would map below the newest audit record (a move to
 // another cluster: see leasestore_audit_new_era), lock_timeout and
 // idle_in_transaction_session_timeout in milliseconds,
-// session_replication_role, whether sessions are read-only by default, and
-// whether the server is a standby.
+// session_replication_role, whether sessions are read-only by default,
+// whether the server is a standby, and the schema's name, migration version
+// and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
+// schema rolled back or moved on beneath a running service).
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
        (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
@@ -534,7 +536,10 @@ SELECT current_setting('synchronous_commit'),
        (extract(epoch FROM current_setting('idle_in_transaction_session_timeout')::interval) * 1000)::bigint,
        current_setting('session_replication_role'),
        current_setting('default_transaction_read_only')::boolean,
-       pg_is_in_recovery()`
+       pg_is_in_recovery(),
+       current_schema(),
+       (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
+       coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)`
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past

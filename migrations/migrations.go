@@ -157,6 +157,11 @@ var ErrNothingApplied = errors.New("migrations: no leasestore migration is appli
 // back the first migration of a store that holds data. Nothing was written.
 var ErrStoreNotEmpty = errors.New("migrations: the store holds data")
 
+// ErrNewerSchema is matched by the error of [Down] when the database is at
+// a version newer than [LatestVersion] (a newer release migrated it): only
+// that release's migrations can roll it back. Nothing was written.
+var ErrNewerSchema = errors.New("migrations: the schema is newer than this release knows")
+
 // DownOption changes what [Down] may do.
 type DownOption func(*downConfig)
 
@@ -190,6 +195,12 @@ func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goos
 		return nil, err
 	} else if !ok {
 		return nil, ErrNothingApplied
+	}
+	if v, err := DBVersion(ctx, d, db); err != nil {
+		return nil, err
+	} else if v > LatestVersion {
+		return nil, fmt.Errorf("%w: it is at version %d, this release knows up to %d: roll it back with the release "+
+			"that applied version %d (its leasectl migrate down)", ErrNewerSchema, v, LatestVersion, v)
 	}
 	if !cfg.destroyData {
 		if err := refuseToDropData(ctx, d, db, p); err != nil {
@@ -315,6 +326,21 @@ func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatu
 		return st, fmt.Errorf("migrations: status: %w", err)
 	}
 	return st, nil
+}
+
+// DBVersion returns the highest migration version applied to db, 0 when
+// none was (or [VersionTable] does not exist). Unlike [Status], which lists
+// the migrations of this release, it also reports a version newer than
+// [LatestVersion], applied by a newer release.
+func DBVersion(ctx context.Context, d Dialect, db *sql.DB) (int64, error) {
+	if ok, err := versionTableExists(ctx, d, db); err != nil || !ok {
+		return 0, err
+	}
+	var v int64
+	if err := db.QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM "+VersionTable).Scan(&v); err != nil {
+		return 0, fmt.Errorf("migrations: read the schema version: %w", err)
+	}
+	return v, nil
 }
 
 // versionTableExists reports whether [VersionTable] exists where goose

@@ -195,17 +195,17 @@ func migrationError(ctx context.Context, t target, err error) error {
 	return &failure{status: status, err: fmt.Errorf("migrate %s: %w", t.shown, err)}
 }
 
-// schemaVersion returns the highest applied migration version.
+// schemaVersion returns the status of this release's migrations and the
+// highest applied migration version, also one newer than this release
+// knows (which the status does not list).
 func schemaVersion(ctx context.Context, d migrations.Dialect, db *sql.DB) ([]*goose.MigrationStatus, int64, error) {
 	st, err := migrations.Status(ctx, d, db)
 	if err != nil {
 		return nil, 0, err
 	}
-	var v int64
-	for _, s := range st {
-		if s.State == goose.StateApplied && s.Source != nil && s.Source.Version > v {
-			v = s.Source.Version
-		}
+	v, err := migrations.DBVersion(ctx, d, db)
+	if err != nil {
+		return nil, 0, err
 	}
 	return st, v, nil
 }
@@ -320,8 +320,10 @@ store first.`,
 			switch {
 			case errors.Is(err, goose.ErrNoNextVersion), errors.Is(err, migrations.ErrNothingApplied):
 				// nothing applied: nothing to roll back
-			case errors.Is(err, migrations.ErrStoreNotEmpty):
-				// Refused for want of a flag, and nothing was written: invalid (exit 2).
+			case errors.Is(err, migrations.ErrStoreNotEmpty), errors.Is(err, migrations.ErrNewerSchema):
+				// Refused for want of a flag, or a schema a newer release
+				// migrated (its leasectl rolls it back), and nothing was
+				// written: invalid (exit 2).
 				return &failure{status: string(protocol.StatusInvalid), err: fmt.Errorf("migrate %s: %w", t.shown, err)}
 			case err != nil:
 				return migrationError(ctx, t, err)

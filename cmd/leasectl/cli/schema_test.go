@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/migrations"
 )
 
 // The operator guide's advice, followed literally: migrate up with a search_path
@@ -50,5 +54,41 @@ func TestMigrateStatusOfAMissingSchema(t *testing.T) {
 	wantCode(t, up, ExitOK)
 	if !strings.Contains(up.stderr, "created schema") {
 		t.Errorf("migrate up after status did not create the schema; stderr:\n%s", up.stderr)
+	}
+}
+
+// A schema a newer release migrated (a rolling deploy migrates first) is
+// reported at its own version by migrate status and up, not at the newest
+// this leasectl knows, and migrate down refuses it naming the fix. status
+// and up said "schema version 4, latest known 4" of a schema at 5 (a
+// rollback script comparing the two would go ahead), and down failed with
+// goose's "version not found".
+func TestMigrateReportsASchemaNewerThanItKnows(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	e := env{EnvDSN: dsn}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	newer := int64(migrations.LatestVersion + 1)
+	if _, err := conn.Exec(t.Context(), "INSERT INTO leasestore_goose_db_version (version_id, is_applied) VALUES ($1, true)", newer); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"status", "up"} {
+		o := runCLI(t, e, "migrate", cmd, "-o", "json")
+		wantCode(t, o, ExitOK)
+		if v := o.json(t)["version"]; v != float64(newer) {
+			t.Errorf("migrate %s: version %v, want %d", cmd, v, newer)
+		}
+	}
+	down := runCLI(t, e, "migrate", "down")
+	wantCode(t, down, ExitUsage)
+	if !strings.Contains(down.stderr, "newer") {
+		t.Errorf("migrate down of a newer schema does not say why:\n%s", down.stderr)
+	}
+	if v := migratedVersion(t, e); v != newer {
+		t.Errorf("version %d after the refused down, want %d", v, newer)
 	}
 }

@@ -299,8 +299,9 @@ func (e *storeNotEmptyError) Error() string {
 func (e *storeNotEmptyError) Is(target error) bool { return target == ErrStoreNotEmpty }
 
 // Status reports every migration of dialect d and whether it is applied.
-// It only reads: on a database that was never migrated it reports every
-// migration pending without creating goose's version table.
+// It only reads, and does not wait for a migration in progress (it takes
+// no migration lock): on a database that was never migrated it reports
+// every migration pending without creating goose's version table.
 func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatus, error) {
 	if ok, err := versionTableExists(ctx, d, db); err != nil {
 		return nil, err
@@ -317,7 +318,9 @@ func Status(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationStatu
 		}
 		return st, nil
 	}
-	p, err := NewProvider(ctx, d, db)
+	// No migration lock: status only reads, and must not wait for a deploy
+	// that is migrating (goose's Status takes the lock when one is set).
+	p, err := newProvider(ctx, d, db, false)
 	if err != nil {
 		return nil, err
 	}

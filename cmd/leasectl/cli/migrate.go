@@ -188,11 +188,11 @@ func pendingMigrations(d migrations.Dialect) ([]migrationStateJSON, error) {
 // when the deadline passed (another deploy may hold the migration lock:
 // raise --timeout), otherwise a plain error (exit 1).
 func migrationError(ctx context.Context, t target, err error) error {
-	status := StatusError
 	if ctx.Err() != nil {
-		status = string(protocol.StatusTimeout)
+		return &failure{status: string(protocol.StatusTimeout), err: fmt.Errorf("migrate %s: --timeout passed (another "+
+			"deploy may hold the schema's migration lock while it migrates: raise --timeout to wait for it): %w", t.shown, err)}
 	}
-	return &failure{status: status, err: fmt.Errorf("migrate %s: %w", t.shown, err)}
+	return &failure{status: StatusError, err: fmt.Errorf("migrate %s: %w", t.shown, err)}
 }
 
 // schemaVersion returns the status of this release's migrations and the

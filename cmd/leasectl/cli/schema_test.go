@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -90,5 +91,33 @@ func TestMigrateReportsASchemaNewerThanItKnows(t *testing.T) {
 	}
 	if v := migratedVersion(t, e); v != newer {
 		t.Errorf("version %d after the refused down, want %d", v, newer)
+	}
+}
+
+// migrate up that runs out of --timeout waiting for the migration lock
+// (another deploy migrating the schema) says so and what to do; it said
+// only "context deadline exceeded".
+func TestMigrateTimeoutNamesTheLock(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var schema string
+	if err := conn.QueryRow(t.Context(), "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	// The schema's migration lock, as migrations.NewProvider derives it.
+	h := fnv.New64a()
+	h.Write([]byte("leasestore:" + schema))
+	if _, err := conn.Exec(t.Context(), "SELECT pg_advisory_lock($1)", int64(h.Sum64()>>1)); err != nil {
+		t.Fatal(err)
+	}
+	o := runCLI(t, env{EnvDSN: dsn}, "migrate", "up", "--timeout", "1s")
+	wantCode(t, o, ExitUnavailable)
+	if !strings.Contains(o.stderr, "migration lock") || !strings.Contains(o.stderr, "--timeout") {
+		t.Fatalf("migrate up that timed out waiting for the lock does not say so:\n%s", o.stderr)
 	}
 }

@@ -284,6 +284,17 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 			return nil, "", backendkit.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(l.dsn)),
 				"postgres: parse Config.ListenDSN")
 		}
+		// leasestore's own parameter, which the server does not know (a
+		// copy of the pool's DSN may carry it): only a session of its own
+		// will do.
+		if mode, ok := c.RuntimeParams[PoolerParam]; ok {
+			delete(c.RuntimeParams, PoolerParam)
+			if mode != PoolerSession {
+				return nil, "", backendkit.NewError("", protocol.StatusUnavailable, nil,
+					"postgres: Config.ListenDSN says %s=%s, but the listener needs a session of its own: "+
+						"give it a direct connection to the server", PoolerParam, mode)
+			}
+		}
 		cfg = c
 	}
 	// A wait for a notification is ended by a deadline on the socket when

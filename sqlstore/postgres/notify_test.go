@@ -200,3 +200,36 @@ func TestListenDSNOfAnotherSchemaIsRefused(t *testing.T) {
 		t.Fatalf("subscribe: %v does not name Config.ListenDSN", err)
 	}
 }
+
+// Config.ListenDSN may carry leasestore's pooler parameter, as the pool's
+// DSN does (a copy of it with the host changed): the listener takes it out
+// before connecting, and pooler=session (sessions kept) listens. The
+// server refused the parameter ("unrecognized configuration parameter
+// \"pooler\""), so every Subscribe failed and waiters polled.
+func TestListenDSNWithPoolerParameter(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{ListenDSN: dsn + "&pooler=session"})
+	k := keysIn(pgtest.Namespace())("k")
+	ch, cancel, err := b.Subscribe(ctxT(t), k)
+	if err != nil {
+		t.Fatalf("subscribe with a ListenDSN that says pooler=session: %v", err)
+	}
+	defer cancel()
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: k, Owner: "o", TTL: time.Minute, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	rel, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: k, Owner: "o", Token: res.Lease.Token, RequestID: "r"})
+	wantStatus(t, "release", rel, err, protocol.StatusReleased)
+	select {
+	case <-ch:
+	case <-time.After(opTimeout):
+		t.Fatal("the release did not wake the waiter")
+	}
+
+	tb := openBackend(t, dsn, &postgres.Config{ListenDSN: dsn + "&pooler=transaction"})
+	_, _, err = tb.Subscribe(ctxT(t), k)
+	wantErrStatus(t, "subscribe with a ListenDSN that says pooler=transaction", err, protocol.StatusUnavailable)
+	if !strings.Contains(err.Error(), "ListenDSN") {
+		t.Fatalf("subscribe: %v does not name Config.ListenDSN", err)
+	}
+}

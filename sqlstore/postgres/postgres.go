@@ -179,7 +179,9 @@ type Config struct {
 	// released keys on behalf of waiting acquires (LISTEN and session
 	// advisory locks need a session of their own). A listener that reaches
 	// another database or schema than the pool's is refused (Subscribe
-	// answers unavailable, and waiters poll). Default: the pool's
+	// answers unavailable, and waiters poll), as is one whose pooler
+	// parameter says a pooler that keeps no sessions is in front
+	// (pooler=session is taken out). Default: the pool's
 	// DSN, or, behind a transaction pooler, none: waiting acquires poll
 	// (protocol.WaitConfig.Recheck, one second by default).
 	ListenDSN string

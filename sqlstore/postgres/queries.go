@@ -592,7 +592,9 @@ RETURNING id, at`)
 // how many rows it set aside and how many it removed. A row goes only
 // while the fencing sequence has issued its token and caches no values, so
 // that any later acquire of the key draws a greater one, and never the row
-// holding the table's greatest token (top): so the table always holds a
+// holding the table's greatest token (top: read once, and only when a row
+// is otherwise due to go, so a sweep with nothing to remove does not pay
+// for it): so the table always holds a
 // token at least as great as every token ever issued, and a switchover or
 // a restore that did not carry the sequence is repaired from it
 // (repairSequenceSQL), swept keys included; with that row gone too, the
@@ -618,17 +620,20 @@ RETURNING id, at`)
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
     SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
-           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached,
-           (SELECT max(t.token) FROM leasestore_leases t) AS top
+           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
     FROM leasestore_fencing_seq
+), top AS MATERIALIZED (
+    SELECT max(t.token) AS token FROM leasestore_leases t
 ), cand AS MATERIALIZED (
     SELECT l.namespace, l.name,
            (l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached AND l.token < seq.top) AS gone
+            AND l.token <= seq.issued AND seq.uncached
+            AND l.token < (SELECT top.token FROM top)) AS gone
     FROM leasestore_leases l, seq
     WHERE l.expires_at <= coalesce(@now::timestamptz, now())
       AND ((l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached AND l.token < seq.top)
+            AND l.token <= seq.issued AND seq.uncached
+            AND l.token < (SELECT top.token FROM top))
            OR l.swept_token IS DISTINCT FROM l.token)
     LIMIT 2 * @limit::integer
     FOR UPDATE OF l SKIP LOCKED

@@ -141,10 +141,13 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
+		// The lease as the file stores it (microseconds), so that the answer
+		// agrees with a get and a replay.
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
-			ExpiresAt: now.Add(req.TTL), Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay}
+			ExpiresAt: now.Add(req.TTL).Truncate(time.Microsecond), Version: protocol.LeaseFormatVersion,
+			LockDelay: req.LockDelay.Truncate(time.Microsecond)}
 		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
-			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, req.LockDelay.Microseconds()).Scan(&l.Token)
+			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds()).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
 			cur, err := b.blocking(ctx, tx, req.Key, now)
 			if err != nil {

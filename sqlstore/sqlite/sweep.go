@@ -14,8 +14,16 @@ var _ protocol.Sweeper = (*Backend)(nil)
 // and sets aside up to max rows of other expired leases (out of the live
 // indexes, so that lists do not read them), in one write transaction (see
 // [protocol.Sweeper]). Release and revoke delete their row already.
+// A max of 0 or less sweeps nothing, and a negative grace counts as 0: a
+// lease that has not ended (nor its lock-delay) is never removed.
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
 	var n protocol.SweepResult
+	if max <= 0 {
+		return n, nil // SQLite reads a negative LIMIT as none
+	}
+	if grace < 0 {
+		grace = 0
+	}
 	_, err := b.write(ctx, protocol.OpSweep, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		n = protocol.SweepResult{}
 		gone, err := tx.ExecContext(ctx, qSweep, micros(now), grace.Microseconds(), max)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -293,6 +294,25 @@ func TestSchemaChecked(t *testing.T) {
 		}
 		_, err = sqlite.Open(ctx, path, nil)
 		expectUnavailable(t, "Open", err, "newer", "upgrade leasestore")
+	})
+	t.Run("rolled_back_while_open", func(t *testing.T) {
+		// A deploy rolled the schema back under a running release:
+		// operations refuse it naming both versions and the fix, as
+		// Health and Open do, rather than with a bare "no such column".
+		path := migratedFile(t)
+		b := open(t, path, nil)
+		db := rawDB(t, path)
+		if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{fmt.Sprintf("schema version %d, this release needs %d", migrations.LatestVersion-1, migrations.LatestVersion),
+			"leasectl migrate up"}
+		_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+		expectUnavailable(t, "acquire", err, want...)
+		_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
+		expectUnavailable(t, "get", err, want...)
+		_, err = b.Revoke(ctx, protocol.RevokeRequest{Key: key("x"), Actor: "op", Reason: "r", RequestID: "r"})
+		expectUnavailable(t, "revoke", err, want...)
 	})
 	t.Run("dropped_table", func(t *testing.T) {
 		// The version table says migrated, but a table is gone: operations

@@ -17,8 +17,31 @@ import (
 	"github.com/leasestore/leasestore/sqlstore"
 )
 
+// interpret is [interpretError] for b's file. SQLite's complaint about a
+// table or column the statement names is first checked against the
+// file's schema version: a schema migrated down (or up past what this
+// release serves) under a running release is refused naming both versions
+// and the fix, as Open and Health refuse it.
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	if missingSchemaObject(err) {
+		if refusal, rerr := b.schemaRefusal(ctx); rerr == nil && refusal != nil {
+			refusal.Op, refusal.Err = op, err
+			return refusal
+		}
+	}
 	return interpretError(ctx, op, b.file, err)
+}
+
+// missingSchemaObject reports whether err is SQLite's refusal of a
+// statement that names a table or column the file does not have.
+func missingSchemaObject(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_ERROR {
+		return false
+	}
+	msg := se.Error()
+	return strings.Contains(msg, "no such table") || strings.Contains(msg, "no such column") ||
+		strings.Contains(msg, "has no column named")
 }
 
 // interpretError is the one place where the SQLite backend turns driver and

@@ -332,14 +332,29 @@ func (b *Backend) File() string { return b.file }
 // checkSchema refuses a file whose leasestore schema is missing, older than
 // migrations.LatestVersion, or newer and not servable by this release.
 func (b *Backend) checkSchema(ctx context.Context) error {
+	refusal, err := b.schemaRefusal(ctx)
+	if err != nil {
+		// Not b.interpret, which calls schemaRefusal itself.
+		return interpretError(ctx, "", b.file, err)
+	}
+	if refusal != nil {
+		return refusal
+	}
+	return nil
+}
+
+// schemaRefusal reads the file's schema version and returns the refusal of
+// a schema this release cannot serve (nil when it can), or the error that
+// kept it from reading the version.
+func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 	var n int
 	if err := b.db.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
-		return b.interpret(ctx, "", err)
+		return nil, err
 	}
 	var v int64
 	if n > 0 {
 		if err := b.db.QueryRowContext(ctx, qSchemaVersion).Scan(&v); err != nil {
-			return b.interpret(ctx, "", err)
+			return nil, err
 		}
 	}
 	var oldest int64
@@ -348,9 +363,9 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 		_ = b.db.QueryRowContext(ctx, qSchemaCompat).Scan(&oldest)
 	}
 	if !sqlstore.ServesSchema(v, oldest, migrations.LatestVersion) {
-		return sqlstore.SchemaVersionError(v, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file))
+		return sqlstore.SchemaVersionError(v, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file)), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // Health returns nil when the file is readable and its schema is current.

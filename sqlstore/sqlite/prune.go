@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,7 +35,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			n   int64
 			rec *backendkit.Recorded
 		)
-		_, err := b.write(ctx, "", func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		_, err := b.write(ctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 			if _, err := tx.ExecContext(ctx, qPruneOpen, micros(r.Before)); err != nil {
 				return protocol.Result{}, false, err
 			}
@@ -50,6 +51,15 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			}
 			if n == pruneBatch {
 				return protocol.Result{}, true, nil
+			}
+			// Another prune with this request id may have recorded since the
+			// look-up above; the write lock makes this look-up final.
+			_, err = scanRecorded(tx.StmtContext(ctx, b.stmts.findRequest).QueryRowContext(ctx, "", r.RequestID))
+			if err == nil {
+				return protocol.Result{}, false, backendkit.PruneIDUsed(r.RequestID)
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return protocol.Result{}, false, err
 			}
 			reason := fmt.Sprintf("removed %d records before %s", res.Removed+n, r.Before.UTC().Format(time.RFC3339Nano))
 			rec = &backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,

@@ -1,0 +1,57 @@
+package sqlite_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// Two prunes with one request id at once (a retry while the first still
+// runs): one prunes and records, the other answers invalid, as a prune
+// whose id is already in the trail does. The second answered unavailable
+// with the trigger's "replacing a record refused".
+func TestConcurrentPrunesWithOneRequestID(t *testing.T) {
+	ctx := ctxT(t)
+	clock := newClock()
+	b := open(t, migratedFile(t), clock)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Second, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	clock.Advance(time.Minute)
+	req := audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-1"}
+
+	release := sqlite.HoldWriter(b)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.PruneAudit(ctx, req)
+		}()
+	}
+	for sqlite.WriteQueueLen(b) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	var ok, invalid int
+	for _, err := range errs {
+		var pe *protocol.Error
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &pe) && pe.Status == protocol.StatusInvalid:
+			invalid++
+		default:
+			t.Errorf("prune: %v; want success or invalid (the request id was used)", err)
+		}
+	}
+	if ok != 1 || invalid != 1 {
+		t.Fatalf("prunes with one request id: %d succeeded, %d invalid (%v); want one of each", ok, invalid, errs)
+	}
+}

@@ -180,22 +180,12 @@ func TestWritePastDeadlineCommitsNothing(t *testing.T) {
 	late, _ := bctx.Deadline()
 	errs := make(chan error, 2)
 	go func() { errs <- sqlite.SlowWrite(bctx, b, "slow", late.Add(100*time.Millisecond)) }()
-	queued := func(n int) {
-		t.Helper()
-		for sqlite.WriteQueueLen(b) != n {
-			select {
-			case <-bctx.Done():
-				t.Fatalf("%d writes queued before the batch's deadline, want %d", sqlite.WriteQueueLen(b), n)
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
-	queued(1)
+	waitQueued(bctx, t, b, 1)
 	go func() {
 		_, err := b.Acquire(bctx, protocol.AcquireRequest{Key: key("other"), Owner: "w", TTL: time.Minute, RequestID: "other"})
 		errs <- err
 	}()
-	queued(2)
+	waitQueued(bctx, t, b, 2)
 	before := sqlite.WriteBatches(b)
 	release()
 	for range 2 {

@@ -118,3 +118,16 @@ func wantStatus(t testing.TB, what string, res protocol.Result, err error, want 
 		t.Fatalf("%s: %q (%s), %v; want status %q", what, res.Status, res.Message, err, want)
 	}
 }
+
+// waitQueued waits until n writes wait for b's next batch, failing the
+// test when ctx ends first.
+func waitQueued(ctx context.Context, t testing.TB, b *sqlite.Backend, n int) {
+	t.Helper()
+	for sqlite.WriteQueueLen(b) != n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d writes queued before the batch's deadline, want %d", sqlite.WriteQueueLen(b), n)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

@@ -45,5 +45,9 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 		n = protocol.SweepResult{Removed: int(removed), SetAside: int(setAside)}
 		return protocol.Result{}, err == nil, err
 	})
-	return n, err
+	if err != nil {
+		// The batch did not commit (or the sweep failed): nothing went.
+		return protocol.SweepResult{}, err
+	}
+	return n, nil
 }

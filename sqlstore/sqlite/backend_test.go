@@ -251,6 +251,17 @@ func TestSchemaChecked(t *testing.T) {
 		}
 	})
 
+	t.Run("missing_read_only_uri", func(t *testing.T) {
+		// The command the refusal names creates the file: it names the
+		// file, not a URI whose mode=ro would refuse to create it.
+		path := t.TempDir() + "/missing.db"
+		_, err := sqlite.Open(ctx, "file:"+path+"?mode=ro", nil)
+		expectUnavailable(t, "Open", err, "leasectl migrate up --dsn sqlite:"+path+"`")
+		if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+			t.Fatalf("Open of a missing file left %s behind (stat: %v)", path, statErr)
+		}
+	})
+
 	t.Run("unmigrated", func(t *testing.T) {
 		path := t.TempDir() + "/empty.db"
 		db := rawDB(t, path)

@@ -255,7 +255,7 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 		_, statErr := os.Stat(file)
 		if _, dirErr := os.Stat(filepath.Dir(file)); errors.Is(statErr, fs.ErrNotExist) && dirErr == nil {
 			return nil, backendkit.NewError("", protocol.StatusUnavailable, statErr,
-				"sqlite: no leasestore store at %s: create and migrate it with `leasectl migrate up --dsn sqlite:%s` (or OpenDB and migrations.Up)", file, path)
+				"sqlite: no leasestore store at %s: create and migrate it with `leasectl migrate up --dsn sqlite:%s` (or OpenDB and migrations.Up)", file, file)
 		}
 	}
 	db, err := openDB(path, busy)

@@ -143,6 +143,11 @@ var (
 //   - foreign_keys=ON: leasestore's schema has no foreign keys today; it is
 //     on so that a future migration adding one is enforced.
 //
+// A "file:" URI's parameters that would change these (the driver's
+// _synchronous, _busy_timeout, _foreign_keys, _txlock and _journal_mode,
+// their aliases, and _pragma of the same pragmas) are replaced or dropped;
+// the others are kept.
+//
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
 func OpenDB(path string) (*sql.DB, error) {
@@ -228,12 +233,45 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 		file = path
 	}
 	q := u.Query()
+	// The driver's aliases win over the keys set below, and journal_mode
+	// is OpenDB's (enableWAL): a URI cannot undo what OpenDB pins.
+	for _, k := range []string{"_sync", "_timeout", "_fk", "_journal", "_journal_mode"} {
+		q.Del(k)
+	}
+	var pragmas []string
+	for _, p := range q["_pragma"] {
+		if !pinnedPragma(p) {
+			pragmas = append(pragmas, p)
+		}
+	}
+	q["_pragma"] = pragmas
+	if len(pragmas) == 0 {
+		q.Del("_pragma")
+	}
 	q.Set("_txlock", "immediate")
 	q.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "1")
 	u.RawQuery = q.Encode()
 	return u.String(), file, nil
+}
+
+// pinnedPragma reports whether p, a _pragma parameter ("name(value)" or
+// "name=value", the name possibly schema-qualified), sets a pragma that
+// OpenDB pins.
+func pinnedPragma(p string) bool {
+	name := strings.ToLower(strings.TrimSpace(p))
+	if i := strings.IndexAny(name, "(= "); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	switch name {
+	case "busy_timeout", "synchronous", "journal_mode", "foreign_keys":
+		return true
+	}
+	return false
 }
 
 // Open opens the SQLite file at path (a file name or a "file:" URI, as for

@@ -77,5 +77,28 @@ func sweepCases() []testCase {
 				e.t.Fatalf("third sweep: %+v, %v; want none", n, err)
 			}
 		}},
+		{"bad_arguments_remove_no_live_lease", func(e *env) {
+			// A Go caller's bad arithmetic: a max of 0 or less sweeps
+			// nothing, a negative grace counts as none; a lease that has
+			// not ended is never removed (its holder would hear not_found
+			// and anyone could take the key, with no audit record).
+			s := sweeper(e, e.h.Backend)
+			e.acquire(e.a, "ended", "w1", time.Second)
+			e.acquire(e.b, "filler", "w2", time.Hour) // the greatest token stays live
+			e.clock.Advance(time.Minute)
+			live := e.acquire(e.b, "live", "w2", time.Hour)
+			for _, max := range []int{0, -1} {
+				if n, err := s.Sweep(e.ctx, max, 0); err != nil || n.Removed != 0 {
+					e.t.Fatalf("sweep with max %d: %+v, %v; want nothing removed", max, n, err)
+				}
+			}
+			if _, err := s.Sweep(e.ctx, 100, -time.Hour); err != nil {
+				e.t.Fatalf("sweep with grace -1h: %v", err)
+			}
+			e.expectLease("the live lease after a sweep with grace -1h", e.get(e.a, "live"), live)
+			if rows := e.listAll(e.a, protocol.ListRequest{Namespace: e.ns}); len(rows) != 2 {
+				e.t.Fatalf("live rows after the sweeps: %v, want filler and live", rows)
+			}
+		}},
 	}
 }

@@ -13,6 +13,12 @@ var _ protocol.Sweeper = (*Backend)(nil)
 // store's clock (see [protocol.Sweeper]); one counter issues every token,
 // so a key acquired afterwards still gets a greater one.
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	if max <= 0 {
+		return protocol.SweepResult{}, nil
+	}
+	if grace < 0 {
+		grace = 0
+	}
 	s, now, err := b.lock(ctx, protocol.OpSweep)
 	if err != nil {
 		return protocol.SweepResult{}, err

@@ -22,7 +22,9 @@ import (
 type Sweeper interface {
 	// Sweep removes up to max rows of leases that expired or ended more
 	// than grace ago (by the backend's clock), and may set aside up to max
-	// rows of other ended leases, and says how many of each. Many
+	// rows of other ended leases, and says how many of each. A max of 0
+	// or less sweeps nothing, and a negative grace counts as 0: a lease
+	// that has not ended (nor its lock-delay) is never removed. Many
 	// processes may sweep one store at once.
 	Sweep(ctx context.Context, max int, grace time.Duration) (SweepResult, error)
 }

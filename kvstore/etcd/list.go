@@ -173,6 +173,12 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 	if err := b.open(protocol.OpSweep); err != nil {
 		return protocol.SweepResult{}, err
 	}
+	if max <= 0 {
+		return protocol.SweepResult{}, nil // see protocol.Sweeper
+	}
+	if grace < 0 {
+		grace = 0
+	}
 	in := b.instant()
 	type victim struct {
 		k  protocol.Key

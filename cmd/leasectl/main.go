@@ -18,8 +18,9 @@ func main() {
 	// fails with EPIPE instead of killing the process, so the command can
 	// stop and clean up (cli.Execute exits 141 then).
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	os.Exit(code)
+	// The handler stays until the process exits (stop is not called): a
+	// second signal, as timeout(1) sends one to the process and then one
+	// to its group, must not kill a command that is ending with its code.
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	os.Exit(cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

@@ -37,7 +37,7 @@ type commandGroup struct {
 // not decide: with stdin redirected at a shell prompt (run k -- job <
 // file), Ctrl-Z must still stop CMD with run.
 func (g *commandGroup) prepare(c *exec.Cmd) {
-	if tty, err := os.Open("/dev/tty"); err == nil {
+	if tty, err := os.Open(controllingTerminal); err == nil {
 		pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
 		_ = tty.Close()
 		if g.interactive = err == nil && pgrp == syscall.Getpgrp(); g.interactive {
@@ -67,6 +67,10 @@ func (g *commandGroup) signal(sig os.Signal) {
 		_ = g.proc.Signal(s) // refuses once CMD was waited for: no reused pid is hit
 	}
 }
+
+// controllingTerminal is the path prepare opens to find run's terminal
+// (a variable for tests, which may run in one).
+var controllingTerminal = "/dev/tty"
 
 // procRoot is where alive reads the processes' states (a variable for
 // tests).

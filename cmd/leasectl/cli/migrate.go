@@ -144,7 +144,8 @@ func (a *app) openPostgresMigrationDB(ctx context.Context, t target) (*sql.DB, e
 			return nil, err
 		}
 		if !direct {
-			return nil, refuse("found by the server process id")
+			return nil, refuse(fmt.Sprintf("found by the server process id; a pooler in session mode keeps them: add %s=%s to its DSN",
+				postgres.PoolerParam, postgres.PoolerSession))
 		}
 	}
 	return stdlib.OpenDB(*c), nil

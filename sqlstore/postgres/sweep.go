@@ -23,7 +23,7 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 		return res, nil
 	}
 	// The statement counts in SQL integers, up to twice max (see sweepSQL):
-	// a larger max is the same as "all there is" in steps of maxSweep.
+	// a larger max sweeps at most maxSweep rows of each kind in this call.
 	max = min(max, maxSweep)
 	err := retrySerialization(ctx, protocol.OpSweep, func() error {
 		return interpretError(protocol.OpSweep, b.pool.QueryRow(ctx, sweepSQL.sql,

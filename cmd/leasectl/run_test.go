@@ -719,7 +719,7 @@ func TestRunLossHeardOnlyAtRelease(t *testing.T) {
 	w := c.start(t, "watch") // the server's one stream: run's subscription is refused
 	w.expect(w.errs, "following")
 	r := c.run(t, "run", "k", "--ttl", "60s", "--", "sh", "-c", `"$0" revoke k --reason test >/dev/null && exit 0; exit 9`, bin)
-	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost while the command ran") {
+	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost") {
 		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost\n%s", r.code, r)
 	}
 }

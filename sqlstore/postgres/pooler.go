@@ -103,11 +103,20 @@ func throughPooler(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 		return false, err
 	}
 	defer c.Release()
+	return ThroughPooler(ctx, c.Conn())
+}
+
+// ThroughPooler reports whether c reaches the server through a pooler:
+// the server's process id differs from the one the connection was given
+// (see PoolerDetect). It prepares no named statement, which would stay
+// behind on a pooler's server connection. leasectl migrate uses it on a
+// connection of its own.
+func ThroughPooler(ctx context.Context, c *pgx.Conn) (bool, error) {
 	var pid int64
 	if err := c.QueryRow(ctx, backendPIDSQL, pgx.QueryExecModeExec).Scan(&pid); err != nil {
 		return false, err
 	}
-	return pid != int64(c.Conn().PgConn().PID()), nil
+	return pid != int64(c.PgConn().PID()), nil
 }
 
 // errNoSignals is Subscribe's answer behind a transaction pooler without

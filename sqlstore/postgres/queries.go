@@ -507,8 +507,8 @@ SELECT pin.direct,
                 THEN set_config('idle_session_timeout', '0', false) END) END
 FROM (SELECT $1::bigint IS NULL OR pg_backend_pid() = $1::bigint AS direct) AS pin`
 
-// backendPIDSQL reads the server process id of a borrowed pool's
-// connection, to compare with the one the connection was given.
+// backendPIDSQL reads the server process id of a connection, to compare
+// with the one the connection was given (ThroughPooler).
 const backendPIDSQL = `SELECT pg_backend_pid()`
 
 // settingsSQL reads what checkSettings judges: synchronous_commit, the

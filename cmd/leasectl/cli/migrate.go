@@ -130,20 +130,16 @@ func (a *app) openPostgresMigrationDB(ctx context.Context, t target) (*sql.DB, e
 		return nil, usageError("migrate: %s=%q: want %q or %q", postgres.PoolerParam, mode,
 			postgres.PoolerTransaction, postgres.PoolerSession)
 	case !given:
-		// No named prepared statement: it would stay behind on a
-		// pooler's server connection.
 		conn, err := pgx.ConnectConfig(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		var pid uint32
-		err = conn.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeExec).Scan(&pid)
-		direct := pid == conn.PgConn().PID()
+		pooled, err := postgres.ThroughPooler(ctx, conn)
 		_ = conn.Close(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if !direct {
+		if pooled {
 			return nil, refuse(fmt.Sprintf("found by the server process id; a pooler in session mode keeps them: add %s=%s to its DSN",
 				postgres.PoolerParam, postgres.PoolerSession))
 		}

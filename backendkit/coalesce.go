@@ -91,9 +91,7 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 		c.inflight++
 		start := c.tripStartedLocked(1)
 		c.mu.Unlock()
-		alone()
-		c.tripEnded(start, 1)
-		c.next()
+		c.runAlone(start, alone)
 		return Ran
 	}
 	q := &queued[T]{op: op, at: time.Now(), done: make(chan struct{})}
@@ -128,6 +126,17 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	default:
 		return Running
 	}
+}
+
+// runAlone runs alone in the slot that Do took for it, which started its
+// round trip at start, and gives the slot back, also when alone panics
+// (the panic goes on to Do's caller).
+func (c *Coalescer[T]) runAlone(start time.Time, alone func()) {
+	defer func() {
+		c.tripEnded(start, 1)
+		c.next()
+	}()
+	alone()
 }
 
 // next frees a slot, or hands it to batches of the queued operations

@@ -271,3 +271,26 @@ func TestCoalescerGatherOff(t *testing.T) {
 		t.Errorf("%d batches waited without Gather", waited)
 	}
 }
+
+// TestCoalescerPanicAloneFreesItsSlot: an operation that panics while it
+// runs alone panics in its caller, and its slot is free again: with one
+// slot, the next caller runs at once instead of queuing for a slot that
+// nobody gives back.
+func TestCoalescerPanicAloneFreesItsSlot(t *testing.T) {
+	c := backendkit.NewCoalescer(1, 8, time.Second, func(context.Context, []*op) {})
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want the operation's panic", p)
+			}
+		}()
+		c.Do(t.Context(), &op{}, func() { panic("boom") }, false)
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	o := &op{}
+	if got := c.Do(ctx, o, func() { o.alone = true }, false); got != backendkit.Ran || !o.alone {
+		t.Fatalf("after a panic alone: Do = %v, alone %v; want Ran alone (queue %d)", got, o.alone, c.QueueLen())
+	}
+	c.Wait()
+}

@@ -57,6 +57,11 @@ type queued[T any] struct {
 	at       time.Time     // when it queued
 	deadline time.Time     // the caller's; zero for none
 	done     chan struct{} // closed when the batch function returned
+	// Set under c.mu: left, when the caller returned Running; panicked,
+	// before done is closed, the batch function's panic for a caller that
+	// had not left (Do panics with it).
+	left     bool
+	panicked any
 }
 
 // NewCoalescer returns a Coalescer that runs at most limit operations at
@@ -84,7 +89,9 @@ const (
 // waits; else with the next batch. When ctx ends first, Do returns NotSent
 // if no batch took op yet (it is removed from the queue), else Running,
 // or, with waitBatch, waits for that batch to end and returns Ran (for an
-// operation that holds the caller's state until it is answered).
+// operation that holds the caller's state until it is answered). A panic
+// of alone, or of the batch function while the caller waits for its
+// batch, panics in Do's caller; the slot is given back either way.
 func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch bool) Outcome {
 	c.mu.Lock()
 	if c.inflight < c.limit && len(c.queue) == 0 {
@@ -108,7 +115,7 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	c.mu.Unlock()
 	select {
 	case <-q.done:
-		return Ran
+		return q.answered()
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
@@ -116,16 +123,27 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 	if i >= 0 {
 		c.queue = slices.Delete(c.queue, i, i+1)
 	}
+	// A caller whose batch already panicked hears the panic.
+	q.left = i < 0 && !waitBatch && q.panicked == nil
 	c.mu.Unlock()
 	switch {
 	case i >= 0:
 		return NotSent
-	case waitBatch:
-		<-q.done
-		return Ran
-	default:
+	case q.left:
 		return Running
+	default:
+		<-q.done
+		return q.answered()
 	}
+}
+
+// answered returns Ran for an operation whose batch ended, or panics with
+// the batch function's panic.
+func (q *queued[T]) answered() Outcome {
+	if q.panicked != nil {
+		panic(q.panicked)
+	}
+	return Ran
 }
 
 // runAlone runs alone in the slot that Do took for it, which started its
@@ -268,18 +286,16 @@ func (c *Coalescer[T]) take() []*queued[T] {
 
 // run hands batch to the batch function under the batch's own deadline,
 // then tells its callers; it returns how long the batch function took.
-func (c *Coalescer[T]) run(batch []*queued[T]) time.Duration {
+// When the batch function panics, the callers still waiting for it panic
+// with its value in their own goroutines (where they may recover), and
+// the batch's slot keeps serving; with none waiting, run panics again.
+func (c *Coalescer[T]) run(batch []*queued[T]) (d time.Duration) {
 	deadline := time.Now().Add(c.batchTimeout)
 	if latest := slices.MaxFunc(batch, func(x, y *queued[T]) int { return x.deadline.Compare(y.deadline) }).deadline; !latest.IsZero() {
 		deadline = latest
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	defer func() {
-		for _, q := range batch {
-			close(q.done)
-		}
-	}()
 	ops := make([]T, len(batch))
 	for i, q := range batch {
 		ops[i] = q.op
@@ -290,10 +306,34 @@ func (c *Coalescer[T]) run(batch []*queued[T]) time.Duration {
 		start = c.tripStartedLocked(len(ops))
 		c.mu.Unlock()
 	}
+	defer func() {
+		p := recover()
+		d = time.Since(start)
+		c.tripEnded(start, len(ops))
+		heard := p == nil || c.handPanic(batch, p)
+		for _, q := range batch {
+			close(q.done)
+		}
+		if !heard {
+			panic(p)
+		}
+	}()
 	c.batch(ctx, ops)
-	d := time.Since(start)
-	c.tripEnded(start, len(ops))
 	return d
+}
+
+// handPanic gives p, the batch function's panic, to the callers of batch
+// that have not left, and reports whether there was one.
+func (c *Coalescer[T]) handPanic(batch []*queued[T], p any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	heard := false
+	for _, q := range batch {
+		if !q.left {
+			q.panicked, heard = p, true
+		}
+	}
+	return heard
 }
 
 // Adapt makes the limit follow measured latency between the limit given

@@ -216,14 +216,7 @@ func TestCoalescerGatherBacksOffInOpenLoop(t *testing.T) {
 	c.Gather(time.Millisecond)
 	batched := 0
 	for batched < 40 {
-		held := make(chan struct{})
-		release := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.Do(t.Context(), &op{}, func() { close(held); <-release }, false)
-		}()
-		<-held
+		release, done := holdSlot(t, c)
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Go(func() { c.Do(t.Context(), &op{}, func() { t.Error("ran alone while the slot was held") }, false) })
@@ -231,7 +224,7 @@ func TestCoalescerGatherBacksOffInOpenLoop(t *testing.T) {
 		for c.QueueLen() < 2 {
 			time.Sleep(100 * time.Microsecond)
 		}
-		close(release)
+		release()
 		wg.Wait()
 		<-done
 		c.Wait() // the slot's wait, if any, ends before the next round
@@ -293,4 +286,47 @@ func TestCoalescerPanicAloneFreesItsSlot(t *testing.T) {
 		t.Fatalf("after a panic alone: Do = %v, alone %v; want Ran alone (queue %d)", got, o.alone, c.QueueLen())
 	}
 	c.Wait()
+}
+
+// TestCoalescerPanicInBatchReachesItsCallers: a batch function that
+// panics panics in each caller of the batch that still waits for it
+// (where a caller can recover, as a server does), not in the Coalescer's
+// goroutine, which would end the process; the Coalescer keeps serving.
+func TestCoalescerPanicInBatchReachesItsCallers(t *testing.T) {
+	c := backendkit.NewCoalescer(1, 8, time.Second, func(context.Context, []*op) { panic("batch boom") })
+	release, heldDone := holdSlot(t, c)
+	recovered := make(chan any, 2)
+	for i := range 2 {
+		go func() {
+			defer func() { recovered <- recover() }()
+			c.Do(t.Context(), &op{id: i}, func() { t.Error("ran alone while the slot was held") }, i == 1)
+		}()
+		for c.QueueLen() != i+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release()
+	<-heldDone
+	for range 2 {
+		if p := <-recovered; p != "batch boom" {
+			t.Errorf("a caller of the batch recovered %v, want the batch function's panic", p)
+		}
+	}
+	o := &op{}
+	if got := c.Do(t.Context(), o, func() { o.alone = true }, false); got != backendkit.Ran || !o.alone {
+		t.Fatalf("after a batch panicked: Do = %v, alone %v; want Ran alone", got, o.alone)
+	}
+	c.Wait()
+}
+
+// holdSlot runs an operation alone that holds one of c's slots until
+// release is called; done is closed when its Do returned.
+func holdSlot(t *testing.T, c *backendkit.Coalescer[*op]) (release func(), done <-chan struct{}) {
+	rel, held, d := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(d)
+		c.Do(t.Context(), &op{}, func() { close(held); <-rel }, false)
+	}()
+	<-held
+	return func() { close(rel) }, d
 }

@@ -337,11 +337,13 @@ func (c *Coalescer[T]) handPanic(batch []*queued[T], p any) bool {
 }
 
 // Adapt makes the limit follow measured latency between the limit given
-// to [NewCoalescer] and max (the backend's connections), and bounds how
+// to [NewCoalescer] (or max, when that is smaller: the limit starts
+// there) and max (the backend's connections), and bounds how
 // long a queued operation waits for a slot (see adapt.go). Call it before
 // the first Do.
 func (c *Coalescer[T]) Adapt(max int) {
 	c.adapt = newAdaptive(c.limit, max)
+	c.limit = int(c.adapt.limit) // within max from the first Do on
 	c.kick = time.AfterFunc(time.Hour, c.kicked)
 	c.kick.Stop()
 }

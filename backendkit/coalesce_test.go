@@ -319,6 +319,32 @@ func TestCoalescerPanicInBatchReachesItsCallers(t *testing.T) {
 	c.Wait()
 }
 
+// TestCoalescerAdaptStartsWithinThePool: Adapt with a maximum under the
+// limit given to NewCoalescer caps the limit at once, before any round
+// trip is measured: a second operation queues rather than running beside
+// the first over a pool of one connection.
+func TestCoalescerAdaptStartsWithinThePool(t *testing.T) {
+	c := backendkit.NewCoalescer(2, 8, time.Second, func(context.Context, []*op) {})
+	c.Adapt(1)
+	if got := c.Limit(); got != 1 {
+		t.Errorf("Limit() = %d after Adapt(1), want 1", got)
+	}
+	release, done := holdSlot(t, c)
+	second := make(chan struct{})
+	go func() {
+		defer close(second)
+		c.Do(t.Context(), &op{}, func() { t.Error("a second operation ran alone beside the first over a pool of one") }, false)
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for c.QueueLen() != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	<-done
+	<-second
+	c.Wait()
+}
+
 // holdSlot runs an operation alone that holds one of c's slots until
 // release is called; done is closed when its Do returned.
 func holdSlot(t *testing.T, c *backendkit.Coalescer[*op]) (release func(), done <-chan struct{}) {

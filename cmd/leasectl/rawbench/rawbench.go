@@ -14,7 +14,7 @@
 //     transactions), one database/sql transaction per operation: the
 //     conditional upsert, the fencing counter, the audit insert.
 //
-// Only cmd/leasectl uses it. A Baseline is safe for concurrent use.
+// Only cmd/leasectl and benchmarks use it. A Baseline is safe for concurrent use.
 package rawbench
 
 import (
@@ -118,6 +118,15 @@ WITH del AS (
     SELECT now(), 'release', $1, $2, $3, del.token, $5 FROM del
 )
 SELECT token FROM del`
+
+// PostgresSQL returns the baseline's PostgreSQL objects and its two
+// statements, for tools that run them outside Go (the pgbench scripts of
+// docs/benchmarks.md): acquire takes $1 namespace, $2 name, $3 owner, $4
+// ttl (an interval) and $5 request id, and returns the token when it took
+// the key; release takes $1 to $3 as acquire, $4 token and $5 request id.
+func PostgresSQL() (schema, acquire, release string) {
+	return pgSchemaSQL, pgAcquireSQL, pgReleaseSQL
+}
 
 // OpenPostgres creates a scratch schema in the database dsn names and a
 // pool of maxConns connections whose search_path is that schema, with the

@@ -80,7 +80,8 @@ type Config struct {
 	TTL time.Duration
 	// RenewEvery is the interval between rounds (renew everything, look at
 	// the workers and targets, rebalance), with ±10% jitter. It must be
-	// shorter than TTL. Default: TTL/3, so two rounds may fail in a row
+	// at most TTL/2, so that a round late by its jitter still renews before
+	// the leases run out. Default: TTL/3, so two rounds may fail in a row
 	// before a lease runs out.
 	RenewEvery time.Duration
 	// OpTimeout bounds each store operation (list, acquire, release). A
@@ -159,8 +160,12 @@ func (c *Config) resolve() (settings, error) {
 	if s.ttl < protocol.MinTTL || s.ttl > protocol.MaxTTL {
 		errs = append(errs, fmt.Errorf("ttl: %v is outside [%v, %v]", s.ttl, protocol.MinTTL, protocol.MaxTTL))
 	}
-	if s.every <= 0 || s.every >= s.ttl {
-		errs = append(errs, fmt.Errorf("renew every: %v must be positive and shorter than the ttl %v", s.every, s.ttl))
+	switch {
+	case s.every <= 0:
+		errs = append(errs, fmt.Errorf("renew every: %v must be positive", s.every))
+	case s.every > s.ttl/2:
+		errs = append(errs, fmt.Errorf("renew every: %v is more than half the ttl %v: rounds come up to 10%% late and a renewal takes time, "+
+			"so leases would run out between rounds; set it to at most %v (default: a third of the ttl)", s.every, s.ttl, s.ttl/2))
 	}
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
 		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))

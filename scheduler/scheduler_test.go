@@ -102,7 +102,11 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"namespace too long", store, "w", ok, idle, &scheduler.Config{Namespace: strings.Repeat("n", 200)}, []string{"namespace:"}},
 		{"negative ttl", store, "w", ok, idle, &scheduler.Config{TTL: -time.Second}, []string{"ttl:"}},
 		{"renewals not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: time.Second},
-			[]string{"renew every: 1s must be positive and shorter than the ttl 1s"}},
+			[]string{"renew every: 1s is more than half the ttl 1s"}},
+		// Rounds come up to 10% late (jitter): at 950ms of a 1s TTL, one
+		// round in four came after the lease ran out, with no fault at all.
+		{"renewals too close to the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: 950 * time.Millisecond},
+			[]string{"renew every: 950ms is more than half the ttl 1s", "at most 500ms"}},
 		{"negative op timeout", store, "w", ok, idle, &scheduler.Config{OpTimeout: -1}, []string{"op timeout:"}},
 		{"negative max backoff", store, "w", ok, idle, &scheduler.Config{MaxBackoff: -1}, []string{"max backoff:"}},
 		{"everything at once", nil, "", nil, nil, &scheduler.Config{TTL: -1},
@@ -525,7 +529,7 @@ func TestDeadWorkerTakenAtExpiry(t *testing.T) {
 		}
 	}
 	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b"), idle,
-		&scheduler.Config{TTL: 10 * time.Second, RenewEvery: 9 * time.Second})
+		&scheduler.Config{TTL: 20 * time.Second, RenewEvery: 9 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

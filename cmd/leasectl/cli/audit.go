@@ -196,8 +196,20 @@ const heldBackNotice = 5 * time.Second
 // followAudit polls the trail from q until ctx is cancelled. The first read
 // must succeed; later failures are logged and retried at the next poll, so a
 // follower rides out a database restart.
+//
+// --since without --cursor is turned into the cursor before the first
+// record at or after it ([audit.Start]): a store that streams its trail
+// (etcd) follows from a cursor, from the start of the trail without one,
+// and ignores Since.
 func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, interval time.Duration) error {
 	q.Follow = true // never skip a record that commits out of id order
+	if q.Cursor == "" && !q.Since.IsZero() {
+		start, err := audit.Start(ctx, r, q, &audit.WatchConfig{ReadTimeout: a.timeout})
+		if err != nil {
+			return failWith(err)
+		}
+		q.Cursor = start
+	}
 	if f, ok := audit.FollowerOf(r); ok {
 		return a.streamAudit(ctx, f, q)
 	}

@@ -87,7 +87,7 @@ func interpretError(op protocol.Op, err error) error {
 					"writes need the primary and a role that can write")
 		case code == "57014" || code == "55P03":
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
-		case code == "42P01" || code == "3F000" || (code == "42883" && strings.Contains(pe.Message, "leasestore")):
+		case missingSchemaObject(pe):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+
 					"run `leasectl migrate up` (or call migrations.Up)")
@@ -120,4 +120,18 @@ func isNetError(err error) bool {
 func inconsistent(op protocol.Op, format string, args ...any) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: unexpected outcome: %s",
 		op, fmt.Sprintf(format, args...))
+}
+
+// missingSchemaObject reports whether pe says a table, schema or leasestore
+// function the statement names does not exist: the schema is missing, or
+// older than the statement (rolled back beneath a running release).
+func missingSchemaObject(pe *pgconn.PgError) bool {
+	return pe.Code == "42P01" || pe.Code == "3F000" || (pe.Code == "42883" && strings.Contains(pe.Message, "leasestore"))
+}
+
+// isMissingSchema reports whether err comes from a statement that met
+// missingSchemaObject.
+func isMissingSchema(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && missingSchemaObject(pe)
 }

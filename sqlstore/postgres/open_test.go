@@ -312,10 +312,25 @@ func TestHealthRefusesASchemaItCannotServe(t *testing.T) {
 	if _, err := migrations.Down(ctxT(t), migrations.Postgres, sqlDB(t, dsn)); err != nil {
 		t.Fatal(err)
 	}
-	err := b.Health(ctxT(t))
-	wantErrStatus(t, "health after migrate down", err, protocol.StatusUnavailable)
-	want := fmt.Sprintf("version %d, this release needs %d", migrations.LatestVersion-1, migrations.LatestVersion)
-	if !strings.Contains(err.Error(), want) {
-		t.Fatalf("health: %q does not say %q", err, want)
+	wantRefused := func(what, want string) {
+		t.Helper()
+		err := b.Health(ctxT(t))
+		wantErrStatus(t, "health "+what, err, protocol.StatusUnavailable)
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("health %s: %q does not say %q", what, err, want)
+		}
 	}
+	wantRefused("after migrate down", fmt.Sprintf("version %d, this release needs %d", migrations.LatestVersion-1, migrations.LatestVersion))
+	// Below version 2 the tables Health reads are gone; it still names the
+	// versions and the fix rather than the missing relation.
+	for v := migrations.LatestVersion - 1; v > 1; v-- {
+		if _, err := migrations.Down(ctxT(t), migrations.Postgres, sqlDB(t, dsn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantRefused("at version 1", fmt.Sprintf("version 1, this release needs %d: run `leasectl migrate up`", migrations.LatestVersion))
+	if _, err := migrations.Down(ctxT(t), migrations.Postgres, sqlDB(t, dsn)); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused("with every migration rolled back", "has no leasestore schema: run `leasectl migrate up`")
 }

@@ -416,6 +416,16 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved,
 			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest))
 	})
+	if err != nil && isMissingSchema(err) {
+		// A schema below the version whose tables settingsSQL reads (rolled
+		// back beneath a running release): name its version and the fix
+		// as Open does, not the missing relation.
+		var pe *protocol.Error
+		if serr := b.checkSchema(ctx); errors.As(serr, &pe) {
+			pe.Op = op
+			return pe
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
@@ -44,4 +45,37 @@ func TestOpenDBKeepsItsSettingsAgainstURIAliases(t *testing.T) {
 		t.Fatalf("synchronous %d, busy_timeout %d, journal_mode %q; want 2 (FULL), %d, \"wal\"",
 			sync, busy, journal, sqlite.DefaultBusyTimeout.Milliseconds())
 	}
+}
+
+// New refuses a borrowed *sql.DB whose connections commit without syncing
+// (synchronous below FULL): a power cut could lose a committed acquire and
+// let its fencing token be issued again. OpenDB pins FULL; a pool opened
+// otherwise (NORMAL is common advice for WAL) was taken as it was.
+func TestNewRefusesADBBelowSynchronousFull(t *testing.T) {
+	ctx := ctxT(t)
+	path := migratedFile(t)
+	for _, level := range []string{"OFF", "NORMAL"} {
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous("+level+")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqlite.New(ctx, db, nil)
+		if err == nil {
+			_ = b.Close(ctx)
+			_ = db.Close()
+			t.Fatalf("New on a *sql.DB with synchronous=%s: no error", level)
+		}
+		_ = db.Close()
+		expectUnavailable(t, "New with synchronous="+level, err, "synchronous", "OpenDB", "_pragma=synchronous(FULL)")
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(EXTRA)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b, err := sqlite.New(ctx, db, nil)
+	if err != nil {
+		t.Fatalf("New with synchronous=EXTRA: %v", err)
+	}
+	_ = b.Close(ctx)
 }

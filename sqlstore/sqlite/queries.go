@@ -36,6 +36,10 @@ const (
 	// qDatabaseFile names the file behind a borrowed *sql.DB, for messages.
 	qDatabaseFile = `SELECT file FROM pragma_database_list WHERE name = 'main'`
 
+	// qSynchronous reads a connection's synchronous level: 0 OFF, 1 NORMAL,
+	// 2 FULL, 3 EXTRA.
+	qSynchronous = `PRAGMA synchronous`
+
 	// qFindRequest is the idempotency look-up: ?1 namespace, ?2 request id.
 	qFindRequest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,

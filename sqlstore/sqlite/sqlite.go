@@ -313,8 +313,9 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // from [OpenDB]; a *sql.DB configured otherwise must at least use WAL,
 // a busy timeout and _txlock=immediate, or concurrent writers on the file
 // will see spurious timeouts (never wrong answers), and a sweep or prune
-// may overrun its deadline by up to the busy timeout. New checks the schema
-// like [Open] and does not migrate. cfg may be nil; one that sets
+// may overrun its deadline by up to the busy timeout; one below
+// synchronous=FULL is refused (a power cut could lose a committed acquire).
+// New checks the schema like [Open] and does not migrate. cfg may be nil; one that sets
 // BusyTimeout is refused (it configures the *sql.DB Open makes).
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	if db == nil {
@@ -325,6 +326,26 @@ func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 			"New uses yours as it is: open it with OpenDB (busy_timeout is in its DSN)")
 	}
 	return newBackend(ctx, db, cfg, false)
+}
+
+// synchronousFull is PRAGMA synchronous's FULL.
+const synchronousFull = 2
+
+// checkSynchronous refuses a *sql.DB whose connections commit without
+// syncing the log (synchronous below FULL: see OpenDB). Every connection of
+// a *sql.DB is opened from the same DSN, so one tells for all.
+func checkSynchronous(ctx context.Context, db *sql.DB) error {
+	var level int
+	if err := db.QueryRowContext(ctx, qSynchronous).Scan(&level); err != nil {
+		return interpretError(ctx, "", "", err)
+	}
+	if level >= synchronousFull {
+		return nil
+	}
+	name := map[int]string{0: "OFF", 1: "NORMAL"}[level]
+	return backendkit.NewError("", protocol.StatusUnavailable, nil,
+		"sqlite: synchronous is %s on this *sql.DB's connections, so a power cut can lose a committed acquire "+
+			"and issue its fencing token again: open it with sqlite.OpenDB, or add _pragma=synchronous(FULL) to its DSN", name)
 }
 
 func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Backend, error) {
@@ -351,6 +372,8 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	b.file = file.String
 	if b.file == "" {
 		b.file = "(in memory)"
+	} else if err := checkSynchronous(ctx, db); err != nil {
+		return nil, err
 	}
 	if err := b.checkSchema(ctx); err != nil {
 		return nil, err

@@ -109,6 +109,12 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 			if q.Since, err = parseSince(since, time.Now()); err != nil {
 				return err
 			}
+			if !q.Since.IsZero() {
+				// The next page's command carries the time --since meant
+				// now: a duration, read again later, would drop the oldest
+				// records of the pages still to come.
+				_ = cmd.Flags().Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+			}
 			q.Ops = audit.ParseOps(ops)
 			if err := auditOrder(&q, order, cmd.Flags().Changed("order"), follow); err != nil {
 				return err

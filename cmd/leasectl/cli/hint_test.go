@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
@@ -62,4 +63,27 @@ func TestNextPageHintWithAPassword(t *testing.T) {
 		t.Fatalf("the hint names --dsn though it came from the environment:\n%s", first.stdout)
 	}
 	wantCode(t, runCLI(t, e, nextHint(t, first.stdout)...), 0)
+}
+
+// The next page of audit --since DURATION, pasted later, still holds the
+// records the first page's --since selected: a duration back from now is
+// read once, and the hint carries the time it meant.
+func TestAuditNextPageHintKeepsTheSinceTime(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, k := range []string{"a", "b"} {
+		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w"), 0)
+	}
+	first := runCLI(t, e, "audit", "--since", "3s", "--limit", "1")
+	wantCode(t, first, 0)
+	if !strings.Contains(first.stdout, "  b  ") {
+		t.Fatalf("first page of audit --since 3s --limit 1:\n%s", first.stdout)
+	}
+	args := nextHint(t, first.stdout)
+	time.Sleep(3500 * time.Millisecond) // the records are now older than 3s
+	next := runCLI(t, e, args...)
+	wantCode(t, next, 0)
+	if !strings.Contains(next.stdout, "  a  ") {
+		t.Fatalf("the hint %v, run 3.5s later, printed:\n%s\nwant the record of a, which the first page's --since selected", args, next.stdout)
+	}
 }

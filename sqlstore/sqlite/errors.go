@@ -80,7 +80,9 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"%s cannot be opened: check that the path names a file in an existing, writable directory", where)
 		case sqlite3.SQLITE_READONLY:
-			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is read-only", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"%s is read-only (opened with mode=ro or immutable=1, or this process cannot write the file, "+
+					"its -wal and -shm files or its directory): writes need it writable", where)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
 		case sqlite3.SQLITE_FULL:
@@ -88,7 +90,9 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		case sqlite3.SQLITE_IOERR:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: disk I/O error", where)
 		case sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: permission denied", where)
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"%s: permission denied: give this process read and write access to the file, its -wal and "+
+					"-shm files and its directory", where)
 		case sqlite3.SQLITE_ERROR:
 			if strings.Contains(se.Error(), "no such table") {
 				e := sqlstore.SchemaVersionError(0, migrations.LatestVersion, where)

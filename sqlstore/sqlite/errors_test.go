@@ -99,7 +99,7 @@ func TestReadOnlyFileUnavailable(t *testing.T) {
 		t.Fatalf("get on the read-only handle: %+v, %v; want found", res, err)
 	}
 	_, err := ro.Acquire(ctx, protocol.AcquireRequest{Key: key("other"), Owner: "w", TTL: time.Hour, RequestID: "b"})
-	expectUnavailable(t, "acquire on a read-only file", err, path, "read-only")
+	expectUnavailable(t, "acquire on a read-only file", err, path, "read-only", "mode=ro", "writable")
 	_, err = ro.Release(ctx, protocol.ReleaseRequest{Key: key("held"), Owner: "w", Token: 1, RequestID: "c"})
 	expectUnavailable(t, "release on a read-only file", err, path, "read-only")
 	if res, err := rw.Get(ctx, protocol.GetRequest{Key: key("other"), RequestID: "g2"}); err != nil || res.Status != protocol.StatusNotFound {

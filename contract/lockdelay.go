@@ -129,6 +129,57 @@ func lockDelayCases() []testCase {
 			}
 			e.acquire(e.a, "job", "w3", leaseTTL)
 		}},
+		{"outlasts_a_sweep", func(e *env) {
+			// A sweep removes rows whose lock-delay passed too: one
+			// within the delay still keeps the key, whatever the grace.
+			s, ok := e.h.Backend.(protocol.Sweeper)
+			if !ok {
+				e.t.Skip("the harness's backend does not implement protocol.Sweeper")
+			}
+			exp := e.acquireDelayed(e.a, "expired", "w1")
+			e.clock.Advance(leaseTTL + time.Second)
+			rev := e.acquireDelayed(e.a, "revoked", "w1")
+			revokedAt := e.clock.Now()
+			e.revoke(e.b, "revoked")
+			e.clock.Advance(time.Second)
+			if _, err := s.Sweep(e.ctx, 100, 0); err != nil {
+				e.t.Fatalf("sweep: %v", err)
+			}
+			e.expectDelayed("acquire after a sweep, within an expired lease's lock-delay", "expired", exp, exp.ExpiresAt)
+			e.expectDelayed("acquire after a sweep, within a revoked lease's lock-delay", "revoked", rev, revokedAt)
+			e.clock.Advance(lockDelay)
+			if _, err := s.Sweep(e.ctx, 100, 0); err != nil {
+				e.t.Fatalf("sweep after the delays: %v", err)
+			}
+			for _, l := range []protocol.Lease{exp, rev} {
+				if next := e.acquire(e.b, l.Key.Name, "w2", leaseTTL); next.Token <= rev.Token {
+					e.t.Fatalf("%s: token %d after the delay, want more than %d", l.Key.Name, next.Token, rev.Token)
+				}
+			}
+		}},
+		{"kept_by_late_answers", func(e *env) {
+			// Refusals change nothing: the expired holder's release
+			// (expired) and a second revoke (not_found) neither free the
+			// key nor move the end of its lock-delay.
+			exp := e.acquireDelayed(e.a, "expired", "w1")
+			e.clock.Advance(leaseTTL + time.Second)
+			res, err := e.a.Release(e.ctx, protocol.ReleaseRequest{Key: exp.Key, Owner: exp.Owner, Token: exp.Token, RequestID: e.rid()})
+			e.expect("release by the holder after expiry", res, err, protocol.StatusExpired)
+			e.expectDelayed("acquire after the expired holder's release", "expired", exp, exp.ExpiresAt)
+			rev := e.acquireDelayed(e.a, "revoked", "w1")
+			revokedAt := e.clock.Now()
+			e.revoke(e.b, "revoked")
+			e.clock.Advance(time.Second)
+			res, err = e.b.Revoke(e.ctx, protocol.RevokeRequest{Key: rev.Key, Actor: "operator", Reason: "again", RequestID: e.rid()})
+			e.expect("a second revoke", res, err, protocol.StatusNotFound)
+			res, err = e.b.Revoke(e.ctx, protocol.RevokeRequest{Key: exp.Key, Actor: "operator", Reason: "late", RequestID: e.rid()})
+			e.expect("a revoke of the expired lease", res, err, protocol.StatusNotFound)
+			e.expectDelayed("acquire after a second revoke", "revoked", rev, revokedAt)
+			e.expectDelayed("acquire after a revoke of the expired lease", "expired", exp, exp.ExpiresAt)
+			if rows := e.listAll(e.a, protocol.ListRequest{Namespace: e.ns, IncludeExpired: true}); len(rows) != 1 || rows[0].Key.Name != "expired" {
+				e.t.Fatalf("rows within the delays: %v, want only the expired lease (a revoked one is never listed)", rows)
+			}
+		}},
 		{"invalid", func(e *env) {
 			for _, d := range []time.Duration{-time.Second, protocol.MaxLockDelay + time.Microsecond} {
 				req := e.acquireReq("job", "w1", leaseTTL)

@@ -80,6 +80,24 @@ func lockDelayCases() []testCase {
 				e.t.Fatalf("replayed acquire: lock-delay %v, want the first answer's %v", res.Lease.LockDelay, lockDelay)
 			}
 		}},
+		{"answered_as_stored", func(e *env) {
+			// A TTL and a lock-delay finer than a microsecond, the
+			// precision of the stored times: the acquire, a get and a
+			// replay of the acquire all answer the lease as stored.
+			req := e.acquireReq("job", "w1", leaseTTL+999*time.Nanosecond)
+			req.LockDelay = lockDelay + 999*time.Nanosecond
+			now := e.clock.Now()
+			res, err := e.a.Acquire(e.ctx, req)
+			e.expect("acquire", res, err, protocol.StatusAcquired)
+			again, err := e.b.Acquire(e.ctx, req)
+			e.expect("replayed acquire", again, err, protocol.StatusAcquired)
+			for what, l := range map[string]*protocol.Lease{"acquire": res.Lease, "get": e.get(e.b, "job"), "replay": again.Lease} {
+				if !sameInstant(l.ExpiresAt, now.Add(leaseTTL)) || l.LockDelay != lockDelay {
+					e.t.Errorf("%s: expires at %s with lock-delay %v; want %s and %v (microseconds, as stored)",
+						what, l.ExpiresAt, l.LockDelay, now.Add(leaseTTL), lockDelay)
+				}
+			}
+		}},
 		{"after_revoke", func(e *env) {
 			l := e.acquireDelayed(e.a, "job", "w1")
 			e.clock.Advance(time.Second)

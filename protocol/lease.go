@@ -104,7 +104,8 @@ type ListResult struct {
 // AcquireRequest asks for a lease on Key for TTL on behalf of Owner.
 // RequestID makes the request idempotent; the runtime generates one when empty.
 //
-// LockDelay (opt-in, 0 to [MaxLockDelay]) is carried by the lease: after
+// LockDelay (opt-in, 0 to [MaxLockDelay]; kept, like the lease's times, to
+// the microsecond) is carried by the lease: after
 // the lease ends other than by its holder's release (a revoke, or expiry),
 // acquires of the key answer conflict until LockDelay has passed (by the
 // backend's clock), carrying the ended lease (its ExpiresAt is when it

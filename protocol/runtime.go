@@ -326,9 +326,10 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 		if res.Replayed && res.Status == StatusAcquired && res.Lease != nil && res.Lease.LockDelay == 0 {
 			// A replay is read from the audit record, which holds no
 			// lock-delay. The first attempt's lease took req's: the
-			// parameters the replay matched include it. (A served store's
+			// parameters the replay matched include it, at the
+			// microseconds every backend stores. (A served store's
 			// runtime may have filled it from its namespace default: kept.)
-			res.Lease.LockDelay = req.LockDelay
+			res.Lease.LockDelay = req.LockDelay.Truncate(time.Microsecond)
 		}
 		return res, err
 	})

@@ -224,7 +224,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		in := b.instant()
 		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
-			Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay}
+			Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay.Truncate(time.Microsecond)} // as the SQL backends store it
 		put, leaseID, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
 		if err != nil {
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
@@ -235,7 +235,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		}
 		rec := backendkit.NewRecorded(in.now, protocol.OpAcquire, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
 		base := b.keys.lease(req.Key)
-		rv := encodeLease(in.now, exp, req.TTL, req.LockDelay)
+		rv := encodeLease(in.now, exp, req.TTL, l.LockDelay)
 		read := clientv3.OpGet(base, clientv3.WithPrefix())
 		// Unless the request id was used: if the lease is live, read the
 		// key (conflict); else if a lock-delay keeps it, read it

@@ -1,11 +1,13 @@
 package migrations_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -27,6 +29,22 @@ func openDB(t *testing.T, d migrations.Dialect) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// migratedWith returns a fresh database of dialect d, migrated up, with
+// stmts run on it.
+func migratedWith(t *testing.T, ctx context.Context, d migrations.Dialect, stmts ...string) *sql.DB {
+	t.Helper()
+	db := openDB(t, d)
+	if _, err := migrations.Up(ctx, d, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
 	return db
 }
 
@@ -89,15 +107,7 @@ func TestDownRefusesToDropAStoreWithData(t *testing.T) {
 			t.Run(string(d)+"/"+name, func(t *testing.T) {
 				t.Parallel()
 				ctx := testCtx(t)
-				db := openDB(t, d)
-				if _, err := migrations.Up(ctx, d, db); err != nil {
-					t.Fatal(err)
-				}
-				for _, stmt := range stmts {
-					if _, err := db.ExecContext(ctx, stmt); err != nil {
-						t.Fatalf("%s: %v", stmt, err)
-					}
-				}
+				db := migratedWith(t, ctx, d, stmts...)
 				// Later migrations roll back whatever the store holds.
 				for v := migrations.LatestVersion; v > 1; v-- {
 					if _, err := migrations.Down(ctx, d, db); err != nil {
@@ -159,6 +169,93 @@ func TestDownOfAnEmptyStore(t *testing.T) {
 				if s.State != "pending" {
 					t.Fatalf("migration %d is %s after rolling everything back", s.Source.Version, s.State)
 				}
+			}
+		})
+	}
+}
+
+// Rolling back the lock-delay migration while a lock-delay keeps a key is
+// refused without DestroyData and writes nothing: the release before it
+// would let the key be acquired at once. A lock-delay that has ended, and a
+// release (which drops it), do not stop it.
+func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UnixMicro()
+	kept := map[string]map[migrations.Dialect]string{
+		"a live lease with a lock-delay": {
+			migrations.SQLite: fmt.Sprintf(`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'live', 'o', 1, %d, %d, %d, 1, 30000000, 1)`, now, now, now+60_000_000),
+			migrations.Postgres: `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'live', 'o', 1, now(), now(), now() + interval '1 minute', 1, interval '30 seconds', 1)`,
+		},
+		"an expired lease within its lock-delay": {
+			migrations.SQLite: fmt.Sprintf(`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'expired', 'o', 2, %d, %d, %d, 1, 60000000, 2)`, now-2_000_000, now-2_000_000, now-1_000_000),
+			migrations.Postgres: `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'expired', 'o', 2, now() - interval '2 seconds', now() - interval '2 seconds', now() - interval '1 second', 1, interval '1 minute', 2)`,
+		},
+		"a revoked lease within its lock-delay": {
+			migrations.SQLite: fmt.Sprintf(`INSERT INTO leasestore_lock_delays (namespace, name, owner, token, acquired_at, renewed_at, ended_at, lock_delay)
+				VALUES ('ns', 'revoked', 'o', 3, %d, %d, %d, 60000000)`, now-2_000_000, now-2_000_000, now-1_000_000),
+			migrations.Postgres: `INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token, ended_token, ended_expiry)
+				VALUES ('ns', 'revoked', 'o', 3, now() - interval '2 seconds', now() - interval '2 seconds', now() - interval '1 second', 1, interval '1 minute', -3, 3, now() + interval '1 minute')`,
+		},
+	}
+	free := map[migrations.Dialect][]string{
+		migrations.SQLite: {
+			fmt.Sprintf(`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'delay-over', 'o', 4, %d, %d, %d, 1, 1000000, 4)`, now-3_000_000, now-3_000_000, now-2_000_000),
+			fmt.Sprintf(`INSERT INTO leasestore_lock_delays (namespace, name, owner, token, acquired_at, renewed_at, ended_at, lock_delay)
+				VALUES ('ns', 'revoke-delay-over', 'o', 5, %d, %d, %d, 1000000)`, now-3_000_000, now-3_000_000, now-2_000_000),
+		},
+		migrations.Postgres: {
+			`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
+				VALUES ('ns', 'delay-over', 'o', 4, now() - interval '3 seconds', now() - interval '3 seconds', now() - interval '2 seconds', 1, interval '1 second', 4)`,
+			// released by its holder: ended_token = token, delay_token = token
+			`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token, ended_token, ended_expiry)
+				VALUES ('ns', 'released', 'o', 5, now() - interval '2 seconds', now() - interval '2 seconds', now() - interval '1 second', 1, interval '1 minute', 5, 5, now() + interval '1 minute')`,
+		},
+	}
+	version := func(t *testing.T, ctx context.Context, d migrations.Dialect, db *sql.DB) int64 {
+		t.Helper()
+		v, err := migrations.DBVersion(ctx, d, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, d := range dialects {
+		for name, stmt := range kept {
+			t.Run(string(d)+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				ctx := testCtx(t)
+				db := migratedWith(t, ctx, d, append(free[d], stmt[d])...)
+				res, err := migrations.Down(ctx, d, db)
+				if !errors.Is(err, migrations.ErrLockDelaysInForce) || res != nil {
+					t.Fatalf("down of the lock-delay migration with %s: %v, %v; want ErrLockDelaysInForce", name, res, err)
+				}
+				for _, s := range []string{"1 key(s)", "--destroy-data", "migrations.DestroyData", "acquired at once"} {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("refusal %q does not mention %q", err, s)
+					}
+				}
+				if v := version(t, ctx, d, db); v != migrations.LatestVersion {
+					t.Fatalf("a refused down left version %d, want %d", v, migrations.LatestVersion)
+				}
+				if res, err := migrations.Down(ctx, d, db, migrations.DestroyData()); err != nil || res == nil {
+					t.Fatalf("down with DestroyData: %v, %v", res, err)
+				}
+				if v := version(t, ctx, d, db); v != migrations.LatestVersion-1 {
+					t.Fatalf("down with DestroyData left version %d, want %d", v, migrations.LatestVersion-1)
+				}
+			})
+		}
+		t.Run(string(d)+"/only ended lock-delays", func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			db := migratedWith(t, ctx, d, free[d]...)
+			if res, err := migrations.Down(ctx, d, db); err != nil || res == nil {
+				t.Fatalf("down with only ended lock-delays: %v, %v", res, err)
 			}
 		})
 	}

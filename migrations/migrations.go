@@ -19,6 +19,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -157,6 +158,12 @@ var ErrNothingApplied = errors.New("migrations: no leasestore migration is appli
 // back the first migration of a store that holds data. Nothing was written.
 var ErrStoreNotEmpty = errors.New("migrations: the store holds data")
 
+// ErrLockDelaysInForce is matched by the error of [Down] when it refuses to
+// roll back the lock-delay migration (version 4) while a lock-delay keeps a
+// key: the release before it ignores lock-delays and would let the key be
+// acquired at once. Nothing was written.
+var ErrLockDelaysInForce = errors.New("migrations: lock-delays are in force")
+
 // ErrNewerSchema is matched by the error of [Down] when the database is at
 // a version newer than [LatestVersion] (a newer release migrated it): only
 // that release's migrations can roll it back. Nothing was written.
@@ -170,7 +177,8 @@ type downConfig struct{ destroyData bool }
 // DestroyData lets [Down] roll back the first migration of a store that holds
 // data. That drops every lease, the whole audit trail and the fencing
 // counter: tokens start again at 1, so resources that saw higher tokens
-// refuse every new holder.
+// refuse every new holder. It also lets Down roll back the lock-delay
+// migration while lock-delays are in force, which drops them.
 func DestroyData() DownOption { return func(c *downConfig) { c.destroyData = true } }
 
 // Down rolls back the most recent migration of dialect d. It returns
@@ -180,8 +188,10 @@ func DestroyData() DownOption { return func(c *downConfig) { c.destroyData = tru
 // Rolling back the first migration drops the store. Down refuses that, with
 // an error matching [ErrStoreNotEmpty] and without writing anything, when the
 // store holds leases or audit records or has issued a fencing token, unless
-// [DestroyData] is given. The check and the rollback are two steps: stop the
-// services that use the store first.
+// [DestroyData] is given. Rolling back the lock-delay migration (version 4)
+// is refused the same way, with an error matching [ErrLockDelaysInForce],
+// while a lock-delay keeps a key. The check and the rollback are two
+// steps: stop the services that use the store first.
 func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goose.MigrationResult, error) {
 	var cfg downConfig
 	for _, o := range opts {
@@ -204,6 +214,9 @@ func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goos
 	}
 	if !cfg.destroyData {
 		if err := refuseToDropData(ctx, d, db, p); err != nil {
+			return nil, err
+		}
+		if err := refuseToDropLockDelays(ctx, d, db, p); err != nil {
 			return nil, err
 		}
 	}
@@ -297,6 +310,62 @@ func (e *storeNotEmptyError) Error() string {
 }
 
 func (e *storeNotEmptyError) Is(target error) bool { return target == ErrStoreNotEmpty }
+
+// lockDelayVersion is the migration that added lock-delays.
+const lockDelayVersion = 4
+
+// lockDelaysQuery reads, per dialect, the lock-delays that keep a key now
+// (as the backends judge them; SQLite's ?1 is now in Unix microseconds):
+// how many, and when the last ends (Unix microseconds).
+var lockDelaysQuery = map[Dialect]string{
+	SQLite: `SELECT count(*), coalesce(max(ends), 0) FROM (
+		SELECT expires_at + lock_delay AS ends FROM leasestore_leases
+		WHERE delay_token = token AND lock_delay > 0 AND expires_at + lock_delay > ?1
+		UNION ALL
+		SELECT ended_at + lock_delay FROM leasestore_lock_delays WHERE ended_at + lock_delay > ?1)`,
+	Postgres: `SELECT count(*), coalesce(max((extract(epoch FROM ends) * 1000000)::bigint), 0) FROM (
+		SELECT l.expires_at + l.lock_delay AS ends FROM leasestore_leases l
+		WHERE ((l.ended_token IS DISTINCT FROM l.token AND l.delay_token = l.token)
+		       OR (l.ended_token = l.token AND l.delay_token = -l.token))
+		  AND l.lock_delay > interval '0' AND l.expires_at + l.lock_delay > now()) AS d`,
+}
+
+// refuseToDropLockDelays returns an error matching [ErrLockDelaysInForce]
+// when the next rollback is the lock-delay migration's and a lock-delay
+// keeps a key.
+func refuseToDropLockDelays(ctx context.Context, d Dialect, db *sql.DB, p *goose.Provider) error {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: down: read the schema version: %w", err)
+	}
+	if current != lockDelayVersion {
+		return nil
+	}
+	var args []any
+	if d == SQLite {
+		args = append(args, time.Now().UnixMicro())
+	}
+	var e lockDelaysError
+	if err := db.QueryRowContext(ctx, lockDelaysQuery[d], args...).Scan(&e.keys, &e.lastEnd); err != nil {
+		return fmt.Errorf("migrations: down: look for lock-delays in force: %w", err)
+	}
+	if e.keys == 0 {
+		return nil
+	}
+	return &e
+}
+
+// lockDelaysError is the refusal of [Down] that matches [ErrLockDelaysInForce].
+type lockDelaysError struct{ keys, lastEnd int64 }
+
+func (e *lockDelaysError) Error() string {
+	return fmt.Sprintf("migrations: down: refused to roll back migration %d: a lock-delay keeps %d key(s) until "+
+		"%s at the latest, and the release before it ignores lock-delays, so they could be acquired at once: "+
+		"roll back after that time, or pass --destroy-data to leasectl migrate down (migrations.DestroyData in Go) "+
+		"to drop them", lockDelayVersion, e.keys, time.UnixMicro(e.lastEnd).UTC().Format(time.RFC3339))
+}
+
+func (e *lockDelaysError) Is(target error) bool { return target == ErrLockDelaysInForce }
 
 // Status reports every migration of dialect d and whether it is applied.
 // It only reads, and does not wait for a migration in progress (it takes

@@ -289,8 +289,11 @@ that holds leases or audit records, or has issued a fencing token, it is
 refused (exit 2, nothing written) unless --destroy-data is given.
 --destroy-data destroys, with no undo: every lease, the whole audit trail,
 and the fencing counter, so tokens start again at 1 and resources that saw
-higher tokens will refuse every new holder. Stop the services that use the
-store first.`,
+higher tokens will refuse every new holder. Rolling back the lock-delay
+migration (version 4) while a lock-delay keeps a key is refused the same
+way (the release before it would let the key be acquired at once); wait
+until the time the refusal names, or give --destroy-data to drop them. Stop
+the services that use the store first.`,
 		Example: `  leasectl migrate down --dsn sqlite:scratch.db
   leasectl migrate down --destroy-data --dsn sqlite:scratch.db`,
 		Args: exactArgs(0, "no arguments"),
@@ -317,7 +320,8 @@ store first.`,
 			switch {
 			case errors.Is(err, goose.ErrNoNextVersion), errors.Is(err, migrations.ErrNothingApplied):
 				// nothing applied: nothing to roll back
-			case errors.Is(err, migrations.ErrStoreNotEmpty), errors.Is(err, migrations.ErrNewerSchema):
+			case errors.Is(err, migrations.ErrStoreNotEmpty), errors.Is(err, migrations.ErrLockDelaysInForce),
+				errors.Is(err, migrations.ErrNewerSchema):
 				// Refused for want of a flag, or a schema a newer release
 				// migrated (its leasectl rolls it back), and nothing was
 				// written: invalid (exit 2).
@@ -337,7 +341,8 @@ store first.`,
 	}
 	cmd.Flags().BoolVar(&destroyData, "destroy-data", false,
 		"allow rolling back the first migration of a store that holds data: destroys every lease, the whole audit trail "+
-			"and the fencing counter (tokens start again at 1, so resources that saw higher tokens will refuse new holders)")
+			"and the fencing counter (tokens start again at 1, so resources that saw higher tokens will refuse new holders); "+
+			"and the lock-delay migration while lock-delays are in force, dropping them")
 	return cmd
 }
 

@@ -766,7 +766,13 @@ func (s *Scheduler) giveUp() {
 }
 
 func (s *Scheduler) handOverLocked(l *lease, why string, cause error) {
-	l.state, l.reason = StateHandingOver, why
+	s.giveUpLocked(l, StateHandingOver, why, cause)
+}
+
+// giveUpLocked cancels l's handler with cause, to release l once it
+// returned, and reports it. Called with s.mu held.
+func (s *Scheduler) giveUpLocked(l *lease, state State, why string, cause error) {
+	l.state, l.reason = state, why
 	l.cancel(cause)
 	s.log.Info("scheduler: giving up target", "target", l.target, "token", l.token, "why", why)
 	s.events = append(s.events, s.eventLocked(EventHandedOver, l, cause))
@@ -908,8 +914,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	s.mu.Lock()
 	for _, l := range s.leases {
 		if l.state == StateRunning || l.state == StateIdle {
-			l.state, l.reason = StateStopping, "shutting down"
-			l.cancel(ErrStopped)
+			s.giveUpLocked(l, StateStopping, "shutting down", ErrStopped)
 		}
 	}
 	n := len(s.leases)

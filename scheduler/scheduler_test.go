@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,7 +343,8 @@ func TestBusyTargetBacksOff(t *testing.T) {
 	}
 }
 
-// The observer sees acquisitions, losses and releases with the counts
+// The observer sees acquisitions, losses, hand-overs (shutdown's
+// included, as EventHandedOver's doc says) and releases with the counts
 // after each.
 func TestObserverEvents(t *testing.T) {
 	t.Parallel()
@@ -350,12 +352,16 @@ func TestObserverEvents(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[scheduler.EventKind]int{}
 	var last scheduler.Event
+	var stopped []string // targets of hand-over events with cause ErrStopped
 	obs := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		counts[ev.Kind]++
 		if ev.Kind == scheduler.EventRound {
 			last = ev
+		}
+		if ev.Kind == scheduler.EventHandedOver && errors.Is(ev.Cause, scheduler.ErrStopped) && ev.Token > 0 {
+			stopped = append(stopped, ev.Target)
 		}
 	})
 	s, err := scheduler.New(store, "w1", scheduler.Static("a", "b", "c"), idle, &scheduler.Config{TTL: ttl, Observer: obs})
@@ -374,6 +380,11 @@ func TestObserverEvents(t *testing.T) {
 	defer mu.Unlock()
 	if counts[scheduler.EventAcquired] != 3 || counts[scheduler.EventReleased] != 3 || counts[scheduler.EventLost] != 0 {
 		t.Errorf("events %v, want 3 acquired, 3 released, none lost", counts)
+	}
+	slices.Sort(stopped)
+	if fmt.Sprint(stopped) != "[a b c]" || counts[scheduler.EventHandedOver] != 3 {
+		t.Errorf("hand-over events at shutdown for %v (%d in all), want one for each of a b c with cause ErrStopped",
+			stopped, counts[scheduler.EventHandedOver])
 	}
 }
 

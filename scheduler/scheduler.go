@@ -292,20 +292,29 @@ const renewConcurrency = 64
 // place to change should the protocol offer a bulk renew.
 func (s *Scheduler) renew(items []renewItem) []renewOutcome {
 	out := make([]renewOutcome, len(items))
+	concurrently(len(items), func(i int) {
+		it := items[i]
+		ctx, cancel := context.WithDeadline(s.base, it.deadline)
+		defer cancel()
+		out[i].sent = time.Now()
+		out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+	})
+	return out
+}
+
+// concurrently calls f(0) to f(n-1), up to renewConcurrency at a time, the
+// first first, and returns when every call returned.
+func concurrently(n int, f func(i int)) {
 	sem := make(chan struct{}, renewConcurrency)
 	var wg sync.WaitGroup
-	for i, it := range items {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ctx, cancel := context.WithDeadline(s.base, it.deadline)
-			defer cancel()
-			out[i].sent = time.Now()
-			out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+			f(i)
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // refused reports whether err is the store's definite refusal of a
@@ -461,17 +470,27 @@ func (s *Scheduler) settle() {
 		}
 	}
 	s.mu.Unlock()
-	for _, l := range release {
-		s.releaseLease(l)
+	s.releaseLeases(release)
+}
+
+// releaseLeases releases leases whose handlers returned, up to
+// renewConcurrency at a time, each bounded by OpTimeout: a store that does
+// not answer holds a shutdown up for one OpTimeout, not one per lease.
+func (s *Scheduler) releaseLeases(ls []*lease) {
+	errs := make([]error, len(ls))
+	concurrently(len(ls), func(i int) {
+		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+		defer cancel()
+		_, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token})
+	})
+	for i, l := range ls {
+		s.released(l, errs[i])
 	}
 }
 
-// releaseLease releases a lease whose handler returned. A handed-over
-// target is not claimed again for a round, so that another worker takes it.
-func (s *Scheduler) releaseLease(l *lease) {
-	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-	_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: l.key, Owner: s.id, Token: l.token})
-	cancel()
+// released applies the outcome err of l's release. A handed-over target is
+// not claimed again for a round, so that another worker takes it.
+func (s *Scheduler) released(l *lease, err error) {
 	if l.state == StateHandingOver {
 		b := s.backoff[l.target]
 		b.until = time.Now().Add(jitter(s.set.every))

@@ -45,6 +45,11 @@ import (
 //     they return, then releases everything.
 //   - HearsRevoke: a revoke reaches the handler of the revoked target
 //     through the store's signal, long before the next renewal.
+//   - ShutdownStoreDown: a worker holding 30 targets whose store stops
+//     answering (every call waits until its deadline) shuts down within
+//     TTL + two renew intervals and a margin: a round under way when it
+//     is told to stop, then the releases of its targets, then the
+//     membership's, the releases each bounded by OpTimeout but all at once.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -57,6 +62,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Fencing", testFencing},
 		{"Shutdown", testShutdown},
 		{"HearsRevoke", testHearsRevoke},
+		{"ShutdownStoreDown", testShutdownStoreDown},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness)
@@ -463,6 +469,43 @@ func testShutdown(t *testing.T, newHarness Factory) {
 	f.noLiveLeases()
 	if n := len(w.sched.Snapshot().Owned); n != 0 {
 		t.Errorf("the snapshot after Run returned lists %d targets", n)
+	}
+	f.check()
+}
+
+func testShutdownStoreDown(t *testing.T, newHarness Factory) {
+	const targets = 30
+	f := newFleet(t, newHarness, targets)
+	w := f.start("w1")
+	f.waitFor("one worker holds 30 targets", converge, func() (bool, string) {
+		return f.balanced(map[*worker]int{w: targets})
+	})
+	w.fault.pause()
+	defer w.fault.resume()
+	began := time.Now()
+	w.cancel()
+	w.cancel = nil
+	bound := ttl + 2*renewEvery + renewEvery/2
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(converge):
+		t.Fatalf("Run did not return within %v of its context's end while the store did not answer", converge)
+	}
+	took := time.Since(began)
+	t.Logf("Run returned %v after its context ended, the store not answering (TTL %v, OpTimeout %v, %d targets)",
+		took.Round(time.Millisecond), ttl, renewEvery, targets)
+	if took > bound {
+		t.Errorf("Run returned %v after its context ended while the store did not answer; want within %v "+
+			"(a round under way, then the releases at once, then the membership's, each bounded by OpTimeout %v)",
+			took.Round(time.Millisecond), bound, renewEvery)
+	}
+	for _, r := range f.runs {
+		if !ended(r) {
+			t.Errorf("%s's handler of %s/%d still runs after Run returned", r.worker, r.target, r.token)
+		}
 	}
 	f.check()
 }

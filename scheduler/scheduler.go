@@ -136,8 +136,10 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // Run works until ctx ends, then shuts down: it cancels every handler
 // (cause [ErrStopped]), keeps renewing each lease until its handler
 // returned, releases it, releases the membership lease and returns nil.
-// Store operations of the shutdown run on a context that keeps ctx's values
-// but not its cancellation, each bounded by [Config].OpTimeout. Run returns
+// When ctx ends, the renewals and lists of a round under way are cut short;
+// store operations of the shutdown run on a context that keeps ctx's values
+// but not its cancellation, each bounded by [Config].OpTimeout, the
+// releases of the targets all at once. Run returns
 // only after every handler has returned, and returns an error only when it
 // was called before.
 func (s *Scheduler) Run(ctx context.Context) error {
@@ -195,23 +197,28 @@ func (s *Scheduler) Snapshot() Snapshot {
 
 // round renews everything (when renew is set: a full round), then looks at
 // the workers and the targets and rebalances. ctx is Run's: once it ends
-// the round stops claiming. It returns when to look again because a lease
+// the round's renewals and lists are cut short and it stops claiming, so
+// that a store that does not answer holds the shutdown up for no more than
+// the acquire under way. It returns when to look again because a lease
 // of another worker that the round saw runs out (see [nextLook]), or zero.
 func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	began := time.Now()
 	s.problems = s.problems[:0]
 	s.expiries = s.expiries[:0]
 	if renew {
-		s.renewAll()
+		s.renewAll(ctx)
 	}
 	s.settle()
 	if ctx.Err() != nil {
 		return time.Time{}
 	}
 	s.join()
-	workers := s.countWorkers()
+	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
-	holders, listed := s.listHolders()
+	holders, listed := s.listHolders(ctx)
+	if ctx.Err() != nil {
+		return time.Time{}
+	}
 
 	s.mu.Lock()
 	s.workers, s.total = workers, len(s.current)
@@ -288,13 +295,13 @@ type renewOutcome struct {
 const renewConcurrency = 64
 
 // renew renews items, one store call each, up to renewConcurrency at a
-// time, the first items first, each bounded by its deadline. It is the one
+// time, the first items first, each bounded by its deadline and ctx. It is the one
 // place to change should the protocol offer a bulk renew.
-func (s *Scheduler) renew(items []renewItem) []renewOutcome {
+func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	concurrently(len(items), func(i int) {
 		it := items[i]
-		ctx, cancel := context.WithDeadline(s.base, it.deadline)
+		ctx, cancel := context.WithDeadline(ctx, it.deadline)
 		defer cancel()
 		out[i].sent = time.Now()
 		out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
@@ -332,8 +339,9 @@ func refused(err error) bool {
 // refusal loses the lease at once; an unknown outcome leaves it to the
 // lease's local deadline. A renewal is given OpTimeout, or longer while its
 // lease's local deadline is further away: on a slow store a late renewal
-// still keeps the lease, and past the deadline it is lost anyway.
-func (s *Scheduler) renewAll() {
+// still keeps the lease, and past the deadline it is lost anyway. When ctx
+// ends the renewals under way are given up, their outcomes unknown.
+func (s *Scheduler) renewAll(ctx context.Context) {
 	s.mu.Lock()
 	var items []renewItem
 	var held []*lease
@@ -355,7 +363,7 @@ func (s *Scheduler) renewAll() {
 	if len(items) == 0 {
 		return
 	}
-	outs := s.renew(items)
+	outs := s.renew(ctx, items)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -392,7 +400,7 @@ func (s *Scheduler) renewAll() {
 			}
 		}
 	}
-	if unknown > 0 {
+	if unknown > 0 && ctx.Err() == nil {
 		s.log.Warn("scheduler: renewals without an answer; leases are kept until they would run out", "count", unknown, "err", firstErr)
 		s.problems = append(s.problems, fmt.Sprintf("%d renewals without an answer: %v", unknown, firstErr))
 	}
@@ -636,8 +644,8 @@ func unknown(err error) bool {
 }
 
 // listAll returns the live leases of a namespace, every page.
-func (s *Scheduler) listAll(ns string) ([]protocol.Lease, error) {
-	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+func (s *Scheduler) listAll(ctx context.Context, ns string) ([]protocol.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 	defer cancel()
 	var out []protocol.Lease
 	cursor := ""
@@ -656,11 +664,14 @@ func (s *Scheduler) listAll(ns string) ([]protocol.Lease, error) {
 
 // countWorkers returns the live workers (this one counted when it is a
 // member), or the last count when the store does not answer.
-func (s *Scheduler) countWorkers() int {
+func (s *Scheduler) countWorkers(ctx context.Context) int {
 	s.mu.Lock()
 	last, member := s.workers, s.membership != nil
 	s.mu.Unlock()
-	leases, err := s.listAll(s.set.workersNS)
+	leases, err := s.listAll(ctx, s.set.workersNS)
+	if err != nil && ctx.Err() != nil {
+		return max(last, 1)
+	}
 	if err != nil {
 		s.problems = append(s.problems, "list workers: "+err.Error())
 		s.log.Warn("scheduler: list workers failed; keeping the last count", "err", err)
@@ -685,6 +696,9 @@ func (s *Scheduler) refreshTargets(ctx context.Context) {
 	tctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 	defer cancel()
 	list, err := s.targets(tctx)
+	if err != nil && ctx.Err() != nil {
+		return // shutting down
+	}
 	if err != nil {
 		s.problems = append(s.problems, "targets: "+err.Error())
 		s.log.Warn("scheduler: the targets function failed; keeping the last set", "err", err)
@@ -724,8 +738,11 @@ func (s *Scheduler) refreshTargets(ctx context.Context) {
 }
 
 // listHolders returns the live leases of the targets' namespace by name.
-func (s *Scheduler) listHolders() (map[string]protocol.Lease, bool) {
-	leases, err := s.listAll(s.set.ns)
+func (s *Scheduler) listHolders(ctx context.Context) (map[string]protocol.Lease, bool) {
+	leases, err := s.listAll(ctx, s.set.ns)
+	if err != nil && ctx.Err() != nil {
+		return nil, false
+	}
 	if err != nil {
 		s.problems = append(s.problems, "list targets: "+err.Error())
 		s.log.Warn("scheduler: list targets failed; claiming nothing this round", "err", err)
@@ -951,7 +968,15 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 		select {
 		case <-s.wake:
 		case <-next.C:
-			s.renewAll()
+			// Release what returned first: only the leases whose
+			// handlers still run need renewing.
+			s.settle()
+			s.mu.Lock()
+			n := len(s.leases)
+			s.mu.Unlock()
+			if n > 0 {
+				s.renewAll(s.base)
+			}
 			next.Reset(jitter(s.set.every))
 		}
 		s.settle()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
@@ -28,6 +29,9 @@ type faultStore struct {
 	// a single-writer store an acquire also waits for other writers, so a
 	// slow one says the store, not the scheduler, set the pace.
 	acquires timings
+	// pausedRenewals counts the renewals that waited at the pause: a round
+	// of a paused worker began.
+	pausedRenewals atomic.Int64
 }
 
 var errDropped = errors.New("schedulertest: the worker was cut off from the store")
@@ -65,6 +69,9 @@ func (f *faultStore) gate(ctx context.Context, op protocol.Op) error {
 	}
 	if paused == nil {
 		return nil
+	}
+	if op == protocol.OpRenew {
+		f.pausedRenewals.Add(1)
 	}
 	select {
 	case <-paused:

@@ -46,10 +46,11 @@ import (
 //   - HearsRevoke: a revoke reaches the handler of the revoked target
 //     through the store's signal, long before the next renewal.
 //   - ShutdownStoreDown: a worker holding 30 targets whose store stops
-//     answering (every call waits until its deadline) shuts down within
-//     TTL + two renew intervals and a margin: a round under way when it
-//     is told to stop, then the releases of its targets, then the
-//     membership's, the releases each bounded by OpTimeout but all at once.
+//     answering (every call waits until its deadline), told to stop while
+//     a round's renewals wait, shuts down within 3.75 OpTimeouts: the
+//     round's renewals and lists are cut short, its targets are released
+//     at once (in one or two batches, as the handlers return), each bounded
+//     by OpTimeout, then the membership.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -482,10 +483,15 @@ func testShutdownStoreDown(t *testing.T, newHarness Factory) {
 	})
 	w.fault.pause()
 	defer w.fault.resume()
+	// Stop the worker once a round began: its renewals then wait for the
+	// store, for up to the leases' local deadline.
+	f.waitFor("a round of the paused worker begins", converge, func() (bool, string) {
+		return w.fault.pausedRenewals.Load() > 0, "no renewal waits"
+	})
 	began := time.Now()
 	w.cancel()
 	w.cancel = nil
-	bound := ttl + 2*renewEvery + renewEvery/2
+	bound := 3*renewEvery + renewEvery*3/4
 	select {
 	case err := <-w.done:
 		if err != nil {
@@ -499,7 +505,7 @@ func testShutdownStoreDown(t *testing.T, newHarness Factory) {
 		took.Round(time.Millisecond), ttl, renewEvery, targets)
 	if took > bound {
 		t.Errorf("Run returned %v after its context ended while the store did not answer; want within %v "+
-			"(a round under way, then the releases at once, then the membership's, each bounded by OpTimeout %v)",
+			"(the round's renewals cut short, the releases at once, then the membership's, each bounded by OpTimeout %v)",
 			took.Round(time.Millisecond), bound, renewEvery)
 	}
 	for _, r := range f.runs {

@@ -94,6 +94,24 @@ func holderCases(op holderOp) []testCase {
 			e.revoke(e.b, "job")
 			op.refused(e, e.a, "job", "w1", l.Token, protocol.StatusNotFound, nil)
 		}},
+		{"not_found/any_token_once_ended", func(e *env) {
+			// Once the key's last lease was released or revoked there is
+			// no row: an older, the same or a newer token is not_found
+			// (where a backend keeps the ended row, it is not a lease).
+			old := e.acquire(e.a, "job", "w1", leaseTTL)
+			e.release(e.a, old)
+			last := e.acquire(e.b, "job", "w2", leaseTTL)
+			e.release(e.b, last)
+			for _, token := range []int64{old.Token, last.Token, last.Token + 1000} {
+				op.refused(e, e.a, "job", "w1", token, protocol.StatusNotFound, nil)
+				op.refused(e, e.a, "job", "w2", token, protocol.StatusNotFound, nil)
+			}
+			revoked := e.acquire(e.b, "other", "w2", leaseTTL)
+			e.revoke(e.a, "other")
+			for _, token := range []int64{revoked.Token - 1, revoked.Token, revoked.Token + 1000} {
+				op.refused(e, e.a, "other", "w2", token, protocol.StatusNotFound, nil)
+			}
+		}},
 		{"stale_token/same_owner", func(e *env) {
 			old := e.acquire(e.a, "job", "w1", leaseTTL)
 			e.release(e.a, old)
@@ -187,6 +205,15 @@ func revokeCases() []testCase {
 		{"not_found/never_held", func(e *env) {
 			refused(e, "job", 0, protocol.StatusNotFound, nil)
 			refused(e, "job", 7, protocol.StatusNotFound, nil)
+		}},
+		{"not_found/any_token_once_ended", func(e *env) {
+			old := e.acquire(e.a, "job", "w1", leaseTTL)
+			e.release(e.a, old)
+			last := e.acquire(e.b, "job", "w2", leaseTTL)
+			e.revoke(e.a, "job")
+			for _, token := range []int64{0, old.Token, last.Token, last.Token + 1000} {
+				refused(e, "job", token, protocol.StatusNotFound, nil)
+			}
 		}},
 		{"not_found/expired", func(e *env) {
 			l := e.acquire(e.a, "job", "w1", leaseTTL)

@@ -315,10 +315,14 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL})
 		cancel()
 		switch {
-		case err == nil && res.Lease != nil:
-			h.mu.Lock()
-			h.lease = *res.Lease
-			h.mu.Unlock()
+		case err == nil:
+			// Renewed. An answer without the lease (a server's "lease":
+			// null) still renewed it: Lease keeps the last copy.
+			if res.Lease != nil {
+				h.mu.Lock()
+				h.lease = *res.Lease
+				h.mu.Unlock()
+			}
 			deadline = sent.Add(h.req.TTL)
 			if lapse.Stop() {
 				lapse.Reset(time.Until(deadline))

@@ -14,8 +14,8 @@ import (
 // arrive while every slot is taken wait in a queue; when a slot frees,
 // the queued ones go, up to maxBatch at a time in arrival order, to the
 // backend's batch function, in a goroutine of the Coalescer's, under a
-// context of their own: the latest of their callers' deadlines (or
-// batchTimeout from now when none has one), so that no caller's deadline
+// context of their own: the latest of their callers' deadlines (at least
+// batchTimeout from now when one has none), so that no caller's deadline
 // or cancellation fails the others.
 //
 // The backend's batch function answers every operation it is given (T is
@@ -290,9 +290,12 @@ func (c *Coalescer[T]) take() []*queued[T] {
 // with its value in their own goroutines (where they may recover), and
 // the batch's slot keeps serving; with none waiting, run panics again.
 func (c *Coalescer[T]) run(batch []*queued[T]) (d time.Duration) {
-	deadline := time.Now().Add(c.batchTimeout)
-	if latest := slices.MaxFunc(batch, func(x, y *queued[T]) int { return x.deadline.Compare(y.deadline) }).deadline; !latest.IsZero() {
-		deadline = latest
+	deadline := slices.MaxFunc(batch, func(x, y *queued[T]) int { return x.deadline.Compare(y.deadline) }).deadline
+	if slices.ContainsFunc(batch, func(q *queued[T]) bool { return q.deadline.IsZero() }) {
+		// A caller without a deadline: at least the batch timeout.
+		if d := time.Now().Add(c.batchTimeout); d.After(deadline) {
+			deadline = d
+		}
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()

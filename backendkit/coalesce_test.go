@@ -345,6 +345,36 @@ func TestCoalescerAdaptStartsWithinThePool(t *testing.T) {
 	c.Wait()
 }
 
+// TestCoalescerCallerWithoutDeadlineKeepsItsBatchTimeout: a caller with
+// no deadline, batched with one whose deadline is near, gets a batch of
+// the batch timeout from now, not the other caller's deadline (which
+// would cut its operation short: no caller's deadline fails the others).
+func TestCoalescerCallerWithoutDeadlineKeepsItsBatchTimeout(t *testing.T) {
+	var deadline atomic.Value // time.Time
+	c := backendkit.NewCoalescer(1, 8, time.Hour, func(ctx context.Context, ops []*op) {
+		d, _ := ctx.Deadline()
+		deadline.Store(d)
+	})
+	release, done := holdSlot(t, c)
+	near, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, ctx := range []context.Context{t.Context(), near} {
+		wg.Go(func() { c.Do(ctx, &op{id: i}, func() { t.Error("ran alone while the slot was held") }, false) })
+		for c.QueueLen() != i+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	start := time.Now()
+	release()
+	wg.Wait()
+	<-done
+	c.Wait()
+	if got := deadline.Load().(time.Time); got.Before(start.Add(59 * time.Minute)) {
+		t.Fatalf("batch deadline %v from now, want the batch timeout (1h): a caller in it has no deadline", time.Until(got).Round(time.Second))
+	}
+}
+
 // holdSlot runs an operation alone that holds one of c's slots until
 // release is called; done is closed when its Do returned.
 func holdSlot(t *testing.T, c *backendkit.Coalescer[*op]) (release func(), done <-chan struct{}) {

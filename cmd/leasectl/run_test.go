@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -718,9 +719,43 @@ func TestRunLossHeardOnlyAtRelease(t *testing.T) {
 	c := leasectl{dir: dir, dsn: s.url}
 	w := c.start(t, "watch") // the server's one stream: run's subscription is refused
 	w.expect(w.errs, "following")
+	// watch logs "following" before it opens its stream: until the server
+	// refuses another one, run could take the slot and hear the revoke
+	// through it (a clean-clone CI run did).
+	waitForStreamsFull(t, s.url)
 	r := c.run(t, "run", "k", "--ttl", "60s", "--", "sh", "-c", `"$0" revoke k --reason test >/dev/null && exit 0; exit 9`, bin)
-	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost") {
-		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost\n%s", r.code, r)
+	if r.code != 6 || !strings.Contains(r.stderr, "lease was lost while the command ran") {
+		t.Fatalf("run whose lease was revoked while its command ran: exit %d, want 6 saying the lease was lost while the command ran\n%s", r.code, r)
+	}
+}
+
+// waitForStreamsFull waits until the server at url refuses a notification
+// stream with 503 (its --max-streams are open); a probe the server accepts
+// is closed at once and tried again.
+func waitForStreamsFull(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/notify/default/stream-probe", nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		code := 0
+		if err == nil {
+			code = resp.StatusCode
+			_ = resp.Body.Close()
+		}
+		cancel()
+		if code == http.StatusServiceUnavailable {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still accepts a notification stream after 30 s (last: %d, %v)", code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -262,8 +262,18 @@ func FromRecord(r audit.Record) Record {
 	}
 }
 
-// Audit returns the record r describes.
+// Audit returns the record r describes. A record of a format version
+// other than [audit.RecordFormatVersion] is refused naming both, as the
+// backends refuse such a row, and so is an id below 1 (no cursor resumes
+// after it).
 func (r Record) Audit() (audit.Record, error) {
+	if r.Version != audit.RecordFormatVersion {
+		return audit.Record{}, fmt.Errorf("version: the record (id %d) has format version %d, this release reads only version %d: upgrade leasestore to read it",
+			r.ID, r.Version, audit.RecordFormatVersion)
+	}
+	if r.ID < 1 {
+		return audit.Record{}, fmt.Errorf("id: %d is not a record id (ids start at 1)", r.ID)
+	}
 	at, err := ParseTime("at", r.At)
 	if err != nil {
 		return audit.Record{}, err

@@ -25,11 +25,12 @@ type HoldConfig struct {
 // Held is a lease kept alive in the background by [Hold]. Its context is
 // cancelled as soon as the lease is lost or released. Loss is heard at
 // once when the store signals it ([Notifier], every shipped backend and
-// the HTTP client): a revoke, a release by someone else with the token, or
-// an acquire after the lease ran out, each confirmed by a get (see
-// [WatchLease]); otherwise, and as the fallback, at the next renewal
+// the HTTP client): a revoke, or a release by someone else with the
+// token, each confirmed by a get (see [WatchLease]). No signal is sent for
+// an expiry (etcd alone signals the end of its etcd lease): that, and
+// every loss when the store cannot signal, is heard at the next renewal
 // (refused, or none successful before the lease would run out by the
-// local clock).
+// local clock, which is never later than the store's).
 // Work done under the lease should use [Held.Context] and pass
 // [Held.Token] to every fenced resource.
 //

@@ -91,7 +91,9 @@ type Config struct {
 	OpTimeout time.Duration
 	// MaxBackoff caps the wait before a target that another worker took
 	// first (a conflict) is tried again; the wait starts at RenewEvery and
-	// doubles with each conflict in a row, with jitter. Default: TTL.
+	// doubles with each conflict in a row, with jitter. A target kept by
+	// the lock-delay of an ended lease is tried again when the delay ends.
+	// Default: TTL.
 	MaxBackoff time.Duration
 	// LockDelay is the lock-delay of every target lease (see
 	// protocol.AcquireRequest.LockDelay): after a worker's target lease is

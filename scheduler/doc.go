@@ -29,7 +29,8 @@
 //     rounds it looks again at the expiry of the other workers' leases it
 //     saw (membership, targets, conflicts), so a takeover does not wait
 //     for the next round; and it backs off, with jitter, from a target that
-//     another worker took first (at most until that lease's expiry).
+//     another worker took first (at most until that lease's expiry), and
+//     waits for the end of a lock-delay that keeps a target.
 //
 // Fencing: a lease lost by one worker may be taken by another while the
 // first one's handler is still finishing, so two handlers of one target may

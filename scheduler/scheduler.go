@@ -94,6 +94,9 @@ type membership struct {
 type backoffState struct {
 	n     int
 	until time.Time
+	// delayed: until is when the lock-delay of the target's ended lease
+	// ends; each round notes it, so that the worker looks again then.
+	delayed bool
 }
 
 // New returns a Scheduler for the worker identity (its owner name in every
@@ -501,7 +504,7 @@ func (s *Scheduler) releaseLeases(ls []*lease) {
 func (s *Scheduler) released(l *lease, err error) {
 	if l.state == StateHandingOver {
 		b := s.backoff[l.target]
-		b.until = time.Now().Add(jitter(s.set.every))
+		b.until, b.delayed = time.Now().Add(jitter(s.set.every)), false
 		s.backoff[l.target] = b
 	}
 	switch {
@@ -839,7 +842,10 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		if h, held := holders[t]; held && !(h.Owner == s.id && s.pending[t] != "") {
 			continue
 		}
-		if s.backoff[t].until.After(now) {
+		if b := s.backoff[t]; b.until.After(now) {
+			if b.delayed {
+				s.expiries = append(s.expiries, b.until)
+			}
 			continue
 		}
 		candidates = append(candidates, t)
@@ -865,6 +871,15 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			s.start(l, sent, fmt.Sprintf("%s; held %d when acquired", why, active))
 			active++
 			deficit--
+		case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil && perr.Lease.DelayedAt(time.Now()):
+			// No holder: the lock-delay of an ended lease keeps the key
+			// until a known time. Try again then, not before, and do not
+			// count it as a conflict in a row.
+			free := perr.Lease.FreeAt()
+			s.expiries = append(s.expiries, free)
+			s.backoff[t] = backoffState{n: s.backoff[t].n, until: free, delayed: true}
+			s.log.Debug("scheduler: target kept by a lock-delay; trying again when it ends", "target", t, "until", free)
+			s.busy(t, err)
 		case errors.Is(err, protocol.ErrConflict):
 			s.backOff(t)
 			holder := ""
@@ -873,11 +888,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 				s.untilExpiry(t, perr.Lease.FreeAt()) // its expiry, plus its lock-delay
 			}
 			s.log.Debug("scheduler: target busy; backing off", "target", t, "holder", holder, "until", s.backoff[t].until)
-			s.mu.Lock()
-			ev := s.eventLocked(EventBusy, nil, err)
-			ev.Target = t
-			s.events = append(s.events, ev)
-			s.mu.Unlock()
+			s.busy(t, err)
 		case unknown(err) || errors.Is(err, protocol.ErrClosed):
 			s.problems = append(s.problems, "acquire: "+err.Error())
 			s.log.Warn("scheduler: acquire failed; claiming no more this round", "target", t, "err", err)
@@ -890,11 +901,22 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 	}
 }
 
+// busy reports that an acquire of t answered conflict (err). It
+// takes s.mu.
+func (s *Scheduler) busy(t string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.eventLocked(EventBusy, nil, err)
+	ev.Target = t
+	s.events = append(s.events, ev)
+}
+
 // backOff delays the next attempt on t: RenewEvery, doubling with each
 // conflict in a row up to MaxBackoff, times a random factor in [0.5, 1.5).
 func (s *Scheduler) backOff(t string) {
 	b := s.backoff[t]
 	b.n++
+	b.delayed = false
 	d := s.set.maxBackoff
 	if b.n <= 20 && s.set.every<<(b.n-1) < d {
 		d = s.set.every << (b.n - 1)

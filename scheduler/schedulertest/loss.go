@@ -12,6 +12,38 @@ import (
 	"github.com/leasestore/leasestore/scheduler"
 )
 
+// runOne runs a scheduler "w1" with cfg (its logger set to the test's log,
+// warnings and above) until the test ends.
+func runOne(t *testing.T, store protocol.Store, targets scheduler.Targets, handler scheduler.Handler, cfg *scheduler.Config) {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sched, err := scheduler.New(store, "w1", targets, handler, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// waitUntil polls cond every millisecond until it holds, and returns how
+// long that took; it fails t when within passes first.
+func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > within {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
 // testHearsRevoke: a worker renewing every 20 s hears of a revoke of one
 // of its targets through the store's signal: that handler's context ends,
 // with a cause matching protocol.ErrLeaseLost, within lossBound, long
@@ -43,29 +75,11 @@ func testHearsRevoke(t *testing.T, newHarness Factory) {
 		mu.Unlock()
 	}
 	targets := []string{"a", "b", "c"}
-	sched, err := scheduler.New(store, "w1", scheduler.Static(targets...), handler,
-		&scheduler.Config{Namespace: "loss", TTL: lossTTL, RenewEvery: lossRenew,
-			Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sched.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runOne(t, store, scheduler.Static(targets...), handler,
+		&scheduler.Config{Namespace: "loss", TTL: lossTTL, RenewEvery: lossRenew})
 	wait := func(what string, within time.Duration, cond func() bool) time.Duration {
 		t.Helper()
-		start := time.Now()
-		for !cond() {
-			if time.Since(start) > within {
-				t.Fatalf("%s: not within %v", what, within)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return time.Since(start)
+		return waitUntil(t, what, within, cond)
 	}
 	wait("every handler runs", 10*time.Second, func() bool {
 		mu.Lock()

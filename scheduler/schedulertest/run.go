@@ -51,6 +51,9 @@ import (
 //     round's renewals and lists are cut short, its targets are released
 //     at once (in one or two batches, as the handlers return), each bounded
 //     by OpTimeout, then the membership.
+//   - LockDelayBackOff: after a target lease with a lock-delay is revoked,
+//     the worker tries the target once during the delay, then takes it
+//     as the delay ends.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -64,6 +67,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Shutdown", testShutdown},
 		{"HearsRevoke", testHearsRevoke},
 		{"ShutdownStoreDown", testShutdownStoreDown},
+		{"LockDelayBackOff", testLockDelayBackOff},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness)

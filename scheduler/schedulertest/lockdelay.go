@@ -1,0 +1,116 @@
+package schedulertest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
+)
+
+// acquireLog passes calls to a store and notes when each acquire was sent.
+type acquireLog struct {
+	protocol.Store
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (a *acquireLog) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if req.Key.Namespace != scheduler.DefaultNamespace+scheduler.WorkersSuffix {
+		a.mu.Lock()
+		a.sent = append(a.sent, time.Now())
+		a.mu.Unlock()
+	}
+	return a.Store.Acquire(ctx, req)
+}
+
+// between returns how many target acquires were sent in [from, to).
+func (a *acquireLog) between(from, to time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, at := range a.sent {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// testLockDelayBackOff: after its target lease with a lock-delay is
+// revoked, a worker tries the target once, learns from the conflict when
+// the lock-delay ends, and tries again then, not before: the key has no
+// holder to back off from, and the end of the delay is known. It takes
+// the target within a third of a renew interval of that end.
+func testLockDelayBackOff(t *testing.T, newHarness Factory) {
+	const delay = 3 * time.Second
+	h := newHarness(t)
+	admin := h.NewStore(t)
+	store := &acquireLog{Store: h.NewStore(t)}
+	var (
+		mu      sync.Mutex
+		tokens  []int64     // of the handlers started, in order
+		started []time.Time // when each was called
+		ended   int         // handlers whose context ended
+	)
+	handler := func(ctx context.Context, _ string, token int64) {
+		mu.Lock()
+		tokens = append(tokens, token)
+		started = append(started, time.Now())
+		mu.Unlock()
+		<-ctx.Done()
+		mu.Lock()
+		ended++
+		mu.Unlock()
+	}
+	runOne(t, store, scheduler.Static("t"), handler, &scheduler.Config{TTL: ttl, LockDelay: delay})
+	wait := func(what string, within time.Duration, cond func() bool) {
+		t.Helper()
+		waitUntil(t, what, within, cond)
+	}
+	wait("the handler runs", converge, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens) == 1
+	})
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
+	// The store ends the lease between these two moments; the delay ends
+	// that long after (one machine, one clock).
+	sent := time.Now()
+	if _, err := admin.Revoke(context.Background(), protocol.RevokeRequest{Key: key, Actor: "schedulertest", Reason: "lock-delay"}); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	free := time.Now().Add(delay)
+	wait("the revoked lease's handler is cancelled", converge, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return ended == 1
+	})
+	wait("the target is taken again", converge, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens) == 2
+	})
+	retaken := started[1]
+	early := store.between(sent, sent.Add(delay-expiryMarginTest))
+	t.Logf("acquires of the target during its lock-delay of %v: %d; taken again %v after the delay ended",
+		delay, early, retaken.Sub(free).Round(time.Millisecond))
+	if retaken.Before(sent.Add(delay)) {
+		t.Errorf("the target was taken again %v after the revoke, within its lock-delay of %v", retaken.Sub(sent), delay)
+	}
+	if early > 1 {
+		t.Errorf("%d acquires of the target while its lock-delay ran (known from the first conflict): want 1", early)
+	}
+	if late := retaken.Sub(free); late > renewEvery/3 {
+		t.Errorf("the target was taken again %v after its lock-delay ended: want within %v", late, renewEvery/3)
+	}
+	if tokens[1] <= tokens[0] {
+		t.Errorf("tokens %v: want the second greater", tokens)
+	}
+}
+
+// expiryMarginTest leaves out acquires sent as the delay ends: the local
+// clock and the store's may differ by that much.
+const expiryMarginTest = 50 * time.Millisecond

@@ -120,3 +120,34 @@ func TestClock(t *testing.T) {
 		t.Fatalf("acquired at %v, want between %v and %v", got, before, after)
 	}
 }
+
+// A subscription that races the handle's Close either fails as closed or
+// hears the Close: a waiter never sleeps on a closed handle until its
+// recheck.
+func TestSubscribeRacingCloseHearsIt(t *testing.T) {
+	store := memstore.NewStore(nil)
+	for i := range 5000 {
+		h := store.Handle()
+		start := make(chan struct{})
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			<-start
+			_ = h.Close(t.Context())
+		}()
+		close(start)
+		ch, cancel, err := h.Subscribe(t.Context(), testKey)
+		<-closed
+		if err != nil {
+			wantStatus(t, "subscribe racing close", err, protocol.StatusClosed)
+			continue
+		}
+		select {
+		case <-ch:
+		default:
+			cancel()
+			t.Fatalf("round %d: a subscription made as the handle closed heard no signal of the close", i)
+		}
+		cancel()
+	}
+}

@@ -63,9 +63,12 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 		w.keys[key] = make(map[*subscriber]struct{})
 	}
 	w.keys[key][s] = struct{}{}
+	// Checked again once registered: a Close since the first check either
+	// is seen here or signals s (it takes w.mu after setting closed).
+	closed := b.closed.Load()
 	w.mu.Unlock()
 	var once sync.Once
-	return s.ch, func() {
+	cancel := func() {
 		once.Do(func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
@@ -74,5 +77,10 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 				delete(w.keys, key)
 			}
 		})
-	}, nil
+	}
+	if closed {
+		cancel()
+		return nil, nil, interpretError("", errHandleClosed)
+	}
+	return s.ch, cancel, nil
 }

@@ -217,6 +217,17 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		q.Cursor = start
 	}
 	if f, ok := audit.FollowerOf(r); ok {
+		// The first read must succeed here too: a stream yields its
+		// failures and goes on, retrying, so one read decides whether the
+		// store answers (and the query and cursor are good) at all.
+		probe := q
+		probe.Limit = 1
+		opCtx, cancel := a.opContext(ctx)
+		_, err := r.ReadAudit(opCtx, probe)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return failWith(err)
+		}
 		return a.streamAudit(ctx, f, q)
 	}
 	first := true
@@ -276,22 +287,21 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 	}
 }
 
-// streamAudit prints the records a streaming reader (a served store's
-// GET /v1/audit/follow) sends, from q.Cursor, until ctx is cancelled, as
-// followAudit prints polled ones: one line, or one JSON page object with
-// the cursor after it, per record. A failure before the first record
-// fails the command; later ones are logged (the stream goes on).
+// streamAudit prints the records a streaming reader (etcd's Follow, a
+// served store's GET /v1/audit/follow) sends, from q.Cursor, until ctx is
+// cancelled, as followAudit prints polled ones: one line, or one JSON page
+// object with the cursor after it, per record. A failure the stream goes
+// on after is logged, as a polled follower logs a failed read; one that
+// ends the stream (a refused query or token) fails the command.
 func (a *app) streamAudit(ctx context.Context, f audit.Follower, q audit.Query) error {
-	first := true
+	var last error // the last failure, while no record followed it
 	for rec, err := range f.Follow(ctx, q) {
-		switch {
-		case err != nil && first:
-			return failWith(err)
-		case err != nil:
+		if err != nil {
+			last = err
 			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
 			continue
 		}
-		first = false
+		last = nil
 		if a.output == "json" {
 			out := toAuditJSON(audit.Page{Records: []audit.Record{rec}})
 			out.NextCursor = audit.EncodeCursor(rec.ID)
@@ -299,6 +309,9 @@ func (a *app) streamAudit(ctx context.Context, f audit.Follower, q audit.Query) 
 		} else {
 			a.printText(formatRecordLine(rec))
 		}
+	}
+	if last != nil && ctx.Err() == nil {
+		return failWith(last)
 	}
 	return nil
 }

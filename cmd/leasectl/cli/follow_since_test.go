@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,18 @@ func (s streamingReader) Follow(ctx context.Context, q audit.Query) iter.Seq2[au
 	return audit.Watch(ctx, s.r, q, &audit.WatchConfig{Interval: 5 * time.Millisecond})
 }
 
+// acquirer returns a function that acquires a key of namespace ns on b.
+func acquirer(t *testing.T, b protocol.Backend) func(name string) {
+	rt := protocol.New(b, nil)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return func(name string) {
+		t.Helper()
+		if _, err := rt.Acquire(t.Context(), protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: name}, Owner: "o", TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // audit --follow --since T on a store that streams its trail (etcd) prints
 // the records from T on, as it does on a polled store, not the whole trail.
 func TestAuditFollowSinceOnAStreamingStore(t *testing.T) {
@@ -36,14 +49,7 @@ func TestAuditFollowSinceOnAStreamingStore(t *testing.T) {
 	var mu sync.Mutex
 	clock := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	backend := memstore.New(&memstore.Config{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
-	rt := protocol.New(backend, nil)
-	defer rt.Close(context.Background())
-	acquire := func(name string) {
-		t.Helper()
-		if _, err := rt.Acquire(t.Context(), protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: name}, Owner: "o", TTL: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	acquire := acquirer(t, backend)
 	acquire("old-1")
 	acquire("old-2")
 	mu.Lock()
@@ -68,5 +74,58 @@ func TestAuditFollowSinceOnAStreamingStore(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "ns/new") || strings.Contains(s, "old-") {
 		t.Fatalf("audit --follow --since (an hour after old-1 and old-2) on a streaming store printed:\n%s\nwant the record of new only", s)
+	}
+}
+
+// flakyReader fails its read number failAt (counting from 1), as a
+// database or a server that restarts does.
+type flakyReader struct {
+	r      audit.Reader
+	failAt int64
+	reads  *atomic.Int64
+}
+
+func (f flakyReader) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	if f.reads.Add(1) == f.failAt {
+		return audit.Page{}, &protocol.Error{Op: protocol.OpAudit, Status: protocol.StatusUnavailable, Message: "restarting"}
+	}
+	return f.r.ReadAudit(ctx, q)
+}
+
+// audit --follow on a store that streams its trail (etcd, a served store)
+// rides out a failure while the trail is quiet, as it does on a polled
+// store: the failure is logged and the follow goes on.
+func TestAuditFollowOnAStreamingStoreRidesOutAFailure(t *testing.T) {
+	t.Parallel()
+	backend := memstore.New(nil)
+	acquire := acquirer(t, backend)
+	acquire("old")
+
+	var out, logs syncbuf.Buffer
+	a := &app{stdout: &out, log: slog.New(slog.NewTextHandler(&logs, nil)), red: newRedactor(), timeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	r := streamingReader{flakyReader{r: backend, failAt: 2, reads: new(atomic.Int64)}}
+	q := audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(1)} // from now on, as audit --follow starts
+	go func() { done <- a.followAudit(ctx, r, q, 5*time.Millisecond) }()
+	time.Sleep(100 * time.Millisecond) // the failure is behind
+	acquire("new")
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(out.String(), "ns/new") {
+		select {
+		case err := <-done:
+			t.Fatalf("audit --follow ended with %v after a failure of a quiet trail, want it to go on; stderr:\n%s", err, logs.String())
+		case <-deadline:
+			t.Fatalf("audit --follow never printed the new record:\n%s", out.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "restarting") {
+		t.Errorf("the failure was not logged:\n%s", logs.String())
 	}
 }

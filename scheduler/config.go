@@ -87,7 +87,8 @@ type Config struct {
 	// OpTimeout bounds each store operation (list, acquire, release). A
 	// renewal gets OpTimeout too, or longer while its lease's local
 	// deadline (TTL after the last successful renewal was sent) is further
-	// away. Default: RenewEvery.
+	// away. It must be shorter than TTL: a round waits for each call.
+	// Default: RenewEvery.
 	OpTimeout time.Duration
 	// MaxBackoff caps the wait before a target that another worker took
 	// first (a conflict) is tried again; the wait starts at RenewEvery and
@@ -172,8 +173,12 @@ func (c *Config) resolve() (settings, error) {
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
 		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))
 	}
-	if s.opTimeout <= 0 {
+	switch {
+	case s.opTimeout <= 0:
 		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))
+	case s.opTimeout >= s.ttl:
+		errs = append(errs, fmt.Errorf("op timeout: %v is not shorter than the ttl %v: one store call waiting that long holds "+
+			"a round, and the next round's renewals, past the leases' expiry; set it shorter (default: RenewEvery)", s.opTimeout, s.ttl))
 	}
 	if s.maxBackoff <= 0 {
 		errs = append(errs, fmt.Errorf("max backoff: %v must be positive", s.maxBackoff))

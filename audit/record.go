@@ -213,6 +213,19 @@ func (q Query) IDRange() (after, before int64, err error) {
 	return id, math.MaxInt64, err
 }
 
+// SinceMicro returns Since rounded up to the microsecond: the first time a
+// backend that keeps microseconds (the SQL backends) can store at or after
+// Since, so that its "at >= SinceMicro()" keeps exactly what [Query.Matches]
+// keeps (a record stamped at 10µs is before a Since of 10.5µs). The zero
+// time stays zero.
+func (q Query) SinceMicro() time.Time {
+	t := q.Since.Truncate(time.Microsecond)
+	if t.Before(q.Since) {
+		t = t.Add(time.Microsecond)
+	}
+	return t
+}
+
 // EffectiveLimit returns Limit, or [DefaultLimit] when Limit is zero.
 func (q Query) EffectiveLimit() int {
 	if q.Limit == 0 {

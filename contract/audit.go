@@ -185,6 +185,7 @@ func auditCases() []testCase {
 				{audit.Query{Namespace: "ns-a", Key: "k"}, id()},
 				{audit.Query{Since: at(2)}, id(2, 3, 4)}, // since is inclusive
 				{audit.Query{Since: at(2).Add(time.Microsecond)}, id(3, 4)},
+				{audit.Query{Since: at(2).Add(time.Nanosecond)}, id(3, 4)}, // at(2) is before it, at every precision
 				{audit.Query{Namespace: "ns-a", Since: at(2)}, id(2, 4)},
 				{audit.Query{Namespace: "ns-a", Key: "k1", Since: at(1)}, id(2)},
 				{audit.Query{Since: at(5)}, id()},

@@ -561,7 +561,8 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	afterID, beforeID, _ := q.IDRange() // validated above
 	var since *time.Time
 	if !q.Since.IsZero() {
-		since = &q.Since
+		s := q.SinceMicro() // the server keeps microseconds; pgx truncates to them
+		since = &s
 	}
 	limit := q.EffectiveLimit()
 	var floor int64 // newest first: the id below which every record is older than since

@@ -400,7 +400,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	after, before, _ := q.IDRange() // validated above
 	since := int64(math.MinInt64)
 	if !q.Since.IsZero() {
-		since = micros(q.Since)
+		since = micros(q.SinceMicro())
 	}
 	ops := ""
 	if len(q.Ops) > 0 {

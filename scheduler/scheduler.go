@@ -572,6 +572,15 @@ func (s *Scheduler) join() {
 		s.membership = &membership{token: lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: lease.ExpiresAt}
 		s.mu.Unlock()
 		s.log.Info("scheduler: joined", "token", lease.Token)
+	case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil && perr.Lease.DelayedAt(time.Now()):
+		// The store's namespace default gave the membership a lock-delay,
+		// and the lease ended other than by a release.
+		s.memberReq = ""
+		free := perr.Lease.FreeAt()
+		s.expiries = append(s.expiries, free)
+		s.problems = append(s.problems, fmt.Sprintf("identity %s is kept by the lock-delay of its ended membership lease (token %d) until %s: waiting for it to end",
+			s.id, perr.Lease.Token, free.UTC().Format(time.RFC3339Nano)))
+		s.log.Warn("scheduler: a lock-delay keeps this identity; waiting", "token", perr.Lease.Token, "until", free)
 	case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil:
 		s.memberReq = ""
 		s.expiries = append(s.expiries, perr.Lease.ExpiresAt)

@@ -594,3 +594,48 @@ func TestLockDelayConfig(t *testing.T) {
 		t.Fatalf("membership lease: %+v %v, want no lock-delay", res.Lease, err)
 	}
 }
+
+// A membership lease ended by a revoke, in a workers' namespace that the
+// store gives a lock-delay by default, is not another worker's: the worker
+// says that the lock-delay keeps its identity, and joins again as the
+// delay ends rather than at a later round.
+func TestMembershipLockDelay(t *testing.T) {
+	t.Parallel()
+	const delay = 4 * time.Second
+	store := protocol.New(memstore.New(nil), &protocol.Config{LockDelays: []protocol.NamespaceLockDelay{{Namespaces: "*", Delay: delay}}})
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	// Rounds every second: the first after the revoke finds the membership
+	// gone; one that waited for a later round would join up to 1.1s after
+	// the delay ended.
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), idle, &scheduler.Config{TTL: 3 * time.Second, RenewEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	key := protocol.Key{Namespace: "scheduler" + scheduler.WorkersSuffix, Name: "w1"}
+	sent := time.Now()
+	if _, err := store.Revoke(context.Background(), protocol.RevokeRequest{Key: key, Actor: "test", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	eventually(t, "member again", func() (bool, string) {
+		snap := s.Snapshot()
+		if snap.Problem != "" && !slices.Contains(problems, snap.Problem) {
+			problems = append(problems, snap.Problem)
+		}
+		res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+		return err == nil && res.Lease.Owner == "w1", fmt.Sprintf("%v; problems %q", err, problems)
+	})
+	joined := time.Since(sent)
+	t.Logf("joined again %v after the revoke (lock-delay %v); problems %q", joined.Round(time.Millisecond), delay, problems)
+	for _, p := range problems {
+		if strings.Contains(p, "held by another worker") {
+			t.Errorf("problem %q: no other worker holds the identity, a lock-delay keeps it", p)
+		}
+	}
+	if limit := delay + 500*time.Millisecond; joined > limit {
+		t.Errorf("joined again %v after the revoke; want within %v (the lock-delay of %v ends, and the worker looks again then)",
+			joined.Round(time.Millisecond), limit, delay)
+	}
+}

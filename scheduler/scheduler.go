@@ -865,6 +865,16 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		return
 	}
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	// Acquires whose outcome is unknown first: the worker may hold those
+	// leases already, and would otherwise leave them unworked until they
+	// ran out, the targets blocked for every other worker.
+	rank := func(t string) int {
+		if s.pending[t] != "" {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(candidates, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	for _, t := range candidates {
 		if deficit == 0 || ctx.Err() != nil || time.Now().After(until) {
 			return

@@ -639,3 +639,70 @@ func TestMembershipLockDelay(t *testing.T) {
 			joined.Round(time.Millisecond), limit, delay)
 	}
 }
+
+// firstAnswerLost takes the first acquire of a target into effect but
+// answers timeout, as when the answer is lost on the way back.
+type firstAnswerLost struct {
+	protocol.Store
+	mu   sync.Mutex
+	lost *protocol.Lease // the lease whose acquire's answer was lost
+}
+
+func (s *firstAnswerLost) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	res, err := s.Store.Acquire(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.lost == nil && req.Key.Namespace == scheduler.DefaultNamespace {
+		s.lost = res.Lease
+		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
+			backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+	}
+	return res, err
+}
+
+// An acquire whose outcome is unknown is retried before any other target
+// is tried: the worker may hold that lease already, and a share filled
+// with other targets would leave it unworked, blocking the target for
+// another worker until it ran out.
+func TestUnknownAcquireIsRetriedFirst(t *testing.T) {
+	t.Parallel()
+	const n = 50 // n targets, n workers: a share of 1
+	rt := newStore(t)
+	var targets []string
+	for i := range n {
+		targets = append(targets, fmt.Sprintf("t%02d", i))
+		if i > 0 {
+			if _, err := rt.Acquire(context.Background(), protocol.AcquireRequest{Key: protocol.Key{Namespace: "scheduler" + scheduler.WorkersSuffix,
+				Name: fmt.Sprintf("other%02d", i)}, Owner: "other", TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	store := &firstAnswerLost{Store: rt}
+	type started struct {
+		target string
+		token  int64
+	}
+	runs := make(chan started, n)
+	s, err := scheduler.New(store, "w1", scheduler.Static(targets...), func(ctx context.Context, target string, token int64) {
+		runs <- started{target, token}
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	var first started
+	select {
+	case first = <-runs:
+	case <-time.After(waitFor):
+		t.Fatal("no handler started")
+	}
+	store.mu.Lock()
+	lost := store.lost
+	store.mu.Unlock()
+	if lost == nil || first.target != lost.Key.Name || first.token != lost.Token {
+		t.Errorf("the first handler ran on %s with token %d; the acquire whose answer was lost took %v: want that one retried first",
+			first.target, first.token, lost)
+	}
+}

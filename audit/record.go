@@ -315,12 +315,8 @@ func (r runtimeReader) ReadAudit(ctx context.Context, q Query) (Page, error) {
 
 // follower returns the runtime's backend as a [Follower], when it is one:
 // the follow then reaches the backend without the runtime, whose deadline
-// would end it.
+// would end it. Asking runs no operation (the observer hears of none).
 func (r runtimeReader) follower() (Follower, bool) {
-	var f Follower
-	_ = r.rt.Do(context.Background(), protocol.OpAudit, func(_ context.Context, b protocol.Backend) error {
-		f, _ = b.(Follower)
-		return nil
-	})
-	return f, f != nil
+	f, ok := r.rt.Backend().(Follower)
+	return f, ok
 }

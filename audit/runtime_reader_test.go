@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +17,9 @@ import (
 // noTrail is a backend that keeps no audit trail.
 type noTrail struct{ protocol.Backend }
 
-func TestRuntimeReaderReadsThroughTheRuntime(t *testing.T) {
-	ctx := context.Background()
+// observedRuntime returns a runtime over a new memstore and a function
+// returning the events its observer heard so far.
+func observedRuntime() (*protocol.Runtime, func() []protocol.OperationEvent) {
 	var mu sync.Mutex
 	var events []protocol.OperationEvent
 	rt := protocol.New(memstore.New(nil), &protocol.Config{Observer: protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
@@ -25,6 +27,16 @@ func TestRuntimeReaderReadsThroughTheRuntime(t *testing.T) {
 		defer mu.Unlock()
 		events = append(events, ev)
 	})})
+	return rt, func() []protocol.OperationEvent {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(events)
+	}
+}
+
+func TestRuntimeReaderReadsThroughTheRuntime(t *testing.T) {
+	ctx := context.Background()
+	rt, events := observedRuntime()
 	key := protocol.Key{Namespace: "ns", Name: "k"}
 	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: "w1", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -34,9 +46,8 @@ func TestRuntimeReaderReadsThroughTheRuntime(t *testing.T) {
 	if err != nil || len(page.Records) != 1 || page.Records[0].Status != protocol.StatusAcquired {
 		t.Fatalf("ReadAudit = %+v, %v; want the acquire's record", page, err)
 	}
-	mu.Lock()
-	last := events[len(events)-1]
-	mu.Unlock()
+	seen := events()
+	last := seen[len(seen)-1]
 	if last.Op != protocol.OpAudit || last.Status != "" {
 		t.Errorf("the observer's last event = %+v, want a successful %s", last, protocol.OpAudit)
 	}
@@ -76,5 +87,19 @@ func TestRuntimeReaderAppliesTheDefaultDeadline(t *testing.T) {
 	})
 	if err != nil || !ok || time.Until(deadline) < 50*time.Second {
 		t.Errorf("Do gave fn deadline %v (set %v), err %v; want about a minute from now", deadline, ok, err)
+	}
+}
+
+// Asking whether a runtime's backend streams its trail (FollowerOf, which
+// Watch does on every call) reads nothing, so the observer (the
+// operation metrics) hears of no audit operation.
+func TestFollowerOfARuntimeReaderIsNoOperation(t *testing.T) {
+	rt, events := observedRuntime()
+	defer rt.Close(context.Background())
+	if _, ok := audit.FollowerOf(audit.RuntimeReader(rt)); ok {
+		t.Fatal("memstore is no Follower")
+	}
+	if seen := events(); len(seen) != 0 {
+		t.Fatalf("FollowerOf was observed as %+v, want no operation", seen)
 	}
 }

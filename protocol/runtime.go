@@ -144,6 +144,14 @@ func RandomRequestID() string {
 // BackendName returns the wrapped backend's name.
 func (r *Runtime) BackendName() string { return r.backend.Name() }
 
+// Backend returns the wrapped backend, to learn which optional interfaces
+// it has (a [Sweeper], an audit.Follower) without running an operation:
+// the observer hears of nothing. A call made on it directly bypasses the
+// runtime (no default deadline, no closed answer after [Runtime.Close],
+// not observed); use [Runtime.Do] to run one as the runtime runs its own.
+// The runtime keeps owning it: do not close it.
+func (r *Runtime) Backend() Backend { return r.backend }
+
 func (r *Runtime) begin() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

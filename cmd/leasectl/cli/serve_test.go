@@ -1,10 +1,18 @@
 package cli
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // An http(s) DSN is a served store; its password (leasectl refuses to
@@ -65,5 +73,49 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		if loopback(h) {
 			t.Errorf("loopback(%q) = true", h)
 		}
+	}
+}
+
+// serve --audit-retention: the operation metrics count the prunes that
+// ran, not the check that the store can prune.
+func TestServeRetentionObservesOnlyItsPrunes(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "w"), 0)
+	tg, err := parseDSN(e[EnvDSN])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{getenv: e.get, log: slog.New(slog.NewTextHandler(io.Discard, nil)), red: newRedactor(), timeout: 5 * time.Second}
+	var prunes atomic.Int64
+	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == audit.OpPrune {
+			prunes.Add(1)
+		}
+	})
+	s, err := a.openTarget(t.Context(), tg, openOptions{observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close(a)
+	stop, err := a.startRetention(t.Context(), s, time.Hour) // prunes at once, then every 6 minutes
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := audit.Query{Namespace: "", Ops: []protocol.Op{audit.OpPrune}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := s.audit.ReadAudit(t.Context(), q)
+		if err == nil && len(p.Records) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no prune record: %+v, %v", p, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if n := prunes.Load(); n != 1 {
+		t.Fatalf("the observer heard %d prunes; one ran", n)
 	}
 }

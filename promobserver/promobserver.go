@@ -14,12 +14,15 @@
 //	leasestore_scheduler_workers{namespace, worker}              gauge
 //	leasestore_scheduler_targets{namespace, worker}              gauge
 //
-// op is one of the eight operations, status one of the protocol's status
-// strings ("ok" for a successful health or close, which have no status),
-// backend the backend's name ("postgres", "sqlite", "memory"), and replayed
-// "true" when an idempotent retry was answered from the audit trail rather
-// than executed. Label values come only from these closed sets, so the number
-// of series stays small whatever the keys and owners are. The scheduler's
+// op is one of the eight operations, or an operation the runtime runs for
+// its backend (sweep; audit, namespaces and prune, through
+// [protocol.Runtime.Do], whose op its caller names), status one of the
+// protocol's status strings ("ok" for a success that has no status: health,
+// close and the operations run through Do), backend the backend's name
+// ("postgres", "sqlite", "etcd", "http", "memory"), and replayed "true" when
+// an idempotent retry was answered from the audit trail rather than
+// executed. Label values come only from these closed sets, so the number of
+// series stays small whatever the keys and owners are. The scheduler's
 // metrics carry the targets' namespace, the event kind (acquired, busy,
 // lost, handed_over, released, round) and, for the gauges, the worker's
 // identity: one series per scheduler the process runs, never per target.

@@ -188,8 +188,14 @@ func ParseOptDuration(field, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// Protocol returns the lease l describes.
+// Protocol returns the lease l describes. A lease of a format version
+// other than [protocol.LeaseFormatVersion] is refused naming both, as the
+// backends refuse such a row.
 func (l Lease) Protocol() (protocol.Lease, error) {
+	if l.Version != protocol.LeaseFormatVersion {
+		return protocol.Lease{}, fmt.Errorf("version: the lease has format version %d, this release reads only version %d: upgrade leasestore to read it",
+			l.Version, protocol.LeaseFormatVersion)
+	}
 	out := protocol.Lease{Key: protocol.Key{Namespace: l.Namespace, Name: l.Key}, Owner: l.Owner, Token: l.Token, Version: l.Version}
 	var err error
 	if out.AcquiredAt, err = parseOptTime("acquired_at", l.AcquiredAt); err != nil {

@@ -132,3 +132,24 @@ func FuzzResult(f *testing.F) {
 		}
 	})
 }
+
+// A lease of a format version this release does not know is refused
+// naming both versions and the fix, as a record of one is.
+func TestLeaseOfAnotherFormatVersionIsRefused(t *testing.T) {
+	t.Parallel()
+	exp := "2026-01-02T15:05:05.000000Z"
+	good := wire.Lease{Namespace: "ns", Key: "k", Owner: "o", Token: 7, ExpiresAt: &exp, Version: protocol.LeaseFormatVersion}
+	if _, err := good.Protocol(); err != nil {
+		t.Fatalf("a lease of this release's version: %v", err)
+	}
+	for _, v := range []int{0, protocol.LeaseFormatVersion + 1} {
+		l := good
+		l.Version = v
+		if _, err := l.Protocol(); err == nil || !strings.Contains(err.Error(), "upgrade") {
+			t.Errorf("lease of format version %d: err %v, want a refusal naming both versions and the fix", v, err)
+		}
+		if _, err := (wire.Result{Status: "found", Lease: &l}).Protocol(protocol.OpGet); err == nil {
+			t.Errorf("result with a lease of format version %d: accepted", v)
+		}
+	}
+}

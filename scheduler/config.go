@@ -38,7 +38,8 @@ const (
 type Handler func(ctx context.Context, target string, token int64)
 
 // Targets returns the current set of targets, as lease names. It is called
-// once per round with a context bounded by the round; duplicates are
+// once per round (and per look between rounds) with a context bounded by
+// [Config].OpTimeout, which ends when Run's does; duplicates are
 // ignored, and names that are not valid lease names are left out and
 // logged. When it returns an error, the scheduler keeps the previous set
 // for that round.

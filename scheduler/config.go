@@ -155,7 +155,10 @@ func (c *Config) resolve() (settings, error) {
 	if err := textfield.Validate("namespace", s.ns, protocol.MaxNamespaceLen); err != nil {
 		errs = append(errs, err)
 	}
-	if err := textfield.Validate("workers namespace", s.workersNS, protocol.MaxNamespaceLen); err != nil {
+	if c.WorkersNamespace == "" && len(s.workersNS) > protocol.MaxNamespaceLen {
+		errs = append(errs, fmt.Errorf("workers namespace: Namespace + %q is %d bytes, longer than the limit of %d: set WorkersNamespace or a shorter Namespace",
+			WorkersSuffix, len(s.workersNS), protocol.MaxNamespaceLen))
+	} else if err := textfield.Validate("workers namespace", s.workersNS, protocol.MaxNamespaceLen); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ns == s.workersNS {

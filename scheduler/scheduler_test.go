@@ -101,6 +101,10 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"one namespace for both", store, "w", ok, idle, &scheduler.Config{Namespace: "x", WorkersNamespace: "x"},
 			[]string{"workers namespace: must differ"}},
 		{"namespace too long", store, "w", ok, idle, &scheduler.Config{Namespace: strings.Repeat("n", 200)}, []string{"namespace:"}},
+		// The workers' namespace the default makes of it must fit too: the
+		// error says where it came from and what to set.
+		{"namespace too long for the workers' default", store, "w", ok, idle, &scheduler.Config{Namespace: strings.Repeat("n", 125)},
+			[]string{"workers namespace: Namespace + \".workers\" is 133 bytes", "set WorkersNamespace or a shorter Namespace"}},
 		{"negative ttl", store, "w", ok, idle, &scheduler.Config{TTL: -time.Second}, []string{"ttl:"}},
 		{"renewals not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: time.Second},
 			[]string{"renew every: 1s is more than half the ttl 1s"}},

@@ -394,13 +394,16 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "leasectl",
 		Short: "Inspect and operate leasestore leases",
 		Long: `leasectl is the operator CLI for leasestore: fenced, audited leases stored in
-PostgreSQL or SQLite.
+SQLite, PostgreSQL or etcd, directly or through a served store.
 
 The store is chosen by --dsn, else $LEASESTORE_DSN, else sqlite:leasestore.db
 in the working directory:
-  postgres://USER:PASSWORD@HOST:PORT/DB?...   PostgreSQL (pgx connection string);
-                                             never migrated implicitly: run 'leasectl migrate up'
   sqlite:PATH                                 SQLite file, created and migrated on first use
+  postgres://USER:PASSWORD@HOST:PORT/DB?...   PostgreSQL (pgx connection string; postgresql://
+  or host=HOST user=USER dbname=DB ...        and libpq's key=value form too); never migrated
+                                             implicitly: run 'leasectl migrate up'
+  etcd://HOST:PORT[,HOST:PORT...]/PREFIX      etcd cluster (etcds:// for TLS; USER:PASSWORD@
+                                             and ?cacert=&cert=&key=&dial-timeout= as etcdctl's)
   http://HOST:PORT or https://HOST:PORT        a store served by 'leasectl serve'; the bearer token
                                              comes from $LEASESTORE_API_TOKEN
 
@@ -408,7 +411,8 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
 6 (run) the lease was lost while the command ran; 7 unauthorized or
 forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
-130 interrupted (Ctrl-C); 1 anything else.`,
+130 interrupted (Ctrl-C); 141 stdout closed (leasectl demo | head);
+1 anything else.`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl list -o json
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,
@@ -442,7 +446,7 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 		return &failure{status: string(protocol.StatusInvalid), err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dsnFlag, "dsn", "", "store: postgres://..., sqlite:PATH or http://HOST:PORT (default $"+EnvDSN+", else "+DefaultDSN+")")
+	pf.StringVar(&a.dsnFlag, "dsn", "", "store: sqlite:PATH, postgres://..., etcd://HOST:PORT/PREFIX or http://HOST:PORT (default $"+EnvDSN+", else "+DefaultDSN+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
 	pf.Var(newDurationFlag(&a.timeout, 5*time.Second), "timeout", "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")

@@ -463,3 +463,62 @@ func TestOperatorGuideExitCodes(t *testing.T) {
 		t.Fatalf("docs/operator-guide.md's exit codes table has rows %v, want %v", rows, want)
 	}
 }
+
+// README's two shell blocks hold what they claim: the first block of the
+// README is the quick start, exactly the demo and the test command (the
+// demo is a command of this leasectl, `make test` a target of the Makefile
+// that runs the tests); the install block names this module and, for go
+// install, a main package of it. (The demo itself runs in TestDemo.)
+func TestReadmeShellBlocks(t *testing.T) {
+	t.Parallel()
+	readme := repoFile(t, "README.md")
+	first := regexp.MustCompile("(?s)```(\\w*)\n(.*?)```\n").FindStringSubmatch(readme)
+	if first == nil || first[1] != "sh" {
+		t.Fatalf("README's first code block is not the sh quick start: %q", first)
+	}
+	if got := shellCommands(first[2]); !slices.Equal(got, []string{"go run ./cmd/leasectl demo", "make test"}) {
+		t.Fatalf("README's quick start runs %q, want the demo and make test", got)
+	}
+	c := leasectl{dir: t.TempDir()}
+	if r := c.run(t, "demo", "--help"); r.code != 0 {
+		t.Errorf("leasectl demo --help exited %d: %s", r.code, r.stderr)
+	}
+	out, err := exec.Command("make", "-C", filepath.Join("..", ".."), "-n", "test").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "test -race") {
+		t.Errorf("make -n test: %v\n%s", err, out)
+	}
+
+	blocks := codeBlocks(t, "README.md", "sh")
+	if len(blocks) != 2 {
+		t.Fatalf("README.md has %d sh blocks, want the quick start and the install lines", len(blocks))
+	}
+	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindStringSubmatch(repoFile(t, "go.mod"))[1]
+	install := shellCommands(blocks[1])
+	if len(install) != 2 {
+		t.Fatalf("README's install block runs %q, want go get and go install", install)
+	}
+	if want := "go get " + module; install[0] != want {
+		t.Errorf("README's install block runs %q, want %q", install[0], want)
+	}
+	pkg, ok := strings.CutPrefix(install[1], "go install "+module+"/")
+	pkg, latest := strings.CutSuffix(pkg, "@latest")
+	if !ok || !latest {
+		t.Fatalf("README's install block runs %q, want go install %s/...@latest", install[1], module)
+	}
+	if !strings.Contains(repoFile(t, pkg+"/main.go"), "package main\n") {
+		t.Errorf("README installs %s, which is not a main package", pkg)
+	}
+}
+
+// shellCommands returns the commands of a shell block: each line without
+// its comment and surrounding blanks, empty lines left out.
+func shellCommands(block string) []string {
+	var cmds []string
+	for _, l := range strings.Split(block, "\n") {
+		l, _, _ = strings.Cut(l, " #")
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			cmds = append(cmds, l)
+		}
+	}
+	return cmds
+}

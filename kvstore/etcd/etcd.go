@@ -407,15 +407,23 @@ func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
 	return b.ensureFormat(ctx, true)
 }
 
-// Destroy deletes every key of the store (its leases, its trail and its
-// format record). It is `leasectl migrate down --destroy-data` on etcd.
+// Destroy deletes every entry of the store (its leases, its trail and its
+// format record) in one transaction, and reports how many went. Other keys
+// under the prefix stay: a store whose prefix lies below this one's
+// (PREFIX/team/) is another store. It is `leasectl migrate down
+// --destroy-data` on etcd.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
-	resp, err := b.cli.Delete(ctx, b.keys.prefix, clientv3.WithPrefix())
+	resp, err := b.cli.Txn(ctx).Then(clientv3.OpDelete(b.keys.leases(), clientv3.WithPrefix()),
+		clientv3.OpDelete(b.keys.audits(), clientv3.WithPrefix()), clientv3.OpDelete(b.keys.meta())).Commit()
 	if err != nil {
 		return 0, b.interpret(ctx, protocol.OpHealth, err)
 	}
 	b.cache.init()
-	return resp.Deleted, nil
+	var n int64
+	for _, r := range resp.Responses {
+		n += r.GetResponseDeleteRange().Deleted
+	}
+	return n, nil
 }
 
 // Counts returns how many lease keys (live, expired or kept by a

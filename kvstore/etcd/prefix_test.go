@@ -5,7 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/protocol"
@@ -35,5 +37,43 @@ func TestNestedPrefixRefused(t *testing.T) {
 	}
 	for _, fine := range []string{outer.Prefix() + "kk", outer.Prefix() + "team/k", strings.TrimSuffix(outer.Prefix(), "/") + "-k/"} {
 		open(t, &etcd.Config{Prefix: fine})
+	}
+}
+
+// TestDestroyKeepsNestedStore: destroying a store (`leasectl migrate down
+// --destroy-data`) deletes its own entries (meta, leases, trail) and
+// leaves a store whose prefix lies below it elsewhere (which opening
+// allows: TestNestedPrefixRefused), with its live lease and its trail.
+func TestDestroyKeepsNestedStore(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	ctx := t.Context()
+	outer := open(t, &etcd.Config{Prefix: c.Prefix(t)})
+	inner := open(t, &etcd.Config{Prefix: outer.Prefix() + "team/"})
+	held, err := protocol.New(inner, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protocol.New(outer, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outer.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := outer.Format(ctx); err != nil || n != 0 {
+		t.Fatalf("format of the destroyed store: %d %v, want 0", n, err)
+	}
+	if l, r, err := outer.Counts(ctx); err != nil || l != 0 || r != 0 {
+		t.Fatalf("the destroyed store counts %d leases, %d records (%v)", l, r, err)
+	}
+	if err := inner.Health(ctx); err != nil {
+		t.Fatalf("health of the store under %s after the store above was destroyed: %v", inner.Prefix(), err)
+	}
+	got, err := inner.Get(ctx, protocol.GetRequest{Key: key("k")})
+	if err != nil || got.Lease == nil || got.Lease.Token != held.Lease.Token {
+		t.Fatalf("get of the nested store's lease: %v %+v %v, want token %d", got.Status, got.Lease, err, held.Lease.Token)
+	}
+	if page, err := inner.ReadAudit(ctx, audit.Query{Namespace: "ns"}); err != nil || len(page.Records) != 1 {
+		t.Fatalf("the nested store's trail: %v %v, want its acquire's record", page.Records, err)
 	}
 }

@@ -13,8 +13,9 @@ const (
 	// EventBusy: another worker took the target first (an acquire answered
 	// conflict); the target is backed off.
 	EventBusy EventKind = "busy"
-	// EventLost: a lease was lost (renewal refused, or not renewed before it
-	// would run out); its handler's context was cancelled.
+	// EventLost: a lease was lost (the store signalled its end, a renewal
+	// was refused, or it was not renewed before it would run out); its
+	// handler's context was cancelled.
 	EventLost EventKind = "lost"
 	// EventHandedOver: the worker gives a target up to rebalance (or because
 	// it left the set, or at shutdown); its handler's context was cancelled.

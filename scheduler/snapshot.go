@@ -34,7 +34,8 @@ type Snapshot struct {
 	// the fair share ceil(Targets/Workers).
 	Workers, Targets, Share int
 	// Owned lists every target whose lease the worker holds or is giving
-	// up, sorted by target.
+	// up, and every lost one whose handler has not returned yet, sorted by
+	// target.
 	Owned []Owned
 	// LastRound is when the last round ended (local clock); zero before
 	// the first.

@@ -49,6 +49,15 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	return nil
 }
 
+// keyFilter reads --key as every KEY is read (keyArg): NS/NAME without
+// -n, the name in NS as written with it.
+func keyFilter(cmd *cobra.Command, q *audit.Query) {
+	if q.Key != "" {
+		k := keyArg(cmd, q.Namespace, q.Key)
+		q.Namespace, q.Key = k.Namespace, k.Name
+	}
+}
+
 // completeOps completes --op: the recorded ops not yet in the
 // comma-separated list being typed, each after that list.
 func completeOps(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -116,6 +125,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 				_ = cmd.Flags().Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 			}
 			q.Ops = audit.ParseOps(ops)
+			keyFilter(cmd, &q)
 			if err := auditOrder(&q, order, cmd.Flags().Changed("order"), follow); err != nil {
 				return err
 			}
@@ -165,7 +175,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	allNamespacesFlag(cmd, &q.Namespace)
-	f.StringVar(&q.Key, "key", "", "only records of this key")
+	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME in -n's namespace")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")

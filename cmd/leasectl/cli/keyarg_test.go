@@ -71,3 +71,35 @@ func TestRootHelpIsNotRedacted(t *testing.T) {
 		t.Errorf("root --help:\n%s", o.stdout)
 	}
 }
+
+// audit --key and audit export --key read the key as every KEY is read:
+// NS/NAME without -n (audit's own example: --key scan/10.0.0.0-24), the
+// name as written with -n.
+func TestAuditKeyFilterAcceptsPrintedKeys(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	wantCode(t, runCLI(t, e, "acquire", "scan/10.0.0.0-24", "--owner", "w"), ExitOK) // namespace scan
+	wantCode(t, runCLI(t, e, "acquire", "10.0.0.0-24", "-n", "other", "--owner", "w"), ExitOK)
+	for _, args := range [][]string{
+		{"audit", "--key", "scan/10.0.0.0-24"},
+		{"audit", "--key", "10.0.0.0-24", "-n", "scan"},
+	} {
+		o := runCLI(t, e, append(args, "-o", "json", "--since", "1h")...)
+		wantCode(t, o, ExitOK)
+		recs := o.json(t)["records"].([]any)
+		if len(recs) != 1 || recs[0].(map[string]any)["namespace"] != "scan" {
+			t.Errorf("%v: %v, want the record of scan/10.0.0.0-24", args, recs)
+		}
+	}
+	o := runCLI(t, e, "audit", "export", "--key", "scan/10.0.0.0-24")
+	wantCode(t, o, ExitOK)
+	if lines := strings.Split(strings.TrimSpace(o.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"namespace":"scan"`) {
+		t.Errorf("audit export --key scan/10.0.0.0-24 printed:\n%s\nwant the record of scan/10.0.0.0-24", o.stdout)
+	}
+	// With -n, the key is the name as written.
+	o = runCLI(t, e, "audit", "-n", "scan", "--key", "scan/10.0.0.0-24", "-o", "json")
+	wantCode(t, o, ExitOK)
+	if recs := o.json(t)["records"].([]any); len(recs) != 0 {
+		t.Errorf("audit -n scan --key scan/10.0.0.0-24: %v, want none (no name scan/10.0.0.0-24 in scan)", recs)
+	}
+}

@@ -58,7 +58,10 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the cluster has no leader or lost quorum; retry with the same request id", where)
 	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrPermissionDenied),
 		errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrUserEmpty):
-		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: authentication or permission refused: check the user, password and its role's permission on the prefix", where)
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: authentication or permission refused: check the user, password and its role's read-write permission on the prefix", where)
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the cluster refuses changes (NOSPACE alarm: its database reached its quota): compact and defragment it, then run 'etcdctl alarm disarm'", where)
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the revision asked for was compacted", where)
 	}

@@ -368,14 +368,32 @@ func (b *Backend) Prefix() string { return b.keys.prefix }
 // when it came from Open).
 func (b *Backend) Client() *clientv3.Client { return b.cli }
 
-// Health reads the store's meta entry with a linearizable read (so it
-// needs a leader and a quorum) and checks its format version.
+// Health reads the store's meta entry and checks its format version, in
+// a transaction shaped as a change: puts of the store's entries in the
+// branch never taken. The cluster treats it as it would a change (a raft
+// round trip, so it needs a leader and a quorum; refused under a NOSPACE
+// alarm, and for a user whose role may only read the prefix), so Health
+// fails while changes would, though reads still work.
 func (b *Backend) Health(ctx context.Context) error {
 	if b.closed.Load() {
 		return errClosed(protocol.OpHealth)
 	}
-	_, err := b.ensureFormat(ctx, false)
-	return err
+	meta := b.keys.meta()
+	// A version below 0 never is: the puts are never made.
+	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(meta), "<", 0)).
+		Then(clientv3.OpPut(meta, ""), clientv3.OpPut(b.keys.leases(), ""), clientv3.OpPut(b.keys.audits(), "")).
+		Else(clientv3.OpGet(meta)).Commit()
+	if err != nil {
+		return b.interpret(ctx, protocol.OpHealth, err)
+	}
+	if resp.Succeeded {
+		return errInternal(protocol.OpHealth, "%s: the cluster found a version below 0 for %s", b.shown, meta)
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return b.formatError(0)
+	}
+	return b.checkFormat(kvs[0].Value)
 }
 
 // Close stops the Backend's watches and, when the Backend came from Open,

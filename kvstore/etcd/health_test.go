@@ -1,0 +1,102 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TestHealthFailsWhileWritesFail: Health answers unavailable, naming the
+// cause and the fix, while the cluster refuses the store's changes but
+// still serves its reads (as PostgreSQL's Health does for a read-only
+// role): a user whose role may only read the prefix, and a cluster whose
+// database filled up (the NOSPACE alarm). Once the alarm is disarmed,
+// Health answers ok again. (A one-member cluster of the test's own, with
+// authentication on.)
+func TestHealthFailsWhileWritesFail(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	host := authCluster(t, "rootpw")
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{host}, Username: "root", Password: "rootpw",
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	const prefix = "/health/"
+	for _, step := range []func() error{
+		func() error { _, err := root.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "reader", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "reader", "readerpw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "reader", "reader"); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "root", Password: "rootpw"})
+	reader := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "reader", Password: "readerpw", NoInit: true})
+	if err := owner.Health(ctx); err != nil {
+		t.Fatalf("health of a writable store: %v", err)
+	}
+	acquire := func(b *etcd.Backend) error {
+		_, err := protocol.New(b, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute})
+		return err
+	}
+
+	if err := acquire(reader); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Fatalf("acquire by a user that may only read: %v, want unavailable", err)
+	}
+	if err := reader.Health(ctx); !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "permission") {
+		t.Errorf("health for a user that may only read the prefix: %v, want unavailable naming the permission", err)
+	}
+
+	st, err := root.Status(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := st.Header.MemberId
+	if _, err := pb.NewMaintenanceClient(root.ActiveConnection()).Alarm(ctx, &pb.AlarmRequest{
+		Action: pb.AlarmRequest_ACTIVATE, MemberID: member, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	if err := acquire(owner); !errors.Is(err, protocol.ErrUnavailable) {
+		t.Fatalf("acquire under the NOSPACE alarm: %v, want unavailable", err)
+	}
+	err = owner.Health(ctx)
+	if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "alarm disarm") {
+		t.Errorf("health under the NOSPACE alarm: %v, want unavailable naming the fix (etcdctl alarm disarm)", err)
+	}
+	if _, err := root.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: member, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Health(ctx); err != nil {
+		t.Fatalf("health once the alarm was disarmed: %v", err)
+	}
+	if err := acquire(owner); err != nil {
+		t.Fatalf("acquire once the alarm was disarmed: %v", err)
+	}
+}
+
+// openAt opens a Backend with cfg as given (endpoints included) and closes
+// it when the test ends.
+func openAt(t *testing.T, cfg *etcd.Config) *etcd.Backend {
+	t.Helper()
+	b, err := etcd.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("open as %s: %v", cfg.Username, err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return b
+}

@@ -32,7 +32,11 @@ const (
 //
 // The handler runs once per lease, in a goroutine of its own, and should
 // return soon after ctx ends: the scheduler keeps renewing the lease until
-// it returns, and releases it only then. A handler that returns while its
+// it returns, and releases it only then. The cause is the first reason
+// only: a lease given up may still be revoked or run out before the
+// handler returns (the Snapshot then shows it lost), and another worker
+// may take the target meanwhile, so a handler finishing its work keeps
+// sending its token. A handler that returns while its
 // lease is still held leaves the target owned (idle) until it is handed
 // over or the scheduler stops; it is not called again for that lease.
 type Handler func(ctx context.Context, target string, token int64)

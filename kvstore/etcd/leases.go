@@ -2,10 +2,13 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // leasePool hands out etcd leases for liveness entries. A lease that must
@@ -36,8 +39,32 @@ type grant struct {
 	err   error
 }
 
-// forExpiry returns an etcd lease that lives at least until want.
+// forExpiry returns an etcd lease that lives at least until want. A
+// grant made by another caller that failed because that caller's context
+// ended is made again (by this caller, or another waiting for it): it
+// says nothing of the cluster, and this caller's context may go on.
 func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (clientv3.LeaseID, error) {
+	for {
+		id, mine, err := p.take(ctx, want)
+		if err != nil && !mine && ctx.Err() == nil && callerEnded(err) {
+			continue
+		}
+		return id, err
+	}
+}
+
+// callerEnded reports whether err says that the context of the call ended.
+func callerEnded(err error) bool {
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// take is one attempt of forExpiry; mine reports whether this caller made
+// the grant (a failed one's error is then its own).
+func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseID, mine bool, _ error) {
 	sec := want.Truncate(time.Second)
 	if sec.Before(want) {
 		sec = sec.Add(time.Second)
@@ -57,7 +84,7 @@ func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (clientv3.Lea
 		default:
 		}
 	}
-	mine := g == nil
+	mine = g == nil
 	if mine {
 		g = &grant{ready: make(chan struct{})}
 		p.grants[slot] = g
@@ -76,18 +103,18 @@ func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (clientv3.Lea
 		close(g.ready)
 		if err != nil {
 			p.drop(slot, g)
-			return 0, err
+			return 0, true, err
 		}
 	}
 	select {
 	case <-g.ready:
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, mine, ctx.Err()
 	}
 	if g.err != nil {
-		return 0, g.err
+		return 0, mine, g.err
 	}
-	return g.id, nil
+	return g.id, mine, nil
 }
 
 // drop forgets the grant of slot when it is g (a failed grant, or a lease

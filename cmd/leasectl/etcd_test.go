@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -147,5 +148,39 @@ func TestEtcdTLS(t *testing.T) {
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Fatalf("leasectl took %v with --timeout 5s", took)
+	}
+}
+
+// audit --follow --since T on etcd (whose Follow streams from a cursor)
+// prints the records from T on, then what follows, not the whole trail.
+func TestEtcdAuditFollowSince(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}
+	result(t, c.runJSON(t, 0, "acquire", "old", "--owner", "w"), "acquired")
+	time.Sleep(100 * time.Millisecond)
+	since := time.Now().UTC().Format(time.RFC3339Nano)
+	time.Sleep(100 * time.Millisecond)
+	result(t, c.runJSON(t, 0, "acquire", "recent", "--owner", "w"), "acquired")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, "audit", "--follow", "--since", since, "-o", "json")
+	lines := startLines(t, cmd)
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for _, want := range []string{"recent", "new"} {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("audit --follow ended early; stderr: %s", cmd.Stderr)
+			}
+			if !strings.Contains(line, `"key":"`+want+`"`) {
+				t.Fatalf("audit --follow --since (after old's acquire) printed %s, want the record of %s", line, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no follow line for %s; stderr: %s", want, cmd.Stderr)
+		}
+		if want == "recent" {
+			result(t, c.runJSON(t, 0, "acquire", "new", "--owner", "w"), "acquired")
+		}
 	}
 }

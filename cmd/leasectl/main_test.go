@@ -95,6 +95,30 @@ type leasectl struct {
 	dsn string
 }
 
+// startLines starts cmd (made by command, stdout not yet taken) and
+// returns its stdout's lines as they come; the channel closes when stdout
+// does.
+func startLines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	t.Helper()
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
+}
+
 func (c leasectl) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.dir
@@ -550,22 +574,7 @@ func TestAuditFollowInterrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := c.command(ctx, "audit", "--follow", "--since", "1h", "--interval", "50ms", "-o", "json")
-	cmd.Stdout = nil
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := startLines(t, cmd)
 	var cursors []string
 	next := func(want string) {
 		t.Helper()

@@ -737,22 +737,7 @@ func TestServeParityOverHTTP(t *testing.T) {
 	}
 
 	follow := command(e2eAdmin, "audit", "--follow", "-A", "--since", "1h", "--interval", "1h")
-	follow.Stdout = nil
-	out, err := follow.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := startLines(t, follow)
 	wait := func(key string) {
 		t.Helper()
 		select {

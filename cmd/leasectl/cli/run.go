@@ -84,9 +84,10 @@ process group, so that job control works as for any command (Ctrl-C and
 Ctrl-Z reach CMD directly), and only CMD itself is signalled.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
---wait-timeout passed), 5 when the store cannot answer, 130 when
-interrupted. A CMD that cannot be started exits 127 (not found) or 126.
-CMD killed by a signal makes run exit 128 plus the signal's number.`,
+--wait-timeout passed), 5 when the store cannot answer, 7 when a served
+store refuses $` + EnvAPIToken + `, 130 when interrupted. A CMD that cannot
+be started exits 127 (not found) or 126. CMD killed by a signal makes run
+exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
   leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'`,
 		Args: func(cmd *cobra.Command, args []string) error {

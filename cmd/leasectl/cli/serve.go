@@ -53,10 +53,12 @@ func (a *app) serveCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the store over HTTP/JSON (the HTTP API)",
 		Long: `Serve the store named by --dsn over HTTP/JSON: the routes of DESIGN.md's HTTP
-API (POST /v1/acquire, /v1/renew, /v1/release, /v1/revoke; GET /v1/leases/...,
-/v1/audit; /healthz, /readyz, /metrics, /openapi.json). Other leasectl
-commands, and Go programs through httpapi.Client, reach it with
---dsn http://HOST:PORT (or https://), sending $` + EnvAPIToken + ` as the bearer token.
+API (POST /v1/acquire, /v1/renew, /v1/release, /v1/revoke, /v1/renew-many;
+GET /v1/leases/..., /v1/namespaces, /v1/audit, and the event streams
+/v1/audit/follow and /v1/notify/...; /healthz, /readyz, /metrics,
+/openapi.json). Other leasectl commands, and Go programs through
+httpapi.Client, reach it with --dsn http://HOST:PORT (or https://), sending
+$` + EnvAPIToken + ` as the bearer token.
 
 --tokens FILE names the bearer tokens, one a line:
   TOKEN ROLE NS-GLOB[,NS-GLOB...]

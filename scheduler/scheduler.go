@@ -50,6 +50,10 @@ type Scheduler struct {
 	backoff   map[string]backoffState
 	pending   map[string]string // target -> request id of an acquire whose outcome is unknown
 	memberReq string            // the same for the membership lease
+	// unreleased are leases given up whose release got no answer: they are
+	// released again at the next rounds until their local deadline.
+	unreleased []*lease
+	stopping   bool // shutting down: no round will retry a release
 	// lapsed is the token of the membership lease the worker gave up by the
 	// local clock (0 if none): it may still be live in the store, when only
 	// the renewals' answers were lost, and join renews it before acquiring.
@@ -81,6 +85,7 @@ type lease struct {
 	acquiredAt, expiresAt time.Time
 	deadline              time.Time // local: when the last successful acquire or renewal was sent, plus TTL
 	release               bool      // release once the handler returned
+	releaseID             string    // the request id of a release that got no answer (Run's goroutine)
 	returned              bool      // the handler returned (seen by settle)
 	gone                  bool      // forgotten: the timer does nothing more
 }
@@ -212,6 +217,7 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 		s.renewAll(ctx)
 	}
 	s.settle()
+	s.retryReleases()
 	if ctx.Err() != nil {
 		return time.Time{}
 	}
@@ -489,14 +495,33 @@ func (s *Scheduler) settle() {
 // not answer holds a shutdown up for one OpTimeout, not one per lease.
 func (s *Scheduler) releaseLeases(ls []*lease) {
 	errs := make([]error, len(ls))
+	ids := make([]string, len(ls))
 	concurrently(len(ls), func(i int) {
 		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
 		defer cancel()
-		_, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token})
+		var res protocol.Result
+		res, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ls[i].releaseID})
+		ids[i] = res.RequestID
 	})
 	for i, l := range ls {
+		if ids[i] != "" {
+			l.releaseID = ids[i]
+		}
 		s.released(l, errs[i])
 	}
+}
+
+// retryReleases releases again the leases whose release got no answer,
+// those whose local deadline has not passed (after it they ran out).
+func (s *Scheduler) retryReleases() {
+	var due []*lease
+	for _, l := range s.unreleased {
+		if time.Now().Before(l.deadline) {
+			due = append(due, l)
+		}
+	}
+	s.unreleased = nil
+	s.releaseLeases(due)
 }
 
 // released applies the outcome err of l's release. A handed-over target is
@@ -515,6 +540,11 @@ func (s *Scheduler) released(l *lease, err error) {
 		s.mu.Unlock()
 	case refused(err):
 		s.log.Debug("scheduler: release: the lease was already gone", "target", l.target, "token", l.token, "err", err)
+	case unknown(err) && !s.stopping && time.Now().Before(l.deadline):
+		// Left to run out, the lease would keep the target from every
+		// worker until then, and for its lock-delay after.
+		s.unreleased = append(s.unreleased, l)
+		s.log.Warn("scheduler: release got no answer; trying again next round", "target", l.target, "token", l.token, "err", err)
 	default:
 		s.log.Warn("scheduler: release failed; the lease will expire", "target", l.target, "token", l.token, "err", err)
 	}
@@ -988,6 +1018,7 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 // shutdown cancels every handler, keeps renewing until each returned,
 // releases every lease and then the membership.
 func (s *Scheduler) shutdown(next *time.Timer) {
+	s.stopping = true
 	s.mu.Lock()
 	for _, l := range s.leases {
 		if l.state == StateRunning || l.state == StateIdle {

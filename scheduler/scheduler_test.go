@@ -710,3 +710,67 @@ func TestUnknownAcquireIsRetriedFirst(t *testing.T) {
 			first.target, first.token, lost)
 	}
 }
+
+// failFirstRelease answers the first release of a target unavailable
+// without passing it on, as when the store cannot be reached for a moment.
+type failFirstRelease struct {
+	protocol.Store
+	failed atomic.Bool
+}
+
+func (s *failFirstRelease) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if req.Key.Namespace == scheduler.DefaultNamespace && s.failed.CompareAndSwap(false, true) {
+		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusUnavailable},
+			backendkit.NewError(protocol.OpRelease, protocol.StatusUnavailable, errors.New("connection refused"), "store down")
+	}
+	return s.Store.Release(ctx, req)
+}
+
+// A release of a given-up target that got no answer is tried again at
+// the next round: left to run out, the lease would keep the target from
+// every worker until its expiry and then, being ended other than by a
+// release, for its lock-delay too.
+func TestUnansweredReleaseIsRetried(t *testing.T) {
+	t.Parallel()
+	rt := newStore(t)
+	store := &failFirstRelease{Store: rt}
+	var mu sync.Mutex
+	set := []string{"a", "b"}
+	targets := func(context.Context) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return set, nil
+	}
+	s, err := scheduler.New(store, "w1", targets, idle, &scheduler.Config{TTL: ttl, LockDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds a b", holds(s, "a", "b"))
+	mu.Lock()
+	set = []string{"a"}
+	mu.Unlock()
+	removed := time.Now()
+	eventually(t, "holds a", holds(s, "a"))
+	if !store.failed.Load() {
+		t.Fatal("the release of b was not tried")
+	}
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "b"}
+	// Another worker can take b once w1's lease on it is released: at the
+	// round after the one that gave b up, within 2.2 renew intervals. The
+	// lease itself would run out a TTL after its last renewal, which was
+	// after b left the set, and its lock-delay (a minute) keep b after that.
+	within := ttl
+	for {
+		res, err := rt.Acquire(context.Background(), protocol.AcquireRequest{Key: key, Owner: "other", TTL: time.Minute})
+		if err == nil {
+			t.Logf("b free %v after it left the set", time.Since(removed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(removed) > within {
+			t.Fatalf("b still kept %v after it left the set (%v: %v): the unanswered release was not tried again",
+				time.Since(removed).Round(time.Millisecond), res.Status, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -132,7 +132,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // writes costs on the same cluster: the raw loop of BenchmarkAcquireRelease
 // with an audit value of this backend's size (330 bytes), writing 2 keys
 // an acquire (the raw loop's) or 4 (this backend's: owner, renewal,
-// liveness, audit) and deleting them again. docs/etcd.md cites it.
+// liveness, audit) and deleting them again. docs/benchmarks.md cites it.
 func BenchmarkRawEntries(b *testing.B) {
 	c := etcdcluster.Shared(b)
 	audit := strings.Repeat("x", 330)

@@ -24,9 +24,9 @@ import (
 // pgbench scripts of one acquire-release cycle: the backend's acquireSQL and
 // releaseSQL, and the raw pair of `leasectl bench --compare-raw`, with the
 // values a caller would bind written as pgbench variables and literals.
-// docs/benchmarks.md ("Where a lone operation's time goes") times them with
-// `pgbench -r`, which reports each statement's latency with no Go client in
-// the way; TestPgbenchScripts keeps them runnable as the statements change.
+// `pgbench -r` times them, reporting each statement's latency with no Go
+// client in the way; TestPgbenchScripts keeps them runnable as the
+// statements change.
 //
 // Each cycle picks key k<n> of 100,000 at random, acquires it for 30 s with
 // a request id of its own and releases it with the token the acquire

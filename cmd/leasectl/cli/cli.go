@@ -280,15 +280,18 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // that failed after ctx was cancelled was interrupted: whatever it printed,
 // it exits [ExitInterrupted].
 func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
-	if err == nil {
-		return ExitOK
-	}
 	var code exitCode
 	if errors.As(err, &code) {
 		return int(code) // run: the command's own exit code, or ExitLost
 	}
 	if errors.Is(context.Cause(ctx), errStdoutClosed) {
-		return ExitStdoutClosed // nobody reads on: say nothing
+		// Nobody reads on: say nothing, and exit as a process that SIGPIPE
+		// ended, also when the command then ended without an error (audit
+		// --follow and watch stop so, export at its last page).
+		return ExitStdoutClosed
+	}
+	if err == nil {
+		return ExitOK
 	}
 	interrupted := ctx.Err() != nil && a.ran
 	var rep reported

@@ -21,6 +21,15 @@ import (
 )
 
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	if err != nil && ctx.Err() == nil && b.cli.Ctx().Err() != nil {
+		// The client's own context ended: it was closed (its calls fail
+		// as cancelled), which no retry mends.
+		msg := "%s: the etcd client was closed"
+		if !b.owned {
+			msg += ": the client given to New stays the caller's, to keep open until the Backend is closed"
+		}
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, msg, b.shown)
+	}
 	return interpretError(ctx, op, b.shown, err)
 }
 

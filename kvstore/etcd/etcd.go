@@ -375,8 +375,8 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 // alarm, and for a user whose role may only read the prefix), so Health
 // fails while changes would, though reads still work.
 func (b *Backend) Health(ctx context.Context) error {
-	if b.closed.Load() {
-		return errClosed(protocol.OpHealth)
+	if err := b.open(protocol.OpHealth); err != nil {
+		return err
 	}
 	meta := b.keys.meta()
 	// A version below 0 never is: the puts are never made.

@@ -137,3 +137,38 @@ func refusedWithin(t *testing.T, cfg *etcd.Config, callerAfter time.Duration) (t
 	t.Log(err)
 	return took, err
 }
+
+// TestClosedClientUnavailable: a Backend from New on a client its caller
+// has since closed answers unavailable, saying the client was closed:
+// no deadline passed (timeout would tell the caller to retry, which
+// cannot help), and nobody cancelled the operation.
+func TestClosedClientUnavailable(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := etcd.New(t.Context(), cli, &etcd.Config{Prefix: c.Prefix(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	rt := protocol.New(b, nil)
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for what, err := range map[string]error{
+		"acquire": func() error {
+			_, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute})
+			return err
+		}(),
+		"get":    func() error { _, err := rt.Get(ctx, protocol.GetRequest{Key: key("k")}); return err }(),
+		"health": b.Health(ctx),
+	} {
+		if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "client was closed") {
+			t.Errorf("%s on a closed client: %v, want unavailable saying the client was closed", what, err)
+		}
+	}
+}

@@ -201,10 +201,14 @@ func (c *stateCache) put(k protocol.Key, st keyState) {
 	c.m[k] = st
 }
 
-// open checks that the Backend is open.
+// open checks that the Backend is open, and its client too (the
+// client's calls would fail only after its retries).
 func (b *Backend) open(op protocol.Op) error {
 	if b.closed.Load() {
 		return errClosed(op)
+	}
+	if err := b.cli.Ctx().Err(); err != nil {
+		return b.interpret(context.Background(), op, err)
 	}
 	return nil
 }

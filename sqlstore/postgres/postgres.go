@@ -503,8 +503,8 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 	}
 	if schema == nil {
 		return backendkit.NewError("", protocol.StatusUnavailable, nil,
-			"postgres: no schema of the connection's search_path exists: create it, "+
-				"then run `leasectl migrate up` (or call migrations.Up)")
+			"postgres: no schema of the connection's search_path exists: run `leasectl migrate up`, "+
+				"which creates it (or call migrations.Up)")
 	}
 	where := fmt.Sprintf("postgres schema %q", *schema)
 	var version int64

@@ -14,11 +14,19 @@ import (
 
 // The operator guide's advice, followed literally: migrate up with a search_path
 // naming a schema that does not exist yet creates the schema (the
-// operator's own) and migrates into it; the store then works.
+// operator's own) and migrates into it; the store then works. Before it,
+// a command says what fixes it: migrate up, which creates the schema
+// itself (it said "create it, then run `leasectl migrate up`", a step
+// migrate up takes anyway).
 func TestMigrateUpCreatesTheSearchPathSchema(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.MissingSchemaDSN(t)
 	e := env{EnvDSN: dsn}
+	get := runCLI(t, e, "get", "k")
+	wantCode(t, get, ExitUnavailable)
+	if !strings.Contains(get.stderr, "run `leasectl migrate up`, which creates it") || strings.Contains(get.stderr, "create it, then") {
+		t.Errorf("get on a missing schema:\n%s", get.stderr)
+	}
 	up := runCLI(t, e, "migrate", "up")
 	wantCode(t, up, ExitOK)
 	if !strings.Contains(up.stderr, "created schema") || !strings.Contains(up.stderr, schema) {

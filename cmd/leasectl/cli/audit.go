@@ -227,16 +227,8 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		q.Cursor = start
 	}
 	if f, ok := audit.FollowerOf(r); ok {
-		// The first read must succeed here too: a stream yields its
-		// failures and goes on, retrying, so one read decides whether the
-		// store answers (and the query and cursor are good) at all.
-		probe := q
-		probe.Limit = 1
-		opCtx, cancel := a.opContext(ctx)
-		_, err := r.ReadAudit(opCtx, probe)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			return failWith(err)
+		if err := a.probeAudit(ctx, r, q); err != nil {
+			return err
 		}
 		return a.streamAudit(ctx, f, q)
 	}
@@ -295,6 +287,21 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		case <-time.After(interval):
 		}
 	}
+}
+
+// probeAudit reads one record of q, as a follower does, and returns the
+// failure (for failWith's exit code) when the read fails: a follow's first
+// read must succeed, while a stream (or audit.Watch) yields its failures
+// and goes on, retrying, so this read decides whether the store answers
+// (and the query and cursor are good) at all.
+func (a *app) probeAudit(ctx context.Context, r audit.Reader, q audit.Query) error {
+	q.Limit, q.Follow = 1, true
+	opCtx, cancel := a.opContext(ctx)
+	defer cancel()
+	if _, err := r.ReadAudit(opCtx, q); err != nil && ctx.Err() == nil {
+		return failWith(err)
+	}
+	return nil
 }
 
 // streamAudit prints the records a streaming reader (etcd's Follow, a

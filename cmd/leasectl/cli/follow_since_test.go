@@ -92,32 +92,32 @@ func (f flakyReader) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, 
 	return f.r.ReadAudit(ctx, q)
 }
 
-// audit --follow on a store that streams its trail (etcd, a served store)
-// rides out a failure while the trail is quiet, as it does on a polled
-// store: the failure is logged and the follow goes on.
-func TestAuditFollowOnAStreamingStoreRidesOutAFailure(t *testing.T) {
-	t.Parallel()
+// ridesOut runs follow (a follower from after the record of old) with an
+// app printing to a buffer and a reader whose second read fails, writes
+// the record of new once the failure is behind, and checks that the
+// follower printed it, went on, and logged the failure.
+func ridesOut(t *testing.T, what string, follow func(ctx context.Context, a *app, r audit.Reader, q audit.Query) error) {
+	t.Helper()
 	backend := memstore.New(nil)
 	acquire := acquirer(t, backend)
 	acquire("old")
-
 	var out, logs syncbuf.Buffer
 	a := &app{stdout: &out, log: slog.New(slog.NewTextHandler(&logs, nil)), red: newRedactor(), timeout: 5 * time.Second}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	r := streamingReader{flakyReader{r: backend, failAt: 2, reads: new(atomic.Int64)}}
-	q := audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(1)} // from now on, as audit --follow starts
-	go func() { done <- a.followAudit(ctx, r, q, 5*time.Millisecond) }()
+	r := flakyReader{r: backend, failAt: 2, reads: new(atomic.Int64)}
+	q := audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(1)} // from now on, as the commands start
+	go func() { done <- follow(ctx, a, r, q) }()
 	time.Sleep(100 * time.Millisecond) // the failure is behind
 	acquire("new")
 	deadline := time.After(10 * time.Second)
 	for !strings.Contains(out.String(), "ns/new") {
 		select {
 		case err := <-done:
-			t.Fatalf("audit --follow ended with %v after a failure of a quiet trail, want it to go on; stderr:\n%s", err, logs.String())
+			t.Fatalf("%s ended with %v after a failure of a quiet trail, want it to go on; log:\n%s", what, err, logs.String())
 		case <-deadline:
-			t.Fatalf("audit --follow never printed the new record:\n%s", out.String())
+			t.Fatalf("%s never printed the new record:\n%s", what, out.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -126,6 +126,30 @@ func TestAuditFollowOnAStreamingStoreRidesOutAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "restarting") {
-		t.Errorf("the failure was not logged:\n%s", logs.String())
+		t.Errorf("%s did not log the failure:\n%s", what, logs.String())
 	}
+}
+
+// audit --follow on a store that streams its trail (etcd, a served store)
+// rides out a failure while the trail is quiet, as it does on a polled
+// store: the failure is logged and the follow goes on.
+func TestAuditFollowOnAStreamingStoreRidesOutAFailure(t *testing.T) {
+	t.Parallel()
+	ridesOut(t, "audit --follow", func(ctx context.Context, a *app, r audit.Reader, q audit.Query) error {
+		return a.followAudit(ctx, streamingReader{r}, q, 5*time.Millisecond)
+	})
+}
+
+// watch rides out a failed read while the trail is quiet, as audit
+// --follow does: the failure is logged and the watch goes on.
+func TestWatchRidesOutAFailure(t *testing.T) {
+	t.Parallel()
+	ridesOut(t, "watch", func(ctx context.Context, a *app, r audit.Reader, q audit.Query) error {
+		backend := r.(flakyReader).r.(protocol.Backend)
+		rt := protocol.New(backend, nil)
+		defer rt.Close(context.Background())
+		s := &store{rt: rt, audit: r, backend: "memory"}
+		cfg := &audit.WatchConfig{Interval: 5 * time.Millisecond, ReadTimeout: time.Second}
+		return a.followWithExpiries(ctx, s, q, cfg, newExpiryWatch(), func(rec audit.Record) { a.printText(formatRecordLine(rec)) })
+	})
 }

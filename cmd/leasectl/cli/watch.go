@@ -128,9 +128,14 @@ func (a *app) heldBackNotice() func(time.Duration) {
 // between them, the expiries of the leases they took or renewed (see
 // expiryWatch). An expiry is judged a little after the lease's expires_at
 // (two watch intervals), so that the follower has read a release or revoke
-// committed just before it.
+// committed just before it. The first read must succeed; later failures
+// are logged (the watch goes on), and a watch that ends on a failure (an
+// invalid query, an etcd follower whose revision was compacted) fails.
 func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
 	expiries *expiryWatch, emit func(audit.Record)) error {
+	if err := a.probeAudit(ctx, s.audit, q); err != nil {
+		return err
+	}
 	type item struct {
 		rec audit.Record
 		err error
@@ -151,7 +156,7 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 	margin := 2 * cfg.Interval
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	first := true
+	var last error // the last failure, while no record followed it
 	for {
 		timer.Stop()
 		if at, ok := expiries.next(); ok {
@@ -160,16 +165,17 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 		select {
 		case it, ok := <-items:
 			if !ok {
+				if last != nil && ctx.Err() == nil {
+					return failWith(last)
+				}
 				return nil
 			}
-			switch {
-			case it.err != nil && first:
-				return failWith(it.err)
-			case it.err != nil:
+			if it.err != nil {
+				last = it.err
 				a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
 				continue
 			}
-			first = false
+			last = nil
 			for _, ev := range expiries.record(it.rec) {
 				emit(ev)
 			}

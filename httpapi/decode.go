@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +93,88 @@ func decodeJSON(body []byte, v any) error {
 	if at := loneSurrogate(body); at >= 0 {
 		return fmt.Errorf("body: the \\u escape at byte %d is half a UTF-16 surrogate pair: a string must be valid Unicode", at)
 	}
+	return exactMembers(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v).Elem(), "")
+}
+
+// exactMembers reads one JSON value (well-formed, and decoded into a value
+// of type t) from dec and refuses a member name that is not exactly one of
+// t's JSON field names, or that an object gives twice: encoding/json
+// matches "Owner" or "OWNER" to owner and keeps the last of two members of
+// one name, so such a body would run as a request other than the one a
+// proxy or another parser reads in it. path names the value in errors.
+func exactMembers(dec *json.Decoder, t reflect.Type, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("body: %v", err)
+	}
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch tok {
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && t.Kind() == reflect.Slice {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := exactMembers(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case json.Delim('{'):
+		fields := jsonFields(t)
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("body: %v", err)
+			}
+			name, _ := tok.(string)
+			full := name
+			if path != "" {
+				full = path + "." + name
+			}
+			ft, known := fields[name]
+			switch {
+			case fields != nil && !known:
+				for f := range fields {
+					if strings.EqualFold(f, name) {
+						return fmt.Errorf("body: unknown field %q: names are case-sensitive; write %q", full, f)
+					}
+				}
+				return fmt.Errorf("body: unknown field %q", full)
+			case seen[name]:
+				return fmt.Errorf("body: field %q given twice: give each field once", full)
+			}
+			seen[name] = true
+			if err := exactMembers(dec, ft, full); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil // a scalar
+	}
+	if _, err := dec.Token(); err != nil { // the closing ] or }
+		return fmt.Errorf("body: %v", err)
+	}
 	return nil
+}
+
+// jsonFields returns the JSON names of struct type t's fields and their
+// types; nil when t is not a struct (any member name goes).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		out[cmp.Or(name, f.Name)] = f.Type
+	}
+	return out
 }
 
 // loneSurrogate returns the offset of the first \u escape in the JSON

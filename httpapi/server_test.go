@@ -258,3 +258,36 @@ func TestEscapedKeysRoundTrip(t *testing.T) {
 	}
 	expect(t, "get", send(t, "GET", s.url+httpapi.LeasePath(protocol.Key{Namespace: "ns", Name: "k\U0001F600 \\ud800é"}), ""), 200, "found")
 }
+
+// TestJSONMemberNamesAreExact: a body names each field exactly as the API
+// spells it, once. encoding/json alone matches "Owner" or "OWNER" to owner
+// and keeps the last of two members of one name, so a body that a proxy
+// or another parser reads as one request (the first "namespace", a field
+// it does not know) was run as another.
+func TestJSONMemberNamesAreExact(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	for _, c := range []struct{ name, path, body, msg string }{
+		{"owner in another case", "/v1/acquire", `{"namespace":"ns","key":"k","owner":"o","ttl":"30s","Owner":"x"}`, `unknown field "Owner"`},
+		{"name in capitals", "/v1/acquire", `{"namespace":"ns","key":"k","OWNER":"o","ttl":"30s"}`, `unknown field "OWNER"`},
+		{"namespace twice", "/v1/acquire", `{"namespace":"ns","namespace":"other","key":"k","owner":"o","ttl":"30s"}`,
+			`field "namespace" given twice`},
+		{"renew token twice", "/v1/renew", `{"namespace":"ns","key":"k","owner":"o","token":1,"token":2}`, `field "token" given twice`},
+		{"release in capitals", "/v1/release", `{"Namespace":"ns","key":"k","owner":"o","token":1}`, `unknown field "Namespace"`},
+		{"revoke reason twice", "/v1/revoke", `{"namespace":"ns","key":"k","actor":"a","reason":"r","reason":"s"}`, `field "reason" given twice`},
+		{"a renewal's field in another case", "/v1/renew-many", `{"renewals":[{"namespace":"ns","key":"k","owner":"o","token":1,"Token":2}]}`,
+			`unknown field "renewals[0].Token"`},
+		{"renewals twice", "/v1/renew-many", `{"renewals":[],"renewals":[{"namespace":"ns","key":"k","owner":"o","token":1}]}`,
+			`field "renewals" given twice`},
+	} {
+		r := send(t, "POST", s.url+c.path, c.body)
+		m := r.obj(t)
+		if r.code != 400 || m["status"] != "invalid" || !strings.Contains(m["message"].(string), c.msg) {
+			t.Errorf("%s: HTTP %d %s, want 400 invalid naming %s", c.name, r.code, r.body, c.msg)
+		}
+	}
+	a := expect(t, "no audit", send(t, "GET", s.url+"/v1/audit", ""), 200, "found")
+	if n := len(a["records"].([]any)); n != 0 {
+		t.Fatalf("refused requests wrote %d audit records", n)
+	}
+}

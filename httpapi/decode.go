@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -300,6 +301,17 @@ func decodeRevoke(body []byte, idem string) (protocol.RevokeRequest, error) {
 	}
 	return protocol.RevokeRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Actor: b.Actor, Reason: b.Reason,
 		Token: b.Token, RequestID: id}, nil
+}
+
+// query parses r's query string, refusing one that does not parse:
+// net/http's URL.Query drops a malformed pair (a bad percent escape, a
+// semicolon) without a word, and a filter dropped so widens the answer.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("query: %v: escape %% as %%25, & as %%26 and ; as %%3B in a value", err)
+	}
+	return q, nil
 }
 
 // queryParams checks that q holds only the allowed parameters, each once.

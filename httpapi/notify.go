@@ -59,7 +59,7 @@ func (h *Handler) serveNotify(x *exchange, rest string) {
 			case err != nil:
 			case !hasKey:
 				err = errors.New("path: want /v1/notify/{namespace}/{key}")
-			case len(x.r.URL.Query()) > 0:
+			case x.r.URL.RawQuery != "":
 				err = errors.New("query: notify takes no parameters")
 			default:
 				err = k.Validate()

@@ -94,7 +94,10 @@ var errNoLister = errors.New("the served store cannot list namespaces")
 func (h *Handler) serveNamespaces(x *exchange) {
 	serve(h, x, route[namespacesQuery]{op: protocol.OpList, verb: "list namespaces", shape: namespaceShape, anyNamespace: true,
 		decode: func(x *exchange, _ []byte, _ string) (namespacesQuery, string, error) {
-			q := x.r.URL.Query()
+			q, err := query(x.r)
+			if err != nil {
+				return namespacesQuery{}, "", err
+			}
 			if err := queryParams(q, "after", "limit"); err != nil {
 				return namespacesQuery{}, "", err
 			}
@@ -231,7 +234,10 @@ type followQuery = audit.Query
 func (h *Handler) serveFollow(x *exchange) {
 	serve(h, x, route[followQuery]{op: protocol.OpGet, verb: "follow the audit trail", shape: errorShape,
 		decode: func(x *exchange, _ []byte, _ string) (followQuery, string, error) {
-			q := x.r.URL.Query()
+			q, err := query(x.r)
+			if err != nil {
+				return audit.Query{}, "", err
+			}
 			if err := queryParams(q, "namespace", "key", "cursor", "since", "op", "owner"); err != nil {
 				return audit.Query{}, "", err
 			}

@@ -553,7 +553,7 @@ func (h *Handler) serveGet(x *exchange, rest string) {
 	serve(h, x, route[protocol.GetRequest]{op: protocol.OpGet, shape: resultShape,
 		decode: func(x *exchange, _ []byte, idem string) (protocol.GetRequest, string, error) {
 			ns, key, _, err := splitLeasePath(rest)
-			if err == nil && len(x.r.URL.Query()) > 0 {
+			if err == nil && x.r.URL.RawQuery != "" {
 				err = errors.New("query: get takes no parameters")
 			}
 			return protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: key}, RequestID: idem}, ns, err
@@ -571,7 +571,11 @@ func (h *Handler) serveList(x *exchange, rest string) {
 			if err != nil {
 				return protocol.ListRequest{}, ns, err
 			}
-			req, err := decodeList(ns, x.r.URL.Query(), idem)
+			q, err := query(x.r)
+			if err != nil {
+				return protocol.ListRequest{}, ns, err
+			}
+			req, err := decodeList(ns, q, idem)
 			return req, ns, err
 		},
 		run: func(ctx context.Context, x *exchange, req protocol.ListRequest) {
@@ -589,7 +593,11 @@ func (h *Handler) serveAudit(x *exchange) {
 	// Reading the trail is a reader's right, like get and list.
 	serve(h, x, route[audit.Query]{op: protocol.OpGet, verb: "read the audit trail", shape: auditShape,
 		decode: func(x *exchange, _ []byte, _ string) (audit.Query, string, error) {
-			q, err := decodeAudit(x.r.URL.Query())
+			raw, err := query(x.r)
+			if err != nil {
+				return audit.Query{}, "", err
+			}
+			q, err := decodeAudit(raw)
 			return q, q.Namespace, err
 		},
 		run: func(ctx context.Context, x *exchange, q audit.Query) {

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -289,5 +291,47 @@ func TestJSONMemberNamesAreExact(t *testing.T) {
 	a := expect(t, "no audit", send(t, "GET", s.url+"/v1/audit", ""), 200, "found")
 	if n := len(a["records"].([]any)); n != 0 {
 		t.Fatalf("refused requests wrote %d audit records", n)
+	}
+}
+
+// TestMalformedQueriesAreRefused: a query string that does not parse (a
+// bad percent escape, a semicolon) is refused on every route that reads
+// one. net/http's Query drops such a pair without a word, so a list with
+// ?owner=w1% listed every owner's leases and an audit read with
+// ?namespace=ns%zz read every namespace's trail.
+func TestMalformedQueriesAreRefused(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	expect(t, "acquire", send(t, "POST", s.url+"/v1/acquire", `{"namespace":"ns","key":"k","owner":"w2","ttl":"30s"}`), 200, "acquired")
+	for _, q := range []string{
+		"/v1/leases/ns?owner=w1%",
+		"/v1/leases/ns?limit=1;owner=w1",
+		"/v1/leases/ns/k?x%zz",
+		"/v1/audit?namespace=ns%zz",
+		"/v1/audit/follow?namespace=ns&key=k%",
+		"/v1/namespaces?limit=%",
+		"/v1/notify/ns/k?a;b",
+	} {
+		// The stream routes answer 200 and stream on: read only the head.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, "GET", s.url+q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Close = true
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", q, err)
+		}
+		var body string
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+		}
+		_ = resp.Body.Close()
+		cancel()
+		if resp.StatusCode != 400 || !strings.Contains(body, `"status":"invalid"`) || !strings.Contains(body, "query: ") {
+			t.Errorf("GET %s: HTTP %d %s, want 400 invalid naming the query", q, resp.StatusCode, body)
+		}
 	}
 }

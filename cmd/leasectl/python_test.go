@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,13 +19,7 @@ import (
 // token's 401 and a notify wait. Without python3 it skips, except in CI.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3 is not on PATH (CI is set, so this fails rather than skips): %v", err)
-		}
-		t.Skipf("python3 is not on PATH: the Python client's test needs it (%v)", err)
-	}
+	python := lookPython(t)
 	const (
 		writer  = "py-writer-token-000000"
 		admin   = "py-admin-token-0000000"
@@ -48,4 +44,69 @@ func TestPythonClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("smoke.py: %v", err)
 	}
+}
+
+// The Python lines of docs/http-api.md run as written against a served
+// store (its address put in for the one they name): they acquire, renew
+// and release, and a second run while another owner holds the key takes
+// the conflict branch and prints the holder. Without python3 it skips,
+// except in CI.
+func TestHTTPAPIPythonLines(t *testing.T) {
+	t.Parallel()
+	python := lookPython(t)
+	src := codeBlock(t, "docs/http-api.md", "python", "from leasestore import")
+	const token = "py-docs-writer-token-0000"
+	dir := t.TempDir()
+	dsn := "sqlite:" + filepath.Join(dir, "py.db")
+	s := startServe(t, dir, dsn, nil, "--tokens", writeTokens(t, dir, token+" writer billing\n"))
+	if !strings.Contains(src, `"http://127.0.0.1:7070"`) {
+		t.Fatalf("the Python lines name no http://127.0.0.1:7070 to replace:\n%s", src)
+	}
+	src = strings.Replace(src, `"http://127.0.0.1:7070"`, strconv.Quote(s.url), 1)
+	pkg, err := filepath.Abs(filepath.Join("..", "..", "examples", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPy := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, "-c", src)
+		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH="+pkg, "LEASESTORE_API_TOKEN="+token)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the Python lines failed: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := runPy(); out != "" {
+		t.Errorf("the Python lines printed %q after an acquire", out)
+	}
+	c := leasectl{dir: dir, dsn: dsn}
+	r := c.runJSON(t, 0, "audit", "-n", "billing", "--key", "invoice-run", "--order", "oldest")
+	var ops []string
+	for _, rec := range r["records"].([]any) {
+		ops = append(ops, rec.(map[string]any)["op"].(string))
+	}
+	if strings.Join(ops, " ") != "acquire renew release" {
+		t.Fatalf("the Python lines left the records %v, want acquire, renew, release", ops)
+	}
+	c.runJSON(t, 0, "acquire", "invoice-run", "-n", "billing", "--owner", "worker-2")
+	if out := runPy(); !strings.HasPrefix(out, "held by worker-2 until ") {
+		t.Errorf("the Python lines against a held key printed %q", out)
+	}
+}
+
+// lookPython returns python3's path, skipping the test without one, except
+// when CI is set, where it fails.
+func lookPython(t *testing.T) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("python3 is not on PATH (CI is set, so this fails rather than skips): %v", err)
+		}
+		t.Skipf("python3 is not on PATH: the Python tests need it (%v)", err)
+	}
+	return python
 }

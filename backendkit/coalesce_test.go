@@ -312,6 +312,10 @@ func TestCoalescerPanicInBatchReachesItsCallers(t *testing.T) {
 			t.Errorf("a caller of the batch recovered %v, want the batch function's panic", p)
 		}
 	}
+	// The callers are told before the batch's goroutine gives the slot
+	// back: wait for it, or the next operation may queue for that slot
+	// and meet the panicking batch function (make test did).
+	c.Wait()
 	o := &op{}
 	if got := c.Do(t.Context(), o, func() { o.alone = true }, false); got != backendkit.Ran || !o.alone {
 		t.Fatalf("after a batch panicked: Do = %v, alone %v; want Ran alone", got, o.alone)

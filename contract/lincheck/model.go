@@ -84,13 +84,13 @@ func (s state) canDelayed(in input, l *Lease) (state, bool) {
 	case l == nil:
 		return s, false
 	case s.held:
-		if s.delay == 0 || in.ret+slack < s.expLo || in.start-slack >= s.expHi+s.delay {
+		if s.delay == 0 || in.ret+slack < s.expLo || in.start-slack >= s.expHi+in.late+s.delay {
 			return s, false
 		}
 		return s.see(l)
 	case s.blockToken != 0:
 		tokenOK := l.Token == s.blockToken || (s.blockToken < 0 && l.Token > 0) // -1: not known
-		return s, l.Owner == s.blockOwner && tokenOK && in.start-slack < s.block
+		return s, l.Owner == s.blockOwner && tokenOK && in.start-slack < s.block+in.late
 	}
 	return s, false
 }

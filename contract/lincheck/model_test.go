@@ -511,3 +511,35 @@ func TestCheckLateExpiry(t *testing.T) {
 		t.Fatalf("taken over 6 ms before expires_at: %v, want a violation", err)
 	}
 }
+
+// With LateExpiry, a lock-delay too may end that much late (etcd keeps it
+// with an etcd lease, as expiry): a conflict carrying the ended lease
+// 190 ms after the delay ended, after an expiry or a revoke, passes with
+// a 1 s allowance and not without one; an acquire within the delay is a
+// violation whatever the allowance.
+func TestCheckLateLockDelay(t *testing.T) {
+	t.Parallel()
+	const ttl, delay = 10 * time.Millisecond, 100 * time.Millisecond
+	expired := new(hist).
+		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, ttl)))).
+		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, expAt(0.5, ttl)))).h
+	revoked := new(hist).
+		op(0, 0, 1, acquireDelayed("a", long, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+		op(2, 10, 11, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 10.5))).h
+	dir := t.TempDir()
+	for what, h := range map[string]lincheck.History{"expired": expired, "revoked": revoked} {
+		if _, err := lincheck.Check(&h, &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); err != nil {
+			t.Errorf("%s: a lock-delay 190 ms late with a 1s allowance: %v", what, err)
+		}
+		if _, err := lincheck.Check(&h, &lincheck.CheckOptions{Dir: dir}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+			t.Errorf("%s: a lock-delay 190 ms late without an allowance: %v, want a violation", what, err)
+		}
+	}
+	early := &new(hist).
+		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, ttl)))).
+		op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))).h
+	if _, err := lincheck.Check(early, &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Errorf("taken 60 ms before the lock-delay ended: %v, want a violation", err)
+	}
+}

@@ -522,3 +522,33 @@ func shellCommands(block string) []string {
 	}
 	return cmds
 }
+
+// The Go lines of docs/etcd.md compile in a function that has the ctx and
+// dsn they name, returns an error, and uses the store they make.
+func TestEtcdLinesCompile(t *testing.T) {
+	t.Parallel()
+	frag := codeBlock(t, "docs/etcd.md", "go", "etcd.ParseDSN(")
+	src := `package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv("LEASESTORE_DSN")); err != nil {
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, dsn string) error {
+` + indent(frag) + `	defer store.Close(ctx)
+	_, err = store.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: "billing", Name: "invoice-run"}})
+	return err
+}
+`
+	buildProgram(t, "etcdlines", src)
+}

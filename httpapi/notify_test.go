@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/memstore"
@@ -549,4 +550,32 @@ func canned(contentType string, code int, body string) func(http.ResponseWriter,
 		w.WriteHeader(code)
 		_, _ = w.Write([]byte(body))
 	}
+}
+
+// TestAuditFollowEndsWhenTheStoreCloses: the audit follow stream ends,
+// with an end event of status closed, when its store closes, as the
+// notify stream does. It sent an error event of status closed every
+// 200ms for as long as the client stayed, and an http.Server's Close
+// waited for it.
+func TestAuditFollowEndsWhenTheStoreCloses(t *testing.T) {
+	t.Parallel()
+	rt := protocol.New(memstore.New(nil), nil)
+	h, err := httpapi.NewHandler(rt, audit.RuntimeReader(rt), &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	rs := openStream(t, srv.URL+"/v1/audit/follow?namespace=ns")
+	if name, _, _ := rs.event(); name != "subscribed" {
+		t.Fatalf("first event %q", name)
+	}
+	if err := rt.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	name, ev, _ := rs.event()
+	if name != "end" || ev.Status != "closed" {
+		t.Fatalf("after the store closed: event %q %+v, want end with status closed", name, ev)
+	}
+	rs.ended()
 }

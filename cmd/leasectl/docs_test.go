@@ -347,19 +347,9 @@ func anchors(t *testing.T, rel string) map[string]bool {
 // has the backend they name.
 func TestLibraryRetentionLines(t *testing.T) {
 	t.Parallel()
-	frag := codeBlock(t, "docs/library.md", "go", "audit.Retain(")
-	src := `package main
-
-import (
-	"context"
-	"log"
-	"time"
-
-	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/migrations"
-	"github.com/leasestore/leasestore/sqlstore/sqlite"
-)
-
+	src := programAround(t, "docs/library.md", "audit.Retain(",
+		[]string{"context", "log", "time", "github.com/leasestore/leasestore/audit",
+			"github.com/leasestore/leasestore/migrations", "github.com/leasestore/leasestore/sqlstore/sqlite"}, `
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -374,15 +364,28 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-` + indent(frag) + `	<-ctx.Done()
+`, `	<-ctx.Done()
 }
-`
+`)
 	exe := buildProgram(t, "retention", src)
 	cmd := exec.Command(exe)
 	cmd.Dir = t.TempDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the retention lines failed: %v\n%s", err, out)
 	}
+}
+
+// programAround returns a main package that imports imports and holds the
+// one Go block of rel containing marker, indented, between head and tail.
+func programAround(t *testing.T, rel, marker string, imports []string, head, tail string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("package main\n\nimport (\n")
+	for _, imp := range imports {
+		b.WriteString("\t" + strconv.Quote(imp) + "\n")
+	}
+	b.WriteString(")\n" + head + indent(codeBlock(t, rel, "go", marker)) + tail)
+	return b.String()
 }
 
 // Every test or benchmark that README.md, DESIGN.md, CONTRIBUTING.md or docs/*.md cites by
@@ -527,17 +530,8 @@ func shellCommands(block string) []string {
 // dsn they name, returns an error, and uses the store they make.
 func TestEtcdLinesCompile(t *testing.T) {
 	t.Parallel()
-	frag := codeBlock(t, "docs/etcd.md", "go", "etcd.ParseDSN(")
-	src := `package main
-
-import (
-	"context"
-	"os"
-
-	"github.com/leasestore/leasestore/kvstore/etcd"
-	"github.com/leasestore/leasestore/protocol"
-)
-
+	buildProgram(t, "etcdlines", programAround(t, "docs/etcd.md", "etcd.ParseDSN(",
+		[]string{"context", "os", "github.com/leasestore/leasestore/kvstore/etcd", "github.com/leasestore/leasestore/protocol"}, `
 func main() {
 	if err := run(context.Background(), os.Getenv("LEASESTORE_DSN")); err != nil {
 		os.Exit(1)
@@ -545,10 +539,9 @@ func main() {
 }
 
 func run(ctx context.Context, dsn string) error {
-` + indent(frag) + `	defer store.Close(ctx)
+`, `	defer store.Close(ctx)
 	_, err = store.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: "billing", Name: "invoice-run"}})
 	return err
 }
-`
-	buildProgram(t, "etcdlines", src)
+`))
 }

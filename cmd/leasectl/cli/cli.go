@@ -239,7 +239,7 @@ type app struct {
 // name) and returns the process exit code. stdin, stdout and stderr are the
 // command's streams; getenv reads the environment (os.Getenv in main).
 // Cancelling ctx (main does on SIGINT and SIGTERM) stops a running
-// command: audit --follow and bench end cleanly with exit 0; any other
+// command: audit --follow, watch, bench and serve end cleanly with exit 0; any other
 // command that had not finished exits [ExitInterrupted]. A lease command
 // interrupted inside the store still prints its result (status timeout: the
 // effect is unknown, retry with the same request id to learn it).

@@ -35,8 +35,10 @@ type linRun struct {
 	// short one makes attempts meeting a fault time out and retry with
 	// their request ids.
 	attempt time.Duration
-	// lockDelay is the workload's longest lock-delay (0: none).
+	// lockDelay is the workload's longest lock-delay (0: none); lose is
+	// its LoseAnswers.
 	lockDelay time.Duration
+	lose      float64
 }
 
 // run runs the workloads until each made r.ops operations, closes the
@@ -56,7 +58,7 @@ func (r linRun) run(t *testing.T, ctx context.Context) *lincheck.History {
 		rt := protocol.New(b, nil)
 		rec := lincheck.NewRecorder(fmt.Sprintf("p%d", i), nil)
 		w := &lincheck.Workload{Store: rt, Recorder: rec, Clients: r.clients, Ops: r.ops, RetryFor: time.Minute,
-			AttemptTimeout: r.attempt, LockDelay: r.lockDelay}
+			AttemptTimeout: r.attempt, LockDelay: r.lockDelay, LoseAnswers: r.lose}
 		wg.Go(func() {
 			defer rt.Close(context.Background())
 			stats, err := w.Run(ctx)
@@ -74,7 +76,7 @@ func (r linRun) run(t *testing.T, ctx context.Context) *lincheck.History {
 }
 
 // check runs the checker with late as the late-expiry allowance.
-func check(t *testing.T, h *lincheck.History, late time.Duration) {
+func check(t *testing.T, h *lincheck.History, late time.Duration) lincheck.Result {
 	t.Helper()
 	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name(), Dir: os.TempDir(), LateExpiry: late, Timeout: 2 * time.Minute})
 	if err != nil {
@@ -84,6 +86,7 @@ func check(t *testing.T, h *lincheck.History, late time.Duration) {
 	if res.Operations < 3000 {
 		t.Fatalf("only %d operations checked, want at least 3000", res.Operations)
 	}
+	return res
 }
 
 // TestLincheckHealthy: 3,000 operations of 9 clients in 3 processes on
@@ -99,12 +102,17 @@ func TestLincheckHealthy(t *testing.T) {
 
 // TestLincheckLockDelay: TestLincheckHealthy with lock-delays (one
 // acquire in four asks for one, up to 2 s): kept by the cluster's etcd
-// leases, a lock-delay may end late, like expiry, never early.
+// leases, a lock-delay may end late, like expiry, never early. One answer
+// in twenty is lost, as a network would lose it: its operation is retried
+// with its request id (a replay when it took effect) or left unknown.
 func TestLincheckLockDelay(t *testing.T) {
 	t.Parallel()
 	c := etcdcluster.Shared(t)
-	h := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000, lockDelay: 2 * time.Second}.run(t, t.Context())
-	check(t, h, lateExpiry)
+	h := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000, lockDelay: 2 * time.Second,
+		lose: 0.05}.run(t, t.Context())
+	if res := check(t, h, lateExpiry); res.Unknown == 0 {
+		t.Fatal("no operation of unknown outcome: the lost answers were not tested")
+	}
 }
 
 // fault is what a fault case does to its cluster while the workload runs:

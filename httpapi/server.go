@@ -424,7 +424,11 @@ func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
 // Request-Timeout header, else the default, cut to the maximum.
 func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, error) {
 	d := h.defaultTimeout
-	if v := x.r.Header.Get(HeaderTimeout); v != "" {
+	v, err := oneHeader(x.r, HeaderTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v != "" {
 		t, err := durations.Parse(v)
 		if err != nil || t <= 0 {
 			return nil, nil, fmt.Errorf("%s: %q is not a positive duration such as \"5s\" or \"800ms\"", HeaderTimeout, v)
@@ -433,6 +437,20 @@ func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, e
 	}
 	ctx, cancel := context.WithTimeout(x.r.Context(), d)
 	return ctx, cancel, nil
+}
+
+// oneHeader returns the value of r's header name ("" when absent), or an
+// error when r gives it more than once: the server would read the first
+// while a proxy may log the last.
+func oneHeader(r *http.Request, name string) (string, error) {
+	vs := r.Header.Values(name)
+	if len(vs) > 1 {
+		return "", fmt.Errorf("%s: given %d times: send it once", name, len(vs))
+	}
+	if len(vs) == 0 {
+		return "", nil
+	}
+	return vs[0], nil
 }
 
 // shape makes a route's body for an answer that did not come from the
@@ -489,9 +507,13 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 			return
 		}
 	}
-	idem := x.r.Header.Get(HeaderIdempotencyKey)
+	idem, err := oneHeader(x.r, HeaderIdempotencyKey)
 	x.requestID = idem
-	req, ns, err := rt.decode(x, body, idem)
+	var req Req
+	var ns string
+	if err == nil {
+		req, ns, err = rt.decode(x, body, idem)
+	}
 	if err != nil {
 		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
 		return

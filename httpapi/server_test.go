@@ -335,3 +335,36 @@ func TestMalformedQueriesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedHeadersAreRefused: a request gives its request id and its
+// deadline once. Two Idempotency-Key headers ran under the first, while a
+// proxy that keeps the last (or joins them) logged another request id;
+// two Request-Timeout headers ran under the first.
+func TestRepeatedHeadersAreRefused(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	for _, name := range []string{httpapi.HeaderIdempotencyKey, httpapi.HeaderTimeout} {
+		val := map[string][2]string{httpapi.HeaderIdempotencyKey: {"a", "b"}, httpapi.HeaderTimeout: {"5s", "1s"}}[name]
+		req, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/v1/acquire",
+			strings.NewReader(`{"namespace":"ns","key":"k","owner":"o","ttl":"30s"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Close = true
+		req.Header.Add(name, val[0])
+		req.Header.Add(name, val[1])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"status":"invalid"`) || !strings.Contains(string(b), name+": given 2 times") {
+			t.Errorf("two %s headers: HTTP %d %s, want 400 invalid naming the header", name, resp.StatusCode, b)
+		}
+	}
+	a := expect(t, "no audit", send(t, "GET", s.url+"/v1/audit", ""), 200, "found")
+	if n := len(a["records"].([]any)); n != 0 {
+		t.Fatalf("refused requests wrote %d audit records", n)
+	}
+}

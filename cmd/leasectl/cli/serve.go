@@ -70,8 +70,9 @@ SIGHUP reloads the file; a file that does not parse is refused and the tokens
 in force stay. Streams (notify, audit follow) of a token the reload removed or
 narrowed end at once.
 
-Slow clients are cut off: headers must arrive within 10s, a body within 10s
-of the request. Streams are capped per server (--max-streams, then 503) and
+Slow clients are cut off: headers must arrive within 10s (over HTTP/2, whose
+server has no such bound, a connection is cut after 2m idle), a body within
+10s of the request. Streams are capped per server (--max-streams, then 503) and
 per token (--max-streams-per-token, then 429). Error bodies never name the
 database's user, name or address: the cause goes to the server's log. Without --tokens every request may do everything, so serve
 refuses to listen on anything but a loopback address.

@@ -87,6 +87,12 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: %s", where, "the cluster could not be reached or refused the operation")
 }
 
+// refusesChanges reports whether err is the cluster refusing a change it
+// would read: the user's role may not write, or the NOSPACE alarm.
+func refusesChanges(err error) bool {
+	return errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrNoSpace)
+}
+
 // errInternal reports an answer of the cluster this backend cannot read: a
 // malformed or foreign entry under its prefix.
 func errInternal(op protocol.Op, format string, args ...any) error {

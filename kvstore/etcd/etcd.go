@@ -304,7 +304,11 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 
 // ensureFormat reads the store's meta entry and refuses another format
 // version; with create, it records FormatVersion when the entry is
-// missing (a new store). It reports whether it wrote the entry.
+// missing (a new store). It reports whether it wrote the entry. When the
+// cluster refuses the transaction that may write it, as a change (a role
+// that may only read the prefix, the NOSPACE alarm), an existing store is
+// checked by a read, so that it opens to be read (Health says why
+// changes fail); a missing one is that refusal.
 func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, err error) {
 	meta := b.keys.meta()
 	if !create {
@@ -321,6 +325,11 @@ func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, 
 	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
 		Then(clientv3.OpPut(meta, string(val))).Else(clientv3.OpGet(meta)).Commit()
 	if err != nil {
+		if refusesChanges(err) {
+			if g, gerr := b.cli.Get(ctx, meta); gerr == nil && len(g.Kvs) > 0 {
+				return false, b.checkFormat(g.Kvs[0].Value)
+			}
+		}
 		return false, b.interpret(ctx, protocol.OpHealth, err)
 	}
 	if resp.Succeeded {

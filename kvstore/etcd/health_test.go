@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -61,6 +62,18 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 	if err := reader.Health(ctx); !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "permission") {
 		t.Errorf("health for a user that may only read the prefix: %v, want unavailable naming the permission", err)
 	}
+	// Such a user (an auditor) opens the store as leasectl does, without
+	// NoInit, and reads it; it cannot create a store.
+	readOnly := &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "reader", Password: "readerpw"}
+	readable(t, readOnly, "a user that may only read")
+	noStore := *readOnly
+	noStore.Prefix = prefix + "none/"
+	if b, err := etcd.Open(ctx, &noStore); err == nil {
+		b.Close(context.Background())
+		t.Errorf("a user that may only read created a store under %s", noStore.Prefix)
+	} else if !contains(err, "permission") {
+		t.Errorf("open of no store by a user that may only read: %v, want the permission named", err)
+	}
 
 	st, err := root.Status(ctx, host)
 	if err != nil {
@@ -78,6 +91,8 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 	if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "alarm disarm") {
 		t.Errorf("health under the NOSPACE alarm: %v, want unavailable naming the fix (etcdctl alarm disarm)", err)
 	}
+	// The store still opens to be read (to see what holds it, to prune).
+	readable(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "root", Password: "rootpw"}, "the NOSPACE alarm")
 	if _, err := root.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: member, Alarm: pb.AlarmType_NOSPACE}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +101,23 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 	}
 	if err := acquire(owner); err != nil {
 		t.Fatalf("acquire once the alarm was disarmed: %v", err)
+	}
+}
+
+// readable opens the store of cfg and reads a key and the trail.
+func readable(t *testing.T, cfg *etcd.Config, under string) {
+	t.Helper()
+	b, err := etcd.Open(t.Context(), cfg)
+	if err != nil {
+		t.Errorf("open under %s: %v, want the store open for reading", under, err)
+		return
+	}
+	defer b.Close(context.Background())
+	if _, err := b.Get(t.Context(), protocol.GetRequest{Key: key("k")}); err != nil {
+		t.Errorf("get under %s: %v", under, err)
+	}
+	if _, err := b.ReadAudit(t.Context(), audit.Query{}); err != nil {
+		t.Errorf("audit read under %s: %v", under, err)
 	}
 }
 

@@ -174,14 +174,15 @@ func TestDownOfAnEmptyStore(t *testing.T) {
 	}
 }
 
-// Rolling back the lock-delay migration while a lock-delay keeps a key is
-// refused without DestroyData and writes nothing: the release before it
-// would let the key be acquired at once. A lock-delay that has ended, and a
-// release (which drops it), do not stop it.
+// Rolling back the lock-delay migration while a lease carries a lock-delay
+// (held, or ended with its delay running) is refused without DropLockDelays
+// and writes nothing: the release before it would let the key be acquired
+// at once. A lock-delay that has ended, and a release (which drops it), do
+// not stop it.
 func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 	t.Parallel()
 	now := time.Now().UnixMicro()
-	kept := map[string]map[migrations.Dialect]string{
+	kept := map[string]map[migrations.Dialect]string{ // and what the refusal says of it
 		"a live lease with a lock-delay": {
 			migrations.SQLite: fmt.Sprintf(`INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version, lock_delay, delay_token)
 				VALUES ('ns', 'live', 'o', 1, %d, %d, %d, 1, 30000000, 1)`, now, now, now+60_000_000),
@@ -234,7 +235,11 @@ func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 				if !errors.Is(err, migrations.ErrLockDelaysInForce) || res != nil {
 					t.Fatalf("down of the lock-delay migration with %s: %v, %v; want ErrLockDelaysInForce", name, res, err)
 				}
-				for _, s := range []string{"1 key(s)", "--destroy-data", "migrations.DestroyData", "acquired at once"} {
+				want := "1 ended lease(s)"
+				if strings.Contains(name, "live") {
+					want = "1 held lease(s)"
+				}
+				for _, s := range []string{want, "--drop-lock-delays", "migrations.DropLockDelays", "acquired at once"} {
 					if !strings.Contains(err.Error(), s) {
 						t.Errorf("refusal %q does not mention %q", err, s)
 					}
@@ -242,11 +247,11 @@ func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 				if v := version(t, ctx, d, db); v != migrations.LatestVersion {
 					t.Fatalf("a refused down left version %d, want %d", v, migrations.LatestVersion)
 				}
-				if res, err := migrations.Down(ctx, d, db, migrations.DestroyData()); err != nil || res == nil {
-					t.Fatalf("down with DestroyData: %v, %v", res, err)
+				if res, err := migrations.Down(ctx, d, db, migrations.DropLockDelays()); err != nil || res == nil {
+					t.Fatalf("down with DropLockDelays: %v, %v", res, err)
 				}
 				if v := version(t, ctx, d, db); v != migrations.LatestVersion-1 {
-					t.Fatalf("down with DestroyData left version %d, want %d", v, migrations.LatestVersion-1)
+					t.Fatalf("down with DropLockDelays left version %d, want %d", v, migrations.LatestVersion-1)
 				}
 			})
 		}

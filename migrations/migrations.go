@@ -159,9 +159,10 @@ var ErrNothingApplied = errors.New("migrations: no leasestore migration is appli
 var ErrStoreNotEmpty = errors.New("migrations: the store holds data")
 
 // ErrLockDelaysInForce is matched by the error of [Down] when it refuses to
-// roll back the lock-delay migration (version 4) while a lock-delay keeps a
-// key: the release before it ignores lock-delays and would let the key be
-// acquired at once. Nothing was written.
+// roll back the lock-delay migration (version 4) while a lease carries a
+// lock-delay (one that ended and keeps its key, or a held one that would
+// keep it once it ends): the release before it ignores lock-delays and
+// would let such a key be acquired at once. Nothing was written.
 var ErrLockDelaysInForce = errors.New("migrations: lock-delays are in force")
 
 // ErrNewerSchema is matched by the error of [Down] when the database is at
@@ -172,7 +173,7 @@ var ErrNewerSchema = errors.New("migrations: the schema is newer than this relea
 // DownOption changes what [Down] may do.
 type DownOption func(*downConfig)
 
-type downConfig struct{ destroyData bool }
+type downConfig struct{ destroyData, dropLockDelays bool }
 
 // DestroyData lets [Down] roll back the first migration of a store that holds
 // data. That drops every lease, the whole audit trail and the fencing
@@ -180,6 +181,11 @@ type downConfig struct{ destroyData bool }
 // refuse every new holder. It also lets Down roll back the lock-delay
 // migration while lock-delays are in force, which drops them.
 func DestroyData() DownOption { return func(c *downConfig) { c.destroyData = true } }
+
+// DropLockDelays lets [Down] roll back the lock-delay migration (version 4)
+// while leases carry lock-delays, which drops them: keys they keep can be
+// acquired at once, and held leases lose theirs. It destroys nothing else.
+func DropLockDelays() DownOption { return func(c *downConfig) { c.dropLockDelays = true } }
 
 // Down rolls back the most recent migration of dialect d. It returns
 // [ErrNothingApplied], and writes nothing, when the database has no
@@ -190,8 +196,9 @@ func DestroyData() DownOption { return func(c *downConfig) { c.destroyData = tru
 // store holds leases or audit records or has issued a fencing token, unless
 // [DestroyData] is given. Rolling back the lock-delay migration (version 4)
 // is refused the same way, with an error matching [ErrLockDelaysInForce],
-// while a lock-delay keeps a key. The check and the rollback are two
-// steps: stop the services that use the store first.
+// while a lease carries a lock-delay, unless [DropLockDelays] (or
+// DestroyData) is given. The check and the rollback are two steps: stop the
+// services that use the store first.
 func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goose.MigrationResult, error) {
 	var cfg downConfig
 	for _, o := range opts {
@@ -216,8 +223,10 @@ func Down(ctx context.Context, d Dialect, db *sql.DB, opts ...DownOption) (*goos
 		if err := refuseToDropData(ctx, d, db, p); err != nil {
 			return nil, err
 		}
-		if err := refuseToDropLockDelays(ctx, d, db, p); err != nil {
-			return nil, err
+		if !cfg.dropLockDelays {
+			if err := refuseToDropLockDelays(ctx, d, db, p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	res, err := p.Down(ctx)
@@ -314,17 +323,24 @@ func (e *storeNotEmptyError) Is(target error) bool { return target == ErrStoreNo
 // lockDelayVersion is the migration that added lock-delays.
 const lockDelayVersion = 4
 
-// lockDelaysQuery reads, per dialect, the lock-delays that keep a key now
-// (as the backends judge them; SQLite's ?1 is now in Unix microseconds):
-// how many, and when the last ends (Unix microseconds).
+// lockDelaysQuery reads, per dialect, the leases that carry a lock-delay
+// now (as the backends judge them; SQLite's ?1 is now in Unix
+// microseconds): held ones (their delay starts when they end) and ended
+// ones whose delay still keeps the key, how many of each, and when the
+// last of each delay ends (Unix microseconds; a held lease's if it is not
+// renewed).
 var lockDelaysQuery = map[Dialect]string{
-	SQLite: `SELECT count(*), coalesce(max(ends), 0) FROM (
-		SELECT expires_at + lock_delay AS ends FROM leasestore_leases
+	SQLite: `SELECT count(*) FILTER (WHERE held), coalesce(max(ends) FILTER (WHERE held), 0),
+		count(*) FILTER (WHERE NOT held), coalesce(max(ends) FILTER (WHERE NOT held), 0) FROM (
+		SELECT expires_at > ?1 AS held, expires_at + lock_delay AS ends FROM leasestore_leases
 		WHERE delay_token = token AND lock_delay > 0 AND expires_at + lock_delay > ?1
 		UNION ALL
-		SELECT ended_at + lock_delay FROM leasestore_lock_delays WHERE ended_at + lock_delay > ?1)`,
-	Postgres: `SELECT count(*), coalesce(max((extract(epoch FROM ends) * 1000000)::bigint), 0) FROM (
-		SELECT l.expires_at + l.lock_delay AS ends FROM leasestore_leases l
+		SELECT 0, ended_at + lock_delay FROM leasestore_lock_delays WHERE ended_at + lock_delay > ?1)`,
+	Postgres: `SELECT count(*) FILTER (WHERE held), coalesce(max(ends) FILTER (WHERE held), 0),
+		count(*) FILTER (WHERE NOT held), coalesce(max(ends) FILTER (WHERE NOT held), 0) FROM (
+		SELECT l.ended_token IS DISTINCT FROM l.token AND l.expires_at > now() AS held,
+		       (extract(epoch FROM l.expires_at + l.lock_delay) * 1000000)::bigint AS ends
+		FROM leasestore_leases l
 		WHERE ((l.ended_token IS DISTINCT FROM l.token AND l.delay_token = l.token)
 		       OR (l.ended_token = l.token AND l.delay_token = -l.token))
 		  AND l.lock_delay > interval '0' AND l.expires_at + l.lock_delay > now()) AS d`,
@@ -346,23 +362,34 @@ func refuseToDropLockDelays(ctx context.Context, d Dialect, db *sql.DB, p *goose
 		args = append(args, time.Now().UnixMicro())
 	}
 	var e lockDelaysError
-	if err := db.QueryRowContext(ctx, lockDelaysQuery[d], args...).Scan(&e.keys, &e.lastEnd); err != nil {
+	if err := db.QueryRowContext(ctx, lockDelaysQuery[d], args...).Scan(&e.held, &e.heldEnd, &e.ended, &e.endedEnd); err != nil {
 		return fmt.Errorf("migrations: down: look for lock-delays in force: %w", err)
 	}
-	if e.keys == 0 {
+	if e.held == 0 && e.ended == 0 {
 		return nil
 	}
 	return &e
 }
 
-// lockDelaysError is the refusal of [Down] that matches [ErrLockDelaysInForce].
-type lockDelaysError struct{ keys, lastEnd int64 }
+// lockDelaysError is the refusal of [Down] that matches [ErrLockDelaysInForce]:
+// held leases with a lock-delay and ended ones whose delay keeps their key,
+// each with when the last delay ends (Unix microseconds).
+type lockDelaysError struct{ held, heldEnd, ended, endedEnd int64 }
 
 func (e *lockDelaysError) Error() string {
-	return fmt.Sprintf("migrations: down: refused to roll back migration %d: a lock-delay keeps %d key(s) until "+
-		"%s at the latest, and the release before it ignores lock-delays, so they could be acquired at once: "+
-		"roll back after that time, or pass --destroy-data to leasectl migrate down (migrations.DestroyData in Go) "+
-		"to drop them", lockDelayVersion, e.keys, time.UnixMicro(e.lastEnd).UTC().Format(time.RFC3339))
+	at := func(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339) }
+	var parts []string
+	if e.ended > 0 {
+		parts = append(parts, fmt.Sprintf("the lock-delays of %d ended lease(s) keep their keys until %s at the latest",
+			e.ended, at(e.endedEnd)))
+	}
+	if e.held > 0 {
+		parts = append(parts, fmt.Sprintf("%d held lease(s) carry a lock-delay that starts when they end (stop their "+
+			"holders: unless renewed, the last delay ends at %s)", e.held, at(e.heldEnd)))
+	}
+	return fmt.Sprintf("migrations: down: refused to roll back migration %d: %s; the release before it ignores "+
+		"lock-delays and would let those keys be acquired at once: roll back after that, or pass --drop-lock-delays "+
+		"to leasectl migrate down (migrations.DropLockDelays in Go) to drop them", lockDelayVersion, strings.Join(parts, "; "))
 }
 
 func (e *lockDelaysError) Is(target error) bool { return target == ErrLockDelaysInForce }

@@ -478,25 +478,25 @@ func TestPostgresMigrate(t *testing.T) {
 	}
 	result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w"), "acquired")
 
-	// A lock-delay in force keeps the newest migration (lock-delays) from
-	// being rolled back: exit 2, nothing written, naming --destroy-data.
+	// A held lease with a lock-delay keeps the newest migration (lock-delays)
+	// from being rolled back: exit 2, nothing written, naming
+	// --drop-lock-delays, which rolls it back.
 	delayed := c.runJSON(t, 0, "acquire", "delayed", "--owner", "w", "--lock-delay", "1m")
 	if delayed["status"] != "acquired" {
 		t.Fatalf("acquire with a lock-delay: %v", delayed)
 	}
-	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr, "lock-delay keeps 1 key(s)") ||
-		!strings.Contains(r.stderr, "--destroy-data") {
-		t.Fatalf("migrate down with a lock-delay in force: want exit 2 naming the lock-delay and --destroy-data\n%s", r)
+	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr, "1 held lease(s) carry a lock-delay") ||
+		!strings.Contains(r.stderr, "--drop-lock-delays") {
+		t.Fatalf("migrate down with a lock-delay in force: want exit 2 naming the lock-delay and --drop-lock-delays\n%s", r)
 	}
 	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(migrations.LatestVersion) {
 		t.Fatalf("a refused migrate down changed the version: %v", st)
 	}
-	token := fmt.Sprint(int64(delayed["lease"].(map[string]any)["token"].(float64)))
-	c.runJSON(t, 0, "release", "delayed", "--owner", "w", "--token", token)
 
-	// Rolling the newest migration back keeps the data; this release needs
-	// it, so it refuses to serve until migrated up again.
-	down := c.runJSON(t, 0, "migrate", "down")
+	// Rolling the newest migration back keeps the data (dropping the
+	// lock-delays); this release needs it, so it refuses to serve until
+	// migrated up again.
+	down := c.runJSON(t, 0, "migrate", "down", "--drop-lock-delays")
 	if down["version"] != float64(migrations.LatestVersion-1) || len(down["migrations"].([]any)) != 1 {
 		t.Fatalf("migrate down: %v", down)
 	}

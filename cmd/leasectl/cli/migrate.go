@@ -278,7 +278,7 @@ func (a *app) migrateUpCommand() *cobra.Command {
 }
 
 func (a *app) migrateDownCommand() *cobra.Command {
-	var destroyData bool
+	var destroyData, dropLockDelays bool
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Roll back the most recent migration",
@@ -290,10 +290,12 @@ refused (exit 2, nothing written) unless --destroy-data is given.
 --destroy-data destroys, with no undo: every lease, the whole audit trail,
 and the fencing counter, so tokens start again at 1 and resources that saw
 higher tokens will refuse every new holder. Rolling back the lock-delay
-migration (version 4) while a lock-delay keeps a key is refused the same
-way (the release before it would let the key be acquired at once); wait
-until the time the refusal names, or give --destroy-data to drop them. Stop
-the services that use the store first.`,
+migration (version 4) while a lease carries a lock-delay (a held one, or
+one that ended and still keeps its key) is refused the same way: the
+release before it would let such a key be acquired at once. Stop the
+holders and wait until the time the refusal names, or give
+--drop-lock-delays to drop them. Stop the services that use the store
+first.`,
 		Example: `  leasectl migrate down --dsn sqlite:scratch.db
   leasectl migrate down --destroy-data --dsn sqlite:scratch.db`,
 		Args: exactArgs(0, "no arguments"),
@@ -314,6 +316,9 @@ the services that use the store first.`,
 			var opts []migrations.DownOption
 			if destroyData {
 				opts = append(opts, migrations.DestroyData())
+			}
+			if dropLockDelays {
+				opts = append(opts, migrations.DropLockDelays())
 			}
 			var done []*gooseResult
 			res, err := migrations.Down(ctx, t.dialect, db, opts...)
@@ -343,6 +348,9 @@ the services that use the store first.`,
 		"allow rolling back the first migration of a store that holds data: destroys every lease, the whole audit trail "+
 			"and the fencing counter (tokens start again at 1, so resources that saw higher tokens will refuse new holders); "+
 			"and the lock-delay migration while lock-delays are in force, dropping them")
+	cmd.Flags().BoolVar(&dropLockDelays, "drop-lock-delays", false,
+		"allow rolling back the lock-delay migration (version 4) while leases carry lock-delays: drops them (keys they keep "+
+			"can be acquired at once), nothing else")
 	return cmd
 }
 

@@ -730,11 +730,14 @@ func TestRunLossHeardOnlyAtRelease(t *testing.T) {
 }
 
 // waitForStreamsFull waits until the server at url refuses a notification
-// stream with 503 (its --max-streams are open); a probe the server accepts
-// is closed at once and tried again.
+// stream with 503 (its --max-streams are open) three times in a row, 100 ms
+// apart; a probe the server accepts is closed at once and tried again. One
+// 503 is not enough: the server may still count a probe stream the client
+// just closed.
 func waitForStreamsFull(t *testing.T, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	refused := 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/notify/default/stream-probe", nil)
@@ -749,13 +752,15 @@ func waitForStreamsFull(t *testing.T, url string) {
 			_ = resp.Body.Close()
 		}
 		cancel()
-		if code == http.StatusServiceUnavailable {
+		if code != http.StatusServiceUnavailable {
+			refused = 0
+		} else if refused++; refused == 3 {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server still accepts a notification stream after 30 s (last: %d, %v)", code, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -71,19 +71,26 @@ func TestNextPageHintWithAPassword(t *testing.T) {
 func TestAuditNextPageHintKeepsTheSinceTime(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
+	const window = 5 * time.Second
+	start := time.Now()
 	for _, k := range []string{"a", "b"} {
 		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w"), 0)
 	}
-	first := runCLI(t, e, "audit", "--since", "3s", "--limit", "1")
+	first := runCLI(t, e, "audit", "--since", "5s", "--limit", "1")
 	wantCode(t, first, 0)
+	if took := time.Since(start); took > window*4/5 {
+		// The first page may have left a out of its window: nothing to
+		// show about the hint (a loaded machine, not a defect).
+		t.Skipf("the acquires and the first page took %v of the %v window", took, window)
+	}
 	if !strings.Contains(first.stdout, "  b  ") {
-		t.Fatalf("first page of audit --since 3s --limit 1:\n%s", first.stdout)
+		t.Fatalf("first page of audit --since 5s --limit 1:\n%s", first.stdout)
 	}
 	args := nextHint(t, first.stdout)
-	time.Sleep(3500 * time.Millisecond) // the records are now older than 3s
+	time.Sleep(time.Until(start.Add(window + 500*time.Millisecond))) // the records are now older than the window
 	next := runCLI(t, e, args...)
 	wantCode(t, next, 0)
 	if !strings.Contains(next.stdout, "  a  ") {
-		t.Fatalf("the hint %v, run 3.5s later, printed:\n%s\nwant the record of a, which the first page's --since selected", args, next.stdout)
+		t.Fatalf("the hint %v, run after the window passed, printed:\n%s\nwant the record of a, which the first page's --since selected", args, next.stdout)
 	}
 }

@@ -53,7 +53,13 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 // -n, the name in NS as written with it.
 func keyFilter(cmd *cobra.Command, q *audit.Query) {
 	if q.Key != "" {
-		k := keyArg(cmd, q.Namespace, q.Key)
+		ns := q.Namespace
+		if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
+			// export's -n defaults to every namespace; a bare NAME is a
+			// name in the default namespace, as every KEY is read.
+			ns = protocol.DefaultNamespace
+		}
+		k := keyArg(cmd, ns, q.Key)
 		q.Namespace, q.Key = k.Namespace, k.Name
 	}
 }

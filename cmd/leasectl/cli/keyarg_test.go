@@ -96,6 +96,15 @@ func TestAuditKeyFilterAcceptsPrintedKeys(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(o.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"namespace":"scan"`) {
 		t.Errorf("audit export --key scan/10.0.0.0-24 printed:\n%s\nwant the record of scan/10.0.0.0-24", o.stdout)
 	}
+	// A bare name is a name in the default namespace, as every KEY is read,
+	// also for export, whose -n defaults to every namespace (it refused it:
+	// "a key filter needs a namespace").
+	wantCode(t, runCLI(t, e, "acquire", "bare", "--owner", "w"), ExitOK)
+	o = runCLI(t, e, "audit", "export", "--key", "bare")
+	wantCode(t, o, ExitOK)
+	if lines := strings.Split(strings.TrimSpace(o.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"namespace":"default"`) {
+		t.Errorf("audit export --key bare printed:\n%s\nwant the record of default/bare", o.stdout)
+	}
 	// With -n, the key is the name as written.
 	o = runCLI(t, e, "audit", "-n", "scan", "--key", "scan/10.0.0.0-24", "-o", "json")
 	wantCode(t, o, ExitOK)

@@ -160,7 +160,7 @@ default) exports every namespace. --since takes a duration back from now
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", "", `namespace ("" for every namespace)`)
 	allNamespacesFlag(cmd, &q.Namespace)
-	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME with -n")
+	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME (in -n's namespace, else default)")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
 	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")

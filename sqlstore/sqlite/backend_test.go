@@ -153,9 +153,16 @@ func rawDB(t *testing.T, path string) *sql.DB {
 // unavailable whose text contains every one of parts.
 func expectUnavailable(t *testing.T, what string, err error, parts ...string) {
 	t.Helper()
+	expectStatus(t, what, err, protocol.StatusUnavailable, parts...)
+}
+
+// expectStatus checks that err is an *protocol.Error with status want
+// whose text contains every one of parts.
+func expectStatus(t *testing.T, what string, err error, want protocol.Status, parts ...string) {
+	t.Helper()
 	var pe *protocol.Error
-	if !errors.As(err, &pe) || pe.Status != protocol.StatusUnavailable {
-		t.Fatalf("%s: err = %v, want an *protocol.Error with status unavailable", what, err)
+	if !errors.As(err, &pe) || pe.Status != want {
+		t.Fatalf("%s: err = %v, want an *protocol.Error with status %s", what, err, want)
 	}
 	for _, p := range parts {
 		if !strings.Contains(err.Error(), p) {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"testing"
 
+	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
@@ -66,7 +67,9 @@ func TestNewRefusesADBBelowSynchronousFull(t *testing.T) {
 			t.Fatalf("New on a *sql.DB with synchronous=%s: no error", level)
 		}
 		_ = db.Close()
-		expectUnavailable(t, "New with synchronous="+level, err, "synchronous", "OpenDB", "_pragma=synchronous(FULL)")
+		// invalid, not unavailable: the *sql.DB's DSN does not change, so
+		// no retry can help.
+		expectStatus(t, "New with synchronous="+level, err, protocol.StatusInvalid, "synchronous", "OpenDB", "_pragma=synchronous(FULL)")
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(EXTRA)")
 	if err != nil {

@@ -343,7 +343,7 @@ func checkSynchronous(ctx context.Context, db *sql.DB) error {
 		return nil
 	}
 	name := map[int]string{0: "OFF", 1: "NORMAL"}[level]
-	return backendkit.NewError("", protocol.StatusUnavailable, nil,
+	return backendkit.NewError("", protocol.StatusInvalid, nil,
 		"sqlite: synchronous is %s on this *sql.DB's connections, so a power cut can lose a committed acquire "+
 			"and issue its fencing token again: open it with sqlite.OpenDB, or add _pragma=synchronous(FULL) to its DSN", name)
 }

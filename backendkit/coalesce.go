@@ -42,6 +42,9 @@ type Coalescer[T any] struct {
 	kick     *time.Timer    // adaptive: starts a round trip for the queue (see kicked)
 	trips    []trip         // adaptive: the round trips running
 	gather   gathering      // after a batch, waiting for its callers' next operations
+
+	// tests only: called by Do once its operation queued, before it waits
+	beforeWait func()
 }
 
 // trip is a round trip that runs: when it started and how many
@@ -113,10 +116,20 @@ func (c *Coalescer[T]) Do(ctx context.Context, op T, alone func(), waitBatch boo
 		c.kick.Reset(c.adapt.maxWait())
 	}
 	c.mu.Unlock()
+	if c.beforeWait != nil {
+		c.beforeWait()
+	}
 	select {
 	case <-q.done:
 		return q.answered()
 	case <-ctx.Done():
+	}
+	select {
+	case <-q.done:
+		// The batch answered as the context ended: the answer wins (select
+		// picks either at random).
+		return q.answered()
+	default:
 	}
 	c.mu.Lock()
 	i := slices.Index(c.queue, q)

@@ -53,7 +53,7 @@ type Scheduler struct {
 	// unreleased are leases given up whose release got no answer: they are
 	// released again at the next rounds until their local deadline.
 	unreleased []*lease
-	stopping   bool // shutting down: no round will retry a release
+	stopping   bool // shutting down: a release without an answer is not kept to retry
 	// lapsed is the token of the membership lease the worker gave up by the
 	// local clock (0 if none): it may still be live in the store, when only
 	// the renewals' answers were lost, and join renews it before acquiring.
@@ -143,7 +143,8 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 
 // Run works until ctx ends, then shuts down: it cancels every handler
 // (cause [ErrStopped]), keeps renewing each lease until its handler
-// returned, releases it, releases the membership lease and returns nil.
+// returned, releases it (and once more each lease given up earlier whose
+// release got no answer), releases the membership lease and returns nil.
 // When ctx ends, the renewals and lists of a round under way are cut short;
 // store operations of the shutdown run on a context that keeps ctx's values
 // but not its cancellation, each bounded by [Config].OpTimeout, the
@@ -217,10 +218,10 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 		s.renewAll(ctx)
 	}
 	s.settle()
-	s.retryReleases()
 	if ctx.Err() != nil {
-		return time.Time{}
+		return time.Time{} // the shutdown tries the unanswered releases
 	}
+	s.retryReleases()
 	s.join()
 	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
@@ -494,26 +495,46 @@ func (s *Scheduler) settle() {
 // renewConcurrency at a time, each bounded by OpTimeout: a store that does
 // not answer holds a shutdown up for one OpTimeout, not one per lease.
 func (s *Scheduler) releaseLeases(ls []*lease) {
+	s.sendReleases(ls)()
+}
+
+// sendReleases starts releasing ls as releaseLeases does and returns at
+// once; the function it returns waits for the answers and applies them
+// (on Run's goroutine).
+func (s *Scheduler) sendReleases(ls []*lease) (apply func()) {
 	errs := make([]error, len(ls))
 	ids := make([]string, len(ls))
-	concurrently(len(ls), func(i int) {
-		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-		defer cancel()
-		var res protocol.Result
-		res, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ls[i].releaseID})
-		ids[i] = res.RequestID
-	})
-	for i, l := range ls {
-		if ids[i] != "" {
-			l.releaseID = ids[i]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		concurrently(len(ls), func(i int) {
+			ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+			defer cancel()
+			var res protocol.Result
+			res, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ls[i].releaseID})
+			ids[i] = res.RequestID
+		})
+	}()
+	return func() {
+		<-done
+		for i, l := range ls {
+			if ids[i] != "" {
+				l.releaseID = ids[i]
+			}
+			s.released(l, errs[i])
 		}
-		s.released(l, errs[i])
 	}
 }
 
-// retryReleases releases again the leases whose release got no answer,
-// those whose local deadline has not passed (after it they ran out).
+// retryReleases releases again the leases whose release got no answer.
 func (s *Scheduler) retryReleases() {
+	s.releaseLeases(s.takeUnreleased())
+}
+
+// takeUnreleased returns the leases whose release got no answer and whose
+// local deadline has not passed (after it they ran out), and empties the
+// list.
+func (s *Scheduler) takeUnreleased() []*lease {
 	var due []*lease
 	for _, l := range s.unreleased {
 		if time.Now().Before(l.deadline) {
@@ -521,7 +542,7 @@ func (s *Scheduler) retryReleases() {
 		}
 	}
 	s.unreleased = nil
-	s.releaseLeases(due)
+	return due
 }
 
 // released applies the outcome err of l's release. A handed-over target is
@@ -1016,7 +1037,9 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 }
 
 // shutdown cancels every handler, keeps renewing until each returned,
-// releases every lease and then the membership.
+// releases every lease and then the membership. The leases given up
+// earlier whose release got no answer are released once more, at once,
+// beside the others.
 func (s *Scheduler) shutdown(next *time.Timer) {
 	s.stopping = true
 	s.mu.Lock()
@@ -1027,6 +1050,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	}
 	n := len(s.leases)
 	s.mu.Unlock()
+	retried := s.sendReleases(s.takeUnreleased())
 	s.log.Info("scheduler: stopping", "leases", n)
 	s.settle()
 	for {
@@ -1053,6 +1077,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 		}
 		s.settle()
 	}
+	retried()
 	s.mu.Lock()
 	m := s.membership
 	s.membership = nil

@@ -774,3 +774,137 @@ func TestUnansweredReleaseIsRetried(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// shutdownStore never answers the releases of target b (each waits until
+// its context ends), and, once paused, no call at all, as a store that
+// stops answering.
+type shutdownStore struct {
+	protocol.Store
+	paused         atomic.Bool
+	pausedRenewals atomic.Int64
+	mu             sync.Mutex
+	bSent          []time.Time     // when each release of b was sent
+	bBudget        []time.Duration // and the time its context gave it
+	bDone          []time.Time     // when each release of b returned
+}
+
+func (s *shutdownStore) wait(ctx context.Context, op protocol.Op) error {
+	<-ctx.Done()
+	return backendkit.NewError(op, protocol.StatusTimeout, ctx.Err(), "no answer")
+}
+
+func (s *shutdownStore) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if req.Key.Namespace == scheduler.DefaultNamespace && req.Key.Name == "b" {
+		dl, _ := ctx.Deadline()
+		s.mu.Lock()
+		s.bSent = append(s.bSent, time.Now())
+		s.bBudget = append(s.bBudget, time.Until(dl))
+		s.mu.Unlock()
+		err := s.wait(ctx, protocol.OpRelease)
+		s.mu.Lock()
+		s.bDone = append(s.bDone, time.Now())
+		s.mu.Unlock()
+		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusTimeout}, err
+	}
+	if s.paused.Load() {
+		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusTimeout}, s.wait(ctx, protocol.OpRelease)
+	}
+	return s.Store.Release(ctx, req)
+}
+
+func (s *shutdownStore) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if s.paused.Load() {
+		s.pausedRenewals.Add(1)
+		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusTimeout}, s.wait(ctx, protocol.OpRenew)
+	}
+	return s.Store.Renew(ctx, req)
+}
+
+func (s *shutdownStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if s.paused.Load() {
+		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout}, s.wait(ctx, protocol.OpAcquire)
+	}
+	return s.Store.Acquire(ctx, req)
+}
+
+func (s *shutdownStore) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if s.paused.Load() {
+		return protocol.ListResult{Status: protocol.StatusTimeout}, s.wait(ctx, protocol.OpList)
+	}
+	return s.Store.List(ctx, req)
+}
+
+// A lease given up whose release got no answer is released once more at
+// shutdown, with the other leases (not after them) and within OpTimeout,
+// whether the shutdown comes between rounds or cuts a round short; a
+// round cut short does not wait for that release first.
+func TestUnansweredReleaseIsRetriedAtShutdown(t *testing.T) {
+	t.Parallel()
+	const opTimeout = time.Second
+	for _, c := range []struct {
+		name   string
+		during bool // stop while a round's renewals wait
+	}{{"between rounds", false}, {"during a round", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			store := &shutdownStore{Store: newStore(t)}
+			var mu sync.Mutex
+			set := []string{"a", "b"}
+			var stopped time.Time // when a's handler saw its context end
+			targets := func(context.Context) ([]string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return set, nil
+			}
+			handler := func(ctx context.Context, target string, _ int64) {
+				<-ctx.Done()
+				if target == "a" && errors.Is(context.Cause(ctx), scheduler.ErrStopped) {
+					mu.Lock()
+					stopped = time.Now()
+					mu.Unlock()
+				}
+			}
+			s, err := scheduler.New(store, "w1", targets, handler,
+				&scheduler.Config{TTL: 10 * time.Second, RenewEvery: 2 * time.Second, OpTimeout: opTimeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := start(t, s)
+			eventually(t, "holds a b", holds(s, "a", "b"))
+			mu.Lock()
+			set = []string{"a"}
+			mu.Unlock()
+			eventually(t, "the release of b went unanswered", func() (bool, string) {
+				store.mu.Lock()
+				defer store.mu.Unlock()
+				return len(store.bDone) == 1, fmt.Sprintf("%d releases of b returned", len(store.bDone))
+			})
+			store.paused.Store(true)
+			if c.during {
+				eventually(t, "a round's renewals wait", func() (bool, string) {
+					return store.pausedRenewals.Load() > 0, "no renewal waits"
+				})
+			}
+			began := time.Now()
+			stop()
+			t.Logf("Run returned %v after its context ended (OpTimeout %v)", time.Since(began).Round(time.Millisecond), opTimeout)
+			store.mu.Lock()
+			sent, budget, returned := store.bSent, store.bBudget, store.bDone
+			store.mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(sent) != 2 {
+				t.Fatalf("%d releases of b sent; want 2: the one without an answer and one at shutdown", len(sent))
+			}
+			// A round cut short that tried b's release first waited for
+			// its answer (OpTimeout) before the shutdown stopped a.
+			if stopped.IsZero() || len(returned) < 2 || returned[1].Before(stopped) {
+				t.Errorf("b's release sent again returned before a's handler was stopped (at %v): the round cut short waited for it",
+					stopped)
+			}
+			if budget[1] > opTimeout {
+				t.Errorf("b's release at shutdown was given %v; want at most OpTimeout %v", budget[1], opTimeout)
+			}
+		})
+	}
+}

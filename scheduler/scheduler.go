@@ -879,7 +879,9 @@ func (s *Scheduler) giveUpLocked(l *lease, state State, why string, cause error)
 }
 
 // claim acquires free targets, in a random order, until the worker holds
-// its fair share. It skips targets held by a live lease (the store's list),
+// its fair share. Acquires whose outcome is unknown are retried first, even
+// when the worker holds its share already: a lease it turns out to hold
+// beyond its share is released at once. It skips targets held by a live lease (the store's list),
 // targets it holds or still winds down, and targets backed off after a
 // conflict; it stops at the first store failure, and at until, so that a
 // long claim does not hold back the next round's renewals.
@@ -912,8 +914,12 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 	}
 	why := fmt.Sprintf("fair share %d (%d targets, %d workers)", s.share, s.total, s.workers)
 	s.mu.Unlock()
-	if !member || deficit <= 0 {
+	if !member {
 		return
+	}
+	if deficit <= 0 {
+		// Only the acquires whose outcome is unknown remain to resolve.
+		candidates = slices.DeleteFunc(candidates, func(t string) bool { return s.pending[t] == "" })
 	}
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	// Acquires whose outcome is unknown first: the worker may hold those
@@ -927,7 +933,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 	}
 	slices.SortStableFunc(candidates, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	for _, t := range candidates {
-		if deficit == 0 || ctx.Err() != nil || time.Now().After(until) {
+		if (deficit <= 0 && s.pending[t] == "") || ctx.Err() != nil || time.Now().After(until) {
 			return
 		}
 		key := protocol.Key{Namespace: s.set.ns, Name: t}
@@ -936,6 +942,11 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		cancel()
 		var perr *protocol.Error
 		switch {
+		case err == nil && deficit <= 0:
+			// The worker held the lease beyond its share: hand it over.
+			s.log.Info("scheduler: an acquire whose outcome was unknown took the lease; over the fair share, releasing it",
+				"target", t, "token", l.Token, "why", why)
+			s.releaseLeases([]*lease{{target: t, key: key, token: l.Token, state: StateHandingOver, deadline: sent.Add(s.set.ttl)}})
 		case err == nil:
 			delete(s.backoff, t)
 			s.start(l, sent, fmt.Sprintf("%s; held %d when acquired", why, active))

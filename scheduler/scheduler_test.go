@@ -908,3 +908,91 @@ func TestUnansweredReleaseIsRetriedAtShutdown(t *testing.T) {
 		})
 	}
 }
+
+// loseAnswerAndJoin answers timeout to the first acquire of target b, which
+// it takes into effect, and right then has a second worker join: the
+// share drops to the one target w1 already holds.
+type loseAnswerAndJoin struct {
+	protocol.Store
+	mu   sync.Mutex
+	lost *protocol.Lease
+}
+
+func (s *loseAnswerAndJoin) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	res, err := s.Store.Acquire(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.lost == nil && req.Key.Namespace == scheduler.DefaultNamespace && req.Key.Name == "b" {
+		s.lost = res.Lease
+		if _, err := s.Store.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix,
+			Name: "w2"}, Owner: "w2", TTL: time.Minute}); err != nil {
+			return res, err
+		}
+		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
+			backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
+	}
+	return res, err
+}
+
+// An acquire whose outcome is unknown is resolved even when the worker
+// holds its share by then (a worker joined): the lease it may hold is
+// worked or released at the next round, not left unworked until it runs
+// out and then kept from every worker by its lock-delay.
+func TestUnknownAcquireIsResolvedAtFullShare(t *testing.T) {
+	t.Parallel()
+	const lttl = 6 * time.Second
+	store := &loseAnswerAndJoin{Store: newStore(t)}
+	var mu sync.Mutex
+	set := []string{"a"}
+	targets := func(context.Context) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return set, nil
+	}
+	var worked atomic.Int64 // the token of b's handler
+	s, err := scheduler.New(store, "w1", targets, func(ctx context.Context, target string, token int64) {
+		if target == "b" {
+			worked.Store(token)
+		}
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: lttl, LockDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds a", holds(s, "a"))
+	mu.Lock()
+	set = []string{"a", "b"}
+	mu.Unlock()
+	eventually(t, "the answer to b's acquire is lost", func() (bool, string) {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.lost != nil, "not yet"
+	})
+	store.mu.Lock()
+	lost := *store.lost
+	store.mu.Unlock()
+	// The next round comes within 1.1 renew intervals (2.2s); the lease
+	// runs out at 6s.
+	limit := lost.ExpiresAt.Add(-lttl / 4)
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "b"}
+	for {
+		if worked.Load() == lost.Token {
+			t.Logf("b worked by w1 with the lost acquire's token %d", lost.Token)
+			return
+		}
+		res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+		if err != nil && protocol.StatusOf(err) != protocol.StatusNotFound {
+			t.Fatalf("get b: %v", err)
+		}
+		if res.Lease == nil || res.Lease.Token != lost.Token {
+			t.Logf("b's lease (token %d) released %v before it would run out", lost.Token, time.Until(lost.ExpiresAt).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("b's lease (token %d), whose acquire's answer was lost, neither worked nor released %v before it runs out",
+				lost.Token, time.Until(lost.ExpiresAt).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

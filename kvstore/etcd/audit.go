@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasestore/leasestore/audit"
@@ -114,7 +115,9 @@ const pruneBatch = 100
 // PruneAudit removes every record older than r.Before, oldest first, in
 // transactions of up to 100 deletions; each also puts the prune mark
 // (P/a/\x01prune), so that a follower tells these deletions from
-// tampering, and the last also writes the prune's own record.
+// tampering, and the last also writes the prune's own record. On a
+// cluster whose --max-txn-ops is lower, a transaction it refuses as too
+// large (which applied nothing) is sent again with half the deletions.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -153,14 +156,14 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	}
 	var res audit.PruneResult
 	mark := clientv3.OpPut(b.keys.pruneMark(), r.RequestID)
+	batch := pruneBatch
 	for {
-		n := min(len(victims), pruneBatch)
+		n := min(len(victims), batch)
 		ops := []clientv3.Op{mark}
 		for _, k := range victims[:n] {
 			ops = append(ops, clientv3.OpDelete(k))
 		}
-		victims = victims[n:]
-		last := len(victims) == 0
+		last := n == len(victims)
 		var rec backendkit.Recorded
 		if last {
 			now := b.instant().now
@@ -170,12 +173,17 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			ops = append(ops, clientv3.OpPut(own, encodeAudit(own, rec)))
 		}
 		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(own), "=", 0)).Then(ops...).Commit()
+		if errors.Is(err, rpctypes.ErrTooManyOps) && n > 1 {
+			batch = n / 2 // refused whole: the same records again, in a smaller transaction
+			continue
+		}
 		if err != nil {
 			return res, b.interpret(ctx, audit.OpPrune, err)
 		}
 		if !resp.Succeeded {
 			return res, backendkit.PruneIDUsed(r.RequestID)
 		}
+		victims = victims[n:]
 		for _, op := range resp.Responses {
 			if d := op.GetResponseDeleteRange(); d != nil {
 				res.Removed += d.Deleted

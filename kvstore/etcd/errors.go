@@ -71,6 +71,9 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 	case errors.Is(err, rpctypes.ErrNoSpace):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the cluster refuses changes (NOSPACE alarm: its database reached its quota): compact and defragment it, then run 'etcdctl alarm disarm'", where)
+	case errors.Is(err, rpctypes.ErrTooManyOps):
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the cluster refuses transactions this large (its --max-txn-ops): raise it to 128, etcd's default", where)
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the revision asked for was compacted", where)
 	}

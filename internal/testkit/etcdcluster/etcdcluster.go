@@ -65,12 +65,15 @@ type Cluster struct {
 	initial string // name=peer,... for every member
 	tls     *TLSFiles
 	seq     atomic.Int64
+
+	maxTxnOps int // 0: etcd's default
 }
 
 // Options tunes [Start]. A nil *Options means 3 members in plain text.
 type Options struct {
-	Members int       // default 3
-	TLS     *TLSFiles // serve clients over TLS; default plain text
+	Members   int       // default 3
+	TLS       *TLSFiles // serve clients over TLS; default plain text
+	MaxTxnOps int       // most operations in a transaction; default etcd's (128)
 }
 
 // TLSFiles are PEM files for a cluster that serves clients over TLS.
@@ -107,6 +110,9 @@ func Start(ctx context.Context, opts *Options) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{bin: bin, root: root}
+	if opts != nil {
+		c.maxTxnOps = opts.MaxTxnOps
+	}
 	scheme := "http"
 	if opts != nil && opts.TLS != nil {
 		c.tls, scheme = opts.TLS, "https"
@@ -238,6 +244,9 @@ func (c *Cluster) start(m *Member, state string) error {
 	defer m.mu.Unlock()
 	cmd := exec.Command(c.bin, "-name", m.Name, "-dir", m.dir, "-client", m.ClientURL, "-peer", m.PeerURL,
 		"-cluster", c.initial, "-state", state, "-exit-with-stdin")
+	if c.maxTxnOps > 0 {
+		cmd.Args = append(cmd.Args, "-max-txn-ops", fmt.Sprint(c.maxTxnOps))
+	}
 	if c.tls != nil {
 		cmd.Args = append(cmd.Args, "-cert", c.tls.CertFile, "-key", c.tls.KeyFile)
 		if c.tls.ClientCA != "" {

@@ -9,7 +9,7 @@
 //
 //	member -name m0 -dir DIR -client http://127.0.0.1:P -peer http://127.0.0.1:Q \
 //	       -cluster m0=http://127.0.0.1:Q,m1=... [-state new|existing] \
-//	       [-cert FILE -key FILE [-client-ca FILE]]
+//	       [-cert FILE -key FILE [-client-ca FILE]] [-max-txn-ops N]
 //
 // With -cert and -key the member serves clients over TLS (give an https
 // -client URL); with -client-ca too it requires client certificates signed
@@ -49,6 +49,7 @@ func main() {
 	keyFile := flag.String("key", "", "server key for client connections (TLS)")
 	clientCA := flag.String("client-ca", "", "require client certificates signed by this CA")
 	withStdin := flag.Bool("exit-with-stdin", false, "exit when standard input ends (the parent died)")
+	maxTxnOps := flag.Uint("max-txn-ops", 0, "most operations in a transaction (0: etcd's default, 128)")
 	flag.Parse()
 
 	cfg := embed.NewConfig()
@@ -70,6 +71,9 @@ func main() {
 	if *certFile != "" {
 		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: *certFile, KeyFile: *keyFile,
 			TrustedCAFile: *clientCA, ClientCertAuth: *clientCA != ""}
+	}
+	if *maxTxnOps > 0 {
+		cfg.MaxTxnOps = *maxTxnOps
 	}
 	cfg.InitialCluster = *cluster
 	cfg.ClusterState = *state

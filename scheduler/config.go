@@ -84,10 +84,12 @@ type Config struct {
 	// next round, so within TTL + RenewEvery. Default: [DefaultTTL] (15s).
 	TTL time.Duration
 	// RenewEvery is the interval between rounds (renew everything, look at
-	// the workers and targets, rebalance), with ±10% jitter. It must be
-	// at most TTL/2, so that a round late by its jitter still renews before
-	// the leases run out. Default: TTL/3, so two rounds may fail in a row
-	// before a lease runs out.
+	// the workers and targets, rebalance), with ±10% jitter. A renewal that
+	// starts as late as the jitter allows and takes the whole OpTimeout
+	// must still land before the lease runs out: RenewEvery × 1.1 +
+	// OpTimeout must not exceed TTL (with the default OpTimeout,
+	// RenewEvery at most TTL/2.1). Default: TTL/3, so two rounds may fail
+	// in a row before a lease runs out.
 	RenewEvery time.Duration
 	// OpTimeout bounds each store operation (list, acquire, release). A
 	// renewal gets OpTimeout too, or longer while its lease's local
@@ -126,6 +128,33 @@ type settings struct {
 	maxBackoff    time.Duration
 	log           *slog.Logger
 	observer      Observer
+}
+
+// lateRenewalEnd is how long after the last renewal was sent the next one
+// may end: sent as late as the jitter allows, answered as late as
+// opTimeout allows.
+func lateRenewalEnd(every, opTimeout time.Duration) time.Duration {
+	return time.Duration(float64(every)*(1+maxJitter)) + opTimeout
+}
+
+// renewTooLate explains why s's RenewEvery is refused and names the
+// largest one allowed. opDefault says that OpTimeout follows RenewEvery.
+func renewTooLate(s settings, opDefault bool) error {
+	most := time.Duration(float64(s.ttl-s.opTimeout) / (1 + maxJitter))
+	if opDefault {
+		most = time.Duration(float64(s.ttl) / (2 + maxJitter))
+	}
+	most = most.Truncate(time.Millisecond)
+	fix := fmt.Sprintf("set it to at most %v", most)
+	if opDefault {
+		fix += " (OpTimeout follows it by default)"
+	}
+	if op := s.ttl - time.Duration(float64(s.every)*(1+maxJitter)); op > 0 {
+		fix += fmt.Sprintf(", or OpTimeout to at most %v", op.Truncate(time.Millisecond))
+	}
+	return fmt.Errorf("renew every: %v with op timeout %v: a renewal sent %.0f%% late (jitter) that takes the whole op timeout "+
+		"ends %v after the last one was sent, after the ttl %v, so the lease would run out; %s (default: a third of the ttl)",
+		s.every, s.opTimeout, maxJitter*100, lateRenewalEnd(s.every, s.opTimeout), s.ttl, fix)
 }
 
 func (c *Config) resolve() (settings, error) {
@@ -174,9 +203,9 @@ func (c *Config) resolve() (settings, error) {
 	switch {
 	case s.every <= 0:
 		errs = append(errs, fmt.Errorf("renew every: %v must be positive", s.every))
-	case s.every > s.ttl/2:
-		errs = append(errs, fmt.Errorf("renew every: %v is more than half the ttl %v: rounds come up to 10%% late and a renewal takes time, "+
-			"so leases would run out between rounds; set it to at most %v (default: a third of the ttl)", s.every, s.ttl, s.ttl/2))
+	case (c.OpTimeout == 0 || s.opTimeout < s.ttl) && lateRenewalEnd(s.every, s.opTimeout) > s.ttl:
+		// (An OpTimeout set not shorter than the TTL has its own error.)
+		errs = append(errs, renewTooLate(s, c.OpTimeout == 0))
 	}
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
 		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))

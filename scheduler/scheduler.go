@@ -1140,7 +1140,11 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// jitter returns d ±10%.
+// maxJitter is the largest fraction by which [jitter] shortens or
+// lengthens an interval.
+const maxJitter = 0.1
+
+// jitter returns d ±maxJitter (10%).
 func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+	return time.Duration(float64(d) * (1 - maxJitter + 2*maxJitter*rand.Float64()))
 }

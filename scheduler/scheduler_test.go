@@ -107,11 +107,20 @@ func TestNewRefusesBadArguments(t *testing.T) {
 			[]string{"workers namespace: Namespace + \".workers\" is 133 bytes", "set WorkersNamespace or a shorter Namespace"}},
 		{"negative ttl", store, "w", ok, idle, &scheduler.Config{TTL: -time.Second}, []string{"ttl:"}},
 		{"renewals not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: time.Second},
-			[]string{"renew every: 1s is more than half the ttl 1s"}},
+			[]string{"renew every: 1s with op timeout 1s", "after the ttl 1s", "set it to at most 476ms (OpTimeout follows it by default)"}},
 		// Rounds come up to 10% late (jitter): at 950ms of a 1s TTL, one
-		// round in four came after the lease ran out, with no fault at all.
+		// round in four came after the lease ran out, with no fault at all;
+		// at 480ms of 500ms a lone worker lost its lease 4 times in 5 s.
 		{"renewals too close to the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: 950 * time.Millisecond},
-			[]string{"renew every: 950ms is more than half the ttl 1s", "at most 500ms"}},
+			[]string{"renew every: 950ms with op timeout 950ms", "ends 1.995s after the last one was sent, after the ttl 1s", "at most 476ms"}},
+		{"renewals at 480ms of 500ms", store, "w", ok, idle, &scheduler.Config{TTL: 500 * time.Millisecond, RenewEvery: 480 * time.Millisecond},
+			[]string{"renew every: 480ms with op timeout 480ms", "at most 238ms"}},
+		// A renewal sent 22s after the last one, answered 20s later, lands
+		// 12s after a 30s lease ran out.
+		{"renewals that may land after the lease ran out", store, "w", ok, idle, &scheduler.Config{TTL: 30 * time.Second, RenewEvery: 20 * time.Second},
+			[]string{"renew every: 20s with op timeout 20s", "ends 42s after", "at most 14.285s (OpTimeout follows it by default), or OpTimeout to at most 8s"}},
+		{"renewals with a long op timeout", store, "w", ok, idle, &scheduler.Config{TTL: 30 * time.Second, RenewEvery: 10 * time.Second, OpTimeout: 20 * time.Second},
+			[]string{"renew every: 10s with op timeout 20s", "set it to at most 9.09s, or OpTimeout to at most 19s"}},
 		{"negative op timeout", store, "w", ok, idle, &scheduler.Config{OpTimeout: -1}, []string{"op timeout:"}},
 		// One list or acquire waiting that long holds a round, and the
 		// renewals of the next, past the leases' expiry.
@@ -135,6 +144,25 @@ func TestNewRefusesBadArguments(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// New takes every RenewEvery whose renewals land before the lease runs
+// out, even sent as late as the jitter allows and answered as late as
+// OpTimeout allows: RenewEvery × 1.1 + OpTimeout within the TTL.
+func TestNewTakesRenewalsThatLandInTime(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	for _, cfg := range []scheduler.Config{
+		{TTL: 30 * time.Second, RenewEvery: 20 * time.Second, OpTimeout: 8 * time.Second}, // 22s + 8s
+		{TTL: 30 * time.Second, RenewEvery: 20 * time.Second, OpTimeout: time.Second},
+		{TTL: 21 * time.Second, RenewEvery: 10 * time.Second},                                     // 11s + 10s
+		{TTL: 15 * time.Second, RenewEvery: 7 * time.Second},                                      // 7.7s + 7s
+		{TTL: time.Second, RenewEvery: 800 * time.Millisecond, OpTimeout: 100 * time.Millisecond}, // 880ms + 100ms
+	} {
+		if _, err := scheduler.New(store, "w", scheduler.Static("a"), idle, &cfg); err != nil {
+			t.Errorf("TTL %v, RenewEvery %v, OpTimeout %v: %v", cfg.TTL, cfg.RenewEvery, cfg.OpTimeout, err)
+		}
 	}
 }
 

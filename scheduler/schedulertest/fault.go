@@ -32,6 +32,25 @@ type faultStore struct {
 	// pausedRenewals counts the renewals that waited at the pause: a round
 	// of a paused worker began.
 	pausedRenewals atomic.Int64
+	// waits are the calls that waited at the pause until their context
+	// ended (guarded by mu).
+	waits []pausedCall
+}
+
+// pausedCall is a call that waited at the pause until its context ended:
+// when it began and ended, and why its context ended.
+type pausedCall struct {
+	op         protocol.Op
+	began, end time.Time
+	err        error // context.Canceled or context.DeadlineExceeded
+}
+
+// pausedCalls returns the calls that waited at the pause until their
+// context ended.
+func (f *faultStore) pausedCalls() []pausedCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]pausedCall(nil), f.waits...)
 }
 
 var errDropped = errors.New("schedulertest: the worker was cut off from the store")
@@ -73,10 +92,14 @@ func (f *faultStore) gate(ctx context.Context, op protocol.Op) error {
 	if op == protocol.OpRenew {
 		f.pausedRenewals.Add(1)
 	}
+	began := time.Now()
 	select {
 	case <-paused:
 		return f.gate(ctx, op)
 	case <-ctx.Done():
+		f.mu.Lock()
+		f.waits = append(f.waits, pausedCall{op: op, began: began, end: time.Now(), err: ctx.Err()})
+		f.mu.Unlock()
 		return backendkit.NewError(op, protocol.StatusTimeout, ctx.Err(), "paused")
 	}
 }

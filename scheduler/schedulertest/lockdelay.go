@@ -10,20 +10,32 @@ import (
 	"github.com/leasestore/leasestore/scheduler"
 )
 
-// acquireLog passes calls to a store and notes when each acquire was sent.
+// acquireLog passes calls to a store and notes when each acquire was sent,
+// and how long each acquire and list took.
 type acquireLog struct {
 	protocol.Store
 	mu   sync.Mutex
 	sent []time.Time
+	// calls logs how long each acquire and list took: a slow one says the
+	// machine or the store, not the scheduler, set the pace.
+	calls timings
 }
 
 func (a *acquireLog) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	began := time.Now()
 	if req.Key.Namespace != scheduler.DefaultNamespace+scheduler.WorkersSuffix {
 		a.mu.Lock()
-		a.sent = append(a.sent, time.Now())
+		a.sent = append(a.sent, began)
 		a.mu.Unlock()
 	}
+	defer func() { a.calls.add(time.Now(), time.Since(began)) }()
 	return a.Store.Acquire(ctx, req)
+}
+
+func (a *acquireLog) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	began := time.Now()
+	defer func() { a.calls.add(time.Now(), time.Since(began)) }()
+	return a.Store.List(ctx, req)
 }
 
 // between returns how many target acquires were sent in [from, to).
@@ -43,7 +55,9 @@ func (a *acquireLog) between(from, to time.Time) int {
 // revoked, a worker tries the target once, learns from the conflict when
 // the lock-delay ends, and tries again then, not before: the key has no
 // holder to back off from, and the end of the delay is known. It takes
-// the target within a third of a renew interval of that end.
+// the target within a third of a renew interval of that end (a worker
+// that waited for its next round instead would be up to 1.1 renew
+// intervals late), unless the machine was shown too loaded to say.
 func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 	const delay = 3 * time.Second
 	h := newHarness(t)
@@ -76,6 +90,8 @@ func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 		return len(tokens) == 1
 	})
 	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
+	probe := startLatenessProbe()
+	defer probe.close()
 	// The store ends the lease between these two moments; the delay ends
 	// that long after (one machine, one clock).
 	sent := time.Now()
@@ -104,7 +120,19 @@ func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 		t.Errorf("%d acquires of the target while its lock-delay ran (known from the first conflict): want 1", early)
 	}
 	if late := retaken.Sub(free); late > renewEvery/3 {
-		t.Errorf("the target was taken again %v after its lock-delay ended: want within %v", late, renewEvery/3)
+		// The take waits for a timer, two lists and an acquire: one of them
+		// late by more than lateCall says the machine was too loaded.
+		from := free.Add(-expiryMarginTest)
+		switch timer, call := probe.worst(from, retaken), store.calls.worst(from, retaken); {
+		case timer > lateCall:
+			t.Logf("the target was taken again %v after its lock-delay ended; not failed: a %v timer of this process woke up %v late meanwhile (more than %v): the machine is too loaded",
+				late, latenessTick, timer.Round(time.Millisecond), lateCall)
+		case call > lateCall:
+			t.Logf("the target was taken again %v after its lock-delay ended; not failed: a list or an acquire took %v meanwhile (more than %v): the machine or the store is too loaded",
+				late, call.Round(time.Millisecond), lateCall)
+		default:
+			t.Errorf("the target was taken again %v after its lock-delay ended: want within %v", late, renewEvery/3)
+		}
 	}
 	if tokens[1] <= tokens[0] {
 		t.Errorf("tokens %v: want the second greater", tokens)

@@ -88,14 +88,16 @@ type Config struct {
 	// starts as late as the jitter allows and takes the whole OpTimeout
 	// must still land before the lease runs out: RenewEvery × 1.1 +
 	// OpTimeout must not exceed TTL (with the default OpTimeout,
-	// RenewEvery at most TTL/2.1). Default: TTL/3, so two rounds may fail
+	// RenewEvery at most TTL/1.6). Default: TTL/3, so two rounds may fail
 	// in a row before a lease runs out.
 	RenewEvery time.Duration
 	// OpTimeout bounds each store operation (list, acquire, release). A
 	// renewal gets OpTimeout too, or longer while its lease's local
 	// deadline (TTL after the last successful renewal was sent) is further
 	// away. It must be shorter than TTL: a round waits for each call.
-	// Default: RenewEvery.
+	// Default: RenewEvery, or, when that would let a late renewal land
+	// after the lease ran out, TTL − RenewEvery × 1.1 if that is at least
+	// half of RenewEvery (TTL 30s, RenewEvery 15s: 13.5s).
 	OpTimeout time.Duration
 	// MaxBackoff caps the wait before a target that another worker took
 	// first (a conflict) is tried again; the wait starts at RenewEvery and
@@ -137,17 +139,35 @@ func lateRenewalEnd(every, opTimeout time.Duration) time.Duration {
 	return time.Duration(float64(every)*(1+maxJitter)) + opTimeout
 }
 
+// minDefaultOpShare is the shortest default OpTimeout, as a share of
+// RenewEvery: a shorter one would time out calls a store answers in
+// ordinary time.
+const minDefaultOpShare = 0.5
+
+// defaultOpTimeout is OpTimeout's default: every, or shorter, down to
+// every × minDefaultOpShare, so that a renewal sent as late as the jitter
+// allows still lands within ttl (lateRenewalEnd). Below that it stays
+// every, and New refuses the RenewEvery (renewTooLate).
+func defaultOpTimeout(ttl, every time.Duration) time.Duration {
+	room := ttl - time.Duration(float64(every)*(1+maxJitter))
+	if room < every && room >= time.Duration(float64(every)*minDefaultOpShare) {
+		return room
+	}
+	return every
+}
+
 // renewTooLate explains why s's RenewEvery is refused and names the
-// largest one allowed. opDefault says that OpTimeout follows RenewEvery.
+// largest one allowed. opDefault says that OpTimeout is the default
+// (defaultOpTimeout).
 func renewTooLate(s settings, opDefault bool) error {
 	most := time.Duration(float64(s.ttl-s.opTimeout) / (1 + maxJitter))
 	if opDefault {
-		most = time.Duration(float64(s.ttl) / (2 + maxJitter))
+		most = time.Duration(float64(s.ttl) / (1 + maxJitter + minDefaultOpShare))
 	}
 	most = most.Truncate(time.Millisecond)
 	fix := fmt.Sprintf("set it to at most %v", most)
 	if opDefault {
-		fix += " (OpTimeout follows it by default)"
+		fix += " (with the default OpTimeout)"
 	}
 	if op := s.ttl - time.Duration(float64(s.every)*(1+maxJitter)); op > 0 {
 		fix += fmt.Sprintf(", or OpTimeout to at most %v", op.Truncate(time.Millisecond))
@@ -176,7 +196,7 @@ func (c *Config) resolve() (settings, error) {
 		s.every = s.ttl / 3
 	}
 	if s.opTimeout == 0 {
-		s.opTimeout = s.every
+		s.opTimeout = defaultOpTimeout(s.ttl, s.every)
 	}
 	if s.maxBackoff == 0 {
 		s.maxBackoff = s.ttl

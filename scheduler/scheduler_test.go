@@ -107,18 +107,19 @@ func TestNewRefusesBadArguments(t *testing.T) {
 			[]string{"workers namespace: Namespace + \".workers\" is 133 bytes", "set WorkersNamespace or a shorter Namespace"}},
 		{"negative ttl", store, "w", ok, idle, &scheduler.Config{TTL: -time.Second}, []string{"ttl:"}},
 		{"renewals not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: time.Second},
-			[]string{"renew every: 1s with op timeout 1s", "after the ttl 1s", "set it to at most 476ms (OpTimeout follows it by default)"}},
+			[]string{"renew every: 1s with op timeout 1s", "after the ttl 1s", "set it to at most 625ms (with the default OpTimeout)"}},
 		// Rounds come up to 10% late (jitter): at 950ms of a 1s TTL, one
 		// round in four came after the lease ran out, with no fault at all;
 		// at 480ms of 500ms a lone worker lost its lease 4 times in 5 s.
 		{"renewals too close to the ttl", store, "w", ok, idle, &scheduler.Config{TTL: time.Second, RenewEvery: 950 * time.Millisecond},
-			[]string{"renew every: 950ms with op timeout 950ms", "ends 1.995s after the last one was sent, after the ttl 1s", "at most 476ms"}},
+			[]string{"renew every: 950ms with op timeout 950ms", "ends 1.995s after the last one was sent, after the ttl 1s", "at most 625ms"}},
 		{"renewals at 480ms of 500ms", store, "w", ok, idle, &scheduler.Config{TTL: 500 * time.Millisecond, RenewEvery: 480 * time.Millisecond},
-			[]string{"renew every: 480ms with op timeout 480ms", "at most 238ms"}},
+			[]string{"renew every: 480ms with op timeout 480ms", "at most 312ms"}},
 		// A renewal sent 22s after the last one, answered 20s later, lands
-		// 12s after a 30s lease ran out.
+		// 12s after a 30s lease ran out; the default OpTimeout does not
+		// shorten to 8s, under half of RenewEvery.
 		{"renewals that may land after the lease ran out", store, "w", ok, idle, &scheduler.Config{TTL: 30 * time.Second, RenewEvery: 20 * time.Second},
-			[]string{"renew every: 20s with op timeout 20s", "ends 42s after", "at most 14.285s (OpTimeout follows it by default), or OpTimeout to at most 8s"}},
+			[]string{"renew every: 20s with op timeout 20s", "ends 42s after", "at most 18.75s (with the default OpTimeout), or OpTimeout to at most 8s"}},
 		{"renewals with a long op timeout", store, "w", ok, idle, &scheduler.Config{TTL: 30 * time.Second, RenewEvery: 10 * time.Second, OpTimeout: 20 * time.Second},
 			[]string{"renew every: 10s with op timeout 20s", "set it to at most 9.09s, or OpTimeout to at most 19s"}},
 		{"negative op timeout", store, "w", ok, idle, &scheduler.Config{OpTimeout: -1}, []string{"op timeout:"}},
@@ -158,6 +159,8 @@ func TestNewTakesRenewalsThatLandInTime(t *testing.T) {
 		{TTL: 30 * time.Second, RenewEvery: 20 * time.Second, OpTimeout: time.Second},
 		{TTL: 21 * time.Second, RenewEvery: 10 * time.Second},                                     // 11s + 10s
 		{TTL: 15 * time.Second, RenewEvery: 7 * time.Second},                                      // 7.7s + 7s
+		{TTL: 30 * time.Second, RenewEvery: 15 * time.Second},                                     // 16.5s + the default shortened to 13.5s
+		{TTL: 30 * time.Second, RenewEvery: 18 * time.Second},                                     // 19.8s + 10.2s
 		{TTL: time.Second, RenewEvery: 800 * time.Millisecond, OpTimeout: 100 * time.Millisecond}, // 880ms + 100ms
 	} {
 		if _, err := scheduler.New(store, "w", scheduler.Static("a"), idle, &cfg); err != nil {

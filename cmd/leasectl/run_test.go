@@ -214,6 +214,51 @@ func TestRunExitCodesAndEnvironment(t *testing.T) {
 	})
 }
 
+// TestRunRequestID: run --request-id ID makes its acquire idempotent. A
+// run again with ID after an unknown outcome (its acquire took the lease
+// but run never heard: here the acquire alone) takes that lease over, with
+// its token, rather than waiting for it to run out; once the lease ended,
+// ID answers 4 (use a new one). A second run with ID while the first one
+// holds the lease learns its acquire took effect (replayed, same owner and
+// token) but does not run CMD under the first one's token (exit 3), and
+// leaves the lease to the first.
+func TestRunRequestID(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, c leasectl) {
+		took := result(t, c.runJSON(t, 0, "acquire", "retried", "--owner", "w", "--request-id", "retry-1"), "acquired")
+		r := c.run(t, "run", "retried", "--owner", "w", "--request-id", "retry-1", "--", "sh", "-c", `echo "token $LEASESTORE_TOKEN"`)
+		if r.code != 0 || !strings.Contains(r.stdout, "token "+tok(took)+"\n") {
+			t.Fatalf("run retried with the request id of an acquire that took the lease: want exit 0 and CMD run under token %s\n%s", tok(took), r)
+		}
+		c.runJSON(t, 4, "get", "retried") // released when CMD ended
+		if r := c.run(t, "run", "retried", "--owner", "w", "--request-id", "retry-1", "--", "sh", "-c", "echo ran"); r.code != 4 || strings.Contains(r.stdout, "ran") {
+			t.Fatalf("run with the request id of a lease that ended: want exit 4 and CMD not run\n%s", r)
+		}
+
+		first := c.start(t, "run", "twice", "--owner", "w", "--request-id", "twice-1", "--", "sh", "-c", `echo "first $LEASESTORE_TOKEN"; read line || true`)
+		tok1 := strings.TrimPrefix(first.expect(first.out, "first "), "first ")
+		rr := c.run(t, "-o", "json", "run", "twice", "--owner", "w", "--request-id", "twice-1", "--", "sh", "-c", "echo ran")
+		second := rr.obj(t)
+		l := result(t, second, "conflict")
+		if rr.code != 3 || strings.Contains(rr.stdout, "ran") || second["replayed"] != true || second["request_id"] != "twice-1" ||
+			l["owner"] != "w" || tok(l) != tok1 {
+			t.Fatalf("a second run with the request id of a run that holds the lease: %v, want exit 3, CMD not run, "+
+				"the replayed acquire's lease (owner w, token %s)\n%s", second, tok1, rr)
+		}
+		if held := result(t, c.runJSON(t, 0, "get", "twice"), "found"); tok(held) != tok1 {
+			t.Fatalf("after the second run the key holds token %s, want the first run's %s", tok(held), tok1)
+		}
+		_ = first.stdin.Close()
+		if code := first.wait(); code != 0 {
+			t.Fatalf("the first run after the second one came and went: exit %d, want 0\n%s", code, first.output())
+		}
+		c.runJSON(t, 4, "get", "twice")
+		if r := c.run(t, "run", "k", "--request-id", strings.Repeat("r", 125), "--", "true"); r.code != 2 {
+			t.Fatalf("run with a request id too long for its claim: want exit 2\n%s", r)
+		}
+	})
+}
+
 // TestRunWaitHandsOver: a second run --wait takes the key when the first
 // one's command ends, with a greater token, and never while it runs. At
 // --log-level debug both stamp, to the microsecond, the release and the

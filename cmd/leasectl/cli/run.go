@@ -52,7 +52,7 @@ const DefaultRunGrace = 10 * time.Second
 
 func (a *app) runCommand() *cobra.Command {
 	var (
-		ns, owner             string
+		ns, owner, reqID      string
 		ttl, grace, lockDelay time.Duration
 		w                     waitFlags
 	)
@@ -83,13 +83,24 @@ of its controlling terminal, whatever its stdin is) CMD stays in run's
 process group, so that job control works as for any command (Ctrl-C and
 Ctrl-Z reach CMD directly), and only CMD itself is signalled.
 
+--request-id ID makes the acquire idempotent, so that a run whose outcome
+was unknown (exit 5: the acquire may have taken the lease) can be run
+again with the same ID and the same KEY, --owner, --ttl and --lock-delay:
+the acquire is replayed, its lease confirmed with a renew, and CMD runs
+under it (its token), without waiting for the lease to run out. Only one
+run acts on an ID's lease: while another run with that ID holds it, run
+exits 3 without running CMD (the lease is left to that run). Renewals and
+the release take ids of their own. Once the ID's lease has ended, run
+with it exits 4: use a new ID.
+
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
 store refuses $` + EnvAPIToken + `, 130 when interrupted. A CMD that cannot
 be started exits 127 (not found) or 126. CMD killed by a signal makes run
 exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
-  leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'`,
+  leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'
+  leasectl run nightly-report --request-id "report-$(date +%F)" -- ./report.sh   # retry it after exit 5`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 || len(args) < 2 {
 				return usageError("expected KEY -- CMD [ARGS...]")
@@ -97,10 +108,14 @@ exit 128 plus the signal's number.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, LockDelay: lockDelay}
+			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, LockDelay: lockDelay,
+				RequestID: reqID}
 			probe := req
-			probe.RequestID = orProbe("")
+			probe.RequestID = orProbe(reqID)
 			err := errors.Join(probe.Validate(), w.check(cmd))
+			if reqID != "" && len(runClaimID(reqID)) > protocol.MaxRequestIDLen {
+				err = errors.Join(err, usageError("--request-id: at most %d bytes, got %d", protocol.MaxRequestIDLen-len(runClaimSuffix), len(reqID)))
+			}
 			if grace <= 0 {
 				err = errors.Join(err, usageError("--grace: must be positive, got %v", grace))
 			}
@@ -116,8 +131,49 @@ exit 128 plus the signal's number.`,
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration, renewed every third of it (1ms to 168h)")
 	f.Var(newDurationFlag(&grace, DefaultRunGrace), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
 	f.Var(newDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.StringVar(&reqID, "request-id", "", "idempotency key of the acquire: a run again with it after an unknown outcome (exit 5) takes over the lease that acquire took (default: random)")
 	w.register(cmd)
 	return cmd
+}
+
+// runClaimSuffix makes, from the request id a user gave run, the id of
+// the renew by which one run claims the lease of that id's acquire.
+const runClaimSuffix = "/run"
+
+// runClaimID is the id of the renew by which a run claims the lease of
+// its acquire under the request id id (see claimRun).
+func runClaimID(id string) string { return id + runClaimSuffix }
+
+// claimRun makes sure that one run acts on the lease of an acquire under a
+// request id the user gave. A replayed acquire is confirmed by Hold's
+// renew, which succeeds alike for a retry after an unknown outcome (the
+// lease nobody runs under: take it over) and for a second run beside the
+// first (which must not start CMD under the same token). The claim tells
+// them apart: a renew under an id made from the acquire's, which the first
+// run to send it makes and every later one finds replayed. It returns nil
+// when this run claimed the lease; otherwise it stops holding h, without
+// releasing (the lease may be another run's), and returns what to exit with.
+func (a *app) claimRun(ctx context.Context, s *store, req protocol.AcquireRequest, h *protocol.Held,
+	cancelHold context.CancelCauseFunc) error {
+	cctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	res, err := s.rt.Renew(cctx, protocol.RenewRequest{Key: req.Key, Owner: req.Owner, Token: h.Token(), TTL: req.TTL,
+		RequestID: runClaimID(req.RequestID)})
+	if err == nil && !res.Replayed {
+		return nil
+	}
+	lease := h.Lease()
+	cancelHold(errors.New("run: another run holds the lease"))
+	<-h.Done()
+	if err != nil {
+		return failWith(fmt.Errorf("run: could not tell whether another run with request id %s holds its lease "+
+			"(token %d), so the command was not run; the lease runs out after its TTL unless that run renews it: %w",
+			req.RequestID, lease.Token, err))
+	}
+	return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Replayed: true,
+		RequestID: req.RequestID, Lease: &lease,
+		Message: fmt.Sprintf("the acquire with request id %s took effect earlier and another run with that id holds its lease "+
+			"(token %d): the command was not run", req.RequestID, lease.Token)}, nil)
 }
 
 // run holds req while argv runs; see runCommand.
@@ -140,12 +196,21 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	if w.wait {
 		hcfg.Wait = a.waitConfig(req.Key)
 	}
-	req.RequestID = protocol.NewRequestID() // made here so that a refusal can show it
+	claim := req.RequestID != "" // the user's id: another run may send it too
+	if !claim {
+		req.RequestID = protocol.NewRequestID() // made here so that a refusal can show it
+	}
 	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
 	if !stopWatching() && err == nil {
 		// Interrupted (or out of wait time) just as the lease was taken:
-		// the hold's context is gone, so the lease goes back.
-		_ = h.Release(context.Background())
+		// the hold's context is gone, so the lease goes back (unless it
+		// may be another run's: a replay of the user's request id).
+		if claim {
+			cancelHold(context.Cause(wctx))
+			<-h.Done()
+		} else {
+			_ = h.Release(context.Background())
+		}
 		if cause := context.Cause(wctx); errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
 			return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
 		}
@@ -158,6 +223,11 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		}
 		return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
 			RequestID: req.RequestID}, err)
+	}
+	if claim {
+		if err := a.claimRun(ctx, s, req, h, cancelHold); err != nil {
+			return err
+		}
 	}
 	a.log.Debug("run: holding the lease", "key", req.Key.String(), "token", h.Token())
 

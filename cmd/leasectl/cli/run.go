@@ -46,6 +46,19 @@ const groupPoll = 20 * time.Millisecond
 // Execute) before it closes them and stops those processes.
 const pipeDelay = time.Second
 
+// groupKill is the signal run sends the group when --grace ran out (a
+// variable for tests, which stand in for a process that outlives it for a
+// while with a signal it ignores).
+var groupKill os.Signal = syscall.SIGKILL
+
+// killWait bounds how long run, after SIGKILL, waits for the processes of
+// the group to vanish before it releases: a process ends some time after
+// the signal (one in the middle of a write to a slow disk or a network
+// file system only once that returns). When some are still there after
+// it, run does not release: the lease runs out after its TTL (and its
+// lock-delay then keeps others out). A variable for tests.
+var killWait = 5 * time.Second
+
 // DefaultRunGrace is how long run's command has, after SIGTERM when the
 // lease was lost, before SIGKILL.
 const DefaultRunGrace = 10 * time.Second
@@ -76,7 +89,10 @@ margin) keeps the key from acquires for D after a revoke or expiry.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
-when it ends get SIGTERM (SIGKILL after --grace) before the release.
+when it ends get SIGTERM (SIGKILL after --grace) before the release,
+which after a SIGKILL waits (up to 5s) until none of them is left; when
+some still run then, run does not release and the lease runs out after
+its TTL.
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2) are passed on to the group. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
@@ -261,9 +277,10 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	// leaves behind when it ends get the same before the release (a
 	// release while they run would let another holder start beside
 	// them); signals to run are passed on to the group.
-	lost, ended := false, false
+	lost, survived := false, false
 	held := h.Context().Done()
 	var kill, poll <-chan time.Time
+	var reapBy time.Time // once the group got SIGKILL: until when it may take to vanish
 	stop := func() {
 		group.signal(syscall.SIGTERM)
 		kill = time.After(grace)
@@ -271,19 +288,24 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	for waiting := true; waiting; {
 		select {
 		case <-done:
-			done, ended = nil, true
+			done = nil
 			if !group.alive() {
 				waiting = false
 				break
 			}
-			if kill == nil {
+			if kill == nil && reapBy.IsZero() {
 				a.log.Warn("run: the command ended and left processes running; stopping them", "key", req.Key.String(),
 					"signal", "SIGTERM", "kill_after", grace.String())
 				stop()
 			}
 			poll = time.After(groupPoll)
 		case <-poll:
-			if waiting = group.alive(); waiting {
+			switch {
+			case !group.alive():
+				waiting = false
+			case !reapBy.IsZero() && !time.Now().Before(reapBy):
+				waiting, survived = false, true
+			default:
 				poll = time.After(groupPoll)
 			}
 		case <-held:
@@ -301,14 +323,27 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		case <-kill:
 			kill = nil
 			a.log.Error("run: the command outlived its grace period; killing it", "key", req.Key.String())
-			group.signal(syscall.SIGKILL)
-			// Killed processes end at once; left zombies cannot run.
-			waiting = !ended
+			group.signal(groupKill)
+			// Killed processes end soon, not at once: the release waits
+			// until none of the group, CMD included, is left (zombies
+			// cannot run), for up to killWait from now.
+			reapBy = time.Now().Add(killWait)
 		case sig := <-sigs:
 			group.signal(sig)
 		}
 	}
 	code := commandExitCode(c.ProcessState)
+	if survived {
+		a.log.Error("run: processes of the command still run after SIGKILL; not releasing the lease: it runs out after its TTL",
+			"key", req.Key.String(), "token", h.Token(), "waited", killWait.String())
+		if lost {
+			return exitCode(ExitLost)
+		}
+		if code == 0 {
+			return nil
+		}
+		return exitCode(code)
+	}
 	if lost {
 		return exitCode(ExitLost)
 	}

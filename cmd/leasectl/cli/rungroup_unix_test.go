@@ -191,3 +191,80 @@ func TestRunStopsLeftoversHoldingItsPipes(t *testing.T) {
 	}
 	wantCode(t, runCLI(t, e, "get", "piped"), 4)
 }
+
+// TestRunReleasesOnlyOnceTheKilledGroupIsGone: a process ends some time
+// after SIGKILL (one in the middle of a write to a slow disk only once the
+// write returns), and run must not release while one of CMD's group is
+// still there: another holder could start beside it. run waits, up to
+// killWait, for the group to vanish; when some process outlives that, it
+// does not release at all (the lease runs out after its TTL). SIGURG,
+// which sleep ignores, stands in for a SIGKILL that a process outlives for
+// a while; the test ends the process itself. The old run released as soon
+// as it had sent SIGKILL to a group whose command had ended.
+func TestRunReleasesOnlyOnceTheKilledGroupIsGone(t *testing.T) {
+	// Not in a terminal, whatever the test runs in (not parallel: the
+	// variables are the package's).
+	controllingTerminal = filepath.Join(t.TempDir(), "no-tty")
+	groupKill = syscall.SIGURG
+	t.Cleanup(func() {
+		controllingTerminal, groupKill, killWait = "/dev/tty", syscall.SIGKILL, 5*time.Second
+	})
+	for _, tc := range []struct {
+		name   string
+		wait   time.Duration // killWait
+		vanish bool          // the test ends the process before killWait passed
+	}{
+		{"vanishes", time.Minute, true},
+		{"outlives", time.Second, false},
+	} {
+		killWait = tc.wait
+		e := sqliteEnv(t)
+		pidfile := filepath.Join(t.TempDir(), "stubborn.pid")
+		done := make(chan outcome, 1)
+		go func() {
+			// The grandchild ignores SIGTERM and outlives the command.
+			done <- runCLI(t, e, "run", "stubborn", "--grace", "200ms", "--", "sh", "-c",
+				`(trap '' TERM; exec sleep 300) >/dev/null 2>&1 & echo $! > "$0"`, pidfile)
+		}()
+		pid := 0
+		for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the command did not start its grandchild within 30s", tc.name)
+			}
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		if tc.vanish {
+			select {
+			case o := <-done:
+				t.Fatalf("%s: run ended (exit %d) while a process of the group it killed still ran: it released beside it\nstderr: %s",
+					tc.name, o.code, o.stderr)
+			case <-time.After(2 * time.Second):
+			}
+			wantCode(t, runCLI(t, e, "get", "stubborn"), 0) // still held
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		var o outcome
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			<-done
+			t.Fatalf("%s: run did not end within 30s", tc.name)
+		}
+		wantCode(t, o, 0)
+		if !strings.Contains(o.stderr, "outlived its grace period") {
+			t.Fatalf("%s: run did not kill the group\nstderr: %s", tc.name, o.stderr)
+		}
+		if tc.vanish {
+			wantCode(t, runCLI(t, e, "get", "stubborn"), 4) // released once the group was gone
+			continue
+		}
+		if !strings.Contains(o.stderr, "not releasing the lease") {
+			t.Fatalf("%s: run does not say it left the lease to run out\nstderr: %s", tc.name, o.stderr)
+		}
+		wantCode(t, runCLI(t, e, "get", "stubborn"), 0) // left to run out after its TTL
+	}
+}

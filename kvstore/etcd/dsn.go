@@ -77,7 +77,7 @@ func ParseDSN(dsn string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd dsn: prefix %q is badly percent-encoded", path)
 	}
-	cfg.Prefix = "/" + strings.Trim(prefix, "/") + "/"
+	cfg.Prefix = canonicalPrefix(prefix)
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("etcd dsn: parameters: %w", err)

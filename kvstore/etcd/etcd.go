@@ -57,8 +57,10 @@ type Config struct {
 	// Endpoints are the cluster's client URLs or host:port pairs. Required by Open.
 	Endpoints []string
 	// Prefix is the key prefix of the store, e.g. "/leasestore/prod";
-	// every key of the store starts with it (a "/" is added at the end
-	// when missing). Required.
+	// every key of the store starts with it. It has one "/" at each end
+	// however it is written ("leasestore/prod", "/leasestore/prod/" and
+	// "/leasestore/prod" are the same store, the one the DSN
+	// etcd://HOST:PORT/leasestore/prod names). Required.
 	Prefix string
 	// Username and Password authenticate to a cluster with auth enabled.
 	// Default: none.
@@ -186,7 +188,7 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	// bounded by the dial timeout, so that a wrong address or TLS setting
 	// fails instead of hanging.
 	first, cancel := context.WithDeadline(ctx, connectBy)
-	_, err = cli.Get(first, newLayout(cfg.Prefix).meta(), clientv3.WithSerializable(), clientv3.WithCountOnly())
+	_, err = cli.Get(first, newLayout(canonicalPrefix(cfg.Prefix)).meta(), clientv3.WithSerializable(), clientv3.WithCountOnly())
 	cancel()
 	if err != nil {
 		_ = cli.Close()
@@ -247,9 +249,10 @@ func errInvalid(msg string) error {
 }
 
 func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bool) (*Backend, error) {
+	keys := newLayout(canonicalPrefix(cfg.Prefix))
 	b := &Backend{
-		cli: cli, owned: owned, keys: newLayout(cfg.Prefix), now: time.Now,
-		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), newLayout(cfg.Prefix).prefix),
+		cli: cli, owned: owned, keys: keys, now: time.Now,
+		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), keys.prefix),
 		stop:  make(chan struct{}),
 	}
 	if cfg.testStamps != nil {

@@ -43,6 +43,12 @@ const (
 	metaSuffix = "meta"
 )
 
+// canonicalPrefix is the one form of a store's prefix p, whatever slashes
+// p begins and ends with: one "/" at each end ("leasestore", "/leasestore"
+// and "//leasestore/" are all "/leasestore/"), so that a Config and a DSN
+// naming the same prefix open the same store. Slashes inside p stay.
+func canonicalPrefix(p string) string { return "/" + strings.Trim(p, "/") + "/" }
+
 // layout names the keys of one store.
 type layout struct{ prefix string } // ends with "/"
 

@@ -77,3 +77,35 @@ func TestDestroyKeepsNestedStore(t *testing.T) {
 		t.Fatalf("the nested store's trail: %v %v, want its acquire's record", page.Records, err)
 	}
 }
+
+// TestPrefixFormsOpenOneStore: a prefix names one store however its
+// slashes are written: Config.Prefix "P", "/P", "P/" and "//P//" open the
+// store that the DSN etcd://HOST/P/ opens ("/P/"), as a user of both
+// expects. Before, Config.Prefix "P" opened the store "P/", which a DSN
+// cannot name: a lease acquired through one was not seen through the other.
+func TestPrefixFormsOpenOneStore(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	p := strings.Trim(c.Prefix(t), "/")
+	cfg, err := etcd.ParseDSN(c.DSN(p) + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaDSN := open(t, cfg)
+	ctx := t.Context()
+	held, err := protocol.New(viaDSN, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range []string{p, "/" + p, p + "/", "//" + p + "//"} {
+		b := open(t, &etcd.Config{Prefix: form})
+		if b.Prefix() != viaDSN.Prefix() {
+			t.Errorf("Config.Prefix %q: the store's prefix is %q, want the DSN's %q", form, b.Prefix(), viaDSN.Prefix())
+		}
+		got, err := b.Get(ctx, protocol.GetRequest{Key: key("k")})
+		if err != nil || got.Lease == nil || got.Lease.Token != held.Lease.Token {
+			t.Errorf("Config.Prefix %q: get of the lease acquired through the DSN %s: %v %v, want token %d",
+				form, c.DSN(p)+"/", got.Status, err, held.Lease.Token)
+		}
+	}
+}

@@ -213,7 +213,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		RenewedAt:  now,
 		ExpiresAt:  expiry(now, req.TTL),
 		Version:    protocol.LeaseFormatVersion,
-		LockDelay:  req.LockDelay.Truncate(time.Microsecond), // the store's precision, as expiry's
+		LockDelay:  req.StoredLockDelay(),
 	}
 	s.leases[req.Key] = l
 	delete(s.delayed, req.Key)

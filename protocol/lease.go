@@ -205,6 +205,12 @@ func validateRequestID(id string) error {
 	return textfield.Validate("request id", id, MaxRequestIDLen)
 }
 
+// StoredLockDelay is r.LockDelay as every backend stores it and answers
+// it: truncated to the microsecond, the precision of the lease's times.
+func (r AcquireRequest) StoredLockDelay() time.Duration {
+	return r.LockDelay.Truncate(time.Microsecond)
+}
+
 // Validate checks every field, including the request id.
 func (r AcquireRequest) Validate() error {
 	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),

@@ -337,7 +337,7 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 			// parameters the replay matched include it, at the
 			// microseconds every backend stores. (A served store's
 			// runtime may have filled it from its namespace default: kept.)
-			res.Lease.LockDelay = req.LockDelay.Truncate(time.Microsecond)
+			res.Lease.LockDelay = req.StoredLockDelay()
 		}
 		return res, err
 	})

@@ -228,7 +228,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		in := b.instant()
 		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
-			Version: protocol.LeaseFormatVersion, LockDelay: req.LockDelay.Truncate(time.Microsecond)} // as the SQL backends store it
+			Version: protocol.LeaseFormatVersion, LockDelay: req.StoredLockDelay()}
 		put, leaseID, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
 		if err != nil {
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)

@@ -145,7 +145,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		// agrees with a get and a replay.
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
 			ExpiresAt: now.Add(req.TTL).Truncate(time.Microsecond), Version: protocol.LeaseFormatVersion,
-			LockDelay: req.LockDelay.Truncate(time.Microsecond)}
+			LockDelay: req.StoredLockDelay()}
 		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
 			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds()).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -339,11 +339,23 @@ var lockDelaysQuery = map[Dialect]string{
 	Postgres: `SELECT count(*) FILTER (WHERE held), coalesce(max(ends) FILTER (WHERE held), 0),
 		count(*) FILTER (WHERE NOT held), coalesce(max(ends) FILTER (WHERE NOT held), 0) FROM (
 		SELECT l.ended_token IS DISTINCT FROM l.token AND l.expires_at > now() AS held,
-		       (extract(epoch FROM l.expires_at + l.lock_delay) * 1000000)::bigint AS ends
-		FROM leasestore_leases l
-		WHERE ((l.ended_token IS DISTINCT FROM l.token AND l.delay_token = l.token)
-		       OR (l.ended_token = l.token AND l.delay_token = -l.token))
-		  AND l.lock_delay > interval '0' AND l.expires_at + l.lock_delay > now()) AS d`,
+		       (extract(epoch FROM d.ends) * 1000000)::bigint AS ends
+		FROM leasestore_leases l CROSS JOIN LATERAL (SELECT ` + PostgresDelayEnds("l") + ` AS ends) AS d
+		WHERE l.lock_delay > interval '0' AND d.ends > now()) AS d`,
+}
+
+// PostgresDelayEnds is the SQL expression, over the row a of
+// leasestore_leases in a PostgreSQL schema of migration 4 or later, of
+// when the lock-delay that keeps the row's key from acquires ends: that of
+// a lease that ran out (delay_token = token, the lease not ended by its
+// holder) or of a revoke's tombstone (delay_token = -token, ended_token =
+// token); NULL when none keeps it, as after a release. It is what migration
+// 4's columns mean, written once for the PostgreSQL backend's statements
+// and for [Down]'s check of lock-delays in force.
+func PostgresDelayEnds(a string) string {
+	return `CASE WHEN (` + a + `.ended_token IS DISTINCT FROM ` + a + `.token AND ` + a + `.delay_token = ` + a + `.token)
+              OR (` + a + `.ended_token = ` + a + `.token AND ` + a + `.delay_token = -` + a + `.token)
+         THEN ` + a + `.expires_at + ` + a + `.lock_delay END`
 }
 
 // refuseToDropLockDelays returns an error matching [ErrLockDelaysInForce]

@@ -1,6 +1,8 @@
 package postgres
 
-// Every statement the backend sends lives in this file. Parameters are named
+// Every statement the backend sends lives in this file (the end of a
+// lock-delay, which migrate down's check shares, in
+// migrations.PostgresDelayEnds). Parameters are named
 // (see statement.go), with the same name in every statement: @ns, @name,
 // @owner, @token, @ttl (an interval), @request_id, @params_hash, @actor,
 // @reason, @now (the injected test clock, or NULL for the server's clock:
@@ -22,6 +24,8 @@ package postgres
 // the live index at exactly the same cost and keeps the live index,
 // reading the namespace's entries in it, until the next ANALYZE (see
 // enable_seqscan in pinSettingsSQL).
+
+import "github.com/leasestore/leasestore/migrations"
 
 // outcomeColumns is the select list every state-changing statement ends
 // with; Backend.runChange reads it:
@@ -72,18 +76,13 @@ func recordCTE(op, status, at, actor, reason string) string {
 // Lock-delays (migration 4). leaseDelay(a) is the lock-delay of the lease
 // in row a, as every statement shows it: lock_delay while delay_token is
 // the row's token, or minus it after a revoke. delayEnds(a) is when the
-// lock-delay that keeps the key of row a from acquires ends: an expired
-// lease's (delay_token = token) or a revoke's tombstone's (delay_token =
-// -token); NULL when none keeps it, as after a release.
+// lock-delay that keeps the key of row a from acquires ends (see
+// [migrations.PostgresDelayEnds], which the check of migrate down shares).
 func leaseDelay(a string) string {
 	return `CASE WHEN abs(` + a + `.delay_token) = ` + a + `.token THEN ` + a + `.lock_delay ELSE interval '0' END`
 }
 
-func delayEnds(a string) string {
-	return `CASE WHEN (` + a + `.ended_token IS DISTINCT FROM ` + a + `.token AND ` + a + `.delay_token = ` + a + `.token)
-              OR (` + a + `.ended_token = ` + a + `.token AND ` + a + `.delay_token = -` + a + `.token)
-         THEN ` + a + `.expires_at + ` + a + `.lock_delay END`
-}
+func delayEnds(a string) string { return migrations.PostgresDelayEnds(a) }
 
 // wakeCTE wakes the waiters of the key whose lease the statement's CTE
 // after ended, only when one is registered in the key's bucket (hashtext

@@ -60,18 +60,40 @@ var errSessionsNotKept = errors.New("postgres: a connection pooler is in front o
 // poolerMode returns the pooler mode of cfg, else of the DSN's pooler
 // parameter, which it removes from pcfg.
 func poolerMode(cfg *Config, pcfg *pgxpool.Config) (string, error) {
-	mode := cfg.Pooler
-	if v, ok := pcfg.ConnConfig.RuntimeParams[PoolerParam]; ok {
-		delete(pcfg.ConnConfig.RuntimeParams, PoolerParam)
-		if mode == PoolerDetect {
-			mode = v
-		}
+	fromDSN, err := DSNPooler(pcfg.ConnConfig)
+	if cfg.Pooler == PoolerDetect {
+		return fromDSN, err
 	}
+	if err := checkPooler(cfg.Pooler); err != nil {
+		return "", err
+	}
+	return cfg.Pooler, nil
+}
+
+// DSNPooler takes the DSN parameter pooler ([PoolerParam]) out of c, which
+// the server would refuse, and returns the mode it names: [PoolerDetect]
+// when it is absent or empty, [PoolerSession] or [PoolerTransaction];
+// another value is an error (invalid) naming these. Open reads a DSN's
+// mode with it, and leasectl migrate, which connects on its own.
+func DSNPooler(c *pgx.ConnConfig) (string, error) {
+	mode, ok := c.RuntimeParams[PoolerParam]
+	if !ok {
+		return PoolerDetect, nil
+	}
+	delete(c.RuntimeParams, PoolerParam)
+	if err := checkPooler(mode); err != nil {
+		return "", err
+	}
+	return mode, nil
+}
+
+// checkPooler refuses a pooler mode that is none of the three.
+func checkPooler(mode string) error {
 	switch mode {
 	case PoolerDetect, PoolerSession, PoolerTransaction:
-		return mode, nil
+		return nil
 	}
-	return "", backendkit.NewError("", protocol.StatusInvalid, nil,
+	return backendkit.NewError("", protocol.StatusInvalid, nil,
 		"postgres: pooler %q: want %q (a pooler in transaction or statement mode), %q (sessions are kept) or none (detect)",
 		mode, PoolerTransaction, PoolerSession)
 }

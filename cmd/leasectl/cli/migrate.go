@@ -121,15 +121,14 @@ func (a *app) openPostgresMigrationDB(ctx context.Context, t target) (*sql.DB, e
 		return usageError("migrate: the DSN goes through a connection pooler that does not keep sessions (%s): "+
 			"migrations hold a session lock, so run them on a direct connection to the server", how)
 	}
-	mode, given := c.RuntimeParams[postgres.PoolerParam]
-	delete(c.RuntimeParams, postgres.PoolerParam)
-	switch {
-	case given && mode == postgres.PoolerTransaction:
+	mode, err := postgres.DSNPooler(c)
+	if err != nil {
+		return nil, usageError("migrate: %s", describeErr(err))
+	}
+	switch mode {
+	case postgres.PoolerTransaction:
 		return nil, refuse(fmt.Sprintf("%s=%s; use the DSN without it", postgres.PoolerParam, mode))
-	case given && mode != postgres.PoolerSession:
-		return nil, usageError("migrate: %s=%q: want %q or %q", postgres.PoolerParam, mode,
-			postgres.PoolerTransaction, postgres.PoolerSession)
-	case !given:
+	case postgres.PoolerDetect:
 		conn, err := pgx.ConnectConfig(ctx, c)
 		if err != nil {
 			return nil, err

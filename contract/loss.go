@@ -19,15 +19,25 @@ const lossRenewEvery = 30 * time.Second
 const lossBound = 5 * time.Second
 
 // holdForLoss holds name for w1 through the first handle, renewing every
-// lossRenewEvery.
+// lossRenewEvery, and returns once the holder's watch is live: it made its
+// first get, which [protocol.WatchLease] makes once its subscription is
+// live. A loss before that is told by that get, not by the store's signal,
+// and a case that ended the lease earlier passed on a store that never
+// signals (brokenstore's SilentRevoke).
 func (e *env) holdForLoss(name string) *protocol.Held {
 	e.t.Helper()
+	gets := e.gets.Load()
 	h, err := protocol.Hold(e.ctx, e.a, protocol.AcquireRequest{Key: e.key(name), Owner: "w1", TTL: 3 * lossRenewEvery, RequestID: e.rid()},
 		&protocol.HoldConfig{RenewEvery: lossRenewEvery})
 	if err != nil {
 		e.t.Fatalf("hold %s: %v", name, err)
 	}
 	e.t.Cleanup(func() { _ = h.Release(context.Background()) })
+	for deadline := time.Now().Add(lossBound); e.gets.Load() == gets; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("hold %s: the holder's watch made no get within %v", name, lossBound)
+		}
+	}
 	return h
 }
 

@@ -103,6 +103,7 @@ type env struct {
 	h     Harness
 	ns    string // the namespace most cases work in
 	seq   atomic.Int64
+	gets  atomic.Int64 // gets answered through a (see holdForLoss)
 }
 
 func newEnv(t *testing.T, newHarness Factory) *env {
@@ -117,12 +118,17 @@ func newEnv(t *testing.T, newHarness Factory) *env {
 		t:     t,
 		ctx:   t.Context(),
 		clock: clock,
-		a:     protocol.New(h.Backend, cfg),
 		b:     protocol.New(h.Second, cfg),
 		audit: h.Audit,
 		h:     h,
 		ns:    newNamespace(),
 	}
+	e.a = protocol.New(h.Backend, &protocol.Config{DefaultTimeout: opTimeout,
+		Observer: protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+			if ev.Op == protocol.OpGet {
+				e.gets.Add(1)
+			}
+		})})
 	// Registered after the factory ran, so this runs before the factory's
 	// cleanups (dropping a schema, removing a file).
 	t.Cleanup(func() {

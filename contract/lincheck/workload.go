@@ -33,7 +33,13 @@ const (
 // comes up. Now and then a client stops renewing a lease it holds and
 // comes back to it later, as a paused worker would. About a third of the
 // acquires and renews use a short TTL, so that leases expire during the run
-// and are taken over. When an attempt answers timeout or
+// and are taken over. Now and then a client lets a lease lapse: it takes a
+// key of its own (lapse-OWNER) with a short TTL, comes back after the lease
+// ran out to renew or release it (which must answer expired), and takes
+// the key again, inside its lock-delay if it has one (conflict) and after
+// it (acquired, with a greater token); on the shared keys a lapsed lease
+// is nearly always taken over first, so the holder hears stale_token and
+// the expired path went untested. When an attempt answers timeout or
 // unavailable the client retries with the same request id (for at most
 // RetryFor); the chain is one operation whose outcome is its last answer.
 // LoseAnswers makes such chains (and replays) happen without a fault in the
@@ -220,10 +226,26 @@ type client struct {
 	held   map[string]int64 // key -> token of a lease this client acquired and has not given up
 	paused map[string]int64 // key -> token of a lease this client stopped renewing
 	seen   map[string]Lease // key -> the last lease a result showed
+	lapse  *lapse           // the lapse under way, nil when none
 }
+
+// lapse is a client's lapse of a lease on its own key (see [Workload]).
+type lapse struct {
+	step    int
+	token   int64
+	expires time.Time     // the lease's expires_at, as the store answered
+	delay   time.Duration // its lock-delay
+}
+
+// lapsePercent is how often (in percent of its operations) a client not in
+// a lapse starts one.
+const lapsePercent = 3
 
 // next chooses, runs and records one logical operation, and learns from it.
 func (c *client) next() Operation {
+	if c.lapse != nil || c.rng.IntN(100) < lapsePercent {
+		return c.lapseStep()
+	}
 	key := c.w.Keys[c.rng.IntN(len(c.w.Keys))]
 	if len(c.held) > 0 && c.rng.IntN(100) < 60 {
 		// Mostly act on a lease held: renew or release it.
@@ -258,8 +280,7 @@ func (c *client) next() Operation {
 	case 0:
 		req.Op, req.Owner, req.TTL = protocol.OpAcquire, c.owner, c.ttl()
 		if c.w.LockDelay > 0 && c.rng.IntN(4) == 0 {
-			hi := max(int64(c.w.LockDelay/time.Millisecond), 1)
-			req.LockDelay = time.Duration(max(hi/8, 1)+c.rng.Int64N(hi-max(hi/8, 1)+1)) * time.Millisecond
+			req.LockDelay = c.lockDelay()
 		}
 	case 1:
 		req.Op, req.Owner, req.Token, req.TTL = protocol.OpRenew, c.owner, tok, c.ttl()
@@ -306,23 +327,92 @@ func (c *client) next() Operation {
 	if req.Op == protocol.OpRevoke && req.Token < 0 {
 		req.Token = 0
 	}
+	out := c.do(req)
+	c.learn(req, out)
+	return Operation{Request: req, Outcome: &out}
+}
+
+// do gives req the client's next request id, runs and records it.
+func (c *client) do(req Request) Outcome {
 	c.n++
 	req.RequestID = fmt.Sprintf("%s-%d", c.owner, c.n)
 	pending := c.w.Recorder.Begin(c.id, req)
 	out := c.run(req)
 	pending.End(out)
-	c.learn(req, out)
+	return out
+}
+
+// lapseStep runs the next operation of the client's lapse, starting one
+// when none is under way: 0 acquire with a short TTL; 1 after the lease
+// ran out, renew or release it; 2 (with a lock-delay) acquire inside the
+// delay; 3 acquire after it; 4 release. An acquire that did not answer
+// acquired ends the lapse.
+func (c *client) lapseStep() Operation {
+	if c.lapse == nil {
+		c.lapse = &lapse{}
+	}
+	lp := c.lapse
+	req := Request{Op: protocol.OpAcquire, Namespace: c.w.Namespace, Key: "lapse-" + c.owner, Owner: c.owner}
+	lapsed := lp.expires.Add(2 * ClockSlack)
+	switch lp.step {
+	case 0:
+		req.TTL = c.shortTTL()
+		if c.w.LockDelay > 0 && c.rng.IntN(2) == 0 {
+			req.LockDelay = c.lockDelay()
+		}
+	case 1:
+		time.Sleep(time.Until(lapsed))
+		req.Op, req.Token, req.TTL = protocol.OpRenew, lp.token, c.shortTTL()
+		if c.rng.IntN(2) == 0 {
+			req.Op, req.TTL = protocol.OpRelease, 0
+		}
+	case 2:
+		req.TTL = c.shortTTL()
+	case 3:
+		time.Sleep(time.Until(lapsed.Add(lp.delay)))
+		req.TTL = c.shortTTL()
+	case 4:
+		req.Op, req.Token = protocol.OpRelease, lp.token
+	}
+	out := c.do(req)
+	switch {
+	case lp.step == 4:
+		c.lapse = nil
+	case req.Op != protocol.OpAcquire:
+		lp.step = 3
+		if lp.delay > 0 {
+			lp.step = 2
+		}
+	case lp.step == 2:
+		lp.step = 3
+	case out.Status != protocol.StatusAcquired || out.Lease == nil:
+		c.lapse = nil
+	default:
+		lp.token, lp.expires, lp.delay = out.Lease.Token, time.Unix(0, out.Lease.ExpiresAt), req.LockDelay
+		lp.step++
+	}
 	return Operation{Request: req, Outcome: &out}
 }
 
-// ttl draws a TTL: a long one, or a short one in whole milliseconds.
+// ttl draws a TTL: a long one, or a short one.
 func (c *client) ttl() time.Duration {
 	if c.rng.IntN(3) > 0 {
 		return c.w.LongTTL
 	}
+	return c.shortTTL()
+}
+
+// shortTTL draws a short TTL, in whole milliseconds.
+func (c *client) shortTTL() time.Duration {
 	hi := max(int64(c.w.ShortTTL/time.Millisecond), 1)
 	lo := max(hi/8, 1)
 	return time.Duration(lo+c.rng.Int64N(hi-lo+1)) * time.Millisecond
+}
+
+// lockDelay draws a lock-delay, in whole milliseconds.
+func (c *client) lockDelay() time.Duration {
+	hi := max(int64(c.w.LockDelay/time.Millisecond), 1)
+	return time.Duration(max(hi/8, 1)+c.rng.Int64N(hi-max(hi/8, 1)+1)) * time.Millisecond
 }
 
 // run runs req's retry chain and returns its outcome.

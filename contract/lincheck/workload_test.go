@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/contract/lincheck"
+	"github.com/leasestore/leasestore/internal/brokenstore"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -80,26 +81,51 @@ func TestWorkloadCatchesBrokenStores(t *testing.T) {
 			t.Parallel()
 			rt := protocol.New(memstore.New(nil), nil)
 			defer rt.Close(context.Background())
-			rec := lincheck.NewRecorder("p", nil)
-			w := lincheck.Workload{Store: c.broken(rt), Recorder: rec, Clients: 4, Ops: 600, Seed: 7, LoseAnswers: 0.1}
-			stats, err := w.Run(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := lincheck.Check(rec.History(), &lincheck.CheckOptions{Dir: t.TempDir()})
-			t.Logf("%v; %v", stats, res)
-			if c.name == "correct" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if !errors.Is(err, lincheck.ErrNotLinearizable) {
-				t.Fatalf("Check: %v, want ErrNotLinearizable", err)
-			}
-			t.Log(err)
+			checkCaught(t, c.broken(rt), c.name == "correct")
 		})
 	}
+	// The backends of internal/brokenstore that bend what the model
+	// checks, on every occasion (but timeouts).
+	for _, kind := range []brokenstore.Kind{brokenstore.Correct, brokenstore.ReissueAfterRelease, brokenstore.ReissueAfterExpiry,
+		brokenstore.ReissueAfterRevoke, brokenstore.DoubleGrant, brokenstore.RenewAfterExpiry, brokenstore.StaleRelease,
+		brokenstore.ReplayCurrent, brokenstore.LockDelayIgnored, brokenstore.LockDelayTooLong, brokenstore.EarlyExpiry,
+		brokenstore.TimeoutRunsTwice, brokenstore.UncommittedRelease} {
+		t.Run("brokenstore "+string(kind), func(t *testing.T) {
+			t.Parallel()
+			every := 1
+			if kind == brokenstore.TimeoutRunsTwice {
+				every = 4 // each time out costs a retry's pause
+			}
+			rt := protocol.New(brokenstore.New(kind, &brokenstore.Config{Every: every, Skew: 20 * time.Millisecond}).Handle(), nil)
+			defer rt.Close(context.Background())
+			checkCaught(t, rt, kind == brokenstore.Correct)
+		})
+	}
+}
+
+// checkCaught runs the workload on s and checks the history: it must be
+// linearizable when correct, and must not be otherwise.
+func checkCaught(t *testing.T, s protocol.Store, correct bool) {
+	t.Helper()
+	rec := lincheck.NewRecorder("p", nil)
+	w := lincheck.Workload{Store: s, Recorder: rec, Clients: 4, Ops: 600, Seed: 7, LoseAnswers: 0.1,
+		LockDelay: 20 * time.Millisecond}
+	stats, err := w.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lincheck.Check(rec.History(), &lincheck.CheckOptions{Dir: t.TempDir()})
+	t.Logf("%v; %v", stats, res)
+	if correct {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !errors.Is(err, lincheck.ErrNotLinearizable) {
+		t.Fatalf("Check: %v, want ErrNotLinearizable", err)
+	}
+	t.Log(err)
 }
 
 // Every status a backend answers comes up in a run, so that the check

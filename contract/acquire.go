@@ -40,11 +40,11 @@ func acquireCases() []testCase {
 		}},
 		{"over_expired_lease", func(e *env) {
 			old := e.acquire(e.a, "job", "w1", leaseTTL)
-			e.clock.Advance(leaseTTL - protocol.MinTTL)
+			e.clock.Advance(leaseTTL - precision) // the last instant the lease is live
 			res, err := e.b.Acquire(e.ctx, e.acquireReq("job", "w2", leaseTTL))
-			e.expect("acquire 1ms before expiry", res, err, protocol.StatusConflict)
+			e.expect("acquire 1µs before expiry", res, err, protocol.StatusConflict)
 			e.expectLease("conflict carries the holder", res.Lease, old)
-			e.clock.Advance(protocol.MinTTL) // now == expires_at: the lease is no longer live
+			e.clock.Advance(precision) // now == expires_at: the lease is no longer live
 			l := e.acquire(e.b, "job", "w2", leaseTTL)
 			if l.Token <= old.Token {
 				e.t.Fatalf("token %d over an expired lease, want more than %d", l.Token, old.Token)

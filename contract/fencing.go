@@ -102,9 +102,9 @@ func getCases() []testCase {
 		}},
 		{"expired_is_not_found", func(e *env) {
 			l := e.acquire(e.a, "job", "w1", leaseTTL)
-			e.clock.Advance(leaseTTL - protocol.MinTTL)
-			e.expectLease("get 1ms before expiry", e.get(e.b, "job"), l)
-			e.clock.Advance(protocol.MinTTL)
+			e.clock.Advance(leaseTTL - precision) // the last instant the lease is live
+			e.expectLease("get 1µs before expiry", e.get(e.b, "job"), l)
+			e.clock.Advance(precision)
 			if g := e.get(e.b, "job"); g != nil {
 				e.t.Fatalf("get at expires_at: %s, want not_found", fmtLease(g))
 			}

@@ -16,6 +16,12 @@ const (
 	renewTTL = 25 * time.Second
 )
 
+// precision is the stored precision of times. A lease is live until
+// expires_at - precision and expired at expires_at: the cases check both
+// instants, so that a backend judging expiry early by less than a
+// millisecond fails (it passed when they checked expires_at - MinTTL).
+const precision = time.Microsecond
+
 // sameInstant compares two times at the stored precision.
 func sameInstant(a, b time.Time) bool {
 	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))

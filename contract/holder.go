@@ -171,7 +171,7 @@ func holderCases(op holderOp) []testCase {
 		}},
 		{"success/other_handle_just_before_expiry", func(e *env) {
 			l := e.acquire(e.a, "job", "w1", leaseTTL)
-			e.clock.Advance(leaseTTL - protocol.MinTTL)
+			e.clock.Advance(leaseTTL - precision) // the last instant the lease is live
 			res := op.run(e, e.b, "job", "w1", l.Token, op.success)
 			op.check(e, l, res)
 		}},
@@ -270,7 +270,7 @@ func revokeCases() []testCase {
 		}},
 		{"success/matching_token", func(e *env) {
 			l := e.acquire(e.a, "job", "w1", leaseTTL)
-			e.clock.Advance(leaseTTL - protocol.MinTTL)
+			e.clock.Advance(leaseTTL - precision) // the last instant the lease is live
 			res := revoke(e, e.a, "job", l.Token, protocol.StatusRevoked)
 			e.expectHolder("revoked lease", res.Lease, l)
 			if g := e.get(e.b, "job"); g != nil {

@@ -61,7 +61,8 @@ type Config struct {
 	Now func() time.Time
 	// Every bends only every Every-th occasion (1: every one). Default: 1.
 	Every int
-	// Skew is how far ahead EarlyExpiry's clock runs. Default: 1 ms.
+	// Skew is how far ahead EarlyExpiry's clock runs. Default: 1 µs, the
+	// store's precision.
 	Skew time.Duration
 }
 
@@ -110,7 +111,7 @@ func New(kind Kind, cfg *Config) *Store {
 		c.Every = 1
 	}
 	if c.Skew <= 0 {
-		c.Skew = time.Millisecond
+		c.Skew = time.Microsecond
 	}
 	return &Store{kind: kind, mem: memstore.NewStore(&memstore.Config{Now: c.Now}), now: c.Now, every: c.Every, skew: c.Skew,
 		keys: map[protocol.Key]*keyState{}, seen: map[string]bool{}}

@@ -70,6 +70,10 @@ func checkLinearizable(t *testing.T, sweep *protocol.SweepConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each change wrote its record, and nothing else did.
+	if err := lincheck.CheckAudit(t.Context(), &hist, store.Handle()); err != nil {
+		t.Fatal(err)
+	}
 	if res.Operations < 3000 {
 		t.Fatalf("%d operations, want 3000", res.Operations)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/contract/lincheck"
 	"github.com/leasestore/leasestore/internal/brokenstore"
 	"github.com/leasestore/leasestore/memstore"
@@ -79,33 +80,57 @@ func TestWorkloadCatchesBrokenStores(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rt := protocol.New(memstore.New(nil), nil)
+			b := memstore.New(nil)
+			rt := protocol.New(b, nil)
 			defer rt.Close(context.Background())
-			checkCaught(t, c.broken(rt), c.name == "correct")
+			want := lincheck.ErrNotLinearizable
+			if c.name == "correct" {
+				want = nil
+			}
+			checkCaught(t, c.broken(rt), b, want)
 		})
 	}
-	// The backends of internal/brokenstore that bend what the model
-	// checks, on every occasion (but timeouts).
-	for _, kind := range []brokenstore.Kind{brokenstore.Correct, brokenstore.ReissueAfterRelease, brokenstore.ReissueAfterExpiry,
-		brokenstore.ReissueAfterRevoke, brokenstore.DoubleGrant, brokenstore.RenewAfterExpiry, brokenstore.StaleRelease,
-		brokenstore.ReplayCurrent, brokenstore.LockDelayIgnored, brokenstore.LockDelayTooLong, brokenstore.EarlyExpiry,
-		brokenstore.TimeoutRunsTwice, brokenstore.UncommittedRelease} {
-		t.Run("brokenstore "+string(kind), func(t *testing.T) {
+	// The backends of internal/brokenstore: the model fails on those that
+	// bend what it checks, CheckAudit on those that bend the audit trail.
+	for _, c := range []struct {
+		kind brokenstore.Kind
+		want error
+	}{
+		{brokenstore.Correct, nil},
+		{brokenstore.ReissueAfterRelease, lincheck.ErrNotLinearizable},
+		{brokenstore.ReissueAfterExpiry, lincheck.ErrNotLinearizable},
+		{brokenstore.ReissueAfterRevoke, lincheck.ErrNotLinearizable},
+		{brokenstore.DoubleGrant, lincheck.ErrNotLinearizable},
+		{brokenstore.RenewAfterExpiry, lincheck.ErrNotLinearizable},
+		{brokenstore.StaleRelease, lincheck.ErrNotLinearizable},
+		{brokenstore.ReplayCurrent, lincheck.ErrNotLinearizable},
+		{brokenstore.LockDelayIgnored, lincheck.ErrNotLinearizable},
+		{brokenstore.LockDelayTooLong, lincheck.ErrNotLinearizable},
+		{brokenstore.EarlyExpiry, lincheck.ErrNotLinearizable},
+		{brokenstore.TimeoutRunsTwice, lincheck.ErrNotLinearizable},
+		{brokenstore.UncommittedRelease, lincheck.ErrNotLinearizable},
+		{brokenstore.AuditMissing, lincheck.ErrAuditMismatch},
+		{brokenstore.AuditForRefusal, lincheck.ErrAuditMismatch},
+		{brokenstore.AuditWrongToken, lincheck.ErrAuditMismatch},
+	} {
+		t.Run("brokenstore "+string(c.kind), func(t *testing.T) {
 			t.Parallel()
 			every := 1
-			if kind == brokenstore.TimeoutRunsTwice {
+			if c.kind == brokenstore.TimeoutRunsTwice {
 				every = 4 // each time out costs a retry's pause
 			}
-			rt := protocol.New(brokenstore.New(kind, &brokenstore.Config{Every: every, Skew: 20 * time.Millisecond}).Handle(), nil)
+			h := brokenstore.New(c.kind, &brokenstore.Config{Every: every, Skew: 20 * time.Millisecond}).Handle()
+			rt := protocol.New(h, nil)
 			defer rt.Close(context.Background())
-			checkCaught(t, rt, kind == brokenstore.Correct)
+			checkCaught(t, rt, h, c.want)
 		})
 	}
 }
 
-// checkCaught runs the workload on s and checks the history: it must be
-// linearizable when correct, and must not be otherwise.
-func checkCaught(t *testing.T, s protocol.Store, correct bool) {
+// checkCaught runs the workload on s and checks the history, and the
+// audit trail that r reads against it: both must pass when want is nil,
+// and the check that answers want must fail otherwise.
+func checkCaught(t *testing.T, s protocol.Store, r audit.Reader, want error) {
 	t.Helper()
 	rec := lincheck.NewRecorder("p", nil)
 	w := lincheck.Workload{Store: s, Recorder: rec, Clients: 4, Ops: 600, Seed: 7, LoseAnswers: 0.1,
@@ -116,16 +141,26 @@ func checkCaught(t *testing.T, s protocol.Store, correct bool) {
 	}
 	res, err := lincheck.Check(rec.History(), &lincheck.CheckOptions{Dir: t.TempDir()})
 	t.Logf("%v; %v", stats, res)
-	if correct {
+	aerr := lincheck.CheckAudit(t.Context(), rec.History(), r)
+	switch want {
+	case nil:
 		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+	case lincheck.ErrNotLinearizable:
+		if !errors.Is(err, want) {
+			t.Fatalf("Check: %v, want %v", err, want)
+		}
+		t.Log(err)
+	default:
+		if !errors.Is(aerr, want) {
+			t.Fatalf("CheckAudit: %v, want %v", aerr, want)
+		}
+		t.Log(aerr)
 	}
-	if !errors.Is(err, lincheck.ErrNotLinearizable) {
-		t.Fatalf("Check: %v, want ErrNotLinearizable", err)
-	}
-	t.Log(err)
 }
 
 // Every status a backend answers comes up in a run, so that the check

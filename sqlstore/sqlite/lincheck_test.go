@@ -244,6 +244,16 @@ func TestLinearizableAcrossKilledProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each change wrote its record in its own transaction, whatever was
+	// killed when, and nothing else wrote one.
+	b, err := sqlite.Open(t.Context(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if err := lincheck.CheckAudit(t.Context(), h, b); err != nil {
+		t.Fatal(err)
+	}
 	if res.Operations < 2000 {
 		t.Fatalf("only %d operations in %v: the history is too small to mean much", res.Operations, maxRun)
 	}
@@ -302,6 +312,15 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 	}
 	if res.Operations < 2000 {
 		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+	}
+	// Each change wrote its record, and nothing else did.
+	b, err := sqlite.Open(t.Context(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if err := lincheck.CheckAudit(t.Context(), &hist, b); err != nil {
+		t.Fatal(err)
 	}
 	if swept.Load() == 0 {
 		t.Fatal("no row was swept: the run did not test sweeping")

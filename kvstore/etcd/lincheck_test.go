@@ -75,6 +75,20 @@ func (r linRun) run(t *testing.T, ctx context.Context) *lincheck.History {
 	return &hist
 }
 
+// checkAudit checks the store's audit trail against h (see
+// [lincheck.CheckAudit]) through a client of its own.
+func (r linRun) checkAudit(t *testing.T, h *lincheck.History) {
+	t.Helper()
+	b, err := etcd.Open(t.Context(), &etcd.Config{Endpoints: r.endpoints, Prefix: r.prefix})
+	if err != nil {
+		t.Fatalf("open a client to read the audit trail: %v", err)
+	}
+	defer b.Close(context.Background())
+	if err := lincheck.CheckAudit(t.Context(), h, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // check runs the checker with late as the late-expiry allowance.
 func check(t *testing.T, h *lincheck.History, late time.Duration) lincheck.Result {
 	t.Helper()
@@ -96,8 +110,10 @@ func check(t *testing.T, h *lincheck.History, late time.Duration) lincheck.Resul
 func TestLincheckHealthy(t *testing.T) {
 	t.Parallel()
 	c := etcdcluster.Shared(t)
-	h := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000}.run(t, t.Context())
+	r := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000}
+	h := r.run(t, t.Context())
 	check(t, h, lateExpiry)
+	r.checkAudit(t, h)
 }
 
 // TestLincheckLockDelay: TestLincheckHealthy with lock-delays (one
@@ -108,11 +124,13 @@ func TestLincheckHealthy(t *testing.T) {
 func TestLincheckLockDelay(t *testing.T) {
 	t.Parallel()
 	c := etcdcluster.Shared(t)
-	h := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000, lockDelay: 2 * time.Second,
-		lose: 0.05}.run(t, t.Context())
+	r := linRun{endpoints: c.Endpoints(), prefix: c.Prefix(t), procs: 3, clients: 3, ops: 1000, lockDelay: 2 * time.Second,
+		lose: 0.05}
+	h := r.run(t, t.Context())
 	if res := check(t, h, lateExpiry); res.Unknown == 0 {
 		t.Fatal("no operation of unknown outcome: the lost answers were not tested")
 	}
+	r.checkAudit(t, h)
 }
 
 // fault is what a fault case does to its cluster while the workload runs:

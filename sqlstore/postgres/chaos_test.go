@@ -260,6 +260,7 @@ func TestChaosServerCrashes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			r.checkAudit(t, h)
 			if c.coalesced && batches < 50 {
 				t.Fatalf("only %d batches formed: the run did not test coalescing", batches)
 			}

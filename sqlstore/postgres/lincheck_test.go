@@ -55,6 +55,20 @@ func (r lincheckRun) batches() (batches, ops int64) {
 	return batches, ops
 }
 
+// checkAudit checks the schema's audit trail against h (see
+// [lincheck.CheckAudit]) through a pool of its own.
+func (r lincheckRun) checkAudit(t *testing.T, h *lincheck.History) {
+	t.Helper()
+	b, err := postgres.Open(ctxT(t), r.dsn, nil)
+	if err != nil {
+		t.Fatalf("open a pool to read the audit trail: %v", err)
+	}
+	defer b.Close(context.Background())
+	if err := lincheck.CheckAudit(ctxT(t), h, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // open opens r.pools runtimes, each over a pool of its own; they are
 // closed when the test ends (run closes them earlier).
 func (r lincheckRun) open(t *testing.T) []*protocol.Runtime {
@@ -193,6 +207,7 @@ func TestLinearizableWhileConnectionsAreTerminated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.checkAudit(t, h)
 	if res.Operations < 2000 {
 		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
 	}
@@ -228,6 +243,7 @@ func TestLinearizableWhileSweeping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.checkAudit(t, h)
 	if res.Operations < 2000 {
 		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
 	}
@@ -269,6 +285,7 @@ func TestLinearizableCoalesced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			r.checkAudit(t, h)
 			if res.Operations < 2000 {
 				t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
 			}
@@ -342,6 +359,7 @@ func TestLinearizableWithStuckKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.checkAudit(t, h)
 	if res.Operations < 2000 {
 		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
 	}

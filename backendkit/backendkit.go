@@ -146,13 +146,33 @@ func Refused(st protocol.Status, cur *protocol.Lease) protocol.Result {
 	return protocol.Result{Status: st, Lease: cur}
 }
 
-// Found is the result of a get that read cur (nil for no row) at now: found
-// with the lease while it is live, else not_found without one.
-func Found(cur *protocol.Lease, now time.Time) protocol.Result {
-	if cur == nil || !cur.LiveAt(now) {
-		return protocol.Result{Status: protocol.StatusNotFound}
+// Found is the result of a get at now that read cur, the key's lease (nil
+// for no row), and ended, the lease a revoke ended whose lock-delay the
+// backend keeps apart from cur (ExpiresAt the time of the revoke; nil for
+// none): found with cur while it is live; else, while the lock-delay of
+// cur (expired) or of ended keeps the key, not_found carrying that ended
+// lease (see [Delayed]); else not_found without a lease. ended is judged by
+// its FreeAt alone: it has ended whatever now says.
+func Found(cur, ended *protocol.Lease, now time.Time) protocol.Result {
+	switch {
+	case cur != nil && cur.LiveAt(now):
+		return protocol.Result{Status: protocol.StatusFound, Lease: cur}
+	case cur != nil && cur.DelayedAt(now):
+		return Delayed(cur)
+	case ended != nil && now.Before(ended.FreeAt()):
+		return Delayed(ended)
 	}
-	return protocol.Result{Status: protocol.StatusFound, Lease: cur}
+	return protocol.Result{Status: protocol.StatusNotFound}
+}
+
+// Delayed is the result of a get when no lease is live and the lock-delay
+// of ended (ExpiresAt the time it ended) keeps the key: not_found, as
+// there is no live lease, carrying the ended lease as an acquire's
+// conflict does, with a message saying when the key is free.
+func Delayed(ended *protocol.Lease) protocol.Result {
+	return protocol.Result{Status: protocol.StatusNotFound, Lease: ended, Message: fmt.Sprintf(
+		"no live lease; lock-delay until %s (lease of %s, token %d, ended at %s)",
+		ended.FreeAt().UTC().Format(time.RFC3339Nano), ended.Owner, ended.Token, ended.ExpiresAt.UTC().Format(time.RFC3339Nano))}
 }
 
 // ListStart returns where a page of req starts: the name to resume after

@@ -136,12 +136,44 @@ func TestRefusedAndFound(t *testing.T) {
 			t.Fatalf("%s carries %+v, want the current lease", st, r.Lease)
 		}
 	}
-	if r := backendkit.Found(l, exp.Add(-time.Nanosecond)); r.Status != protocol.StatusFound || r.Lease != l {
+	if r := backendkit.Found(l, nil, exp.Add(-time.Nanosecond)); r.Status != protocol.StatusFound || r.Lease != l {
 		t.Fatalf("get of a live lease: %+v", r)
 	}
 	for _, cur := range []*protocol.Lease{nil, l} {
-		if r := backendkit.Found(cur, exp); r.Status != protocol.StatusNotFound || r.Lease != nil {
+		if r := backendkit.Found(cur, nil, exp); r.Status != protocol.StatusNotFound || r.Lease != nil {
 			t.Fatalf("get at expiry of %+v: %+v, want not_found without a lease", cur, r)
+		}
+	}
+}
+
+// TestFoundWithinALockDelay: a get answers not_found carrying the ended
+// lease while its lock-delay keeps the key (an expired row, or the lease a
+// revoke ended), with a message naming when the key is free; a live lease
+// wins; once the delay passed, not_found without a lease.
+func TestFoundWithinALockDelay(t *testing.T) {
+	expired := &protocol.Lease{Key: k, Owner: "w1", Token: 7, ExpiresAt: exp, LockDelay: time.Second}
+	revoked := &protocol.Lease{Key: k, Owner: "w1", Token: 8, ExpiresAt: exp.Add(time.Second), LockDelay: time.Second}
+	live := &protocol.Lease{Key: k, Owner: "w2", Token: 9, ExpiresAt: exp.Add(time.Hour), LockDelay: time.Second}
+	free := exp.Add(2 * time.Second).Format(time.RFC3339Nano)
+	for _, c := range []struct {
+		what       string
+		cur, ended *protocol.Lease
+		now        time.Time
+		want       protocol.Status
+		lease      *protocol.Lease
+		messageHas string
+	}{
+		{"expired, within its delay", expired, nil, exp, protocol.StatusNotFound, expired, "lock-delay until " + exp.Add(time.Second).Format(time.RFC3339Nano) + " (lease of w1, token 7, ended at " + exp.Format(time.RFC3339Nano) + ")"},
+		{"expired, its delay passed", expired, nil, exp.Add(time.Second), protocol.StatusNotFound, nil, ""},
+		{"revoked, within its delay", nil, revoked, exp.Add(time.Second), protocol.StatusNotFound, revoked, "lock-delay until " + free + " (lease of w1, token 8"},
+		{"revoked, judged ended before its end time", nil, revoked, exp, protocol.StatusNotFound, revoked, "lock-delay until " + free + " (lease of w1, token 8"},
+		{"revoked, its delay passed", nil, revoked, exp.Add(2 * time.Second), protocol.StatusNotFound, nil, ""},
+		{"an expired row without a delay, a revoked lease within its delay", &protocol.Lease{Key: k, Token: 6, ExpiresAt: exp}, revoked, exp.Add(time.Second), protocol.StatusNotFound, revoked, "lock-delay until " + free + " (lease of w1, token 8"},
+		{"live", live, revoked, exp.Add(time.Second), protocol.StatusFound, live, ""},
+	} {
+		r := backendkit.Found(c.cur, c.ended, c.now)
+		if r.Status != c.want || r.Lease != c.lease || !strings.Contains(r.Message, c.messageHas) || (c.messageHas == "" && r.Message != "") {
+			t.Errorf("%s: %s %+v %q; want %s %+v, message with %q", c.what, r.Status, r.Lease, r.Message, c.want, c.lease, c.messageHas)
 		}
 	}
 }

@@ -25,7 +25,8 @@ func (e *env) acquireDelayed(rt *protocol.Runtime, name, owner string) protocol.
 
 // expectDelayed checks that an acquire of name answers conflict carrying
 // ended (the lease whose lock-delay keeps the key, ExpiresAt at endedAt)
-// with a message saying so, and writes nothing.
+// with a message saying so, and writes nothing; and that a get answers
+// not_found carrying the same ended lease (see [env.expectGetDelayed]).
 func (e *env) expectDelayed(what, name string, ended protocol.Lease, endedAt time.Time) {
 	e.t.Helper()
 	before := e.snapshot(name)
@@ -40,6 +41,25 @@ func (e *env) expectDelayed(what, name string, ended protocol.Lease, endedAt tim
 		e.t.Fatalf("%s: message %q does not say a lock-delay keeps the key", what, res.Message)
 	}
 	e.unchanged(what, before)
+	e.expectGetDelayed(what+": get", name, ended)
+}
+
+// expectGetDelayed checks that a get of name, whose ended lease's
+// lock-delay keeps the key, answers not_found (no lease is live) carrying
+// ended (ExpiresAt the time it ended, its LockDelay, FreeAt when the delay
+// ends) with a message naming when the key is free.
+func (e *env) expectGetDelayed(what, name string, ended protocol.Lease) {
+	e.t.Helper()
+	res, err := e.b.Get(e.ctx, protocol.GetRequest{Key: e.key(name)})
+	e.expect(what, res, err, protocol.StatusNotFound)
+	e.expectHolder(what+": not_found carries the ended lease", res.Lease, ended)
+	if res.Lease.LockDelay != lockDelay || !sameInstant(res.Lease.FreeAt(), ended.ExpiresAt.Add(lockDelay)) {
+		e.t.Fatalf("%s: the ended lease has lock-delay %v, free at %s; want %v, free at %s", what,
+			res.Lease.LockDelay, res.Lease.FreeAt(), lockDelay, ended.ExpiresAt.Add(lockDelay))
+	}
+	if free := res.Lease.FreeAt().UTC().Format(time.RFC3339Nano); !strings.Contains(res.Message, "lock-delay") || !strings.Contains(res.Message, free) {
+		e.t.Fatalf("%s: message %q does not say that a lock-delay keeps the key until %s", what, res.Message, free)
+	}
 }
 
 // lockDelayCases check the lock-delay (DESIGN.md, contract v3): after a
@@ -107,12 +127,15 @@ func lockDelayCases() []testCase {
 			// The holder's answers keep the precedence: a revoked lease is not_found.
 			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
 			e.expect("renew by the revoked holder", res, err, protocol.StatusNotFound)
-			if got := e.get(e.b, "job"); got != nil {
-				e.t.Fatalf("get during the lock-delay: %s, want not_found", fmtLease(got))
-			}
+			ended := l
+			ended.ExpiresAt = revokedAt
+			e.expectGetDelayed("get during the lock-delay", "job", ended)
 			e.clock.Advance(lockDelay - time.Microsecond)
 			e.expectDelayed("acquire 1µs before the delay ends", "job", l, revokedAt)
 			e.clock.Advance(time.Microsecond)
+			if got := e.get(e.b, "job"); got != nil {
+				e.t.Fatalf("get after the lock-delay: %s, want not_found with no lease", fmtLease(got))
+			}
 			next := e.acquire(e.b, "job", "w2", leaseTTL)
 			if next.Token <= l.Token {
 				e.t.Fatalf("token %d after the delay, want more than %d", next.Token, l.Token)
@@ -124,14 +147,21 @@ func lockDelayCases() []testCase {
 			e.expectDelayed("acquire at the expiry", "job", l, l.ExpiresAt)
 			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
 			e.expect("renew by the holder after expiry", res, err, protocol.StatusExpired)
+			e.expectGetDelayed("get during the lock-delay", "job", l)
 			e.clock.Advance(lockDelay - time.Microsecond)
 			e.expectDelayed("acquire 1µs before the delay ends", "job", l, l.ExpiresAt)
 			e.clock.Advance(time.Microsecond)
+			if got := e.get(e.b, "job"); got != nil {
+				e.t.Fatalf("get after the lock-delay: %s, want not_found with no lease", fmtLease(got))
+			}
 			e.acquire(e.b, "job", "w2", leaseTTL)
 		}},
 		{"release_frees_at_once", func(e *env) {
 			l := e.acquireDelayed(e.a, "job", "w1")
 			e.release(e.a, l)
+			if got := e.get(e.b, "job"); got != nil {
+				e.t.Fatalf("get after the release: %s, want not_found with no lease (a release leaves no lock-delay)", fmtLease(got))
+			}
 			e.acquire(e.b, "job", "w2", leaseTTL)
 		}},
 		{"new_lease_drops_the_delay", func(e *env) {

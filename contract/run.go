@@ -44,7 +44,8 @@ type group struct {
 //
 // Beyond DESIGN.md's table the suite pins these details: a lease is live
 // while now < expires_at (at expires_at it is expired); a not_found result
-// carries no lease; list orders names byte by byte (PostgreSQL's "C"
+// carries no lease, except a get's while the lock-delay of the key's ended
+// lease keeps the key (it carries that lease, as acquire's conflict); list orders names byte by byte (PostgreSQL's "C"
 // collation) and treats a prefix literally (LIKE's % _ and \ are plain
 // characters); expired rows stay listable with include_expired until an
 // acquire replaces them or a sweep removes them (released and revoked

@@ -321,14 +321,19 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 	return protocol.Result{Status: protocol.StatusRevoked, Lease: cur}, nil
 }
 
-// Get returns the live lease at req.Key (found) or not_found.
+// Get returns the live lease at req.Key (found) or not_found, which
+// carries the ended lease while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
 	s, now, err := b.lock(ctx, protocol.OpGet)
 	if err != nil {
 		return protocol.Result{}, err
 	}
 	defer s.mu.Unlock()
-	return backendkit.Found(s.current(req.Key), now), nil
+	var ended *protocol.Lease
+	if d, ok := s.delayed[req.Key]; ok {
+		ended = &d
+	}
+	return backendkit.Found(s.current(req.Key), ended, now), nil
 }
 
 // List returns one page of the namespace's leases ordered by name (byte

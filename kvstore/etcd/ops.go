@@ -603,7 +603,8 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 }
 
 // Get returns the live lease at req.Key (found) or not_found, read at one
-// revision.
+// revision; not_found carries the ended lease (from the d entry) while its
+// lock-delay keeps the key, judged as acquire judges it.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
 	if err := b.open(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
@@ -619,8 +620,15 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 		return protocol.Result{}, err
 	}
 	b.cache.put(req.Key, st)
-	if !live {
+	if live {
+		return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+	}
+	ended, err := b.delayed(protocol.OpGet, req.Key, st, in)
+	switch {
+	case err != nil:
+		return protocol.Result{}, err
+	case ended == nil:
 		return protocol.Result{Status: protocol.StatusNotFound}, nil
 	}
-	return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+	return backendkit.Delayed(ended), nil
 }

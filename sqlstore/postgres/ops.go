@@ -487,13 +487,15 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 	})
 }
 
-// Get reads the live lease at req.Key.
+// Get reads the live lease at req.Key; not_found carries the ended lease
+// while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
 	var (
-		now time.Time
-		row leaseCols
+		now   time.Time
+		row   leaseCols
+		ended bool
 	)
-	dest := append([]any{&now}, row.dest()...)
+	dest := append(append([]any{&now}, row.dest()...), &ended)
 	err := retrySerialization(ctx, protocol.OpGet, func() error {
 		return interpretError(protocol.OpGet, b.pool.QueryRow(ctx, getSQL.sql,
 			getSQL.bind(args{"ns": req.Key.Namespace, "name": req.Key.Name, "now": b.clock()})...).Scan(dest...))
@@ -505,7 +507,10 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	if err != nil {
 		return protocol.Result{}, err
 	}
-	return backendkit.Found(l, now), nil
+	if ended {
+		return backendkit.Found(nil, l, now), nil // a revoke's tombstone
+	}
+	return backendkit.Found(l, nil, now), nil
 }
 
 // List reads one page of the leases of req.Namespace, ordered by name.

@@ -234,12 +234,18 @@ WITH ` + lockCTE + `, after AS (
               ` + leaseDelay("l") + ` AS lock_delay
 ), ` + recordCTE("revoke", "revoked", "(SELECT lock.now FROM lock)", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
 
-// getSQL always returns one row: the clock and the key's lease (NULLs when
-// there is none, or only a tombstone). Expiry is judged in Go.
+// getSQL always returns one row: the clock, the key's lease (NULLs when
+// there is none, or only a tombstone other than a revoke's that keeps a
+// lock-delay: delay_token = -token, see delayEnds) and whether the row is
+// that tombstone (ended: its expires_at is the revoke's time; told by the
+// tokens, not the time, as in acquireSQL). Expiry and the end of a
+// lock-delay are judged in Go.
 var getSQL = compile(`
-SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `
+SELECT clock.now, l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `,
+       l.ended_token IS NOT DISTINCT FROM l.token
 FROM (SELECT coalesce(@now::timestamptz, now()) AS now) AS clock
-LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name AND l.ended_token IS DISTINCT FROM l.token`)
+LEFT JOIN leasestore_leases l ON l.namespace = @ns AND l.name = @name
+      AND (l.ended_token IS DISTINCT FROM l.token OR l.delay_token = -l.token)`)
 
 // listSQL pages through the live leases of @ns by name: names starting
 // with @prefix, after @after ("" for the first page; names are never

@@ -336,14 +336,46 @@ func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(pr
 }
 
 // Get returns the live lease at req.Key (found), or not_found when there is
-// none or it expired. It reads without taking the write lock.
+// none or it expired, carrying the ended lease while its lock-delay keeps
+// the key. It reads without taking the write lock, in one statement.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
 	now := b.clock()
-	cur, err := b.current(ctx, b.stmts.currentLease, protocol.OpGet, req.Key)
+	cur, ended, err := b.getLease(ctx, req.Key, now)
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
 	}
-	return backendkit.Found(cur, now), nil
+	return backendkit.Found(cur, ended, now), nil
+}
+
+// getLease reads (qGetLease) the row at key, expired or not, refusing a
+// row of an unknown format version, and the revoked lease whose lock-delay
+// keeps key at now; nil for either when there is none.
+func (b *Backend) getLease(ctx context.Context, key protocol.Key, now time.Time) (cur, ended *protocol.Lease, err error) {
+	rows, err := b.stmts.getLease.QueryContext(ctx, key.Namespace, key.Name, micros(now))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		l := protocol.Lease{Key: key}
+		var kind int
+		var acq, ren, exp, delay int64
+		if err := rows.Scan(&kind, &l.Owner, &l.Token, &acq, &ren, &exp, &l.Version, &delay); err != nil {
+			return nil, nil, err
+		}
+		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
+		l.LockDelay = time.Duration(delay) * time.Microsecond
+		if kind == 1 {
+			l.Version = protocol.LeaseFormatVersion
+			ended = &l
+			continue
+		}
+		if err := sqlstore.CheckLeaseVersion(protocol.OpGet, l.Version); err != nil {
+			return nil, nil, err
+		}
+		cur = &l
+	}
+	return cur, ended, rows.Err()
 }
 
 // List returns one page of req.Namespace's leases, ordered by name.

@@ -124,12 +124,26 @@ SELECT owner, token, acquired_at, renewed_at, ended_at, lock_delay
 FROM leasestore_lock_delays
 WHERE namespace = ?1 AND name = ?2 AND ended_at + lock_delay > ?3`
 
-	// qCurrentLease reads the row at (?1 namespace, ?2 name), expired or not:
-	// for get, and to classify a conditional statement that matched nothing.
+	// qCurrentLease reads the row at (?1 namespace, ?2 name), expired or not,
+	// to classify a conditional statement that matched nothing.
 	qCurrentLease = `
 SELECT owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
 FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2`
+
+	// qGetLease reads, for get, the row at (?1 namespace, ?2 name), expired
+	// or not (first column 0), and the revoked lease whose lock-delay keeps
+	// the key at ?3 now (1; its ended_at as expires_at, no version column):
+	// one statement, so both come from one snapshot, which two reads
+	// without the write lock would not give.
+	qGetLease = `
+SELECT 0, owner, token, acquired_at, renewed_at, expires_at, version, ` + leaseDelay + `
+FROM leasestore_leases
+WHERE namespace = ?1 AND name = ?2
+UNION ALL
+SELECT 1, owner, token, acquired_at, renewed_at, ended_at, 0, lock_delay
+FROM leasestore_lock_delays
+WHERE namespace = ?1 AND name = ?2 AND ended_at + lock_delay > ?3`
 
 	// qInsertAudit appends one audit record; ?13 expires_at, ?14
 	// acquired_at and ?15 renewed_at are the lease's as the operation

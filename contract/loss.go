@@ -26,9 +26,15 @@ const lossBound = 5 * time.Second
 // signals (brokenstore's SilentRevoke).
 func (e *env) holdForLoss(name string) *protocol.Held {
 	e.t.Helper()
+	return e.holdForLossWith(protocol.AcquireRequest{Key: e.key(name), Owner: "w1", TTL: 3 * lossRenewEvery, RequestID: e.rid()})
+}
+
+// holdForLossWith is holdForLoss for req's key and lease.
+func (e *env) holdForLossWith(req protocol.AcquireRequest) *protocol.Held {
+	e.t.Helper()
+	name := req.Key.Name
 	gets := e.gets.Load()
-	h, err := protocol.Hold(e.ctx, e.a, protocol.AcquireRequest{Key: e.key(name), Owner: "w1", TTL: 3 * lossRenewEvery, RequestID: e.rid()},
-		&protocol.HoldConfig{RenewEvery: lossRenewEvery})
+	h, err := protocol.Hold(e.ctx, e.a, req, &protocol.HoldConfig{RenewEvery: lossRenewEvery})
 	if err != nil {
 		e.t.Fatalf("hold %s: %v", name, err)
 	}
@@ -66,6 +72,18 @@ func lossCases() []testCase {
 			start := time.Now()
 			e.revoke(e.b, "job")
 			e.expectLossHeard("a revoke through the other handle", h, start)
+		}},
+		{"revoke_of_a_lease_with_a_lock_delay", func(e *env) {
+			// The get that confirms the signal answers not_found carrying
+			// the holder's own ended lease: still a loss.
+			h := e.holdForLossWith(protocol.AcquireRequest{Key: e.key("job"), Owner: "w1", TTL: 3 * lossRenewEvery,
+				LockDelay: lockDelay, RequestID: e.rid()})
+			start := time.Now()
+			ended := h.Lease()
+			ended.ExpiresAt = e.clock.Now()
+			e.revoke(e.b, "job")
+			e.expectGetDelayed("get after the revoke", "job", ended)
+			e.expectLossHeard("a revoke of a lease with a lock-delay", h, start)
 		}},
 		{"release_by_another_process_with_the_token", func(e *env) {
 			h := e.holdForLoss("job")

@@ -354,7 +354,13 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			}
 			return s.see(l)
 		case protocol.StatusNotFound:
-			return s, !s.held || canExpire
+			// No live lease. While a lock-delay keeps the key the answer
+			// carries the ended lease, as acquire's conflict does; once
+			// none can keep it, no lease.
+			if l != nil {
+				return s.canDelayed(in, l)
+			}
+			return s, (!s.held || canExpire) && s.keyFree(in)
 		}
 	}
 	return s, false // a status this operation cannot answer

@@ -165,6 +165,39 @@ func TestCheckRejects(t *testing.T) {
 			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
 			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))),
 	}, {
+		name: "a get without the ended lease during the lock-delay of a revoked lease",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, nil)),
+	}, {
+		name: "a get without the ended lease during the lock-delay of an expired lease",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, nil)),
+	}, {
+		name: "a get carrying an ended lease after the delay ended",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 2.5))),
+	}, {
+		name: "a get carrying another lease than the ended one",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("b", 2, 2.5))),
+	}, {
+		name: "a not_found get carrying the live lease",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, expAt(0.5, long)))),
+	}, {
+		name: "a not_found get carrying a lease without a lock-delay",
+		h: new(hist).
+			op(0, 0, 1, acquire("a", 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 10.5))),
+	}, {
 		name: "a renew without a ttl that does not keep the lease's",
 		h: new(hist).
 			op(0, 0, 1, acquire("a", 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 100.5))).
@@ -359,11 +392,16 @@ func TestCheckAccepts(t *testing.T) {
 			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
 			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
 			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))).
+			op(1, 60, 61, get(), out(protocol.StatusNotFound, lease("a", 1, 2.5))).
+			op(1, 104, 105, get(), out(protocol.StatusNotFound, nil)).
 			op(1, 110, 111, acquireDelayed("b", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("b", 2, 120.5))).
+			op(1, 130, 131, get(), out(protocol.StatusNotFound, lease("b", 2, 120.5))).
 			op(0, 150, 151, acquire("a", long), out(protocol.StatusConflict, lease("b", 2, 120.5))).
 			op(0, 230, 231, acquireDelayed("a", long, time.Hour), out(protocol.StatusAcquired, lease("a", 3, expAt(230.5, long)))).
 			op(0, 240, 241, release("a", 3), out(protocol.StatusReleased, lease("a", 3, expAt(230.5, long)))).
-			op(1, 242, 243, acquire("b", long), out(protocol.StatusAcquired, lease("b", 4, expAt(242.5, long)))),
+			op(1, 242, 243, acquire("b", long), out(protocol.StatusAcquired, lease("b", 4, expAt(242.5, long)))).
+			op(1, 244, 245, revoke(0), out(protocol.StatusRevoked, lease("b", 4, 0))).
+			op(1, 246, 247, get(), out(protocol.StatusNotFound, nil)),
 	}, {
 		name: "a renew without a ttl keeps the last one",
 		h: new(hist).

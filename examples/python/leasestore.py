@@ -11,7 +11,10 @@
 Every lease operation returns a Result whose `status` is the API's (acquired,
 renewed, released, revoked, found, or a refusal: conflict, stale_token,
 not_owner, expired, not_found, invalid); the lease acted on, or on conflict the
-holder's, is in `result.lease`. Answers that say the request did not reach the
+holder's, is in `result.lease`. Judge by `status`, not by `lease`: while the
+lock-delay of a revoked or expired lease keeps a key, get answers not_found
+carrying that ended lease (expires_at the time it ended, lock_delay set), as
+acquire's conflict does. Answers that say the request did not reach the
 store raise LeaseError: unauthorized (401) and forbidden (403), which a retry
 does not mend, and unavailable, timeout, closed (503, 504), which a retry with
 the same request_id may. Durations take the API's grammar (90s, 15m, 1h30m, 2d)

@@ -29,7 +29,7 @@ func (a *app) describeCommand() *cobra.Command {
 		Long: `Show the live lease on KEY (as get does) and the key's latest state changes
 from the audit trail, oldest first: who took it, renewed, released or revoked it
 and when. Exit codes are get's: 4 when no lease is live, with the history still
-shown.`,
+shown (and, while a lock-delay keeps the key, the ended lease, as get shows it).`,
 		Example: `  leasectl describe scan/10.0.0.0-24
   leasectl describe shard-7 -n billing --records 50 -o json`,
 		Args: exactArgs(1, "one KEY"),

@@ -167,3 +167,41 @@ func TestListAllNamespaces(t *testing.T) {
 		t.Fatalf("list -A with a list cursor: %+v", o)
 	}
 }
+
+// get and describe of a key whose revoked lease's lock-delay keeps it
+// exit 4 (no live lease) and show the ended lease and when the key is
+// free, in text and JSON; a released lease leaves nothing to show.
+func TestGetShowsTheLockDelay(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	if o := runCLI(t, e, "acquire", "k", "--owner", "w1", "--ttl", "1h", "--lock-delay", "1h"); o.code != 0 {
+		t.Fatalf("acquire: %+v", o)
+	}
+	if o := runCLI(t, e, "revoke", "k", "--reason", "stuck"); o.code != 0 {
+		t.Fatalf("revoke: %+v", o)
+	}
+	for _, cmd := range []string{"get", "describe"} {
+		o := runCLI(t, e, cmd, "k")
+		for _, want := range []string{"not_found default/k: no live lease; lock-delay until ", "(lease of w1, token 1, ended at ",
+			"owner       w1", "lock-delay  1h0m0s (acquires answer conflict until "} {
+			if o.code != 4 || !strings.Contains(o.stdout, want) {
+				t.Errorf("%s during the lock-delay: want exit 4 and %q\n%+v", cmd, want, o)
+			}
+		}
+		j := runCLI(t, e, cmd, "k", "-o", "json").json(t)
+		l, _ := j["lease"].(map[string]any)
+		if j["status"] != "not_found" || l == nil || l["owner"] != "w1" || l["token"] != 1.0 || l["lock_delay"] != "1h0m0s" ||
+			!strings.Contains(j["message"].(string), "lock-delay until") {
+			t.Errorf("%s -o json during the lock-delay: want not_found carrying the ended lease: %v", cmd, j)
+		}
+	}
+	if o := runCLI(t, e, "acquire", "r", "--owner", "w1", "--ttl", "1h", "--lock-delay", "1h"); o.code != 0 {
+		t.Fatalf("acquire: %+v", o)
+	}
+	if o := runCLI(t, e, "release", "r", "--owner", "w1", "--token", "2"); o.code != 0 {
+		t.Fatalf("release: %+v", o)
+	}
+	if j := runCLI(t, e, "get", "r", "-o", "json").json(t); j["status"] != "not_found" || j["lease"] != nil {
+		t.Errorf("get after a release: want not_found with a null lease: %v", j)
+	}
+}

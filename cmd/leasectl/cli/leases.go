@@ -165,8 +165,11 @@ func (a *app) releaseCommand() *cobra.Command {
 func (a *app) getCommand() *cobra.Command {
 	var ns string
 	cmd := &cobra.Command{
-		Use:     "get KEY",
-		Short:   "Show the live lease on a key (exit 4 when there is none)",
+		Use:   "get KEY",
+		Short: "Show the live lease on a key (exit 4 when there is none)",
+		Long: `Show the live lease on KEY. With none it answers not_found (exit 4); while
+the lock-delay of the key's revoked or expired lease keeps it (acquires answer
+conflict), not_found shows that ended lease and when the key is free.`,
 		Example: `  leasectl get scan/10.0.0.0-24 -o json`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {

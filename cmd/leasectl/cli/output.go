@@ -154,6 +154,9 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		b.WriteString("(replayed: the recorded outcome of an earlier request with this id; nothing changed now)\n")
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	// A get that answers not_found with a lease shows the ended lease
+	// whose lock-delay keeps the key.
+	ended := res.Status == protocol.StatusNotFound
 	if l := res.Lease; l != nil {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
 		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)
@@ -165,10 +168,16 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 			fmt.Fprintf(tw, "  expires\t-\n")
 		case res.Status == protocol.StatusReleased || res.Status == protocol.StatusRevoked:
 			fmt.Fprintf(tw, "  expires\t%s (no longer: %s)\n", timeTable(l.ExpiresAt), res.Status)
+		case ended:
+			fmt.Fprintf(tw, "  expires\t%s (ended %s ago)\n", timeTable(l.ExpiresAt), roundDuration(max(now.Sub(l.ExpiresAt), 0)))
 		default:
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
-		if l.LockDelay > 0 {
+		switch {
+		case l.LockDelay > 0 && ended:
+			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s, %s)\n",
+				l.LockDelay, timeTable(l.FreeAt()), timeLeft(l.FreeAt(), now))
+		case l.LockDelay > 0:
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires wait until %s if it is revoked or runs out)\n",
 				l.LockDelay, timeTable(l.FreeAt()))
 		}

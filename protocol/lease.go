@@ -64,7 +64,8 @@ func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Befo
 
 // Result is what every lease operation returns: the status, the key asked
 // for, the lease acted on (or, for conflict, stale_token and not_owner, the
-// lease currently held; nil when there is none), whether the outcome is a
+// lease currently held; for a get's not_found while a lock-delay keeps the
+// key, the ended lease; nil when there is none), whether the outcome is a
 // replay of an earlier request with the same request id, the request id,
 // and a human-readable message (which, by [Error]'s rule, does not repeat
 // the key).

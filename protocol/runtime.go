@@ -361,7 +361,11 @@ func (r *Runtime) Release(ctx context.Context, req ReleaseRequest) (Result, erro
 	})
 }
 
-// Get returns the live lease at req.Key (found) or not_found.
+// Get returns the live lease at req.Key (found) or not_found. While the
+// lock-delay of the key's revoked or expired lease keeps it, not_found
+// carries that ended lease (ExpiresAt the time it ended, see
+// [Lease.FreeAt]) and a message saying when the key is free, as an
+// acquire's conflict does: judge a get by its status, not by its Lease.
 func (r *Runtime) Get(ctx context.Context, req GetRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
 	return r.call(ctx, OpGet, req.Key, req.RequestID, req.Validate(), func(ctx context.Context) (Result, error) {

@@ -55,9 +55,11 @@ vet: ## go vet.
 	$(GO) vet ./...
 
 .PHONY: cross
-cross: ## leasectl builds for macOS and Windows too (run keeps CMD alone there: no process groups on Windows).
+cross: ## leasectl builds, and every package and its tests vet, for macOS and Windows too (run keeps CMD alone there: no process groups on Windows).
 	GOOS=darwin $(GO) build -o /dev/null ./cmd/leasectl
 	GOOS=windows $(GO) build -o /dev/null ./cmd/leasectl
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
 
 .PHONY: staticcheck
 staticcheck: ## staticcheck (pinned version, fetched through the module proxy).

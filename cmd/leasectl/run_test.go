@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of leasectl run, acquire --wait and watch: real

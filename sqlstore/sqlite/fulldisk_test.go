@@ -200,10 +200,6 @@ func TestFullDiskBatchFailsEveryMember(t *testing.T) {
 	}
 }
 
-// lincheckFullDiskEnv, set in a lincheck worker's environment, makes it
-// fill the disk now and then while it runs: see fillDiskNowAndThen.
-const lincheckFullDiskEnv = "LEASESTORE_SQLITE_TEST_FULL_DISK"
-
 // fillDiskNowAndThen caps the process's file size at the write-ahead log's
 // size for 10 to 40 ms at a time, with as long between, until stop is
 // closed, and lifts the cap when it returns (as done closes). Commits that

@@ -33,6 +33,10 @@ const (
 	lincheckHistoryEnv = "LEASESTORE_SQLITE_TEST_HISTORY"
 	lincheckProcEnv    = "LEASESTORE_SQLITE_TEST_PROC"
 	lincheckWorkerMax  = 2 * time.Minute
+	// lincheckFullDiskEnv, set in a lincheck worker's environment, makes it
+	// fill the disk now and then while it runs: see fillDiskNowAndThen
+	// (Linux only: elsewhere no test sets it).
+	lincheckFullDiskEnv = "LEASESTORE_SQLITE_TEST_FULL_DISK"
 )
 
 func runLincheckWorker() int {

@@ -85,7 +85,7 @@ func Start(t testing.TB) *Bouncer {
 	b.cmd = exec.Command(bin, b.conf)
 	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
 	if os.Geteuid() == 0 {
-		b.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		runAsNobody(b.cmd)
 	}
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("pgbouncer: %v", err)

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package sqlite_test
+
+import (
+	"fmt"
+	"os"
+)
+
+// fullDiskWorkerMode is the full-disk worker of fulldisk_test.go (Linux
+// only: no test starts one elsewhere).
+const fullDiskWorkerMode = "fulldisk"
+
+func runFullDiskWorker() int {
+	fmt.Fprintln(os.Stderr, "the full-disk worker runs on Linux only")
+	return 1
+}
+
+// fillDiskNowAndThen is Linux only (a file-size cap on the process); no
+// test sets lincheckFullDiskEnv elsewhere, so this closes done at once.
+func fillDiskNowAndThen(_ string, _ <-chan struct{}, done chan<- struct{}) { close(done) }

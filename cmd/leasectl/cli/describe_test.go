@@ -195,6 +195,17 @@ func TestGetShowsTheLockDelay(t *testing.T) {
 			t.Errorf("%s -o json during the lock-delay: want not_found carrying the ended lease: %v", cmd, j)
 		}
 	}
+	// acquire's conflict carries the same ended lease: shown as ended, not
+	// as a live lease that "expired" and "would" keep the key.
+	o := runCLI(t, e, "acquire", "k", "--owner", "w2")
+	for _, want := range []string{"conflict default/k: ", "owner       w1", "(ended ", "lock-delay  1h0m0s (acquires answer conflict until "} {
+		if o.code != 3 || !strings.Contains(o.stdout, want) {
+			t.Errorf("acquire during the lock-delay: want exit 3 and %q\n%+v", want, o)
+		}
+	}
+	if strings.Contains(o.stdout, "if it is revoked or runs out") || strings.Contains(o.stdout, "expired ") {
+		t.Errorf("acquire during the lock-delay shows the ended lease as a live one:\n%s", o.stdout)
+	}
 	if o := runCLI(t, e, "acquire", "r", "--owner", "w1", "--ttl", "1h", "--lock-delay", "1h"); o.code != 0 {
 		t.Fatalf("acquire: %+v", o)
 	}

@@ -154,9 +154,11 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 		b.WriteString("(replayed: the recorded outcome of an earlier request with this id; nothing changed now)\n")
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	// A get that answers not_found with a lease shows the ended lease
+	// A get that answers not_found with a lease, and an acquire's conflict
+	// with a lease no longer live (by this clock), show the ended lease
 	// whose lock-delay keeps the key.
-	ended := res.Status == protocol.StatusNotFound
+	ended := res.Status == protocol.StatusNotFound ||
+		(res.Status == protocol.StatusConflict && res.Lease != nil && res.Lease.DelayedAt(now))
 	if l := res.Lease; l != nil {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
 		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)

@@ -210,7 +210,8 @@ func loseQuorum(t *testing.T, c *etcdcluster.Cluster, rng *rand.Rand) (string, t
 
 // runFaults runs a workload of ops operations per process (3 processes of
 // 3 clients) on a cluster of its own, injecting f every pause until the
-// workload ends, then checks the history and that every member is back.
+// workload ends, then checks the history, that every member is back, and
+// the audit trail against the history.
 func runFaults(t *testing.T, f fault, opsPerProc int, pause time.Duration) {
 	ctx := t.Context()
 	c, err := etcdcluster.Start(ctx, nil)
@@ -248,7 +249,8 @@ func runFaults(t *testing.T, f fault, opsPerProc int, pause time.Duration) {
 			}
 		}
 	})
-	h := linRun{endpoints: c.Endpoints(), prefix: "/chaos", procs: 3, clients: 3, ops: opsPerProc, attempt: time.Second}.run(t, ctx)
+	r := linRun{endpoints: c.Endpoints(), prefix: "/chaos", procs: 3, clients: 3, ops: opsPerProc, attempt: time.Second}
+	h := r.run(t, ctx)
 	close(done)
 	wg.Wait()
 	t.Logf("faults injected: %v", faults)
@@ -256,6 +258,12 @@ func runFaults(t *testing.T, f fault, opsPerProc int, pause time.Duration) {
 		t.Fatal("no fault was injected during the run")
 	}
 	check(t, h, lateExpiry+late)
+	// The trail after the faults: one record for each change that took
+	// effect, none for a refusal, at most one for an unknown outcome.
+	if err := c.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.checkAudit(t, h)
 }
 
 // TestFaultMemberKill (in make test): 3,000 operations while members are

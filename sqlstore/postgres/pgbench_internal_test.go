@@ -171,6 +171,9 @@ func TestPgbenchScripts(t *testing.T) {
 	}
 	rawSchema, _, _ := rawbench.PostgresSQL()
 	if dir := os.Getenv("LEASESTORE_PGBENCH_DIR"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for name, text := range map[string]string{"leasestore.pgb": store, "raw.pgb": raw, "raw-schema.sql": rawSchema} {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 				t.Fatal(err)

@@ -25,9 +25,10 @@ import (
 // lease's other times as the operation answered them.
 type Recorded struct {
 	audit.Record
-	ParamsHash string    // the stored part of the request's [Fingerprint]
-	AcquiredAt time.Time // the lease's acquired_at (zero in records written before schema version 2)
-	RenewedAt  time.Time // the lease's renewed_at (zero in records written before schema version 2)
+	ParamsHash string        // the stored part of the request's [Fingerprint]
+	AcquiredAt time.Time     // the lease's acquired_at (zero in records written before schema version 2)
+	RenewedAt  time.Time     // the lease's renewed_at (zero in records written before schema version 2)
+	LockDelay  time.Duration // the lease's lock-delay (zero in records written before schema version 5)
 }
 
 // NewRecorded returns the audit row for a state change that took effect at
@@ -47,6 +48,7 @@ func NewRecorded(at time.Time, op protocol.Op, status protocol.Status, l protoco
 		ParamsHash: StoredFingerprint(fingerprint),
 		AcquiredAt: l.AcquiredAt,
 		RenewedAt:  l.RenewedAt,
+		LockDelay:  l.LockDelay,
 	}
 }
 
@@ -73,7 +75,9 @@ func SameFingerprint(stored, fingerprint string) bool {
 // request answered it. Records written before schema version 2 lack some
 // times: acquired_at is then At for acquire and zero otherwise, renewed_at
 // At for acquire and renew and zero otherwise, and expires_at zero for
-// release and revoke. Otherwise the result is invalid: the request id was
+// release and revoke. Records written before schema version 5 (or by a
+// release before it) lack the lock-delay: it is then zero, except that a
+// backend may fill an acquire's from the request. Otherwise the result is invalid: the request id was
 // reused with other parameters.
 //
 // The caller writes nothing in either case. A backend that reads records
@@ -93,6 +97,7 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) protocol.Result {
 		AcquiredAt: rec.AcquiredAt,
 		RenewedAt:  rec.RenewedAt,
 		ExpiresAt:  rec.ExpiresAt,
+		LockDelay:  rec.LockDelay,
 		Version:    protocol.LeaseFormatVersion,
 	}
 	if l.AcquiredAt.IsZero() && op == protocol.OpAcquire {

@@ -100,6 +100,45 @@ func lockDelayCases() []testCase {
 				e.t.Fatalf("replayed acquire: lock-delay %v, want the first answer's %v", res.Lease.LockDelay, lockDelay)
 			}
 		}},
+		{"kept_by_replayed_changes", func(e *env) {
+			// A retry of a renew, a release or a revoke answers the lease as
+			// the first attempt did, lock-delay included, also once the key
+			// has a lease of another holder (the lease row no longer holds
+			// the ended lease's lock-delay).
+			replayed := func(what string, first protocol.Result, again func() (protocol.Result, error)) {
+				e.t.Helper()
+				if first.Lease == nil || first.Lease.LockDelay != lockDelay {
+					e.t.Fatalf("%s: first answer %+v, want its lease with lock-delay %v", what, first, lockDelay)
+				}
+				res, err := again()
+				e.expectReplay("replayed "+what, res, err, first.Status)
+				e.expectLease("replayed "+what+"'s lease", res.Lease, *first.Lease)
+				if res.Lease.LockDelay != lockDelay {
+					e.t.Fatalf("replayed %s: lock-delay %v, want the first answer's %v", what, res.Lease.LockDelay, lockDelay)
+				}
+			}
+			l := e.acquireDelayed(e.a, "renewed", "w1")
+			e.clock.Advance(time.Second)
+			renew := protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()}
+			first, err := e.a.Renew(e.ctx, renew)
+			e.expect("renew", first, err, protocol.StatusRenewed)
+			replayed("renew", first, func() (protocol.Result, error) { return e.b.Renew(e.ctx, renew) })
+
+			l = e.acquireDelayed(e.a, "released", "w1")
+			release := protocol.ReleaseRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, RequestID: e.rid()}
+			first, err = e.a.Release(e.ctx, release)
+			e.expect("release", first, err, protocol.StatusReleased)
+			e.acquire(e.a, "released", "w2", leaseTTL) // a release frees the key at once
+			replayed("release", first, func() (protocol.Result, error) { return e.b.Release(e.ctx, release) })
+
+			l = e.acquireDelayed(e.a, "revoked", "w1")
+			revoke := protocol.RevokeRequest{Key: l.Key, Actor: "operator", Reason: "contract", RequestID: e.rid()}
+			first, err = e.b.Revoke(e.ctx, revoke)
+			e.expect("revoke", first, err, protocol.StatusRevoked)
+			e.clock.Advance(lockDelay + time.Second)
+			e.acquire(e.a, "revoked", "w2", leaseTTL)
+			replayed("revoke", first, func() (protocol.Result, error) { return e.a.Revoke(e.ctx, revoke) })
+		}},
 		{"answered_as_stored", func(e *env) {
 			// A TTL and a lock-delay finer than a microsecond, the
 			// precision of the stored times: the acquire, a get and a

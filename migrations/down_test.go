@@ -174,6 +174,21 @@ func TestDownOfAnEmptyStore(t *testing.T) {
 	}
 }
 
+// lockDelayVersion is the version of the lock-delay migration.
+const lockDelayVersion = 4
+
+// downToLockDelays rolls db back to the lock-delay migration, checking that
+// the migrations after it roll back while lock-delays are in force (only
+// the lock-delay migration's own rollback drops them).
+func downToLockDelays(t *testing.T, ctx context.Context, d migrations.Dialect, db *sql.DB) {
+	t.Helper()
+	for v := migrations.LatestVersion; v > lockDelayVersion; v-- {
+		if res, err := migrations.Down(ctx, d, db); err != nil || res == nil {
+			t.Fatalf("down from version %d with lock-delays in force: %v, %v", v, res, err)
+		}
+	}
+}
+
 // Rolling back the lock-delay migration while a lease carries a lock-delay
 // (held, or ended with its delay running) is refused without DropLockDelays
 // and writes nothing: the release before it would let the key be acquired
@@ -231,6 +246,7 @@ func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 				t.Parallel()
 				ctx := testCtx(t)
 				db := migratedWith(t, ctx, d, append(free[d], stmt[d])...)
+				downToLockDelays(t, ctx, d, db)
 				res, err := migrations.Down(ctx, d, db)
 				if !errors.Is(err, migrations.ErrLockDelaysInForce) || res != nil {
 					t.Fatalf("down of the lock-delay migration with %s: %v, %v; want ErrLockDelaysInForce", name, res, err)
@@ -244,14 +260,14 @@ func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 						t.Errorf("refusal %q does not mention %q", err, s)
 					}
 				}
-				if v := version(t, ctx, d, db); v != migrations.LatestVersion {
-					t.Fatalf("a refused down left version %d, want %d", v, migrations.LatestVersion)
+				if v := version(t, ctx, d, db); v != lockDelayVersion {
+					t.Fatalf("a refused down left version %d, want %d", v, lockDelayVersion)
 				}
 				if res, err := migrations.Down(ctx, d, db, migrations.DropLockDelays()); err != nil || res == nil {
 					t.Fatalf("down with DropLockDelays: %v, %v", res, err)
 				}
-				if v := version(t, ctx, d, db); v != migrations.LatestVersion-1 {
-					t.Fatalf("down with DropLockDelays left version %d, want %d", v, migrations.LatestVersion-1)
+				if v := version(t, ctx, d, db); v != lockDelayVersion-1 {
+					t.Fatalf("down with DropLockDelays left version %d, want %d", v, lockDelayVersion-1)
 				}
 			})
 		}
@@ -259,6 +275,7 @@ func TestDownRefusesToDropLockDelaysInForce(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t)
 			db := migratedWith(t, ctx, d, free[d]...)
+			downToLockDelays(t, ctx, d, db)
 			if res, err := migrations.Down(ctx, d, db); err != nil || res == nil {
 				t.Fatalf("down with only ended lock-delays: %v, %v", res, err)
 			}

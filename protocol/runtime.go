@@ -332,10 +332,10 @@ func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, erro
 	return r.change(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		res, err := r.backend.Acquire(ctx, req)
 		if res.Replayed && res.Status == StatusAcquired && res.Lease != nil && res.Lease.LockDelay == 0 {
-			// A replay is read from the audit record, which holds no
-			// lock-delay. The first attempt's lease took req's: the
-			// parameters the replay matched include it, at the
-			// microseconds every backend stores. (A served store's
+			// A replay is read from the audit record, which holds the
+			// lock-delay only since schema 5. The first attempt's lease
+			// took req's: the parameters the replay matched include it,
+			// at the microseconds every backend stores. (A served store's
 			// runtime may have filled it from its namespace default: kept.)
 			res.Lease.LockDelay = req.StoredLockDelay()
 		}

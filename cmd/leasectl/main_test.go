@@ -478,27 +478,31 @@ func TestPostgresMigrate(t *testing.T) {
 	}
 	result(t, c.runJSON(t, 0, "acquire", "k", "--owner", "w"), "acquired")
 
-	// A held lease with a lock-delay keeps the newest migration (lock-delays)
-	// from being rolled back: exit 2, nothing written, naming
-	// --drop-lock-delays, which rolls it back.
+	// Rolling the newest migration back keeps the data; this release needs
+	// it, so it refuses to serve until migrated up again.
 	delayed := c.runJSON(t, 0, "acquire", "delayed", "--owner", "w", "--lock-delay", "1m")
 	if delayed["status"] != "acquired" {
 		t.Fatalf("acquire with a lock-delay: %v", delayed)
 	}
+	down := c.runJSON(t, 0, "migrate", "down")
+	if down["version"] != float64(migrations.LatestVersion-1) || len(down["migrations"].([]any)) != 1 {
+		t.Fatalf("migrate down: %v", down)
+	}
+	c.runJSON(t, 5, "get", "k")
+
+	// A held lease with a lock-delay keeps the lock-delay migration (4)
+	// from being rolled back: exit 2, nothing written, naming
+	// --drop-lock-delays, which rolls it back.
 	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr, "1 held lease(s) carry a lock-delay") ||
 		!strings.Contains(r.stderr, "--drop-lock-delays") {
 		t.Fatalf("migrate down with a lock-delay in force: want exit 2 naming the lock-delay and --drop-lock-delays\n%s", r)
 	}
-	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(migrations.LatestVersion) {
+	if st := c.runJSON(t, 0, "migrate", "status"); st["version"] != float64(migrations.LatestVersion-1) {
 		t.Fatalf("a refused migrate down changed the version: %v", st)
 	}
-
-	// Rolling the newest migration back keeps the data (dropping the
-	// lock-delays); this release needs it, so it refuses to serve until
-	// migrated up again.
-	down := c.runJSON(t, 0, "migrate", "down", "--drop-lock-delays")
-	if down["version"] != float64(migrations.LatestVersion-1) || len(down["migrations"].([]any)) != 1 {
-		t.Fatalf("migrate down: %v", down)
+	down = c.runJSON(t, 0, "migrate", "down", "--drop-lock-delays")
+	if down["version"] != float64(migrations.LatestVersion-2) || len(down["migrations"].([]any)) != 1 {
+		t.Fatalf("migrate down --drop-lock-delays: %v", down)
 	}
 	c.runJSON(t, 5, "get", "k")
 	c.runJSON(t, 0, "migrate", "up")

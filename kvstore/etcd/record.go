@@ -90,7 +90,8 @@ func decodeLease(v []byte) (leaseRecord, error) {
 // auditValue is the value of an audit entry. Token is 0 in the records of
 // acquires, whose token is the record's own revision (unknown until the
 // transaction commits). Sum is a checksum of the key and every other
-// field (see checksum).
+// field (see checksum). LockDelay, the lease's, is omitted when zero, so
+// records written before it was added keep their checksums.
 type auditValue struct {
 	V          int             `json:"v"`
 	At         int64           `json:"at"` // Unix µs
@@ -106,6 +107,7 @@ type auditValue struct {
 	ExpiresAt  int64           `json:"expires_at,omitempty"`
 	AcquiredAt int64           `json:"acquired_at,omitempty"`
 	RenewedAt  int64           `json:"renewed_at,omitempty"`
+	LockDelay  int64           `json:"lock_delay,omitempty"` // µs; absent when zero, as in every record written before it
 	Params     string          `json:"params,omitempty"`
 	Sum        string          `json:"sum"`
 }
@@ -115,7 +117,7 @@ func encodeAudit(key string, rec backendkit.Recorded) string {
 	v := auditValue{V: audit.RecordFormatVersion, At: rec.At.UnixMicro(), Op: rec.Op, Namespace: rec.Namespace,
 		Key: rec.Key, Owner: rec.Owner, Token: rec.Token, RequestID: rec.RequestID, Actor: rec.Actor, Reason: rec.Reason,
 		Status: rec.Status, ExpiresAt: micro(rec.ExpiresAt), AcquiredAt: micro(rec.AcquiredAt), RenewedAt: micro(rec.RenewedAt),
-		Params: rec.ParamsHash}
+		LockDelay: rec.LockDelay.Microseconds(), Params: rec.ParamsHash}
 	v.Sum = checksum(key, v)
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -166,6 +168,7 @@ func decodeAudit(key string, value []byte, rev int64) (backendkit.Recorded, erro
 		ParamsHash: v.Params,
 		AcquiredAt: fromMicro(v.AcquiredAt),
 		RenewedAt:  fromMicro(v.RenewedAt),
+		LockDelay:  time.Duration(v.LockDelay) * time.Microsecond,
 	}, nil
 }
 

@@ -113,6 +113,8 @@ type outcomeJSON struct {
 		ExpiresAt  *time.Time `json:"expires_at"`
 		AcquiredAt *time.Time `json:"acquired_at"`
 		RenewedAt  *time.Time `json:"renewed_at"`
+		// Since schema version 5: the lease's lock-delay (null when none).
+		LockDelayUS *int64 `json:"lock_delay_us"`
 	} `json:"prior"`
 	Cur *struct {
 		Owner      string    `json:"owner"`
@@ -148,6 +150,9 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 		}
 		if p.RenewedAt != nil {
 			o.prior.RenewedAt = p.RenewedAt.UTC()
+		}
+		if p.LockDelayUS != nil {
+			o.prior.LockDelay = time.Duration(*p.LockDelayUS) * time.Microsecond
 		}
 		return nil
 	}

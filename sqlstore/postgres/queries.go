@@ -54,18 +54,20 @@ import "github.com/leasestore/leasestore/migrations"
 // recordCTE is the CTE rec of a state-changing statement: the audit record
 // of the change the statement's CTE after returned (none when it returned
 // no row), of operation op with status status, written at the SQL
-// expression at, on behalf of actor, for reason. Its id is made and
-// checked as outcomeColumns says.
+// expression at, on behalf of actor, for reason, with the lease's
+// lock-delay (NULL when none; migration 5). Its id is made and checked as
+// outcomeColumns says.
 func recordCTE(op, status, at, actor, reason string) string {
 	return `rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                  status, version, params_hash, expires_at, acquired_at, renewed_at)
+                                  status, version, params_hash, expires_at, acquired_at, renewed_at, lock_delay)
     SELECT CASE WHEN next.checked THEN next.id
                 WHEN next.id > coalesce((SELECT max(a.id) FROM leasestore_audit a), 0)
                      AND set_config('leasestore.audit_ids_checked', next.mark, false) IS NOT NULL THEN next.id
                 ELSE leasestore_audit_went_back() END,
            ` + at + `, '` + op + `', @ns, @name, after.owner, after.token, @request_id, ` + actor + `, ` + reason + `,
-           '` + status + `', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at
+           '` + status + `', @record_version, @params_hash, after.expires_at, after.acquired_at, after.renewed_at,
+           nullif(after.lock_delay, interval '0')
     FROM after
     CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
                                current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
@@ -819,12 +821,13 @@ BEGIN
             ELSE
                 v_id := v_xid + ((v_sub::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296) + v_off;
                 INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                              status, version, params_hash, expires_at, acquired_at, renewed_at)
+                                              status, version, params_hash, expires_at, acquired_at, renewed_at, lock_delay)
                 VALUES (CASE WHEN v_id > coalesce(v_top, 0) THEN v_id ELSE leasestore_audit_went_back() END,
                         v_at, v_op, v_ns, v_name, o_owner, o_token, v_rid, p_actor[i], p_reason[i],
                         CASE v_op WHEN 'acquire' THEN 'acquired' WHEN 'renew' THEN 'renewed'
                                   WHEN 'release' THEN 'released' ELSE 'revoked' END,
-                        p_record_version, p_params_hash[i], o_expires_at, o_acquired_at, o_renewed_at);
+                        p_record_version, p_params_hash[i], o_expires_at, o_acquired_at, o_renewed_at,
+                        nullif(o_lock_delay, interval '0'));
                 -- Wakes waiters of the key, only when one is registered: see notify.go.
                 IF v_op IN ('release', 'revoke')
                    AND NOT pg_try_advisory_xact_lock(1818583412, hashtext(v_ns || '/' || v_name) & ` + waitLockMask + `) THEN

@@ -320,17 +320,23 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
-			t.Fatal(err)
+		// One migration back (the audit's lock_delay gone): the writes
+		// fail; two back (the leases' lock-delay columns gone): reads too.
+		for back := 1; back <= 2; back++ {
+			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{fmt.Sprintf("schema version %d, this release needs %d", migrations.LatestVersion-back, migrations.LatestVersion),
+				"leasectl migrate up"}
+			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
+			expectUnavailable(t, "acquire", err, want...)
+			if back == 2 {
+				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
+				expectUnavailable(t, "get", err, want...)
+			}
+			_, err = b.Revoke(ctx, protocol.RevokeRequest{Key: key("x"), Actor: "op", Reason: "r", RequestID: fmt.Sprint("r", back)})
+			expectUnavailable(t, "revoke", err, want...)
 		}
-		want := []string{fmt.Sprintf("schema version %d, this release needs %d", migrations.LatestVersion-1, migrations.LatestVersion),
-			"leasectl migrate up"}
-		_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: "a"})
-		expectUnavailable(t, "acquire", err, want...)
-		_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
-		expectUnavailable(t, "get", err, want...)
-		_, err = b.Revoke(ctx, protocol.RevokeRequest{Key: key("x"), Actor: "op", Reason: "r", RequestID: "r"})
-		expectUnavailable(t, "revoke", err, want...)
 	})
 	t.Run("dropped_table", func(t *testing.T) {
 		// The version table says migrated, but a table is gone: operations

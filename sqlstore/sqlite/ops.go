@@ -116,7 +116,7 @@ func (b *Backend) recordID(ctx context.Context, tx *sql.Tx, r backendkit.Recorde
 	res, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
 		string(r.Status), r.Version, r.ParamsHash, nullMicros(r.ExpiresAt), nullMicros(r.AcquiredAt),
-		nullMicros(r.RenewedAt))
+		nullMicros(r.RenewedAt), sql.NullInt64{Int64: r.LockDelay.Microseconds(), Valid: r.LockDelay > 0})
 	if err != nil {
 		return 0, err
 	}
@@ -476,13 +476,14 @@ func scanRecorded(row interface{ Scan(...any) error }) (backendkit.Recorded, err
 	var r backendkit.Recorded
 	var at int64
 	var op, status string
-	var exp, acq, ren sql.NullInt64
+	var exp, acq, ren, delay sql.NullInt64
 	err := row.Scan(&r.ID, &at, &op, &r.Namespace, &r.Key, &r.Owner, &r.Token, &r.RequestID, &r.Actor,
-		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp, &acq, &ren)
+		&r.Reason, &status, &r.Version, &r.ParamsHash, &exp, &acq, &ren, &delay)
 	if err != nil {
 		return backendkit.Recorded{}, err
 	}
 	r.At, r.Op, r.Status = fromMicros(at), protocol.Op(op), protocol.Status(status)
+	r.LockDelay = time.Duration(delay.Int64) * time.Microsecond // NULL (none, or written before schema 5): 0
 	for _, t := range []struct {
 		v   sql.NullInt64
 		dst *time.Time

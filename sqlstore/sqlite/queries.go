@@ -43,7 +43,7 @@ const (
 	// qFindRequest is the idempotency look-up: ?1 namespace, ?2 request id.
 	qFindRequest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at, acquired_at, renewed_at
+       params_hash, expires_at, acquired_at, renewed_at, lock_delay
 FROM leasestore_audit
 WHERE namespace = ?1 AND request_id = ?2`
 
@@ -146,13 +146,13 @@ FROM leasestore_lock_delays
 WHERE namespace = ?1 AND name = ?2 AND ended_at + lock_delay > ?3`
 
 	// qInsertAudit appends one audit record; ?13 expires_at, ?14
-	// acquired_at and ?15 renewed_at are the lease's as the operation
-	// answered it.
+	// acquired_at, ?15 renewed_at and ?16 lock_delay (µs, NULL for none)
+	// are the lease's as the operation answered it.
 	qInsertAudit = `
 INSERT INTO leasestore_audit
     (at, op, namespace, name, owner, token, request_id, actor, reason, status, version, params_hash, expires_at,
-     acquired_at, renewed_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
+     acquired_at, renewed_at, lock_delay)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)`
 
 	// qList pages through the live leases of namespace ?1 by name, after
 	// the cursor's name ?2 ("" for the first page), within the prefix range
@@ -217,7 +217,7 @@ LIMIT ?6`
 	// records reads further to fill a page (as a namespace filter does).
 	qAudit = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at, acquired_at, renewed_at
+       params_hash, expires_at, acquired_at, renewed_at, lock_delay
 FROM leasestore_audit
 WHERE id > ?1 AND id < ?5 AND (?2 = '' OR namespace = ?2) AND at >= ?3
   AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
@@ -227,7 +227,7 @@ LIMIT ?4`
 	// qAuditNewest is qAudit newest first: ?1 is 0 and ?5 the cursor's id.
 	qAuditNewest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at, acquired_at, renewed_at
+       params_hash, expires_at, acquired_at, renewed_at, lock_delay
 FROM leasestore_audit
 WHERE id > ?1 AND id < ?5 AND (?2 = '' OR namespace = ?2) AND at >= ?3
   AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
@@ -238,7 +238,7 @@ LIMIT ?4`
 	// (namespace, name, id) index.
 	qAuditKey = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at, acquired_at, renewed_at
+       params_hash, expires_at, acquired_at, renewed_at, lock_delay
 FROM leasestore_audit
 WHERE namespace = ?2 AND name = ?8 AND id > ?1 AND id < ?5 AND at >= ?3
   AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)
@@ -248,7 +248,7 @@ LIMIT ?4`
 	// qAuditKeyNewest is qAuditKey newest first, through the same index.
 	qAuditKeyNewest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
-       params_hash, expires_at, acquired_at, renewed_at
+       params_hash, expires_at, acquired_at, renewed_at, lock_delay
 FROM leasestore_audit
 WHERE namespace = ?2 AND name = ?8 AND id > ?1 AND id < ?5 AND at >= ?3
   AND (?6 = '' OR instr(?6, ',' || op || ',') > 0) AND (?7 = '' OR owner = ?7)

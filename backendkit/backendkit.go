@@ -76,9 +76,9 @@ func SameFingerprint(stored, fingerprint string) bool {
 // times: acquired_at is then At for acquire and zero otherwise, renewed_at
 // At for acquire and renew and zero otherwise, and expires_at zero for
 // release and revoke. Records written before schema version 5 (or by a
-// release before it) lack the lock-delay: it is then zero, except that a
-// backend may fill an acquire's from the request. Otherwise the result is invalid: the request id was
-// reused with other parameters.
+// release before it) lack the lock-delay: it is then zero (the runtime
+// fills a replayed acquire's from the request). Otherwise the result is
+// invalid: the request id was reused with other parameters.
 //
 // The caller writes nothing in either case. A backend that reads records
 // of several format versions refuses unknown ones before it calls Replay.

@@ -40,6 +40,7 @@ type Lease struct {
 	Owner     string `json:"owner"`
 	Token     int64  `json:"token"`
 	ExpiresAt int64  `json:"expires_at,omitempty"` // Unix nanoseconds; 0 when the result did not say
+	LockDelay int64  `json:"lock_delay,omitempty"` // nanoseconds; 0 for none
 }
 
 // LeaseOf returns the model's view of l, nil for nil.
@@ -47,7 +48,7 @@ func LeaseOf(l *protocol.Lease) *Lease {
 	if l == nil {
 		return nil
 	}
-	v := &Lease{Owner: l.Owner, Token: l.Token}
+	v := &Lease{Owner: l.Owner, Token: l.Token, LockDelay: int64(l.LockDelay)}
 	if !l.ExpiresAt.IsZero() {
 		v.ExpiresAt = l.ExpiresAt.UnixNano()
 	}

@@ -117,10 +117,11 @@ func (s state) withToken(t int64) (state, bool) {
 	return s, s.token == t
 }
 
-// see checks that l, a lease carried by a result, is the held row, and
-// learns from it: its token if unknown, its exact expiry.
+// see checks that l, a lease carried by a result, is the held row (its
+// owner and lock-delay), and learns from it: its token if unknown, its
+// exact expiry.
 func (s state) see(l *Lease) (state, bool) {
-	if l == nil || !s.held || l.Owner != s.owner {
+	if l == nil || !s.held || l.Owner != s.owner || !sameDelay(l, s.delay) {
 		return s, false
 	}
 	s, ok := s.withToken(l.Token)
@@ -134,6 +135,12 @@ func (s state) see(l *Lease) (state, bool) {
 		s.expLo, s.expHi = l.ExpiresAt, l.ExpiresAt
 	}
 	return s, true
+}
+
+// sameDelay tells whether l carries the lock-delay delay (ns) as the
+// backends store it, in whole microseconds.
+func sameDelay(l *Lease, delay int64) bool {
+	return l.LockDelay == int64(time.Duration(delay).Truncate(time.Microsecond))
 }
 
 // expiry returns the window of expires_at for a lease acquired or renewed
@@ -247,7 +254,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 	case protocol.OpAcquire:
 		switch out.Status {
 		case protocol.StatusAcquired:
-			if l == nil || l.Owner != op.Owner || l.Token <= s.issued || !s.keyFree(in) {
+			if l == nil || l.Owner != op.Owner || l.Token <= s.issued || !s.keyFree(in) || !sameDelay(l, int64(op.LockDelay)) {
 				return s, false
 			}
 			lo, hi, ok := expiry(in, l, s)
@@ -269,7 +276,8 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 		}
 		switch out.Status {
 		case success:
-			if l == nil || l.Owner != op.Owner || l.Token != op.Token || !s.held || s.owner != op.Owner || !canLive {
+			if l == nil || l.Owner != op.Owner || l.Token != op.Token || !s.held || s.owner != op.Owner || !canLive ||
+				!sameDelay(l, s.delay) {
 				return s, false
 			}
 			if op.Op == protocol.OpRelease {

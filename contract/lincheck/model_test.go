@@ -72,6 +72,13 @@ func lease(owner string, token int64, exp float64) *lincheck.Lease {
 	return l
 }
 
+// delayedLease is lease for one with lock-delay d.
+func delayedLease(d time.Duration, owner string, token int64, exp float64) *lincheck.Lease {
+	l := lease(owner, token, exp)
+	l.LockDelay = int64(d)
+	return l
+}
+
 func out(status protocol.Status, l *lincheck.Lease) *lincheck.Outcome {
 	return &lincheck.Outcome{Status: status, Lease: l, Attempts: 1}
 }
@@ -150,53 +157,67 @@ func TestCheckRejects(t *testing.T) {
 	}, {
 		name: "an acquire during the lock-delay of a revoked lease",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
 			op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))),
 	}, {
 		name: "an acquire during the lock-delay of an expired lease",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
+			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, 10.5))).
 			op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))),
 	}, {
 		name: "a lock-delay conflict after the delay ended",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
-			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))),
+			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, delayedLease(10*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(10*time.Millisecond, "a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, delayedLease(10*time.Millisecond, "a", 1, 2.5))),
 	}, {
 		name: "a get without the ended lease during the lock-delay of a revoked lease",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
 			op(1, 50, 51, get(), out(protocol.StatusNotFound, nil)),
 	}, {
 		name: "a get without the ended lease during the lock-delay of an expired lease",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
+			op(0, 0, 1, acquireDelayed("a", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, 10.5))).
 			op(1, 50, 51, get(), out(protocol.StatusNotFound, nil)),
 	}, {
 		name: "a get carrying an ended lease after the delay ended",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
-			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 2.5))),
+			op(0, 0, 1, acquireDelayed("a", long, 10*time.Millisecond), out(protocol.StatusAcquired, delayedLease(10*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(10*time.Millisecond, "a", 1, 0))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, delayedLease(10*time.Millisecond, "a", 1, 2.5))),
 	}, {
 		name: "a get carrying another lease than the ended one",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
 			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("b", 2, 2.5))),
 	}, {
 		name: "a not_found get carrying the live lease",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, expAt(0.5, long)))),
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))),
 	}, {
 		name: "a not_found get carrying a lease without a lock-delay",
 		h: new(hist).
 			op(0, 0, 1, acquire("a", 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
 			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 10.5))),
+	}, {
+		name: "a replayed renew without the lease's lock-delay",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, renew("a", 1, long), replayed(protocol.StatusRenewed, lease("a", 1, expAt(2.5, long)))),
+	}, {
+		name: "a release answering another lock-delay than the lease's",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(0, 2, 3, release("a", 1), out(protocol.StatusReleased, delayedLease(time.Second, "a", 1, expAt(0.5, long)))),
+	}, {
+		name: "an acquire answering another lock-delay than it asked for",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))),
 	}, {
 		name: "a renew without a ttl that does not keep the lease's",
 		h: new(hist).
@@ -389,16 +410,16 @@ func TestCheckAccepts(t *testing.T) {
 	}, {
 		name: "lock-delays after a revoke and an expiry, a release frees at once",
 		h: new(hist).
-			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
-			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 2.5))).
-			op(1, 60, 61, get(), out(protocol.StatusNotFound, lease("a", 1, 2.5))).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, delayedLease(100*time.Millisecond, "a", 1, 2.5))).
+			op(1, 60, 61, get(), out(protocol.StatusNotFound, delayedLease(100*time.Millisecond, "a", 1, 2.5))).
 			op(1, 104, 105, get(), out(protocol.StatusNotFound, nil)).
-			op(1, 110, 111, acquireDelayed("b", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, lease("b", 2, 120.5))).
-			op(1, 130, 131, get(), out(protocol.StatusNotFound, lease("b", 2, 120.5))).
-			op(0, 150, 151, acquire("a", long), out(protocol.StatusConflict, lease("b", 2, 120.5))).
-			op(0, 230, 231, acquireDelayed("a", long, time.Hour), out(protocol.StatusAcquired, lease("a", 3, expAt(230.5, long)))).
-			op(0, 240, 241, release("a", 3), out(protocol.StatusReleased, lease("a", 3, expAt(230.5, long)))).
+			op(1, 110, 111, acquireDelayed("b", 10*time.Millisecond, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "b", 2, 120.5))).
+			op(1, 130, 131, get(), out(protocol.StatusNotFound, delayedLease(100*time.Millisecond, "b", 2, 120.5))).
+			op(0, 150, 151, acquire("a", long), out(protocol.StatusConflict, delayedLease(100*time.Millisecond, "b", 2, 120.5))).
+			op(0, 230, 231, acquireDelayed("a", long, time.Hour), out(protocol.StatusAcquired, delayedLease(time.Hour, "a", 3, expAt(230.5, long)))).
+			op(0, 240, 241, release("a", 3), out(protocol.StatusReleased, delayedLease(time.Hour, "a", 3, expAt(230.5, long)))).
 			op(1, 242, 243, acquire("b", long), out(protocol.StatusAcquired, lease("b", 4, expAt(242.5, long)))).
 			op(1, 244, 245, revoke(0), out(protocol.StatusRevoked, lease("b", 4, 0))).
 			op(1, 246, 247, get(), out(protocol.StatusNotFound, nil)),
@@ -559,12 +580,12 @@ func TestCheckLateLockDelay(t *testing.T) {
 	t.Parallel()
 	const ttl, delay = 10 * time.Millisecond, 100 * time.Millisecond
 	expired := new(hist).
-		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, ttl)))).
-		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, expAt(0.5, ttl)))).h
+		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, delayedLease(delay, "a", 1, expAt(0.5, ttl)))).
+		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, delayedLease(delay, "a", 1, expAt(0.5, ttl)))).h
 	revoked := new(hist).
-		op(0, 0, 1, acquireDelayed("a", long, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, long)))).
-		op(2, 10, 11, revoke(0), out(protocol.StatusRevoked, lease("a", 1, 0))).
-		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 10.5))).h
+		op(0, 0, 1, acquireDelayed("a", long, delay), out(protocol.StatusAcquired, delayedLease(delay, "a", 1, expAt(0.5, long)))).
+		op(2, 10, 11, revoke(0), out(protocol.StatusRevoked, delayedLease(delay, "a", 1, 0))).
+		op(1, 300, 301, acquire("b", long), out(protocol.StatusConflict, delayedLease(delay, "a", 1, 10.5))).h
 	dir := t.TempDir()
 	for what, h := range map[string]lincheck.History{"expired": expired, "revoked": revoked} {
 		if _, err := lincheck.Check(&h, &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); err != nil {
@@ -575,7 +596,7 @@ func TestCheckLateLockDelay(t *testing.T) {
 		}
 	}
 	early := &new(hist).
-		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, lease("a", 1, expAt(0.5, ttl)))).
+		op(0, 0, 1, acquireDelayed("a", ttl, delay), out(protocol.StatusAcquired, delayedLease(delay, "a", 1, expAt(0.5, ttl)))).
 		op(1, 50, 51, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(50.5, long)))).h
 	if _, err := lincheck.Check(early, &lincheck.CheckOptions{Dir: dir, LateExpiry: time.Second}); !errors.Is(err, lincheck.ErrNotLinearizable) {
 		t.Errorf("taken 60 ms before the lock-delay ended: %v, want a violation", err)

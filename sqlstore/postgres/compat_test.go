@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/replaycompat"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -210,4 +211,30 @@ func readAllRecords(t *testing.T, r audit.Reader, ns string) []audit.Record {
 		}
 		cursor = p.NextCursor
 	}
+}
+
+// TestReplayOfRecordWithoutLockDelay: a record written before schema 5
+// replays with lock-delay 0 (replaycompat); migrating down to 4 drops the
+// records' lock-delay and restores version 4's leasestore_outcome, and up
+// again brings the column back NULL.
+func TestReplayOfRecordWithoutLockDelay(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	ctx := ctxT(t)
+	open := func() protocol.Backend {
+		b, err := postgres.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	replaycompat.Check(ctx, t, "ns", open, func() {
+		db := sqlDB(t, dsn)
+		if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
+			t.Fatalf("migrate down to 4 with records: %v", err)
+		}
+		if _, err := migrations.Up(ctx, migrations.Postgres, db); err != nil {
+			t.Fatalf("migrate up to 5 again: %v", err)
+		}
+	})
 }

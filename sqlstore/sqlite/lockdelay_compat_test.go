@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/replaycompat"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -90,4 +92,29 @@ func TestPreviousReleaseOnSchema4(t *testing.T) {
 
 	// A fresh key through the previous release.
 	v3acquire("fresh", "old", time.Minute)
+}
+
+// TestReplayOfRecordWithoutLockDelay: a record written before schema 5
+// replays with lock-delay 0 (replaycompat); migrating down to 4 drops the
+// records' lock-delay, and up again brings the column back NULL.
+func TestReplayOfRecordWithoutLockDelay(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	ctx := ctxT(t)
+	open := func() protocol.Backend {
+		b, err := sqlite.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	replaycompat.Check(ctx, t, "ns", open, func() {
+		db := rawDB(t, path)
+		if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
+			t.Fatalf("migrate down to 4 with records: %v", err)
+		}
+		if _, err := migrations.Up(ctx, migrations.SQLite, db); err != nil {
+			t.Fatalf("migrate up to 5 again: %v", err)
+		}
+	})
 }

@@ -205,6 +205,18 @@ func TestCheckRejects(t *testing.T) {
 			op(0, 0, 1, acquire("a", 10*time.Millisecond), out(protocol.StatusAcquired, lease("a", 1, 10.5))).
 			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 10.5))),
 	}, {
+		name: "a get during a revoke's lock-delay carrying the ended lease without its lock-delay",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
+			op(1, 50, 51, get(), out(protocol.StatusNotFound, lease("a", 1, 2.5))),
+	}, {
+		name: "a conflict during a revoke's lock-delay carrying the lease's planned expiry, not its end",
+		h: new(hist).
+			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).
+			op(2, 2, 3, revoke(0), out(protocol.StatusRevoked, delayedLease(100*time.Millisecond, "a", 1, 0))).
+			op(1, 50, 51, acquire("b", long), out(protocol.StatusConflict, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))),
+	}, {
 		name: "a replayed renew without the lease's lock-delay",
 		h: new(hist).
 			op(0, 0, 1, acquireDelayed("a", long, 100*time.Millisecond), out(protocol.StatusAcquired, delayedLease(100*time.Millisecond, "a", 1, expAt(0.5, long)))).

@@ -79,9 +79,9 @@ func Conflict(cur *protocol.Lease, now time.Time) protocol.Result {
 }
 
 // LockDelayMessage is the message of a conflict with l, an ended lease
-// whose lock-delay keeps the key.
+// whose lock-delay keeps the key; it starts with [protocol.LockDelayPrefix].
 func LockDelayMessage(l protocol.Lease) string {
-	return fmt.Sprintf("lock-delay: the lease of %s (token %d) ended at %s; the key is free at %s",
+	return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; the key is free at %s",
 		l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
 }
 

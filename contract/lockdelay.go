@@ -37,8 +37,8 @@ func (e *env) expectDelayed(what, name string, ended protocol.Lease, endedAt tim
 	if res.Lease.LockDelay != lockDelay {
 		e.t.Fatalf("%s: the conflict's lease has lock-delay %v, want %v", what, res.Lease.LockDelay, lockDelay)
 	}
-	if !strings.Contains(res.Message, "lock-delay") {
-		e.t.Fatalf("%s: message %q does not say a lock-delay keeps the key", what, res.Message)
+	if !res.KeptByLockDelay() {
+		e.t.Fatalf("%s: message %q does not say a lock-delay keeps the key (starting %q)", what, res.Message, protocol.LockDelayPrefix)
 	}
 	e.unchanged(what, before)
 	e.expectGetDelayed(what+": get", name, ended)
@@ -182,9 +182,16 @@ func lockDelayCases() []testCase {
 		}},
 		{"after_expiry", func(e *env) {
 			l := e.acquireDelayed(e.a, "job", "w1")
-			e.clock.Advance(leaseTTL)
+			e.clock.Advance(leaseTTL - precision) // the last instant the lease is live
+			res, err := e.b.Acquire(e.ctx, e.acquireReq("job", "w2", leaseTTL))
+			e.expect("acquire 1µs before the expiry", res, err, protocol.StatusConflict)
+			e.expectLease("conflict carries the holder", res.Lease, l)
+			if res.KeptByLockDelay() {
+				e.t.Fatalf("conflict with a live lease: message %q says a lock-delay caused it", res.Message)
+			}
+			e.clock.Advance(precision)
 			e.expectDelayed("acquire at the expiry", "job", l, l.ExpiresAt)
-			res, err := e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
+			res, err = e.a.Renew(e.ctx, protocol.RenewRequest{Key: l.Key, Owner: l.Owner, Token: l.Token, TTL: leaseTTL, RequestID: e.rid()})
 			e.expect("renew by the holder after expiry", res, err, protocol.StatusExpired)
 			e.expectGetDelayed("get during the lock-delay", "job", l)
 			e.clock.Advance(lockDelay - time.Microsecond)

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/listcursor"
@@ -61,6 +62,19 @@ func (l Lease) FreeAt() time.Time { return l.ExpiresAt.Add(l.LockDelay) }
 // what a conflict carrying it means when its holder's lease is no longer
 // live.
 func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Before(l.FreeAt()) }
+
+// LockDelayPrefix starts the message of an acquire's conflict that the
+// lock-delay of an ended lease, not a live lease, caused
+// ([Result.KeptByLockDelay]); no other message starts with it.
+const LockDelayPrefix = "lock-delay: "
+
+// KeptByLockDelay reports whether r is an acquire's conflict caused by the
+// lock-delay of the ended lease it carries rather than by a live lease: the
+// store's verdict, by the store's clock (the caller's may differ, so
+// [Lease.DelayedAt] at the caller's now can judge otherwise near the end).
+func (r Result) KeptByLockDelay() bool {
+	return r.Status == StatusConflict && r.Lease != nil && strings.HasPrefix(r.Message, LockDelayPrefix)
+}
 
 // Result is what every lease operation returns: the status, the key asked
 // for, the lease acted on (or, for conflict, stale_token and not_owner, the

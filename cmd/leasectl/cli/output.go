@@ -155,10 +155,10 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	// A get that answers not_found with a lease, and an acquire's conflict
-	// with a lease no longer live (by this clock), show the ended lease
-	// whose lock-delay keeps the key.
-	ended := res.Status == protocol.StatusNotFound ||
-		(res.Status == protocol.StatusConflict && res.Lease != nil && res.Lease.DelayedAt(now))
+	// that the store says a lock-delay caused, show the ended lease whose
+	// lock-delay keeps the key: the store's clock judges expiry, not this
+	// one.
+	ended := res.Status == protocol.StatusNotFound || res.KeptByLockDelay()
 	if l := res.Lease; l != nil {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
 		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)

@@ -255,6 +255,20 @@ func TestRunRequestID(t *testing.T) {
 			t.Fatalf("the first run after the second one came and went: exit %d, want 0\n%s", code, first.output())
 		}
 		c.runJSON(t, 4, "get", "twice")
+
+		// A run whose claim took effect but whose answer was lost (it exited
+		// 5; here the claim's renew alone) leaves the lease to no one: a run
+		// again with the ID cannot tell that from a run beside it, so it
+		// exits 3, and says how to go on.
+		lost := result(t, c.runJSON(t, 0, "acquire", "lost", "--owner", "w", "--request-id", "lost-1"), "acquired")
+		c.runJSON(t, 0, "renew", "lost", "--owner", "w", "--token", tok(lost), "--ttl", "30s", "--request-id", "lost-1/run")
+		rr = c.run(t, "run", "lost", "--owner", "w", "--request-id", "lost-1", "--", "sh", "-c", "echo ran")
+		for _, want := range []string{"or an earlier run with this id whose answer was lost (exit 5)",
+			"leasectl revoke lost --token " + tok(lost), "a new --request-id"} {
+			if rr.code != 3 || strings.Contains(rr.stdout, "ran") || !strings.Contains(rr.stdout, want) {
+				t.Fatalf("a run with the request id of a claim whose answer was lost: want exit 3, CMD not run and %q\n%s", want, rr)
+			}
+		}
 		if r := c.run(t, "run", "k", "--request-id", strings.Repeat("r", 125), "--", "true"); r.code != 2 {
 			t.Fatalf("run with a request id too long for its claim: want exit 2\n%s", r)
 		}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,9 +106,12 @@ again with the same ID and the same KEY, --owner, --ttl and --lock-delay:
 the acquire is replayed, its lease confirmed with a renew, and CMD runs
 under it (its token), without waiting for the lease to run out. Only one
 run acts on an ID's lease: while another run with that ID holds it, run
-exits 3 without running CMD (the lease is left to that run). Renewals and
-the release take ids of their own. Once the ID's lease has ended, run
-with it exits 4: use a new ID.
+exits 3 without running CMD (the lease is left to that run); so does a
+run after one whose claim of the lease took effect but whose answer was
+lost (it exited 5), as the two cannot be told apart: the message says when
+the lease runs out and how to revoke it. Renewals and the release take ids
+of their own. Once the ID's lease has ended, run with it exits 4: use a
+new ID.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
@@ -186,10 +190,24 @@ func (a *app) claimRun(ctx context.Context, s *store, req protocol.AcquireReques
 			"(token %d), so the command was not run; the lease runs out after its TTL unless that run renews it: %w",
 			req.RequestID, lease.Token, err))
 	}
+	// The claim's record cannot say which run made it: one beside this
+	// one, or an earlier one that never heard its answer and left.
 	return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Replayed: true,
 		RequestID: req.RequestID, Lease: &lease,
-		Message: fmt.Sprintf("the acquire with request id %s took effect earlier and another run with that id holds its lease "+
-			"(token %d): the command was not run", req.RequestID, lease.Token)}, nil)
+		Message: fmt.Sprintf("the acquire with request id %s took effect earlier and a run with that id claimed its lease "+
+			"(token %d): another run still running, or an earlier run with this id whose answer was lost (exit 5); "+
+			"the command was not run. If no run with this id is running, the lease runs out at %s unless revoked "+
+			"(%s); then run with a new --request-id", req.RequestID, lease.Token,
+			lease.ExpiresAt.UTC().Format(time.RFC3339Nano), revokeCommand(lease))}, nil)
+}
+
+// revokeCommand is the leasectl command line that revokes l, to paste.
+func revokeCommand(l protocol.Lease) string {
+	key := shellQuote(l.Key.Name)
+	if l.Key.Namespace != protocol.DefaultNamespace || strings.Contains(l.Key.Name, "/") {
+		key = "-n " + shellQuote(l.Key.Namespace) + " " + key
+	}
+	return fmt.Sprintf("leasectl revoke %s --token %d --reason REASON", key, l.Token)
 }
 
 // run holds req while argv runs; see runCommand.
@@ -219,8 +237,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
 	if !stopWatching() && err == nil {
 		// Interrupted (or out of wait time) just as the lease was taken:
-		// the hold's context is gone, so the lease goes back (unless it
-		// may be another run's: a replay of the user's request id).
+		// the hold's context is gone, so the lease goes back (unless the
+		// user gave the request id: another run with it may have claimed
+		// the lease, even one this run's own acquire took).
 		if claim {
 			cancelHold(context.Cause(wctx))
 			<-h.Done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +29,10 @@ var ErrAuditMismatch = errors.New("lincheck: the audit trail does not match the 
 //     and a get have none;
 //   - an operation of unknown outcome has at most one, of its op;
 //   - every record of those namespaces belongs to an operation of h.
+//
+// A request id sent by several operations (a caller that retries an
+// unknown outcome as a new operation) is judged for them together: those
+// that took effect, replays included, share its one record.
 //
 // It needs the whole history of every writer of those namespaces, and a
 // trail nobody pruned since the run began.
@@ -55,13 +60,21 @@ func CheckAudit(ctx context.Context, h *History, r audit.Reader) error {
 		}
 	}
 	var problems []string
+	var ids []string
+	byOp := map[string][]Operation{}
 	for _, op := range h.Ops {
 		id := op.Namespace + "\x00" + op.RequestID
+		if byOp[id] == nil {
+			ids = append(ids, id)
+		}
+		byOp[id] = append(byOp[id], op)
+	}
+	for _, id := range ids {
 		recs := byID[id]
 		delete(byID, id)
-		if why := auditMismatch(op, recs); why != "" {
+		for _, m := range auditMismatches(byOp[id], recs) {
 			problems = append(problems, fmt.Sprintf("%s %s/%s request %s (%s): %s",
-				op.Op, op.Namespace, op.Key, op.RequestID, describeOutcome(op.Outcome), why))
+				m.op.Op, m.op.Namespace, m.op.Key, m.op.RequestID, describeOutcome(m.op.Outcome), m.why))
 		}
 	}
 	for _, recs := range byID {
@@ -81,28 +94,60 @@ func CheckAudit(ctx context.Context, h *History, r audit.Reader) error {
 	return fmt.Errorf("%w: %d problems:\n\t%s", ErrAuditMismatch, n, strings.Join(problems, "\n\t"))
 }
 
-// auditMismatch says what is wrong with recs, the records of op's request
-// id, or "" when nothing is.
-func auditMismatch(op Operation, recs []audit.Record) string {
+// mismatch is what is wrong with the records of op's request id.
+type mismatch struct {
+	op  Operation
+	why string
+}
+
+// auditMismatches says what is wrong with recs, the records of one request
+// id, given ops, the operations that sent it (in history order): nothing
+// when it is nil. The operations that took effect under an id (a replay
+// included) share its one record; one that was refused, or a get, adds
+// none; one of unknown outcome may have made it.
+func auditMismatches(ops []Operation, recs []audit.Record) []mismatch {
 	took := map[protocol.Status]bool{protocol.StatusAcquired: true, protocol.StatusRenewed: true,
 		protocol.StatusReleased: true, protocol.StatusRevoked: true}
-	switch {
-	case op.Op == protocol.OpGet || (!op.Unknown() && !took[op.Outcome.Status]):
-		if len(recs) > 0 {
-			return fmt.Sprintf("%d records (%s %s first) for an operation that changed nothing", len(recs), recs[0].Op, recs[0].Status)
+	var effective, unknown []Operation
+	for _, op := range ops {
+		switch {
+		case op.Op == protocol.OpGet:
+		case op.Unknown():
+			unknown = append(unknown, op)
+		case took[op.Outcome.Status]:
+			effective = append(effective, op)
 		}
-		return ""
-	case len(recs) > 1:
-		return fmt.Sprintf("%d records, want one", len(recs))
-	case op.Unknown():
-		if len(recs) == 1 && recs[0].Op != op.Op {
-			return fmt.Sprintf("a record of %s", recs[0].Op)
-		}
-		return ""
-	case len(recs) == 0:
-		return "no record of a change that took effect"
 	}
-	rec, out := recs[0], op.Outcome
+	switch {
+	case len(effective) == 0 && len(unknown) == 0:
+		if len(recs) > 0 {
+			return []mismatch{{ops[0], fmt.Sprintf("%d records (%s %s first) for an operation that changed nothing",
+				len(recs), recs[0].Op, recs[0].Status)}}
+		}
+		return nil
+	case len(recs) > 1:
+		return []mismatch{{ops[0], fmt.Sprintf("%d records, want one", len(recs))}}
+	case len(effective) == 0:
+		if len(recs) == 1 && !slices.ContainsFunc(unknown, func(op Operation) bool { return op.Op == recs[0].Op }) {
+			return []mismatch{{unknown[0], fmt.Sprintf("a record of %s", recs[0].Op)}}
+		}
+		return nil
+	case len(recs) == 0:
+		return []mismatch{{effective[0], "no record of a change that took effect"}}
+	}
+	var found []mismatch
+	for _, op := range effective {
+		if why := recordMismatch(op, recs[0]); why != "" {
+			found = append(found, mismatch{op, why})
+		}
+	}
+	return found
+}
+
+// recordMismatch says how rec differs from the record of op, an operation
+// that took effect, or "" when it does not.
+func recordMismatch(op Operation, rec audit.Record) string {
+	out := op.Outcome
 	actor := op.Owner
 	var want []string
 	if rec.Op != op.Op || rec.Status != out.Status {

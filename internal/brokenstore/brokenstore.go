@@ -184,10 +184,12 @@ func (s *Store) realToken(k protocol.Key, t int64) int64 {
 	return t + s.key(k).delta
 }
 
-// raw returns the live lease at k as the store has it, or nil.
+// raw returns the live lease at k as the store has it, or nil (also
+// while a lock-delay keeps the key: get's not_found then carries the ended
+// lease, which is not live).
 func (h *Handle) raw(ctx context.Context, k protocol.Key) (*protocol.Lease, error) {
 	res, err := h.Backend.Get(ctx, protocol.GetRequest{Key: k, RequestID: protocol.NewRequestID()})
-	if err != nil {
+	if err != nil || res.Status != protocol.StatusFound {
 		return nil, err
 	}
 	return res.Lease, nil

@@ -320,7 +320,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			poll = time.After(groupPoll)
 		case <-poll:
 			switch {
-			case !group.alive():
+			case done == nil && !group.alive():
 				waiting = false
 			case !reapBy.IsZero() && !time.Now().Before(reapBy):
 				waiting, survived = false, true
@@ -345,13 +345,21 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			group.signal(groupKill)
 			// Killed processes end soon, not at once: the release waits
 			// until none of the group, CMD included, is left (zombies
-			// cannot run), for up to killWait from now.
+			// cannot run), for up to killWait from now, CMD itself too
+			// (it may not have ended yet).
 			reapBy = time.Now().Add(killWait)
+			poll = time.After(groupPoll)
 		case sig := <-sigs:
 			group.signal(sig)
 		}
 	}
-	code := commandExitCode(c.ProcessState)
+	// CMD's code once Wait returned (done nil: its ProcessState is set);
+	// else CMD itself outlived the kill's bound, which only a loss (exit 6)
+	// leads to.
+	code := 1
+	if done == nil {
+		code = commandExitCode(c.ProcessState)
+	}
 	if survived {
 		a.log.Error("run: processes of the command still run after SIGKILL; not releasing the lease: it runs out after its TTL",
 			"key", req.Key.String(), "token", h.Token(), "waited", killWait.String())

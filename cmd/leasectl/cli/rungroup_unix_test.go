@@ -3,6 +3,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -266,5 +268,65 @@ func TestRunReleasesOnlyOnceTheKilledGroupIsGone(t *testing.T) {
 			t.Fatalf("%s: run does not say it left the lease to run out\nstderr: %s", tc.name, o.stderr)
 		}
 		wantCode(t, runCLI(t, e, "get", "stubborn"), 0) // left to run out after its TTL
+	}
+}
+
+// TestRunBoundedWhenTheKilledCommandLingers: after SIGKILL run waits up to
+// killWait for the group, CMD itself included: a CMD that the kill leaves
+// running a while (in the middle of a write to a slow disk) must not keep
+// run, whose lease is lost, from exiting 6 after that bound, without a
+// release. SIGURG, which sleep ignores, stands in for that SIGKILL. The old
+// run started the bound only once CMD had been reaped, and waited forever.
+func TestRunBoundedWhenTheKilledCommandLingers(t *testing.T) {
+	controllingTerminal = filepath.Join(t.TempDir(), "no-tty")
+	groupKill, killWait = syscall.SIGURG, time.Second
+	t.Cleanup(func() {
+		controllingTerminal, groupKill, killWait = "/dev/tty", syscall.SIGKILL, 5*time.Second
+	})
+	e := sqliteEnv(t)
+	pidfile := filepath.Join(t.TempDir(), "cmd.pid")
+	done := make(chan outcome, 1)
+	go func() {
+		// Files, not buffers, for output: no copying goroutine of
+		// os/exec's outlives run while the command lingers.
+		dir := t.TempDir()
+		stdout, err1 := os.Create(filepath.Join(dir, "stdout"))
+		stderr, err2 := os.Create(filepath.Join(dir, "stderr"))
+		if err := errors.Join(err1, err2); err != nil {
+			done <- outcome{code: -1, stderr: err.Error()}
+			return
+		}
+		defer stdout.Close()
+		defer stderr.Close()
+		code := Execute(context.Background(), []string{"run", "lingers", "--grace", "200ms", "--", "sh", "-c",
+			`echo $$ > "$0"; trap '' TERM; exec sleep 300`, pidfile}, nil, stdout, stderr, e.get)
+		out, _ := os.ReadFile(stdout.Name())
+		errs, _ := os.ReadFile(stderr.Name())
+		done <- outcome{stdout: string(out), stderr: string(errs), code: code}
+	}()
+	pid := 0
+	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start within 30s")
+		}
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	wantCode(t, runCLI(t, e, "revoke", "lingers", "--reason", "test"), 0)
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-done
+		t.Fatal("run, its lease lost and its command killed, did not end within 20s while the command lingered")
+	}
+	wantCode(t, o, ExitLost)
+	for _, want := range []string{"outlived its grace period", "still run after SIGKILL"} {
+		if !strings.Contains(o.stderr, want) {
+			t.Fatalf("run does not say %q\nstderr: %s", want, o.stderr)
+		}
 	}
 }

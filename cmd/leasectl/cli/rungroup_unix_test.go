@@ -228,15 +228,7 @@ func TestRunReleasesOnlyOnceTheKilledGroupIsGone(t *testing.T) {
 			done <- runCLI(t, e, "run", "stubborn", "--grace", "200ms", "--", "sh", "-c",
 				`(trap '' TERM; exec sleep 300) >/dev/null 2>&1 & echo $! > "$0"`, pidfile)
 		}()
-		pid := 0
-		for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
-			if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
-				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the command did not start its grandchild within 30s", tc.name)
-			}
-		}
+		pid := readPidFile(t, pidfile)
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 		if tc.vanish {
 			select {
@@ -248,14 +240,7 @@ func TestRunReleasesOnlyOnceTheKilledGroupIsGone(t *testing.T) {
 			wantCode(t, runCLI(t, e, "get", "stubborn"), 0) // still held
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		var o outcome
-		select {
-		case o = <-done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			<-done
-			t.Fatalf("%s: run did not end within 30s", tc.name)
-		}
+		o := awaitRun(t, done, pid, 30*time.Second, tc.name)
 		wantCode(t, o, 0)
 		if !strings.Contains(o.stderr, "outlived its grace period") {
 			t.Fatalf("%s: run did not kill the group\nstderr: %s", tc.name, o.stderr)
@@ -304,29 +289,45 @@ func TestRunBoundedWhenTheKilledCommandLingers(t *testing.T) {
 		errs, _ := os.ReadFile(stderr.Name())
 		done <- outcome{stdout: string(out), stderr: string(errs), code: code}
 	}()
-	pid := 0
-	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not start within 30s")
-		}
-	}
+	pid := readPidFile(t, pidfile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	wantCode(t, runCLI(t, e, "revoke", "lingers", "--reason", "test"), 0)
-	var o outcome
-	select {
-	case o = <-done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-done
-		t.Fatal("run, its lease lost and its command killed, did not end within 20s while the command lingered")
-	}
+	o := awaitRun(t, done, pid, 20*time.Second, "lingering command after a loss")
 	wantCode(t, o, ExitLost)
 	for _, want := range []string{"outlived its grace period", "still run after SIGKILL"} {
 		if !strings.Contains(o.stderr, want) {
 			t.Fatalf("run does not say %q\nstderr: %s", want, o.stderr)
 		}
+	}
+}
+
+// readPidFile waits up to 30s for a command to write its pid, a line, to
+// path, and returns it.
+func readPidFile(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s within 30s: the command did not start", path)
+		}
+	}
+}
+
+// awaitRun returns run's outcome from done, or fails the test (after
+// killing pid, which keeps run going) when run did not end within d.
+func awaitRun(t *testing.T, done <-chan outcome, pid int, d time.Duration, what string) outcome {
+	t.Helper()
+	select {
+	case o := <-done:
+		return o
+	case <-time.After(d):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("%s: run did not end within %v while a process of its group was there", what, d)
+		return outcome{}
 	}
 }

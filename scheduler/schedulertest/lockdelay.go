@@ -113,8 +113,13 @@ func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 	early := store.between(sent, sent.Add(delay-expiryMarginTest))
 	t.Logf("acquires of the target during its lock-delay of %v: %d; taken again %v after the delay ended",
 		delay, early, retaken.Sub(free).Round(time.Millisecond))
-	if retaken.Before(sent.Add(delay)) {
-		t.Errorf("the target was taken again %v after the revoke, within its lock-delay of %v", retaken.Sub(sent), delay)
+	// The store judges the delay by its wall clock: so does this check
+	// (Round(0) drops the monotonic reading). A wall clock slewed or
+	// stepped against the monotonic one (seen once: 2.995s by the
+	// monotonic clock) is not the store's error.
+	if wall := retaken.Round(0).Sub(sent.Round(0)); wall < delay {
+		t.Errorf("the target was taken again %v after the revoke by the wall clock (%v by the monotonic one), within its lock-delay of %v",
+			wall, retaken.Sub(sent), delay)
 	}
 	if early > 1 {
 		t.Errorf("%d acquires of the target while its lock-delay ran (known from the first conflict): want 1", early)

@@ -814,7 +814,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("audit trail ops: %v", ops)
 	}
 
-	table := runCLI(t, env{}, "demo", "--ttl", "600ms")
+	table := runCLI(t, env{}, "demo", "--ttl", "3s")
 	wantCode(t, table, 0)
 	for _, want := range []string{"fresh SQLite file", "Summary", "ID", "REASON"} {
 		if !strings.Contains(table.stdout, want) {

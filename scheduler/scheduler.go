@@ -50,6 +50,9 @@ type Scheduler struct {
 	backoff   map[string]backoffState
 	pending   map[string]string // target -> request id of an acquire whose outcome is unknown
 	memberReq string            // the same for the membership lease
+	// orphans are the pending acquires of targets no longer wanted
+	// (removed from the set; at shutdown, all): see resolveOrphans.
+	orphans map[string]string
 	// unreleased are leases given up whose release got no answer: they are
 	// released again at the next rounds until their local deadline.
 	unreleased []*lease
@@ -138,13 +141,17 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 		leases:  map[string]*lease{},
 		backoff: map[string]backoffState{},
 		pending: map[string]string{},
+		orphans: map[string]string{},
 	}, nil
 }
 
 // Run works until ctx ends, then shuts down: it cancels every handler
 // (cause [ErrStopped]), keeps renewing each lease until its handler
 // returned, releases it (and once more each lease given up earlier whose
-// release got no answer), releases the membership lease and returns nil.
+// release got no answer), resends each acquire whose answer was lost with
+// its request id and releases what it took (as it does at once for a
+// target removed from the set), releases the membership lease and returns
+// nil.
 // When ctx ends, the renewals and lists of a round under way are cut short;
 // store operations of the shutdown run on a context that keeps ctx's values
 // but not its cancellation, each bounded by [Config].OpTimeout, the
@@ -222,6 +229,7 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 		return time.Time{} // the shutdown tries the unanswered releases
 	}
 	s.retryReleases()
+	s.resolveOrphans()
 	s.join()
 	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
@@ -793,10 +801,51 @@ func (s *Scheduler) refreshTargets(ctx context.Context) {
 			delete(s.backoff, t)
 		}
 	}
-	for t := range s.pending {
+	for t, id := range s.pending {
 		if !seen[t] {
+			s.orphans[t] = id
 			delete(s.pending, t)
 		}
+	}
+	for t, id := range s.orphans {
+		if seen[t] { // wanted again: claim resolves it as before
+			s.pending[t] = id
+			delete(s.orphans, t)
+		}
+	}
+}
+
+// resolveOrphans learns the outcome of the acquires whose answer was lost
+// for targets no longer wanted: each is sent again with its request id,
+// and a lease it took (then, or on this retry) is released, so that it
+// does not keep the target from every worker until it runs out (and for
+// its lock-delay after). One still without an answer is kept for the next
+// round; at shutdown it is logged, and its lease, if any, runs out.
+func (s *Scheduler) resolveOrphans() {
+	for t, id := range s.orphans {
+		key := protocol.Key{Namespace: s.set.ns, Name: t}
+		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+		res, err := s.store.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl,
+			LockDelay: s.set.lockDelay, RequestID: id})
+		if err == nil && res.Lease != nil {
+			token := res.Lease.Token
+			if _, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token}); err == nil {
+				s.log.Info("scheduler: released the lease an acquire whose answer was lost took, its target no longer wanted",
+					"target", t, "token", token)
+			}
+			if refused(err) {
+				err = nil // gone already
+			}
+		}
+		cancel()
+		if unknown(err) && !s.stopping {
+			continue // again next round
+		}
+		if unknown(err) {
+			s.log.Warn("scheduler: could not learn whether an acquire whose answer was lost took the lease; if it did, it runs out after its TTL",
+				"target", t, "request_id", id, "ttl", s.set.ttl, "err", err)
+		}
+		delete(s.orphans, t)
 	}
 }
 
@@ -1089,6 +1138,11 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 		s.settle()
 	}
 	retried()
+	for t, id := range s.pending {
+		s.orphans[t] = id
+	}
+	clear(s.pending)
+	s.resolveOrphans()
 	s.mu.Lock()
 	m := s.membership
 	s.membership = nil

@@ -50,9 +50,10 @@ type Scheduler struct {
 	backoff   map[string]backoffState
 	pending   map[string]string // target -> request id of an acquire whose outcome is unknown
 	memberReq string            // the same for the membership lease
-	// orphans are the pending acquires of targets no longer wanted
-	// (removed from the set; at shutdown, all): see resolveOrphans.
-	orphans map[string]string
+	// orphans are the acquires whose answer was lost of keys no longer
+	// wanted (targets removed from the set; at shutdown, every one, the
+	// membership's too), by key: see resolveOrphans.
+	orphans map[protocol.Key]orphan
 	// unreleased are leases given up whose release got no answer: they are
 	// released again at the next rounds until their local deadline.
 	unreleased []*lease
@@ -99,6 +100,17 @@ type membership struct {
 	expiresAt time.Time
 }
 
+// orphan is an acquire whose answer was lost, of a key no longer wanted.
+type orphan struct {
+	reqID string
+	// until (local) is when every lease the acquires sent before the
+	// orphan was made have run out: resending after it is pointless.
+	until time.Time
+	// runsOut (local) is when every lease an attempt may have taken has
+	// run out, resends included.
+	runsOut time.Time
+}
+
 type backoffState struct {
 	n     int
 	until time.Time
@@ -141,17 +153,19 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 		leases:  map[string]*lease{},
 		backoff: map[string]backoffState{},
 		pending: map[string]string{},
-		orphans: map[string]string{},
+		orphans: map[protocol.Key]orphan{},
 	}, nil
 }
 
 // Run works until ctx ends, then shuts down: it cancels every handler
 // (cause [ErrStopped]), keeps renewing each lease until its handler
 // returned, releases it (and once more each lease given up earlier whose
-// release got no answer), resends each acquire whose answer was lost with
-// its request id and releases what it took (as it does at once for a
-// target removed from the set), releases the membership lease and returns
-// nil.
+// release got no answer), resends each acquire whose answer was lost (the
+// membership's too) with its request id and releases what it took, until
+// the first that gets no answer (as it does each round for a target
+// removed from the set, while a lease such an acquire took may live),
+// releases the membership lease (also one that ran out by the local clock
+// only) and returns nil.
 // When ctx ends, the renewals and lists of a round under way are cut short;
 // store operations of the shutdown run on a context that keeps ctx's values
 // but not its cancellation, each bounded by [Config].OpTimeout, the
@@ -660,11 +674,7 @@ func (s *Scheduler) join() {
 // to retry with is kept by the caller from retryID.
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
 	sent := time.Now()
-	req := protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl, RequestID: reqID}
-	if key != s.member {
-		req.LockDelay = s.set.lockDelay
-	}
-	res, err := s.store.Acquire(ctx, req)
+	res, err := s.store.Acquire(ctx, s.acquireRequest(key, reqID))
 	if unknown(err) {
 		if key == s.member {
 			s.memberReq = res.RequestID
@@ -703,6 +713,16 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 		return protocol.Lease{}, sent, fmt.Errorf("scheduler: renew of %s answered %s without a lease", key, rr.Status)
 	}
 	return *rr.Lease, sent, nil
+}
+
+// acquireRequest is the acquire of key (a target's or the membership's)
+// with request id reqID: a resend must be the same request.
+func (s *Scheduler) acquireRequest(key protocol.Key, reqID string) protocol.AcquireRequest {
+	req := protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl, RequestID: reqID}
+	if key != s.member {
+		req.LockDelay = s.set.lockDelay
+	}
+	return req
 }
 
 // unknown reports whether err leaves the outcome of a change unknown.
@@ -803,50 +823,94 @@ func (s *Scheduler) refreshTargets(ctx context.Context) {
 	}
 	for t, id := range s.pending {
 		if !seen[t] {
-			s.orphans[t] = id
+			s.orphan(protocol.Key{Namespace: s.set.ns, Name: t}, id)
 			delete(s.pending, t)
 		}
 	}
-	for t, id := range s.orphans {
-		if seen[t] { // wanted again: claim resolves it as before
-			s.pending[t] = id
-			delete(s.orphans, t)
+	for key, o := range s.orphans {
+		if key.Namespace == s.set.ns && seen[key.Name] { // wanted again: claim resolves it as before
+			s.pending[key.Name] = o.reqID
+			delete(s.orphans, key)
 		}
 	}
 }
 
+// orphan notes that the acquire of key with request id reqID, whose
+// answer was lost, is no longer wanted.
+func (s *Scheduler) orphan(key protocol.Key, reqID string) {
+	end := time.Now().Add(s.set.ttl)
+	s.orphans[key] = orphan{reqID: reqID, until: end, runsOut: end}
+}
+
 // resolveOrphans learns the outcome of the acquires whose answer was lost
-// for targets no longer wanted: each is sent again with its request id,
-// and a lease it took (then, or on this retry) is released, so that it
-// does not keep the target from every worker until it runs out (and for
-// its lock-delay after). One still without an answer is kept for the next
-// round; at shutdown it is logged, and its lease, if any, runs out.
+// of keys no longer wanted: each is sent again with its request id, and a
+// lease it took (then, or on this retry) is released, so that it does not
+// keep the key from every worker until it runs out (and for its lock-delay
+// after). An orphan is dropped once any lease the acquires sent before it
+// was made took has run out (TTL after), without a resend. A round stops
+// at the first resend or release that gets no answer, so that a store
+// that does not answer costs it one OpTimeout, not one per orphan; the
+// rest wait for the next round. At shutdown that one and the rest are
+// logged, and their leases, if any, run out.
 func (s *Scheduler) resolveOrphans() {
-	for t, id := range s.orphans {
-		key := protocol.Key{Namespace: s.set.ns, Name: t}
-		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-		res, err := s.store.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: s.id, TTL: s.set.ttl,
-			LockDelay: s.set.lockDelay, RequestID: id})
-		if err == nil && res.Lease != nil {
-			token := res.Lease.Token
-			if _, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token}); err == nil {
-				s.log.Info("scheduler: released the lease an acquire whose answer was lost took, its target no longer wanted",
-					"target", t, "token", token)
+	for key, o := range s.orphans {
+		if time.Now().After(o.until) {
+			s.log.Info("scheduler: stopped resending an acquire whose answer was lost: any lease it took has run out",
+				"key", key, "request_id", o.reqID)
+			delete(s.orphans, key)
+			continue
+		}
+		step, token, err := s.resolveOrphan(key, &o)
+		if err == nil {
+			delete(s.orphans, key)
+			continue
+		}
+		s.orphans[key] = o
+		if !s.stopping {
+			s.problems = append(s.problems, fmt.Sprintf("resolve a lost acquire of %s: %s: %v", key, step, err))
+			return // the others next round
+		}
+		for k, o := range s.orphans {
+			if k == key {
+				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: the store did not answer; it runs out by its TTL",
+					"key", k, "request_id", o.reqID, "unanswered", step, "token", token, "runs_out", o.runsOut, "err", err)
+			} else {
+				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: not tried, the store did not answer another; it runs out by its TTL",
+					"key", k, "request_id", o.reqID, "runs_out", o.runsOut)
 			}
-			if refused(err) {
-				err = nil // gone already
-			}
 		}
-		cancel()
-		if unknown(err) && !s.stopping {
-			continue // again next round
-		}
-		if unknown(err) {
-			s.log.Warn("scheduler: could not learn whether an acquire whose answer was lost took the lease; if it did, it runs out after its TTL",
-				"target", t, "request_id", id, "ttl", s.set.ttl, "err", err)
-		}
-		delete(s.orphans, t)
+		clear(s.orphans)
+		return
 	}
+}
+
+// resolveOrphan sends o's acquire again and releases what it took. It
+// returns the step that got no answer ("acquire" or "release", with the
+// lease's token), or a nil error when the outcome is known: nothing
+// taken, refused, or released (or gone already). o.runsOut moves with an
+// unanswered resend, which may have taken the key anew.
+func (s *Scheduler) resolveOrphan(key protocol.Key, o *orphan) (step string, token int64, err error) {
+	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	defer cancel()
+	sent := time.Now()
+	res, err := s.store.Acquire(ctx, s.acquireRequest(key, o.reqID))
+	if unknown(err) {
+		o.runsOut = latest(o.runsOut, sent.Add(s.set.ttl))
+		return "acquire", 0, err
+	}
+	if err != nil || res.Lease == nil {
+		return "", 0, nil // refused: it took nothing
+	}
+	token = res.Lease.Token
+	_, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token})
+	switch {
+	case unknown(err):
+		return "release", token, err
+	case err == nil:
+		s.log.Info("scheduler: released the lease an acquire whose answer was lost took, its key no longer wanted",
+			"key", key, "token", token)
+	}
+	return "", 0, nil // released, or gone already
 }
 
 // listHolders returns the live leases of the targets' namespace by name.
@@ -1139,20 +1203,29 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	}
 	retried()
 	for t, id := range s.pending {
-		s.orphans[t] = id
+		s.orphan(protocol.Key{Namespace: s.set.ns, Name: t}, id)
 	}
 	clear(s.pending)
-	s.resolveOrphans()
 	s.mu.Lock()
 	m := s.membership
 	s.membership = nil
 	s.mu.Unlock()
+	if m == nil && s.memberReq != "" { // a join whose answer was lost
+		s.orphan(s.member, s.memberReq)
+	}
+	s.resolveOrphans()
+	// A membership that ran out by the local clock (its renewals' answers
+	// lost) may still be live with the lapsed token.
+	token := s.lapsed
 	if m != nil {
+		token = m.token
+	}
+	if token != 0 {
 		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-		_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: s.member, Owner: s.id, Token: m.token})
+		_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: s.member, Owner: s.id, Token: token})
 		cancel()
 		if err != nil && !refused(err) {
-			s.log.Warn("scheduler: release of the membership failed; it will expire", "err", err)
+			s.log.Warn("scheduler: release of the membership failed; it will expire", "token", token, "err", err)
 		}
 	}
 	s.log.Info("scheduler: stopped")

@@ -76,6 +76,13 @@ func (r Result) KeptByLockDelay() bool {
 	return r.Status == StatusConflict && r.Lease != nil && strings.HasPrefix(r.Message, LockDelayPrefix)
 }
 
+// KeptByLockDelay reports whether e is an acquire's conflict caused by the
+// lock-delay of the ended lease it carries: [Result.KeptByLockDelay] for
+// the error an operation returns. False for a nil e.
+func (e *Error) KeptByLockDelay() bool {
+	return e != nil && e.Status == StatusConflict && e.Lease != nil && strings.HasPrefix(e.Message, LockDelayPrefix)
+}
+
 // Result is what every lease operation returns: the status, the key asked
 // for, the lease acted on (or, for conflict, stale_token and not_owner, the
 // lease currently held; for a get's not_found while a lock-delay keeps the

@@ -148,3 +148,33 @@ func TestValidationErrorsAreJoined(t *testing.T) {
 		t.Fatalf("AcquireRequest{}.Validate() = %v, want the four problems joined", err)
 	}
 }
+
+// KeptByLockDelay is the store's verdict, read from the message, on a
+// Result and on the error an operation returns alike; a conflict with a
+// live holder, another status, or no lease is not kept by a lock-delay.
+func TestKeptByLockDelay(t *testing.T) {
+	l := &Lease{Token: 3}
+	delayed := LockDelayPrefix + "the lease ended"
+	for _, c := range []struct {
+		name string
+		res  Result
+		want bool
+	}{
+		{"lock-delay conflict", Result{Op: OpAcquire, Status: StatusConflict, Lease: l, Message: delayed}, true},
+		{"live holder", Result{Op: OpAcquire, Status: StatusConflict, Lease: l, Message: "held by w2"}, false},
+		{"no lease", Result{Op: OpAcquire, Status: StatusConflict, Message: delayed}, false},
+		{"not a conflict", Result{Op: OpGet, Status: StatusNotFound, Lease: l, Message: delayed}, false},
+	} {
+		if got := c.res.KeptByLockDelay(); got != c.want {
+			t.Errorf("%s: Result.KeptByLockDelay = %v, want %v", c.name, got, c.want)
+		}
+		var perr *Error
+		err := c.res.Err()
+		if errors.As(err, &perr) != (err != nil) {
+			t.Fatalf("%s: Err() = %v, not a *Error", c.name, err)
+		}
+		if got := perr.KeptByLockDelay(); got != c.want {
+			t.Errorf("%s: Error.KeptByLockDelay = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

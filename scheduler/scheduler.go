@@ -645,7 +645,7 @@ func (s *Scheduler) join() {
 		s.membership = &membership{token: lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: lease.ExpiresAt}
 		s.mu.Unlock()
 		s.log.Info("scheduler: joined", "token", lease.Token)
-	case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil && perr.Lease.DelayedAt(time.Now()):
+	case errors.As(err, &perr) && perr.KeptByLockDelay():
 		// The store's namespace default gave the membership a lock-delay,
 		// and the lease ended other than by a release.
 		s.memberReq = ""
@@ -1065,7 +1065,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			s.start(l, sent, fmt.Sprintf("%s; held %d when acquired", why, active))
 			active++
 			deficit--
-		case errors.Is(err, protocol.ErrConflict) && errors.As(err, &perr) && perr.Lease != nil && perr.Lease.DelayedAt(time.Now()):
+		case errors.As(err, &perr) && perr.KeptByLockDelay():
 			// No holder: the lock-delay of an ended lease keeps the key
 			// until a known time. Try again then, not before, and do not
 			// count it as a conflict in a row.

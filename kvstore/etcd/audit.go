@@ -72,7 +72,7 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := b.cli.Get(ctx, prefix, opts...)
+		resp, err := b.kv.Get(ctx, prefix, opts...)
 		if err != nil {
 			return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
 		}
@@ -126,7 +126,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		return audit.PruneResult{}, err
 	}
 	own := b.keys.audit("", r.RequestID)
-	if g, err := b.cli.Get(ctx, own, clientv3.WithCountOnly()); err != nil {
+	if g, err := b.kv.Get(ctx, own, clientv3.WithCountOnly()); err != nil {
 		return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 	} else if g.Count > 0 {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
@@ -135,7 +135,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	var after int64
 	prefix := b.keys.audits()
 	for {
-		resp, err := b.cli.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after+1),
+		resp, err := b.kv.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after+1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(auditPage))
 		if err != nil {
 			return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
@@ -172,7 +172,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
 			ops = append(ops, clientv3.OpPut(own, encodeAudit(own, rec)))
 		}
-		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(own), "=", 0)).Then(ops...).Commit()
+		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(own), "=", 0)).Then(ops...).Commit()
 		if errors.Is(err, rpctypes.ErrTooManyOps) && n > 1 {
 			batch = n / 2 // refused whole: the same records again, in a smaller transaction
 			continue

@@ -39,7 +39,8 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // retry with the same request id tells), unavailable for everything else
 // (no leader, no quorum, a member unreachable, authentication refused), with
 // a message naming the cluster and what to do. A *protocol.Error passes
-// through with op filled in; a tampered audit record is unavailable.
+// through with op filled in; a tampered audit record, and a cluster whose
+// revision went back (revision.go), are unavailable.
 func interpretError(ctx context.Context, op protocol.Op, where string, err error) error {
 	if err == nil {
 		return nil
@@ -50,6 +51,12 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 			pe.Op = op
 		}
 		return pe
+	}
+	var back *errRevisionBack
+	if errors.As(err, &back) {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the cluster's revision went back (from %d to %d): it was restored from a snapshot without --bump-revision, or another cluster answers at its addresses, and would issue fencing tokens already issued; this process refuses every operation until it restarts. Restore again with 'etcdutl snapshot restore --bump-revision 1000000000 --mark-compacted' (above the revisions written since the snapshot), then restart the processes that use the store",
+			where, back.was, back.now)
 	}
 	var tampered *errTampered
 	if errors.As(err, &tampered) {

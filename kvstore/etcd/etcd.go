@@ -102,7 +102,8 @@ type Config struct {
 // a [protocol.Runtime] with protocol.New.
 type Backend struct {
 	cli    *clientv3.Client
-	owned  bool // Close closes cli
+	kv     guardedKV // cli's KV, refusing a cluster whose revision went back: every Get and Txn go through it
+	owned  bool      // Close closes cli
 	keys   layout
 	shown  string // endpoints and prefix, for messages
 	now    func() time.Time
@@ -251,7 +252,7 @@ func errInvalid(msg string) error {
 func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bool) (*Backend, error) {
 	keys := newLayout(canonicalPrefix(cfg.Prefix))
 	b := &Backend{
-		cli: cli, owned: owned, keys: keys, now: time.Now,
+		cli: cli, kv: guardedKV{KV: cli.KV, guard: &revisionGuard{}}, owned: owned, keys: keys, now: time.Now,
 		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), keys.prefix),
 		stop:  make(chan struct{}),
 	}
@@ -292,7 +293,7 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 	if len(gets) == 0 {
 		return nil
 	}
-	resp, err := b.cli.Txn(ctx).Then(gets...).Commit()
+	resp, err := b.kv.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
 		return b.interpret(ctx, protocol.OpHealth, err)
 	}
@@ -315,7 +316,7 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, err error) {
 	meta := b.keys.meta()
 	if !create {
-		g, err := b.cli.Get(ctx, meta)
+		g, err := b.kv.Get(ctx, meta)
 		if err != nil {
 			return false, b.interpret(ctx, protocol.OpHealth, err)
 		}
@@ -325,11 +326,11 @@ func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, 
 		return false, b.checkFormat(g.Kvs[0].Value)
 	}
 	val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
-	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
+	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
 		Then(clientv3.OpPut(meta, string(val))).Else(clientv3.OpGet(meta)).Commit()
 	if err != nil {
 		if refusesChanges(err) {
-			if g, gerr := b.cli.Get(ctx, meta); gerr == nil && len(g.Kvs) > 0 {
+			if g, gerr := b.kv.Get(ctx, meta); gerr == nil && len(g.Kvs) > 0 {
 				return false, b.checkFormat(g.Kvs[0].Value)
 			}
 		}
@@ -392,7 +393,7 @@ func (b *Backend) Health(ctx context.Context) error {
 	}
 	meta := b.keys.meta()
 	// A version below 0 never is: the puts are never made.
-	resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(meta), "<", 0)).
+	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.Version(meta), "<", 0)).
 		Then(clientv3.OpPut(meta, ""), clientv3.OpPut(b.keys.leases(), ""), clientv3.OpPut(b.keys.audits(), "")).
 		Else(clientv3.OpGet(meta)).Commit()
 	if err != nil {
@@ -443,7 +444,7 @@ func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
 // (PREFIX/team/) is another store. It is `leasectl migrate down
 // --destroy-data` on etcd.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
-	resp, err := b.cli.Txn(ctx).Then(clientv3.OpDelete(b.keys.leases(), clientv3.WithPrefix()),
+	resp, err := b.kv.Txn(ctx).Then(clientv3.OpDelete(b.keys.leases(), clientv3.WithPrefix()),
 		clientv3.OpDelete(b.keys.audits(), clientv3.WithPrefix()), clientv3.OpDelete(b.keys.meta())).Commit()
 	if err != nil {
 		return 0, b.interpret(ctx, protocol.OpHealth, err)
@@ -460,7 +461,7 @@ func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 // lock-delay: each key once, whatever entries it has) and audit records
 // (not the prune mark) the store holds, read at one revision.
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
-	a, err := b.cli.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	a, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		clientv3.OpGet(b.keys.pruneMark(), clientv3.WithCountOnly())).Commit()
 	if err != nil {
 		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
@@ -479,7 +480,7 @@ func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error)
 
 // Format reads the store's format version: 0 when the prefix holds no store.
 func (b *Backend) Format(ctx context.Context) (int, error) {
-	g, err := b.cli.Get(ctx, b.keys.meta())
+	g, err := b.kv.Get(ctx, b.keys.meta())
 	if err != nil {
 		return 0, b.interpret(ctx, protocol.OpHealth, err)
 	}

@@ -25,7 +25,7 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := b.cli.Get(ctx, start, opts...)
+		resp, err := b.kv.Get(ctx, start, opts...)
 		if err != nil {
 			return b.interpret(ctx, op, err)
 		}
@@ -132,7 +132,7 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := b.cli.Get(ctx, start, opts...)
+		resp, err := b.kv.Get(ctx, start, opts...)
 		if err != nil {
 			return nil, b.interpret(ctx, protocol.OpNamespaces, err)
 		}
@@ -204,7 +204,7 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 		if v.st.e != nil {
 			eRev = v.st.e.ModRevision
 		}
-		resp, err := b.cli.Txn(ctx).If(
+		resp, err := b.kv.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", v.st.o.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", v.st.r.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixE[1:]), "=", eRev),

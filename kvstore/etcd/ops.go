@@ -244,7 +244,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		// Unless the request id was used: if the lease is live, read the
 		// key (conflict); else if a lock-delay keeps it, read it
 		// (conflict); else take it.
-		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
+		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
 			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, []clientv3.Op{read},
 				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, append([]clientv3.Op{
 					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
@@ -391,7 +391,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 	fresh := false
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !cached && !fresh {
-			resp, err := b.cli.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
+			resp, err := b.kv.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
 			if err != nil {
 				return protocol.Result{}, b.interpret(ctx, c.op, err)
 			}
@@ -424,7 +424,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 			b.liveCmp(c.key, in),
 		}
 		ops := append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec)))
-		resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).
+		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).
 			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
 		if err != nil {
 			if b.staleGrant(err, w.grants...) {
@@ -609,7 +609,7 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	if err := b.open(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}
-	resp, err := b.cli.Get(ctx, b.keys.lease(req.Key), clientv3.WithPrefix())
+	resp, err := b.kv.Get(ctx, b.keys.lease(req.Key), clientv3.WithPrefix())
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
 	}

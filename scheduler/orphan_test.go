@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,35 +17,113 @@ import (
 	"github.com/leasestore/leasestore/scheduler"
 )
 
-// silentAcquireStore lets every acquire of target take effect in the store
-// (or replay) but, while silent is set, answers timeout: the answers are
-// lost on the way back, and the worker cannot tell whether it holds the key.
-type silentAcquireStore struct {
+// lossyStore records when each acquire was sent; acquires of the keys in
+// silent take effect in the store (or replay, or are refused) but their
+// answers are lost on the way back, so the worker cannot tell whether it holds the key;
+// releases of the keys in deaf get no answer (and do nothing).
+type lossyStore struct {
 	protocol.Store
-	target protocol.Key
-	silent atomic.Bool
 	mu     sync.Mutex
-	taken  *protocol.Lease // the lease the first acquire took
+	silent map[protocol.Key]bool
+	deaf   map[protocol.Key]bool
+	sent   map[protocol.Key][]time.Time
+	taken  map[protocol.Key]protocol.Lease // by the first silent acquire
+	// hang holds the next acquire of a key until its context ends (once
+	// per key set); hung records when such an acquire returned.
+	hang    map[protocol.Key]bool
+	hanging atomic.Int64
+	hung    []time.Time
 }
 
-func (s *silentAcquireStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+func newLossyStore(t *testing.T) *lossyStore {
+	return &lossyStore{Store: newStore(t), silent: map[protocol.Key]bool{}, deaf: map[protocol.Key]bool{},
+		sent: map[protocol.Key][]time.Time{}, taken: map[protocol.Key]protocol.Lease{}, hang: map[protocol.Key]bool{}}
+}
+
+// target is the key of the scheduler's target name.
+func target(name string) protocol.Key {
+	return protocol.Key{Namespace: scheduler.DefaultNamespace, Name: name}
+}
+
+// targets is the keys of the scheduler's target names.
+func targets(names ...string) []protocol.Key {
+	keys := make([]protocol.Key, len(names))
+	for i, n := range names {
+		keys[i] = target(n)
+	}
+	return keys
+}
+
+func (s *lossyStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	s.mu.Lock()
+	s.sent[req.Key] = append(s.sent[req.Key], time.Now())
+	silent := s.silent[req.Key]
+	hang := s.hang[req.Key]
+	s.hang[req.Key] = false
+	s.mu.Unlock()
+	if hang {
+		s.hanging.Add(1)
+		<-ctx.Done()
+		s.mu.Lock()
+		s.hung = append(s.hung, time.Now())
+		s.mu.Unlock()
+		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: req.RequestID},
+			backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, ctx.Err(), "no answer")
+	}
 	res, err := s.Store.Acquire(ctx, req)
-	if req.Key != s.target || err != nil || !s.silent.Load() {
-		return res, err
+	if !silent || (err != nil && protocol.StatusOf(err) != protocol.StatusConflict) {
+		return res, err // only a judged answer (taken or refused) is lost
 	}
 	s.mu.Lock()
-	if s.taken == nil {
-		s.taken = res.Lease
+	if _, ok := s.taken[req.Key]; !ok && err == nil && res.Lease != nil {
+		s.taken[req.Key] = *res.Lease
 	}
 	s.mu.Unlock()
 	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
 		backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
 }
 
-func (s *silentAcquireStore) lost() *protocol.Lease {
+func (s *lossyStore) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	s.mu.Lock()
+	deaf := s.deaf[req.Key]
+	s.mu.Unlock()
+	if deaf {
+		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusTimeout, RequestID: req.RequestID},
+			backendkit.NewError(protocol.OpRelease, protocol.StatusTimeout, context.DeadlineExceeded, "no answer")
+	}
+	return s.Store.Release(ctx, req)
+}
+
+// set turns silent or deaf (m) on or off for keys.
+func (s *lossyStore) set(m map[protocol.Key]bool, on bool, keys ...protocol.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.taken
+	for _, k := range keys {
+		m[k] = on
+	}
+}
+
+// lostLease returns the lease the first silent acquire of key took.
+func (s *lossyStore) lostLease(key protocol.Key) (protocol.Lease, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.taken[key]
+	return l, ok
+}
+
+// acquiresSince counts the acquires of keys sent at or after t.
+func (s *lossyStore) acquiresSince(t time.Time, keys ...protocol.Key) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		for _, at := range s.sent[k] {
+			if !at.Before(t) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // An acquire whose answer was lost may have taken the lease: when its
@@ -58,50 +137,38 @@ func (s *silentAcquireStore) lost() *protocol.Lease {
 // gone).
 func TestUnknownAcquireOfAnUnwantedTargetIsReleased(t *testing.T) {
 	t.Parallel()
-	target := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
 	member := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
-	for c, key := range map[string]protocol.Key{"stopped": target, "removed": target, "join stopped": member} {
+	for c, key := range map[string]protocol.Key{"stopped": target("t"), "removed": target("t"), "join stopped": member} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
-			rt := newStore(t)
-			store := &silentAcquireStore{Store: rt, target: key}
-			store.silent.Store(true)
+			store := newLossyStore(t)
+			store.set(store.silent, true, key)
+			answer := func() { store.set(store.silent, false, key) }
 			var removed atomic.Bool
-			targets := func(context.Context) ([]string, error) {
+			set := func(context.Context) ([]string, error) {
 				if removed.Load() {
 					// From the round that sees t gone, answers come back;
 					// every retry before it was silent.
-					store.silent.Store(false)
+					answer()
 					return []string{"u"}, nil
 				}
 				return []string{"t", "u"}, nil
 			}
-			s, err := scheduler.New(store, "w1", targets, func(ctx context.Context, _ string, _ int64) { <-ctx.Done() },
-				&scheduler.Config{TTL: ttl})
+			// Stopped: answers come back when the shutdown begins, before
+			// its resend.
+			logger := slog.New(onMessage(slog.NewTextHandler(io.Discard, nil), "scheduler: stopping", func(slog.Record) { answer() }))
+			s, err := scheduler.New(store, "w1", set, idle, &scheduler.Config{TTL: ttl, Logger: logger})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = s.Run(ctx); close(done) }()
-			t.Cleanup(func() {
-				cancel()
-				store.silent.Store(false)
-				<-done
-			})
-			var taken *protocol.Lease
-			eventually(t, "an acquire of "+key.String()+" takes the lease and loses its answer", func() (bool, string) {
-				taken = store.lost()
-				return taken != nil, "no acquire yet"
+			stop := run(t, s)
+			var taken protocol.Lease
+			eventually(t, "an acquire of "+key.String()+" takes the lease and loses its answer", func() (ok bool, _ string) {
+				taken, ok = store.lostLease(key)
+				return ok, "no acquire yet"
 			})
 			if c != "removed" {
-				cancel() // then answers come back, for the shutdown
-				store.silent.Store(false)
-				select {
-				case <-done:
-				case <-time.After(waitFor):
-					t.Fatal("Run did not return")
-				}
+				stop()
 			} else {
 				removed.Store(true)
 			}
@@ -109,7 +176,7 @@ func TestUnknownAcquireOfAnUnwantedTargetIsReleased(t *testing.T) {
 			// run out.
 			for {
 				sent := time.Now()
-				res, err := rt.Get(context.Background(), protocol.GetRequest{Key: key})
+				res, err := store.Store.Get(context.Background(), protocol.GetRequest{Key: key})
 				if err != nil && res.Status != protocol.StatusNotFound {
 					t.Fatalf("get %s: %v", key, err)
 				}
@@ -125,96 +192,26 @@ func TestUnknownAcquireOfAnUnwantedTargetIsReleased(t *testing.T) {
 	}
 }
 
-// lossyStore records when each acquire of a target was sent; acquires of
-// the targets in silent take effect but their answers are lost, and
-// releases of those in deaf get no answer (and do nothing).
-type lossyStore struct {
-	protocol.Store
-	mu     sync.Mutex
-	silent map[string]bool
-	deaf   map[string]bool
-	sent   map[string][]time.Time
-	taken  map[string]protocol.Lease // by the first silent acquire
-}
-
-func newLossyStore(t *testing.T) *lossyStore {
-	return &lossyStore{Store: newStore(t), silent: map[string]bool{}, deaf: map[string]bool{},
-		sent: map[string][]time.Time{}, taken: map[string]protocol.Lease{}}
-}
-
-func (s *lossyStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
-	s.mu.Lock()
-	if req.Key.Namespace == scheduler.DefaultNamespace {
-		s.sent[req.Key.Name] = append(s.sent[req.Key.Name], time.Now())
-	}
-	silent := req.Key.Namespace == scheduler.DefaultNamespace && s.silent[req.Key.Name]
-	s.mu.Unlock()
-	res, err := s.Store.Acquire(ctx, req)
-	if !silent || err != nil {
-		return res, err
-	}
-	s.mu.Lock()
-	if _, ok := s.taken[req.Key.Name]; !ok && res.Lease != nil {
-		s.taken[req.Key.Name] = *res.Lease
-	}
-	s.mu.Unlock()
-	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: res.RequestID},
-		backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, context.DeadlineExceeded, "answer lost")
-}
-
-func (s *lossyStore) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
-	s.mu.Lock()
-	deaf := req.Key.Namespace == scheduler.DefaultNamespace && s.deaf[req.Key.Name]
-	s.mu.Unlock()
-	if deaf {
-		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusTimeout, RequestID: req.RequestID},
-			backendkit.NewError(protocol.OpRelease, protocol.StatusTimeout, context.DeadlineExceeded, "no answer")
-	}
-	return s.Store.Release(ctx, req)
-}
-
-func (s *lossyStore) set(m map[string]bool, names []string, on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, n := range names {
-		m[n] = on
-	}
-}
-
-func (s *lossyStore) lostLease(name string) (protocol.Lease, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.taken[name]
-	return l, ok
-}
-
-// acquiresSince counts the acquires of the names sent at or after t.
-func (s *lossyStore) acquiresSince(t time.Time, names ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		for _, at := range s.sent[name] {
-			if !at.Before(t) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// run runs s with a cancel of its own and returns it and a channel closed
-// when Run returned; the test's end cancels and waits.
-func run(t *testing.T, s *scheduler.Scheduler) (cancel context.CancelFunc, done chan struct{}) {
+// run runs s until the test ends or stop is called; stop cancels Run's
+// context and waits for it to return (fatal after waitFor).
+func run(t *testing.T, s *scheduler.Scheduler) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done = make(chan struct{})
+	done := make(chan struct{})
 	go func() { _ = s.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
-	return cancel, done
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Fatal("Run did not return")
+		}
+	}
 }
 
 // An acquire whose answer was lost is resent for a target no longer
@@ -224,21 +221,21 @@ func run(t *testing.T, s *scheduler.Scheduler) (cancel context.CancelFunc, done 
 func TestLostAcquireOfAnUnwantedTargetIsResentOnlyWhileItsLeaseMayLive(t *testing.T) {
 	t.Parallel()
 	store := newLossyStore(t)
-	store.set(store.silent, []string{"t"}, true) // for good: no resend ever learns the outcome
+	store.set(store.silent, true, target("t")) // for good: no resend ever learns the outcome
 	var removed atomic.Bool
-	targets := func(context.Context) ([]string, error) {
+	wanted := func(context.Context) ([]string, error) {
 		if removed.Load() {
 			return []string{"u"}, nil
 		}
 		return []string{"t", "u"}, nil
 	}
-	s, err := scheduler.New(store, "w1", targets, idle, &scheduler.Config{TTL: ttl})
+	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run(t, s)
 	eventually(t, "an acquire of t takes the lease and loses its answer", func() (bool, string) {
-		_, ok := store.lostLease("t")
+		_, ok := store.lostLease(target("t"))
 		return ok, "no acquire of t yet"
 	})
 	r := time.Now()
@@ -248,7 +245,7 @@ func TestLostAcquireOfAnUnwantedTargetIsResentOnlyWhileItsLeaseMayLive(t *testin
 	// until TTL after that. A round later, nothing may be sent.
 	quiet := r.Add(ttl + 2*every)
 	time.Sleep(time.Until(quiet.Add(2 * every)))
-	if n := store.acquiresSince(quiet, "t"); n > 0 {
+	if n := store.acquiresSince(quiet, target("t")); n > 0 {
 		t.Errorf("%d acquires of t sent more than TTL + 2 rounds after t left the set; want none", n)
 	}
 }
@@ -261,39 +258,34 @@ func TestLostAcquiresAtShutdownStopAtTheFirstUnanswered(t *testing.T) {
 	t.Parallel()
 	lost := []string{"t1", "t2", "t3", "t4", "t5"}
 	store := newLossyStore(t)
-	store.set(store.silent, lost, true)
-	targets := func(context.Context) ([]string, error) {
+	store.set(store.silent, true, targets(lost...)...)
+	wanted := func(context.Context) ([]string, error) {
 		set := []string{"u"}
 		for _, n := range lost {
-			if _, ok := store.lostLease(n); !ok {
+			if _, ok := store.lostLease(target(n)); !ok {
 				set = append(set, n)
 			}
 		}
 		return set, nil
 	}
-	s, err := scheduler.New(store, "w1", targets, idle, &scheduler.Config{TTL: 6 * time.Second, RenewEvery: 500 * time.Millisecond})
+	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: 6 * time.Second, RenewEvery: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel, done := run(t, s)
+	stop := run(t, s)
 	eventually(t, "every acquire of t1..t5 takes its lease and loses its answer", func() (bool, string) {
 		for _, n := range lost {
-			if _, ok := store.lostLease(n); !ok {
+			if _, ok := store.lostLease(target(n)); !ok {
 				return false, n + " not acquired yet"
 			}
 		}
 		return true, ""
 	})
 	stopped := time.Now()
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return")
-	}
+	stop()
 	// One resend by the shutdown, and one by a round under way when ctx
-	// ended (a round's resends are not cut short).
-	if n := store.acquiresSince(stopped, lost...); n > 2 {
+	// ended (cut short).
+	if n := store.acquiresSince(stopped, targets(lost...)...); n > 2 {
 		t.Errorf("%d acquires of t1..t5 sent after the stop to a store that answered none; want at most 2", n)
 	}
 }
@@ -306,27 +298,25 @@ func TestLostAcquiresAtShutdownStopAtTheFirstUnanswered(t *testing.T) {
 func TestShutdownNamesTheUnansweredRelease(t *testing.T) {
 	t.Parallel()
 	store := newLossyStore(t)
-	store.set(store.silent, []string{"t"}, true)
-	store.set(store.deaf, []string{"t"}, true)
+	store.set(store.silent, true, target("t"))
+	store.set(store.deaf, true, target("t"))
 	var logs syncbuf.Buffer
-	s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), idle,
-		&scheduler.Config{TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	// The shutdown's resend is answered: answers come back from the
+	// moment it begins, before any resend of it.
+	logger := slog.New(onMessage(slog.NewTextHandler(&logs, nil), "scheduler: stopping", func(slog.Record) {
+		store.set(store.silent, false, target("t"))
+	}))
+	s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), idle, &scheduler.Config{TTL: ttl, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel, done := run(t, s)
+	stop := run(t, s)
 	var taken protocol.Lease
 	eventually(t, "an acquire of t takes the lease and loses its answer", func() (ok bool, _ string) {
-		taken, ok = store.lostLease("t")
+		taken, ok = store.lostLease(target("t"))
 		return ok, "no acquire of t yet"
 	})
-	cancel()
-	store.set(store.silent, []string{"t"}, false) // the shutdown's resend is answered
-	select {
-	case <-done:
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return")
-	}
+	stop()
 	out := logs.String()
 	if !strings.Contains(out, "unanswered=release") || !strings.Contains(out, fmt.Sprintf("token=%d", taken.Token)) {
 		t.Errorf("the shutdown's logs do not say that the release of t (token %d) got no answer:\n%s", taken.Token, out)
@@ -344,22 +334,321 @@ func TestLapsedMembershipIsReleasedAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel, done := run(t, s)
+	stop := run(t, s)
 	eventually(t, "joins and holds t", holds(s, "t"))
 	store.drop.Store(true) // for good: the renewals (and the lapsed renew) take effect, unanswered
 	eventually(t, "the membership runs out by the worker's clock", func() (bool, string) {
 		snap := s.Snapshot()
 		return !snap.Member, snap.Problem
 	})
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(waitFor):
-		t.Fatal("Run did not return")
-	}
 	key := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
 	res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+	if err != nil {
+		t.Fatalf("the lapsed membership is not live in the store before the stop: %v", err)
+	}
+	live := res.Lease.ExpiresAt // at least until then, unless released
+	stop()
+	sent := time.Now()
+	res, err = store.Get(context.Background(), protocol.GetRequest{Key: key})
+	if !sent.Before(live) {
+		t.Fatalf("inconclusive: the get after the stop was sent at %s, not before the lease would have run out (%s)", sent, live)
+	}
 	if res.Status != protocol.StatusNotFound {
 		t.Errorf("after the stop, the lapsed membership lease is %s (%v): want it released", res.Status, err)
+	}
+}
+
+// onMessage wraps h to call f with the first record whose message starts
+// with prefix, before it is written: a test learns at once, in the
+// logger's goroutine, that the scheduler reached a step.
+func onMessage(h slog.Handler, prefix string, f func(slog.Record)) slog.Handler {
+	return &messageHook{Handler: h, prefix: prefix, once: &sync.Once{}, f: f}
+}
+
+type messageHook struct {
+	slog.Handler
+	prefix string
+	once   *sync.Once
+	f      func(slog.Record)
+}
+
+func (h *messageHook) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.once.Do(func() { h.f(r) })
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *messageHook) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.Handler = h.Handler.WithAttrs(attrs)
+	return &c
+}
+
+func (h *messageHook) WithGroup(name string) slog.Handler {
+	c := *h
+	c.Handler = h.Handler.WithGroup(name)
+	return &c
+}
+
+// An acquire whose answer was lost and that was refused (the key held by
+// another) is not recorded, so a resend runs again: once the other lets
+// go, a resend whose answer is lost too takes the key anew, and that lease
+// lives TTL after the resend, past the point where the worker stops
+// resending. The worker must not then say that any lease its acquires
+// took has run out: it warns, naming when the lease runs out. The old
+// scheduler logged, at info, "any lease it took has run out".
+func TestStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	store := newLossyStore(t)
+	store.set(store.silent, true, target("t")) // for good
+	// Another worker takes t just before w1's first acquire reaches the
+	// store (t was free when w1 listed the holders).
+	var other protocol.Result
+	rival := &beforeAcquire{Store: store, key: target("t"), f: func() error {
+		var err error
+		other, err = store.Store.Acquire(context.Background(), protocol.AcquireRequest{Key: target("t"), Owner: "other", TTL: time.Minute})
+		return err
+	}}
+	var removed, seen atomic.Bool
+	wanted := func(context.Context) ([]string, error) {
+		if removed.Load() {
+			seen.Store(true)
+			return []string{"u"}, nil
+		}
+		return []string{"t", "u"}, nil
+	}
+	type drop struct {
+		level    slog.Level
+		runsOut  time.Time
+		live     *protocol.Lease // w1's lease on t in the store at the drop
+		liveRead error
+	}
+	dropped := make(chan drop, 1)
+	logger := slog.New(onMessage(slog.NewTextHandler(io.Discard, nil), "scheduler: stopped resending", func(r slog.Record) {
+		d := drop{level: r.Level}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "runs_out" {
+				d.runsOut, _ = a.Value.Any().(time.Time)
+			}
+			return true
+		})
+		res, err := store.Store.Get(context.Background(), protocol.GetRequest{Key: target("t")})
+		if err == nil && res.Lease.Owner == "w1" {
+			d.live = res.Lease
+		} else if protocol.StatusOf(err) != protocol.StatusNotFound {
+			d.liveRead = err
+		}
+		dropped <- d
+	}))
+	const lttl, every = 6 * time.Second, 500 * time.Millisecond
+	s, err := scheduler.New(rival, "w1", wanted, idle, &scheduler.Config{TTL: lttl, RenewEvery: every, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s)
+	eventually(t, "an acquire of t is sent and its refusal lost", func() (bool, string) {
+		return store.acquiresSince(time.Time{}, target("t")) > 0, "no acquire of t yet"
+	})
+	if err := rival.err(); err != nil {
+		t.Fatalf("the other worker's acquire of t: %v", err)
+	}
+	removed.Store(true)
+	eventually(t, "a round sees t gone", func() (bool, string) { return seen.Load(), "not yet" })
+	if _, err := store.Store.Release(context.Background(), protocol.ReleaseRequest{Key: target("t"), Owner: "other", Token: other.Lease.Token}); err != nil {
+		t.Fatal(err)
+	}
+	var taken protocol.Lease
+	eventually(t, "a resend takes t anew and loses its answer", func() (ok bool, _ string) {
+		taken, ok = store.lostLease(target("t"))
+		return ok, "not yet"
+	})
+	var d drop
+	select {
+	case d = <-dropped:
+	case <-time.After(lttl + waitFor):
+		t.Fatal("the worker never stopped resending the acquire of t")
+	}
+	if d.liveRead != nil {
+		t.Fatalf("get t at the drop: %v", d.liveRead)
+	}
+	if d.live == nil {
+		t.Skipf("inconclusive: the lease the resend took (token %d, until %s) had run out when the worker stopped resending", taken.Token, taken.ExpiresAt)
+	}
+	if d.level < slog.LevelWarn || d.runsOut.Before(d.live.ExpiresAt) {
+		t.Errorf("the worker stopped resending while w1's lease on t (token %d) lives until %s, logged at %s with runs_out %v: want a warning naming when it runs out",
+			d.live.Token, d.live.ExpiresAt, d.level, d.runsOut)
+	}
+}
+
+// beforeAcquire calls f once, before the first acquire of key goes on.
+type beforeAcquire struct {
+	protocol.Store
+	key  protocol.Key
+	f    func() error
+	once sync.Once
+	mu   sync.Mutex
+	fErr error
+}
+
+func (b *beforeAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if req.Key == b.key {
+		b.once.Do(func() {
+			err := b.f()
+			b.mu.Lock()
+			b.fErr = err
+			b.mu.Unlock()
+		})
+	}
+	return b.Store.Acquire(ctx, req)
+}
+
+func (b *beforeAcquire) err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fErr
+}
+
+// A resend that the store does not carry out (the runtime closed) learns
+// nothing: the lease the lost acquire may have taken is warned about at
+// shutdown, not dropped as if refused. The old scheduler took "closed"
+// for a refusal and said nothing.
+func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
+	t.Parallel()
+	store := newLossyStore(t)
+	store.set(store.silent, true, target("t"))
+	var logs syncbuf.Buffer
+	s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), idle,
+		&scheduler.Config{TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, s)
+	eventually(t, "an acquire of t takes the lease and loses its answer", func() (ok bool, _ string) {
+		_, ok = store.lostLease(target("t"))
+		return ok, "no acquire of t yet"
+	})
+	if err := store.Store.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "key=scheduler/t ") && strings.Contains(line, "closed") {
+			return
+		}
+	}
+	t.Errorf("the shutdown's logs do not warn that the lease the lost acquire of t may have taken was not released (the store closed):\n%s", logs.String())
+}
+
+// One lost acquire whose resends never get an answer does not hold up
+// the others: a round resends the least recently unanswered first, so
+// within two rounds of the store answering again every other is
+// resolved. The old scheduler went in map order, at random, and stopped
+// at the silent one wherever it fell, round after round.
+func TestASilentLostAcquireDoesNotHoldUpTheOthers(t *testing.T) {
+	t.Parallel()
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"}
+	silent, others := names[0], names[1:]
+	store := newLossyStore(t)
+	store.set(store.silent, true, targets(names...)...)
+	var rounds, switched atomic.Int64
+	wanted := func(context.Context) ([]string, error) {
+		n := rounds.Add(1)
+		set := []string{"u"}
+		lost := 0
+		for _, name := range names {
+			if _, ok := store.lostLease(target(name)); ok {
+				lost++
+			} else {
+				set = append(set, name) // wanted until its acquire is lost
+			}
+		}
+		if lost == len(names) && switched.Load() == 0 {
+			store.set(store.silent, false, targets(others...)...) // the store answers again, but for one key
+			switched.Store(n)
+		}
+		return set, nil
+	}
+	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: 30 * time.Second, RenewEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s)
+	eventually(t, "every acquire is lost and the store answers again", func() (bool, string) {
+		return switched.Load() > 0, fmt.Sprintf("%d rounds", rounds.Load())
+	})
+	// Rounds R+1 and R+2 resolve lost acquires before they ask for the
+	// targets.
+	eventually(t, "two more rounds", func() (bool, string) {
+		return rounds.Load() >= switched.Load()+2, fmt.Sprintf("%d rounds", rounds.Load())
+	})
+	var kept []string
+	for _, name := range others {
+		res, err := store.Store.Get(context.Background(), protocol.GetRequest{Key: target(name)})
+		if err == nil {
+			kept = append(kept, fmt.Sprintf("%s (token %d)", name, res.Lease.Token))
+		} else if protocol.StatusOf(err) != protocol.StatusNotFound {
+			t.Fatalf("get %s: %v", name, err)
+		}
+	}
+	if len(kept) > 0 {
+		t.Errorf("two rounds after the store answered again (but for %s), the leases lost acquires took of %v are still held: want every one released", silent, kept)
+	}
+}
+
+// A round's resend of a lost acquire, and its join, are cut short when
+// Run's context ends (the shutdown sends again what needs sending), so a
+// store that does not answer holds up the stop by the shutdown's own
+// steps only. The old scheduler let them take their whole OpTimeout
+// first.
+func TestARoundsResendAndJoinAreCutShortByTheStop(t *testing.T) {
+	t.Parallel()
+	const opTimeout = 5 * time.Second
+	member := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
+	for _, c := range []string{"resend", "join"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			store := newLossyStore(t)
+			var removed atomic.Bool
+			wanted := func(context.Context) ([]string, error) {
+				if removed.Load() {
+					return []string{"u"}, nil
+				}
+				return []string{"t", "u"}, nil
+			}
+			if c == "join" {
+				store.set(store.hang, true, member) // the first round's join
+			} else {
+				store.set(store.silent, true, target("t"))
+			}
+			s, err := scheduler.New(store, "w1", wanted, idle,
+				&scheduler.Config{TTL: 10 * time.Second, RenewEvery: time.Second, OpTimeout: opTimeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, s)
+			if c == "resend" {
+				eventually(t, "an acquire of t takes the lease and loses its answer", func() (ok bool, _ string) {
+					_, ok = store.lostLease(target("t"))
+					return ok, "no acquire of t yet"
+				})
+				store.set(store.hang, true, target("t")) // the round's resend
+				removed.Store(true)
+			}
+			eventually(t, "a round's "+c+" waits for an answer", func() (bool, string) {
+				return store.hanging.Load() > 0, "none waits"
+			})
+			stopped := time.Now()
+			stop()
+			store.mu.Lock()
+			hung := store.hung
+			store.mu.Unlock()
+			if len(hung) == 0 {
+				t.Fatal("the waiting call never returned")
+			}
+			if took := hung[0].Sub(stopped); took > opTimeout/2 {
+				t.Errorf("the round's %s returned %v after Run's context ended: want it cut short (OpTimeout %v)", c, took.Round(time.Millisecond), opTimeout)
+			}
+		})
 	}
 }

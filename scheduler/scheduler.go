@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -109,6 +110,9 @@ type orphan struct {
 	// runsOut (local) is when every lease an attempt may have taken has
 	// run out, resends included.
 	runsOut time.Time
+	// unanswered (local) is when a resend last gave no outcome; zero if
+	// none did. Resends go least recently unanswered first.
+	unanswered time.Time
 }
 
 type backoffState struct {
@@ -243,8 +247,9 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 		return time.Time{} // the shutdown tries the unanswered releases
 	}
 	s.retryReleases()
-	s.resolveOrphans()
-	s.join()
+	// Cut short when ctx ends: the shutdown sends again what needs it.
+	s.resolveOrphans(ctx)
+	s.join(ctx)
 	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
 	holders, listed := s.listHolders(ctx)
@@ -598,8 +603,9 @@ func (s *Scheduler) released(l *lease, err error) {
 // ran out by the local clock may still be live in the store (the renewals'
 // answers were lost): join renews it with its token first, and acquires
 // only when the store refuses that renew, for an acquire would conflict
-// with the worker's own lease until it expired.
-func (s *Scheduler) join() {
+// with the worker's own lease until it expired. Each call is bounded by
+// OpTimeout and cut short when ctx ends.
+func (s *Scheduler) join(parent context.Context) {
 	s.mu.Lock()
 	m := s.membership
 	if m != nil && time.Now().After(m.deadline) {
@@ -611,7 +617,7 @@ func (s *Scheduler) join() {
 	if m != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+	ctx, cancel := context.WithTimeout(parent, s.set.opTimeout)
 	defer cancel()
 	if s.lapsed != 0 {
 		sent := time.Now()
@@ -624,6 +630,8 @@ func (s *Scheduler) join() {
 			s.mu.Unlock()
 			s.log.Info("scheduler: joined again with the membership lease still held", "token", res.Lease.Token)
 			return
+		case err != nil && parent.Err() != nil:
+			return // cut short by the stop: the shutdown releases the lapsed token
 		case refused(err):
 			s.log.Info("scheduler: the lapsed membership lease is gone; acquiring", "token", s.lapsed, "err", err)
 			s.lapsed = 0
@@ -639,6 +647,8 @@ func (s *Scheduler) join() {
 	lease, sent, err := s.acquire(ctx, s.member, s.memberReq)
 	var perr *protocol.Error
 	switch {
+	case err != nil && parent.Err() != nil:
+		// Cut short by the stop: the shutdown resolves it.
 	case err == nil:
 		s.memberReq = ""
 		s.mu.Lock()
@@ -847,24 +857,39 @@ func (s *Scheduler) orphan(key protocol.Key, reqID string) {
 // lease it took (then, or on this retry) is released, so that it does not
 // keep the key from every worker until it runs out (and for its lock-delay
 // after). An orphan is dropped once any lease the acquires sent before it
-// was made took has run out (TTL after), without a resend. A round stops
+// was made took has run out (TTL after), without a resend; a lease a
+// resend without an answer may have taken (a refused acquire is not
+// recorded, so its resend runs again) lives longer, and is warned about. A round stops
 // at the first resend or release that gets no answer, so that a store
 // that does not answer costs it one OpTimeout, not one per orphan; the
-// rest wait for the next round. At shutdown that one and the rest are
+// rest wait for the next round, which resends the least recently
+// unanswered first (one silent key does not hold up the others). At shutdown that one and the rest are
 // logged, and their leases, if any, run out.
-func (s *Scheduler) resolveOrphans() {
-	for key, o := range s.orphans {
-		if time.Now().After(o.until) {
-			s.log.Info("scheduler: stopped resending an acquire whose answer was lost: any lease it took has run out",
-				"key", key, "request_id", o.reqID)
+func (s *Scheduler) resolveOrphans(ctx context.Context) {
+	keys := slices.Collect(maps.Keys(s.orphans))
+	slices.SortFunc(keys, func(a, b protocol.Key) int {
+		return cmp.Or(s.orphans[a].unanswered.Compare(s.orphans[b].unanswered),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	for _, key := range keys {
+		o := s.orphans[key]
+		if now := time.Now(); now.After(o.until) {
+			if now.Before(o.runsOut) {
+				s.log.Warn("scheduler: stopped resending an acquire whose answer was lost: a lease a resend without an answer may have taken was not released; it runs out by its TTL",
+					"key", key, "request_id", o.reqID, "runs_out", o.runsOut)
+			} else {
+				s.log.Info("scheduler: stopped resending an acquire whose answer was lost: any lease it took has run out",
+					"key", key, "request_id", o.reqID)
+			}
 			delete(s.orphans, key)
 			continue
 		}
-		step, token, err := s.resolveOrphan(key, &o)
+		step, token, err := s.resolveOrphan(ctx, key, &o)
 		if err == nil {
 			delete(s.orphans, key)
 			continue
 		}
+		o.unanswered = time.Now()
 		s.orphans[key] = o
 		if !s.stopping {
 			s.problems = append(s.problems, fmt.Sprintf("resolve a lost acquire of %s: %s: %v", key, step, err))
@@ -872,10 +897,10 @@ func (s *Scheduler) resolveOrphans() {
 		}
 		for k, o := range s.orphans {
 			if k == key {
-				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: the store did not answer; it runs out by its TTL",
+				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: the store gave no outcome; it runs out by its TTL",
 					"key", k, "request_id", o.reqID, "unanswered", step, "token", token, "runs_out", o.runsOut, "err", err)
 			} else {
-				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: not tried, the store did not answer another; it runs out by its TTL",
+				s.log.Warn("scheduler: a lease an acquire whose answer was lost may have taken was not released: not tried, the store gave no outcome for another; it runs out by its TTL",
 					"key", k, "request_id", o.reqID, "runs_out", o.runsOut)
 			}
 		}
@@ -885,30 +910,34 @@ func (s *Scheduler) resolveOrphans() {
 }
 
 // resolveOrphan sends o's acquire again and releases what it took. It
-// returns the step that got no answer ("acquire" or "release", with the
-// lease's token), or a nil error when the outcome is known: nothing
-// taken, refused, or released (or gone already). o.runsOut moves with an
+// returns the step that got no answer or was not judged ("acquire" or
+// "release", with the lease's token), or a nil error when the outcome is
+// known: refused (conflict), or released (or gone already). o.runsOut moves with an
 // unanswered resend, which may have taken the key anew.
-func (s *Scheduler) resolveOrphan(key protocol.Key, o *orphan) (step string, token int64, err error) {
-	ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+func (s *Scheduler) resolveOrphan(ctx context.Context, key protocol.Key, o *orphan) (step string, token int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 	defer cancel()
-	sent := time.Now()
 	res, err := s.store.Acquire(ctx, s.acquireRequest(key, o.reqID))
-	if unknown(err) {
-		o.runsOut = latest(o.runsOut, sent.Add(s.set.ttl))
+	switch {
+	case unknown(err):
+		// Taken, if at all, before now.
+		o.runsOut = latest(o.runsOut, time.Now().Add(s.set.ttl))
 		return "acquire", 0, err
-	}
-	if err != nil || res.Lease == nil {
-		return "", 0, nil // refused: it took nothing
+	case errors.Is(err, protocol.ErrConflict):
+		return "", 0, nil // refused: the earlier attempts took nothing that lives
+	case err != nil:
+		return "acquire", 0, err // not judged (closed, invalid): nothing learned
+	case res.Lease == nil:
+		return "acquire", 0, fmt.Errorf("scheduler: acquire of %s answered %s without a lease", key, res.Status)
 	}
 	token = res.Lease.Token
 	_, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token})
 	switch {
-	case unknown(err):
-		return "release", token, err
 	case err == nil:
 		s.log.Info("scheduler: released the lease an acquire whose answer was lost took, its key no longer wanted",
 			"key", key, "token", token)
+	case !refused(err): // no answer, or not judged
+		return "release", token, err
 	}
 	return "", 0, nil // released, or gone already
 }
@@ -997,7 +1026,8 @@ func (s *Scheduler) giveUpLocked(l *lease, state State, why string, cause error)
 // beyond its share is released at once. It skips targets held by a live lease (the store's list),
 // targets it holds or still winds down, and targets backed off after a
 // conflict; it stops at the first store failure, and at until, so that a
-// long claim does not hold back the next round's renewals.
+// long claim does not hold back the next round's renewals. An acquire
+// under way when ctx ends is cut short: the shutdown resends it.
 func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease, until time.Time) {
 	s.mu.Lock()
 	member := s.membership != nil
@@ -1050,9 +1080,12 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			return
 		}
 		key := protocol.Key{Namespace: s.set.ns, Name: t}
-		actx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+		actx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 		l, sent, err := s.acquire(actx, key, s.pending[t])
 		cancel()
+		if err != nil && ctx.Err() != nil {
+			return // cut short by the stop: the shutdown resolves it
+		}
 		var perr *protocol.Error
 		switch {
 		case err == nil && deficit <= 0:
@@ -1213,7 +1246,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	if m == nil && s.memberReq != "" { // a join whose answer was lost
 		s.orphan(s.member, s.memberReq)
 	}
-	s.resolveOrphans()
+	s.resolveOrphans(s.base)
 	// A membership that ran out by the local clock (its renewals' answers
 	// lost) may still be live with the lapsed token.
 	token := s.lapsed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/scheduler"
@@ -696,6 +698,46 @@ func testMembershipLockDelay(t *testing.T, skew time.Duration) {
 	if joined > limit {
 		t.Errorf("joined again %v after the revoke; want within %v (the lock-delay of %v ends, and the worker looks again then)",
 			joined.Round(time.Millisecond), limit, delay)
+	}
+}
+
+// A target kept by the lock-delay of its revoked lease is judged by the
+// store's verdict, not the worker's clock: with the store's clock 2s
+// ahead, the revoked lease's end is still in the future by the worker's
+// clock, yet no worker holds the target. The worker must not count that
+// as a conflict with a live holder (which doubles its next back-off); it
+// waits for the delay's end. Judged by the local clock (the scheduler
+// before the store's verdict), the claim logged "target busy".
+func TestClaimTakesTheStoresLockDelayVerdict(t *testing.T) {
+	t.Parallel()
+	const delay, skew = 3 * time.Second, 2 * time.Second
+	backend := memstore.New(&memstore.Config{Now: func() time.Time { return time.Now().Add(skew) }})
+	store := protocol.New(backend, &protocol.Config{LockDelays: []protocol.NamespaceLockDelay{{Namespaces: scheduler.DefaultNamespace, Delay: delay}}})
+	t.Cleanup(func() { _ = store.Close(context.Background()) })
+	var logs syncbuf.Buffer
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), idle, &scheduler.Config{TTL: ttl,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
+	res, err := store.Revoke(context.Background(), protocol.RevokeRequest{Key: key, Actor: "test", Reason: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := res.Lease.Token
+	eventually(t, "holds t again", func() (bool, string) {
+		res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+		return err == nil && res.Lease.Owner == "w1" && res.Lease.Token > revoked, fmt.Sprint(err)
+	})
+	out := logs.String()
+	if strings.Contains(out, "target busy") {
+		t.Errorf("the claim took the lock-delay of the revoked lease for a live holder's conflict:\n%s", out)
+	}
+	if !strings.Contains(out, "target kept by a lock-delay") {
+		t.Errorf("the claim never said a lock-delay kept t:\n%s", out)
 	}
 }
 

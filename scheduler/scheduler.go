@@ -170,9 +170,10 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // removed from the set, while a lease such an acquire took may live),
 // releases the membership lease (also one that ran out by the local clock
 // only) and returns nil.
-// When ctx ends, the renewals and lists of a round under way are cut short;
-// store operations of the shutdown run on a context that keeps ctx's values
-// but not its cancellation, each bounded by [Config].OpTimeout, the
+// When ctx ends, every store call of a round under way is cut short (the
+// shutdown sends again what needs sending); store operations of the
+// shutdown run on a context that keeps ctx's values but not its
+// cancellation, each bounded by [Config].OpTimeout, the
 // releases of the targets all at once. Run returns
 // only after every handler has returned, and returns an error only when it
 // was called before.
@@ -191,7 +192,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.shutdown(next)
 			return nil
 		case <-s.wake:
-			s.settle()
+			s.settle(ctx)
 		case <-next.C:
 			began := time.Now()
 			// A look due shortly before the next full round becomes that
@@ -231,9 +232,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 
 // round renews everything (when renew is set: a full round), then looks at
 // the workers and the targets and rebalances. ctx is Run's: once it ends
-// the round's renewals and lists are cut short and it stops claiming, so
-// that a store that does not answer holds the shutdown up for no more than
-// the acquire under way. It returns when to look again because a lease
+// the round's calls are cut short and it stops, leaving to the shutdown
+// the releases without an answer and the acquires of unknown outcome, so
+// that a store that does not answer does not hold the shutdown up. It returns when to look again because a lease
 // of another worker that the round saw runs out (see [nextLook]), or zero.
 func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	began := time.Now()
@@ -242,13 +243,17 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	if renew {
 		s.renewAll(ctx)
 	}
-	s.settle()
+	// Every call of a round is cut short when ctx ends: the shutdown
+	// sends again what needs it.
+	s.settle(ctx)
 	if ctx.Err() != nil {
 		return time.Time{} // the shutdown tries the unanswered releases
 	}
-	s.retryReleases()
-	// Cut short when ctx ends: the shutdown sends again what needs it.
+	s.retryReleases(ctx)
 	s.resolveOrphans(ctx)
+	if ctx.Err() != nil {
+		return time.Time{} // nor send what was never sent
+	}
 	s.join(ctx)
 	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
@@ -263,7 +268,7 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	s.mu.Unlock()
 	if s.haveSet {
 		s.giveUp()
-		s.settle()
+		s.settle(ctx)
 		if listed && ctx.Err() == nil {
 			s.claim(ctx, holders, began.Add(s.set.every))
 		}
@@ -488,7 +493,7 @@ func (s *Scheduler) poke() {
 
 // settle notes handlers that returned and forgets or releases the leases
 // whose handlers ended after they were given up or lost.
-func (s *Scheduler) settle() {
+func (s *Scheduler) settle(ctx context.Context) {
 	var release []*lease
 	s.mu.Lock()
 	for t, l := range s.leases {
@@ -515,27 +520,28 @@ func (s *Scheduler) settle() {
 		}
 	}
 	s.mu.Unlock()
-	s.releaseLeases(release)
+	s.releaseLeases(ctx, release)
 }
 
 // releaseLeases releases leases whose handlers returned, up to
-// renewConcurrency at a time, each bounded by OpTimeout: a store that does
-// not answer holds a shutdown up for one OpTimeout, not one per lease.
-func (s *Scheduler) releaseLeases(ls []*lease) {
-	s.sendReleases(ls)()
+// renewConcurrency at a time, each bounded by OpTimeout and cut short when
+// ctx ends: a store that does not answer holds a shutdown up for one
+// OpTimeout, not one per lease.
+func (s *Scheduler) releaseLeases(ctx context.Context, ls []*lease) {
+	s.sendReleases(ctx, ls)()
 }
 
 // sendReleases starts releasing ls as releaseLeases does and returns at
 // once; the function it returns waits for the answers and applies them
 // (on Run's goroutine).
-func (s *Scheduler) sendReleases(ls []*lease) (apply func()) {
+func (s *Scheduler) sendReleases(ctx context.Context, ls []*lease) (apply func()) {
 	errs := make([]error, len(ls))
 	ids := make([]string, len(ls))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		concurrently(len(ls), func(i int) {
-			ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
+			ctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 			defer cancel()
 			var res protocol.Result
 			res, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ls[i].releaseID})
@@ -554,8 +560,8 @@ func (s *Scheduler) sendReleases(ls []*lease) (apply func()) {
 }
 
 // retryReleases releases again the leases whose release got no answer.
-func (s *Scheduler) retryReleases() {
-	s.releaseLeases(s.takeUnreleased())
+func (s *Scheduler) retryReleases(ctx context.Context) {
+	s.releaseLeases(ctx, s.takeUnreleased())
 }
 
 // takeUnreleased returns the leases whose release got no answer and whose
@@ -685,6 +691,9 @@ func (s *Scheduler) join(parent context.Context) {
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
 	sent := time.Now()
 	res, err := s.store.Acquire(ctx, s.acquireRequest(key, reqID))
+	if errors.Is(err, protocol.ErrClosed) {
+		return protocol.Lease{}, sent, err // not sent: an earlier attempt's id stays
+	}
 	if unknown(err) {
 		if key == s.member {
 			s.memberReq = res.RequestID
@@ -709,7 +718,7 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 	}
 	sent = time.Now()
 	rr, err := s.store.Renew(ctx, protocol.RenewRequest{Key: key, Owner: s.id, Token: res.Lease.Token, TTL: s.set.ttl})
-	if unknown(err) { // the replay stands; confirm it next time
+	if unknown(err) || errors.Is(err, protocol.ErrClosed) { // the replay stands; confirm it next time
 		if key == s.member {
 			s.memberReq = res.RequestID
 		} else {
@@ -930,6 +939,9 @@ func (s *Scheduler) resolveOrphan(ctx context.Context, key protocol.Key, o *orph
 	case res.Lease == nil:
 		return "acquire", 0, fmt.Errorf("scheduler: acquire of %s answered %s without a lease", key, res.Status)
 	}
+	if !res.Replayed { // taken anew by this resend, before now
+		o.runsOut = latest(o.runsOut, time.Now().Add(s.set.ttl))
+	}
 	token = res.Lease.Token
 	_, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token})
 	switch {
@@ -1092,7 +1104,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			// The worker held the lease beyond its share: hand it over.
 			s.log.Info("scheduler: an acquire whose outcome was unknown took the lease; over the fair share, releasing it",
 				"target", t, "token", l.Token, "why", why)
-			s.releaseLeases([]*lease{{target: t, key: key, token: l.Token, state: StateHandingOver, deadline: sent.Add(s.set.ttl)}})
+			s.releaseLeases(ctx, []*lease{{target: t, key: key, token: l.Token, state: StateHandingOver, deadline: sent.Add(s.set.ttl)}})
 		case err == nil:
 			delete(s.backoff, t)
 			s.start(l, sent, fmt.Sprintf("%s; held %d when acquired", why, active))
@@ -1207,9 +1219,9 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	}
 	n := len(s.leases)
 	s.mu.Unlock()
-	retried := s.sendReleases(s.takeUnreleased())
+	retried := s.sendReleases(s.base, s.takeUnreleased())
 	s.log.Info("scheduler: stopping", "leases", n)
-	s.settle()
+	s.settle(s.base)
 	for {
 		s.flush()
 		s.mu.Lock()
@@ -1223,7 +1235,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 		case <-next.C:
 			// Release what returned first: only the leases whose
 			// handlers still run need renewing.
-			s.settle()
+			s.settle(s.base)
 			s.mu.Lock()
 			n := len(s.leases)
 			s.mu.Unlock()
@@ -1232,7 +1244,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 			}
 			next.Reset(jitter(s.set.every))
 		}
-		s.settle()
+		s.settle(s.base)
 	}
 	retried()
 	for t, id := range s.pending {

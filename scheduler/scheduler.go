@@ -234,8 +234,9 @@ func (s *Scheduler) Snapshot() Snapshot {
 // the workers and the targets and rebalances. ctx is Run's: once it ends
 // the round's calls are cut short and it stops, leaving to the shutdown
 // the releases without an answer and the acquires of unknown outcome, so
-// that a store that does not answer does not hold the shutdown up. It returns when to look again because a lease
-// of another worker that the round saw runs out (see [nextLook]), or zero.
+// that a store that does not answer does not hold the shutdown up. It
+// returns when to look again because a lease of another worker that the
+// round saw runs out (see [nextLook]), or zero.
 func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	began := time.Now()
 	s.problems = s.problems[:0]
@@ -867,13 +868,13 @@ func (s *Scheduler) orphan(key protocol.Key, reqID string) {
 // keep the key from every worker until it runs out (and for its lock-delay
 // after). An orphan is dropped once any lease the acquires sent before it
 // was made took has run out (TTL after), without a resend; a lease a
-// resend without an answer may have taken (a refused acquire is not
-// recorded, so its resend runs again) lives longer, and is warned about. A round stops
-// at the first resend or release that gets no answer, so that a store
-// that does not answer costs it one OpTimeout, not one per orphan; the
-// rest wait for the next round, which resends the least recently
-// unanswered first (one silent key does not hold up the others). At shutdown that one and the rest are
-// logged, and their leases, if any, run out.
+// resend may have taken (a refused acquire is not recorded, so its resend
+// runs again) lives longer, and is warned about. A round stops at the
+// first resend or release that gets no answer, so that a store that does
+// not answer costs it one OpTimeout, not one per orphan; the rest wait for
+// the next round, which resends the least recently unanswered first (one
+// silent key does not hold up the others). At shutdown that one and the
+// rest are logged, and their leases, if any, run out.
 func (s *Scheduler) resolveOrphans(ctx context.Context) {
 	keys := slices.Collect(maps.Keys(s.orphans))
 	slices.SortFunc(keys, func(a, b protocol.Key) int {
@@ -921,8 +922,8 @@ func (s *Scheduler) resolveOrphans(ctx context.Context) {
 // resolveOrphan sends o's acquire again and releases what it took. It
 // returns the step that got no answer or was not judged ("acquire" or
 // "release", with the lease's token), or a nil error when the outcome is
-// known: refused (conflict), or released (or gone already). o.runsOut moves with an
-// unanswered resend, which may have taken the key anew.
+// known: refused (conflict), or released (or gone already). o.runsOut
+// moves with a resend that took the key anew, or may have (no answer).
 func (s *Scheduler) resolveOrphan(ctx context.Context, key protocol.Key, o *orphan) (step string, token int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 	defer cancel()

@@ -63,8 +63,7 @@ func (s *lossyStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (
 	silent := s.silent[req.Key]
 	s.mu.Unlock()
 	if s.hangIf(ctx, s.hang, req.Key) {
-		return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusTimeout, RequestID: req.RequestID},
-			backendkit.NewError(protocol.OpAcquire, protocol.StatusTimeout, ctx.Err(), "no answer")
+		return s.Store.Acquire(ctx, req) // as the store answers a context that ended
 	}
 	res, err := s.Store.Acquire(ctx, req)
 	if !silent || (err != nil && protocol.StatusOf(err) != protocol.StatusConflict) {
@@ -83,7 +82,10 @@ func (s *lossyStore) Release(ctx context.Context, req protocol.ReleaseRequest) (
 	s.mu.Lock()
 	deaf := s.deaf[req.Key]
 	s.mu.Unlock()
-	if deaf || s.hangIf(ctx, s.hangRelease, req.Key) {
+	if s.hangIf(ctx, s.hangRelease, req.Key) {
+		return s.Store.Release(ctx, req) // as the store answers a context that ended
+	}
+	if deaf {
 		return protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusTimeout, RequestID: req.RequestID},
 			backendkit.NewError(protocol.OpRelease, protocol.StatusTimeout, context.DeadlineExceeded, "no answer")
 	}
@@ -489,11 +491,15 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 	// outlives the worker's resending by seconds.
 	time.Sleep(4 * every)
 	if releaseUnanswered {
-		store.set(store.silent, false, target("t"))
 		store.set(store.deaf, true, target("t"))
 	}
 	if _, err := store.Store.Release(context.Background(), protocol.ReleaseRequest{Key: target("t"), Owner: "other", Token: other.Lease.Token}); err != nil {
 		t.Fatal(err)
+	}
+	if releaseUnanswered {
+		// After the release: a resend before it, answered conflict, would
+		// end the orphan as refused.
+		store.set(store.silent, false, target("t"))
 	}
 	var taken *protocol.Lease
 	eventually(t, "a resend takes t anew", func() (bool, string) {
@@ -560,7 +566,7 @@ func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 			t.Parallel()
 			lossy := newLossyStore(t)
 			lossy.set(lossy.silent, true, target("t"))
-			store := &closeAfterList{lossyStore: lossy}
+			store := &closeBeforeAcquire{lossyStore: lossy, key: target("t")}
 			var logs syncbuf.Buffer
 			s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), idle,
 				&scheduler.Config{TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -598,19 +604,20 @@ func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 	}
 }
 
-// closeAfterList closes the store once armed, right after a list of the
-// targets' namespace answered: the round's claim then meets a closed store.
-type closeAfterList struct {
+// closeBeforeAcquire closes the store once armed, when an acquire of key
+// comes (a round's claim retrying it, its list answered): that acquire
+// meets a closed store.
+type closeBeforeAcquire struct {
 	*lossyStore
+	key   protocol.Key
 	armed atomic.Bool
 }
 
-func (c *closeAfterList) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
-	res, err := c.lossyStore.List(ctx, req)
-	if req.Namespace == scheduler.DefaultNamespace && c.armed.CompareAndSwap(true, false) {
+func (c *closeBeforeAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if req.Key == c.key && c.armed.CompareAndSwap(true, false) {
 		_ = c.lossyStore.Store.Close(context.Background())
 	}
-	return res, err
+	return c.lossyStore.Acquire(ctx, req)
 }
 
 // One lost acquire whose resends never get an answer does not hold up
@@ -702,8 +709,9 @@ func TestARoundsCallsAreCutShortByTheStop(t *testing.T) {
 			case "resend":
 				store.set(store.silent, true, target("t"))
 			}
-			s, err := scheduler.New(store, "w1", wanted, idle,
-				&scheduler.Config{TTL: 10 * time.Second, RenewEvery: time.Second, OpTimeout: opTimeout})
+			var logs syncbuf.Buffer
+			s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: 10 * time.Second, RenewEvery: time.Second,
+				OpTimeout: opTimeout, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -733,6 +741,20 @@ func TestARoundsCallsAreCutShortByTheStop(t *testing.T) {
 			}
 			if took := hung[0].Sub(stopped); took > opTimeout/2 {
 				t.Errorf("the round's %s returned %v after Run's context ended: want it cut short (OpTimeout %v)", c, took.Round(time.Millisecond), opTimeout)
+			}
+			if c != "release" {
+				return
+			}
+			// The shutdown sent it again, and no warning said the store
+			// had not answered: the stop cut the call short.
+			res, err := store.Store.Get(context.Background(), protocol.GetRequest{Key: target("t")})
+			if res.Status != protocol.StatusNotFound {
+				t.Errorf("after the stop, t's lease is %s (%v): want it released by the shutdown", res.Status, err)
+			}
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "level=WARN") && strings.Contains(line, "target=t ") {
+					t.Errorf("a warning about t when only the stop cut its release short: %s", line)
+				}
 			}
 		})
 	}

@@ -55,8 +55,9 @@ type Scheduler struct {
 	// wanted (targets removed from the set; at shutdown, every one, the
 	// membership's too), by key: see resolveOrphans.
 	orphans map[protocol.Key]orphan
-	// unreleased are leases given up whose release got no answer: they are
-	// released again at the next rounds until their local deadline.
+	// unreleased are leases given up whose release got no answer (or was
+	// cut short by the stop): they are released again at the next rounds,
+	// or at shutdown, until their local deadline.
 	unreleased []*lease
 	stopping   bool // shutting down: a release without an answer is not kept to retry
 	// lapsed is the token of the membership lease the worker gave up by the
@@ -599,7 +600,11 @@ func (s *Scheduler) released(l *lease, err error) {
 		// Left to run out, the lease would keep the target from every
 		// worker until then, and for its lock-delay after.
 		s.unreleased = append(s.unreleased, l)
-		s.log.Warn("scheduler: release got no answer; trying again next round", "target", l.target, "token", l.token, "err", err)
+		if errors.Is(err, context.Canceled) { // Run's context ended: no fault of the store
+			s.log.Info("scheduler: release cut short by the stop; the shutdown sends it again", "target", l.target, "token", l.token)
+			return
+		}
+		s.log.Warn("scheduler: release got no answer; trying again next round or at shutdown", "target", l.target, "token", l.token, "err", err)
 	default:
 		s.log.Warn("scheduler: release failed; the lease will expire", "target", l.target, "token", l.token, "err", err)
 	}

@@ -759,3 +759,36 @@ func TestARoundsCallsAreCutShortByTheStop(t *testing.T) {
 		})
 	}
 }
+
+// A release that never gets an answer is tried each round until the lease
+// has run out by the worker's clock; then the worker says that it stopped
+// trying. The old scheduler dropped it without a word, after a warning
+// that promised another try.
+func TestUnansweredReleaseIsGivenUpAloud(t *testing.T) {
+	t.Parallel()
+	store := newLossyStore(t)
+	var removed atomic.Bool
+	wanted := func(context.Context) ([]string, error) {
+		if removed.Load() {
+			return []string{"u"}, nil
+		}
+		return []string{"t", "u"}, nil
+	}
+	var logs syncbuf.Buffer
+	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s)
+	eventually(t, "holds t and u", holds(s, "t", "u"))
+	store.set(store.deaf, true, target("t"))
+	removed.Store(true)
+	eventually(t, "the worker says it stopped trying to release t", func() (bool, string) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "stopped trying") && strings.Contains(line, "target=t ") {
+				return true, ""
+			}
+		}
+		return false, logs.String()
+	})
+}

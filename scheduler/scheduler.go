@@ -567,14 +567,17 @@ func (s *Scheduler) retryReleases(ctx context.Context) {
 }
 
 // takeUnreleased returns the leases whose release got no answer and whose
-// local deadline has not passed (after it they ran out), and empties the
-// list.
+// local deadline has not passed (after it they ran out: it logs those),
+// and empties the list.
 func (s *Scheduler) takeUnreleased() []*lease {
 	var due []*lease
 	for _, l := range s.unreleased {
 		if time.Now().Before(l.deadline) {
 			due = append(due, l)
+			continue
 		}
+		s.log.Info("scheduler: stopped trying to release: the lease has run out by the local clock",
+			"target", l.target, "token", l.token)
 	}
 	s.unreleased = nil
 	return due

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,13 +36,18 @@ type lossyStore struct {
 	hangRelease map[protocol.Key]bool
 	hanging     atomic.Int64
 	hung        []time.Time
+	// before runs once, before the next acquire of a key goes on.
+	before map[protocol.Key]func()
 }
 
 func newLossyStore(t *testing.T) *lossyStore {
 	return &lossyStore{Store: newStore(t), silent: map[protocol.Key]bool{}, deaf: map[protocol.Key]bool{},
 		sent: map[protocol.Key][]time.Time{}, taken: map[protocol.Key]protocol.Lease{},
-		hang: map[protocol.Key]bool{}, hangRelease: map[protocol.Key]bool{}}
+		hang: map[protocol.Key]bool{}, hangRelease: map[protocol.Key]bool{}, before: map[protocol.Key]func(){}}
 }
+
+// member is the membership key of worker w1.
+var member = protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
 
 // target is the key of the scheduler's target name.
 func target(name string) protocol.Key {
@@ -58,6 +64,13 @@ func targets(names ...string) []protocol.Key {
 }
 
 func (s *lossyStore) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	s.mu.Lock()
+	before := s.before[req.Key]
+	delete(s.before, req.Key)
+	s.mu.Unlock()
+	if before != nil {
+		before() // before the acquire is recorded as sent
+	}
 	s.mu.Lock()
 	s.sent[req.Key] = append(s.sent[req.Key], time.Now())
 	silent := s.silent[req.Key]
@@ -110,6 +123,13 @@ func (s *lossyStore) hangIf(ctx context.Context, m map[protocol.Key]bool, key pr
 	return true
 }
 
+// beforeNext has f run once, before the next acquire of key goes on.
+func (s *lossyStore) beforeNext(key protocol.Key, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before[key] = f
+}
+
 // set turns silent, deaf or a hang (m) on or off for keys.
 func (s *lossyStore) set(m map[protocol.Key]bool, on bool, keys ...protocol.Key) {
 	s.mu.Lock()
@@ -153,23 +173,16 @@ func (s *lossyStore) acquiresSince(t time.Time, keys ...protocol.Key) int {
 // gone).
 func TestUnknownAcquireOfAnUnwantedTargetIsReleased(t *testing.T) {
 	t.Parallel()
-	member := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
 	for c, key := range map[string]protocol.Key{"stopped": target("t"), "removed": target("t"), "join stopped": member} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			store := newLossyStore(t)
 			store.set(store.silent, true, key)
 			answer := func() { store.set(store.silent, false, key) }
+			// From the round that sees t gone, answers come back; every
+			// retry before it was silent.
 			var removed atomic.Bool
-			set := func(context.Context) ([]string, error) {
-				if removed.Load() {
-					// From the round that sees t gone, answers come back;
-					// every retry before it was silent.
-					answer()
-					return []string{"u"}, nil
-				}
-				return []string{"t", "u"}, nil
-			}
+			set := tLeaves(&removed, answer)
 			// Stopped: answers come back when the shutdown begins, before
 			// its resend.
 			logger := slog.New(onMessage(slog.NewTextHandler(io.Discard, nil), "scheduler: stopping", func(slog.Record) { answer() }))
@@ -208,6 +221,20 @@ func TestUnknownAcquireOfAnUnwantedTargetIsReleased(t *testing.T) {
 	}
 }
 
+// tLeaves is the targets t and u until removed is set, then u alone;
+// gone, when not nil, runs each time the set without t is returned.
+func tLeaves(removed *atomic.Bool, gone func()) scheduler.Targets {
+	return func(context.Context) ([]string, error) {
+		if !removed.Load() {
+			return []string{"t", "u"}, nil
+		}
+		if gone != nil {
+			gone()
+		}
+		return []string{"u"}, nil
+	}
+}
+
 // run runs s until the test ends or stop is called; stop cancels Run's
 // context and waits for it to return (fatal after waitFor).
 func run(t *testing.T, s *scheduler.Scheduler) (stop func()) {
@@ -239,13 +266,7 @@ func TestLostAcquireOfAnUnwantedTargetIsResentOnlyWhileItsLeaseMayLive(t *testin
 	store := newLossyStore(t)
 	store.set(store.silent, true, target("t")) // for good: no resend ever learns the outcome
 	var removed atomic.Bool
-	wanted := func(context.Context) ([]string, error) {
-		if removed.Load() {
-			return []string{"u"}, nil
-		}
-		return []string{"t", "u"}, nil
-	}
-	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: ttl})
+	s, err := scheduler.New(store, "w1", tLeaves(&removed, nil), idle, &scheduler.Config{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,21 +378,30 @@ func TestLapsedMembershipIsReleasedAtShutdown(t *testing.T) {
 		snap := s.Snapshot()
 		return !snap.Member, snap.Problem
 	})
-	key := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
-	res, err := store.Get(context.Background(), protocol.GetRequest{Key: key})
+	res, err := store.Get(context.Background(), protocol.GetRequest{Key: member})
 	if err != nil {
 		t.Fatalf("the lapsed membership is not live in the store before the stop: %v", err)
 	}
 	live := res.Lease.ExpiresAt // at least until then, unless released
 	stop()
 	sent := time.Now()
-	res, err = store.Get(context.Background(), protocol.GetRequest{Key: key})
+	res, err = store.Get(context.Background(), protocol.GetRequest{Key: member})
 	if !sent.Before(live) {
 		t.Skipf("inconclusive: the get after the stop was sent at %s, not before the lease would have run out (%s)", sent, live)
 	}
 	if res.Status != protocol.StatusNotFound {
 		t.Errorf("after the stop, the lapsed membership lease is %s (%v): want it released", res.Status, err)
 	}
+}
+
+// logLine returns the first line of logs that holds every part, or "".
+func logLine(logs string, parts ...string) string {
+	for line := range strings.Lines(logs) {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return ""
 }
 
 // onMessage wraps h to call f with the first record whose message starts
@@ -431,20 +461,15 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 	store.set(store.silent, true, target("t"))
 	// Another worker takes t just before w1's first acquire reaches the
 	// store (t was free when w1 listed the holders).
-	var other protocol.Result
-	rival := &beforeAcquire{Store: store, key: target("t"), f: func() error {
-		var err error
-		other, err = store.Store.Acquire(context.Background(), protocol.AcquireRequest{Key: target("t"), Owner: "other", TTL: time.Minute})
-		return err
-	}}
+	var (
+		other    protocol.Result
+		otherErr error
+	)
+	store.beforeNext(target("t"), func() {
+		other, otherErr = store.Store.Acquire(context.Background(), protocol.AcquireRequest{Key: target("t"), Owner: "other", TTL: time.Minute})
+	})
 	var removed, seen atomic.Bool
-	wanted := func(context.Context) ([]string, error) {
-		if removed.Load() {
-			seen.Store(true)
-			return []string{"u"}, nil
-		}
-		return []string{"t", "u"}, nil
-	}
+	wanted := tLeaves(&removed, func() { seen.Store(true) })
 	type drop struct {
 		level    slog.Level
 		runsOut  time.Time
@@ -474,7 +499,7 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 		dropped <- d
 	}))
 	const lttl, every = 6 * time.Second, 500 * time.Millisecond
-	s, err := scheduler.New(rival, "w1", wanted, idle, &scheduler.Config{TTL: lttl, RenewEvery: every, Logger: logger})
+	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: lttl, RenewEvery: every, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,8 +507,10 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 	eventually(t, "an acquire of t is sent and its refusal lost", func() (bool, string) {
 		return store.acquiresSince(time.Time{}, target("t")) > 0, "no acquire of t yet"
 	})
-	if err := rival.err(); err != nil {
-		t.Fatalf("the other worker's acquire of t: %v", err)
+	// The acquire is recorded as sent (acquiresSince) after the hook ran,
+	// under the store's lock: other and otherErr are read after it.
+	if otherErr != nil {
+		t.Fatalf("the other worker's acquire of t: %v", otherErr)
 	}
 	removed.Store(true)
 	eventually(t, "a round sees t gone", func() (bool, string) { return seen.Load(), "not yet" })
@@ -525,34 +552,6 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 	}
 }
 
-// beforeAcquire calls f once, before the first acquire of key goes on.
-type beforeAcquire struct {
-	protocol.Store
-	key  protocol.Key
-	f    func() error
-	once sync.Once
-	mu   sync.Mutex
-	fErr error
-}
-
-func (b *beforeAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
-	if req.Key == b.key {
-		b.once.Do(func() {
-			err := b.f()
-			b.mu.Lock()
-			b.fErr = err
-			b.mu.Unlock()
-		})
-	}
-	return b.Store.Acquire(ctx, req)
-}
-
-func (b *beforeAcquire) err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.fErr
-}
-
 // A resend that the store does not carry out (the runtime closed) learns
 // nothing: the lease the lost acquire may have taken is warned about at
 // shutdown, not dropped as if refused, whether the store closed just
@@ -564,9 +563,8 @@ func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 	for _, c := range []string{"at the stop", "before a claim"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
-			lossy := newLossyStore(t)
-			lossy.set(lossy.silent, true, target("t"))
-			store := &closeBeforeAcquire{lossyStore: lossy, key: target("t")}
+			store := newLossyStore(t)
+			store.set(store.silent, true, target("t"))
 			var logs syncbuf.Buffer
 			s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), idle,
 				&scheduler.Config{TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -575,49 +573,28 @@ func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 			}
 			stop := run(t, s)
 			eventually(t, "an acquire of t takes the lease and loses its answer", func() (ok bool, _ string) {
-				_, ok = lossy.lostLease(target("t"))
+				_, ok = store.lostLease(target("t"))
 				return ok, "no acquire of t yet"
 			})
 			if c == "at the stop" {
-				if err := lossy.Store.Close(context.Background()); err != nil {
+				if err := store.Store.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				store.armed.Store(true)
+				// The next acquire of t (a round's claim retrying it, its
+				// list answered) meets a closed store.
+				store.beforeNext(target("t"), func() { _ = store.Store.Close(context.Background()) })
 				eventually(t, "a claim's resend of t answers closed", func() (bool, string) {
-					for _, line := range strings.Split(logs.String(), "\n") {
-						if strings.Contains(line, "claiming no more this round") && strings.Contains(line, "target=t ") && strings.Contains(line, "closed") {
-							return true, ""
-						}
-					}
-					return false, "not yet"
+					return logLine(logs.String(), "claiming no more this round", "target=t ", "closed") != "", "not yet"
 				})
 			}
 			stop()
-			for _, line := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(line, "level=WARN") && strings.Contains(line, "key=scheduler/t ") && strings.Contains(line, "closed") {
-					return
-				}
+			if logLine(logs.String(), "level=WARN", "key=scheduler/t ", "closed") != "" {
+				return
 			}
 			t.Errorf("the shutdown's logs do not warn that the lease the lost acquire of t may have taken was not released (the store closed):\n%s", logs.String())
 		})
 	}
-}
-
-// closeBeforeAcquire closes the store once armed, when an acquire of key
-// comes (a round's claim retrying it, its list answered): that acquire
-// meets a closed store.
-type closeBeforeAcquire struct {
-	*lossyStore
-	key   protocol.Key
-	armed atomic.Bool
-}
-
-func (c *closeBeforeAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
-	if req.Key == c.key && c.armed.CompareAndSwap(true, false) {
-		_ = c.lossyStore.Store.Close(context.Background())
-	}
-	return c.lossyStore.Acquire(ctx, req)
 }
 
 // One lost acquire whose resends never get an answer does not hold up
@@ -684,23 +661,18 @@ func TestASilentLostAcquireDoesNotHoldUpTheOthers(t *testing.T) {
 func TestARoundsCallsAreCutShortByTheStop(t *testing.T) {
 	t.Parallel()
 	const opTimeout = 5 * time.Second
-	member := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
 	for _, c := range []string{"resend", "join", "claim", "release"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			store := newLossyStore(t)
 			var removed, seen atomic.Bool
-			wanted := func(context.Context) ([]string, error) {
-				if !removed.Load() {
-					return []string{"t", "u"}, nil
-				}
+			wanted := tLeaves(&removed, func() {
 				if !seen.Swap(true) && c == "resend" {
 					// t's lost acquire is now an orphan: the next round's
 					// resend is the next acquire of t.
 					store.set(store.hang, true, target("t"))
 				}
-				return []string{"u"}, nil
-			}
+			})
 			switch c {
 			case "join":
 				store.set(store.hang, true, member) // the first round's join
@@ -751,10 +723,8 @@ func TestARoundsCallsAreCutShortByTheStop(t *testing.T) {
 			if res.Status != protocol.StatusNotFound {
 				t.Errorf("after the stop, t's lease is %s (%v): want it released by the shutdown", res.Status, err)
 			}
-			for _, line := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(line, "level=WARN") && strings.Contains(line, "target=t ") {
-					t.Errorf("a warning about t when only the stop cut its release short: %s", line)
-				}
+			if line := logLine(logs.String(), "level=WARN", "target=t "); line != "" {
+				t.Errorf("a warning about t when only the stop cut its release short: %s", line)
 			}
 		})
 	}
@@ -768,14 +738,8 @@ func TestUnansweredReleaseIsGivenUpAloud(t *testing.T) {
 	t.Parallel()
 	store := newLossyStore(t)
 	var removed atomic.Bool
-	wanted := func(context.Context) ([]string, error) {
-		if removed.Load() {
-			return []string{"u"}, nil
-		}
-		return []string{"t", "u"}, nil
-	}
 	var logs syncbuf.Buffer
-	s, err := scheduler.New(store, "w1", wanted, idle, &scheduler.Config{TTL: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s, err := scheduler.New(store, "w1", tLeaves(&removed, nil), idle, &scheduler.Config{TTL: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,11 +748,6 @@ func TestUnansweredReleaseIsGivenUpAloud(t *testing.T) {
 	store.set(store.deaf, true, target("t"))
 	removed.Store(true)
 	eventually(t, "the worker says it stopped trying to release t", func() (bool, string) {
-		for _, line := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(line, "stopped trying") && strings.Contains(line, "target=t ") {
-				return true, ""
-			}
-		}
-		return false, logs.String()
+		return logLine(logs.String(), "stopped trying", "target=t ") != "", logs.String()
 	})
 }

@@ -727,7 +727,7 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 	}
 	sent = time.Now()
 	rr, err := s.store.Renew(ctx, protocol.RenewRequest{Key: key, Owner: s.id, Token: res.Lease.Token, TTL: s.set.ttl})
-	if unknown(err) || errors.Is(err, protocol.ErrClosed) { // the replay stands; confirm it next time
+	if noOutcome(err) { // the replay stands; confirm it next time
 		if key == s.member {
 			s.memberReq = res.RequestID
 		} else {
@@ -760,6 +760,12 @@ func unknown(err error) bool {
 		return true
 	}
 	return false
+}
+
+// noOutcome reports whether err tells nothing of a change: its outcome is
+// unknown, or the store was closed and did not judge it.
+func noOutcome(err error) bool {
+	return unknown(err) || errors.Is(err, protocol.ErrClosed)
 }
 
 // listAll returns the live leases of a namespace, every page.
@@ -1137,7 +1143,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			}
 			s.log.Debug("scheduler: target busy; backing off", "target", t, "holder", holder, "until", s.backoff[t].until)
 			s.busy(t, err)
-		case unknown(err) || errors.Is(err, protocol.ErrClosed):
+		case noOutcome(err):
 			s.problems = append(s.problems, "acquire: "+err.Error())
 			s.log.Warn("scheduler: acquire failed; claiming no more this round", "target", t, "err", err)
 			return

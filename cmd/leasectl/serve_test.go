@@ -762,7 +762,7 @@ func TestServeParityOverHTTP(t *testing.T) {
 	}
 }
 
-// TestServedStoreRefusesDatabaseCommands: gc, audit prune and migrate
+// TestServedStoreRefusesDatabaseCommands: gc, audit prune, migrate and fencing raise
 // need the database's own DSN. Through an http DSN each is refused as a
 // usage error (exit 2) naming the DSN to use, never exit 5: the store
 // answered, and a retry cannot help.
@@ -771,7 +771,7 @@ func TestServedStoreRefusesDatabaseCommands(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "db.db"), nil)
 	c := leasectl{dir: dir, dsn: s.url}
-	for _, args := range [][]string{{"gc"}, {"audit", "prune", "--before", "1d", "--yes"}, {"migrate", "status"}} {
+	for _, args := range [][]string{{"gc"}, {"audit", "prune", "--before", "1d", "--yes"}, {"migrate", "status"}, {"fencing", "raise"}} {
 		r := c.run(t, append(args, "-o", "json")...)
 		m := r.obj(t)
 		if r.code != 2 || m["status"] != "invalid" || !strings.Contains(m["message"].(string), "the DSN leasectl serve was given") {

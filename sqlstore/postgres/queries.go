@@ -548,6 +548,18 @@ SELECT current_setting('synchronous_commit'),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
        coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)`
 
+// raiseTokensSQL moves leasestore_fencing_seq @by past every token it
+// issued or the store holds (the leases' rows, the newest audit record's;
+// see repairSequenceSQL) and returns where it put it: see
+// protocol.TokenRaiser. nextval, not the sequence's last value, is the
+// base: a value an acquire draws between nextval and setval stays below
+// the floor unless more than @by acquires drew one in that moment.
+var raiseTokensSQL = compile(`
+SELECT setval('leasestore_fencing_seq',
+              greatest(nextval('leasestore_fencing_seq'),
+                       (SELECT max(token) FROM leasestore_leases),
+                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) + @by)`)
+
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past
 // the newest audit record's. setval never moves it backwards here: it runs

@@ -79,6 +79,14 @@ RETURNING token`
 	// qBumpFencing records that the token qAcquire took was issued.
 	qBumpFencing = `UPDATE leasestore_fencing SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token`
 
+	// qRaiseTokens moves the fencing counter ?1 past the greatest token
+	// counted or held (the counter holds every token it issued; the
+	// leases' are read too, in case a row was written another way) and
+	// returns it: see protocol.TokenRaiser.
+	qRaiseTokens = `UPDATE leasestore_fencing
+SET last_token = max(last_token, coalesce((SELECT max(token) FROM leasestore_leases), 0)) + ?1
+WHERE id = 1 RETURNING last_token`
+
 	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) from ?5 now by ?6 the TTL (µs; 0 keeps the lease's own,
 	// expires_at - renewed_at); ?7 the lease format version. It returns

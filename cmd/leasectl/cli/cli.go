@@ -461,7 +461,7 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 	root.AddCommand(
 		a.acquireCommand(), a.renewCommand(), a.releaseCommand(), a.getCommand(), a.describeCommand(), a.listCommand(), a.namespacesCommand(),
 		a.revokeCommand(), a.auditCommand(), a.gcCommand(), a.healthCommand(), a.migrateCommand(), a.demoCommand(),
-		a.benchCommand(), a.serveCommand(), a.versionCommand(), a.runCommand(), a.watchCommand(),
+		a.benchCommand(), a.serveCommand(), a.versionCommand(), a.runCommand(), a.watchCommand(), a.fencingCommand(),
 	)
 	// The writers are set before cobra's help and completion commands are
 	// made: the completion commands capture the output writer when made.

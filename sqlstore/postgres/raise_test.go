@@ -1,0 +1,97 @@
+package postgres_test
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// pgBin returns the path of PostgreSQL's program name, from `pg_config
+// --bindir`.
+func pgBin(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	if err != nil {
+		t.Fatalf("pg_config --bindir: %v (install PostgreSQL's client programs)", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), name)
+}
+
+// TestRaiseTokensAfterARestoreToAnEarlierPoint restores a store's schema
+// from a pg_dump taken before more leases were issued, as an operator
+// restoring a backup does: the restored store issues a token again that a
+// holder of before the restore still has (the hazard). After RaiseTokens
+// every token is greater than any issued before the restore.
+func TestRaiseTokensAfterARestoreToAnEarlierPoint(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	var schema string
+	if err := rawConn(t, dsn).QueryRow(ctxT(t), "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	b := openBackend(t, dsn, nil)
+	cycle(t, b, "k", "w", "before-0", false)
+	dump := filepath.Join(t.TempDir(), "store.dump")
+	if out, err := exec.Command(pgBin(t, "pg_dump"), "-d", dsn, "-n", schema, "-Fc", "-f", dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v: %s", err, out)
+	}
+	var issued int64 // the greatest token issued after the dump
+	for i := range 3 {
+		issued = cycle(t, b, "k", "w", fmt.Sprintf("after-%d", i), i == 2).Token
+	}
+	held := cycle(t, b, "other", "w", "after-other", true).Token
+	issued = max(issued, held)
+	if err := b.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	mustExec(t, rawConn(t, dsn), "DROP SCHEMA "+schema+" CASCADE")
+	if out, err := exec.Command(pgBin(t, "pg_restore"), "-d", dsn, "--no-owner", "--no-privileges", dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v: %s", err, out)
+	}
+	r := openBackend(t, dsn, nil)
+	again := cycle(t, r, "k", "x", "restored-0", false)
+	if again.Token > issued {
+		t.Fatalf("the restored store issued token %d, above the %d issued after the dump: the test shows no hazard", again.Token, issued)
+	}
+
+	floor, err := r.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor < issued+protocol.MinTokenRaise-10 {
+		t.Fatalf("floor %d, want about %d above the greatest token issued, %d", floor, protocol.MinTokenRaise, issued)
+	}
+	for _, name := range []string{"k", "other", "new"} {
+		l := cycle(t, r, name, "x", "raised-"+name, false)
+		if l.Token <= floor || l.Token <= issued {
+			t.Fatalf("%s: token %d after the raise, want above the floor %d and every token issued before the restore (%d)",
+				name, l.Token, floor, issued)
+		}
+	}
+	// Health finds nothing to repair: the sequence is past every token.
+	if err := r.Health(ctxT(t)); err != nil {
+		t.Fatalf("health after the raise: %v", err)
+	}
+}
+
+// TestRaiseTokensRefusesABadStep: a step outside the bounds is invalid and
+// moves nothing.
+func TestRaiseTokensRefusesABadStep(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	first := cycle(t, b, "k", "w", "0", false).Token
+	for _, by := range []int64{0, -5, protocol.MinTokenRaise - 1, protocol.MaxTokenRaise + 1} {
+		_, err := b.RaiseTokens(ctxT(t), by)
+		wantErrStatus(t, "raise by a bad step", err, protocol.StatusInvalid)
+	}
+	if next := cycle(t, b, "k", "w", "1", false).Token; next != first+1 {
+		t.Fatalf("token %d after refused raises, want %d: a refused raise moved the counter", next, first+1)
+	}
+}

@@ -1,0 +1,31 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+)
+
+var _ protocol.TokenRaiser = (*Backend)(nil)
+
+// RaiseTokens moves the fencing counter by above the greatest token the
+// file holds or counted, in one write transaction, and returns the new
+// floor (see [protocol.TokenRaiser]): after the file was restored from a
+// copy, every later token is greater than those issued since the copy,
+// if by exceeds how many were.
+func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
+	if err := protocol.CheckTokenRaise(by); err != nil {
+		return 0, err
+	}
+	var floor int64
+	_, err := b.write(ctx, protocol.OpRaiseTokens, func(ctx context.Context, tx *sql.Tx, _ time.Time) (protocol.Result, bool, error) {
+		err := tx.QueryRowContext(ctx, qRaiseTokens, by).Scan(&floor)
+		return protocol.Result{}, err == nil, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return floor, nil
+}

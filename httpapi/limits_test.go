@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,5 +199,69 @@ func TestStreamEndsWhenItsTokenIsRemoved(t *testing.T) {
 	let(t, s.rt, hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "k"}, "w"))
 	if name, _, _ := kept.event(); name != "signal" {
 		t.Fatalf("the admin's stream after the reload: event %q, want signal", name)
+	}
+}
+
+// TestBrowsersCrossOriginWritesAreRefused: a page of another site that
+// posts to the API (a form's text/plain body revoking a lease) is refused
+// 403 and changes nothing; the same request from a client that is not a
+// browser, or from the API's own origin, is answered.
+func TestBrowsersCrossOriginWritesAreRefused(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil) // no tokens: every request may do everything
+	k := protocol.Key{Namespace: "default", Name: "db-migrate"}
+	held := hold(t, s.rt, k, "worker-1")
+	revoke := `{"namespace":"default","key":"db-migrate","actor":"x","reason":"y"}`
+	for _, headers := range [][]string{
+		{"Content-Type", "text/plain", "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"},
+		{"Content-Type", "text/plain", "Sec-Fetch-Site", "same-site"},
+		{"Content-Type", "text/plain", "Origin", "http://evil.example"}, // a browser without Sec-Fetch-Site
+	} {
+		expect(t, fmt.Sprintf("revoke with %v", headers), send(t, "POST", s.url+"/v1/revoke", revoke, headers...), 403, "forbidden")
+	}
+	res, err := s.rt.Get(t.Context(), protocol.GetRequest{Key: k})
+	if err != nil || res.Status != protocol.StatusFound || res.Lease.Token != held.Token {
+		t.Fatalf("after refused cross-origin revokes: %+v %v, want the lease held", res, err)
+	}
+	// Reads are not writes; a browser on the API's own origin, and curl, write.
+	expect(t, "cross-site get", send(t, "GET", s.url+"/v1/leases/default/db-migrate", "", "Sec-Fetch-Site", "cross-site"), 200, "found")
+	expect(t, "same-origin revoke", send(t, "POST", s.url+"/v1/revoke", revoke, "Sec-Fetch-Site", "same-origin"), 200, "revoked")
+	hold(t, s.rt, k, "worker-1")
+	expect(t, "revoke without browser headers", send(t, "POST", s.url+"/v1/revoke", revoke), 200, "revoked")
+}
+
+// TestLoopbackOnlyRefusesOtherHosts: with Config.LoopbackOnly (serve
+// without tokens) a request addressed to another name, as a page that
+// rebound its own name to 127.0.0.1 sends, is refused 403; loopback names
+// and addresses are answered.
+func TestLoopbackOnlyRefusesOtherHosts(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, &httpapi.Config{LoopbackOnly: true})
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(host string) reply {
+		req, err := http.NewRequest("GET", s.url+"/v1/leases/default", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host, req.Close = host, true
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return reply{code: resp.StatusCode, header: resp.Header, body: string(body)}
+	}
+	for _, host := range []string{"attacker.example:" + port, "attacker.example", "10.0.0.1:" + port, "localhost.attacker.example:" + port} {
+		m := expect(t, "Host "+host, get(host), 403, "forbidden")
+		if !strings.Contains(m["message"].(string), "--tokens") {
+			t.Fatalf("Host %s: %v, want the message to name --tokens", host, m)
+		}
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "api.localhost:" + port, "[::1]:" + port, "127.0.0.2"} {
+		expect(t, "Host "+host, get(host), 200, "found")
 	}
 }

@@ -174,13 +174,24 @@ func (h *Handler) startEvents(x *exchange) eventStream {
 	x.code = http.StatusOK
 	x.w.WriteHeader(http.StatusOK)
 	x.status = eventSubscribed
-	return eventStream{w: x.w, rc: http.NewResponseController(x.w)}
+	return eventStream{w: x.w, rc: http.NewResponseController(x.w), timeout: h.writeTimeout}
 }
 
 // eventStream writes server-sent events, flushing each.
 type eventStream struct {
-	w  io.Writer
-	rc *http.ResponseController
+	w       io.Writer
+	rc      *http.ResponseController
+	timeout time.Duration // each write's, see Config.WriteTimeout
+}
+
+// write writes one event's text and flushes it, or fails once the client
+// read none of it for es.timeout.
+func (es eventStream) write(text string) error {
+	_ = es.rc.SetWriteDeadline(time.Now().Add(es.timeout))
+	if _, err := io.WriteString(es.w, text); err != nil {
+		return err
+	}
+	return es.rc.Flush()
 }
 
 // event writes one event named name with ev as its data.
@@ -193,16 +204,10 @@ func (es eventStream) data(name string, v any) error {
 		// Only unsupported types fail; an event is plain data.
 		panic(fmt.Sprintf("httpapi: encode event: %v", err))
 	}
-	if _, err := fmt.Fprintf(es.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
-		return err
-	}
-	return es.rc.Flush()
+	return es.write("event: " + name + "\ndata: " + string(data) + "\n\n")
 }
 
 // comment writes a comment line, which clients ignore but see arrive.
 func (es eventStream) comment(text string) error {
-	if _, err := fmt.Fprintf(es.w, ": %s\n\n", text); err != nil {
-		return err
-	}
-	return es.rc.Flush()
+	return es.write(": " + text + "\n\n")
 }

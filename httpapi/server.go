@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,19 @@ type Config struct {
 	// too_many_streams. Default: [DefaultMaxStreamsPerToken]; negative: no
 	// bound.
 	MaxStreamsPerToken int
+	// WriteTimeout bounds each write to a client: an answer, or one event
+	// or keep-alive of a stream (notify, audit follow). A client that
+	// reads none of it for that long is cut off: its connection closes,
+	// and its stream ends and frees its slot (a stream otherwise outlives
+	// the reload that removed its token while its client does not read).
+	// Default: [DefaultWriteTimeout].
+	WriteTimeout time.Duration
+	// LoopbackOnly answers only requests addressed (Host) to a loopback
+	// name: localhost (or a name under it), 127.0.0.0/8 or ::1; others
+	// are answered 403. A server without tokens on loopback sets it:
+	// through DNS rebinding any web page could otherwise reach it under
+	// a name of the page's own. Default: false.
+	LoopbackOnly bool
 }
 
 // Defaults of [Config]'s limits.
@@ -75,6 +89,7 @@ const (
 	DefaultBodyTimeout        = 10 * time.Second
 	DefaultMaxStreams         = 4096
 	DefaultMaxStreamsPerToken = 1024
+	DefaultWriteTimeout       = 10 * time.Second
 )
 
 // DefaultKeepAlive is the default of [Config].KeepAlive.
@@ -97,6 +112,9 @@ type Handler struct {
 	metrics        *httpMetrics
 	gatherer       prometheus.Gatherer
 	bodyTimeout    time.Duration
+	writeTimeout   time.Duration
+	loopbackOnly   bool
+	origins        *http.CrossOriginProtection
 	streams        streamLimits
 	streamsClosed  chan struct{} // closed by CloseStreams
 	closeStreams   sync.Once
@@ -116,7 +134,8 @@ func NewHandler(store protocol.Store, reader audit.Reader, cfg *Config) (*Handle
 	h := &Handler{
 		store: store, audit: reader, log: cfg.Logger, tokens: cfg.Tokens,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, keepAlive: cfg.KeepAlive,
-		bodyTimeout: cfg.BodyTimeout, streamsClosed: make(chan struct{}), reloaded: make(chan struct{}),
+		bodyTimeout: cfg.BodyTimeout, writeTimeout: cfg.WriteTimeout, loopbackOnly: cfg.LoopbackOnly,
+		origins: http.NewCrossOriginProtection(), streamsClosed: make(chan struct{}), reloaded: make(chan struct{}),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken),
 	}
 	if h.bodyTimeout <= 0 {
@@ -124,6 +143,9 @@ func NewHandler(store protocol.Store, reader audit.Reader, cfg *Config) (*Handle
 	}
 	if h.keepAlive <= 0 {
 		h.keepAlive = DefaultKeepAlive
+	}
+	if h.writeTimeout <= 0 {
+		h.writeTimeout = DefaultWriteTimeout
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -212,7 +234,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 	}()
-	h.route(x)
+	if h.admit(x) {
+		h.route(x)
+	}
+}
+
+// admit answers 403 and returns false for what no route answers: a
+// browser's cross-origin write (by its Sec-Fetch-Site or Origin header: a
+// page of another site posting to the API, say with a form), and, with
+// Config.LoopbackOnly, a request addressed to a name that is not loopback.
+// Clients other than browsers send neither header and are not refused.
+func (h *Handler) admit(x *exchange) bool {
+	msg := ""
+	switch {
+	case h.origins.Check(x.r) != nil:
+		msg = "a browser's cross-origin request that changes state is refused (Sec-Fetch-Site or Origin names another site)"
+	case h.loopbackOnly && !loopbackHost(x.r.Host):
+		msg = fmt.Sprintf("Host %q is not a loopback name: a server without bearer tokens answers only requests "+
+			"addressed to localhost, 127.0.0.1 or ::1, so that no web page reaches it by DNS rebinding; "+
+			"serve with --tokens FILE to answer other names", x.r.Host)
+	default:
+		return true
+	}
+	h.write(x, http.StatusForbidden, StatusForbidden, wire.Error{Status: string(StatusForbidden), Message: msg})
+	return false
+}
+
+// loopbackHost reports whether a request's Host (a name or address, and
+// maybe a port) is localhost, a name under it, or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // route dispatches x by method and escaped path.
@@ -303,6 +363,8 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 	}
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")
+	// The server clears the deadline once the answer is flushed.
+	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(h.writeTimeout))
 	x.w.WriteHeader(code)
 	if x.r.Method != http.MethodHead {
 		_, _ = x.w.Write(buf.Bytes())

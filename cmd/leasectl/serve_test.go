@@ -779,3 +779,43 @@ func TestServedStoreRefusesDatabaseCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWithoutTokensAnswersOnlyLoopbackNames: serve without --tokens
+// refuses a request addressed to another name (a web page that rebound its
+// name to 127.0.0.1), 403, and answers loopback names; with --tokens the
+// bearer token guards it and any name is answered.
+func TestServeWithoutTokensAnswersOnlyLoopbackNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	get := func(url, host string, headers ...string) int {
+		req, err := http.NewRequest("GET", url+"/v1/leases/default", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host, req.Close = host, true
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	open := startServe(t, dir, "sqlite:"+filepath.Join(dir, "open.db"), nil)
+	if code := get(open.url, "rebound.example"); code != http.StatusForbidden {
+		t.Fatalf("serve without --tokens answered Host rebound.example with %d, want 403", code)
+	}
+	if code := get(open.url, "localhost"); code != http.StatusOK {
+		t.Fatalf("serve without --tokens answered Host localhost with %d, want 200", code)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("reader-token-0123456789 reader *\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guarded := startServe(t, dir, "sqlite:"+filepath.Join(dir, "guarded.db"), nil, "--tokens", tokens)
+	if code := get(guarded.url, "leases.example", "Authorization", "Bearer reader-token-0123456789"); code != http.StatusOK {
+		t.Fatalf("serve with --tokens answered Host leases.example with %d, want 200", code)
+	}
+}

@@ -177,6 +177,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	h, err := httpapi.NewHandler(s.rt, s.audit, &httpapi.Config{
 		DefaultTimeout: a.timeout, MaxTimeout: f.maxTimeout, Logger: a.log, Tokens: tokens.Load, Registry: reg,
 		MaxStreams: f.maxStreams, MaxStreamsPerToken: f.maxStreamsPerToken,
+		// Without tokens serve listens on loopback only, and answers only
+		// requests addressed there (no DNS rebinding).
+		LoopbackOnly: f.tokens == "",
 	})
 	if err != nil {
 		return failWith(err)

@@ -16,7 +16,10 @@ import (
 // file: acquire, renew (keeping the TTL), a conflict, a fenced write, revoke,
 // list, namespaces, renew many (past one request's 1,000 renewals and 1 MiB
 // of body too), release, audit, a reader's 403, a removed
-// token's 401 and a notify wait. Without python3 it skips, except in CI.
+// token's 401, a notify wait, request ids (the client's own, carried by a
+// refusal, replayed by a retry) and an acquire whose answer is lost while
+// smoke.py holds the SQLite file's write lock (LEASESTORE_SQLITE_PATH): a
+// timeout carrying the request id, whose retry learns the outcome. Without python3 it skips, except in CI.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
 	python := lookPython(t)
@@ -27,7 +30,8 @@ func TestPythonClient(t *testing.T) {
 		removed = "py-removed-token-00000"
 	)
 	dir := t.TempDir()
-	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "py.db"), nil, "--tokens",
+	db := filepath.Join(dir, "py.db")
+	s := startServe(t, dir, "sqlite:"+db, nil, "--tokens",
 		writeTokens(t, dir, writer+" writer py\n"+admin+" admin *\n"+reader+" reader py\n"))
 	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "smoke.py"))
 	if err != nil {
@@ -38,7 +42,8 @@ func TestPythonClient(t *testing.T) {
 	cmd := exec.CommandContext(ctx, python, script)
 	cmd.Dir = filepath.Dir(script)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "LEASESTORE_URL="+s.url,
-		"WRITER_TOKEN="+writer, "ADMIN_TOKEN="+admin, "READER_TOKEN="+reader, "REMOVED_TOKEN="+removed)
+		"WRITER_TOKEN="+writer, "ADMIN_TOKEN="+admin, "READER_TOKEN="+reader, "REMOVED_TOKEN="+removed,
+		"LEASESTORE_SQLITE_PATH="+db)
 	out, err := cmd.CombinedOutput()
 	t.Logf("smoke.py:\n%s", out)
 	if err != nil {

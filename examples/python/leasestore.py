@@ -20,19 +20,40 @@ does not mend, and unavailable, timeout, closed (503, 504), which a retry with
 the same request_id may. Durations take the API's grammar (90s, 15m, 1h30m, 2d)
 and times RFC 3339 or a duration back from now (since="1h").
 
+Every change (acquire, renew, release, revoke, each renewal of renew_many)
+carries a request id: the caller's request_id, else one the client makes
+(new_request_id: a UUIDv7 in 32 hex digits, as the Go client's
+protocol.NewRequestID). It is on the result (`result.request_id`) and on a
+LeaseError (`err.request_id`). A timeout (504, or no answer within the
+client's timeout) or a connection that broke after the request was sent
+raises LeaseError status "timeout": the change may or may not have been
+made. Retry with the same request id to learn which: the server answers
+a change it made with its first outcome (`replayed` true), where a fresh
+id could answer conflict against the caller's own lease:
+
+    try:
+        res = c.acquire("scan", "10.0.0.0/24", owner="worker-1")
+    except LeaseError as err:
+        if not err.retryable:
+            raise
+        res = c.acquire("scan", "10.0.0.0/24", owner="worker-1", request_id=err.request_id)
+
 The shapes follow /openapi.json (components.schemas: Result, Lease, ListPage,
 AuditPage, NamespacePage, RenewManyPage, NotifyEvent).
 """
 
+import http.client
 import json
+import os
 import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional
 
-__all__ = ["Client", "LeaseError", "Lease", "Result", "Record"]
+__all__ = ["Client", "LeaseError", "Lease", "Result", "Record", "new_request_id"]
 
 # Statuses that mean the store did not answer or the server refused the
 # request: raised as LeaseError rather than returned.
@@ -42,6 +63,15 @@ _FAILURES = {"unauthorized", "forbidden", "unavailable", "timeout", "closed", "t
 # MaxRenewManyBodyBytes); renew_many splits a larger batch.
 RENEW_MANY_MAX_RENEWALS = 1000
 RENEW_MANY_MAX_BODY_BYTES = 1 << 20
+
+
+def new_request_id() -> str:
+    """A new request id: a UUIDv7 (48 bits of Unix milliseconds, then
+    random bits) in 32 hex digits, as the Go client's protocol.NewRequestID."""
+    b = bytearray((time.time_ns() // 1_000_000).to_bytes(6, "big") + os.urandom(10))
+    b[6] = (b[6] & 0x0F) | 0x70  # version 7
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 9562 variant
+    return b.hex()
 
 
 def _encode(body) -> bytes:
@@ -67,11 +97,19 @@ def _renew_many_batches(renewals: List[dict]) -> Iterator[List[dict]]:
 
 
 class LeaseError(Exception):
-    """A request the store did not answer: status is the body's, code the HTTP code."""
+    """A request the store did not answer: status is the body's (or timeout,
+    unavailable when no answer came), code the HTTP code (0 for none).
+    request_id is the change's request id (None for a read, a stream, and
+    renew_many, whose renewals' ids are request_ids, in order): retry with
+    it after a retryable error to learn the change's outcome."""
 
-    def __init__(self, status: str, code: int, message: str):
-        super().__init__(f"{status} (HTTP {code}): {message}")
+    def __init__(self, status: str, code: int, message: str, request_id: Optional[str] = None,
+                 request_ids: Optional[List[str]] = None):
+        where = f", request_id {request_id}" if request_id else ""
+        super().__init__(f"{status} (HTTP {code}{where}): {message}")
         self.status, self.code, self.message = status, code, message
+        self.request_id = request_id
+        self.request_ids = request_ids
 
     @property
     def retryable(self) -> bool:
@@ -105,8 +143,10 @@ class Result:
     lease: Optional[Lease]
 
     @classmethod
-    def from_json(cls, d: dict) -> "Result":
-        return cls(d["status"], d["replayed"], d["request_id"], d["message"], Lease.from_json(d.get("lease")))
+    def from_json(cls, d: dict, request_id: str = "") -> "Result":
+        """request_id: the one sent, for an answer that carries none."""
+        return cls(d["status"], d.get("replayed", False), d.get("request_id") or request_id, d.get("message", ""),
+                   Lease.from_json(d.get("lease")))
 
     @property
     def ok(self) -> bool:
@@ -148,7 +188,15 @@ class Client:
     # -- plumbing ---------------------------------------------------------
 
     def _request(self, method: str, path: str, body: Optional[dict] = None, query: Optional[dict] = None,
-                 accept: str = "application/json", stream: bool = False):
+                 accept: str = "application/json", stream: bool = False, request_id: Optional[str] = None,
+                 request_ids: Optional[List[str]] = None):
+        """Sends one request and returns (code, parsed body), or (code, response) for a stream.
+
+        request_id (sent as the Idempotency-Key header too) or request_ids
+        (renew_many's, in its body) name a change, whose effect is unknown
+        when the request was sent but no answer came: that raises timeout
+        carrying them. A request that was never sent (no connection) raises
+        unavailable."""
         url = self.base + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v not in (None, "")})
@@ -159,9 +207,17 @@ class Client:
             req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
+        if request_id:
+            req.add_header("Idempotency-Key", request_id)
+        change = bool(request_id or request_ids)
+
+        def failure(status: str, code: int, message: str) -> LeaseError:
+            return LeaseError(status, code, message, request_id, request_ids)
+
+        # A stream is silent between keep-alives (15s): read it with a longer timeout.
+        wait = max(self.timeout, 60) if stream else self.timeout
         try:
-            # A stream is silent between keep-alives (15s): read it with a longer timeout.
-            resp = urllib.request.urlopen(req, timeout=max(self.timeout, 60) if stream else self.timeout)
+            resp = urllib.request.urlopen(req, timeout=wait)
             if stream:
                 return resp.status, resp
             with resp:
@@ -171,20 +227,38 @@ class Client:
                 raw = e.read()
             try:
                 return e.code, json.loads(raw)
-            except ValueError:
-                raise LeaseError("unavailable", e.code, raw[:200].decode(errors="replace")) from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError) as e:
-            raise LeaseError("unavailable", 0, f"the server could not be reached: {e}") from None
+            except ValueError:  # not the API's answer: a proxy's, say
+                raise failure("timeout" if e.code == 504 else "unavailable", e.code,
+                              raw[:200].decode(errors="replace")) from None
+        except urllib.error.URLError as e:
+            # Raised while connecting or sending: the request did not reach the server whole.
+            if isinstance(e.reason, (TimeoutError, socket.timeout)):
+                raise failure("timeout", 0, f"the server could not be reached in time: {e.reason}") from None
+            raise failure("unavailable", 0, f"the server could not be reached: {e.reason}") from None
+        except (TimeoutError, socket.timeout) as e:  # one class since Python 3.10
+            # Sent, and no answer within the timeout: the change may have been made.
+            raise failure("timeout", 0, f"no answer within {wait:g}s ({e or 'timed out'})"
+                          + ("; the effect is unknown: retry with the same request id to learn it" if change else "")) from None
+        except (ConnectionError, http.client.HTTPException, OSError) as e:
+            # Sent, and the connection broke before the answer.
+            if change:
+                raise failure("timeout", 0, f"the connection broke before the answer ({e!r}); the effect is "
+                                            "unknown: retry with the same request id to learn it") from None
+            raise failure("unavailable", 0, f"the connection broke before the answer: {e!r}") from None
 
     @staticmethod
-    def _check(code: int, body: dict) -> dict:
+    def _check(code: int, body: dict, request_id: Optional[str] = None,
+               request_ids: Optional[List[str]] = None) -> dict:
         if body.get("status") in _FAILURES:
-            raise LeaseError(body["status"], code, body.get("message", ""))
+            raise LeaseError(body["status"], code, body.get("message", ""), request_id, request_ids)
         return body
 
     def _result(self, path: str, body: dict) -> Result:
-        code, out = self._request("POST", path, {k: v for k, v in body.items() if v is not None})
-        return Result.from_json(self._check(code, out))
+        """Runs a change: makes its request id when body has none."""
+        body = {k: v for k, v in body.items() if v is not None}
+        body["request_id"] = rid = body.get("request_id") or new_request_id()
+        code, out = self._request("POST", path, body, request_id=rid)
+        return Result.from_json(self._check(code, out, rid), rid)
 
     @staticmethod
     def _leases_path(namespace: str, key: Optional[str] = None) -> str:
@@ -216,17 +290,31 @@ class Client:
     def renew_many(self, renewals: List[dict]) -> List[Result]:
         """Each renewal is a dict as renew's arguments; each gets its own result, in order.
 
-        One request for up to 1,000 renewals and 1 MiB of body (the route's
-        limits), more one after another for a larger batch. A request that
-        fails raises LeaseError: the renewals of the requests before it took
-        effect (a retry with the same request_ids tells their outcomes)."""
+        A renewal without request_id gets one the client makes (the dicts
+        given are not changed; each result carries its id). One request for
+        up to 1,000 renewals and 1 MiB of body (the route's limits), more one
+        after another for a larger batch. A request that fails raises
+        LeaseError whose request_ids are every renewal's, in order: the
+        renewals of the requests before it took effect, those of the failed
+        one may have (timeout), the later ones did not. Retry with the same
+        ids, e.g. [dict(r, request_id=i) for r, i in zip(renewals, err.request_ids)],
+        to learn their outcomes."""
+        sent = [{k: v for k, v in r.items() if v is not None} for r in renewals]
+        for r in sent:
+            r["request_id"] = r.get("request_id") or new_request_id()
+        ids = [r["request_id"] for r in sent]
         results = []
-        for batch in _renew_many_batches(renewals):
-            code, out = self._request("POST", "/v1/renew-many", {"renewals": batch})
-            self._check(code, out)
+        for batch in _renew_many_batches(sent):
+            batch_ids = [r["request_id"] for r in batch]
+            try:
+                code, out = self._request("POST", "/v1/renew-many", {"renewals": batch}, request_ids=batch_ids)
+            except LeaseError as e:
+                e.request_ids = ids
+                raise
+            self._check(code, out, request_ids=ids)
             if out["status"] != "found":
-                raise LeaseError(out["status"], code, out.get("message", ""))
-            results.extend(Result.from_json(r) for r in out["results"])
+                raise LeaseError(out["status"], code, out.get("message", ""), request_ids=ids)
+            results.extend(Result.from_json(r, i) for r, i in zip(out["results"], batch_ids))
         return results
 
     def get(self, namespace: str, key: str) -> Result:

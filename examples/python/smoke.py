@@ -2,12 +2,16 @@
 cmd/leasectl/python_test.go runs it against `leasectl serve`.
 
 Environment: LEASESTORE_URL, and the bearer tokens WRITER_TOKEN, ADMIN_TOKEN,
-READER_TOKEN (a reader of namespace "py") and REMOVED_TOKEN (in no tokens file).
+READER_TOKEN (a reader of namespace "py") and REMOVED_TOKEN (in no tokens file);
+LEASESTORE_SQLITE_PATH, the served SQLite file, whose write lock the smoke
+holds to lose an acquire's answer (the step is skipped without it).
 Prints one line per step; exits 1 at the first step that fails.
 """
 
 import json
 import os
+import re
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -125,6 +129,13 @@ try:
     check(False, "a reader's acquire is refused")
 except LeaseError as e:
     check(e.code == 403 and e.status == "forbidden" and not e.retryable, "a reader's acquire is forbidden (403)", e)
+    check(re.fullmatch(r"[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}", e.request_id or ""),
+          "the refusal carries the request id the client made (a UUIDv7, 32 hex digits)", e.request_id)
+try:
+    reader.release(NS, "job/3", owner="r", token=1, request_id="py-given-id-1")
+    check(False, "a reader's release is refused")
+except LeaseError as e:
+    check(e.status == "forbidden" and e.request_id == "py-given-id-1", "the refusal carries the request id given", e)
 try:
     removed.get(NS, "job/2")
     check(False, "a removed token is refused")
@@ -163,4 +174,53 @@ check(g.status == "not_found" and g.lease is not None and g.lease.owner == "work
       "get during the lock-delay: not_found carrying the ended lease", g)
 c = writer.acquire(NS, "delayed", owner="worker-b")
 check(c.status == "conflict" and c.lease.owner == "worker-a", "acquire during the lock-delay conflicts", c)
+
+# request ids: the client makes one for each change and sends it; a retry
+# with it answers the first outcome (replayed), where a retry with a fresh
+# id answers conflict against the caller's own lease
+first = writer.acquire(NS, "rid", owner="worker-a", ttl="1m")
+check(first.status == "acquired" and not first.replayed
+      and re.fullmatch(r"[0-9a-f]{12}7[0-9a-f]{19}", first.request_id),
+      "an acquire without a request id sends one the client made (a UUIDv7)", first)
+again = writer.acquire(NS, "rid", owner="worker-a", ttl="1m", request_id=first.request_id)
+check(again.status == "acquired" and again.replayed and again.lease.token == first.lease.token
+      and again.request_id == first.request_id, "a retry with the same request id is replayed", again)
+fresh = writer.acquire(NS, "rid", owner="worker-a", ttl="1m")
+check(fresh.status == "conflict" and fresh.request_id != first.request_id,
+      "a retry with a fresh request id answers conflict against the caller's own lease", fresh)
+ids = [m.request_id for m in writer.renew_many(
+    [{"namespace": NS, "key": "rid", "owner": "worker-a", "token": first.lease.token}] * 2)]
+check(len(set(ids)) == 2 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids),
+      "renew many sends a request id of its own for each renewal", ids)
+writer.release(NS, "rid", owner="worker-a", token=first.lease.token)
+
+# a lost answer: while the smoke holds the SQLite file's write lock the
+# store cannot commit, so an acquire with a short client timeout gets no
+# answer; the outcome is unknown (timeout, retryable) and the error carries
+# the request id, whose retry learns the outcome once the lock is let go
+db_path = os.environ.get("LEASESTORE_SQLITE_PATH")
+if db_path:
+    hurried = Client(URL, os.environ["WRITER_TOKEN"], timeout=0.5)
+    lock = sqlite3.connect(db_path, timeout=10, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        lost = hurried.acquire(NS, "lost", owner="worker-a", ttl="1m")
+    except LeaseError as e:
+        lost = e
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    check(isinstance(lost, LeaseError) and lost.status == "timeout" and lost.retryable
+          and re.fullmatch(r"[0-9a-f]{32}", getattr(lost, "request_id", None) or ""),
+          "an acquire whose answer is lost is a retryable timeout carrying its request id", lost)
+    retry = writer.acquire(NS, "lost", owner="worker-a", ttl="1m", request_id=lost.request_id)
+    check(retry.status == "acquired" and retry.request_id == lost.request_id,
+          "the retry with the lost acquire's request id acquires (made now, or replayed)", retry)
+    other = writer.acquire(NS, "lost", owner="worker-a", ttl="1m")
+    check(other.status == "conflict", "a fresh request id would have met the caller's own lease", other)
+    replay = writer.acquire(NS, "lost", owner="worker-a", ttl="1m", request_id=lost.request_id)
+    check(replay.status == "acquired" and replay.replayed and replay.lease.token == retry.lease.token,
+          "a second retry with it answers the first outcome (replayed)", replay)
+else:
+    print("skipped: a lost answer (LEASESTORE_SQLITE_PATH is not set)", flush=True)
 print("all steps passed", flush=True)

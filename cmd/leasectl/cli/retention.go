@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -48,9 +49,9 @@ RFC 3339 time.`,
 			if before == "" {
 				return usageError("--before is required: a duration back from now (720h) or an RFC 3339 time")
 			}
-			cut, err := parseSince(before, time.Now())
+			cut, err := durations.ParseTime(before, time.Now())
 			if err != nil {
-				return usageError("--before: %q is neither a duration (720h) nor an RFC 3339 time", before)
+				return usageError("--before: %v", err)
 			}
 			if !yes {
 				return usageError("prune removes every audit record before %s for good: add --yes to go ahead",

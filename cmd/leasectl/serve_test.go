@@ -478,6 +478,29 @@ func TestServeShutdownUnderLoadPostgres(t *testing.T) {
 	shutdownUnderLoad(t, t.TempDir(), pgtest.MigratedDSN(t))
 }
 
+// TestServeBadTokensFileMessage: a tokens file that does not parse is
+// refused (exit 2, no store opened) with one message naming the file and
+// the line. It said "tokens: tokens: line 2: ..." for a file named tokens.
+func TestServeBadTokensFileMessage(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(c.dir, "tokens"), []byte("0123456789abcdef-reader reader *\nshort reader *\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"tokens":  "leasectl: tokens file \"tokens\": line 2: token: shorter than 16 characters\n",
+		"missing": "leasectl: tokens file \"missing\": no such file or directory\n",
+	} {
+		r := c.run(t, "serve", "--tokens", file, "--dsn", "sqlite:never.db")
+		if r.code != 2 || r.stderr != want || r.stdout != "" {
+			t.Errorf("want exit 2 and stderr %q\n%s", want, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "never.db")); err == nil {
+		t.Error("a refused serve created the store")
+	}
+}
+
 // Without --tokens serve listens only on loopback.
 func TestServeRefusesOpenListenerWithoutTokens(t *testing.T) {
 	t.Parallel()

@@ -664,6 +664,42 @@ func TestServeTLS(t *testing.T) {
 	}
 }
 
+// TestServedHealthChecksTheToken: health through a served store asks
+// for the store's readiness and makes one authenticated call, so a bad
+// token fails it as it fails every other command (exit 7, naming
+// LEASESTORE_API_TOKEN), and a reader token of one namespace passes. It
+// printed healthy, exit 0, for any token: /readyz takes none.
+func TestServedHealthChecksTheToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "health.db"), nil, "--tokens", writeTokens(t, dir, e2eTokens+
+		"e2e-one-namespace-reader reader billing\n"))
+	c := leasectl{dir: dir, dsn: s.url}
+	health := func(token string, args ...string) run {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := c.command(ctx, append([]string{"health"}, args...)...)
+		if token != "" {
+			cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+token)
+		}
+		return finish(t, cmd, cmd.Args[1:], cmd.Run())
+	}
+	for _, tc := range []struct{ token, status string }{{"e2e-unknown-token-0000", "unauthorized"}, {"", "unauthorized"}} {
+		r := health(tc.token, "-o", "json")
+		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, "LEASESTORE_API_TOKEN") {
+			t.Errorf("health with token %q: want exit 7, status %s, naming LEASESTORE_API_TOKEN:\n%s", tc.token, tc.status, r)
+		}
+	}
+	if r := health("e2e-unknown-token-0000"); r.code != 7 || !strings.Contains(r.stderr, "LEASESTORE_API_TOKEN") || strings.Contains(r.stdout, "healthy") {
+		t.Errorf("health with a bad token (table): want exit 7 naming LEASESTORE_API_TOKEN:\n%s", r)
+	}
+	for _, tok := range []string{e2eReader, "e2e-one-namespace-reader", e2eAdmin} {
+		if r := health(tok, "-o", "json"); r.code != 0 || r.obj(t)["status"] != "healthy" {
+			t.Errorf("health with a good token: want exit 0, healthy:\n%s", r)
+		}
+	}
+}
+
 // A password in an http DSN never shows.
 func TestServedDSNPasswordIsRedacted(t *testing.T) {
 	t.Parallel()

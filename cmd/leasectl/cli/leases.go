@@ -331,7 +331,9 @@ func (a *app) healthCommand() *cobra.Command {
 		Short: "Check that the store answers (exit 0 healthy, 5 otherwise)",
 		Long: `Open the store and ask it to serve. Exit 0 and status healthy when it answers;
 exit 5 (unavailable or timeout) when it cannot be reached, refuses service,
-or is a PostgreSQL schema that was never migrated.`,
+or is a PostgreSQL schema that was never migrated. Through a served store
+(--dsn http://...) it also makes one authenticated call, so a token in
+$` + EnvAPIToken + ` that the server refuses exits 7, as for every command.`,
 		Example: `  leasectl health --dsn postgres://leasestore@db:5432/leases -o json`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

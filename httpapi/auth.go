@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -77,16 +78,23 @@ type Principal struct {
 // Len returns how many tokens t holds.
 func (t *Tokens) Len() int { return len(t.entries) }
 
-// LoadTokens reads a tokens file (see [ParseTokens]).
+// LoadTokens reads a tokens file (see [ParseTokens]). Its errors name the
+// file once, quoted, as in `tokens file "/etc/leasestore/tokens": line 2:
+// role "boss": want reader, writer or admin`; one that cannot be opened
+// wraps the cause (errors.Is(err, fs.ErrNotExist) holds for a missing file).
 func LoadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("tokens: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named below, once
+		}
+		return nil, fmt.Errorf("tokens file %q: %w", path, err)
 	}
 	defer f.Close()
 	t, err := ParseTokens(f)
 	if err != nil {
-		return nil, fmt.Errorf("tokens: %s: %w", path, err)
+		return nil, fmt.Errorf("tokens file %q: %w", path, err)
 	}
 	return t, nil
 }

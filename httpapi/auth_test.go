@@ -3,6 +3,10 @@ package httpapi_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,5 +125,23 @@ func TestAuthorization(t *testing.T) {
 	}
 	if !strings.Contains(logged, `"role":"writer"`) || !strings.Contains(logged, `"code":403`) {
 		t.Fatalf("access log without role or code:\n%s", logged)
+	}
+}
+
+// TestLoadTokensMessage: LoadTokens names the file once, quoted, then the
+// line; a file named "tokens" read "tokens: tokens: line 2: ...".
+func TestLoadTokensMessage(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte(readerToken+" reader *\nshort reader *\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := httpapi.LoadTokens(path)
+	if want := `tokens file "` + path + `": line 2: token: shorter than 16 characters`; err == nil || err.Error() != want {
+		t.Errorf("LoadTokens: %v, want %s", err, want)
+	}
+	_, err = httpapi.LoadTokens(path + ".missing")
+	if want := `tokens file "` + path + `.missing": no such file or directory`; err == nil || err.Error() != want || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadTokens of a missing file: %v, want %s (fs.ErrNotExist)", err, want)
 	}
 }

@@ -332,7 +332,12 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 }
 
 // Health implements [protocol.Backend]: the server's /readyz, which asks
-// its store.
+// its store, then one authenticated call (GET /v1/namespaces?limit=1,
+// which every role may make, for the namespaces its token allows). /readyz
+// takes no token, so without that call a client whose token the server
+// refuses would be healthy while every operation fails; as bad
+// credentials fail the health of the SQL and etcd backends, a refused token
+// fails Health with a *[RefusedError] (401 or 403).
 func (c *Client) Health(ctx context.Context) error {
 	const op = protocol.OpHealth
 	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/readyz"})
@@ -343,13 +348,39 @@ func (c *Client) Health(ctx context.Context) error {
 	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
 		return badAnswer(op, code, body)
 	}
-	if code == http.StatusOK && out.Status == "healthy" {
-		return nil
+	if code != http.StatusOK || out.Status != "healthy" {
+		if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+			return err
+		}
+		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
 	}
-	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+	return c.checkToken(ctx)
+}
+
+// checkToken makes Health's authenticated call: GET /v1/namespaces with
+// limit 1. A server whose store cannot list namespaces answers 501 after
+// it authenticated the token, which is enough.
+func (c *Client) checkToken(ctx context.Context) error {
+	const op = protocol.OpHealth
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/namespaces", query: url.Values{"limit": {"1"}}})
+	if err != nil {
 		return err
 	}
-	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
+	var out wire.NamespacePage
+	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+		return badAnswer(op, code, body)
+	}
+	status := protocol.Status(out.Status)
+	switch {
+	case code == http.StatusOK && status == protocol.StatusFound,
+		code == http.StatusNotImplemented && status == StatusNotImplemented:
+		return nil
+	}
+	if err := answerError(op, code, status, out.Message); err != nil {
+		return err
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered the token check (GET /v1/namespaces) "+
+		"HTTP %d, status %q: %s", code, status, out.Message)
 }
 
 // ReadAudit implements [audit.Reader] over GET /v1/audit.

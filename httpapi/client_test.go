@@ -248,3 +248,28 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestClientHealthChecksToken: Health asks /readyz (no token) and then
+// makes one authenticated call, so a token the server refuses fails it
+// with the error every operation gets (ErrUnauthorized, a RefusedError),
+// while a reader token of one namespace passes. Health passed with any
+// token.
+func TestClientHealthChecksToken(t *testing.T) {
+	t.Parallel()
+	toks, err := httpapi.ParseTokens(strings.NewReader(tokensFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
+	for tok, want := range map[string]error{"": httpapi.ErrUnauthorized, "an-unknown-token-0123": httpapi.ErrUnauthorized,
+		readerToken: nil, billingTok: nil, adminToken: nil} {
+		err := newClient(t, s.url, &httpapi.ClientConfig{Token: tok}).Health(t.Context())
+		var refused *httpapi.RefusedError
+		switch {
+		case want == nil && err != nil:
+			t.Errorf("Health with token %q: %v, want healthy", tok, err)
+		case want != nil && (!errors.Is(err, want) || !errors.As(err, &refused) || refused.Code != 401):
+			t.Errorf("Health with token %q: %v, want a 401 RefusedError matching %v", tok, err, want)
+		}
+	}
+}

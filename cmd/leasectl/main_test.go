@@ -411,6 +411,25 @@ func TestSQLiteDefaultDSN(t *testing.T) {
 	result(t, c.runJSON(t, 3, "acquire", "k", "--owner", "w"), "conflict")
 }
 
+// TestRefusedRenewTTLCreatesNoStore: renew with an explicit --ttl outside
+// [1ms, 168h] is refused (exit 2) before any store is opened, as acquire's
+// is: in a fresh directory with the default DSN no leasestore.db appears.
+// renew --ttl 0s ran (exit 4, not_found) and created the store.
+func TestRefusedRenewTTLCreatesNoStore(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir()}
+	for _, ttl := range []string{"--ttl=0s", "--ttl=0", "--ttl=200h"} {
+		for _, args := range [][]string{{"acquire", "k"}, {"renew", "k", "--token", "1"}} {
+			if r := c.run(t, append(args, "--owner", "w", ttl)...); r.code != 2 || !strings.Contains(r.stderr, "ttl") {
+				t.Errorf("exit %d, want 2\n%s", r.code, r)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "leasestore.db")); err == nil {
+		t.Fatal("a refused command created the default store")
+	}
+}
+
 func TestSQLiteFreshFileRace(t *testing.T) {
 	t.Parallel()
 	// Two processes meeting a file that does not exist yet both create and

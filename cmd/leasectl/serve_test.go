@@ -478,6 +478,29 @@ func TestServeShutdownUnderLoadPostgres(t *testing.T) {
 	shutdownUnderLoad(t, t.TempDir(), pgtest.MigratedDSN(t))
 }
 
+// TestServeBadTokensFileMessage: a tokens file that does not parse is
+// refused (exit 2, no store opened) with one message naming the file and
+// the line. It said "tokens: tokens: line 2: ..." for a file named tokens.
+func TestServeBadTokensFileMessage(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(c.dir, "tokens"), []byte("0123456789abcdef-reader reader *\nshort reader *\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"tokens":  "leasectl: tokens file \"tokens\": line 2: token: shorter than 16 characters\n",
+		"missing": "leasectl: tokens file \"missing\": no such file or directory\n",
+	} {
+		r := c.run(t, "serve", "--tokens", file, "--dsn", "sqlite:never.db")
+		if r.code != 2 || r.stderr != want || r.stdout != "" {
+			t.Errorf("want exit 2 and stderr %q\n%s", want, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "never.db")); err == nil {
+		t.Error("a refused serve created the store")
+	}
+}
+
 // Without --tokens serve listens only on loopback.
 func TestServeRefusesOpenListenerWithoutTokens(t *testing.T) {
 	t.Parallel()
@@ -637,6 +660,42 @@ func TestServeTLS(t *testing.T) {
 		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, "LEASESTORE_API_TOKEN") ||
 			strings.Contains(r.stdout+r.stderr, e2eReader) {
 			t.Fatalf("%v with %v: want exit 7, status %s, naming LEASESTORE_API_TOKEN:\n%s", cmd.Args[1:], tc.env, tc.status, r)
+		}
+	}
+}
+
+// TestServedHealthChecksTheToken: health through a served store asks
+// for the store's readiness and makes one authenticated call, so a bad
+// token fails it as it fails every other command (exit 7, naming
+// LEASESTORE_API_TOKEN), and a reader token of one namespace passes. It
+// printed healthy, exit 0, for any token: /readyz takes none.
+func TestServedHealthChecksTheToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "health.db"), nil, "--tokens", writeTokens(t, dir, e2eTokens+
+		"e2e-one-namespace-reader reader billing\n"))
+	c := leasectl{dir: dir, dsn: s.url}
+	health := func(token string, args ...string) run {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := c.command(ctx, append([]string{"health"}, args...)...)
+		if token != "" {
+			cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+token)
+		}
+		return finish(t, cmd, cmd.Args[1:], cmd.Run())
+	}
+	for _, tc := range []struct{ token, status string }{{"e2e-unknown-token-0000", "unauthorized"}, {"", "unauthorized"}} {
+		r := health(tc.token, "-o", "json")
+		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, "LEASESTORE_API_TOKEN") {
+			t.Errorf("health with token %q: want exit 7, status %s, naming LEASESTORE_API_TOKEN:\n%s", tc.token, tc.status, r)
+		}
+	}
+	if r := health("e2e-unknown-token-0000"); r.code != 7 || !strings.Contains(r.stderr, "LEASESTORE_API_TOKEN") || strings.Contains(r.stdout, "healthy") {
+		t.Errorf("health with a bad token (table): want exit 7 naming LEASESTORE_API_TOKEN:\n%s", r)
+	}
+	for _, tok := range []string{e2eReader, "e2e-one-namespace-reader", e2eAdmin} {
+		if r := health(tok, "-o", "json"); r.code != 0 || r.obj(t)["status"] != "healthy" {
+			t.Errorf("health with a good token: want exit 0, healthy:\n%s", r)
 		}
 	}
 }

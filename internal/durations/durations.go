@@ -41,6 +41,10 @@ func Parse(s string) (time.Duration, error) {
 		days, rest, hasDays = time.Duration(n)*day, rest[i+1:], true
 	}
 	var d time.Duration
+	if rest == "0" {
+		// time.ParseDuration takes a bare 0; the grammar writes 0s.
+		return 0, hint(s)
+	}
 	if rest != "" {
 		var err error
 		if d, err = time.ParseDuration(rest); err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
@@ -84,7 +88,8 @@ func hint(s string) error {
 // ParseTime reads a point in time: a duration back from now (15m, 36h,
 // 2d; 0s is now; never negative), an RFC 3339 time with any number of
 // fraction digits, or a date (midnight UTC). The empty string is the zero
-// time. Times are returned in UTC.
+// time; a bare number (0, 5) is refused with the duration to write. Times
+// are returned in UTC.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -94,6 +99,9 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 			return time.Time{}, fmt.Errorf("duration %v back from now must not be negative", d)
 		}
 		return now.Add(-d).UTC(), nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Time{}, hint(s)
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC(), nil

@@ -21,7 +21,7 @@ func TestParse(t *testing.T) {
 	}
 	// 213504 days is 2^64 ns and 25m26s: the days must not wrap.
 	bad := map[string]string{"213504d": "106751d", "106752d": "106751d", "-213504d": "106751d", "106751d24h": "106751d",
-		"5": "5s", "1.5": "1.5s", "soon": "30s", "d": "30s", "1d-2h": "30s", "": "30s", "3x": "30s"}
+		"5": "5s", "1.5": "1.5s", "0": "0s", "-0": "no unit", "1d0": "30s", "soon": "30s", "d": "30s", "1d-2h": "30s", "": "30s", "3x": "30s"}
 	for in, hint := range bad {
 		if _, err := durations.Parse(in); err == nil || !strings.Contains(err.Error(), hint) {
 			t.Errorf("Parse(%q) = %v; want an error suggesting %s", in, err, hint)
@@ -44,12 +44,23 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"yesterday", "-1h", "2026-13-01"} {
+	for _, in := range []string{"yesterday", "-1h", "2026-13-01", "0", "5"} {
 		if _, err := durations.ParseTime(in, now); err == nil {
 			t.Errorf("ParseTime(%q) accepted", in)
 		}
 	}
 	if _, err := durations.ParseTime("yesterday", now); err == nil || !strings.Contains(err.Error(), "2026-01-02") {
 		t.Errorf("ParseTime(yesterday) = %v; want an error showing the forms", err)
+	}
+}
+
+// TestParseTimeBareNumber: a bare number (0, 5) is refused with the
+// duration it may have meant, as Parse refuses it. ParseTime took "0" as now.
+func TestParseTimeBareNumber(t *testing.T) {
+	t.Parallel()
+	for in, hint := range map[string]string{"0": "write 0s", "5": "write 5s"} {
+		if _, err := durations.ParseTime(in, time.Now()); err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("ParseTime(%q) = %v; want an error saying %s", in, err, hint)
+		}
 	}
 }

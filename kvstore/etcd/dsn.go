@@ -10,7 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/leasestore/leasestore/internal/durations"
 )
 
 // DSN schemes: etcd:// connects in plain text unless a TLS parameter is
@@ -35,7 +36,8 @@ func IsDSN(dsn string) bool {
 // store's key prefix ("/PREFIX/"). PARAMS, as etcdctl's flags of the same
 // names: cacert=FILE (CA bundle to verify the servers; implies TLS),
 // cert=FILE and key=FILE (client certificate; imply TLS),
-// insecure-skip-tls-verify=true, dial-timeout=DURATION. Bad input is an
+// insecure-skip-tls-verify=true, dial-timeout=DURATION (the one duration
+// grammar of leasectl and the HTTP API: 5s, 1h30m, 1d). Bad input is an
 // error that never repeats the password.
 func ParseDSN(dsn string) (*Config, error) {
 	var rest string
@@ -113,9 +115,12 @@ func ParseDSN(dsn string) (*Config, error) {
 			}
 			ensureTLS().InsecureSkipVerify = skip
 		case "dial-timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("etcd dsn: dial-timeout: want a duration such as 5s, got %q", v)
+			d, err := durations.Parse(v)
+			if err != nil {
+				return nil, fmt.Errorf("etcd dsn: dial-timeout: %w", err)
+			}
+			if d <= 0 {
+				return nil, fmt.Errorf("etcd dsn: dial-timeout: %v is not positive: write a duration such as 5s", d)
 			}
 			cfg.DialTimeout = d
 		default:

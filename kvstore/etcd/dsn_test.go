@@ -68,3 +68,29 @@ func TestDSNPasswordWithSlash(t *testing.T) {
 		t.Errorf("prefix with %%40: %+v %v", cfg, err)
 	}
 }
+
+// TestParseDSNDialTimeout: dial-timeout takes the project's one duration
+// grammar (package durations), days included, as every leasectl flag does;
+// a bad value is refused with the form to use. ParseDSN refused
+// dial-timeout=1d ("want a duration such as 5s").
+func TestParseDSNDialTimeout(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"1d": 24 * time.Hour, "1h30m": 90 * time.Minute, "250ms": 250 * time.Millisecond} {
+		cfg, err := etcd.ParseDSN("etcd://h:2379/p?dial-timeout=" + in)
+		if err != nil {
+			t.Errorf("dial-timeout=%s: %v", in, err)
+		} else if cfg.DialTimeout != want {
+			t.Errorf("dial-timeout=%s: %v, want %v", in, cfg.DialTimeout, want)
+		}
+	}
+	for in, hint := range map[string]string{
+		"5":    `dial-timeout: "5" has no unit: write 5s`,
+		"soon": `dial-timeout: "soon" is not a duration`,
+		"0s":   `dial-timeout: 0s is not positive`,
+		"-1s":  `dial-timeout: -1s is not positive`,
+	} {
+		if _, err := etcd.ParseDSN("etcd://h:2379/p?dial-timeout=" + in); err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("dial-timeout=%s: %v; want an error saying %s", in, err, hint)
+		}
+	}
+}

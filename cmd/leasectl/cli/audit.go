@@ -55,7 +55,7 @@ func keyFilter(cmd *cobra.Command, q *audit.Query) {
 	if q.Key != "" {
 		ns := q.Namespace
 		if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
-			// export's -n defaults to every namespace; a bare NAME is a
+			// -A (or -n "") reads every namespace; a bare NAME is a
 			// name in the default namespace, as every KEY is read.
 			ns = protocol.DefaultNamespace
 		}

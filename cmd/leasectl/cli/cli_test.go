@@ -990,3 +990,52 @@ func TestAllNamespacesFlag(t *testing.T) {
 		wantCode(t, runCLI(t, e, args...), ExitUsage)
 	}
 }
+
+// TestRenewExplicitTTLOutOfRange: only the absence of --ttl keeps the
+// lease's TTL; an explicit --ttl outside [1ms, 168h] (0s, 0, 169h, -1s) is
+// refused with exit 2 as acquire refuses it, and the lease is untouched.
+// renew --ttl 0s was accepted and kept the TTL.
+func TestRenewExplicitTTLOutOfRange(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	acq := runCLI(t, e, "acquire", "k", "--owner", "w1", "--ttl", "20s", "-o", "json")
+	wantCode(t, acq, 0)
+	tok := itoa(token(t, acq.json(t)))
+	for _, ttl := range []string{"--ttl=0s", "--ttl=0", "--ttl=169h", "--ttl=-1s", "--ttl=0d"} {
+		o := runCLI(t, e, "renew", "k", "--owner", "w1", "--token", tok, ttl)
+		wantCode(t, o, ExitUsage)
+		if !strings.Contains(o.stderr, "ttl") || o.stdout != "" {
+			t.Errorf("renew %s: stdout %q, stderr %q; want only an error naming ttl", ttl, o.stdout, o.stderr)
+		}
+	}
+	o := runCLI(t, e, "audit", "-o", "json")
+	wantCode(t, o, 0)
+	if n := len(o.json(t)["records"].([]any)); n != 1 {
+		t.Fatalf("refused renews wrote to the trail: %d records, want the acquire's only", n)
+	}
+}
+
+// TestBareZeroDuration: a duration is written with a unit, 0 too (0s);
+// a bare 0 is refused with the form to use, except by the flags whose help
+// gives 0 a meaning (--wait-timeout 0, --lock-delay 0). --since 0 was
+// accepted.
+func TestBareZeroDuration(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, args := range [][]string{
+		{"audit", "--since", "0"},
+		{"watch", "--since", "0"},
+		{"audit", "export", "--since", "0"},
+		{"audit", "prune", "--before", "0", "--yes"},
+		{"--timeout", "0", "get", "k"},
+		{"acquire", "k", "--ttl", "0"},
+	} {
+		o := runCLI(t, e, args...)
+		wantCode(t, o, ExitUsage)
+		if !strings.Contains(o.stderr, `"0" has no unit: write 0s`) {
+			t.Errorf("%q: stderr %q, want the form to use (0s)", args, o.stderr)
+		}
+	}
+	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "w", "--lock-delay", "0", "--wait", "--wait-timeout", "0"), 0)
+	wantCode(t, runCLI(t, e, "audit", "--since", "0s"), 0)
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/durations"
@@ -11,13 +12,27 @@ import (
 func parseDuration(s string) (time.Duration, error) { return durations.Parse(s) }
 
 // durationFlag is a pflag.Value for durations that takes what
-// parseDuration takes.
-type durationFlag struct{ d *time.Duration }
+// parseDuration takes, and a bare 0 when bareZero is set.
+type durationFlag struct {
+	d        *time.Duration
+	bareZero bool
+}
 
 // newDurationFlag sets *d to def and returns a flag value writing to d.
+// Like every duration, zero is written with a unit (0s): a bare 0 is
+// refused with that form.
 func newDurationFlag(d *time.Duration, def time.Duration) *durationFlag {
 	*d = def
 	return &durationFlag{d: d}
+}
+
+// newZeroDurationFlag is newDurationFlag for a flag whose help gives 0 a
+// meaning (--wait-timeout 0: no timeout, --lock-delay 0, --audit-retention
+// 0): it takes a bare 0 as 0s too.
+func newZeroDurationFlag(d *time.Duration, def time.Duration) *durationFlag {
+	f := newDurationFlag(d, def)
+	f.bareZero = true
+	return f
 }
 
 func (f *durationFlag) String() string {
@@ -28,6 +43,10 @@ func (f *durationFlag) String() string {
 }
 
 func (f *durationFlag) Set(s string) error {
+	if f.bareZero && strings.TrimSpace(s) == "0" {
+		*f.d = 0
+		return nil
+	}
 	d, err := parseDuration(s)
 	if err != nil {
 		return err

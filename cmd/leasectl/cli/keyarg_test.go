@@ -97,8 +97,7 @@ func TestAuditKeyFilterAcceptsPrintedKeys(t *testing.T) {
 		t.Errorf("audit export --key scan/10.0.0.0-24 printed:\n%s\nwant the record of scan/10.0.0.0-24", o.stdout)
 	}
 	// A bare name is a name in the default namespace, as every KEY is read,
-	// also for export, whose -n defaults to every namespace (it refused it:
-	// "a key filter needs a namespace").
+	// also for export (it refused it: "a key filter needs a namespace").
 	wantCode(t, runCLI(t, e, "acquire", "bare", "--owner", "w"), ExitOK)
 	o = runCLI(t, e, "audit", "export", "--key", "bare")
 	wantCode(t, o, ExitOK)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,7 +90,7 @@ that a holder that did not hear of its loss has time to stop.`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
-	f.Var(newDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.Var(newZeroDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	w.register(cmd)
 	return cmd
@@ -106,7 +107,8 @@ func (a *app) renewCommand() *cobra.Command {
 		Short: "Extend a lease you hold (exit 4 when it is gone or newer)",
 		Long: `Extend the lease (KEY, --owner, --token) to expire --ttl from the store's now;
 without --ttl, its own TTL (the one it was acquired or last renewed with)
-from now. The token does not change.
+from now. The token does not change. A --ttl given outside 1ms to 168h (0s
+too) is refused, exit 2, as acquire refuses it.
 
 Refusals (exit 4): not_found (no lease), stale_token (a newer lease holds the
 key: you were fenced off), not_owner (the token is someone else's or was never
@@ -116,7 +118,17 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := protocol.RenewRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, Token: token, TTL: ttl,
 				RequestID: reqID}
-			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
+			check := func() error {
+				// Only the absence of --ttl keeps the lease's TTL: an
+				// explicit one is checked as acquire checks it.
+				if cmd.Flags().Changed("ttl") && (ttl < protocol.MinTTL || ttl > protocol.MaxTTL) {
+					return fmt.Errorf("ttl: %v is outside [%v, %v]; leave --ttl out to keep the lease's own TTL",
+						ttl, protocol.MinTTL, protocol.MaxTTL)
+				}
+				probe := req
+				probe.RequestID = orProbe(reqID)
+				return probe.Validate()
+			}
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Renew(ctx, req)
 				return a.printOutcome(explainNotOwner(res, owner, token), err)
@@ -319,7 +331,9 @@ func (a *app) healthCommand() *cobra.Command {
 		Short: "Check that the store answers (exit 0 healthy, 5 otherwise)",
 		Long: `Open the store and ask it to serve. Exit 0 and status healthy when it answers;
 exit 5 (unavailable or timeout) when it cannot be reached, refuses service,
-or is a PostgreSQL schema that was never migrated.`,
+or is a PostgreSQL schema that was never migrated. Through a served store
+(--dsn http://...) it also makes one authenticated call, so a token in
+$` + EnvAPIToken + ` that the server refuses exits 7, as for every command.`,
 		Example: `  leasectl health --dsn postgres://leasestore@db:5432/leases -o json`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -48,9 +49,9 @@ RFC 3339 time.`,
 			if before == "" {
 				return usageError("--before is required: a duration back from now (720h) or an RFC 3339 time")
 			}
-			cut, err := parseSince(before, time.Now())
+			cut, err := durations.ParseTime(before, time.Now())
 			if err != nil {
-				return usageError("--before: %q is neither a duration (720h) nor an RFC 3339 time", before)
+				return usageError("--before: %v", err)
 			}
 			if !yes {
 				return usageError("prune removes every audit record before %s for good: add --yes to go ahead",
@@ -117,11 +118,13 @@ page, so memory stays flat however long the trail.
 Export reads as a follower does (records that may still gain an earlier
 neighbour are held back), so it never skips one. To resume an export, pass
 --cursor a1.ID where ID is the id of the last line you kept; the cursor to
-resume after the last line printed is logged when export ends. -n "" (the
-default) exports every namespace. --since takes a duration back from now
+resume after the last line printed is logged when export ends. -n defaults
+to the default namespace, as for every command; -A (or -n "") exports every
+namespace, with the prune records that belong to none. --since takes a duration back from now
 (24h; 0s means from now on, so nothing yet) or an RFC 3339 time. --op and
 --owner filter as in 'leasectl audit'; export is always oldest first.`,
 		Example: `  leasectl audit export > trail.jsonl
+  leasectl audit export -A > all-namespaces.jsonl
   leasectl audit export -n billing --since 2026-01-01T00:00:00Z
   leasectl audit export --cursor a1.18446 >> trail.jsonl`,
 		Args: exactArgs(0, "no arguments"),
@@ -158,7 +161,7 @@ default) exports every namespace. --since takes a duration back from now
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&q.Namespace, "namespace", "n", "", `namespace ("" for every namespace)`)
+	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	allNamespacesFlag(cmd, &q.Namespace)
 	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME (in -n's namespace, else default)")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")

@@ -86,7 +86,8 @@ func TestAuditExportAndPrune(t *testing.T) {
 			// The prune's own record may be held back for a moment too.
 			var left []map[string]any
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if left = exportLines(t, runCLI(t, e, "audit", "export").stdout); len(left) >= 2 || time.Now().After(deadline) {
+				// The prune's record is in no namespace: -A exports it.
+				if left = exportLines(t, runCLI(t, e, "audit", "export", "-A").stdout); len(left) >= 2 || time.Now().After(deadline) {
 					break
 				}
 			}
@@ -94,5 +95,35 @@ func TestAuditExportAndPrune(t *testing.T) {
 				t.Fatalf("after prune: %v", left)
 			}
 		})
+	}
+}
+
+// TestAuditExportDefaultNamespace: export's -n defaults to default, as
+// every command's does (DESIGN.md); -A (or -n "") exports every namespace.
+// It exported every namespace by default.
+func TestAuditExportDefaultNamespace(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, ns := range []string{"default", "billing"} {
+		wantCode(t, runCLI(t, e, "acquire", "k", "-n", ns, "--owner", "w"), 0)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"audit", "export"}, []string{"default"}},
+		{[]string{"audit", "export", "-n", "billing"}, []string{"billing"}},
+		{[]string{"audit", "export", "-A"}, []string{"default", "billing"}},
+		{[]string{"audit", "export", "-n", ""}, []string{"default", "billing"}},
+	} {
+		o := runCLI(t, e, c.args...)
+		wantCode(t, o, 0)
+		var got []string
+		for _, r := range exportLines(t, o.stdout) {
+			got = append(got, r["namespace"].(string))
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%q exported namespaces %v, want %v", c.args, got, c.want)
+		}
 	}
 }

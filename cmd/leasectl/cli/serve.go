@@ -99,7 +99,7 @@ store, and exits 0.`,
 	fl.IntVar(&f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
 	fl.IntVar(&f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
 		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
-	fl.Var(newDurationFlag(&f.auditRetention, 0), "audit-retention",
+	fl.Var(newZeroDurationFlag(&f.auditRetention, 0), "audit-retention",
 		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything")
 	return cmd
 }

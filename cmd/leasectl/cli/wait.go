@@ -18,7 +18,7 @@ type waitFlags struct {
 func (w *waitFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&w.wait, "wait", false, "wait while the key is held, until it is released, revoked or expires")
-	f.Var(newDurationFlag(&w.timeout, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
+	f.Var(newZeroDurationFlag(&w.timeout, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
 }
 
 // check refuses --wait-timeout without --wait, and a negative one.

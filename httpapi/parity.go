@@ -23,12 +23,12 @@ import (
 //	POST /v1/renew-many   {"renewals":[{"namespace","key","owner","token","ttl"?,"request_id"?}, ...]}
 //	GET  /v1/audit/follow?namespace=&key=&cursor=&since=&op=&owner=   server-sent events
 
-// MaxRenewManyRequest bounds the renewals of one POST /v1/renew-many; the
-// Go client splits larger batches. Their body may hold up to
-// [MaxRenewManyBodyBytes].
+// MaxRenewManyRequest bounds the renewals of one POST /v1/renew-many, and
+// MaxRenewManyBodyBytes its body (the 64 KiB of every body: about 400
+// renewals of short keys); the Go client splits larger batches.
 const (
 	MaxRenewManyRequest   = 1000
-	MaxRenewManyBodyBytes = 1 << 20
+	MaxRenewManyBodyBytes = MaxBodyBytes
 )
 
 // Events of the audit follow stream besides subscribed and end: a record

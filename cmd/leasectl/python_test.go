@@ -14,7 +14,7 @@ import (
 // TestPythonClient runs examples/python/smoke.py, the Python client (standard
 // library only) driving a real leasectl serve on a free port with a tokens
 // file: acquire, renew (keeping the TTL), a conflict, a fenced write, revoke,
-// list, namespaces, renew many (past one request's 1,000 renewals and 1 MiB
+// list, namespaces, renew many (past one request's 1,000 renewals and 64 KiB
 // of body too), release, audit, a reader's 403, a removed
 // token's 401, a notify wait, request ids (the client's own, carried by a
 // refusal, replayed by a retry) and an acquire whose answer is lost while

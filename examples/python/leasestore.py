@@ -62,7 +62,7 @@ _FAILURES = {"unauthorized", "forbidden", "unavailable", "timeout", "closed", "t
 # The limits of one POST /v1/renew-many (httpapi.MaxRenewManyRequest and
 # MaxRenewManyBodyBytes); renew_many splits a larger batch.
 RENEW_MANY_MAX_RENEWALS = 1000
-RENEW_MANY_MAX_BODY_BYTES = 1 << 20
+RENEW_MANY_MAX_BODY_BYTES = 64 << 10
 
 
 def new_request_id() -> str:
@@ -292,7 +292,7 @@ class Client:
 
         A renewal without request_id gets one the client makes (the dicts
         given are not changed; each result carries its id). One request for
-        up to 1,000 renewals and 1 MiB of body (the route's limits), more one
+        up to 1,000 renewals and 64 KiB of body (the route's limits), more one
         after another for a larger batch. A request that fails raises
         LeaseError whose request_ids are every renewal's, in order: the
         renewals of the requests before it took effect, those of the failed

@@ -348,8 +348,16 @@ class Client:
         return Page([Record(**r) for r in out["records"]], out["next_cursor"])
 
     def health(self) -> bool:
+        """True when the served store is healthy (GET /readyz). The bearer
+        token is checked too, with one GET /v1/namespaces: a refused token
+        raises LeaseError (unauthorized or forbidden), as every call does."""
         code, out = self._request("GET", "/readyz")
-        return code == 200 and out.get("status") == "healthy"
+        if code != 200 or out.get("status") != "healthy":
+            return False
+        code, out = self._request("GET", "/v1/namespaces", query={"limit": 1})
+        if code in (401, 403):
+            self._check(code, out)
+        return True
 
     # -- streams (server-sent events) ------------------------------------------
 

@@ -141,6 +141,13 @@ try:
     check(False, "a removed token is refused")
 except LeaseError as e:
     check(e.code == 401 and e.status == "unauthorized" and not e.retryable, "a removed token is unauthorized (401)", e)
+# health checks the token too: a refused one is not a healthy store
+try:
+    removed.health()
+    check(False, "health with a removed token is refused")
+except LeaseError as e:
+    check(e.code == 401 and e.status == "unauthorized", "health with a removed token is unauthorized (401)", e)
+check(reader.health(), "health with a reader of one namespace")
 
 # a notify wait: a waiter's stream signals when the holder releases
 held = writer.acquire(NS, "wait", owner="holder", ttl="1m")

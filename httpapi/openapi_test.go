@@ -335,6 +335,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	do("GET", "/v1/notify/scan/k", "", r...)
 	do("GET", "/v1/namespaces", "", r...)
 	do("POST", "/v1/renew-many", `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1}]}`, w...)
+	do("GET", "/readyz", "", httpapi.HeaderTimeout, "soon") // 400
 
 	vt.mu.Lock()
 	defer vt.mu.Unlock()

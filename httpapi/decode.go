@@ -224,7 +224,8 @@ func requestID(body, header string) (string, error) {
 // parseTTL reads a ttl field in the duration grammar of the CLI (package
 // durations: "30s", "1h30m", "2d"). An empty one is 0: required by
 // acquire (protocol's validation says so), "keep the lease's TTL" for
-// renew.
+// renew. A TTL given as zero ("0s") is refused: only leaving it out
+// keeps the lease's TTL.
 func parseTTL(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
@@ -232,6 +233,10 @@ func parseTTL(s string) (time.Duration, error) {
 	d, err := durations.Parse(s)
 	if err != nil {
 		return 0, fmt.Errorf("ttl: %w", err)
+	}
+	if d == 0 {
+		return 0, fmt.Errorf("ttl: %s is no TTL: give one from %v to %v (a renewal without ttl keeps the lease's own)",
+			s, protocol.MinTTL, protocol.MaxTTL)
 	}
 	return d, nil
 }

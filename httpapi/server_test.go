@@ -245,6 +245,23 @@ func TestRenewWithoutTTLKeepsIt(t *testing.T) {
 	if err != nil || res.Lease.ExpiresAt.Sub(res.Lease.RenewedAt) != 20*time.Second {
 		t.Fatalf("the Go client's renew with TTL 0: %+v, %v", res.Lease, err)
 	}
+	// Only leaving ttl out keeps it: a ttl given as zero is refused, and
+	// the lease is untouched (it was renewed, keeping its TTL).
+	before := res.Lease.ExpiresAt
+	s.clock.Advance(time.Second)
+	for _, ttl := range []string{"0s", "0m", "0h0s"} {
+		m := expect(t, "renew with ttl "+ttl, send(t, "POST", s.url+"/v1/renew",
+			fmt.Sprintf(`{"namespace":"ns","key":"k","owner":"o","token":%d,"ttl":%q}`, token(t, acq), ttl)), 400, "invalid")
+		if !strings.Contains(m["message"].(string), "without ttl keeps") {
+			t.Fatalf("renew with ttl %s: %v, want the message to say how to keep the TTL", ttl, m)
+		}
+		expect(t, "renew many with ttl "+ttl, send(t, "POST", s.url+"/v1/renew-many",
+			fmt.Sprintf(`{"renewals":[{"namespace":"ns","key":"k","owner":"o","token":%d,"ttl":%q}]}`, token(t, acq), ttl)), 400, "invalid")
+	}
+	got, err := s.rt.Get(t.Context(), protocol.GetRequest{Key: protocol.Key{Namespace: "ns", Name: "k"}})
+	if err != nil || !got.Lease.ExpiresAt.Equal(before) {
+		t.Fatalf("after refused renewals: %+v %v, want it to expire at %v still", got.Lease, err, before)
+	}
 }
 
 // TestEscapedKeysRoundTrip: a surrogate pair escaped in JSON is one

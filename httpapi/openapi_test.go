@@ -224,6 +224,10 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		for i := 0; i+1 < len(headers); i += 2 {
+			if headers[i] == "Host" {
+				req.Host = headers[i+1]
+				continue
+			}
 			req.Header.Set(headers[i], headers[i+1])
 		}
 		resp, err := hc.Do(req)
@@ -312,6 +316,18 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	defer ss.Close()
 	do("GET", ss.URL+"/v1/notify/scan/k", "")
 	do("GET", ss.URL+"/v1/namespaces", "") // 501: the store cannot list namespaces
+	// Serve without tokens (LoopbackOnly): a request addressed to a name
+	// that is not loopback is refused, 403, on every route.
+	lo := newServer(t, &httpapi.Config{LoopbackOnly: true})
+	rebound := []string{"Host", "rebound.example"}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/leases/scan/k", "/v1/leases/scan",
+		"/v1/audit?namespace=scan", "/v1/namespaces", "/v1/notify/scan/k", "/v1/audit/follow?namespace=scan"} {
+		do("GET", lo.url+path, "", rebound...)
+	}
+	for path, body := range bodies {
+		do("POST", lo.url+path, body, rebound...)
+	}
+	do("POST", lo.url+"/v1/renew-many", `{"renewals":[{"namespace":"scan","key":"k","owner":"o","token":1}]}`, rebound...)
 
 	// A token at its cap of streams: 429 on /v1/notify.
 	capped := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }, MaxStreamsPerToken: 1})

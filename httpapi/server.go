@@ -234,17 +234,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 	}()
-	if h.admit(x) {
-		h.route(x)
-	}
+	h.route(x)
 }
 
-// admit answers 403 and returns false for what no route answers: a
-// browser's cross-origin write (by its Sec-Fetch-Site or Origin header: a
+// admit answers 403, in the route's shape sh, and returns false for what
+// no route answers: a browser's cross-origin write (by its Sec-Fetch-Site or Origin header: a
 // page of another site posting to the API, say with a form), and, with
 // Config.LoopbackOnly, a request addressed to a name that is not loopback.
 // Clients other than browsers send neither header and are not refused.
-func (h *Handler) admit(x *exchange) bool {
+func (h *Handler) admit(x *exchange, sh shape) bool {
 	msg := ""
 	switch {
 	case h.origins.Check(x.r) != nil:
@@ -256,7 +254,7 @@ func (h *Handler) admit(x *exchange) bool {
 	default:
 		return true
 	}
-	h.write(x, http.StatusForbidden, StatusForbidden, wire.Error{Status: string(StatusForbidden), Message: msg})
+	h.refusal(x, StatusForbidden, http.StatusForbidden, msg, sh)
 	return false
 }
 
@@ -279,17 +277,23 @@ func loopbackHost(hostport string) bool {
 func (h *Handler) route(x *exchange) {
 	path := x.r.URL.EscapedPath()
 	method := x.r.Method
-	only := func(route, allowed string, fn func(*exchange)) {
+	only := func(route string, sh shape, allowed string, fn func(*exchange)) {
 		x.route = route
+		if !h.admit(x, sh) {
+			return
+		}
 		if method != allowed {
 			h.methodNotAllowed(x, allowed)
 			return
 		}
 		fn(x)
 	}
-	post := func(route string, fn func(*exchange)) { only(route, http.MethodPost, fn) }
-	get := func(route string, fn func(*exchange)) {
+	post := func(route string, sh shape, fn func(*exchange)) { only(route, sh, http.MethodPost, fn) }
+	get := func(route string, sh shape, fn func(*exchange)) {
 		x.route = route
+		if !h.admit(x, sh) {
+			return
+		}
 		if method != http.MethodGet && method != http.MethodHead {
 			h.methodNotAllowed(x, http.MethodGet)
 			return
@@ -298,40 +302,43 @@ func (h *Handler) route(x *exchange) {
 	}
 	switch {
 	case path == "/v1/acquire":
-		post(routeAcquire, h.serveAcquire)
+		post(routeAcquire, resultShape, h.serveAcquire)
 	case path == "/v1/renew":
-		post(routeRenew, h.serveRenew)
+		post(routeRenew, resultShape, h.serveRenew)
 	case path == "/v1/release":
-		post(routeRelease, h.serveRelease)
+		post(routeRelease, resultShape, h.serveRelease)
 	case path == "/v1/revoke":
-		post(routeRevoke, h.serveRevoke)
+		post(routeRevoke, resultShape, h.serveRevoke)
 	case strings.HasPrefix(path, "/v1/leases/"):
 		rest := strings.TrimPrefix(path, "/v1/leases/")
 		if strings.Contains(rest, "/") {
-			get(routeGet, func(x *exchange) { h.serveGet(x, rest) })
+			get(routeGet, resultShape, func(x *exchange) { h.serveGet(x, rest) })
 		} else {
-			get(routeList, func(x *exchange) { h.serveList(x, rest) })
+			get(routeList, listShape, func(x *exchange) { h.serveList(x, rest) })
 		}
 	case path == "/v1/audit":
-		get(routeAudit, h.serveAudit)
+		get(routeAudit, auditShape, h.serveAudit)
 	case path == "/v1/audit/follow":
-		only(routeFollow, http.MethodGet, h.serveFollow)
+		only(routeFollow, errorShape, http.MethodGet, h.serveFollow)
 	case path == "/v1/namespaces":
-		get(routeSpaces, h.serveNamespaces)
+		get(routeSpaces, namespaceShape, h.serveNamespaces)
 	case path == "/v1/renew-many":
-		post(routeMany, h.serveRenewMany)
+		post(routeMany, renewManyShape, h.serveRenewMany)
 	case strings.HasPrefix(path, "/v1/notify/"):
 		// GET only: a HEAD would hold a stream open with nothing to carry it.
-		only(routeNotify, http.MethodGet, func(x *exchange) { h.serveNotify(x, strings.TrimPrefix(path, "/v1/notify/")) })
+		only(routeNotify, errorShape, http.MethodGet, func(x *exchange) { h.serveNotify(x, strings.TrimPrefix(path, "/v1/notify/")) })
 	case path == "/healthz":
-		get(routeHealthz, h.serveHealthz)
+		get(routeHealthz, errorShape, h.serveHealthz)
 	case path == "/readyz":
-		get(routeReadyz, h.serveReadyz)
+		get(routeReadyz, errorShape, h.serveReadyz)
 	case path == "/metrics":
-		get(routeMetrics, h.serveMetrics)
+		get(routeMetrics, errorShape, h.serveMetrics)
 	case path == "/openapi.json":
-		get(routeOpenAPI, h.serveOpenAPI)
+		get(routeOpenAPI, errorShape, h.serveOpenAPI)
 	default:
+		if !h.admit(x, errorShape) {
+			return
+		}
 		h.write(x, http.StatusNotFound, protocol.StatusInvalid,
 			wire.Error{Status: string(protocol.StatusInvalid), Message: fmt.Sprintf("no route %s %s: see /openapi.json", method, path)})
 	}

@@ -118,8 +118,16 @@ func (h *Handler) serveNamespaces(x *exchange) {
 				return
 			}
 			out := []string{}
+			// A token that sees only some namespaces skips the others:
+			// read full pages then, not q.limit at a time (a limit of 1
+			// cost a store call per namespace skipped). The answer ends
+			// at the last namespace it holds, the next request's after.
+			size := q.limit
+			if x.principal != nil {
+				size = protocol.MaxListLimit
+			}
 			for after := q.after; len(out) < q.limit; {
-				page, err := list(ctx, after, q.limit)
+				page, err := list(ctx, after, size)
 				if errors.Is(err, errNoLister) {
 					h.refusal(x, StatusNotImplemented, http.StatusNotImplemented, "namespaces: "+errNoLister.Error(), namespaceShape)
 					return
@@ -133,7 +141,7 @@ func (h *Handler) serveNamespaces(x *exchange) {
 						out = append(out, ns)
 					}
 				}
-				if len(page) < q.limit {
+				if len(page) < size {
 					break
 				}
 				after = page[len(page)-1]

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -253,5 +257,46 @@ func TestRenewManyOfLongKeys(t *testing.T) {
 	}
 	if len(results) != len(reqs) {
 		t.Fatalf("%d results for %d renewals", len(results), len(reqs))
+	}
+}
+
+// countingLister is a store whose namespace lister counts its calls.
+type countingLister struct {
+	protocol.Store
+	nl    protocol.NamespaceLister
+	calls atomic.Int64
+}
+
+func (c *countingLister) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	c.calls.Add(1)
+	return c.nl.Namespaces(ctx, after, limit)
+}
+
+// TestNamespacesOfANarrowTokenReadFullPages: a token that sees one
+// namespace of 600 asks for one (as Client.Health does): the server read
+// the store a namespace at a time, 600 calls; now in full pages.
+func TestNamespacesOfANarrowTokenReadFullPages(t *testing.T) {
+	t.Parallel()
+	b := memstore.New(nil)
+	rt := protocol.New(b, nil)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	for i := range 600 {
+		hold(t, rt, protocol.Key{Namespace: fmt.Sprintf("a-%03d", i), Name: "k"}, "w")
+	}
+	hold(t, rt, protocol.Key{Namespace: "scan", Name: "k"}, "w")
+	store := &countingLister{Store: rt, nl: b}
+	toks := mustTokens(t)
+	h, err := httpapi.NewHandler(store, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler), Tokens: func() *httpapi.Tokens { return toks }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	m := expect(t, "a narrow reader's first namespace", send(t, "GET", srv.URL+"/v1/namespaces?limit=1", "", "Authorization", "Bearer "+readerToken), 200, "found")
+	if got := fmt.Sprint(m["namespaces"]); got != "[scan]" {
+		t.Fatalf("the reader's namespaces: %s", got)
+	}
+	if n := store.calls.Load(); n > 2 {
+		t.Fatalf("%d store calls to find one namespace of 601, want at most 2", n)
 	}
 }

@@ -272,4 +272,20 @@ func TestClientHealthChecksToken(t *testing.T) {
 			t.Errorf("Health with token %q: %v, want a 401 RefusedError matching %v", tok, err, want)
 		}
 	}
+	// A server older than GET /v1/namespaces answers it 404 ("no
+	// route"): healthy still (it answered unavailable, reporting an
+	// outage of a working server), the token checked by every other call.
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/namespaces" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"status":"invalid","message":"no route GET /v1/namespaces: see /openapi.json"}`))
+			return
+		}
+		s.h.ServeHTTP(w, r)
+	}))
+	defer older.Close()
+	if err := newClient(t, older.URL, &httpapi.ClientConfig{Token: readerToken}).Health(t.Context()); err != nil {
+		t.Errorf("Health of a server without /v1/namespaces: %v, want healthy", err)
+	}
 }

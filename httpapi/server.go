@@ -259,8 +259,12 @@ func (h *Handler) admit(x *exchange, sh shape) bool {
 }
 
 // loopbackHost reports whether a request's Host (a name or address, and
-// maybe a port) is localhost, a name under it, or a loopback address.
+// maybe a port) is localhost, a name under it, or a loopback address, or
+// is missing (an HTTP/1.0 health checker's: a browser always sends one).
 func loopbackHost(hostport string) bool {
+	if hostport == "" {
+		return true
+	}
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

@@ -91,7 +91,7 @@ rather than expired from renew and release.`,
 		},
 	}
 	f := cmd.Flags()
-	f.Var(newDurationFlag(&grace, protocol.DefaultSweepGrace), "grace", "keep rows of leases that ended less than this long ago")
+	f.Var(newZeroDurationFlag(&grace, protocol.DefaultSweepGrace), "grace", "keep rows of leases that ended less than this long ago (0: remove every ended lease's row)")
 	f.IntVar(&batch, "batch", 10000, "rows removed per statement")
 	return cmd
 }

@@ -43,6 +43,12 @@ func TestGC(t *testing.T) {
 			if m := gc.json(t); m["removed"] != want {
 				t.Fatalf("gc --grace 0s: %v, want %v removed", m, want)
 			}
+			// A bare 0 is a grace gc's help gives a meaning: nothing left to remove.
+			zero := runCLI(t, e, "gc", "--grace", "0", "-o", "json")
+			wantCode(t, zero, 0)
+			if m := zero.json(t); m["removed"] != float64(0) {
+				t.Fatalf("gc --grace 0 after gc --grace 0s: %v, want nothing left", m)
+			}
 			list := runCLI(t, e, "list", "-n", ns, "--include-expired", "-o", "json")
 			wantCode(t, list, 0)
 			if leases := list.json(t)["leases"].([]any); len(leases) != 1 {

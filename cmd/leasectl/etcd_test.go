@@ -33,7 +33,8 @@ func TestServeExerciseEtcd(t *testing.T) {
 }
 
 // TestEtcdOperatorCommands: migrate (status, up, down), describe,
-// namespaces, gc, audit export and audit prune on an etcd DSN.
+// namespaces, gc, audit export, audit prune and fencing raise (refused) on
+// an etcd DSN.
 func TestEtcdOperatorCommands(t *testing.T) {
 	t.Parallel()
 	c := leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}
@@ -100,6 +101,12 @@ func TestEtcdOperatorCommands(t *testing.T) {
 	}
 	if pruned := c.runJSON(t, 0, "audit", "-A", "--op", "prune"); len(pruned["records"].([]any)) != 1 {
 		t.Fatalf("audit --op prune after a prune: %v, want its record", pruned)
+	}
+	// fencing raise: an etcd store's tokens are the cluster's revision,
+	// raised at a restore with etcdutl's --bump-revision, which the
+	// refusal names.
+	if r := c.run(t, "fencing", "raise"); r.code != 2 || !strings.Contains(r.stderr+r.stdout, "--bump-revision") {
+		t.Fatalf("fencing raise on etcd: want exit 2 naming --bump-revision\n%s", r)
 	}
 	if r := c.run(t, "migrate", "down"); r.code != 2 || !strings.Contains(r.stderr+r.stdout, "--destroy-data") {
 		t.Fatalf("migrate down of a store with leases: want exit 2 naming --destroy-data\n%s", r)

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // bench -c 1,2 --compare-raw measures the raw baseline and the store at
@@ -22,10 +20,7 @@ import (
 // removes the baseline's scratch tables (PostgreSQL: its schema; SQLite: its
 // file) afterwards.
 func TestBenchCompareRaw(t *testing.T) {
-	for name, mk := range map[string]func(*testing.T) env{
-		"sqlite":   sqliteEnv,
-		"postgres": func(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} },
-	} {
+	for name, mk := range sqlEnvs() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := mk(t)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -59,6 +60,16 @@ func runCLI(t *testing.T, e env, args ...string) outcome {
 // file in a temporary directory.
 func sqliteEnv(t *testing.T) env {
 	return env{EnvDSN: "sqlite:" + filepath.Join(t.TempDir(), "leases.db")}
+}
+
+// migratedPostgresEnv runs leasectl on a migrated schema of its own on the test
+// server.
+func migratedPostgresEnv(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} }
+
+// sqlEnvs are the two SQL dialects' environments, by name, for tests
+// that run on both.
+func sqlEnvs() map[string]func(*testing.T) env {
+	return map[string]func(*testing.T) env{"sqlite": sqliteEnv, "postgres": migratedPostgresEnv}
 }
 
 // keys returns the sorted keys of a JSON object.
@@ -1017,7 +1028,8 @@ func TestRenewExplicitTTLOutOfRange(t *testing.T) {
 
 // TestBareZeroDuration: a duration is written with a unit, 0 too (0s);
 // a bare 0 is refused with the form to use, except by the flags whose help
-// gives 0 a meaning (--wait-timeout 0, --lock-delay 0). --since 0 was
+// gives 0 a meaning (--wait-timeout 0, --lock-delay 0; gc --grace 0 in
+// TestGC). --since 0 was
 // accepted.
 func TestBareZeroDuration(t *testing.T) {
 	t.Parallel()

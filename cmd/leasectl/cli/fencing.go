@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -54,8 +55,9 @@ snapshot with 'etcdutl snapshot restore --bump-revision' instead.`,
   leasectl fencing raise --by 10000000 -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := protocol.CheckTokenRaise(by); err != nil {
-				return usageError("--by: must be from %d to %d, got %d", protocol.MinTokenRaise, protocol.MaxTokenRaise, by)
+			var bad *protocol.Error
+			if errors.As(protocol.CheckTokenRaise(by), &bad) {
+				return usageError("--by: %s", bad.Message)
 			}
 			s, err := a.openStore(cmd.Context())
 			if err != nil {

@@ -4,17 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 )
 
 // fencing raise moves every later token past the floor it prints, and a
 // bad --by is refused with exit 2 before the counter moves.
 func TestFencingRaise(t *testing.T) {
-	for name, e := range map[string]func(*testing.T) env{
-		"sqlite":   sqliteEnv,
-		"postgres": func(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} },
-	} {
+	for name, e := range sqlEnvs() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := e(t)

@@ -13,10 +13,7 @@ import (
 // whose key's lock (the database's, shared by every schema) is held, so
 // another test's default/short or default/done would make it miscount.
 func TestGC(t *testing.T) {
-	for name, e := range map[string]func(*testing.T) env{
-		"sqlite":   sqliteEnv,
-		"postgres": func(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} },
-	} {
+	for name, e := range sqlEnvs() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := e(t)

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // exportLines decodes the JSON lines of audit export.
@@ -31,10 +29,7 @@ func exportLines(t *testing.T, out string) []map[string]any {
 // after a cursor; prune refuses without --yes or --before and writes
 // nothing, removes only older records with --yes, and is recorded.
 func TestAuditExportAndPrune(t *testing.T) {
-	for name, e := range map[string]func(*testing.T) env{
-		"sqlite":   sqliteEnv,
-		"postgres": func(t *testing.T) env { return env{EnvDSN: pgtest.MigratedDSN(t)} },
-	} {
+	for name, e := range sqlEnvs() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := e(t)

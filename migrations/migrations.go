@@ -477,4 +477,4 @@ func versionTableExists(ctx context.Context, d Dialect, db *sql.DB) (bool, error
 
 // LatestVersion is the version of the newest embedded migration, the same
 // for every dialect. A backend checks the database is at this version.
-const LatestVersion = 5
+const LatestVersion = 6

@@ -230,11 +230,13 @@ func TestReplayOfRecordWithoutLockDelay(t *testing.T) {
 	}
 	replaycompat.Check(ctx, t, "ns", open, func() {
 		db := sqlDB(t, dsn)
-		if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
-			t.Fatalf("migrate down to 4 with records: %v", err)
+		for v := migrations.LatestVersion; v > 4; v-- {
+			if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
+				t.Fatalf("migrate down from %d to 4 with records: %v", v, err)
+			}
 		}
 		if _, err := migrations.Up(ctx, migrations.Postgres, db); err != nil {
-			t.Fatalf("migrate up to 5 again: %v", err)
+			t.Fatalf("migrate up again: %v", err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
@@ -228,4 +229,38 @@ func Pooled(b *Backend) bool { return b.pooled }
 // (acquire or release), as pg_prepared_statements shows it.
 func ChangeStatementSQL(op protocol.Op) string {
 	return map[protocol.Op]statement{protocol.OpAcquire: acquireSQL, protocol.OpRelease: releaseSQL}[op].sql
+}
+
+// TokenReadPlans returns the plans (EXPLAIN, not run) of the statements
+// that read the greatest token in leasestore_leases: Health's and Open's
+// settings check, the sequence's repair and fencing raise, by name.
+func (b *Backend) TokenReadPlans(ctx context.Context) (map[string]string, error) {
+	plans := map[string]string{}
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+	}{
+		"settings": {settingsSQL, nil},
+		"repair":   {repairSequenceSQL, nil},
+		"raise":    {raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": int64(protocol.DefaultTokenRaise)})},
+	} {
+		rows, err := b.pool.Query(ctx, "EXPLAIN (COSTS OFF) "+q.sql, q.args...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		var lines []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			lines = append(lines, line)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		plans[name] = strings.Join(lines, "\n")
+	}
+	return plans, nil
 }

@@ -475,6 +475,21 @@ func versionTableExists(ctx context.Context, d Dialect, db *sql.DB) (bool, error
 	return ok, nil
 }
 
+// ServingGuardPrefix begins the name of the guard that a migration adds
+// when it raises leasestore_compat's oldest_serving_version, that is when
+// the releases before some version can no longer serve the schema. Health
+// and Open refuse such a schema, but a release already serving does not
+// read the version before each write: the guard makes its writes fail. On
+// PostgreSQL it is a CHECK constraint named leasestore_serving_... (added
+// NOT VALID, so the existing rows are not read) that the older releases'
+// rows fail, on the format versions they write (leases.version,
+// audit.version); on SQLite a trigger that raises an error whose message
+// begins with the prefix. A backend that meets the guard answers
+// unavailable, naming the schema's version and the upgrade, and writes
+// nothing (TestServingGuardRefusesARunningOlderRelease in each SQL
+// backend).
+const ServingGuardPrefix = "leasestore_serving"
+
 // LatestVersion is the version of the newest embedded migration, the same
 // for every dialect. A backend checks the database is at this version.
 const LatestVersion = 6

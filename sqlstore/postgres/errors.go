@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -60,6 +61,8 @@ var errKeyBusy = errors.New("postgres: the key is locked by another transaction"
 //     statement_timeout) or lock_not_available (lock_timeout): timeout;
 //   - a missing table, sequence or schema: unavailable, naming
 //     `leasectl migrate up`;
+//   - a newer schema's serving guard (a CHECK constraint named
+//     migrations.ServingGuardPrefix...): unavailable, naming the upgrade;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
 //     insufficient resources (class 53), and any other error: unavailable
 //     (the server's error, which the text appends, names its SQLSTATE).
@@ -87,6 +90,10 @@ func interpretError(op protocol.Op, err error) error {
 					"writes need the primary and a role that can write")
 		case code == "57014" || code == "55P03":
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
+		case code == "23514" && strings.HasPrefix(pe.ConstraintName, migrations.ServingGuardPrefix):
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the schema was migrated past what this release serves (its guard %s refuses this "+
+					"release's writes; Health names the versions): upgrade leasestore", pe.ConstraintName)
 		case missingSchemaObject(pe):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+

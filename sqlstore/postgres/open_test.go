@@ -334,3 +334,53 @@ func TestHealthRefusesASchemaItCannotServe(t *testing.T) {
 	}
 	wantRefused("with every migration rolled back", "has no leasestore schema: run `leasectl migrate up`")
 }
+
+// A release already serving reads the schema's version only at Health, so
+// a migration that stops it from serving (raising leasestore_compat's
+// oldest_serving_version) adds a serving guard that refuses its writes
+// (migrations.ServingGuardPrefix): every change answers unavailable,
+// naming the upgrade, and writes nothing; reads go on.
+func TestServingGuardRefusesARunningOlderRelease(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	pool := rawPool(t, dsn)
+	b := openBackend(t, dsn, nil)
+	ctx := ctxT(t)
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "o", TTL: time.Minute, RequestID: "held"})
+	wantStatus(t, "acquire before the migration", held, err, protocol.StatusAcquired)
+
+	// What a migration to version LatestVersion+1 that only later
+	// releases serve would do, their leases and records being of format
+	// version 99.
+	mustExec(t, pool, "INSERT INTO leasestore_goose_db_version (version_id, is_applied) VALUES ($1, true)",
+		migrations.LatestVersion+1)
+	mustExec(t, pool, "UPDATE leasestore_compat SET oldest_serving_version = $1", migrations.LatestVersion+1)
+	mustExec(t, pool, "ALTER TABLE leasestore_leases ADD CONSTRAINT "+migrations.ServingGuardPrefix+"_leases CHECK (version >= 99) NOT VALID")
+	mustExec(t, pool, "ALTER TABLE leasestore_audit ADD CONSTRAINT "+migrations.ServingGuardPrefix+"_audit CHECK (version >= 99) NOT VALID")
+
+	records := count(t, pool, "SELECT count(*) FROM leasestore_audit")
+	_, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("new"), Owner: "o", TTL: time.Minute, RequestID: "new"})
+	wantGuard(t, "acquire", err)
+	_, err = b.Renew(ctx, protocol.RenewRequest{Key: key("held"), Owner: "o", Token: held.Lease.Token, TTL: time.Minute, RequestID: "renew"})
+	wantGuard(t, "renew", err)
+	_, err = b.Release(ctx, protocol.ReleaseRequest{Key: key("held"), Owner: "o", Token: held.Lease.Token, RequestID: "release"})
+	wantGuard(t, "release", err)
+	if n := count(t, pool, "SELECT count(*) FROM leasestore_audit"); n != records {
+		t.Fatalf("the refused changes wrote %d audit records", n-records)
+	}
+	if n := count(t, pool, "SELECT count(*) FROM leasestore_leases WHERE name = 'new'"); n != 0 {
+		t.Fatal("the refused acquire wrote its row")
+	}
+	got, err := b.Get(ctx, protocol.GetRequest{Key: key("held"), RequestID: "get"})
+	wantStatus(t, "get", got, err, protocol.StatusFound)
+	if got.Lease.Token != held.Lease.Token || !got.Lease.ExpiresAt.Equal(held.Lease.ExpiresAt) {
+		t.Fatalf("get: %+v, want the lease as acquired before the migration", got.Lease)
+	}
+}
+
+func wantGuard(t *testing.T, what string, err error) {
+	t.Helper()
+	wantErrStatus(t, what, err, protocol.StatusUnavailable)
+	if !strings.Contains(err.Error(), "migrated past what this release serves") || !strings.Contains(err.Error(), "upgrade leasestore") {
+		t.Fatalf("%s: %v, want it to say the schema moved past this release and name the upgrade", what, err)
+	}
+}

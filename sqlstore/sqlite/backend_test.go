@@ -520,3 +520,57 @@ func TestReadAuditFilters(t *testing.T) {
 		t.Fatalf("key without namespace: %v, want invalid", err)
 	}
 }
+
+// A release already serving a file reads its schema version only at
+// Health and when a statement fails, so a migration that stops it from
+// serving (raising leasestore_compat's oldest_serving_version) adds
+// serving guards, triggers that refuse its writes
+// (migrations.ServingGuardPrefix): every change is refused naming both
+// versions and the upgrade, and writes nothing.
+func TestServingGuardRefusesARunningOlderRelease(t *testing.T) {
+	ctx := ctxT(t)
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "o", TTL: time.Minute, RequestID: "held"})
+	if err != nil || held.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire before the migration: %v, %v", held.Status, err)
+	}
+	db := rawDB(t, path)
+	// What a migration to version LatestVersion+1 that only later
+	// releases serve would do, their leases and records being of format
+	// version 99.
+	for _, q := range []string{
+		fmt.Sprintf(`INSERT INTO %s (version_id, is_applied) VALUES (%d, 1)`, migrations.VersionTable, migrations.LatestVersion+1),
+		fmt.Sprintf(`UPDATE leasestore_compat SET oldest_serving_version = %d`, migrations.LatestVersion+1),
+		`CREATE TRIGGER ` + migrations.ServingGuardPrefix + `_insert BEFORE INSERT ON leasestore_leases WHEN NEW.version < 99
+		 BEGIN SELECT RAISE(ABORT, '` + migrations.ServingGuardPrefix + `: this schema serves releases from version 7 on'); END`,
+		`CREATE TRIGGER ` + migrations.ServingGuardPrefix + `_update BEFORE UPDATE ON leasestore_leases WHEN NEW.version < 99
+		 BEGIN SELECT RAISE(ABORT, '` + migrations.ServingGuardPrefix + `: this schema serves releases from version 7 on'); END`,
+		`CREATE TRIGGER ` + migrations.ServingGuardPrefix + `_audit BEFORE INSERT ON leasestore_audit WHEN NEW.version < 99
+		 BEGIN SELECT RAISE(ABORT, '` + migrations.ServingGuardPrefix + `: this schema serves releases from version 7 on'); END`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var records int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM leasestore_audit`).Scan(&records); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("schema version %d, newer than the %d this release knows", migrations.LatestVersion+1,
+		migrations.LatestVersion), "upgrade leasestore"}
+	_, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("new"), Owner: "o", TTL: time.Minute, RequestID: "new"})
+	expectUnavailable(t, "acquire", err, want...)
+	_, err = b.Renew(ctx, protocol.RenewRequest{Key: key("held"), Owner: "o", Token: held.Lease.Token, TTL: time.Minute, RequestID: "renew"})
+	expectUnavailable(t, "renew", err, want...)
+	_, err = b.Release(ctx, protocol.ReleaseRequest{Key: key("held"), Owner: "o", Token: held.Lease.Token, RequestID: "release"})
+	expectUnavailable(t, "release", err, want...)
+	var after, rows int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM leasestore_audit), (SELECT count(*) FROM leasestore_leases WHERE name = 'new')`).
+		Scan(&after, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if after != records || rows != 0 {
+		t.Fatalf("the refused changes wrote %d audit records and %d rows of the new key", after-records, rows)
+	}
+}

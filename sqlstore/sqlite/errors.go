@@ -19,11 +19,12 @@ import (
 
 // interpret is [interpretError] for b's file. SQLite's complaint about a
 // table or column the statement names is first checked against the
-// file's schema version: a schema migrated down (or up past what this
-// release serves) under a running release is refused naming both versions
-// and the fix, as Open and Health refuse it.
+// file's schema version, and so is the refusal of a newer schema's serving
+// guard: a schema migrated down (or up past what this release serves)
+// under a running release is refused naming both versions and the fix, as
+// Open and Health refuse it.
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
-	if missingSchemaObject(err) {
+	if missingSchemaObject(err) || servingGuard(err) {
 		if refusal, rerr := b.schemaRefusal(ctx); rerr == nil && refusal != nil {
 			refusal.Op, refusal.Err = op, err
 			return refusal
@@ -42,6 +43,15 @@ func missingSchemaObject(err error) bool {
 	msg := se.Error()
 	return strings.Contains(msg, "no such table") || strings.Contains(msg, "no such column") ||
 		strings.Contains(msg, "has no column named")
+}
+
+// servingGuard reports whether err is the refusal of a trigger that a
+// newer schema added to keep the releases it cannot serve from writing (see
+// [migrations.ServingGuardPrefix]).
+func servingGuard(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT &&
+		strings.Contains(se.Error(), migrations.ServingGuardPrefix)
 }
 
 // interpretError is the one place where the SQLite backend turns driver and

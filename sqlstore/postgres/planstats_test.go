@@ -52,8 +52,8 @@ func TestPlansIgnoreStatisticsOfEmptyTables(t *testing.T) {
 		op     protocol.Op
 		params string
 	}{
-		{protocol.OpAcquire, `('ns', 'probe', NULL, 'probe-acquire', 1, 'o', '1 minute', '0', 1, '')`},
-		{protocol.OpRelease, `(NULL, 'ns', 'early-a', 'o', 1, 1, 'probe-release', 1, '')`},
+		{protocol.OpAcquire, `('ns', 'probe', 'probe-acquire', NULL, 1, 'o', '1 minute', '0', 1, '')`},
+		{protocol.OpRelease, `('ns', 'early-a', NULL, 'o', 1, 1, 'probe-release', 1, '')`},
 	} {
 		var name string
 		var generic int64

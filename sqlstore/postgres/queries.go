@@ -96,15 +96,29 @@ const wakeCTE = `wake AS MATERIALIZED (
 )`
 
 // lockCTE takes the key's writer lock (the advisory lock every writer of
-// the key takes, in its class 1818583411) and then reads the time the change
+// the key takes, in its class 1818583411), then the lock on the key's row
+// (as the change's UPDATE would: any session may hold it, a DBA's SELECT
+// ... FOR UPDATE, a sweeper), and only then reads the time the change
 // takes effect: the injected test clock, or the server's clock_timestamp()
-// after the wait. now() is the transaction's start, before any wait for the
-// lock, and a change recorded at it would start, end or extend a lease in
-// the past (TestChangeTimesFollowLockWaits). A Result node evaluates its
-// condition before its select list, so the time is read after the lock.
-const lockCTE = `lock AS MATERIALIZED (
-    SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now
+// after both waits. now() is the transaction's start, before any wait, and
+// a change recorded at it, or at a time read before the row's wait, would
+// start, end or extend a lease in the past, or renew one that expired
+// while it waited (TestChangeTimesFollowLockWaits,
+// TestChangeTimesFollowRowLockWaits). The row lock's LockRows node sits
+// above the join with keylock, so it locks after the advisory lock (the
+// order every writer takes them in), and lock reads the clock in its
+// select list, after its input, the count of rowlock, was computed.
+const lockCTE = `keylock AS MATERIALIZED (
+    SELECT
     WHERE pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
+), ` + rowLockCTE + `, lock AS MATERIALIZED (
+    SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now FROM (SELECT count(*) FROM rowlock) AS held
+)`
+
+// rowLockCTE locks the key's row, if it has one, once keylock has a row
+// (see lockCTE).
+const rowLockCTE = `rowlock AS MATERIALIZED (
+    SELECT FROM leasestore_leases l, keylock WHERE l.namespace = @ns AND l.name = @name FOR NO KEY UPDATE OF l
 )`
 
 // changeResultSQL ends renewSQL: outcomeColumns, with no token drawn.
@@ -132,8 +146,9 @@ LEFT JOIN wake ON true`
 // time. The token is the greater of the sequence's next
 // value and the key's last token plus one, so the tokens of a key increase
 // whatever the sequence's state; it and the lease's start (at: the server's
-// clock_timestamp(), see lockCTE) are read after the key's lock, in the
-// select list of fresh, which a Result node evaluates after its condition. When the key changed after our snapshot,
+// clock_timestamp(), see lockCTE) are read after the key's lock (keylock,
+// taken only when the snapshot shows the key free and the request id new)
+// and its row's (rowLockCTE), in the select list of fresh. When the key changed after our snapshot,
 // our INSERT meets its newest row: ON CONFLICT waits for it, locks it and
 // takes it only if it is still free and its token below ours. So a row
 // comes back exactly when the acquire took effect; none with a drawn token
@@ -143,9 +158,8 @@ var acquireSQL = compile(`
 WITH prev AS (
     SELECT l.token, l.expires_at, l.version, l.ended_token, ` + delayEnds("l") + ` AS delay_ends
     FROM leasestore_leases l WHERE l.namespace = @ns AND l.name = @name
-), fresh AS (
-    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token,
-           coalesce(@now::timestamptz, clock_timestamp()) AS at
+), keylock AS MATERIALIZED (
+    SELECT
     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
       AND NOT EXISTS (SELECT FROM prev
                       WHERE (prev.ended_token IS DISTINCT FROM prev.token
@@ -153,6 +167,10 @@ WITH prev AS (
                          OR prev.delay_ends > coalesce(@now::timestamptz, now())
                          OR prev.version <> @lease_version)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
+), ` + rowLockCTE + `, fresh AS (
+    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token,
+           coalesce(@now::timestamptz, clock_timestamp()) AS at
+    FROM keylock, (SELECT count(*) FROM rowlock) AS held
 ), after AS (
     INSERT INTO leasestore_leases AS l (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version,
                                         lock_delay, delay_token)
@@ -758,7 +776,9 @@ BEGIN
         v_op := p_op[i]; v_ns := p_ns[i]; v_name := p_name[i]; v_owner := p_owner[i];
         v_token := p_token[i]; v_ttl := p_ttl[i]; v_rid := p_request_id[i]; v_delay := p_lock_delay[i];
         -- The member's time: after its key's lock (taken above), as lockCTE
-        -- reads it; now() is the batch's start, before the locks.
+        -- reads it; now() is the batch's start, before the locks. Its row's
+        -- lock is waited for under lock_timeout (1 ms): a longer wait makes
+        -- the member run alone, through lockCTE.
         v_now := coalesce(p_now, clock_timestamp());
         o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
         o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;

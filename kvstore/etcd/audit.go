@@ -46,6 +46,24 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 	if err := b.open(protocol.OpAudit); err != nil {
 		return audit.Page{}, 0, err
 	}
+	var (
+		rows []audit.Record
+		rev  int64
+	)
+	err := atOneRevision(func() error {
+		var err error
+		rows, rev, err = b.auditRows(ctx, q)
+		return err
+	})
+	if err != nil {
+		return audit.Page{}, 0, err
+	}
+	return backendkit.AuditPage(rows, q), rev, nil
+}
+
+// auditRows reads the records of q's page (and one more when there is a
+// next page), at one revision, which it returns.
+func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record, int64, error) {
 	after, before, _ := q.IDRange() // checked by Validate
 	prefix := b.keys.audits()
 	if q.Namespace != "" {
@@ -74,14 +92,14 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 		}
 		resp, err := b.kv.Get(ctx, prefix, opts...)
 		if err != nil {
-			return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
+			return nil, 0, b.interpret(ctx, protocol.OpAudit, err)
 		}
 		rev = resp.Header.Revision
 		for _, kv := range resp.Kvs {
 			after, before = kv.CreateRevision, kv.CreateRevision
 			rec, ok, err := b.auditOf(kv)
 			if err != nil {
-				return audit.Page{}, 0, b.interpret(ctx, protocol.OpAudit, err)
+				return nil, 0, b.interpret(ctx, protocol.OpAudit, err)
 			}
 			if !ok || !q.Matches(rec) {
 				continue
@@ -95,7 +113,7 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 			break
 		}
 	}
-	return backendkit.AuditPage(rows, q), rev, nil
+	return rows, rev, nil
 }
 
 // auditOf decodes the audit entry kv; ok is false for an entry that is no

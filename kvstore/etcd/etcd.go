@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -280,6 +281,12 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 // prefixes above whose next segment is "k" or "a" are looked up, in one
 // transaction (none for most prefixes). A store created later above an
 // existing one is not detected (docs/etcd.md).
+//
+// The format records looked up lie outside the prefix: a user whose role
+// may use only the prefix (as docs/etcd.md advises) may not read them.
+// When the cluster refuses the transaction so, each is read alone and
+// those the user may not read are not checked: a store there is the
+// concern of its own users, not one this user can see or change.
 func (b *Backend) checkOutside(ctx context.Context) error {
 	p := b.keys.prefix
 	var outer []string
@@ -293,12 +300,29 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 	if len(gets) == 0 {
 		return nil
 	}
+	counts := make([]int64, len(gets))
 	resp, err := b.kv.Txn(ctx).Then(gets...).Commit()
-	if err != nil {
+	switch {
+	case err == nil:
+		for i, r := range resp.Responses {
+			counts[i] = r.GetResponseRange().Count
+		}
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		for i, o := range outer {
+			g, err := b.kv.Get(ctx, newLayout(o).meta(), clientv3.WithCountOnly())
+			if errors.Is(err, rpctypes.ErrPermissionDenied) {
+				continue
+			}
+			if err != nil {
+				return b.interpret(ctx, protocol.OpHealth, err)
+			}
+			counts[i] = g.Count
+		}
+	default:
 		return b.interpret(ctx, protocol.OpHealth, err)
 	}
-	for i, r := range resp.Responses {
-		if r.GetResponseRange().Count > 0 {
+	for i, n := range counts {
+		if n > 0 {
 			return errInvalid(fmt.Sprintf("etcd: prefix %s lies in the entries of the store under %s, which would read and delete them as its own: choose a prefix outside %sk/ and %sa/",
 				p, outer[i], outer[i], outer[i]))
 		}
@@ -461,16 +485,19 @@ func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 // lock-delay: each key once, whatever entries it has) and audit records
 // (not the prune mark) the store holds, read at one revision.
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
-	a, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-		clientv3.OpGet(b.keys.pruneMark(), clientv3.WithCountOnly())).Commit()
-	if err != nil {
-		return 0, 0, b.interpret(ctx, protocol.OpHealth, err)
-	}
-	records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count
-	all := b.keys.leases()
-	err = b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), a.Header.Revision, func(protocol.Key, keyState) bool {
-		leases++
-		return true
+	err = atOneRevision(func() error {
+		a, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+			clientv3.OpGet(b.keys.pruneMark(), clientv3.WithCountOnly())).Commit()
+		if err != nil {
+			return b.interpret(ctx, protocol.OpHealth, err)
+		}
+		records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count
+		leases = 0
+		all := b.keys.leases()
+		return b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), a.Header.Revision, func(protocol.Key, keyState) bool {
+			leases++
+			return true
+		})
 	})
 	if err != nil {
 		return 0, 0, err

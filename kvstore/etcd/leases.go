@@ -39,17 +39,18 @@ type grant struct {
 	err   error
 }
 
-// forExpiry returns an etcd lease that lives at least until want. A
-// grant made by another caller that failed because that caller's context
-// ended is made again (by this caller, or another waiting for it): it
-// says nothing of the cluster, and this caller's context may go on.
-func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (clientv3.LeaseID, error) {
+// forExpiry returns an etcd lease that lives at least until want, and
+// until, the local lower bound of its end (not before want). A grant made
+// by another caller that failed because that caller's context ended is
+// made again (by this caller, or another waiting for it): it says nothing
+// of the cluster, and this caller's context may go on.
+func (p *leasePool) forExpiry(ctx context.Context, want time.Time) (_ clientv3.LeaseID, until time.Time, _ error) {
 	for {
-		id, mine, err := p.take(ctx, want)
+		id, until, mine, err := p.take(ctx, want)
 		if err != nil && !mine && ctx.Err() == nil && callerEnded(err) {
 			continue
 		}
-		return id, err
+		return id, until, err
 	}
 }
 
@@ -64,7 +65,7 @@ func callerEnded(err error) bool {
 
 // take is one attempt of forExpiry; mine reports whether this caller made
 // the grant (a failed one's error is then its own).
-func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseID, mine bool, _ error) {
+func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseID, until time.Time, mine bool, _ error) {
 	sec := want.Truncate(time.Second)
 	if sec.Before(want) {
 		sec = sec.Add(time.Second)
@@ -103,18 +104,18 @@ func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseI
 		close(g.ready)
 		if err != nil {
 			p.drop(slot, g)
-			return 0, true, err
+			return 0, time.Time{}, true, err
 		}
 	}
 	select {
 	case <-g.ready:
 	case <-ctx.Done():
-		return 0, mine, ctx.Err()
+		return 0, time.Time{}, mine, ctx.Err()
 	}
 	if g.err != nil {
-		return 0, mine, g.err
+		return 0, time.Time{}, mine, g.err
 	}
-	return g.id, mine, nil
+	return g.id, g.until, mine, nil
 }
 
 // drop forgets the grant of slot when it is g (a failed grant, or a lease

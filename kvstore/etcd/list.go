@@ -2,10 +2,12 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasestore/leasestore/backendkit"
@@ -68,6 +70,26 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 	}
 }
 
+// compactedRestarts bounds how often a read of several ranges starts
+// again when its revision was compacted between them (atOneRevision).
+const compactedRestarts = 3
+
+// atOneRevision runs read, which reads several ranges at one revision
+// (that of its first read), and runs it again from its start, at a newer
+// revision, when the cluster compacted that revision between its ranges
+// (auto-compaction on a busy cluster), up to compactedRestarts times
+// more: each call answers as of one revision, and any recent one will
+// do. read starts from nothing each time; a caller's cursor stays where
+// it was.
+func atOneRevision(read func() error) error {
+	for restarts := 0; ; restarts++ {
+		err := read()
+		if restarts == compactedRestarts || !errors.Is(err, rpctypes.ErrCompacted) {
+			return err
+		}
+	}
+}
+
 // List returns one page of the namespace's leases ordered by name (etcd
 // orders keys byte by byte), read at one revision.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
@@ -84,20 +106,23 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		start = ns + after + "\x01"
 	}
 	end := clientv3.GetPrefixRangeEnd(ns + req.Prefix)
-	in := b.instant()
 	var rows []protocol.Lease
 	var ferr error
-	err = b.scan(ctx, protocol.OpList, start, end, 0, func(k protocol.Key, st keyState) bool {
-		cur, live, err := b.leaseOf(protocol.OpList, k, st, in)
-		if err != nil {
-			ferr = err
-			return false
-		}
-		if cur == nil || (req.Owner != "" && cur.Owner != req.Owner) || (!req.IncludeExpired && !live) {
-			return true
-		}
-		rows = append(rows, *cur)
-		return len(rows) <= limit
+	err = atOneRevision(func() error {
+		in := b.instant()
+		rows = nil
+		return b.scan(ctx, protocol.OpList, start, end, 0, func(k protocol.Key, st keyState) bool {
+			cur, live, err := b.leaseOf(protocol.OpList, k, st, in)
+			if err != nil {
+				ferr = err
+				return false
+			}
+			if cur == nil || (req.Owner != "" && cur.Owner != req.Owner) || (!req.IncludeExpired && !live) {
+				return true
+			}
+			rows = append(rows, *cur)
+			return len(rows) <= limit
+		})
 	})
 	if err != nil {
 		return protocol.ListResult{}, err
@@ -120,10 +145,22 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 	}
 	all := b.keys.leases()
 	end := clientv3.GetPrefixRangeEnd(all)
-	start := all
+	first := all
 	if after != "" {
-		start = all + after + "\x01"
+		first = all + after + "\x01"
 	}
+	var out []string
+	err := atOneRevision(func() error {
+		var err error
+		out, err = b.namespaces(ctx, first, end, limit)
+		return err
+	})
+	return out, err
+}
+
+// namespaces is one read of Namespaces from start, at one revision.
+func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) ([]string, error) {
+	all := b.keys.leases()
 	in := b.instant()
 	var out []string
 	var rev int64
@@ -179,20 +216,23 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 	if grace < 0 {
 		grace = 0
 	}
-	in := b.instant()
 	type victim struct {
 		k  protocol.Key
 		st keyState
 	}
 	var victims []victim
 	all := b.keys.leases()
-	err := b.scan(ctx, protocol.OpSweep, all, clientv3.GetPrefixRangeEnd(all), 0, func(k protocol.Key, st keyState) bool {
-		cur, live, err := b.leaseOf(protocol.OpSweep, k, st, in)
-		if err != nil || cur == nil || live || in.delaying(st.d) || !cur.ExpiresAt.Add(grace).Before(in.now) {
-			return true // a lease under its lock-delay stays: the conflict shows it
-		}
-		victims = append(victims, victim{k, st})
-		return len(victims) < max
+	err := atOneRevision(func() error {
+		in := b.instant()
+		victims = nil
+		return b.scan(ctx, protocol.OpSweep, all, clientv3.GetPrefixRangeEnd(all), 0, func(k protocol.Key, st keyState) bool {
+			cur, live, err := b.leaseOf(protocol.OpSweep, k, st, in)
+			if err != nil || cur == nil || live || in.delaying(st.d) || !cur.ExpiresAt.Add(grace).Before(in.now) {
+				return true // a lease under its lock-delay stays: the conflict shows it
+			}
+			victims = append(victims, victim{k, st})
+			return len(victims) < max
+		})
 	})
 	if err != nil {
 		return protocol.SweepResult{}, err

@@ -108,26 +108,70 @@ func (b *Backend) delayed(op protocol.Op, k protocol.Key, st keyState, in instan
 }
 
 // delayPut returns the writes of k's lock-delay entry for l (planned to
-// end at l.ExpiresAt; until is that by this process's real clock): a put
-// attached to an etcd lease that lives until the delay's end. For a lease
-// without a lock-delay there is nothing to write with etcd leases (an
-// ended delay's entry is gone), and under the test clock a delete of an
-// ended one.
-func (b *Backend) delayPut(ctx context.Context, l protocol.Lease, until time.Time) ([]clientv3.Op, clientv3.LeaseID, error) {
+// end at l.ExpiresAt): a put attached to the etcd lease id, which lives
+// until the delay's end (see stamp). For a lease without a lock-delay
+// there is nothing to write with etcd leases (an ended delay's entry is
+// gone), and under the test clock a delete of an ended one.
+func (b *Backend) delayPut(l protocol.Lease, id clientv3.LeaseID) []clientv3.Op {
 	key := b.keys.lease(l.Key) + suffixD[1:]
 	switch {
 	case l.LockDelay == 0 && b.manual:
-		return []clientv3.Op{clientv3.OpDelete(key)}, 0, nil
+		return []clientv3.Op{clientv3.OpDelete(key)}
 	case l.LockDelay == 0:
-		return nil, 0, nil
+		return nil
 	case b.manual:
-		return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l))}, 0, nil
+		return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l))}
 	}
-	id, err := b.expiry.forExpiry(ctx, until.Add(l.LockDelay))
-	if err != nil {
-		return nil, 0, err
+	return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l), clientv3.WithLease(id))}
+}
+
+// stampAttempts bounds how often stamp asks for longer etcd leases.
+const stampAttempts = 4
+
+// stamp returns the instant a change records and the etcd leases its
+// entries attach to: the i-th lives at least lives[i] past the instant
+// (none for a lives[i] of 0, nor under the test clock). The instant is
+// read after the grants it waits for, just before the transaction, so
+// that a change the transaction comes after is never dated later by the
+// same clock (contract v3: the time a change takes effect is the time it
+// records). When the wait left a lease too short for the later instant,
+// it asks again for leases longer by that wait (which may then end that
+// much later than needed), up to stampAttempts times in all.
+func (b *Backend) stamp(ctx context.Context, op protocol.Op, lives ...time.Duration) (instant, []clientv3.LeaseID, error) {
+	ids := make([]clientv3.LeaseID, len(lives))
+	in := b.instant()
+	if b.manual {
+		return in, ids, nil
 	}
-	return []clientv3.Op{clientv3.OpPut(key, encodeDelay(l), clientv3.WithLease(id))}, id, nil
+	var pad time.Duration
+	for attempt := 1; ; attempt++ {
+		untils := make([]time.Time, len(lives))
+		for i, d := range lives {
+			if d <= 0 {
+				continue
+			}
+			id, until, err := b.expiry.forExpiry(ctx, in.real.Add(d+pad))
+			if err != nil {
+				return instant{}, nil, err
+			}
+			ids[i], untils[i] = id, until
+		}
+		next := b.instant()
+		short := false
+		for i, d := range lives {
+			short = short || (d > 0 && untils[i].Before(next.real.Add(d)))
+		}
+		if !short {
+			return next, ids, nil
+		}
+		pad = next.real.Sub(in.real)
+		if attempt == stampAttempts {
+			return instant{}, nil, backendkit.NewError(op, protocol.StatusUnavailable, nil,
+				"%s: etcd lease grants took longer each time (%d grants, the last %v): nothing was written; retry with the same request id",
+				b.shown, stampAttempts, pad.Round(time.Millisecond))
+		}
+		in = next
+	}
 }
 
 // leaseOf returns the lease that st holds for k (nil when there is none)
@@ -225,18 +269,15 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	fp := backendkit.Fingerprint(req)
 	idem := b.keys.audit(req.Key.Namespace, req.RequestID)
 	for attempt := 0; ; attempt++ {
-		in := b.instant()
+		in, ids, err := b.stamp(ctx, protocol.OpAcquire, req.TTL, delayLife(req.TTL, req.StoredLockDelay()))
+		if err != nil {
+			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
+		}
 		exp := in.now.Add(req.TTL).Truncate(time.Microsecond)
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: in.now, RenewedAt: in.now, ExpiresAt: exp,
 			Version: protocol.LeaseFormatVersion, LockDelay: req.StoredLockDelay()}
-		put, leaseID, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(req.TTL))
-		if err != nil {
-			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
-		}
-		dput, delayID, err := b.delayPut(ctx, l, in.real.Add(req.TTL))
-		if err != nil {
-			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
-		}
+		put := b.livenessPut(req.Key, exp, ids[0])
+		dput := b.delayPut(l, ids[1])
 		rec := backendkit.NewRecorded(in.now, protocol.OpAcquire, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
 		base := b.keys.lease(req.Key)
 		rv := encodeLease(in.now, exp, req.TTL, l.LockDelay)
@@ -254,7 +295,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 				}, dput...))})).
 			Else(clientv3.OpGet(idem)).Commit()
 		if err != nil {
-			if b.staleGrant(err, leaseID, delayID) && attempt == 0 {
+			if b.staleGrant(err, ids...) && attempt == 0 {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
@@ -306,19 +347,23 @@ func (b *Backend) conflict(st keyState, k protocol.Key, in instant) (protocol.Re
 }
 
 // livenessPut returns the put of k's liveness entry for a lease that
-// expires at exp (stamped), until (by this process's real clock): attached
-// to an etcd lease that lives at least until then, or, under the test
-// clock, to none.
-func (b *Backend) livenessPut(ctx context.Context, k protocol.Key, exp, until time.Time) (clientv3.Op, clientv3.LeaseID, error) {
+// expires at exp (stamped): attached to the etcd lease id, which lives at
+// least until then (see stamp), or, under the test clock, to none.
+func (b *Backend) livenessPut(k protocol.Key, exp time.Time, id clientv3.LeaseID) clientv3.Op {
 	key := b.keys.lease(k) + suffixE[1:]
 	if b.manual {
-		return clientv3.OpPut(key, expiryValue(exp)), 0, nil
+		return clientv3.OpPut(key, expiryValue(exp))
 	}
-	id, err := b.expiry.forExpiry(ctx, until)
-	if err != nil {
-		return clientv3.Op{}, 0, err
+	return clientv3.OpPut(key, expiryValue(exp), clientv3.WithLease(id))
+}
+
+// delayLife is how long past its instant a lease of ttl needs the etcd
+// lease of its lock-delay entry: 0 (none) without a delay.
+func delayLife(ttl, delay time.Duration) time.Duration {
+	if delay == 0 {
+		return 0
 	}
-	return clientv3.OpPut(key, expiryValue(exp), clientv3.WithLease(id)), id, nil
+	return ttl + delay
 }
 
 // staleGrant reports whether err says that an etcd lease of ids is gone
@@ -359,10 +404,14 @@ type holderChange struct {
 	// check returns "" when the change may go ahead on cur (nil: no
 	// lease), live or not.
 	check func(cur *protocol.Lease, live bool) protocol.Status
-	// apply returns the writes of the change on the live lease cur at in
-	// (the audit record comes from rec), the lease to answer, the record,
-	// and the key's state after the change (for the cache).
-	apply func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error)
+	// lives says how long past its instant each etcd lease the change
+	// attaches entries to must live (see stamp); nil when it needs none.
+	lives func(cur protocol.Lease) []time.Duration
+	// apply returns the writes of the change on the live lease cur at in,
+	// whose entries attach to the etcd leases ids (as lives asked), the
+	// lease to answer, the record, and the key's state after the change
+	// (for the cache).
+	apply func(cur protocol.Lease, st keyState, in instant, ids []clientv3.LeaseID) holderWrite
 }
 
 type holderWrite struct {
@@ -371,7 +420,6 @@ type holderWrite struct {
 	rec    backendkit.Recorded
 	after  func(rev int64) keyState // the state after the change, for the cache
 	status protocol.Status
-	grants []clientv3.LeaseID // the etcd leases the writes attach to
 }
 
 // maxAttempts bounds the transactions of one change that meets others on
@@ -413,10 +461,15 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 			b.cache.put(c.key, st)
 			return backendkit.Refused(status, cur), nil
 		}
-		w, err := c.apply(ctx, *cur, st, in)
+		var lives []time.Duration
+		if c.lives != nil {
+			lives = c.lives(*cur)
+		}
+		in, ids, err := b.stamp(ctx, c.op, lives...)
 		if err != nil {
 			return protocol.Result{}, b.interpret(ctx, c.op, err)
 		}
+		w := c.apply(*cur, st, in, ids)
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(idem), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", st.o.ModRevision),
@@ -427,7 +480,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).
 			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
 		if err != nil {
-			if b.staleGrant(err, w.grants...) {
+			if b.staleGrant(err, ids...) {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, c.op, err)
@@ -461,29 +514,23 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 		check: func(cur *protocol.Lease, live bool) protocol.Status {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
 		},
-		apply: func(ctx context.Context, cur protocol.Lease, st keyState, in instant) (holderWrite, error) {
-			ttl := req.TTL
-			if ttl == 0 { // keep the lease's own
-				ttl = cur.ExpiresAt.Sub(cur.RenewedAt)
-			}
+		lives: func(cur protocol.Lease) []time.Duration {
+			ttl := renewTTL(req, cur)
+			return []time.Duration{ttl, delayLife(ttl, cur.LockDelay)}
+		},
+		apply: func(cur protocol.Lease, st keyState, in instant, ids []clientv3.LeaseID) holderWrite {
+			ttl := renewTTL(req, cur)
 			exp := in.now.Add(ttl).Truncate(time.Microsecond)
-			put, id, err := b.livenessPut(ctx, req.Key, exp, in.real.Add(ttl))
-			if err != nil {
-				return holderWrite{}, err
-			}
+			put := b.livenessPut(req.Key, exp, ids[0])
 			l := cur
 			l.RenewedAt, l.ExpiresAt = in.now, exp
-			dput, delayID, err := b.delayPut(ctx, l, in.real.Add(ttl))
-			if err != nil {
-				return holderWrite{}, err
-			}
+			dput := b.delayPut(l, ids[1])
 			rv := encodeLease(in.now, exp, ttl, l.LockDelay)
 			return holderWrite{
 				ops:    append([]clientv3.Op{clientv3.OpPut(base+suffixR[1:], rv), put}, dput...),
 				lease:  l,
 				rec:    backendkit.NewRecorded(in.now, protocol.OpRenew, protocol.StatusRenewed, l, req.RequestID, backendkit.Fingerprint(req), req.Owner, ""),
 				status: protocol.StatusRenewed,
-				grants: []clientv3.LeaseID{id, delayID},
 				after: func(rev int64) keyState {
 					after := keyState{o: st.o, r: &mvccpb.KeyValue{Value: []byte(rv), ModRevision: rev},
 						e: &mvccpb.KeyValue{Value: []byte(expiryValue(exp)), ModRevision: rev}}
@@ -492,9 +539,17 @@ func (b *Backend) renewChange(req protocol.RenewRequest) holderChange {
 					}
 					return after
 				},
-			}, nil
+			}
 		},
 	}
+}
+
+// renewTTL is the TTL req renews cur for: the lease's own when req gives none.
+func renewTTL(req protocol.RenewRequest, cur protocol.Lease) time.Duration {
+	if req.TTL == 0 {
+		return cur.ExpiresAt.Sub(cur.RenewedAt)
+	}
+	return req.TTL
 }
 
 // Release deletes the holder's live lease (its entries, its lock-delay's
@@ -506,13 +561,13 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		check: func(cur *protocol.Lease, live bool) protocol.Status {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, judgeAt(cur, live))
 		},
-		apply: func(_ context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
+		apply: func(cur protocol.Lease, _ keyState, in instant, _ []clientv3.LeaseID) holderWrite {
 			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
 				req.RequestID, fp, req.Owner, ""))
 			// A release frees the key at once: every entry goes, its
 			// lock-delay's too, in one deletion.
 			w.ops = []clientv3.Op{clientv3.OpDelete(b.keys.lease(cur.Key), clientv3.WithPrefix())}
-			return w, nil
+			return w
 		},
 	})
 }
@@ -527,19 +582,16 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		check: func(cur *protocol.Lease, live bool) protocol.Status {
 			return backendkit.CheckRevoke(cur, req.Token, judgeAt(cur, live))
 		},
-		apply: func(ctx context.Context, cur protocol.Lease, _ keyState, in instant) (holderWrite, error) {
+		lives: func(cur protocol.Lease) []time.Duration { return []time.Duration{cur.LockDelay} },
+		apply: func(cur protocol.Lease, _ keyState, in instant, ids []clientv3.LeaseID) holderWrite {
 			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRevoke, protocol.StatusRevoked, cur,
 				req.RequestID, fp, req.Actor, req.Reason))
 			// The lease's lock-delay starts now: the key stays taken until
 			// it passes (judged like expiry, by the cluster).
 			ended := cur
 			ended.ExpiresAt = in.now
-			dput, delayID, err := b.delayPut(ctx, ended, in.real)
-			if err != nil {
-				return holderWrite{}, err
-			}
-			w.ops, w.grants = append(w.ops, dput...), []clientv3.LeaseID{delayID}
-			return w, nil
+			w.ops = append(w.ops, b.delayPut(ended, ids[0])...)
+			return w
 		},
 	})
 }

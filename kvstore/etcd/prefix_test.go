@@ -3,9 +3,13 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -107,5 +111,75 @@ func TestPrefixFormsOpenOneStore(t *testing.T) {
 			t.Errorf("Config.Prefix %q: get of the lease acquired through the DSN %s: %v %v, want token %d",
 				form, c.DSN(p)+"/", got.Status, err, held.Lease.Token)
 		}
+	}
+}
+
+// TestRoleOnThePrefixOpensAStoreBelowASegmentKOrA: a user whose role may
+// read and write exactly the store's prefix (what docs/etcd.md tells
+// operators to create), or only read it (an auditor), opens a store whose
+// prefix has a segment "k" or "a" (/apps/a/svc/, /k/svc/) and uses it.
+// Before, Open read the format record of the store that would lie one
+// level up (/apps/meta, /meta), which the role may not read, and failed
+// unavailable blaming the user's permission on the prefix. A store above
+// whose format record the user may read is still refused, also when
+// another one above is beyond the user's reach. (A one-member cluster of
+// the test's own, with authentication on.)
+func TestRoleOnThePrefixOpensAStoreBelowASegmentKOrA(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	host := authCluster(t, "rootpw")
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{host}, Username: "root", Password: "rootpw",
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// user adds a user of that name whose role has perm on each of keys
+	// (a key ending with "/" stands for every key under it).
+	user := func(name string, perm clientv3.PermissionType, keys ...string) {
+		t.Helper()
+		if _, err := root.RoleAdd(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			end := ""
+			if strings.HasSuffix(k, "/") {
+				end = clientv3.GetPrefixRangeEnd(k)
+			}
+			if _, err := root.RoleGrantPermission(ctx, name, k, end, perm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := root.UserAdd(ctx, name, name+"pw"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.UserGrantRole(ctx, name, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(name, prefix string) *etcd.Config {
+		return &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: name, Password: name + "pw"}
+	}
+	for i, prefix := range []string{"/apps/a/svc/", "/k/svc/"} {
+		writer, reader := fmt.Sprint("writer", i), fmt.Sprint("reader", i)
+		user(writer, clientv3.PermissionType(clientv3.PermReadWrite), prefix)
+		user(reader, clientv3.PermissionType(clientv3.PermRead), prefix)
+		b := openAt(t, as(writer, prefix))
+		if _, err := protocol.New(b, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Errorf("acquire under %s by a user that may read and write it: %v", prefix, err)
+		}
+		readable(t, as(reader, prefix), "a user that may only read "+prefix)
+	}
+
+	// A store at /q/a/x/ (root's), and a user that may read its format
+	// record but not /q/meta: its store at /q/a/x/k/y/ lies in /q/a/x/'s
+	// lease entries, which the user can see.
+	openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: "/q/a/x/", Username: "root", Password: "rootpw"})
+	user("inside", clientv3.PermissionType(clientv3.PermReadWrite), "/q/a/x/k/y/", "/q/a/x/meta")
+	if b, err := etcd.Open(ctx, as("inside", "/q/a/x/k/y/")); err == nil {
+		_ = b.Close(context.Background())
+		t.Errorf("open under /q/a/x/k/y/, inside the store under /q/a/x/ whose format record the user may read, accepted")
+	} else if !errors.Is(err, protocol.ErrInvalid) || !contains(err, "/q/a/x/") {
+		t.Errorf("open under /q/a/x/k/y/: %v; want invalid naming /q/a/x/", err)
 	}
 }

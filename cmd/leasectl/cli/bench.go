@@ -32,9 +32,10 @@ const (
 )
 
 // benchJSON is the output of bench: the fields pinned by DESIGN.md, and
-// status, namespace and conflicts besides.
+// status, namespace and conflicts besides. In a [benchRunsJSON]'s runs,
+// status is left out (the whole output's status says it).
 type benchJSON struct {
-	Status      string  `json:"status"` // "ok"
+	Status      string  `json:"status,omitempty"` // "ok"
 	Backend     string  `json:"backend"`
 	Namespace   string  `json:"namespace"`
 	Op          string  `json:"op"`
@@ -353,8 +354,10 @@ store, one database/sql transaction per operation with the same settings),
 dropped at the end. The raw and store runs alternate, so that both see the
 same machine; ratios (store / raw ops per second) are only meaningful within
 one run. With a list or --compare-raw the output is a table, or with -o json
-one object per line and measurement (subject "leasestore" or "raw", and
-ratio_to_raw on the store's lines). Each measurement starts with an
+one object, {"status","backend","namespace","op","keys","runs":[...]}, whose
+runs hold one object per measurement, in the order they ran, with the
+fields of a single run's output but status (and subject "leasestore" or
+"raw", and ratio_to_raw on the store's). Each measurement starts with an
 uncounted warm-up (--warm-up).
 
 Every state change is written to the audit trail, which is append-only: point
@@ -494,6 +497,18 @@ type benchRow struct {
 	benchJSON
 	Subject    string  `json:"subject,omitempty"`
 	RatioToRaw float64 `json:"ratio_to_raw,omitempty"`
+}
+
+// benchRunsJSON is the one JSON object bench prints for several
+// measurements (a list of concurrencies, or --compare-raw): what they
+// share, and runs, a row per measurement in the order they ran.
+type benchRunsJSON struct {
+	Status    string     `json:"status"` // "ok"
+	Backend   string     `json:"backend"`
+	Namespace string     `json:"namespace"`
+	Op        string     `json:"op"`
+	Keys      int        `json:"keys"`
+	Runs      []benchRow `json:"runs"`
 }
 
 // runBenches runs one measurement per concurrency, the raw baseline's
@@ -696,14 +711,12 @@ func (a *app) printBench(row benchRow) {
 	a.printText(sb.String())
 }
 
-// printBenchTable prints several measurements: a table, or one JSON object
-// per line.
+// printBenchTable prints several measurements: a table, or one JSON
+// object holding a row for each (benchRunsJSON).
 func (a *app) printBenchTable(rows []benchRow, f benchFlags) {
 	if a.output == "json" {
-		for _, r := range rows {
-			r.Status = StatusOK
-			a.printJSON(r)
-		}
+		a.printJSON(benchRunsJSON{Status: StatusOK, Backend: rows[0].Backend, Namespace: f.ns, Op: f.op,
+			Keys: f.keys, Runs: rows})
 		return
 	}
 	var sb strings.Builder

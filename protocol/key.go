@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -47,10 +48,36 @@ func (k Key) Validate() error {
 	return textfield.Validate("key", k.Name, MaxNameLen)
 }
 
-// String returns "namespace/name" for messages and logs; [KeyFromString]
-// reads it back. It is not the canonical encoding: use [Key.Encode] for
-// storage.
-func (k Key) String() string { return k.Namespace + "/" + k.Name }
+// String returns "namespace/name" for messages, logs and leasectl's
+// output; [KeyFromString] reads it back. The namespace part escapes '%' as
+// "%25" and '/' as "%2F" (as an HTTP path segment does), so a namespace
+// holding either still prints a key of its own; any other namespace prints
+// as written. The name follows the first '/' verbatim. It is not the
+// canonical encoding: use [Key.Encode] for storage.
+func (k Key) String() string { return EscapeNamespace(k.Namespace) + "/" + k.Name }
+
+// EscapeNamespace returns ns as the namespace part of [Key.String]: '%' as
+// "%25" and '/' as "%2F", everything else as written.
+func EscapeNamespace(ns string) string {
+	if !strings.ContainsAny(ns, "%/") {
+		return ns
+	}
+	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(ns)
+}
+
+// UnescapeNamespace reads the namespace part of [Key.String] back: each
+// "%XX" is the byte of hex XX (as in an HTTP path segment), so "%2F" is '/'
+// and "%25" is '%'. A '%' not followed by two hex digits is an error.
+func UnescapeNamespace(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	ns, err := url.PathUnescape(s)
+	if err != nil {
+		return "", fmt.Errorf("key: namespace %q: malformed escape: write '%%' as %%25 and '/' as %%2F", s)
+	}
+	return ns, nil
+}
 
 // Encode returns the canonical, versioned encoding of k:
 //
@@ -64,13 +91,18 @@ func (k Key) Encode() string {
 
 // KeyFromString parses the "namespace/name" form that [Key.String] prints
 // and leasectl shows, and validates the result. The namespace ends at the
-// first '/'; the name may hold more ("scans/10.0.0.0/24" is namespace
-// "scans", name "10.0.0.0/24"). A key whose namespace holds a '/' does not
-// round-trip through this form: store and exchange keys with [Key.Encode].
+// first '/' and is unescaped ("%2F" is '/', "%25" is '%': see
+// [UnescapeNamespace]); the name is the rest, as written ("scans/10.0.0.0/24"
+// is namespace "scans", name "10.0.0.0/24"; "a%2Fb/c" is namespace "a/b",
+// name "c"). KeyFromString(k.String()) is k for every valid key.
 func KeyFromString(s string) (Key, error) {
-	ns, name, ok := strings.Cut(s, "/")
+	nsText, name, ok := strings.Cut(s, "/")
 	if !ok {
 		return Key{}, fmt.Errorf("key: %q has no namespace: write namespace/name, as in %s/%s", s, DefaultNamespace, s)
+	}
+	ns, err := UnescapeNamespace(nsText)
+	if err != nil {
+		return Key{}, err
 	}
 	k := Key{Namespace: ns, Name: name}
 	if err := k.Validate(); err != nil {

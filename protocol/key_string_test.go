@@ -12,6 +12,11 @@ func TestKeyFromString(t *testing.T) {
 		"scans/10.0.0.0/24":  {Namespace: "scans", Name: "10.0.0.0/24"},
 		"default/a b":        {Namespace: "default", Name: "a b"},
 		"billing/shard-7/x/": {Namespace: "billing", Name: "shard-7/x/"},
+		// The namespace part escapes '/' and '%'; the name is verbatim.
+		"p%2Fq/k":            {Namespace: "p/q", Name: "k"},
+		"p/q/k":              {Namespace: "p", Name: "q/k"},
+		"50%25off/x%2Fy":     {Namespace: "50%off", Name: "x%2Fy"},
+		"a%2Fb%25c/d/e%2Ff/": {Namespace: "a/b%c", Name: "d/e%2Ff/"},
 	}
 	for in, want := range good {
 		got, err := KeyFromString(in)
@@ -28,6 +33,8 @@ func TestKeyFromString(t *testing.T) {
 		"scans/":       "key",
 		"scans/a\x00b": "control",
 		"":             "namespace/name",
+		"50%zz/x":      "%25",
+		"a%/x":         "%2F",
 	}
 	for in, want := range bad {
 		if _, err := KeyFromString(in); err == nil || !strings.Contains(err.Error(), want) {
@@ -37,5 +44,28 @@ func TestKeyFromString(t *testing.T) {
 	// The storage encoding is not this form.
 	if _, err := KeyFromString(Key{Namespace: "ns", Name: "n"}.Encode()); err == nil {
 		t.Errorf("KeyFromString accepted the storage encoding")
+	}
+}
+
+// Every key round-trips through String and KeyFromString, and two keys
+// never print alike; other escapes read as an HTTP path segment's do.
+func TestKeyStringRoundTrips(t *testing.T) {
+	t.Parallel()
+	seen := map[string]Key{}
+	for _, ns := range []string{"p", "p/q", "p%q", "%2F", "/", "%", "a b", "ü/%25"} {
+		for _, name := range []string{"k", "q/k", "%2F", "/", "a%b/c"} {
+			k := Key{Namespace: ns, Name: name}
+			s := k.String()
+			if other, dup := seen[s]; dup {
+				t.Errorf("%+v and %+v both print %q", k, other, s)
+			}
+			seen[s] = k
+			if got, err := KeyFromString(s); err != nil || got != k {
+				t.Errorf("KeyFromString(%q) = %+v, %v; want %+v", s, got, err, k)
+			}
+		}
+	}
+	if got, err := KeyFromString("a%20b/k"); err != nil || got != (Key{Namespace: "a b", Name: "k"}) {
+		t.Errorf("KeyFromString(a%%20b/k) = %+v, %v", got, err)
 	}
 }

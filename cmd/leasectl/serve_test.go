@@ -878,3 +878,46 @@ func TestServeWithoutTokensAnswersOnlyLoopbackNames(t *testing.T) {
 		t.Fatalf("serve with --tokens answered Host leases.example with %d, want 200", code)
 	}
 }
+
+// TestServedBenchRefusedExits7: bench against a served store that refuses
+// its operations (no token, an unknown one, a reader's for a workload that
+// writes, a writer's outside its namespaces) stops and exits 7 naming the
+// refusal and LEASESTORE_API_TOKEN, like every other command; it printed
+// "status":"ok" with errors equal to ops and exited 0. A token allowed the
+// workload still benches, exit 0.
+func TestServedBenchRefusedExits7(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "bench.db"), nil, "--tokens", writeTokens(t, dir, e2eTokens))
+	c := leasectl{dir: dir, dsn: s.url}
+	bench := func(token string, args ...string) run {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		args = append([]string{"bench", "--duration", "1s", "--warm-up", "0s", "-c", "2", "--keys", "4", "-o", "json"}, args...)
+		cmd := c.command(ctx, args...)
+		if token != "" {
+			cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+token)
+		}
+		return finish(t, cmd, cmd.Args[1:], cmd.Run())
+	}
+	for _, tc := range []struct {
+		token  string
+		args   []string
+		status string
+	}{
+		{"", []string{"-n", "e2e"}, "unauthorized"},
+		{"e2e-unknown-token-0000", []string{"-n", "e2e"}, "unauthorized"},
+		{e2eReader, []string{"-n", "e2e"}, "forbidden"},
+		{e2eReader, []string{"-n", "e2e", "--op", "mixed"}, "forbidden"},
+		{e2eWriter, []string{"-n", "billing"}, "forbidden"},
+		{e2eWriter, []string{"-n", "billing", "--op", "renew"}, "forbidden"},
+	} {
+		r := bench(tc.token, tc.args...)
+		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, "LEASESTORE_API_TOKEN") {
+			t.Errorf("bench %v with token %q: want exit 7, status %s, naming LEASESTORE_API_TOKEN:\n%s", tc.args, tc.token, tc.status, r)
+		}
+	}
+	if r := bench(e2eWriter, "-n", "e2e"); r.code != 0 || r.obj(t)["status"] != "ok" || r.obj(t)["errors"] != float64(0) {
+		t.Errorf("bench with a writer's token in its namespace: want exit 0, no errors:\n%s", r)
+	}
+}

@@ -51,7 +51,7 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 
 // keyFilter reads --key as every KEY is read (keyArg): NS/NAME without
 // -n, the name in NS as written with it.
-func keyFilter(cmd *cobra.Command, q *audit.Query) {
+func keyFilter(cmd *cobra.Command, q *audit.Query) error {
 	if q.Key != "" {
 		ns := q.Namespace
 		if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
@@ -59,9 +59,13 @@ func keyFilter(cmd *cobra.Command, q *audit.Query) {
 			// name in the default namespace, as every KEY is read.
 			ns = protocol.DefaultNamespace
 		}
-		k := keyArg(cmd, ns, q.Key)
+		k, err := keyArg(cmd, ns, q.Key)
+		if err != nil {
+			return err
+		}
 		q.Namespace, q.Key = k.Namespace, k.Name
 	}
+	return nil
 }
 
 // completeOps completes --op: the recorded ops not yet in the
@@ -131,7 +135,9 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 				_ = cmd.Flags().Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 			}
 			q.Ops = audit.ParseOps(ops)
-			keyFilter(cmd, &q)
+			if err := keyFilter(cmd, &q); err != nil {
+				return err
+			}
 			if err := auditOrder(&q, order, cmd.Flags().Changed("order"), follow); err != nil {
 				return err
 			}

@@ -32,9 +32,10 @@ const (
 )
 
 // benchJSON is the output of bench: the fields pinned by DESIGN.md, and
-// status, namespace and conflicts besides.
+// status, namespace and conflicts besides. In a [benchRunsJSON]'s runs,
+// status is left out (the whole output's status says it).
 type benchJSON struct {
-	Status      string  `json:"status"` // "ok"
+	Status      string  `json:"status,omitempty"` // "ok"
 	Backend     string  `json:"backend"`
 	Namespace   string  `json:"namespace"`
 	Op          string  `json:"op"`
@@ -126,8 +127,8 @@ type benchSubject struct {
 	name    string    // subjectStore or subjectRaw
 	cpu     *cpuMeter // nil when the server's CPU is not measured
 	rt      *protocol.Runtime
-	acquire func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status)
-	release func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status
+	acquire func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status, error)
+	release func(ctx context.Context, key protocol.Key, owner string, token int64) (protocol.Status, error)
 }
 
 // storeSubject drives the store through rt.
@@ -135,16 +136,16 @@ func storeSubject(rt *protocol.Runtime) *benchSubject {
 	return &benchSubject{
 		name: subjectStore,
 		rt:   rt,
-		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status) {
-			res, _ := rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: owner, TTL: ttl})
+		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status, error) {
+			res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: owner, TTL: ttl})
 			if res.Lease == nil {
-				return 0, res.Status
+				return 0, res.Status, err
 			}
-			return res.Lease.Token, res.Status
+			return res.Lease.Token, res.Status, err
 		},
-		release: func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status {
-			res, _ := rt.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: owner, Token: token})
-			return res.Status
+		release: func(ctx context.Context, key protocol.Key, owner string, token int64) (protocol.Status, error) {
+			res, err := rt.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: owner, Token: token})
+			return res.Status, err
 		},
 	}
 }
@@ -154,25 +155,25 @@ func storeSubject(rt *protocol.Runtime) *benchSubject {
 func rawSubject(r rawbench.Baseline) *benchSubject {
 	return &benchSubject{
 		name: subjectRaw,
-		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status) {
+		acquire: func(ctx context.Context, key protocol.Key, owner string, ttl time.Duration) (int64, protocol.Status, error) {
 			token, ok, err := r.Acquire(ctx, key.Name, owner, ttl)
 			switch {
 			case err != nil:
-				return 0, protocol.StatusUnavailable
+				return 0, protocol.StatusUnavailable, nil
 			case !ok:
-				return 0, protocol.StatusConflict
+				return 0, protocol.StatusConflict, nil
 			}
-			return token, protocol.StatusAcquired
+			return token, protocol.StatusAcquired, nil
 		},
-		release: func(ctx context.Context, key protocol.Key, owner string, token int64) protocol.Status {
+		release: func(ctx context.Context, key protocol.Key, owner string, token int64) (protocol.Status, error) {
 			ok, err := r.Release(ctx, key.Name, owner, token)
 			switch {
 			case err != nil:
-				return protocol.StatusUnavailable
+				return protocol.StatusUnavailable, nil
 			case !ok:
-				return protocol.StatusNotFound
+				return protocol.StatusNotFound, nil
 			}
-			return protocol.StatusReleased
+			return protocol.StatusReleased, nil
 		},
 	}
 }
@@ -191,13 +192,34 @@ type benchRun struct {
 	ops      atomic.Int64 // protocol operations finished
 	errors   atomic.Int64 // operations whose outcome the workload does not expect
 	tokens   []int64      // renew: the token of each key, held by owner "bench"
+
+	// refused is closed when a served store refused an operation's bearer
+	// token (HTTP 401/403): the run stops and bench fails with refusal (exit
+	// 7), as every command does; a bad token is neither load nor an outage.
+	refused    chan struct{}
+	refuseOnce sync.Once
+	refusal    error
+}
+
+// refuse records the first refusal of the bearer token and stops the run.
+func (b *benchRun) refuse(err error) {
+	b.refuseOnce.Do(func() {
+		b.refusal = err
+		close(b.refused)
+	})
 }
 
 // timed runs one protocol operation, records its latency and counts it
 // (after the warm-up). expected lists the statuses that are not errors.
-func (b *benchRun) timed(w *benchWorker, run func() protocol.Status, expected ...protocol.Status) protocol.Status {
+// An operation whose bearer token the served store refused is not counted:
+// it stops the run (see benchRun.refused).
+func (b *benchRun) timed(w *benchWorker, run func() (protocol.Status, error), expected ...protocol.Status) protocol.Status {
 	start := time.Now()
-	st := run()
+	st, err := run()
+	if refused := authFailure(err); refused != nil {
+		b.refuse(refused)
+		return st
+	}
 	if !b.counting.Load() {
 		return st
 	}
@@ -218,10 +240,13 @@ func (b *benchRun) timed(w *benchWorker, run func() protocol.Status, expected ..
 // cycle acquires a key and, when that works, releases it.
 func (b *benchRun) cycle(ctx context.Context, w *benchWorker, key protocol.Key, owner string) {
 	var token int64
-	st := b.timed(w, func() protocol.Status {
-		var st protocol.Status
-		token, st = b.s.acquire(ctx, key, owner, b.ttl)
-		return st
+	st := b.timed(w, func() (protocol.Status, error) {
+		var (
+			st  protocol.Status
+			err error
+		)
+		token, st, err = b.s.acquire(ctx, key, owner, b.ttl)
+		return st, err
 	}, protocol.StatusAcquired, protocol.StatusConflict)
 	switch st {
 	case protocol.StatusConflict:
@@ -229,7 +254,7 @@ func (b *benchRun) cycle(ctx context.Context, w *benchWorker, key protocol.Key, 
 			w.conflicts++
 		}
 	case protocol.StatusAcquired:
-		b.timed(w, func() protocol.Status {
+		b.timed(w, func() (protocol.Status, error) {
 			// Released even when the run is being interrupted, so a bench
 			// leaves no lease behind; hence not ctx.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.a.timeout)
@@ -255,21 +280,21 @@ func (b *benchRun) work(ctx context.Context, id int, stop <-chan struct{}, w *be
 		case benchAcquireRelease:
 			b.cycle(ctx, w, key, owner)
 		case benchRenew:
-			b.timed(w, func() protocol.Status {
-				res, _ := b.s.rt.Renew(ctx, protocol.RenewRequest{Key: key, Owner: "bench", Token: b.tokens[k], TTL: b.ttl})
-				return res.Status
+			b.timed(w, func() (protocol.Status, error) {
+				res, err := b.s.rt.Renew(ctx, protocol.RenewRequest{Key: key, Owner: "bench", Token: b.tokens[k], TTL: b.ttl})
+				return res.Status, err
 			}, protocol.StatusRenewed)
 		case benchMixed:
 			switch n := rng.IntN(10); {
 			case n < 6:
-				b.timed(w, func() protocol.Status {
-					res, _ := b.s.rt.Get(ctx, protocol.GetRequest{Key: key})
-					return res.Status
+				b.timed(w, func() (protocol.Status, error) {
+					res, err := b.s.rt.Get(ctx, protocol.GetRequest{Key: key})
+					return res.Status, err
 				}, protocol.StatusFound, protocol.StatusNotFound)
 			case n < 7:
-				b.timed(w, func() protocol.Status {
-					res, _ := b.s.rt.List(ctx, protocol.ListRequest{Namespace: b.ns, Limit: 10})
-					return res.Status
+				b.timed(w, func() (protocol.Status, error) {
+					res, err := b.s.rt.List(ctx, protocol.ListRequest{Namespace: b.ns, Limit: 10})
+					return res.Status, err
 				}, protocol.StatusFound)
 			default:
 				b.cycle(ctx, w, key, owner)
@@ -314,7 +339,10 @@ that meets a conflict is one. A conflict (another worker holds the key) is an
 expected outcome, counted apart; errors counts operations whose outcome the
 workload does not expect: timeout, unavailable, a release or renew that did
 not take effect, and so on. Operations cut short by an interrupt are not
-errors. bench exits 0 when it ran to its end, whatever the error count.
+errors. bench exits 0 when it ran to its end, whatever the error count,
+except that a served store (http DSN) refusing the bearer token of any
+operation (HTTP 401 or 403) stops bench at once with exit 7, as every
+command, naming the refusal.
 
 A list of concurrencies (-c 1,8,32) runs one measurement per value, in
 order. --compare-raw measures, beside each, the raw baseline: the least a
@@ -326,8 +354,10 @@ store, one database/sql transaction per operation with the same settings),
 dropped at the end. The raw and store runs alternate, so that both see the
 same machine; ratios (store / raw ops per second) are only meaningful within
 one run. With a list or --compare-raw the output is a table, or with -o json
-one object per line and measurement (subject "leasestore" or "raw", and
-ratio_to_raw on the store's lines). Each measurement starts with an
+one object, {"status","backend","namespace","op","keys","runs":[...]}, whose
+runs hold one object per measurement, in the order they ran, with the
+fields of a single run's output but status (and subject "leasestore" or
+"raw", and ratio_to_raw on the store's). Each measurement starts with an
 uncounted warm-up (--warm-up).
 
 Every state change is written to the audit trail, which is append-only: point
@@ -469,6 +499,18 @@ type benchRow struct {
 	RatioToRaw float64 `json:"ratio_to_raw,omitempty"`
 }
 
+// benchRunsJSON is the one JSON object bench prints for several
+// measurements (a list of concurrencies, or --compare-raw): what they
+// share, and runs, a row per measurement in the order they ran.
+type benchRunsJSON struct {
+	Status    string     `json:"status"` // "ok"
+	Backend   string     `json:"backend"`
+	Namespace string     `json:"namespace"`
+	Op        string     `json:"op"`
+	Keys      int        `json:"keys"`
+	Runs      []benchRow `json:"runs"`
+}
+
 // runBenches runs one measurement per concurrency, the raw baseline's
 // first when there is one.
 func (a *app) runBenches(ctx context.Context, s *store, raw rawbench.Baseline, f benchFlags) ([]benchRow, error) {
@@ -520,7 +562,7 @@ func (a *app) runBenches(ctx context.Context, s *store, raw rawbench.Baseline, f
 // runBench runs the workload on one subject at one concurrency.
 func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, f benchFlags, keys []string,
 	concurrency int) (out benchJSON, conflicts int64, err error) {
-	b := &benchRun{a: a, s: subj, op: f.op, ns: f.ns, keys: keys, ttl: f.ttl, interrupt: ctx}
+	b := &benchRun{a: a, s: subj, op: f.op, ns: f.ns, keys: keys, ttl: f.ttl, interrupt: ctx, refused: make(chan struct{})}
 	if f.op == benchRenew {
 		if err := b.takeAll(ctx); err != nil {
 			return benchJSON{}, 0, err
@@ -546,6 +588,7 @@ func (a *app) runBench(ctx context.Context, subj *benchSubject, backend string, 
 		select {
 		case <-time.After(f.warmUp):
 		case <-ctx.Done():
+		case <-b.refused:
 		}
 		b.counting.Store(true)
 	}
@@ -566,6 +609,8 @@ wait:
 			break wait
 		case <-ctx.Done():
 			a.log.Warn("bench: interrupted; reporting what ran")
+			break wait
+		case <-b.refused:
 			break wait
 		case now := <-ticker.C:
 			ops := b.ops.Load()
@@ -588,6 +633,9 @@ wait:
 	serverCPU, clientCPU := subj.cpu.sample(context.WithoutCancel(ctx)).since(cpu0), proccpu.Self()-self0
 	close(stop)
 	wg.Wait()
+	if b.refusal != nil {
+		return benchJSON{}, 0, b.refusal
+	}
 
 	var total histogram
 	for _, w := range workers {
@@ -663,14 +711,12 @@ func (a *app) printBench(row benchRow) {
 	a.printText(sb.String())
 }
 
-// printBenchTable prints several measurements: a table, or one JSON object
-// per line.
+// printBenchTable prints several measurements: a table, or one JSON
+// object holding a row for each (benchRunsJSON).
 func (a *app) printBenchTable(rows []benchRow, f benchFlags) {
 	if a.output == "json" {
-		for _, r := range rows {
-			r.Status = StatusOK
-			a.printJSON(r)
-		}
+		a.printJSON(benchRunsJSON{Status: StatusOK, Backend: rows[0].Backend, Namespace: f.ns, Op: f.op,
+			Keys: f.keys, Runs: rows})
 		return
 	}
 	var sb strings.Builder

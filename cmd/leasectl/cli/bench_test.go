@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,8 +14,9 @@ import (
 )
 
 // bench -c 1,2 --compare-raw measures the raw baseline and the store at
-// each concurrency, alternating, prints one JSON object per measurement with
-// the DESIGN keys, the subject and the store's ratio to the raw rate, and
+// each concurrency, alternating, prints one JSON object (DESIGN: exactly
+// one with -o json) whose runs hold a row per measurement with the DESIGN
+// keys, the subject and the store's ratio to the raw rate, and
 // removes the baseline's scratch tables (PostgreSQL: its schema; SQLite: its
 // file) afterwards.
 func TestBenchCompareRaw(t *testing.T) {
@@ -27,9 +27,15 @@ func TestBenchCompareRaw(t *testing.T) {
 			o := runCLI(t, e, "bench", "-c", "1,2", "--compare-raw", "--duration", "300ms", "--warm-up", "0s",
 				"--keys", "50", "-n", "benchraw", "-o", "json")
 			wantCode(t, o, 0)
-			lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+			top := o.json(t)
+			wantKeys(t, "bench", top, "status", "backend", "namespace", "op", "keys", "runs")
+			if top["status"] != "ok" || top["backend"] != name || top["namespace"] != "benchraw" ||
+				top["op"] != benchAcquireRelease || top["keys"] != float64(50) {
+				t.Fatalf("bench: %v", top)
+			}
+			lines := top["runs"].([]any)
 			if len(lines) != 4 {
-				t.Fatalf("want 4 JSON lines (raw and store at 1 and 2), got:\n%s", o.stdout)
+				t.Fatalf("want 4 runs (raw and store at 1 and 2), got:\n%s", o.stdout)
 			}
 			wantOrder := []struct {
 				subject string
@@ -37,11 +43,8 @@ func TestBenchCompareRaw(t *testing.T) {
 			}{{"raw", 1}, {"leasestore", 1}, {"raw", 2}, {"leasestore", 2}}
 			var rawRate float64
 			for i, line := range lines {
-				var m map[string]any
-				if err := json.Unmarshal([]byte(line), &m); err != nil {
-					t.Fatalf("line %d: %v: %s", i, err, line)
-				}
-				want := append([]string{"status", "backend", "namespace", "op", "concurrency", "keys", "ops", "errors",
+				m := line.(map[string]any)
+				want := append([]string{"backend", "namespace", "op", "concurrency", "keys", "ops", "errors",
 					"conflicts", "duration_s", "ops_per_sec", "p50_ms", "p99_ms", "subject", "client_cpu_us_per_op"},
 					map[bool][]string{true: {"ratio_to_raw"}}[wantOrder[i].subject == "leasestore"]...)
 				if name == "postgres" {
@@ -115,8 +118,8 @@ func TestBenchSweepAndUsage(t *testing.T) {
 	e := sqliteEnv(t)
 	o := runCLI(t, e, "bench", "-c", "1,3", "--duration", "200ms", "--keys", "4", "-o", "json")
 	wantCode(t, o, 0)
-	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"concurrency":1,`) || !strings.Contains(lines[1], `"concurrency":3,`) ||
+	runs, _ := o.json(t)["runs"].([]any)
+	if len(runs) != 2 || runs[0].(map[string]any)["concurrency"] != float64(1) || runs[1].(map[string]any)["concurrency"] != float64(3) ||
 		strings.Contains(o.stdout, "ratio_to_raw") {
 		t.Fatalf("sweep output:\n%s", o.stdout)
 	}

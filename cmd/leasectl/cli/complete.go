@@ -58,10 +58,15 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		return nil, none
 	}
 	defer done()
-	// Without -n, KEY is read as NS/NAME (keyArg): complete in that form.
-	k, prefix := keyArg(cmd, ns, toComplete), ""
-	if k.Namespace != ns || strings.Contains(toComplete, "/") && !cmd.Flags().Changed("namespace") {
-		prefix = k.Namespace + "/"
+	// Without -n, KEY is read as NS/NAME (keyArg): complete in that form,
+	// keeping the namespace part as typed (escapes and all).
+	k, err := keyArg(cmd, ns, toComplete)
+	if err != nil {
+		return nil, none
+	}
+	prefix := ""
+	if before, _, ok := strings.Cut(toComplete, "/"); ok && !cmd.Flags().Changed("namespace") {
+		prefix = before + "/"
 	}
 	res, err := s.rt.List(ctx, protocol.ListRequest{Namespace: k.Namespace, Prefix: k.Name, Limit: protocol.MaxListLimit})
 	if err != nil || res.Status != protocol.StatusFound {

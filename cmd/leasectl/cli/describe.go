@@ -34,7 +34,11 @@ shown (and, while a lock-delay keeps the key, the ended lease, as get shows it).
   leasectl describe shard-7 -n billing --records 50 -o json`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.GetRequest{Key: keyArg(cmd, ns, args[0])}
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.GetRequest{Key: key}
 			check := func() error {
 				if recent < 1 || recent > 1000 {
 					return fmt.Errorf("--records: want 1 to 1000, got %d", recent)

@@ -9,17 +9,23 @@ import (
 )
 
 // keyArg reads a command's KEY argument. leasectl prints a key as NS/NAME
-// (protocol.Key.String) and accepts that form back: without -n, KEY's text
-// up to its first "/" is the namespace and the rest the name, as
-// protocol.KeyFromString reads it, and a KEY without "/" is a name in the
-// default namespace. With -n NS, KEY is the name in NS, as written (it may
-// hold slashes).
-func keyArg(cmd *cobra.Command, ns, arg string) protocol.Key {
+// (protocol.Key.String: '%' and '/' in NS escaped as %25 and %2F) and
+// accepts that form back: without -n, KEY's text up to its first "/" is
+// the namespace, unescaped, and the rest the name as written, as
+// protocol.KeyFromString reads it; a KEY without "/" is a name in the
+// default namespace. With -n NS, NS is the namespace as written (no
+// escapes, as in JSON) and KEY the name in it, as written (it may hold
+// slashes). A malformed escape in KEY's namespace is invalid input.
+func keyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
 	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
-		return protocol.Key{Namespace: ns, Name: arg}
+		return protocol.Key{Namespace: ns, Name: arg}, nil
 	}
 	if before, after, ok := strings.Cut(arg, "/"); ok {
-		return protocol.Key{Namespace: before, Name: after}
+		ns, err := protocol.UnescapeNamespace(before)
+		if err != nil {
+			return protocol.Key{}, &failure{status: string(protocol.StatusInvalid), err: err}
+		}
+		return protocol.Key{Namespace: ns, Name: after}, nil
 	}
-	return protocol.Key{Namespace: ns, Name: arg}
+	return protocol.Key{Namespace: ns, Name: arg}, nil
 }

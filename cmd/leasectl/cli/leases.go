@@ -70,7 +70,11 @@ that a holder that did not hear of its loss has time to stop.`,
   token=$(leasectl acquire nightly-report --ttl 10m --wait --wait-timeout 1h -o token) || exit`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, RequestID: reqID,
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.AcquireRequest{Key: key, Owner: owner, TTL: ttl, RequestID: reqID,
 				LockDelay: lockDelay}
 			check := func() error {
 				probe := req
@@ -116,7 +120,11 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 		Example: `  leasectl renew scan/10.0.0.0-24 --owner worker-1 --token 42 --ttl 30s`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.RenewRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, Token: token, TTL: ttl,
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.RenewRequest{Key: key, Owner: owner, Token: token, TTL: ttl,
 				RequestID: reqID}
 			check := func() error {
 				// Only the absence of --ttl keeps the lease's TTL: an
@@ -157,7 +165,11 @@ func (a *app) releaseCommand() *cobra.Command {
 		Example: `  leasectl release scan/10.0.0.0-24 --owner worker-1 --token 42`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.ReleaseRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, Token: token, RequestID: reqID}
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.ReleaseRequest{Key: key, Owner: owner, Token: token, RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Release(ctx, req)
@@ -185,7 +197,11 @@ conflict), not_found shows that ended lease and when the key is free.`,
 		Example: `  leasectl get scan/10.0.0.0-24 -o json`,
 		Args:    exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.GetRequest{Key: keyArg(cmd, ns, args[0])}
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.GetRequest{Key: key}
 			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Get(ctx, req)
@@ -306,7 +322,11 @@ fenced off.`,
   leasectl revoke shard-7 -n billing --token 42 --reason "INC-1234" --actor oncall@example.com`,
 		Args: exactArgs(1, "one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.RevokeRequest{Key: keyArg(cmd, ns, args[0]), Actor: actor, Reason: reason, Token: token,
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.RevokeRequest{Key: key, Actor: actor, Reason: reason, Token: token,
 				RequestID: reqID}
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {

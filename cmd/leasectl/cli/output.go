@@ -252,8 +252,8 @@ func formatRecords(recs []audit.Record, noHeaders bool) string {
 
 // formatRecordLine renders one audit record on one line, for audit --follow.
 func formatRecordLine(r audit.Record) string {
-	line := fmt.Sprintf("%d %s %-7s %s/%s owner=%s token=%d actor=%s status=%s", r.ID, timeTable(r.At), r.Op,
-		r.Namespace, r.Key, r.Owner, r.Token, r.Actor, r.Status)
+	line := fmt.Sprintf("%d %s %-7s %s owner=%s token=%d actor=%s status=%s", r.ID, timeTable(r.At), r.Op,
+		protocol.Key{Namespace: r.Namespace, Name: r.Key}, r.Owner, r.Token, r.Actor, r.Status)
 	if r.Reason != "" {
 		line += fmt.Sprintf(" reason=%q", r.Reason)
 	}

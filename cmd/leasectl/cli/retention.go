@@ -135,7 +135,9 @@ namespace, with the prune records that belong to none. --since takes a duration 
 			}
 			q.Limit, q.Follow = audit.MaxLimit, true
 			q.Ops = audit.ParseOps(ops)
-			keyFilter(cmd, &q)
+			if err := keyFilter(cmd, &q); err != nil {
+				return err
+			}
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}

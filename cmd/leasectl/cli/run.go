@@ -128,11 +128,15 @@ exit 128 plus the signal's number.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := protocol.AcquireRequest{Key: keyArg(cmd, ns, args[0]), Owner: owner, TTL: ttl, LockDelay: lockDelay,
+			key, err := keyArg(cmd, ns, args[0])
+			if err != nil {
+				return err
+			}
+			req := protocol.AcquireRequest{Key: key, Owner: owner, TTL: ttl, LockDelay: lockDelay,
 				RequestID: reqID}
 			probe := req
 			probe.RequestID = orProbe(reqID)
-			err := errors.Join(probe.Validate(), w.check(cmd))
+			err = errors.Join(probe.Validate(), w.check(cmd))
 			if reqID != "" && len(runClaimID(reqID)) > protocol.MaxRequestIDLen {
 				err = errors.Join(err, usageError("--request-id: at most %d bytes, got %d", protocol.MaxRequestIDLen-len(runClaimSuffix), len(reqID)))
 			}

@@ -50,7 +50,10 @@ asks the store, whose clock judges expiry, whether the lease still holds.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				k := keyArg(cmd, q.Namespace, args[0])
+				k, err := keyArg(cmd, q.Namespace, args[0])
+				if err != nil {
+					return err
+				}
 				q.Namespace, q.Key = k.Namespace, k.Name
 			}
 			var err error

@@ -608,7 +608,9 @@ SELECT count(*) FROM gone`)
 
 	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
 
-	pruneUsedSQL = compile(`SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id)`)
+	pruneUsedSQL = compile(`
+SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id),
+       coalesce(@now::timestamptz, now())`)
 
 	pruneRecordSQL = compile(`
 INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,

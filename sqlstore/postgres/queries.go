@@ -566,17 +566,25 @@ SELECT current_setting('synchronous_commit'),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
        coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)`
 
-// raiseTokensSQL moves leasestore_fencing_seq @by past every token it
-// issued or the store holds (the leases' rows, the newest audit record's;
-// see repairSequenceSQL) and returns where it put it: see
-// protocol.TokenRaiser. nextval, not the sequence's last value, is the
-// base: a value an acquire draws between nextval and setval stays below
-// the floor unless more than @by acquires drew one in that moment.
+// raiseTokensSQL returns the fencing sequence's cache and, when it caches
+// no values, moves leasestore_fencing_seq @by past every token it issued
+// or the store holds (the leases' rows, the newest audit record's; see
+// repairSequenceSQL) and returns where it put it: see
+// protocol.TokenRaiser. A sequence that caches values is left alone (the
+// floor is NULL): sessions would go on handing out cached values below
+// the floor. nextval, not the sequence's last value, is the base: a value
+// an acquire draws between nextval and setval stays below the floor
+// unless more than @by acquires drew one in that moment.
 var raiseTokensSQL = compile(`
-SELECT setval('leasestore_fencing_seq',
-              greatest(nextval('leasestore_fencing_seq'),
-                       (SELECT max(token) FROM leasestore_leases),
-                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) + @by)`)
+SELECT s.seqcache,
+       CASE WHEN s.seqcache = 1 THEN
+           setval('leasestore_fencing_seq',
+                  greatest(nextval('leasestore_fencing_seq'),
+                           (SELECT max(token) FROM leasestore_leases),
+                           (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) + @by)
+       END
+FROM pg_catalog.pg_sequence s
+WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass`)
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past

@@ -548,12 +548,18 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // whether the server is a standby, and the schema's name, migration version
 // and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
 // schema rolled back or moved on beneath a running service).
+//
+// This statement, sweepSQL and repairSequenceSQL read the sequence's state
+// with pg_sequence_last_value (NULL until its first nextval), which USAGE
+// on the sequence allows; a SELECT from the sequence would need SELECT on
+// it, which an application role often lacks. Only setval (fencing raise,
+// the repair) needs UPDATE on it.
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
        (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
        coalesce(greatest((SELECT max(l.token) FROM leasestore_leases l),
                          (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) >
-                (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq), false),
+                coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0), false),
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
                 false),
@@ -594,7 +600,7 @@ const repairSequenceSQL = `
 SELECT setval('leasestore_fencing_seq', m.token)
 FROM (SELECT greatest((SELECT max(token) FROM leasestore_leases),
                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS m
-WHERE m.token > (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)`
+WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 
 // Pruning (see Backend.PruneAudit and the migration's prune window). Each
 // batch is one transaction: open the window for records before @before,
@@ -666,9 +672,8 @@ RETURNING id, at`)
 // gone has no lease and no last token to keep, and its trail is untouched.
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
-    SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
+    SELECT coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0) AS issued,
            (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
-    FROM leasestore_fencing_seq
 ), top AS MATERIALIZED (
     SELECT max(t.token) AS token FROM leasestore_leases t
 ), cand AS MATERIALIZED (

@@ -202,6 +202,20 @@ func CheckPrune(r audit.PruneRequest) error {
 	return nil
 }
 
+// CheckPruneCutOff refuses, as invalid, a prune whose cut-off is after
+// now, the store's time (the clock its records are stamped by): it would
+// remove the records of operations that just committed, and the retry of
+// one whose answer was lost would run again instead of replaying. An
+// [audit.Pruner] calls it with its store's time before removing anything.
+func CheckPruneCutOff(before, now time.Time) error {
+	if before.After(now) {
+		return NewError(audit.OpPrune, protocol.StatusInvalid, nil,
+			"audit prune: the cut-off %s is after the store's time %s: give a time in the past",
+			before.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
 // PruneIDUsed is the refusal of a prune whose request id is already in
 // the trail: every prune that removed records has its record, so a repeat
 // is refused before anything goes.

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
@@ -75,6 +76,33 @@ func retentionCases() []testCase {
 			}
 			if after := e.auditCount(); after != before {
 				e.t.Fatalf("refused prunes changed the trail: %d records, want %d", after, before)
+			}
+		}},
+		{"prune_refuses_a_cut_off_after_the_store_time", func(e *env) {
+			// A cut-off ahead of the store's clock (a typo, or a client whose
+			// clock runs ahead) would remove the records of operations that
+			// just committed: the retry of an acquire whose answer was lost
+			// would then answer conflict instead of its replay.
+			p := pruner(e)
+			req := e.acquireReq("k", "w1", leaseTTL)
+			l := e.acquireWith(e.a, req)
+			e.clock.Advance(time.Second)
+			before := e.auditCount()
+			cut := e.clock.Now().Add(time.Minute)
+			_, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()})
+			if !errors.Is(err, protocol.ErrInvalid) {
+				e.t.Fatalf("prune with a cut-off a minute after the store's time: %v, want invalid", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, cut.UTC().Format(time.RFC3339Nano)) || !strings.Contains(msg, "store's time") {
+				e.t.Fatalf("prune refusal %q names not the cut-off and the store's time", msg)
+			}
+			if after := e.auditCount(); after != before {
+				e.t.Fatalf("the refused prune changed the trail: %d records, want %d", after, before)
+			}
+			res, err := e.a.Acquire(e.ctx, req)
+			e.expect("retry of the acquire after the refused prune", res, err, protocol.StatusAcquired)
+			if !res.Replayed || res.Lease == nil || res.Lease.Token != l.Token {
+				e.t.Fatalf("retry of the acquire: replayed=%v lease %v, want the replay of token %d", res.Replayed, res.Lease, l.Token)
 			}
 		}},
 	}

@@ -39,8 +39,9 @@ func openUp(t *testing.T, dir string) {
 }
 
 // A SQLite store the user may read but not write answers reads (opened
-// read-only) and refuses changes saying why; a file the user cannot read
-// says permission denied.
+// read-only) and refuses changes saying why; health refuses it too, as
+// every write on it would fail (it answered healthy); a file the user
+// cannot read says permission denied.
 func TestReadOnlySQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -62,10 +63,13 @@ func TestReadOnlySQLite(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
 
-	for _, args := range [][]string{{"get", "k"}, {"list"}, {"audit"}, {"health"}} {
+	for _, args := range [][]string{{"get", "k"}, {"list"}, {"audit"}} {
 		if r := asOtherUser(t, dir, args...); r.code != 0 {
 			t.Errorf("%v on a read-only store: exit %d, want 0\n%s", args, r.code, r)
 		}
+	}
+	if r := asOtherUser(t, dir, "health"); r.code != 5 || !strings.Contains(r.stderr, "read-only") || !strings.Contains(r.stderr, "writable") {
+		t.Errorf("health on a read-only store: want exit 5 saying it is read-only and must be writable\n%s", r)
 	}
 	r := asOtherUser(t, dir, "acquire", "k2", "--owner", "w2")
 	if r.code != 5 || !strings.Contains(r.stderr, "read-only") || !strings.Contains(r.stderr, "write access") {

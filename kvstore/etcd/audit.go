@@ -136,11 +136,16 @@ const pruneBatch = 100
 // tampering, and the last also writes the prune's own record. On a
 // cluster whose --max-txn-ops is lower, a transaction it refuses as too
 // large (which applied nothing) is sent again with half the deletions.
+// A cut-off after the backend's clock, which stamps the records, is
+// refused (see [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
 	}
 	if err := b.open(audit.OpPrune); err != nil {
+		return audit.PruneResult{}, err
+	}
+	if err := backendkit.CheckPruneCutOff(r.Before, b.instant().now); err != nil {
 		return audit.PruneResult{}, err
 	}
 	own := b.keys.audit("", r.RequestID)

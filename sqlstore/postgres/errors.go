@@ -63,6 +63,9 @@ var errKeyBusy = errors.New("postgres: the key is locked by another transaction"
 //     `leasectl migrate up`;
 //   - a newer schema's serving guard (a CHECK constraint named
 //     migrations.ServingGuardPrefix...): unavailable, naming the upgrade;
+//   - a permission error (42501 "permission denied for ...") on a table,
+//     the sequence or the schema: unavailable, naming the GRANT that
+//     gives the privilege (docs/postgres-settings.md lists them);
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
 //     insufficient resources (class 53), and any other error: unavailable
 //     (the server's error, which the text appends, names its SQLSTATE).
@@ -94,6 +97,9 @@ func interpretError(op protocol.Op, err error) error {
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the schema was migrated past what this release serves (its guard %s refuses this "+
 					"release's writes; Health names the versions): upgrade leasestore", pe.ConstraintName)
+		case code == "42501" && strings.HasPrefix(pe.Message, "permission denied for "):
+			// Not the append-only triggers' refusal, which shares the code.
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: %s", privilegeFix(pe.Message))
 		case missingSchemaObject(pe):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+
@@ -141,4 +147,25 @@ func missingSchemaObject(pe *pgconn.PgError) bool {
 func isMissingSchema(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && missingSchemaObject(pe)
+}
+
+// privilegeFix names the GRANT that answers a permission error whose
+// message is msg ("permission denied for sequence leasestore_fencing_seq").
+func privilegeFix(msg string) string {
+	kind, name, _ := strings.Cut(strings.TrimPrefix(msg, "permission denied for "), " ")
+	var grant string
+	switch {
+	case name == "":
+	case kind == "sequence":
+		grant = "USAGE, UPDATE ON SEQUENCE " + name
+	case kind == "table":
+		grant = "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
+	case kind == "schema":
+		grant = "USAGE ON SCHEMA " + name
+	}
+	if grant == "" {
+		return "the DSN's role lacks a privilege: grant it those docs/postgres-settings.md#privileges lists"
+	}
+	return fmt.Sprintf("the DSN's role lacks a privilege: run GRANT %s TO it "+
+		"(docs/postgres-settings.md#privileges lists what each command needs)", grant)
 }

@@ -474,9 +474,7 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		return nil // nothing can be repaired through a read-only connection
 	}
 	if cache > 1 {
-		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
-			"postgres: leasestore_fencing_seq caches %d values per session, so sessions issue tokens out of order: "+
-				"run ALTER SEQUENCE leasestore_fencing_seq CACHE 1", cache)
+		return cachedSequenceError(op, cache)
 	}
 	if behind {
 		if _, err := b.pool.Exec(ctx, repairSequenceSQL); err != nil {
@@ -489,6 +487,14 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		}
 	}
 	return nil
+}
+
+// cachedSequenceError is the refusal of a fencing sequence that caches
+// values (CACHE > 1), by checkSettings and RaiseTokens.
+func cachedSequenceError(op protocol.Op, cache int64) *protocol.Error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"postgres: leasestore_fencing_seq caches %d values per session, so sessions issue tokens out of order: "+
+			"run ALTER SEQUENCE leasestore_fencing_seq CACHE 1", cache)
 }
 
 // checkSchema reads the connection's schema and its migration version, in

@@ -23,14 +23,22 @@ var pruneBatch int64 = 5000
 // pruneBatch records per transaction, and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
 // before it ended stay done, and the prune's record is written only with
-// the last batch.
+// the last batch. A cut-off after the server's time is refused (see
+// [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
 	}
-	var used bool
-	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(args{"request_id": r.RequestID})...).Scan(&used); err != nil {
+	var (
+		used bool
+		now  time.Time
+	)
+	a := args{"request_id": r.RequestID, "now": b.clock()}
+	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(a)...).Scan(&used, &now); err != nil {
 		return audit.PruneResult{}, interpretError("", err)
+	}
+	if err := backendkit.CheckPruneCutOff(r.Before, now); err != nil {
+		return audit.PruneResult{}, err
 	}
 	if used {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)

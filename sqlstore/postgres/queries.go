@@ -548,12 +548,18 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // whether the server is a standby, and the schema's name, migration version
 // and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
 // schema rolled back or moved on beneath a running service).
+//
+// This statement, sweepSQL and repairSequenceSQL read the sequence's state
+// with pg_sequence_last_value (NULL until its first nextval), which USAGE
+// on the sequence allows; a SELECT from the sequence would need SELECT on
+// it, which an application role often lacks. Only setval (fencing raise,
+// the repair) needs UPDATE on it.
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
        (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
        coalesce(greatest((SELECT max(l.token) FROM leasestore_leases l),
                          (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) >
-                (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq), false),
+                coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0), false),
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
                 false),
@@ -566,17 +572,25 @@ SELECT current_setting('synchronous_commit'),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
        coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)`
 
-// raiseTokensSQL moves leasestore_fencing_seq @by past every token it
-// issued or the store holds (the leases' rows, the newest audit record's;
-// see repairSequenceSQL) and returns where it put it: see
-// protocol.TokenRaiser. nextval, not the sequence's last value, is the
-// base: a value an acquire draws between nextval and setval stays below
-// the floor unless more than @by acquires drew one in that moment.
+// raiseTokensSQL returns the fencing sequence's cache and, when it caches
+// no values, moves leasestore_fencing_seq @by past every token it issued
+// or the store holds (the leases' rows, the newest audit record's; see
+// repairSequenceSQL) and returns where it put it: see
+// protocol.TokenRaiser. A sequence that caches values is left alone (the
+// floor is NULL): sessions would go on handing out cached values below
+// the floor. nextval, not the sequence's last value, is the base: a value
+// an acquire draws between nextval and setval stays below the floor
+// unless more than @by acquires drew one in that moment.
 var raiseTokensSQL = compile(`
-SELECT setval('leasestore_fencing_seq',
-              greatest(nextval('leasestore_fencing_seq'),
-                       (SELECT max(token) FROM leasestore_leases),
-                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) + @by)`)
+SELECT s.seqcache,
+       CASE WHEN s.seqcache = 1 THEN
+           setval('leasestore_fencing_seq',
+                  greatest(nextval('leasestore_fencing_seq'),
+                           (SELECT max(token) FROM leasestore_leases),
+                           (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) + @by)
+       END
+FROM pg_catalog.pg_sequence s
+WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass`)
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past
@@ -586,7 +600,7 @@ const repairSequenceSQL = `
 SELECT setval('leasestore_fencing_seq', m.token)
 FROM (SELECT greatest((SELECT max(token) FROM leasestore_leases),
                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS m
-WHERE m.token > (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM leasestore_fencing_seq)`
+WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 
 // Pruning (see Backend.PruneAudit and the migration's prune window). Each
 // batch is one transaction: open the window for records before @before,
@@ -608,7 +622,9 @@ SELECT count(*) FROM gone`)
 
 	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
 
-	pruneUsedSQL = compile(`SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id)`)
+	pruneUsedSQL = compile(`
+SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id),
+       coalesce(@now::timestamptz, now())`)
 
 	pruneRecordSQL = compile(`
 INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -656,9 +672,8 @@ RETURNING id, at`)
 // gone has no lease and no last token to keep, and its trail is untouched.
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
-    SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS issued,
+    SELECT coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0) AS issued,
            (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
-    FROM leasestore_fencing_seq
 ), top AS MATERIALIZED (
     SELECT max(t.token) AS token FROM leasestore_leases t
 ), cand AS MATERIALIZED (

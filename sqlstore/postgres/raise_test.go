@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // pgBin returns the path of PostgreSQL's program name, from `pg_config
@@ -93,5 +94,33 @@ func TestRaiseTokensRefusesABadStep(t *testing.T) {
 	}
 	if next := cycle(t, b, "k", "w", "1", false).Token; next != first+1 {
 		t.Fatalf("token %d after refused raises, want %d: a refused raise moved the counter", next, first+1)
+	}
+}
+
+// TestRaiseTokensRefusesACachedSequence: a DBA set CACHE on the fencing
+// sequence while a service ran (Open and Health refuse it from then on,
+// operations go on). RaiseTokens returned a floor while the service's
+// session went on handing out its cached values below it. It is refused
+// as Open refuses it, naming the fix, and moves nothing.
+func TestRaiseTokensRefusesACachedSequence(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	svc := openBackend(t, dsn, &postgres.Config{MaxConns: 1, NoCoalescing: true})
+	op := openBackend(t, dsn, nil) // opened before the ALTER, as a long-running process is
+	raw := rawConn(t, dsn)
+	cycle(t, svc, "warm", "w", "warm", false)
+	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 50")
+	cached := cycle(t, svc, "k", "w", "cached", false).Token // svc's session now holds 49 more values
+	last := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq")
+	floor, err := op.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+	wantErrStatus(t, fmt.Sprintf("raise of a sequence caching 50 values (returned floor %d)", floor), err, protocol.StatusUnavailable)
+	if !strings.Contains(err.Error(), "caches 50 values") || !strings.Contains(err.Error(), "ALTER SEQUENCE leasestore_fencing_seq CACHE 1") {
+		t.Fatalf("raise of a cached sequence: %v; want Open's refusal, naming the fix", err)
+	}
+	if now := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq"); now != last {
+		t.Fatalf("the refused raise moved the sequence from %d to %d", last, now)
+	}
+	if next := cycle(t, svc, "k", "w", "after", false).Token; next != cached+1 {
+		t.Fatalf("token %d after the refused raise, want %d (the session's next cached value)", next, cached+1)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -128,4 +129,112 @@ func TestReadOnlyRoleIsUnhealthy(t *testing.T) {
 	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("acquire through a read-only role: %v, want unavailable saying read-only", err)
 	}
+}
+
+// Grants of TestApplicationRolePrivileges, %s the schema.
+const (
+	grantTables     = "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %s"
+	grantTablesNoDe = "SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA %s"
+	grantSeqUsage   = "USAGE ON ALL SEQUENCES IN SCHEMA %s"
+	grantSeqUpdate  = "USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA %s"
+)
+
+// serve runs every serving operation through b, each answering as it
+// should, and returns the last token issued.
+func serve(t *testing.T, b *postgres.Backend) int64 {
+	t.Helper()
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health: %v", err)
+	}
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	tok := res.Lease.Token
+	res, err = b.Renew(ctxT(t), protocol.RenewRequest{Key: key("k"), Owner: "o", Token: tok, TTL: time.Minute, RequestID: "n1"})
+	wantStatus(t, "renew", res, err, protocol.StatusRenewed)
+	many, err := b.RenewMany(ctxT(t), []protocol.RenewRequest{{Key: key("k"), Owner: "o", Token: tok, TTL: time.Minute, RequestID: "n2"}})
+	if err != nil || len(many) != 1 {
+		t.Fatalf("renew many: %+v, %v", many, err)
+	}
+	wantStatus(t, "renew many", many[0], nil, protocol.StatusRenewed)
+	res, err = b.Get(ctxT(t), protocol.GetRequest{Key: key("k"), RequestID: "g1"})
+	wantStatus(t, "get", res, err, protocol.StatusFound)
+	if l, err := b.List(ctxT(t), protocol.ListRequest{Namespace: "ns", RequestID: "l1"}); err != nil || len(l.Leases) != 1 {
+		t.Fatalf("list: %+v, %v", l, err)
+	}
+	res, err = b.Release(ctxT(t), protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: tok, RequestID: "r1"})
+	wantStatus(t, "release", res, err, protocol.StatusReleased)
+	res, err = b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k2"), Owner: "o", TTL: time.Minute, RequestID: "a2"})
+	wantStatus(t, "acquire k2", res, err, protocol.StatusAcquired)
+	tok = res.Lease.Token
+	res, err = b.Revoke(ctxT(t), protocol.RevokeRequest{Key: key("k2"), Actor: "ops", Reason: "test", RequestID: "v1"})
+	wantStatus(t, "revoke", res, err, protocol.StatusRevoked)
+	if p, err := b.ReadAudit(ctxT(t), audit.Query{Namespace: "ns"}); err != nil || len(p.Records) != 6 {
+		t.Fatalf("audit: %d records, %v; want 6", len(p.Records), err)
+	}
+	return tok
+}
+
+// TestApplicationRolePrivileges runs the backend as a role with the grants
+// a DBA commonly gives an application on a schema another role migrated,
+// as docs/postgres-settings.md lists them. With only USAGE on the fencing
+// sequence, Open failed with a bare "permission denied for sequence
+// leasestore_fencing_seq (SQLSTATE 42501)": Health, Open and the sweep
+// read the sequence's state with SELECT. Now they read it as USAGE
+// allows, and the operations that must move it (fencing raise, the repair
+// of a sequence behind the issued tokens) name the GRANT they need.
+func TestApplicationRolePrivileges(t *testing.T) {
+	t.Parallel()
+	wantGrant := func(t *testing.T, what string, err error, grant string) {
+		t.Helper()
+		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), grant) {
+			t.Fatalf("%s: %v; want unavailable naming %q", what, err, grant)
+		}
+	}
+	t.Run("DML on the tables and USAGE on the sequence serve, gc and prune", func(t *testing.T) {
+		t.Parallel()
+		dsn := pgtest.MigratedDSN(t)
+		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), nil)
+		serve(t, b)
+		if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 1 {
+			t.Fatalf("gc: %+v, %v; want k's row removed (k2's holds the greatest token)", n, err)
+		}
+		if res, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "p1"}); err != nil || res.Removed != 6 {
+			t.Fatalf("prune: %+v, %v; want 6 records removed", res, err)
+		}
+		_, err := b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+		wantGrant(t, "fencing raise", err, "GRANT USAGE, UPDATE ON SEQUENCE leasestore_fencing_seq")
+		// A switchover that did not carry the sequence: the repair needs
+		// setval, and Health says which grant it lacks.
+		mustExec(t, rawConn(t, dsn), "SELECT setval('leasestore_fencing_seq', 1, false)")
+		wantGrant(t, "health of a sequence behind the tokens", b.Health(ctxT(t)), "GRANT USAGE, UPDATE ON SEQUENCE leasestore_fencing_seq")
+	})
+	t.Run("UPDATE on the sequence raises and repairs it", func(t *testing.T) {
+		t.Parallel()
+		dsn := pgtest.MigratedDSN(t)
+		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUpdate), nil)
+		tok := serve(t, b)
+		floor, err := b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+		if err != nil || floor < tok+protocol.MinTokenRaise {
+			t.Fatalf("fencing raise: floor %d, %v; want at least %d", floor, err, tok+protocol.MinTokenRaise)
+		}
+		mustExec(t, rawConn(t, dsn), "SELECT setval('leasestore_fencing_seq', 1, false)")
+		if err := b.Health(ctxT(t)); err != nil {
+			t.Fatalf("health of a sequence behind the tokens: %v; want it repaired", err)
+		}
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k3"), Owner: "o", TTL: time.Minute, RequestID: "a3"})
+		wantStatus(t, "acquire after the repair", res, err, protocol.StatusAcquired)
+		if res.Lease.Token <= tok {
+			t.Fatalf("token %d after the repair, want above %d, the greatest the store holds", res.Lease.Token, tok)
+		}
+	})
+	t.Run("without DELETE the role serves, and gc and prune name the grant", func(t *testing.T) {
+		t.Parallel()
+		dsn := pgtest.MigratedDSN(t)
+		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTablesNoDe, grantSeqUsage), nil)
+		serve(t, b)
+		_, err := b.Sweep(ctxT(t), 100, 0)
+		wantGrant(t, "gc", err, "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_leases")
+		_, err = b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "p1"})
+		wantGrant(t, "prune", err, "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_audit")
+	})
 }

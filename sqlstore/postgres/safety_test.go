@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -368,7 +369,7 @@ func TestSequenceRepairCoversSweptKeys(t *testing.T) {
 					TTL: time.Hour, RequestID: "n-held"})
 				wantStatus(t, "renew held", res, err, protocol.StatusRenewed)
 			case "prune":
-				if _, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now().Add(time.Hour), Actor: "ops",
+				if _, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops",
 					RequestID: "prune"}); err != nil {
 					t.Fatalf("prune: %v", err)
 				}
@@ -411,7 +412,7 @@ BEGIN
     RETURN NEW;
 END $$`)
 	mustExec(t, raw, `CREATE TRIGGER fault_once BEFORE INSERT ON leasestore_audit_prune FOR EACH ROW EXECUTE FUNCTION fault_once()`)
-	res, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now().Add(time.Minute), Actor: "ops", RequestID: "prune"})
+	res, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune"})
 	if err != nil {
 		t.Fatalf("prune after one serialization failure: %v", err)
 	}
@@ -420,5 +421,35 @@ END $$`)
 	}
 	if n := count(t, raw, "SELECT last_value FROM fault_seq"); n != 2 {
 		t.Fatalf("the window was opened %d times, want twice (the failure, then the run that went through)", n)
+	}
+}
+
+// TestPruneRefusesACutOffAfterTheServerTime: a prune whose cut-off is
+// after the server's clock (which stamps the records) removed the records
+// of operations that had just committed, so the retry of an acquire whose
+// answer was lost ran again and answered conflict with its own lease
+// instead of the replay. It is refused as invalid, naming the server's
+// time, and nothing goes.
+func TestPruneRefusesACutOffAfterTheServerTime(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	req := protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a1"}
+	res, err := b.Acquire(ctxT(t), req)
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	records := count(t, raw, "SELECT count(*) FROM leasestore_audit")
+	_, err = b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now().Add(time.Hour), Actor: "ops", RequestID: "prune"})
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Status != protocol.StatusInvalid || !strings.Contains(pe.Message, "store's time") {
+		t.Fatalf("prune with a cut-off an hour after the server's time: %v; want invalid naming the store's time", err)
+	}
+	if n := count(t, raw, "SELECT count(*) FROM leasestore_audit"); n != records {
+		t.Fatalf("the refused prune left %d audit records, want %d", n, records)
+	}
+	again, err := b.Acquire(ctxT(t), req)
+	wantStatus(t, "retry of the acquire", again, err, protocol.StatusAcquired)
+	if !again.Replayed || again.Lease.Token != res.Lease.Token {
+		t.Fatalf("retry of the acquire: replayed=%v token %d, want the replay of token %d", again.Replayed, again.Lease.Token, res.Lease.Token)
 	}
 }

@@ -91,8 +91,8 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 				"%s cannot be opened: check that the path names a file in an existing, writable directory", where)
 		case sqlite3.SQLITE_READONLY:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
-				"%s is read-only (opened with mode=ro or immutable=1, or this process cannot write the file, "+
-					"its -wal and -shm files or its directory): writes need it writable", where)
+				"%s is read-only (opened with mode=ro or immutable=1, PRAGMA query_only is on, or this process cannot "+
+					"write the file, its -wal and -shm files or its directory): writes need it writable", where)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
 		case sqlite3.SQLITE_FULL:

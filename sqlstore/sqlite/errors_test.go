@@ -107,6 +107,69 @@ func TestReadOnlyFileUnavailable(t *testing.T) {
 	}
 }
 
+// TestHealthRefusesAHandleThatCannotWrite: Health answered healthy on a
+// handle where every write fails, while acquire answered unavailable (and
+// PostgreSQL's Health refuses read-only connections). It answers
+// unavailable, naming the reason and the fix. Tests run as root, for whom
+// file permissions do not stop writes, so a file this process may not
+// write is tested only when not root; SQLite refuses such a file with the
+// same SQLITE_READONLY as mode=ro.
+func TestHealthRefusesAHandleThatCannotWrite(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		uri   func(t *testing.T, path string) string
+		parts []string
+	}{
+		"mode=ro":    {func(_ *testing.T, p string) string { return "file:" + p + "?mode=ro" }, []string{"read-only", "mode=ro", "writable"}},
+		"query_only": {func(_ *testing.T, p string) string { return "file:" + p + "?_pragma=query_only(1)" }, []string{"read-only", "query_only", "writable"}},
+		"file mode 0444": {func(t *testing.T, p string) string {
+			if os.Geteuid() == 0 {
+				t.Skip("running as root, whom file permissions do not stop from writing")
+			}
+			if err := os.Chmod(p, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, []string{"read-only", "writable"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := migratedFile(t)
+			b := open(t, c.uri(t, path), nil)
+			_, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+			expectUnavailable(t, "acquire", err, "read-only")
+			expectUnavailable(t, "Health", b.Health(ctxT(t)), append([]string{path}, c.parts...)...)
+		})
+	}
+}
+
+// TestHealthDoesNotWaitForAWriter: Health's check that the handle can
+// write neither waits for the write lock nor takes it from a writer: with
+// another connection holding the lock longer than Health's deadline,
+// Health answers healthy, and the handle's writes still wait out their
+// busy timeout afterwards (the check leaves it as it found it).
+func TestHealthDoesNotWaitForAWriter(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	release := holdWriteLock(t, path)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := b.Health(ctx); err != nil {
+		t.Fatalf("Health while another connection holds the write lock: %v; want healthy, at once", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the acquire waits in the busy handler
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("acquire that waited for the lock: %v; want it to wait out the busy timeout and succeed", err)
+	}
+}
+
 // holdWriteLock takes the file's write lock on a connection of its own and
 // returns a function that releases it.
 func holdWriteLock(t *testing.T, path string) func() {

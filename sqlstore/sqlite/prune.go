@@ -20,10 +20,14 @@ var pruneBatch int64 = 5000
 
 // PruneAudit removes every audit record older than r.Before, oldest first,
 // pruneBatch records per write transaction, and records the prune in the
-// last one (see [audit.Pruner]). A request id already in the trail answers
-// invalid.
+// last one (see [audit.Pruner]). A request id already in the trail, or a
+// cut-off after the backend's clock (see [backendkit.CheckPruneCutOff]),
+// answers invalid.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
+		return audit.PruneResult{}, err
+	}
+	if err := backendkit.CheckPruneCutOff(r.Before, b.clock()); err != nil {
 		return audit.PruneResult{}, err
 	}
 	if prior, err := scanRecorded(b.stmts.findRequest.QueryRowContext(ctx, "", r.RequestID)); err == nil && prior.ID != 0 {

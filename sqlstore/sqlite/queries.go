@@ -33,6 +33,15 @@ const (
 	// journal mode in effect.
 	qJournalModeWAL = `PRAGMA journal_mode = WAL`
 
+	// qBusyTimeout reads a connection's busy timeout (ms); Health's write
+	// probe sets it to 0 for the probe and back.
+	qBusyTimeout = `PRAGMA busy_timeout`
+
+	// qWriteProbe is a write that matches no row: it begins a write
+	// transaction, which a handle that cannot write refuses with
+	// SQLITE_READONLY before trying any lock, and commits no page.
+	qWriteProbe = `UPDATE leasestore_fencing SET last_token = last_token WHERE 0`
+
 	// qDatabaseFile names the file behind a borrowed *sql.DB, for messages.
 	qDatabaseFile = `SELECT file FROM pragma_database_list WHERE name = 'main'`
 

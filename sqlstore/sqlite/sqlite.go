@@ -28,6 +28,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -429,14 +430,50 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 	return nil, nil
 }
 
-// Health returns nil when the file is readable and its schema is current.
+// Health returns nil when the file is readable, this handle can write it
+// and its schema is current. A handle that cannot write (mode=ro,
+// immutable=1, PRAGMA query_only, a file this process may not write) is
+// refused with unavailable, as every write on it would be.
 func (b *Backend) Health(ctx context.Context) error {
-	if err := b.checkSchema(ctx); err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			pe.Op = protocol.OpHealth
+	err := b.checkSchema(ctx)
+	if err == nil {
+		if err = b.probeWrite(ctx); err != nil {
+			err = interpretError(ctx, protocol.OpHealth, b.file, err)
 		}
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		pe.Op = protocol.OpHealth
+	}
+	return err
+}
+
+// probeWrite checks that this handle can write the file, without waiting
+// for the write lock: on one connection whose busy timeout is 0 for the
+// probe, it runs qWriteProbe. SQLite refuses a handle that cannot write
+// before it tries any lock, so SQLITE_BUSY means another connection is
+// writing, which is no fault of this one. The connection gets its busy
+// timeout back, or is discarded.
+func (b *Backend) probeWrite(ctx context.Context) error {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
 		return err
+	}
+	defer conn.Close()
+	var busy int64
+	if err := conn.QueryRowContext(ctx, qBusyTimeout).Scan(&busy); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, qBusyTimeout+" = 0"); err != nil {
+		return err
+	}
+	_, probeErr := conn.ExecContext(ctx, qWriteProbe)
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("%s = %d", qBusyTimeout, busy)); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // never back to the pool without its timeout
+		return err
+	}
+	if probeErr != nil && !isBusy(probeErr) {
+		return probeErr
 	}
 	return nil
 }

@@ -37,7 +37,9 @@ few thousand records, each its own transaction. This is the only way records
 leave the trail: the database refuses any other UPDATE, DELETE or TRUNCATE of
 it, and lets prune delete only records older than its cut-off. The prune
 leaves a record of its own (op prune, status pruned, the actor, and how many
-records went before which time), written with the last batch.
+records went before which time), written with the last batch. A cut-off
+after the store's time is refused (exit 2): it would remove the records
+that retries of just-committed operations replay from.
 
 Nothing is removed without --yes. Export what you must keep first
 (leasectl audit export). --before is a duration back from now (720h) or an

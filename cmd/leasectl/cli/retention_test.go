@@ -27,7 +27,8 @@ func exportLines(t *testing.T, out string) []map[string]any {
 // TestAuditExportAndPrune runs the retention commands on both dialects:
 // export prints every record as a JSON line, oldest first, and resumes
 // after a cursor; prune refuses without --yes or --before and writes
-// nothing, removes only older records with --yes, and is recorded.
+// nothing, refuses a cut-off after the store's time, removes only older
+// records with --yes, and is recorded.
 func TestAuditExportAndPrune(t *testing.T) {
 	for name, e := range sqlEnvs() {
 		t.Run(name, func(t *testing.T) {
@@ -64,6 +65,9 @@ func TestAuditExportAndPrune(t *testing.T) {
 				{"audit", "prune", "--before", cut},
 				{"audit", "prune", "--yes"},
 				{"audit", "prune", "--before", "soon", "--yes"},
+				// A cut-off after the store's time would remove the records
+				// that just committed, so their retries could not replay.
+				{"audit", "prune", "--before", "2099-01-01T00:00:00Z", "--yes"},
 			} {
 				r := runCLI(t, e, args...)
 				wantCode(t, r, 2)

@@ -309,6 +309,21 @@ func randomHex(n int) string {
 // password (trust, as on the project's machines).
 func RoleDSN(t testing.TB, dsn string, settings ...string) string {
 	t.Helper()
+	return roleDSN(t, dsn, []string{"USAGE, CREATE ON SCHEMA %s", "ALL ON ALL TABLES IN SCHEMA %s",
+		"ALL ON ALL SEQUENCES IN SCHEMA %s"}, settings)
+}
+
+// GrantedRoleDSN is [RoleDSN] with the grants a DBA chose instead of all
+// privileges: each is what follows GRANT up to TO, %s standing for the
+// schema ("SELECT, INSERT ON ALL TABLES IN SCHEMA %s"). The role also gets
+// USAGE on the schema, nothing else.
+func GrantedRoleDSN(t testing.TB, dsn string, grants ...string) string {
+	t.Helper()
+	return roleDSN(t, dsn, append([]string{"USAGE ON SCHEMA %s"}, grants...), nil)
+}
+
+func roleDSN(t testing.TB, dsn string, grants, settings []string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -338,10 +353,9 @@ func RoleDSN(t testing.TB, dsn string, settings ...string) string {
 			}
 		}
 	})
-	qs := []string{
-		"GRANT USAGE, CREATE ON SCHEMA " + s + " TO " + r,
-		"GRANT ALL ON ALL TABLES IN SCHEMA " + s + " TO " + r,
-		"GRANT ALL ON ALL SEQUENCES IN SCHEMA " + s + " TO " + r,
+	var qs []string
+	for _, g := range grants {
+		qs = append(qs, "GRANT "+fmt.Sprintf(g, s)+" TO "+r)
 	}
 	for _, kv := range settings {
 		name, value, _ := strings.Cut(kv, "=")

@@ -3,7 +3,6 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -65,18 +64,32 @@ func EscapeNamespace(ns string) string {
 	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(ns)
 }
 
-// UnescapeNamespace reads the namespace part of [Key.String] back: each
-// "%XX" is the byte of hex XX (as in an HTTP path segment), so "%2F" is '/'
-// and "%25" is '%'. A '%' not followed by two hex digits is an error.
+// UnescapeNamespace reads the namespace part of [Key.String] back: "%2F"
+// (or "%2f") is '/' and "%25" is '%', the only escapes EscapeNamespace
+// writes. Any other '%' is an error rather than a byte of hex, so that a
+// KEY written for a release that took the namespace as written
+// ("team%20a/job") is refused instead of naming another key ("team a").
 func UnescapeNamespace(s string) (string, error) {
 	if !strings.Contains(s, "%") {
 		return s, nil
 	}
-	ns, err := url.PathUnescape(s)
-	if err != nil {
-		return "", fmt.Errorf("key: namespace %q: malformed escape: write '%%' as %%25 and '/' as %%2F", s)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch esc := s[i+1 : min(i+3, len(s))]; esc {
+		case "25":
+			b.WriteByte('%')
+		case "2F", "2f":
+			b.WriteByte('/')
+		default:
+			return "", fmt.Errorf("key: namespace %q: %q is no escape of a key's namespace: write '%%' as %%25 and '/' as %%2F (or give the namespace with -n)", s, "%"+esc)
+		}
+		i += 2
 	}
-	return ns, nil
+	return b.String(), nil
 }
 
 // Encode returns the canonical, versioned encoding of k:

@@ -65,7 +65,17 @@ func TestKeyStringRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	if got, err := KeyFromString("a%20b/k"); err != nil || got != (Key{Namespace: "a b", Name: "k"}) {
-		t.Errorf("KeyFromString(a%%20b/k) = %+v, %v", got, err)
+	// Only the two escapes String writes are read back: any other is
+	// refused, not decoded into another namespace (a release before
+	// escaping read "team%20a/job" as namespace "team%20a").
+	for _, s := range []string{"a%20b/k", "team%20a/job", "50%off/k", "x%/k", "x%2/k", "%2G/k"} {
+		if got, err := KeyFromString(s); err == nil {
+			t.Errorf("KeyFromString(%q) = %+v, want an error naming %%25 and %%2F", s, got)
+		} else if !strings.Contains(err.Error(), "%25") {
+			t.Errorf("KeyFromString(%q): %v, want it to name %%25", s, err)
+		}
+	}
+	if got, err := KeyFromString("a%2fb/k"); err != nil || got != (Key{Namespace: "a/b", Name: "k"}) {
+		t.Errorf("KeyFromString(a%%2fb/k) = %+v, %v; want namespace a/b", got, err)
 	}
 }

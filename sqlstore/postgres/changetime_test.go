@@ -139,3 +139,46 @@ func TestChangeTimesFollowRowLockWaits(t *testing.T) {
 		})
 	}
 }
+
+// Every writer of a key takes the key's advisory lock before its row's,
+// also when the key has no row: a renew, release or revoke of a key that
+// another transaction holds the lock of waits for it (the plan's row lock
+// read the lock only through a join with the key's row, and a key without
+// one answered at once).
+func TestChangesOfAKeyWithoutARowTakeItsLock(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	admin := rawPool(t, dsn)
+	b := openBackend(t, dsn, &postgres.Config{NoCoalescing: true})
+	ctx := ctxT(t)
+	const hold = 700 * time.Millisecond
+	k := key("no-row")
+	for _, c := range []struct {
+		name   string
+		change func() (protocol.Result, error)
+	}{
+		{"renew", func() (protocol.Result, error) {
+			return b.Renew(ctx, protocol.RenewRequest{Key: k, Owner: "o", Token: 1, TTL: time.Minute, RequestID: protocol.RandomRequestID()})
+		}},
+		{"release", func() (protocol.Result, error) {
+			return b.Release(ctx, protocol.ReleaseRequest{Key: k, Owner: "o", Token: 1, RequestID: protocol.RandomRequestID()})
+		}},
+		{"revoke", func() (protocol.Result, error) {
+			return b.Revoke(ctx, protocol.RevokeRequest{Key: k, Actor: "op", Reason: "test", RequestID: protocol.RandomRequestID()})
+		}},
+	} {
+		tx, err := admin.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(1818583411, hashtext($1 || '/' || $2))`, k.Namespace, k.Name); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		go func() { time.Sleep(hold); _ = tx.Rollback(ctx) }()
+		res, err := c.change()
+		if took := time.Since(start); err != nil || res.Status != protocol.StatusNotFound || took < hold {
+			t.Errorf("%s of a key without a row whose lock another transaction held for %v: %s, %v after %v; want not_found after the lock was let go",
+				c.name, hold, res.Status, err, took)
+		}
+	}
+}

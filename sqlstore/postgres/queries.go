@@ -106,13 +106,15 @@ const wakeCTE = `wake AS MATERIALIZED (
 // while it waited (TestChangeTimesFollowLockWaits,
 // TestChangeTimesFollowRowLockWaits). The row lock's LockRows node sits
 // above the join with keylock, so it locks after the advisory lock (the
-// order every writer takes them in), and lock reads the clock in its
-// select list, after its input, the count of rowlock, was computed.
+// order every writer takes them in); lock joins keylock too, so the
+// advisory lock is taken also when the key has no row (the join in
+// rowlock then never reads keylock), and reads the clock in its select
+// list, after its inputs were computed.
 const lockCTE = `keylock AS MATERIALIZED (
     SELECT
     WHERE pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
 ), ` + rowLockCTE + `, lock AS MATERIALIZED (
-    SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now FROM (SELECT count(*) FROM rowlock) AS held
+    SELECT coalesce(@now::timestamptz, clock_timestamp()) AS now FROM keylock, (SELECT count(*) FROM rowlock) AS held
 )`
 
 // rowLockCTE locks the key's row, if it has one, once keylock has a row

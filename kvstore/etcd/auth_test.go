@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/protocol"
@@ -74,4 +77,17 @@ func authCluster(t *testing.T, password string) string {
 		}
 	}
 	return strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+}
+
+// rootClient returns a client of authCluster's host as its user root,
+// closed when the test ends.
+func rootClient(t *testing.T, host, password string) *clientv3.Client {
+	t.Helper()
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{host}, Username: "root", Password: password,
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	return root
 }

@@ -8,7 +8,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/kvstore/etcd"
@@ -26,12 +25,7 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	host := authCluster(t, "rootpw")
-	root, err := clientv3.New(clientv3.Config{Endpoints: []string{host}, Username: "root", Password: "rootpw",
-		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := rootClient(t, host, "rootpw")
 	const prefix = "/health/"
 	for _, step := range []func() error{
 		func() error { _, err := root.RoleAdd(ctx, "reader"); return err },

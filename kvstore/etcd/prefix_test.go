@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -128,12 +127,7 @@ func TestRoleOnThePrefixOpensAStoreBelowASegmentKOrA(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	host := authCluster(t, "rootpw")
-	root, err := clientv3.New(clientv3.Config{Endpoints: []string{host}, Username: "root", Password: "rootpw",
-		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := rootClient(t, host, "rootpw")
 	// user adds a user of that name whose role has perm on each of keys
 	// (a key ending with "/" stands for every key under it).
 	user := func(name string, perm clientv3.PermissionType, keys ...string) {

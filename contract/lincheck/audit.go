@@ -1,9 +1,11 @@
 package lincheck
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +30,11 @@ var ErrAuditMismatch = errors.New("lincheck: the audit trail does not match the 
 //   - a refusal (conflict, not_found, stale_token, not_owner, expired)
 //     and a get have none;
 //   - an operation of unknown outcome has at most one, of its op;
-//   - every record of those namespaces belongs to an operation of h.
+//   - every record of those namespaces belongs to an operation of h;
+//   - the records of one key are in the order its changes happened: a
+//     record certainly made before another began (its operation, or a
+//     replay of it, returned before the other's first operation began,
+//     with [ClockSlack] either side) has the lower id.
 //
 // A request id sent by several operations (a caller that retries an
 // unknown outcome as a new operation) is judged for them together: those
@@ -69,6 +75,7 @@ func CheckAudit(ctx context.Context, h *History, r audit.Reader) error {
 		}
 		byOp[id] = append(byOp[id], op)
 	}
+	var made []madeRecord
 	for _, id := range ids {
 		recs := byID[id]
 		delete(byID, id)
@@ -76,7 +83,11 @@ func CheckAudit(ctx context.Context, h *History, r audit.Reader) error {
 			problems = append(problems, fmt.Sprintf("%s %s/%s request %s (%s): %s",
 				m.op.Op, m.op.Namespace, m.op.Key, m.op.RequestID, describeOutcome(m.op.Outcome), m.why))
 		}
+		if len(recs) == 1 {
+			made = append(made, madeWithin(recs[0], byOp[id]))
+		}
 	}
+	problems = append(problems, orderProblems(made)...)
 	for _, recs := range byID {
 		for _, rec := range recs {
 			problems = append(problems, fmt.Sprintf("record %d (%s %s of %s/%s, request %s) belongs to no operation",
@@ -92,6 +103,57 @@ func CheckAudit(ctx context.Context, h *History, r audit.Reader) error {
 		problems = append(problems[:10], fmt.Sprintf("and %d more", n-10))
 	}
 	return fmt.Errorf("%w: %d problems:\n\t%s", ErrAuditMismatch, n, strings.Join(problems, "\n\t"))
+}
+
+// madeRecord is a record and the span in which it was made: not before
+// the first operation of its request id began, not after the first of
+// them that took effect returned (latest is MaxInt64 when none did).
+type madeRecord struct {
+	rec              audit.Record
+	earliest, latest int64
+}
+
+// madeWithin returns rec's span, given the operations of its request id.
+func madeWithin(rec audit.Record, ops []Operation) madeRecord {
+	m := madeRecord{rec: rec, earliest: math.MaxInt64, latest: math.MaxInt64}
+	for _, op := range ops {
+		m.earliest = min(m.earliest, op.Start)
+		if !op.Unknown() && op.End != 0 {
+			m.latest = min(m.latest, op.End)
+		}
+	}
+	return m
+}
+
+// orderProblems says which records of one key were certainly made after a
+// record with a greater id (by more than ClockSlack): a trail that puts a
+// key's changes out of the order they happened in.
+func orderProblems(made []madeRecord) []string {
+	byKey := map[string][]madeRecord{}
+	for _, m := range made {
+		k := m.rec.Namespace + "\x00" + m.rec.Key
+		byKey[k] = append(byKey[k], m)
+	}
+	var problems []string
+	for _, recs := range byKey {
+		slices.SortFunc(recs, func(a, b madeRecord) int { return cmp.Compare(a.rec.ID, b.rec.ID) })
+		// From the greatest id down: first, the record of a greater id
+		// that was made first.
+		first := -1
+		for i := len(recs) - 1; i >= 0; i-- {
+			m := recs[i]
+			if first >= 0 && recs[first].latest < math.MaxInt64-slack && recs[first].latest+slack < m.earliest {
+				f := recs[first]
+				problems = append(problems, fmt.Sprintf("key %s/%s: record %d (%s %s, request %s) was made before record %d "+
+					"(%s %s, request %s) began, but has the greater id", m.rec.Namespace, m.rec.Key, f.rec.ID, f.rec.Op,
+					f.rec.Status, f.rec.RequestID, m.rec.ID, m.rec.Op, m.rec.Status, m.rec.RequestID))
+			}
+			if first < 0 || m.latest < recs[first].latest {
+				first = i
+			}
+		}
+	}
+	return problems
 }
 
 // mismatch is what is wrong with the records of op's request id.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/contract/lincheck"
 	"github.com/leasestore/leasestore/memstore"
 	"github.com/leasestore/leasestore/protocol"
@@ -52,5 +53,70 @@ func TestCheckAuditRequestIDsAcrossOperations(t *testing.T) {
 	missing.Ops[2].RequestID = "never-recorded"
 	if err := lincheck.CheckAudit(t.Context(), missing, b); !errors.Is(err, lincheck.ErrAuditMismatch) {
 		t.Fatalf("an acquire with no record: %v, want %v", err, lincheck.ErrAuditMismatch)
+	}
+}
+
+// fixedTrail is an audit.Reader answering one page of fixed records.
+type fixedTrail []audit.Record
+
+func (f fixedTrail) ReadAudit(_ context.Context, q audit.Query) (audit.Page, error) {
+	var out []audit.Record
+	for _, r := range f {
+		if q.Matches(r) {
+			out = append(out, r)
+		}
+	}
+	return audit.Page{Records: out}, nil
+}
+
+// The records of one key are in the order its changes happened
+// (DESIGN.md): a trail whose ids put a change before one that returned
+// earlier fails; changes that overlapped in time may be in either order.
+func TestCheckAuditKeepsAKeysOrder(t *testing.T) {
+	t.Parallel()
+	rq := func(op protocol.Op, owner string, token int64, id string) lincheck.Request {
+		return lincheck.Request{Op: op, Namespace: "ns", Key: "k", Owner: owner, Token: token, TTL: time.Minute, RequestID: id}
+	}
+	acquired := func(owner string, token int64) *lincheck.Outcome {
+		return &lincheck.Outcome{Status: protocol.StatusAcquired, Lease: &lincheck.Lease{Owner: owner, Token: token}}
+	}
+	// acquire by a, release by a, acquire by b, one after another;
+	// acquire by c (an unknown outcome) overlaps all of them.
+	h := &lincheck.History{Ops: []lincheck.Operation{
+		{Process: "p", Request: rq(protocol.OpAcquire, "a", 0, "r1"), Start: ms(10), End: ms(20), Outcome: acquired("a", 1)},
+		{Process: "p", Request: rq(protocol.OpRelease, "a", 1, "r2"), Start: ms(30), End: ms(40),
+			Outcome: &lincheck.Outcome{Status: protocol.StatusReleased, Lease: &lincheck.Lease{Owner: "a", Token: 1}}},
+		{Process: "p", Request: rq(protocol.OpAcquire, "b", 0, "r3"), Start: ms(50), End: ms(60), Outcome: acquired("b", 2)},
+		{Process: "q", Request: rq(protocol.OpAcquire, "c", 0, "r4"), Start: ms(5), End: ms(70),
+			Outcome: &lincheck.Outcome{Status: protocol.StatusTimeout}},
+	}}
+	rec := func(id int64, op protocol.Op, st protocol.Status, owner string, token int64, req string) audit.Record {
+		return audit.Record{ID: id, Op: op, Status: st, Namespace: "ns", Key: "k", Owner: owner, Actor: owner, Token: token,
+			RequestID: req, Version: 1}
+	}
+	acqA := func(id int64) audit.Record { return rec(id, protocol.OpAcquire, protocol.StatusAcquired, "a", 1, "r1") }
+	relA := func(id int64) audit.Record { return rec(id, protocol.OpRelease, protocol.StatusReleased, "a", 1, "r2") }
+	acqB := func(id int64) audit.Record { return rec(id, protocol.OpAcquire, protocol.StatusAcquired, "b", 2, "r3") }
+	acqC := func(id int64) audit.Record { return rec(id, protocol.OpAcquire, protocol.StatusAcquired, "c", 3, "r4") }
+	for name, c := range map[string]struct {
+		trail fixedTrail
+		ok    bool
+	}{
+		"in order":                           {fixedTrail{acqA(1), relA(2), acqB(3)}, true},
+		"an overlapping change first":        {fixedTrail{acqC(1), acqA(2), relA(3), acqB(4)}, true},
+		"an overlapping change last":         {fixedTrail{acqA(1), relA(2), acqB(3), acqC(4)}, true},
+		"reversed":                           {fixedTrail{acqB(1), relA(2), acqA(3)}, false},
+		"a release before its acquire":       {fixedTrail{relA(1), acqA(2), acqB(3)}, false},
+		"the last change between the others": {fixedTrail{acqA(1), acqB(2), relA(3)}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := lincheck.CheckAudit(t.Context(), h, c.trail)
+			switch {
+			case c.ok && err != nil:
+				t.Fatalf("CheckAudit: %v", err)
+			case !c.ok && !errors.Is(err, lincheck.ErrAuditMismatch):
+				t.Fatalf("CheckAudit of a trail out of the order of its key's changes: %v, want ErrAuditMismatch", err)
+			}
+		})
 	}
 }

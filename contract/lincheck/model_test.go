@@ -614,3 +614,32 @@ func TestCheckLateLockDelay(t *testing.T) {
 		t.Errorf("taken 60 ms before the lock-delay ended: %v, want a violation", err)
 	}
 }
+
+// More histories that bend DESIGN.md, each refused: answers after a
+// lease ran out, a stale token answered to its holder, a replay whose
+// retries all began after the expiry.
+func TestCheckRejectsAnswersPastExpiry(t *testing.T) {
+	short := 50 * time.Millisecond
+	a := func() *hist {
+		return new(hist).op(0, 0, 1, acquire("a", short), out(protocol.StatusAcquired, lease("a", 1, 50.5)))
+	}
+	cases := map[string]*hist{
+		"renew after expiry answered renewed":           a().op(0, 200, 201, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 1, expAt(200.5, long)))),
+		"release after expiry answered released":        a().op(0, 200, 201, release("a", 1), out(protocol.StatusReleased, lease("a", 1, 50.5))),
+		"revoke after expiry answered revoked":          a().op(1, 200, 201, revoke(1), out(protocol.StatusRevoked, lease("a", 1, 50.5))),
+		"get after expiry answered found":               a().op(1, 200, 201, get(), out(protocol.StatusFound, lease("a", 1, 50.5))),
+		"renew after expiry answered not_found":         a().op(0, 200, 201, renew("a", 1, long), out(protocol.StatusNotFound, nil)),
+		"renew after release answered expired":          a().op(0, 2, 3, release("a", 1), out(protocol.StatusReleased, lease("a", 1, 50.5))).op(0, 200, 201, renew("a", 1, long), out(protocol.StatusExpired, nil)),
+		"stale token answered for the holder":           a().op(0, 2, 3, renew("a", 1, short), out(protocol.StatusStaleToken, nil)),
+		"conflict on an expired key, no delay":          a().op(1, 200, 201, acquire("b", long), out(protocol.StatusConflict, lease("a", 1, 50.5))),
+		"acquire during a renewed lease":                a().op(0, 10, 11, renew("a", 1, long), out(protocol.StatusRenewed, lease("a", 1, expAt(10.5, long)))).op(1, 200, 201, acquire("b", long), out(protocol.StatusAcquired, lease("b", 2, expAt(200.5, long)))),
+		"replayed renew whose chain began after expiry": a().op(0, 200, 301, renew("a", 1, long), replayed(protocol.StatusRenewed, lease("a", 1, expAt(250, long)))),
+	}
+	for name, h := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := lincheck.Check(&h.h, &lincheck.CheckOptions{Dir: t.TempDir()}); !errors.Is(err, lincheck.ErrNotLinearizable) {
+				t.Fatalf("Check: %v, want ErrNotLinearizable", err)
+			}
+		})
+	}
+}

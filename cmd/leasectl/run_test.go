@@ -768,6 +768,61 @@ func TestWatchShowsExpiries(t *testing.T) {
 	})
 }
 
+// TestWatchSinceShowsExpiries: watch --since, on every store and over
+// HTTP, reports the expiry of a lease taken before its point (tracked
+// from the store's live leases) and none of the leases it replays that
+// were released, though every one's expires_at has passed when it reads
+// them.
+func TestWatchSinceShowsExpiries(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, c leasectl) {
+		before := result(t, c.runJSON(t, 0, "acquire", "before", "-n", "since", "--ttl", "8s"), "acquired")
+		time.Sleep(100 * time.Millisecond)
+		since := time.Now().UTC().Format(time.RFC3339Nano)
+		time.Sleep(100 * time.Millisecond)
+		const cycles = 5
+		for range cycles {
+			l := result(t, c.runJSON(t, 0, "acquire", "k", "-n", "since", "--ttl", "1s"), "acquired")
+			c.runJSON(t, 0, "renew", "k", "-n", "since", "--token", tok(l), "--ttl", "300ms")
+			c.runJSON(t, 0, "release", "k", "-n", "since", "--token", tok(l))
+		}
+		time.Sleep(400 * time.Millisecond) // every expires_at of k is past
+		w := c.start(t, "watch", "-n", "since", "--since", since, "-o", "json", "--interval", "20ms")
+		w.expect(w.out, `"op":"expire"`)
+		time.Sleep(300 * time.Millisecond) // anything else it would print
+		if err := w.signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if code := w.wait(); code != 0 {
+			t.Fatalf("watch after Ctrl-C: exit %d, want 0\n%s", code, w.output())
+		}
+		var ops []string
+		for _, line := range strings.Split(strings.TrimSpace(w.stdout.String()), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("watch -o json printed %q: %v", line, err)
+			}
+			ops = append(ops, fmt.Sprint(rec["op"], " ", rec["key"]))
+			if rec["op"] == "expire" && rec["token"] != before["token"] {
+				t.Fatalf("expire event %v, want before's (token %v)", rec, before["token"])
+			}
+		}
+		var want []string
+		for range cycles {
+			want = append(want, "acquire k", "renew k", "release k")
+		}
+		if want = append(want, "expire before"); !slices.Equal(ops, want) {
+			t.Fatalf("watch --since printed %v, want %v", ops, want)
+		}
+	}
+	eachStore(t, check)
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		check(t, leasectl{dir: dir, dsn: startServe(t, dir, "sqlite:"+filepath.Join(dir, "leases.db"), nil).url})
+	})
+}
+
 // TestRunLossHeardOnlyAtRelease: when run does not hear a revoke while
 // its command runs (the server refused its notification stream, and the
 // next renewal is 20 s away) and the command ends first, the release

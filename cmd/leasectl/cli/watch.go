@@ -34,7 +34,10 @@ says so after a few seconds).
 
 When a watched lease runs out un-renewed, watch prints an expire event (op
 expire, status expired, at its expires_at): when that time passes, watch
-asks the store, whose clock judges expiry, whether the lease still holds.
+asks the store, whose clock judges expiry, whether the lease still holds,
+once it has read every change of the key in the trail (a lease released
+or revoked is never reported expired). The leases watched are those it
+reads taken or renewed and those live when it starts.
 --no-renewals leaves renewals out; --op prints only the ops named
 (acquire, renew, release, revoke, expire; repeat it or separate by commas).`,
 		Example: `  leasectl watch nightly-report
@@ -70,7 +73,6 @@ asks the store, whose clock judges expiry, whether the lease still holds.
 			if err != nil {
 				return err
 			}
-			fromTail := q.Cursor == "" && q.Since.IsZero()
 			ctx := cmd.Context()
 			s, err := a.openStoreFor(ctx, readAccess)
 			if err != nil {
@@ -83,9 +85,7 @@ asks the store, whose clock judges expiry, whether the lease still holds.
 			}
 			a.log.Info("watch: following changes", "namespace", q.Namespace, "key", q.Key, "after", q.Cursor)
 			expiries := newExpiryWatch()
-			if fromTail {
-				a.seedExpiries(ctx, s, q, expiries)
-			}
+			a.seedExpiries(ctx, s, q, expiries)
 			emit := func(rec audit.Record) {
 				if show != nil && !show[rec.Op] {
 					return
@@ -129,9 +129,12 @@ func (a *app) heldBackNotice() func(time.Duration) {
 
 // followWithExpiries prints q's changes as audit.Watch yields them and,
 // between them, the expiries of the leases they took or renewed (see
-// expiryWatch). An expiry is judged a little after the lease's expires_at
-// (two watch intervals), so that the follower has read a release or revoke
-// committed just before it. The first read must succeed; later failures
+// expiryWatch), seeded by the caller. An expiry is judged a little after
+// the lease's expires_at (two watch intervals), when no record already
+// read waits to be printed, and only when the trail holds no change of the
+// key that the watch has yet to read (a watch catching up with --since, or
+// held back on PostgreSQL, would otherwise report a lease released in
+// those records as expired). The first read must succeed; later failures
 // are logged (the watch goes on), and a watch that ends on a failure (an
 // invalid query, an etcd follower whose revision was compacted) fails.
 func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
@@ -159,44 +162,57 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 	margin := 2 * cfg.Interval
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	expiries.after(q.Cursor)
 	var last error // the last failure, while no record followed it
 	for {
-		timer.Stop()
-		if at, ok := expiries.next(); ok {
-			timer.Reset(max(time.Until(at.Add(margin)), 0))
-		}
+		// A record already read comes before any expiry is judged.
+		var it item
+		var ok, got bool
 		select {
-		case it, ok := <-items:
-			if !ok {
-				if last != nil && ctx.Err() == nil {
-					return failWith(last)
+		case it, ok = <-items:
+			got = true
+		default:
+		}
+		if !got {
+			timer.Stop()
+			if at, ok := expiries.next(); ok {
+				timer.Reset(max(time.Until(at.Add(margin)), 0))
+			}
+			select {
+			case it, ok = <-items:
+			case <-timer.C:
+				gctx, gcancel := context.WithTimeout(ctx, a.timeout)
+				for _, ev := range expiries.due(gctx, s.rt, s.audit, time.Now().Add(-margin), margin) {
+					emit(ev)
 				}
+				gcancel()
+				continue
+			case <-ctx.Done():
 				return nil
 			}
-			if it.err != nil {
-				last = it.err
-				a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
-				continue
+		}
+		if !ok {
+			if last != nil && ctx.Err() == nil {
+				return failWith(last)
 			}
-			last = nil
-			for _, ev := range expiries.record(it.rec) {
-				emit(ev)
-			}
-			emit(it.rec)
-		case <-timer.C:
-			gctx, gcancel := context.WithTimeout(ctx, a.timeout)
-			for _, ev := range expiries.due(gctx, s.rt, time.Now().Add(-margin), margin) {
-				emit(ev)
-			}
-			gcancel()
-		case <-ctx.Done():
 			return nil
 		}
+		if it.err != nil {
+			last = it.err
+			a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
+			continue
+		}
+		last = nil
+		for _, ev := range expiries.record(it.rec) {
+			emit(ev)
+		}
+		emit(it.rec)
 	}
 }
 
-// seedExpiries tracks the leases live when a watch from now starts: the
-// key's, or up to a few pages of the namespace's (none for every
+// seedExpiries tracks the leases live when a watch starts (from now or
+// earlier: a lease taken before --since runs out while it watches too):
+// the key's, or up to a few pages of the namespace's (none for every
 // namespace).
 func (a *app) seedExpiries(ctx context.Context, s *store, q audit.Query, w *expiryWatch) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)

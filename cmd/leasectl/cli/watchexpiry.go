@@ -50,19 +50,39 @@ func parseWatchOps(values []string, noRenewals bool) (map[protocol.Op]bool, erro
 	return show, nil
 }
 
-// expiryWatch keeps the leases a watch has seen taken or renewed and tells
-// which ran out un-renewed: when one's expires_at passes by the local
-// clock, a get asks the store (whose clock judges expiry) whether it still
-// holds; an acquire of the key with another token ends the previous lease
-// too. It is used by one goroutine.
+// expiryWatch keeps the leases a watch has seen taken or renewed (or
+// found live when it started) and tells which ran out un-renewed: when
+// one's expires_at passes by the local clock, a get asks the store (whose
+// clock judges expiry) whether it still holds. A lease the store no longer
+// holds ran out only when the trail holds no change of its key that the
+// watch has yet to read: a release or revoke the follower has not reached
+// (it is catching up on older records, or a transaction in progress holds
+// newer ones back) ended it, and an acquire with a greater token ends the
+// previous lease itself. It is used by one goroutine.
 type expiryWatch struct {
-	leases map[protocol.Key]audit.Record // the record that set each lease's expiry
-	check  map[protocol.Key]time.Time    // when to ask the store again, after it still held the lease
+	leases  map[protocol.Key]audit.Record // the record that set each lease's expiry
+	check   map[protocol.Key]time.Time    // when to ask the store again, after it still held the lease
+	pending map[protocol.Key]int64        // the id of a record of the key still to be read: no judging before it
+	ended   map[protocol.Key]int64        // the token of the key's last lease whose expiry was reported
+	last    int64                         // the id of the last record read
 }
 
 func newExpiryWatch() *expiryWatch {
-	return &expiryWatch{leases: map[protocol.Key]audit.Record{}, check: map[protocol.Key]time.Time{}}
+	return &expiryWatch{leases: map[protocol.Key]audit.Record{}, check: map[protocol.Key]time.Time{},
+		pending: map[protocol.Key]int64{}, ended: map[protocol.Key]int64{}}
 }
+
+// after sets where the watch reads from: after the record of cursor (an
+// oldest-first audit cursor; "" is the start of the trail).
+func (w *expiryWatch) after(cursor string) {
+	if id, err := audit.DecodeCursor(cursor); err == nil {
+		w.last = id
+	}
+}
+
+// waiting tells whether the trail holds a change of k that the watch has
+// not read yet.
+func (w *expiryWatch) waiting(k protocol.Key) bool { return w.pending[k] > w.last }
 
 // checkAt is when to ask the store about the lease at k.
 func (w *expiryWatch) checkAt(k protocol.Key) time.Time {
@@ -72,37 +92,62 @@ func (w *expiryWatch) checkAt(k protocol.Key) time.Time {
 	return w.leases[k].ExpiresAt
 }
 
-// seed tracks a lease live when the watch starts.
+// seed tracks a lease live when the watch starts. A record the watch reads
+// later replaces it, as that of a lease taken since: one of an older token
+// too (watch --since reads a key's earlier leases before the live one's
+// acquire).
 func (w *expiryWatch) seed(l protocol.Lease) {
 	w.leases[l.Key] = audit.Record{At: l.RenewedAt, Op: protocol.OpRenew, Namespace: l.Key.Namespace, Key: l.Key.Name,
 		Owner: l.Owner, Token: l.Token, Status: protocol.StatusRenewed, Version: audit.RecordFormatVersion, ExpiresAt: l.ExpiresAt}
 }
 
 // record learns from rec and returns the expiry events it implies (an
-// acquire over a lease that ran out).
+// acquire with a greater token over a lease that ran out).
 func (w *expiryWatch) record(rec audit.Record) []audit.Record {
+	w.last = max(w.last, rec.ID)
 	k := protocol.Key{Namespace: rec.Namespace, Name: rec.Key}
+	if !w.waiting(k) {
+		delete(w.pending, k)
+	}
 	var out []audit.Record
 	switch rec.Op {
 	case protocol.OpAcquire, protocol.OpRenew:
-		if prev, ok := w.leases[k]; ok && prev.Token != rec.Token {
-			out = append(out, expiryEvent(prev))
+		if rec.Token <= w.ended[k] {
+			return nil // a lease whose expiry was reported: it does not come back
+		}
+		if prev, ok := w.leases[k]; ok && prev.Token < rec.Token {
+			out = append(out, w.expired(k, prev))
 		}
 		delete(w.check, k)
 		if !rec.ExpiresAt.IsZero() {
 			w.leases[k] = rec
 		}
 	case protocol.OpRelease, protocol.OpRevoke:
-		delete(w.leases, k)
-		delete(w.check, k)
+		if prev, ok := w.leases[k]; ok && prev.Token <= rec.Token {
+			delete(w.leases, k)
+			delete(w.check, k)
+		}
 	}
 	return out
 }
 
+// expired stops tracking the lease at k whose last acquire or renew is r
+// and returns its expiry event.
+func (w *expiryWatch) expired(k protocol.Key, r audit.Record) audit.Record {
+	delete(w.leases, k)
+	delete(w.check, k)
+	w.ended[k] = r.Token
+	return expiryEvent(r)
+}
+
 // next returns when the earliest tracked lease runs out by the local
-// clock; ok is false when none is tracked.
+// clock; ok is false when none is tracked (or every one waits for a
+// record of its key).
 func (w *expiryWatch) next() (at time.Time, ok bool) {
 	for k := range w.leases {
+		if w.waiting(k) {
+			continue
+		}
 		if c := w.checkAt(k); !ok || c.Before(at) {
 			at, ok = c, true
 		}
@@ -111,27 +156,38 @@ func (w *expiryWatch) next() (at time.Time, ok bool) {
 }
 
 // due asks the store about every lease past its expiry by the local clock
-// and returns the expiry events of those the store no longer holds. A
-// lease the store still holds (renewed, or its clock is behind) stays
-// tracked, and is asked about again after recheck.
-func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, now time.Time, recheck time.Duration) []audit.Record {
+// and returns the expiry events of those the store no longer holds and
+// whose key has no change in the trail after the last record read (read
+// from r, as committed: a follower's read could be held back). A lease the
+// store still holds (renewed, or its clock is behind) stays tracked, and
+// is asked about again after recheck; one whose key has a change still to
+// be read waits for it.
+func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Reader, now time.Time, recheck time.Duration) []audit.Record {
 	var out []audit.Record
-	for k, r := range w.leases {
-		if w.checkAt(k).After(now) {
+	for k, l := range w.leases {
+		if w.waiting(k) || w.checkAt(k).After(now) {
 			continue
 		}
 		res, err := rt.Get(ctx, protocol.GetRequest{Key: k})
 		switch {
-		case err == nil && res.Lease != nil && res.Lease.Token == r.Token:
-			if res.Lease.ExpiresAt.After(r.ExpiresAt) { // renewed; its record is on its way
-				r.ExpiresAt = res.Lease.ExpiresAt
-				w.leases[k] = r
+		case err == nil && res.Lease != nil && res.Lease.Token == l.Token:
+			if res.Lease.ExpiresAt.After(l.ExpiresAt) { // renewed; its record is on its way
+				l.ExpiresAt = res.Lease.ExpiresAt
+				w.leases[k] = l
 			}
-			w.check[k] = latest(r.ExpiresAt, now.Add(recheck))
+			w.check[k] = latest(l.ExpiresAt, now.Add(recheck))
 		case err == nil || errors.Is(err, protocol.ErrNotFound):
-			delete(w.leases, k)
-			delete(w.check, k)
-			out = append(out, expiryEvent(r))
+			// Gone. Asked after the get, the trail holds any release,
+			// revoke or acquire that ended the lease.
+			page, err := r.ReadAudit(ctx, audit.Query{Namespace: k.Namespace, Key: k.Name, Cursor: audit.EncodeCursor(w.last), Limit: 1})
+			switch {
+			case err != nil:
+				w.check[k] = now.Add(recheck)
+			case len(page.Records) > 0:
+				w.pending[k] = page.Records[0].ID
+			default:
+				out = append(out, w.expired(k, l))
+			}
 		default: // the store did not answer: ask again later
 			w.check[k] = now.Add(recheck)
 		}

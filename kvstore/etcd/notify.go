@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -10,18 +11,33 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
+// notifyPause and notifyMaxPause bound the wait of a subscription between
+// a failed watch and the next (doubling while they keep failing).
+const (
+	notifyPause    = 100 * time.Millisecond
+	notifyMaxPause = 2 * time.Second
+)
+
 // Subscribe watches the key's entries with etcd's Watch from the moment it
 // returns: a deletion (a release, a revoke, the expiry of the etcd lease of
-// the liveness or the lock-delay entry, a sweep) sends on ch. The watch needs a leader; when it
-// fails, and when the Backend is closed, ch gets one last signal (the
-// waiter tries again, and learns why) and no more.
+// the liveness or the lock-delay entry, a sweep) sends on ch. The watch
+// needs a leader; when it fails (its member lost the leader for a few
+// election timeouts, or is in an election as the watch moves to it), ch
+// gets a signal (the waiter tries again, and learns why), and the watch is made again after a pause (notifyPause doubling
+// to notifyMaxPause) until it is back or the subscription is cancelled;
+// once it is back ch gets another signal, for a deletion while no watch
+// was live. When the Backend is closed (or the client given to [New]),
+// ch gets one last signal and no more.
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	if err := b.open(protocol.OpAcquire); err != nil {
 		return nil, nil, err
 	}
 	wctx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	wch := b.cli.Watch(wctx, b.keys.lease(key), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	watch := func() clientv3.WatchChan {
+		return b.cli.Watch(wctx, b.keys.lease(key), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	}
+	wch := watch()
 	select {
 	case first, ok := <-wch:
 		if !ok || first.Err() != nil || !first.Created {
@@ -50,16 +66,41 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	go func() {
 		defer b.watchers.Done()
 		defer cancelWatch()
+		pause, live := notifyPause, true
 		for {
 			select {
 			case resp, ok := <-wch:
-				if !ok || resp.Err() != nil || resp.Canceled {
-					signal()
+				if ok && resp.Err() == nil && !resp.Canceled {
+					if resp.Created { // a watch made again: deletions before it went unseen
+						pause, live = notifyPause, true
+						signal()
+					} else if len(resp.Events) > 0 {
+						signal()
+					}
+					continue
+				}
+				if wctx.Err() != nil {
+					return // cancelled
+				}
+				// The watch is over (an answer with an error is its last):
+				// make it again after a pause, unless the client was closed.
+				if live || b.cli.Ctx().Err() != nil {
+					signal() // a deletion may have gone unseen
+				}
+				live = false
+				if b.cli.Ctx().Err() != nil {
 					return
 				}
-				if len(resp.Events) > 0 {
-					signal()
+				select {
+				case <-wctx.Done():
+					return
+				case <-b.stop:
+					signal() // the waiter's next attempt answers closed
+					return
+				case <-time.After(pause):
 				}
+				pause = min(2*pause, notifyMaxPause)
+				wch = watch()
 			case <-wctx.Done():
 				return
 			case <-b.stop:

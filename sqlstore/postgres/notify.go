@@ -46,7 +46,11 @@ var _ protocol.Notifier = (*Backend)(nil)
 // (default DefaultListenerIdle) it is closed, which lets go of LISTEN and
 // of every lock, and the next Subscribe opens a new one. If it breaks,
 // every waiter is signalled (a release may have gone unheard) and it
-// reconnects, taking the locks of the keys still waited for again.
+// reconnects, taking the locks of the keys still waited for again; once
+// every one is held again, every waiter is signalled once more: a release
+// or revoke that committed while the connection was down found its key's
+// lock free and notified nobody, so the only news of it is that second
+// signal (the first one's attempt may have come before it).
 const (
 	notifyChannel = "leasestore_wake"
 	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
@@ -224,14 +228,19 @@ func (l *listener) signal(key protocol.Key, all bool) {
 
 // run connects, serves until the connection breaks, signals every waiter
 // and reconnects, until Close (ctx ends) or until nobody waited for the
-// idle time; then it closes done.
+// idle time; then it closes done. A connection made after one broke (or
+// after a failed attempt) signals every waiter once it holds every key's
+// lock: changes in between sent no notification.
 func (l *listener) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	backoff := listenerMinBackoff
-	for ctx.Err() == nil {
+	for again := false; ctx.Err() == nil; again = true {
 		conn, schema, err := l.connect(ctx)
 		if err == nil {
 			backoff = listenerMinBackoff
+			if again {
+				l.signal(protocol.Key{}, true) // a release between the break and the locks was not notified
+			}
 			err = l.serve(ctx, conn, schema)
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_ = conn.Close(closeCtx)

@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,59 @@ func TestListenerReconnects(t *testing.T) {
 			t.Fatal("the wait lock is still held after the subscription was cancelled")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A holder hears a revoke at once (docs/holding.md) also when it commits
+// while the listener reconnects: the signal of the break makes the holder
+// read the key, still held; the revoke then finds the key's wait lock free
+// (the old session is gone, the new one has not taken it yet) and sends no
+// notification. The listener signals every waiter again once the new
+// connection holds the locks, and the holder's read finds the revoke. It
+// used to hear of it at its next renewal, 20s later. Not parallel: the
+// revoke must commit within the reconnection's pause (50ms), which a busy
+// machine may miss, and then the test passes without telling anything.
+func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	app := appName(t)
+	holder := protocol.New(openBackend(t, dsn, &postgres.Config{ApplicationName: app}), nil)
+	other := protocol.New(openBackend(t, dsn, nil), nil)
+	raw := rawPool(t, dsn)
+	spy := getSpy{Runtime: holder, gets: make(chan struct{}, 1)}
+	k := keysIn(pgtest.Namespace())("job")
+	h, err := protocol.Hold(ctxT(t), spy, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
+		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(context.Background()); <-h.Done() }()
+	select { // the read once the subscription is live
+	case <-spy.gets:
+	case <-time.After(opTimeout):
+		t.Fatal("no read after the subscription")
+	}
+	pids := listenerPIDs(t, raw, app)
+	if len(pids) != 1 {
+		t.Fatalf("%d listener sessions hold the key's wait lock, want 1", len(pids))
+	}
+	mustExec(t, raw, `SELECT pg_terminate_backend($1)`, pids[0])
+	select { // the read on the break's signal: still held
+	case <-spy.gets:
+	case <-time.After(opTimeout):
+		t.Fatal("no read after the listener connection died")
+	}
+	revoked := time.Now()
+	if _, err := other.Revoke(ctxT(t), protocol.RevokeRequest{Key: k, Actor: "op", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+		if !errors.Is(context.Cause(h.Context()), protocol.ErrNotFound) {
+			t.Fatalf("the holder lost the lease with %v, want a cause matching ErrNotFound", context.Cause(h.Context()))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("revoke committed %v ago, during the listener's reconnection: the holder has not heard of it (renewals every 20s)",
+			time.Since(revoked).Round(time.Millisecond))
 	}
 }
 

@@ -14,6 +14,13 @@ import (
 // another connection committed (see [Config].NotifyInterval).
 const DefaultNotifyInterval = 5 * time.Millisecond
 
+// pollMinBackoff and pollMaxBackoff bound the poller's pause between a
+// failed read and its next attempt (doubling while they keep failing).
+const (
+	pollMinBackoff = 50 * time.Millisecond
+	pollMaxBackoff = 5 * time.Second
+)
+
 var _ protocol.Notifier = (*Backend)(nil)
 
 // notifier wakes a Backend's waiters ([Backend.Subscribe]). A release or
@@ -24,6 +31,11 @@ var _ protocol.Notifier = (*Backend)(nil)
 // (a read of the shared WAL index, no disk access), and when that changed
 // it reads the keys released or revoked since its last look from the audit
 // trail (ids follow commit order on SQLite) and signals their waiters.
+// When a read fails, it signals every waiter (a release may have gone
+// unseen) and, while anyone waits, reads a new baseline on a new
+// connection after a pause (pollMinBackoff doubling to pollMaxBackoff);
+// once that succeeds it signals every waiter again, for the commits it did
+// not look at in between. It never leaves a waiter without a poller.
 type notifier struct {
 	b        *Backend
 	interval time.Duration
@@ -97,7 +109,8 @@ func (n *notifier) signalAll() {
 // Subscribe implements [protocol.Notifier]. It returns once a release or
 // revoke committed afterwards by any connection to the file is sure to be
 // signalled: through this Backend at once, from other connections within
-// about [Config].NotifyInterval.
+// about [Config].NotifyInterval (while the poller's reads fail, by a
+// signal to every waiter once one succeeds again).
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	n := &b.notify
 	ch := make(chan struct{}, 1)
@@ -147,25 +160,36 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 }
 
 // run is the poller's goroutine: it reads the baseline, closes p.ready,
-// and polls until nobody waits or the Backend closes. A failed read
-// signals every waiter (a release may have gone unseen) and ends the run;
-// the next Subscribe starts another.
+// and polls until nobody waits or the Backend closes. A failed first
+// baseline fails the subscribers that waited for it and ends the run (the
+// next Subscribe starts another). A later failed read signals every
+// waiter (a release may have gone unseen), lets the connection go and,
+// after a pause, reads a new baseline on a new one; once it has one, it
+// signals every waiter again (commits in between were not looked at) and
+// polls on.
 func (n *notifier) run(p *poller) {
 	defer close(p.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	conn, version, top, err := n.baseline(ctx)
-	if conn != nil {
-		defer conn.Close()
-	}
 	p.err = err
 	close(p.ready)
 	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
 		n.end(p)
 		return
 	}
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	ticker := time.NewTicker(n.interval)
 	defer ticker.Stop()
+	var backoff time.Duration
+	var retry time.Time // when a failed poller (conn nil) reads a baseline again
 	for range ticker.C {
 		n.mu.Lock()
 		if n.count == 0 || n.closed {
@@ -175,15 +199,44 @@ func (n *notifier) run(p *poller) {
 			return
 		}
 		n.mu.Unlock()
-		var v int64
-		if err = conn.QueryRowContext(ctx, qDataVersion).Scan(&v); err == nil && v != version {
-			version = v
-			top, err = n.wake(ctx, conn, top)
+		if conn == nil {
+			if time.Now().Before(retry) {
+				continue
+			}
+			if conn, version, top, err = n.baseline(ctx); err == nil {
+				backoff = 0
+				n.forgetUpTo(top)
+				n.signalAll() // commits since the failure went unseen
+				continue
+			}
+		} else {
+			var v int64
+			if err = conn.QueryRowContext(ctx, qDataVersion).Scan(&v); err == nil && v != version {
+				version = v
+				top, err = n.wake(ctx, conn, top)
+			}
+			if err == nil {
+				continue
+			}
+			n.signalAll() // a release may have gone unseen
 		}
-		if err != nil {
-			n.end(p)
-			n.signalAll()
-			return
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		backoff = min(max(2*backoff, pollMinBackoff), pollMaxBackoff)
+		retry = time.Now().Add(backoff)
+	}
+}
+
+// forgetUpTo drops the owned ids up to top: a new baseline starts after
+// them, so no look of the poller's will meet them.
+func (n *notifier) forgetUpTo(top int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id := range n.owned {
+		if id <= top {
+			delete(n.owned, id)
 		}
 	}
 }

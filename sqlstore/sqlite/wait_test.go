@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,6 +173,67 @@ func TestOneSignalPerRelease(t *testing.T) {
 			t.Fatalf("release %d: a second signal within 250ms (the poller signalled the Backend's own release again)", i)
 		case <-time.After(250 * time.Millisecond): // five of the poller's intervals
 		}
+	}
+}
+
+// TestHoldHearsARevokeAfterAFailedPollerRead: a failed read of the
+// cross-process poller (here the audit trail briefly renamed away; in the
+// field any error of its data_version or audit queries) signals every
+// waiter and the poller goes on, on a new connection once a baseline read
+// succeeds, so a holder subscribed before the failure still hears at once
+// a revoke made through another Backend on the file afterwards. The failed
+// read used to end the poller (a new one started only at the next
+// Subscribe): the holder heard of the revoke at its next renewal, 20s
+// later.
+func TestHoldHearsARevokeAfterAFailedPollerRead(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	holder := protocol.New(open(t, path, nil), nil)
+	other := protocol.New(open(t, path, nil), nil)
+	db, err := sqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	spy := getSpy{Runtime: holder, gets: make(chan struct{}, 1)}
+	k := key("k")
+	h, err := protocol.Hold(ctxT(t), spy, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
+		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(context.Background()); <-h.Done() }()
+	select { // the read once the subscription is live
+	case <-spy.gets:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no read after the subscription")
+	}
+	if _, err := db.Exec(`ALTER TABLE leasestore_audit RENAME TO leasestore_audit_away`); err != nil {
+		t.Fatal(err)
+	}
+	select { // the failed read signalled every waiter: the holder reads the key, still held
+	case <-spy.gets:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the poller's failed read signalled nobody")
+	}
+	if _, err := db.Exec(`ALTER TABLE leasestore_audit_away RENAME TO leasestore_audit`); err != nil {
+		t.Fatal(err)
+	}
+	if h.Context().Err() != nil {
+		t.Fatalf("lost before the revoke: %v", context.Cause(h.Context()))
+	}
+	revoked := time.Now()
+	if _, err := other.Revoke(ctxT(t), protocol.RevokeRequest{Key: k, Actor: "op", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+		if !errors.Is(context.Cause(h.Context()), protocol.ErrNotFound) {
+			t.Fatalf("the holder lost the lease with %v, want a cause matching ErrNotFound", context.Cause(h.Context()))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("revoke through another Backend %v ago, after a failed poller read: the holder has not heard of it (renewals every 20s)",
+			time.Since(revoked).Round(time.Millisecond))
 	}
 }
 

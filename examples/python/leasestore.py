@@ -24,8 +24,11 @@ Every change (acquire, renew, release, revoke, each renewal of renew_many)
 carries a request id: the caller's request_id, else one the client makes
 (new_request_id: a UUIDv7 in 32 hex digits, as the Go client's
 protocol.NewRequestID). It is on the result (`result.request_id`) and on a
-LeaseError (`err.request_id`). A timeout (504, or no answer within the
-client's timeout) or a connection that broke after the request was sent
+LeaseError (`err.request_id`). The client's timeout (default 10 s) is the
+request's deadline, sent in the Request-Timeout header: the server gives up
+by then (cut to its --max-timeout) and answers 504; the client waits a
+second longer for that answer. A timeout (504, or no answer in that time)
+or a connection that broke after the request was sent
 raises LeaseError status "timeout": the change may or may not have been
 made. Retry with the same request id to learn which: the server answers
 a change it made with its first outcome (`replayed` true), where a fresh
@@ -209,13 +212,18 @@ class Client:
             req.add_header("Authorization", "Bearer " + self.token)
         if request_id:
             req.add_header("Idempotency-Key", request_id)
+        if not stream:
+            # The server's deadline: it answers 504 by then, within the
+            # second more the socket waits, rather than working on after
+            # the client stopped waiting.
+            req.add_header("Request-Timeout", f"{max(1, round(self.timeout * 1000))}ms")
         change = bool(request_id or request_ids)
 
         def failure(status: str, code: int, message: str) -> LeaseError:
             return LeaseError(status, code, message, request_id, request_ids)
 
         # A stream is silent between keep-alives (15s): read it with a longer timeout.
-        wait = max(self.timeout, 60) if stream else self.timeout
+        wait = max(self.timeout, 60) if stream else self.timeout + 1
         try:
             resp = urllib.request.urlopen(req, timeout=wait)
             if stream:

@@ -220,6 +220,9 @@ if db_path:
     check(isinstance(lost, LeaseError) and lost.status == "timeout" and lost.retryable
           and re.fullmatch(r"[0-9a-f]{32}", getattr(lost, "request_id", None) or ""),
           "an acquire whose answer is lost is a retryable timeout carrying its request id", lost)
+    check(getattr(lost, "code", None) == 504,
+          "the server was told the client's timeout (Request-Timeout) and answered 504 by then, "
+          "not left working after the client stopped waiting", getattr(lost, "code", None))
     retry = writer.acquire(NS, "lost", owner="worker-a", ttl="1m", request_id=lost.request_id)
     check(retry.status == "acquired" and retry.request_id == lost.request_id,
           "the retry with the lost acquire's request id acquires (made now, or replayed)", retry)

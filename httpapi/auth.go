@@ -26,6 +26,8 @@ const (
 	RoleAdmin                  // and revoke
 )
 
+// String returns the role as a tokens file writes it (reader, writer,
+// admin).
 func (r Role) String() string {
 	switch r {
 	case RoleReader:

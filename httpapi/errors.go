@@ -58,6 +58,8 @@ type RefusedError struct {
 	Message string
 }
 
+// Error says the server refused the request, with its HTTP code, status
+// and message.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the server refused the request (HTTP %d %s): %s", e.Code, e.Status, e.Message)
 }

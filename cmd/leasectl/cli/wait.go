@@ -18,16 +18,14 @@ type waitFlags struct {
 func (w *waitFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&w.wait, "wait", false, "wait while the key is held, until it is released, revoked or expires")
-	f.Var(newZeroDurationFlag(&w.timeout, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
+	f.Var(newZeroDurationFlag(&w.timeout, 0, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
 }
 
-// check refuses --wait-timeout without --wait, and a negative one.
+// check refuses --wait-timeout without --wait (the flag refuses a
+// negative one).
 func (w *waitFlags) check(cmd *cobra.Command) error {
-	switch {
-	case cmd.Flags().Changed("wait-timeout") && !w.wait:
+	if cmd.Flags().Changed("wait-timeout") && !w.wait {
 		return usageError("--wait-timeout: only with --wait")
-	case w.timeout < 0:
-		return usageError("--wait-timeout: must not be negative, got %v", w.timeout)
 	}
 	return nil
 }

@@ -28,12 +28,14 @@ func TestAuditSinceForms(t *testing.T) {
 	}
 }
 
-// runCLIFor is runCLI cut off (interrupted) after d: for commands that run
-// until interrupted once their flags are taken.
+// runCLIFor is runCLI interrupted after d, as main cancels the context on
+// SIGINT: for commands that run until interrupted once their flags are
+// taken.
 func runCLIFor(t *testing.T, d time.Duration, e env, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	time.AfterFunc(d, cancel)
 	var stdout, stderr bytes.Buffer
 	code := Execute(ctx, args, nil, &stdout, &stderr, e.get)
 	return outcome{stdout: stdout.String(), stderr: stderr.String(), code: code}

@@ -58,6 +58,8 @@ If a live lease is held (by anyone, the same owner included) the answer is
 conflict (exit 3) and the output shows the holder. With --wait, acquire
 waits instead until the holder releases, is revoked or expires (woken by
 the store, not by polling), up to --wait-timeout (then conflict, exit 3).
+Ctrl-C or SIGTERM ends the wait with status interrupted (exit 130), the
+holder in the output.
 
 With --lock-delay D the lease carries a lock-delay: after it is revoked or
 runs out un-renewed (not after its holder's release), acquires of the key

@@ -115,7 +115,8 @@ new ID.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
-store refuses $` + EnvAPIToken + `, 130 when interrupted. A CMD that cannot
+store refuses $` + EnvAPIToken + `, 130 when interrupted (status interrupted; while
+waiting, with the holder in the output). A CMD that cannot
 be started exits 127 (not found) or 126. CMD killed by a signal makes run
 exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
@@ -257,8 +258,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if !errors.As(err, &pe) {
 			return failWith(err)
 		}
-		return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
-			RequestID: req.RequestID}, err)
+		return a.printOutcome(interruptedWait(ctx, protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease,
+			Message: pe.Message, RequestID: req.RequestID}), err)
 	}
 	if claim {
 		if err := a.claimRun(ctx, s, req, h, cancelHold); err != nil {

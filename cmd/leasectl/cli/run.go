@@ -110,8 +110,8 @@ exits 3 without running CMD (the lease is left to that run); so does a
 run after one whose claim of the lease took effect but whose answer was
 lost (it exited 5), as the two cannot be told apart: the message says when
 the lease runs out and how to revoke it. Renewals and the release take ids
-of their own. Once the ID's lease has ended, run with it exits 4: use a
-new ID.
+of their own. Once the ID's lease has ended, run with it exits 4 without
+running CMD, naming the key: run again with a new ID.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
@@ -258,8 +258,15 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if !errors.As(err, &pe) {
 			return failWith(err)
 		}
-		return a.printOutcome(interruptedWait(ctx, protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease,
-			Message: pe.Message, RequestID: req.RequestID}), err)
+		res := protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Key: req.Key, Lease: pe.Lease,
+			Message: pe.Message, RequestID: req.RequestID}
+		if claim && pe.Op == protocol.OpRenew && !pe.Status.Success() {
+			// Hold's confirmation of a replayed acquire was refused: the
+			// lease that acquire took under the user's id has ended.
+			res.Message = fmt.Sprintf("the acquire of %s with request id %s took effect earlier and its lease has ended "+
+				"(%s); the command was not run: run again with a new --request-id", req.Key, req.RequestID, pe.Message)
+		}
+		return a.printOutcome(interruptedWait(ctx, res), err)
 	}
 	if claim {
 		if err := a.claimRun(ctx, s, req, h, cancelHold); err != nil {

@@ -88,7 +88,7 @@ demo: ## Run the demo on the embedded SQLite store.
 	$(GO) run ./cmd/leasectl demo
 
 .PHONY: db-up
-db-up: ## Start a PostgreSQL 16 and a one-member etcd for development (docker compose) and wait until healthy.
+db-up: ## Start a PostgreSQL 15 and a one-member etcd for development (docker compose) and wait until healthy.
 	docker compose up -d --wait
 
 .PHONY: db-down

@@ -545,3 +545,33 @@ func run(ctx context.Context, dsn string) error {
 }
 `))
 }
+
+// The PostgreSQL major version is one story: the one the project's
+// machines and CI run (DESIGN.md; .ci/run installs Debian's), which
+// postgres.md names, is the one docker compose, testcontainers, the
+// Makefile and docs/testing.md start. They said 16 while postgres.md and
+// the tests' server said 15.
+func TestPostgresVersionIsOneStory(t *testing.T) {
+	t.Parallel()
+	major := func(what, text, pattern string) string {
+		t.Helper()
+		m := regexp.MustCompile(pattern).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("%s: no PostgreSQL version matching %s", what, pattern)
+		}
+		return m[1]
+	}
+	want := major("DESIGN.md", repoFile(t, "DESIGN.md"), `a PostgreSQL (\d+) server listens on 127\.0\.0\.1:5432`)
+	for what, got := range map[string]string{
+		"docs/postgres.md":       major("docs/postgres.md", repoFile(t, "docs/postgres.md"), `PostgreSQL (\d+) in this repository's tests`),
+		"docker-compose.yml":     major("docker-compose.yml", repoFile(t, "docker-compose.yml"), `image: postgres:(\d+)`),
+		"pgtest.ContainerImage":  major("pgtest.ContainerImage", pgtest.ContainerImage, `^postgres:(\d+)`),
+		"Makefile db-up":         major("Makefile", repoFile(t, "Makefile"), `db-up: ## Start a PostgreSQL (\d+)`),
+		"docs/testing.md db-up":  major("docs/testing.md", repoFile(t, "docs/testing.md"), "`make db-up` starts PostgreSQL (\\d+)"),
+		"pgtest's documentation": major("pgtest.go", repoFile(t, "internal/testkit/pgtest/pgtest.go"), `one PostgreSQL (\d+)`),
+	} {
+		if got != want {
+			t.Errorf("%s says PostgreSQL %s; the tests' server (DESIGN.md, .ci/run) is %s", what, got, want)
+		}
+	}
+}

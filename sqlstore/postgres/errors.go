@@ -66,6 +66,9 @@ var errKeyBusy = errors.New("postgres: the key is locked by another transaction"
 //   - a permission error (42501 "permission denied for ...") on a table,
 //     the sequence or the schema: unavailable, naming the GRANT that
 //     gives the privilege (docs/postgres-settings.md lists them);
+//   - a connection the server refused for its database (3D000: it does
+//     not exist) or its role (28000, 28P01: unknown, no password, wrong
+//     password, pg_hba.conf): unavailable, naming what to check;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
 //     insufficient resources (class 53), and any other error: unavailable
 //     (the server's error, which the text appends, names its SQLSTATE).
@@ -104,6 +107,16 @@ func interpretError(op protocol.Op, err error) error {
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+
 					"run `leasectl migrate up` (or call migrations.Up)")
+		case code == "3D000":
+			// invalid_catalog_name: the server answers it to a connection whose database does not exist.
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server refused the connection: the DSN's database does not exist: "+
+					"check the database name in the DSN, or create the database (createdb, CREATE DATABASE)")
+		case code == "28000" || code == "28P01":
+			// invalid_authorization_specification, invalid_password: answered at connection.
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server refused the connection: check the DSN's role and password, "+
+					"and that pg_hba.conf lets that role connect to that database from this host")
 		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "53"):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server refused or dropped the connection")

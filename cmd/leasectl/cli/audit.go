@@ -144,9 +144,6 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			if follow && interval <= 0 {
-				return usageError("--interval: must be positive, got %v", interval)
-			}
 			s, err := a.openStoreFor(cmd.Context(), readAccess)
 			if err != nil {
 				return err
@@ -196,7 +193,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.StringVar(&order, "order", "", "newest or oldest first (default: newest; with --follow oldest, which is the only order it takes)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
-	f.Var(newDurationFlag(&interval, time.Second), "interval", "poll interval of --follow")
+	f.Var(newDurationFlag(&interval, time.Second, positive, 0), "interval", "poll interval of --follow")
 	_ = cmd.RegisterFlagCompletionFunc("op", completeOps)
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())

@@ -384,14 +384,8 @@ bench at a scratch store.`,
 			if f.keys < 1 || f.keys > 1_000_000 {
 				return usageError("--keys: %d is outside [1, 1000000]", f.keys)
 			}
-			if f.duration <= 0 {
-				return usageError("--duration: must be positive, got %v", f.duration)
-			}
-			switch {
-			case !cmd.Flags().Changed("warm-up"):
+			if !cmd.Flags().Changed("warm-up") {
 				f.warmUp = min(f.duration/5, 2*time.Second)
-			case f.warmUp < 0:
-				return usageError("--warm-up: must not be negative, got %v", f.warmUp)
 			}
 			if f.compareRaw && f.op != benchAcquireRelease {
 				return usageError("--compare-raw: the raw baseline runs the %s workload only, not %s", benchAcquireRelease, f.op)
@@ -448,13 +442,13 @@ bench at a scratch store.`,
 	}
 	fl := cmd.Flags()
 	fl.IntSliceVarP(&concurrency, "concurrency", "c", []int{8}, "number of concurrent workers; a list (1,8,32) runs one measurement each")
-	fl.VarP(newDurationFlag(&f.duration, 10*time.Second), "duration", "d", "how long each measurement runs")
-	fl.Var(newDurationFlag(&f.warmUp, 0), "warm-up", "uncounted run before each measurement (default: a fifth of --duration, at most 2s)")
+	fl.VarP(newDurationFlag(&f.duration, 10*time.Second, positive, 0), "duration", "d", "how long each measurement runs")
+	fl.Var(newDurationFlag(&f.warmUp, 0, 0, 0), "warm-up", "uncounted run before each measurement (default: a fifth of --duration, at most 2s)")
 	fl.IntVar(&f.keys, "keys", 16, "number of distinct keys")
 	fl.StringVar(&f.op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
 	_ = cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(
 		[]string{benchAcquireRelease, benchRenew, benchMixed}, cobra.ShellCompDirectiveNoFileComp))
-	fl.Var(newDurationFlag(&f.ttl, DefaultTTL), "ttl", "lease duration used by the workload")
+	fl.Var(newDurationFlag(&f.ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration used by the workload")
 	fl.StringVarP(&f.ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
 	fl.BoolVar(&f.compareRaw, "compare-raw", false, "measure the raw baseline beside the store, in the same run")
 	fl.BoolVar(&f.noCoalescing, "no-coalescing", false, "send every operation of the store on its own (one statement or transaction each), for comparison")

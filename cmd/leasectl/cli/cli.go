@@ -438,9 +438,6 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 			if err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			if a.timeout <= 0 {
-				return usageError("--timeout: must be positive, got %v", a.timeout)
-			}
 			a.log = a.newLogger(level, unwrapWriter(a.stderr))
 			return nil
 		},
@@ -451,7 +448,7 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsnFlag, "dsn", "", "store: sqlite:PATH, postgres://..., etcd://HOST:PORT/PREFIX or http://HOST:PORT (default $"+EnvDSN+", else "+DefaultDSN+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json, or token (acquire, renew, get: only the token)")
-	pf.Var(newDurationFlag(&a.timeout, 5*time.Second), "timeout", "deadline of each operation")
+	pf.Var(newDurationFlag(&a.timeout, 5*time.Second, positive, 0), "timeout", "deadline of each operation")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level on stderr: debug, info, warn, error")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]string{"table", "json", "token"}, cobra.ShellCompDirectiveNoFileComp))

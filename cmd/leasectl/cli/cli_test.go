@@ -1039,13 +1039,23 @@ func TestBareZeroDuration(t *testing.T) {
 		{"watch", "--since", "0"},
 		{"audit", "export", "--since", "0"},
 		{"audit", "prune", "--before", "0", "--yes"},
-		{"--timeout", "0", "get", "k"},
-		{"acquire", "k", "--ttl", "0"},
 	} {
 		o := runCLI(t, e, args...)
 		wantCode(t, o, ExitUsage)
 		if !strings.Contains(o.stderr, `"0" has no unit: write 0s`) {
 			t.Errorf("%q: stderr %q, want the form to use (0s)", args, o.stderr)
+		}
+	}
+	// Where 0s is refused too, the hint names a duration the flag takes
+	// (TestBareNumberHintIsTaken).
+	for _, args := range [][]string{
+		{"--timeout", "0", "get", "k"},
+		{"acquire", "k", "--ttl", "0"},
+	} {
+		o := runCLI(t, e, args...)
+		wantCode(t, o, ExitUsage)
+		if !strings.Contains(o.stderr, `"0" has no unit: write a`) || strings.Contains(o.stderr, "write 0s") {
+			t.Errorf("%q: stderr %q, want a duration the flag takes", args, o.stderr)
 		}
 	}
 	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "w", "--lock-delay", "0", "--wait", "--wait-timeout", "0"), 0)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,9 +42,20 @@ func (a *app) storeForCompletion(cmd *cobra.Command) (ctx context.Context, s *st
 	return ctx, s, func() { s.close(a); cancel() }
 }
 
-// completeKeys completes a command's KEY argument with the names of live
-// leases in the command's --namespace that start with toComplete, read
-// from the store the command line names (see storeForCompletion).
+// completeKeys completes a command's KEY argument from the live leases in
+// the store the command line names (see storeForCompletion), in a form that
+// reads back as the same key (keyArg; DESIGN.md contract v3):
+//
+//   - with -n NS, the names in NS that start with toComplete, as written;
+//   - without -n, toComplete with a "/" is NS/NAME: the names in NS, the
+//     namespace part kept as typed (escapes and all);
+//   - without -n and without a "/", the names in the default namespace,
+//     bare when they hold no "/" and as default/NAME when they do (bare,
+//     a/b would read as the name b in namespace a), and NS/ (escaped, as
+//     protocol.EscapeNamespace writes it) for each namespace that holds a
+//     live lease, to go on from; then no space is added after a candidate.
+//
+// Candidates are sorted and start with toComplete.
 func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	const none = cobra.ShellCompDirectiveNoFileComp
 	if len(args) > 0 {
@@ -58,23 +70,41 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		return nil, none
 	}
 	defer done()
-	// Without -n, KEY is read as NS/NAME (keyArg): complete in that form,
-	// keeping the namespace part as typed (escapes and all).
 	k, err := keyArg(cmd, ns, toComplete)
 	if err != nil {
 		return nil, none
 	}
-	prefix := ""
-	if before, _, ok := strings.Cut(toComplete, "/"); ok && !cmd.Flags().Changed("namespace") {
-		prefix = before + "/"
-	}
+	withNS := cmd.Flags().Changed("namespace")
+	before, _, slash := strings.Cut(toComplete, "/")
 	res, err := s.rt.List(ctx, protocol.ListRequest{Namespace: k.Namespace, Prefix: k.Name, Limit: protocol.MaxListLimit})
 	if err != nil || res.Status != protocol.StatusFound {
 		return nil, none
 	}
-	names := make([]string, 0, len(res.Leases))
+	var cands []string
 	for _, l := range res.Leases {
-		names = append(names, prefix+l.Key.Name)
+		name := l.Key.Name
+		switch {
+		case withNS:
+		case slash:
+			name = before + "/" + name
+		case strings.Contains(name, "/"):
+			name = protocol.EscapeNamespace(l.Key.Namespace) + "/" + name
+		}
+		if strings.HasPrefix(name, toComplete) {
+			cands = append(cands, name)
+		}
 	}
-	return names, none
+	directive := none
+	if !withNS && !slash {
+		if page, ok, err := namespaces(ctx, s, ""); err == nil && ok {
+			for _, n := range page {
+				if c := protocol.EscapeNamespace(n) + "/"; strings.HasPrefix(c, toComplete) {
+					cands = append(cands, c)
+					directive |= cobra.ShellCompDirectiveNoSpace
+				}
+			}
+		}
+	}
+	slices.Sort(cands)
+	return cands, directive
 }

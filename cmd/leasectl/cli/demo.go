@@ -156,9 +156,6 @@ in a namespace of its own, demo-XXXXXXXX.`,
   leasectl demo -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ttl < 100*time.Millisecond || ttl > time.Minute {
-				return usageError("--ttl: %v is outside [100ms, 1m]", ttl)
-			}
 			t, temp, cleanup, err := a.demoTarget(cmd, keep)
 			if err != nil {
 				return err
@@ -182,7 +179,7 @@ in a namespace of its own, demo-XXXXXXXX.`,
 			return d.run(cmd.Context(), s, where)
 		},
 	}
-	cmd.Flags().Var(newDurationFlag(&ttl, time.Second), "ttl", "lease duration of the workers (100ms to 1m)")
+	cmd.Flags().Var(newDurationFlag(&ttl, time.Second, 100*time.Millisecond, time.Minute), "ttl", "lease duration of the workers (100ms to 1m)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary SQLite file and print its path")
 	return cmd
 }

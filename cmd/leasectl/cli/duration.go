@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,26 +13,37 @@ import (
 // share (package durations): 90s, 1h30m, 250ms, 2d, 1d12h.
 func parseDuration(s string) (time.Duration, error) { return durations.Parse(s) }
 
+// positive, as a flag's least value, makes it take any positive duration.
+const positive = time.Nanosecond
+
 // durationFlag is a pflag.Value for durations that takes what
-// parseDuration takes, and a bare 0 when bareZero is set.
+// parseDuration takes within [min, max] (max 0: no bound), and a bare 0
+// when bareZero is set. The flag's declaration is the one place that says
+// what its command takes: Set refuses the rest when the command line is
+// parsed (exit 2, before any store is opened), and a number written
+// without a unit is refused with a duration the flag takes.
 type durationFlag struct {
 	d        *time.Duration
+	def      time.Duration
+	min, max time.Duration
 	bareZero bool
 }
 
-// newDurationFlag sets *d to def and returns a flag value writing to d.
-// Like every duration, zero is written with a unit (0s): a bare 0 is
-// refused with that form.
-func newDurationFlag(d *time.Duration, def time.Duration) *durationFlag {
+// newDurationFlag sets *d to def and returns a flag value writing to d
+// that takes durations in [min, max] (max 0: no bound; min positive: any
+// positive one). Like every duration, zero is written with a unit (0s): a
+// bare 0 is refused with a form to use.
+func newDurationFlag(d *time.Duration, def, min, max time.Duration) *durationFlag {
 	*d = def
-	return &durationFlag{d: d}
+	return &durationFlag{d: d, def: def, min: min, max: max}
 }
 
 // newZeroDurationFlag is newDurationFlag for a flag whose help gives 0 a
-// meaning (--wait-timeout 0: no timeout, --lock-delay 0, --audit-retention
-// 0): it takes a bare 0 as 0s too.
-func newZeroDurationFlag(d *time.Duration, def time.Duration) *durationFlag {
-	f := newDurationFlag(d, def)
+// meaning (--wait-timeout 0: no timeout, --lock-delay 0, gc --grace 0,
+// --audit-retention 0): it takes [0, max] (max 0: no bound), and a bare 0
+// as 0s too.
+func newZeroDurationFlag(d *time.Duration, def, max time.Duration) *durationFlag {
+	f := newDurationFlag(d, def, 0, max)
 	f.bareZero = true
 	return f
 }
@@ -49,10 +62,68 @@ func (f *durationFlag) Set(s string) error {
 	}
 	d, err := parseDuration(s)
 	if err != nil {
+		if n, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil && !f.takes(time.Duration(n*float64(time.Second))) {
+			// The parser's hint (write Ns) would be refused in turn.
+			return fmt.Errorf("%q has no unit: write %s", s, f.wanted())
+		}
 		return err
 	}
-	*f.d = d
-	return nil
+	switch {
+	case f.takes(d):
+		*f.d = d
+		return nil
+	case d < 0 && f.min == 0:
+		return fmt.Errorf("must not be negative, got %s", shortDuration(d))
+	case f.min == positive && f.max == 0:
+		return fmt.Errorf("must be positive, got %s", shortDuration(d))
+	}
+	return fmt.Errorf("%s is outside %s", shortDuration(d), f.bounds())
 }
 
 func (f *durationFlag) Type() string { return "duration" }
+
+// takes reports whether d is within the flag's bounds.
+func (f *durationFlag) takes(d time.Duration) bool {
+	return d >= f.min && (f.max == 0 || d <= f.max)
+}
+
+// bounds describes the flag's range: "1ms to 168h", "at least 100ms".
+func (f *durationFlag) bounds() string {
+	switch {
+	case f.max > 0:
+		return shortDuration(f.min) + " to " + shortDuration(f.max)
+	case f.min == positive:
+		return "above 0s"
+	}
+	return "at least " + shortDuration(f.min)
+}
+
+// wanted names a duration the flag takes, and the range: "a duration such
+// as 30s (1ms to 168h)". The example is the flag's default when that is
+// in range and not zero, else 30s brought into range.
+func (f *durationFlag) wanted() string {
+	ex := f.def
+	if ex == 0 || !f.takes(ex) {
+		ex = max(30*time.Second, f.min)
+		if f.max > 0 {
+			ex = min(ex, f.max)
+		}
+	}
+	if f.min == positive && f.max == 0 {
+		return "a positive duration such as " + shortDuration(ex)
+	}
+	return fmt.Sprintf("a duration such as %s (%s)", shortDuration(ex), f.bounds())
+}
+
+// shortDuration writes d as the duration grammar reads it, without Go's
+// trailing zero units: 168h, 1m, 1h30m, 250ms.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

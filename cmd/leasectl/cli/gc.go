@@ -42,9 +42,6 @@ rather than expired from renew and release.`,
   leasectl gc --grace 0s -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if grace < 0 {
-				return usageError("--grace: must not be negative, got %v", grace)
-			}
 			if batch <= 0 {
 				return usageError("--batch: must be positive, got %d", batch)
 			}
@@ -91,7 +88,7 @@ rather than expired from renew and release.`,
 		},
 	}
 	f := cmd.Flags()
-	f.Var(newZeroDurationFlag(&grace, protocol.DefaultSweepGrace), "grace", "keep rows of leases that ended less than this long ago (0: remove every ended lease's row)")
+	f.Var(newZeroDurationFlag(&grace, protocol.DefaultSweepGrace, 0), "grace", "keep rows of leases that ended less than this long ago (0: remove every ended lease's row)")
 	f.IntVar(&batch, "batch", 10000, "rows removed per statement")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A command whose context is cancelled before it has an answer exits 130
@@ -29,5 +30,37 @@ func TestInterruptedCommand(t *testing.T) {
 	}
 	if ExitCode(StatusInterrupted) != ExitInterrupted {
 		t.Fatalf("ExitCode(%q) = %d", StatusInterrupted, ExitCode(StatusInterrupted))
+	}
+}
+
+// An interrupted wait (acquire --wait, run --wait: Ctrl-C or SIGTERM while
+// the key is held) exits 130 with status interrupted, as every exit 130
+// says, keeping the holder in lease. It printed status conflict and exited
+// 130.
+func TestInterruptedWait(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	wantCode(t, runCLI(t, e, "acquire", "hw", "--owner", "holder", "--ttl", "1m"), ExitOK)
+	for _, args := range [][]string{
+		{"acquire", "hw", "--owner", "w", "--wait"},
+		{"acquire", "hw", "--owner", "w", "--wait", "--wait-timeout", "1m"},
+		{"run", "hw", "--owner", "w", "--wait", "--", "true"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			o := runCLIFor(t, 500*time.Millisecond, e, append([]string{"-o", "json"}, args...)...)
+			wantCode(t, o, ExitInterrupted)
+			m := o.json(t)
+			l, _ := m["lease"].(map[string]any)
+			if m["status"] != StatusInterrupted || l == nil || l["owner"] != "holder" ||
+				!strings.Contains(m["message"].(string), "stopped waiting") {
+				t.Fatalf("interrupted wait printed %v, want status interrupted with the holder", m)
+			}
+			o = runCLIFor(t, 500*time.Millisecond, e, args...)
+			wantCode(t, o, ExitInterrupted)
+			if !strings.Contains(o.stdout+o.stderr, "interrupted") || strings.Contains(o.stdout+o.stderr, "conflict") {
+				t.Fatalf("interrupted wait in a table: stdout %q stderr %q, want interrupted, not conflict", o.stdout, o.stderr)
+			}
+		})
 	}
 }

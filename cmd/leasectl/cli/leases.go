@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,6 +58,8 @@ If a live lease is held (by anyone, the same owner included) the answer is
 conflict (exit 3) and the output shows the holder. With --wait, acquire
 waits instead until the holder releases, is revoked or expires (woken by
 the store, not by polling), up to --wait-timeout (then conflict, exit 3).
+Ctrl-C or SIGTERM ends the wait with status interrupted (exit 130), the
+holder in the output.
 
 With --lock-delay D the lease carries a lock-delay: after it is revoked or
 runs out un-renewed (not after its holder's release), acquires of the key
@@ -93,8 +94,8 @@ that a holder that did not hear of its loss has time to stop.`,
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
-	f.Var(newZeroDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
+	f.Var(newZeroDurationFlag(&lockDelay, 0, protocol.MaxLockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	w.register(cmd)
 	return cmd
@@ -128,11 +129,8 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 				RequestID: reqID}
 			check := func() error {
 				// Only the absence of --ttl keeps the lease's TTL: an
-				// explicit one is checked as acquire checks it.
-				if cmd.Flags().Changed("ttl") && (ttl < protocol.MinTTL || ttl > protocol.MaxTTL) {
-					return fmt.Errorf("ttl: %v is outside [%v, %v]; leave --ttl out to keep the lease's own TTL",
-						ttl, protocol.MinTTL, protocol.MaxTTL)
-				}
+				// explicit one is checked as acquire checks it, by the
+				// flag.
 				probe := req
 				probe.RequestID = orProbe(reqID)
 				return probe.Validate()
@@ -147,7 +145,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
-	f.Var(newDurationFlag(&ttl, 0), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
+	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd

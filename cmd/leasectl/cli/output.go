@@ -123,10 +123,10 @@ func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Re
 
 // answered reports whether status is the store's answer (a success or a
 // refusal), printed on stdout in table mode, rather than the lack of one
-// (timeout, unavailable, closed, invalid), printed on stderr.
+// (timeout, unavailable, closed, invalid, interrupted), printed on stderr.
 func answered(status protocol.Status) bool {
 	switch status {
-	case protocol.StatusTimeout, protocol.StatusUnavailable, protocol.StatusClosed, protocol.StatusInvalid:
+	case protocol.StatusTimeout, protocol.StatusUnavailable, protocol.StatusClosed, protocol.StatusInvalid, StatusInterrupted:
 		return false
 	}
 	return true

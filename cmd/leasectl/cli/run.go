@@ -110,12 +110,13 @@ exits 3 without running CMD (the lease is left to that run); so does a
 run after one whose claim of the lease took effect but whose answer was
 lost (it exited 5), as the two cannot be told apart: the message says when
 the lease runs out and how to revoke it. Renewals and the release take ids
-of their own. Once the ID's lease has ended, run with it exits 4: use a
-new ID.
+of their own. Once the ID's lease has ended, run with it exits 4 without
+running CMD, naming the key: run again with a new ID.
 
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
-store refuses $` + EnvAPIToken + `, 130 when interrupted. A CMD that cannot
+store refuses $` + EnvAPIToken + `, 130 when interrupted (status interrupted; while
+waiting, with the holder in the output). A CMD that cannot
 be started exits 127 (not found) or 126. CMD killed by a signal makes run
 exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
@@ -140,9 +141,6 @@ exit 128 plus the signal's number.`,
 			if reqID != "" && len(runClaimID(reqID)) > protocol.MaxRequestIDLen {
 				err = errors.Join(err, usageError("--request-id: at most %d bytes, got %d", protocol.MaxRequestIDLen-len(runClaimSuffix), len(reqID)))
 			}
-			if grace <= 0 {
-				err = errors.Join(err, usageError("--grace: must be positive, got %v", grace))
-			}
 			if err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
@@ -152,9 +150,9 @@ exit 128 plus the signal's number.`,
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.Var(newDurationFlag(&ttl, DefaultTTL), "ttl", "lease duration, renewed every third of it (1ms to 168h)")
-	f.Var(newDurationFlag(&grace, DefaultRunGrace), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
-	f.Var(newZeroDurationFlag(&lockDelay, 0), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration, renewed every third of it (1ms to 168h)")
+	f.Var(newDurationFlag(&grace, DefaultRunGrace, positive, 0), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
+	f.Var(newZeroDurationFlag(&lockDelay, 0, protocol.MaxLockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key of the acquire: a run again with it after an unknown outcome (exit 5) takes over the lease that acquire took (default: random)")
 	w.register(cmd)
 	return cmd
@@ -260,8 +258,15 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if !errors.As(err, &pe) {
 			return failWith(err)
 		}
-		return a.printOutcome(protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Lease: pe.Lease, Message: pe.Message,
-			RequestID: req.RequestID}, err)
+		res := protocol.Result{Op: protocol.OpAcquire, Status: pe.Status, Key: req.Key, Lease: pe.Lease,
+			Message: pe.Message, RequestID: req.RequestID}
+		if claim && pe.Op == protocol.OpRenew && !pe.Status.Success() {
+			// Hold's confirmation of a replayed acquire was refused: the
+			// lease that acquire took under the user's id has ended.
+			res.Message = fmt.Sprintf("the acquire of %s with request id %s took effect earlier and its lease has ended "+
+				"(%s); the command was not run: run again with a new --request-id", req.Key, req.RequestID, pe.Message)
+		}
+		return a.printOutcome(interruptedWait(ctx, res), err)
 	}
 	if claim {
 		if err := a.claimRun(ctx, s, req, h, cancelHold); err != nil {

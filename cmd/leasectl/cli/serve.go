@@ -94,13 +94,13 @@ store, and exits 0.`,
 	fl.StringVar(&f.tokens, "tokens", "", "bearer tokens file (required to listen beyond loopback)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM), with --tls-key")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM), with --tls-cert")
-	fl.Var(newDurationFlag(&f.maxTimeout, httpapi.DefaultMaxTimeout), "max-timeout", "longest deadline a request may ask for (Request-Timeout header)")
-	fl.Var(newDurationFlag(&f.shutdownTimeout, 30*time.Second), "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
+	fl.Var(newDurationFlag(&f.maxTimeout, httpapi.DefaultMaxTimeout, positive, 0), "max-timeout", "longest deadline a request may ask for (Request-Timeout header)")
+	fl.Var(newDurationFlag(&f.shutdownTimeout, 30*time.Second, positive, 0), "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
 	fl.IntVar(&f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
 	fl.IntVar(&f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
 		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
-	fl.Var(newZeroDurationFlag(&f.auditRetention, 0), "audit-retention",
-		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything")
+	fl.Var(newZeroDurationFlag(&f.auditRetention, 0, 0), "audit-retention",
+		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything; negative is refused")
 	return cmd
 }
 
@@ -122,9 +122,6 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageError("--tls-cert and --tls-key go together")
-	}
-	if f.maxTimeout <= 0 || f.shutdownTimeout <= 0 {
-		return usageError("--max-timeout and --shutdown-timeout must be positive")
 	}
 	if f.maxStreams == 0 || f.maxStreams < -1 || f.maxStreamsPerToken == 0 || f.maxStreamsPerToken < -1 {
 		return usageError("--max-streams and --max-streams-per-token: want a positive number, or -1 for no bound")

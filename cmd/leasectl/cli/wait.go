@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,16 +19,14 @@ type waitFlags struct {
 func (w *waitFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&w.wait, "wait", false, "wait while the key is held, until it is released, revoked or expires")
-	f.Var(newZeroDurationFlag(&w.timeout, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
+	f.Var(newZeroDurationFlag(&w.timeout, 0, 0), "wait-timeout", "with --wait: give up after this long (exit 3, conflict); 0 waits until interrupted")
 }
 
-// check refuses --wait-timeout without --wait, and a negative one.
+// check refuses --wait-timeout without --wait (the flag refuses a
+// negative one).
 func (w *waitFlags) check(cmd *cobra.Command) error {
-	switch {
-	case cmd.Flags().Changed("wait-timeout") && !w.wait:
+	if cmd.Flags().Changed("wait-timeout") && !w.wait {
 		return usageError("--wait-timeout: only with --wait")
-	case w.timeout < 0:
-		return usageError("--wait-timeout: must not be negative, got %v", w.timeout)
 	}
 	return nil
 }
@@ -68,5 +67,21 @@ func (a *app) acquireWaiting(cmd *cobra.Command, req protocol.AcquireRequest, ch
 	ctx, cancel := w.context(cmd.Context())
 	defer cancel()
 	res, err := s.rt.AcquireWait(ctx, req, a.waitConfig(req.Key))
-	return a.printOutcome(res, err)
+	return a.printOutcome(interruptedWait(cmd.Context(), res), err)
+}
+
+// interruptedWait is the result of a wait that ended in conflict: when
+// ctx (the command's context, which main cancels on SIGINT and SIGTERM;
+// not --wait-timeout's) ended, the wait was interrupted, and the command
+// exits 130: its status says so too, interrupted, keeping the holder it
+// waited for in the lease. Any other result is res.
+func interruptedWait(ctx context.Context, res protocol.Result) protocol.Result {
+	l := res.Lease
+	if ctx.Err() == nil || res.Status != protocol.StatusConflict || l == nil {
+		return res
+	}
+	res.Status = protocol.Status(StatusInterrupted)
+	res.Message = fmt.Sprintf("stopped waiting (Ctrl-C or SIGTERM): the key is held by %s with token %d until %s", l.Owner, l.Token,
+		l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return res
 }

@@ -66,9 +66,6 @@ reads taken or renewed and those live when it starts.
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			if interval <= 0 {
-				return usageError("--interval: must be positive, got %v", interval)
-			}
 			show, err := parseWatchOps(ops, noRenewals)
 			if err != nil {
 				return err
@@ -104,7 +101,7 @@ reads taken or renewed and those live when it starts.
 	allNamespacesFlag(cmd, &q.Namespace)
 	f.StringVar(&since, "since", "", "print the changes since then first: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID a printed record's id")
-	f.Var(newDurationFlag(&interval, audit.DefaultWatchInterval), "interval", "pause between reads of the trail while caught up")
+	f.Var(newDurationFlag(&interval, audit.DefaultWatchInterval, positive, 0), "interval", "pause between reads of the trail while caught up")
 	f.StringSliceVar(&ops, "op", nil, "print only these ops: acquire, renew, release, revoke, expire (default: all)")
 	f.BoolVar(&noRenewals, "no-renewals", false, "leave renewals out")
 	return cmd

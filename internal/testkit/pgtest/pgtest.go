@@ -5,7 +5,7 @@
 // in t.Cleanup.
 //
 // The server comes from the environment variable LEASESTORE_TEST_POSTGRES_DSN
-// ([EnvDSN]). When it is unset and a Docker engine answers, one PostgreSQL 16
+// ([EnvDSN]). When it is unset and a Docker engine answers, one PostgreSQL 15
 // container is started with testcontainers-go for the whole test binary
 // (testcontainers' reaper removes it when the binary exits). Otherwise the
 // test is skipped with a message saying how to provide a server, except
@@ -44,7 +44,7 @@ const EnvDSN = "LEASESTORE_TEST_POSTGRES_DSN"
 
 // ContainerImage is the image started when [EnvDSN] is unset and Docker
 // answers.
-const ContainerImage = "postgres:16-alpine"
+const ContainerImage = "postgres:15-alpine"
 
 const howTo = "set " + EnvDSN + " to a PostgreSQL DSN (for example postgres://root@127.0.0.1:5432/test?sslmode=disable), " +
 	"or run `make db-up` and set " + EnvDSN + "=postgres://leasestore:leasestore@127.0.0.1:5432/leasestore?sslmode=disable, " +

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+)
+
+// A DSN naming a database that does not exist, or a role the server does
+// not let in, is refused when connecting: the message says so and names
+// the fix (exit 5, unavailable, as before). It said "the server refused
+// the statement".
+func TestPostgresRefusedConnectionNamesTheFix(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.ServerDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDB, noRole := *u, *u
+	noDB.Path = "/leasestore_no_such_database"
+	noRole.User = url.User("leasestore_no_such_role")
+	for dsn, want := range map[string][]string{
+		noDB.String():   {"refused the connection", "database", "create"},
+		noRole.String(): {"refused the connection", "role", "pg_hba"},
+	} {
+		o := runCLI(t, env{}, "get", "k", "--dsn", dsn)
+		wantCode(t, o, ExitUnavailable)
+		for _, w := range want {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("get --dsn %s: stderr %q lacks %q", dsn, o.stderr, w)
+			}
+		}
+		if strings.Contains(o.stderr, "refused the statement") {
+			t.Errorf("get --dsn %s: stderr %q calls a refused connection a refused statement", dsn, o.stderr)
+		}
+	}
+}

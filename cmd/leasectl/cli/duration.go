@@ -27,6 +27,7 @@ type durationFlag struct {
 	def      time.Duration
 	min, max time.Duration
 	bareZero bool
+	note     string // said after a refusal: what else to do (renew: leave --ttl out)
 }
 
 // newDurationFlag sets *d to def and returns a flag value writing to d
@@ -77,7 +78,13 @@ func (f *durationFlag) Set(s string) error {
 	case f.min == positive && f.max == 0:
 		return fmt.Errorf("must be positive, got %s", shortDuration(d))
 	}
-	return fmt.Errorf("%s is outside %s", shortDuration(d), f.bounds())
+	return fmt.Errorf("%s is outside %s%s", shortDuration(d), f.bounds(), f.note)
+}
+
+// withNote returns f, whose out-of-range refusals end with "; "+note.
+func (f *durationFlag) withNote(note string) *durationFlag {
+	f.note = "; " + note
+	return f
 }
 
 func (f *durationFlag) Type() string { return "duration" }

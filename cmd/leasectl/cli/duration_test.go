@@ -149,3 +149,15 @@ func TestDurationFlagsKeepTheirRange(t *testing.T) {
 		}
 	}
 }
+
+// renew --ttl 0s is refused (only leaving --ttl out keeps the lease's
+// TTL), and the refusal says so.
+func TestRenewZeroTTLNamesTheWayToKeepTheTTL(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	o := runCLI(t, e, "renew", "k", "--owner", "o", "--token", "1", "--ttl", "0s")
+	wantCode(t, o, ExitUsage)
+	if !strings.Contains(o.stderr, "leave --ttl out to keep the lease's own TTL") {
+		t.Fatalf("renew --ttl 0s: stderr %q does not say to leave --ttl out", o.stderr)
+	}
+}

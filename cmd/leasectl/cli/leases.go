@@ -145,7 +145,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
-	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
+	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL).withNote("leave --ttl out to keep the lease's own TTL"), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/textfield"
@@ -50,4 +51,45 @@ type PruneResult struct {
 // Implementations are safe for concurrent use.
 type Pruner interface {
 	PruneAudit(ctx context.Context, r PruneRequest) (PruneResult, error)
+}
+
+// ErrPruned is matched (errors.Is) by the error of a read whose cursor
+// lies behind a prune: records after the cursor that the read would have
+// returned may have been removed by [Pruner.PruneAudit], so paging on from
+// it could skip them without a sign. The error's status is unavailable,
+// the status of an etcd follower whose revision was compacted, and its
+// message begins with [PrunedPrefix] and names the fix: read again from a
+// later point (without a cursor, from a time, or from the end of the
+// trail). [Watch] and the follow of every backend end with it rather than
+// retry.
+var ErrPruned = errors.New("the records after the cursor were pruned")
+
+// PrunedPrefix begins the message of an error matching [ErrPruned], so
+// that a client of the HTTP API can tell it from other unavailable
+// answers.
+const PrunedPrefix = "behind a prune: "
+
+// CheckPruned returns the error matching [ErrPruned] for a read of q,
+// oldest first from a cursor above 0, when the cursor's id is below
+// through: the greatest id a prune removed in q's scope (its namespace's,
+// or the whole trail's when q names none). Otherwise, a read without a
+// cursor (or from "a1.0", the start), newest first, or from a cursor at or
+// after through, it returns nil: reading from the start after a prune is
+// the ordinary way to read a pruned trail.
+func CheckPruned(q Query, through int64) error {
+	if q.Newest || q.Cursor == "" {
+		return nil
+	}
+	after, err := DecodeCursor(q.Cursor)
+	if err != nil || after == 0 || after >= through {
+		return nil
+	}
+	scope := "the trail"
+	if q.Namespace != "" {
+		scope = fmt.Sprintf("namespace %q", q.Namespace)
+	}
+	return &protocol.Error{Op: protocol.OpAudit, Status: protocol.StatusUnavailable, Err: ErrPruned,
+		Message: fmt.Sprintf("%scursor %s is behind a prune of the audit trail, which removed records of %s up to id %d "+
+			"(leasectl audit prune): reading on from it would skip them. Start again from a later point: "+
+			"without a cursor, with --since (since=), or from the end of the trail", PrunedPrefix, q.Cursor, scope, through)}
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"time"
 )
@@ -35,8 +36,9 @@ type WatchConfig struct {
 //
 // Each record is yielded with a nil error; resume a later watch after it
 // with q.Cursor = EncodeCursor(rec.ID). A read that fails is yielded as
-// (Record{}, err) and retried after the interval; an invalid q is yielded
-// once and ends the stream. The stream ends without an error when ctx
+// (Record{}, err) and retried after the interval; an invalid q, and a
+// cursor behind a prune (an error matching [ErrPruned]: the records after
+// it are gone), are yielded once and end the stream. The stream ends without an error when ctx
 // ends, or when the caller stops ranging.
 //
 // When r streams the trail itself (a [Follower], or a [RuntimeReader] of a
@@ -73,7 +75,7 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				heldSince = time.Time{}
 			}
 			if err != nil {
-				if !yield(Record{}, err) {
+				if !yield(Record{}, err) || errors.Is(err, ErrPruned) {
 					return
 				}
 			}

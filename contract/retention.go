@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -103,6 +104,68 @@ func retentionCases() []testCase {
 			e.expect("retry of the acquire after the refused prune", res, err, protocol.StatusAcquired)
 			if !res.Replayed || res.Lease == nil || res.Lease.Token != l.Token {
 				e.t.Fatalf("retry of the acquire: replayed=%v lease %v, want the replay of token %d", res.Replayed, res.Lease, l.Token)
+			}
+		}},
+		{"a_cursor_behind_a_prune_fails", func(e *env) {
+			// A follower whose cursor lies before records a prune removed
+			// went on past them as if they had never been: the read, and a
+			// watch from it, fail unavailable (as an etcd follower whose
+			// revision was compacted), matching audit.ErrPruned and naming
+			// the way on; a cursor at the last record removed, and a read
+			// from the start, read what is left.
+			p := pruner(e)
+			l := e.acquire(e.a, "k", "w1", leaseTTL)
+			first := e.readAudit(audit.Query{Namespace: e.ns})
+			if len(first.Records) != 1 {
+				e.t.Fatalf("trail after one acquire: %+v", first.Records)
+			}
+			behind := audit.Query{Namespace: e.ns, Follow: true, Cursor: audit.EncodeCursor(first.Records[0].ID)}
+			e.clock.Advance(time.Second)
+			e.release(e.a, l)
+			e.clock.Advance(time.Second)
+			cut := e.clock.Now()
+			kept := e.acquire(e.b, "new", "w2", leaseTTL)
+			e.clock.Advance(time.Second)
+			trail := e.auditAll(audit.Query{Namespace: e.ns})
+			if len(trail) != 3 {
+				e.t.Fatalf("trail before the prune: %+v, want acquire, release, acquire", trail)
+			}
+			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 2 {
+				e.t.Fatalf("prune: %+v, %v; want the acquire and release before the cut-off removed", res, err)
+			}
+			wantPruned := func(what string, err error) {
+				e.t.Helper()
+				if !errors.Is(err, audit.ErrPruned) || !errors.Is(err, protocol.ErrUnavailable) ||
+					!strings.Contains(err.Error(), audit.PrunedPrefix) || !strings.Contains(err.Error(), "--since") {
+					e.t.Fatalf("%s: %v; want unavailable matching audit.ErrPruned, naming the prune and --since", what, err)
+				}
+			}
+			page, err := e.audit.ReadAudit(e.ctx, behind)
+			if err == nil {
+				e.t.Fatalf("read from %s, before the release a prune removed: %+v, no error", behind.Cursor, page)
+			}
+			wantPruned("read from "+behind.Cursor, err)
+			wctx, cancel := context.WithTimeout(e.ctx, opTimeout)
+			defer cancel()
+			var watched []error
+			for rec, err := range audit.Watch(wctx, e.audit, behind, &audit.WatchConfig{Interval: 10 * time.Millisecond}) {
+				if err == nil {
+					e.t.Fatalf("watch from %s yielded %+v; want only the failure", behind.Cursor, rec)
+				}
+				watched = append(watched, err)
+			}
+			if wctx.Err() != nil || len(watched) != 1 {
+				e.t.Fatalf("watch from %s: %v (context: %v); want one failure, then the end", behind.Cursor, watched, wctx.Err())
+			}
+			wantPruned("watch from "+behind.Cursor, watched[0])
+			// Not as followers: on PostgreSQL a follower's read waits for any
+			// transaction of the cluster that began before the records.
+			at := audit.Query{Namespace: e.ns, Cursor: audit.EncodeCursor(trail[1].ID)}
+			for _, q := range []audit.Query{at, {Namespace: e.ns}} {
+				got := e.readAudit(q).Records
+				if len(got) != 1 || got[0].Key != "new" || got[0].Token != kept.Token {
+					e.t.Fatalf("read %+v after the prune: %+v; want the acquire it kept", q, got)
+				}
 			}
 		}},
 	}

@@ -143,8 +143,8 @@ func (r readerOnly) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, e
 // nor lags a poll interval. When the stream breaks, the client reconnects
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
-// and the stream goes on, except a refusal (invalid query, 401, 403),
-// which ends it. A server without the route (an older one) is polled as
+// and the stream goes on, except a refusal (invalid query, 401, 403) and
+// a cursor behind a prune (matching audit.ErrPruned), which end it. A server without the route (an older one) is polled as
 // [audit.Watch] does.
 func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	q.Follow = true // a follower's read: Validate refuses Newest
@@ -297,6 +297,9 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit
 			}
 			if !status.Known() || status.Success() {
 				status = protocol.StatusUnavailable
+			}
+			if err := prunedError(opFollow, ev.Message); err != nil && status == protocol.StatusUnavailable {
+				return cursor, err, true // the cursor stays behind the prune: following again cannot help
 			}
 			err := backendkit.NewError(opFollow, status, nil, "server: %s", ev.Message)
 			if name == eventEnd {

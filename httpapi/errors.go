@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
@@ -93,11 +95,24 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 	case protocol.StatusTimeout:
 		return backendkit.NewError(op, protocol.StatusTimeout, nil, "server: %s", msg)
 	case protocol.StatusUnavailable:
+		if err := prunedError(op, msg); err != nil {
+			return err
+		}
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
 	case protocol.StatusClosed:
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
 	}
 	return nil
+}
+
+// prunedError returns the error matching audit.ErrPruned that the server's
+// unavailable answer msg reports (a cursor behind a prune, its message
+// beginning with audit.PrunedPrefix), nil for any other.
+func prunedError(op protocol.Op, msg string) error {
+	if !strings.HasPrefix(msg, audit.PrunedPrefix) {
+		return nil
+	}
+	return &protocol.Error{Op: op, Status: protocol.StatusUnavailable, Message: msg, Err: audit.ErrPruned}
 }
 
 // badAnswer reports a response that is not one of the API's bodies: an

@@ -236,7 +236,9 @@ type followQuery = audit.Query
 // known), a record event per record (data: the record, as in an audit
 // page; resume after it with cursor=a1.ID), error when a read of the trail
 // failed (the stream goes on), end when the server ends the stream (at
-// shutdown, or when its store closed: status closed), and
+// shutdown, when its store closed: status closed, or when the cursor is
+// behind a prune: status unavailable, the message beginning with
+// audit.PrunedPrefix), and
 // keep-alive comments. It starts after ?cursor=, else at the first record
 // at or after ?since=, else at the end of the trail (changes from now on);
 // ?op= and ?owner= filter as on GET /v1/audit.
@@ -350,10 +352,11 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 				return
 			case it.err != nil:
 				status := failedStatus(x.r.Context(), it.err)
-				if status == protocol.StatusClosed {
-					// A closed store answers nothing again: end, as a
-					// notify stream does, rather than report it forever.
-					end(status, h.storeMessage(x, status, it.err.Error()))
+				if status == protocol.StatusClosed || errors.Is(it.err, audit.ErrPruned) {
+					// A closed store answers nothing again, and a cursor
+					// behind a prune stays behind it: end, as a notify
+					// stream does, rather than report it forever.
+					end(status, h.errorMessage(x, status, it.err))
 					return
 				}
 				werr = es.event(eventError, wire.NotifyEvent{Status: string(status), Message: h.storeMessage(x, status, it.err.Error())})

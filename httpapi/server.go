@@ -392,7 +392,33 @@ func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg str
 // status [failedStatus] gives it, in the route's shape.
 func (h *Handler) failure(ctx context.Context, x *exchange, err error, sh shape) {
 	status := failedStatus(ctx, err)
-	h.refusal(x, status, StatusCode(status), h.storeMessage(x, status, err.Error()), sh)
+	h.refusal(x, status, StatusCode(status), h.errorMessage(x, status, err), sh)
+}
+
+// errorMessage is storeMessage of err's text, except for an audit read
+// whose cursor is behind a prune (audit.ErrPruned): its message, which
+// names the cursor, ids and the way on and nothing of the store's
+// connection, is what the caller must read, and begins with
+// audit.PrunedPrefix so that the client tells it apart.
+func (h *Handler) errorMessage(x *exchange, status protocol.Status, err error) string {
+	if msg, ok := prunedMessage(err); ok && status == protocol.StatusUnavailable {
+		return msg
+	}
+	return h.storeMessage(x, status, err.Error())
+}
+
+// prunedMessage returns the message of the error in err's chain that
+// matches audit.ErrPruned (see audit.CheckPruned).
+func prunedMessage(err error) (string, bool) {
+	if !errors.Is(err, audit.ErrPruned) {
+		return "", false
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if pe, ok := e.(*protocol.Error); ok && strings.HasPrefix(pe.Message, audit.PrunedPrefix) {
+			return pe.Message, true
+		}
+	}
+	return "", false
 }
 
 // storeMessage returns what a caller may read of a store's answer of

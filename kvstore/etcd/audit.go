@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -24,7 +25,9 @@ const auditPage = 500
 // id, the record's create revision: commit order) or, with q.Newest, newest
 // first, filtered by q's namespace, key, since, ops and owner, read at one
 // revision. A read sees every record committed before it, so a follower
-// paging by cursor never skips one; q.Follow changes nothing here. A
+// paging by cursor never skips one; q.Follow changes nothing here. From a
+// cursor below the greatest id a prune removed in q's namespace (or the
+// trail) it fails, matching [audit.ErrPruned] (see [audit.CheckPruned]). A
 // record that fails its checksum is an error (status unavailable) naming
 // it. An invalid q is invalid.
 //
@@ -113,7 +116,57 @@ func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record,
 			break
 		}
 	}
+	if !q.Newest && q.Cursor != "" {
+		// At the page's revision: the prune batch that removed records
+		// after the cursor raised the mark in the same revision.
+		resp, err := b.kv.Get(ctx, b.keys.prunedThrough(q.Namespace), clientv3.WithRev(rev))
+		if err != nil {
+			return nil, 0, b.interpret(ctx, protocol.OpAudit, err)
+		}
+		var through int64
+		if len(resp.Kvs) > 0 {
+			if through, err = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err != nil {
+				return nil, 0, backendkit.NewError(protocol.OpAudit, protocol.StatusUnavailable, err,
+					"%s: the prune mark %q does not parse", b.shown, resp.Kvs[0].Key)
+			}
+		}
+		if err := audit.CheckPruned(q, through); err != nil {
+			return nil, 0, err
+		}
+	}
 	return rows, rev, nil
+}
+
+// prunedValue encodes the greatest id a prune removed as the value of a
+// P/a/\x01pruned\x01NS entry: fixed-width decimal, so that etcd's
+// byte-wise compare orders them.
+func prunedValue(id int64) string { return fmt.Sprintf("%020d", id) }
+
+// raisePruned returns the operations that raise the P/a/\x01pruned\x01NS
+// entries to the greatest create revision among victims, per namespace and
+// for the whole trail (""), each a nested Txn that puts only when the
+// entry holds less (or is absent: etcd fails a value compare on a missing
+// key), so that concurrent prunes never lower it.
+func (b *Backend) raisePruned(victims []victim) []clientv3.Op {
+	top := map[string]int64{}
+	for _, v := range victims {
+		top[v.ns] = max(top[v.ns], v.rev)
+		top[""] = max(top[""], v.rev)
+	}
+	ops := make([]clientv3.Op, 0, len(top))
+	for ns, rev := range top {
+		// Value compares take no ">=": value > rev-1 holds as much.
+		k := b.keys.prunedThrough(ns)
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), ">", prunedValue(rev-1))}, nil,
+			[]clientv3.Op{clientv3.OpPut(k, prunedValue(rev))}))
+	}
+	return ops
+}
+
+// victim is an audit record a prune removes.
+type victim struct {
+	key, ns string
+	rev     int64 // its create revision: the record's id
 }
 
 // auditOf decodes the audit entry kv; ok is false for an entry that is no
@@ -133,7 +186,9 @@ const pruneBatch = 100
 // PruneAudit removes every record older than r.Before, oldest first, in
 // transactions of up to 100 deletions; each also puts the prune mark
 // (P/a/\x01prune), so that a follower tells these deletions from
-// tampering, and the last also writes the prune's own record. On a
+// tampering, raises the greatest id removed of each namespace it removes
+// from (P/a/\x01pruned\x01NS, so that a read from a cursor below it
+// fails: audit.ErrPruned), and the last also writes the prune's own record. On a
 // cluster whose --max-txn-ops is lower, a transaction it refuses as too
 // large (which applied nothing) is sent again with half the deletions.
 // A cut-off after the backend's clock, which stamps the records, is
@@ -154,7 +209,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	} else if g.Count > 0 {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
-	var victims []string
+	var victims []victim
 	var after int64
 	prefix := b.keys.audits()
 	for {
@@ -170,7 +225,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 			}
 			if ok && rec.At.Before(r.Before) {
-				victims = append(victims, string(kv.Key))
+				victims = append(victims, victim{key: string(kv.Key), ns: rec.Namespace, rev: kv.CreateRevision})
 			}
 		}
 		if !resp.More {
@@ -183,9 +238,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	for {
 		n := min(len(victims), batch)
 		ops := []clientv3.Op{mark}
-		for _, k := range victims[:n] {
-			ops = append(ops, clientv3.OpDelete(k))
+		for _, v := range victims[:n] {
+			ops = append(ops, clientv3.OpDelete(v.key))
 		}
+		ops = append(ops, b.raisePruned(victims[:n])...)
 		last := n == len(victims)
 		var rec backendkit.Recorded
 		if last {

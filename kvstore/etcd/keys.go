@@ -28,6 +28,10 @@ import (
 //	                               CreateRevision is the record's id
 //	P/a/\x01prune                  put by every prune batch: the mark that a
 //	                               deletion of records in that revision is a prune's
+//	P/a/\x01pruned\x01NS           the greatest id (20 digits) a prune removed in NS;
+//	                               NS "" the greatest of the whole trail. Raised by
+//	                               the prune batch that removes it; a read from a
+//	                               cursor below it fails (audit.ErrPruned)
 //
 // Names, namespaces and request ids hold no control characters
 // (protocol.Key.Validate), so NUL separates them unambiguously, and a key's
@@ -39,7 +43,8 @@ const (
 	suffixE    = sep + "e"
 	suffixD    = sep + "d"
 	pruneMark  = "\x01prune"
-	expiryLen  = 20 // digits of an expiry value
+	prunedTo   = "\x01pruned\x01" // no NUL: parseAuditKey tells it from a record
+	expiryLen  = 20               // digits of an expiry value
 	metaSuffix = "meta"
 )
 
@@ -67,6 +72,7 @@ func (l layout) audits() string                    { return l.prefix + "a/" }
 func (l layout) auditsOf(ns string) string         { return l.audits() + ns + sep }
 func (l layout) audit(ns, requestID string) string { return l.auditsOf(ns) + requestID }
 func (l layout) pruneMark() string                 { return l.audits() + pruneMark }
+func (l layout) prunedThrough(ns string) string    { return l.audits() + prunedTo + ns }
 
 // parseLeaseKey splits an entry key of the lease family into its lease key
 // and suffix (one of suffixO, suffixR, suffixE).

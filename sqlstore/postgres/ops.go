@@ -563,7 +563,10 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // q.Newest, newest first. With q.Follow it reads only below the oldest
 // transaction in progress (see readAuditSQL), so a follower resuming from
 // NextCursor never skips a record; Page.HeldBack says when committed
-// records wait behind it. It implements [audit.Reader].
+// records wait behind it. From a cursor below the greatest id a prune
+// removed in q's namespace (or the trail), read in the page's snapshot, it
+// fails matching [audit.ErrPruned] (see [audit.CheckPruned]). It
+// implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query")
@@ -615,11 +618,12 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		a["name"] = q.Key
 	}
 	var (
-		recs []audit.Record
-		held bool
+		recs   []audit.Record
+		held   bool
+		pruned int64 // the greatest id a prune removed in q's namespace (from a cursor)
 	)
 	err := retrySerialization(ctx, protocol.OpAudit, func() error {
-		recs, held = recs[:0], false
+		recs, held, pruned = recs[:0], false, 0
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretError(protocol.OpAudit, err)
@@ -628,7 +632,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			horizon int64
 			row     auditCols
 		)
-		dest := append([]any{&horizon, &held}, row.dest()...)
+		dest := append([]any{&horizon, &held, &pruned}, row.dest()...)
 		_, err = pgx.ForEachRow(rows, dest, func() error {
 			if !row.id.Valid {
 				return nil // the one row of an empty page
@@ -646,6 +650,9 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		return err
 	})
 	if err != nil {
+		return audit.Page{}, err
+	}
+	if err := audit.CheckPruned(q, pruned); err != nil {
 		return audit.Page{}, err
 	}
 	p := backendkit.AuditPage(recs, q)

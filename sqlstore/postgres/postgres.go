@@ -73,10 +73,11 @@
 // # Schema
 //
 // The database objects (tables leasestore_leases, leasestore_audit,
-// leasestore_audit_era, leasestore_audit_prune and leasestore_compat, the
-// sequence leasestore_fencing_seq, functions leasestore_outcome,
-// leasestore_audit_refuse, leasestore_audit_went_back and
-// leasestore_audit_new_era, and goose's leasestore_goose_db_version) live
+// leasestore_audit_era, leasestore_audit_prune, leasestore_audit_pruned and
+// leasestore_compat, the sequence leasestore_fencing_seq, functions
+// leasestore_outcome, leasestore_audit_refuse, leasestore_audit_went_back,
+// leasestore_audit_new_era, leasestore_audit_keep_pruned and
+// leasestore_audit_pruned_through, and goose's leasestore_goose_db_version) live
 // in the connection's schema: the first schema of its search_path. To give
 // leasestore a schema of its own, put it in the DSN, for example
 //

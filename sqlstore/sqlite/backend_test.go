@@ -320,20 +320,26 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		// One migration back (version 6 changes nothing on SQLite):
-		// operations go on, and Health names the versions. Two back (the
-		// audit's lock_delay gone): the writes fail; three back (the
-		// leases' lock-delay columns gone): reads too.
-		if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
-			t.Fatal(err)
+		// One migration back (version 7, the marks of what prunes
+		// removed, gone): operations go on, and Health and a read from a
+		// cursor name the versions. Two back (version 6 changes nothing
+		// on SQLite): the same. Three back (the audit's lock_delay gone):
+		// the writes fail; four back (the leases' lock-delay columns
+		// gone): reads too.
+		for back := 1; back <= 2; back++ {
+			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
+				t.Fatal(err)
+			}
+			res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
+			if err != nil || (res.Status != protocol.StatusAcquired && res.Status != protocol.StatusConflict) {
+				t.Fatalf("acquire after rolling back %d migrations: %v, %v", back, res.Status, err)
+			}
+			want := fmt.Sprintf("schema version %d, this release needs %d", migrations.LatestVersion-back, migrations.LatestVersion)
+			expectUnavailable(t, "Health", b.Health(ctx), want)
+			_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
+			expectUnavailable(t, "audit read from a cursor", err, want)
 		}
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: "a1"})
-		if err != nil || res.Status != protocol.StatusAcquired {
-			t.Fatalf("acquire after rolling back version 6: %v, %v", res.Status, err)
-		}
-		expectUnavailable(t, "Health", b.Health(ctx), fmt.Sprintf("schema version %d, this release needs %d",
-			migrations.LatestVersion-1, migrations.LatestVersion))
-		for back := 2; back <= 3; back++ {
+		for back := 3; back <= 4; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +347,7 @@ func TestSchemaChecked(t *testing.T) {
 				"leasectl migrate up"}
 			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
 			expectUnavailable(t, "acquire", err, want...)
-			if back == 3 {
+			if back == 4 {
 				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
 				expectUnavailable(t, "get", err, want...)
 			}

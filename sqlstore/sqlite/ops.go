@@ -423,7 +423,9 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 
 // ReadAudit returns one page of the audit trail, oldest first or, with
 // q.Newest, newest first. Writers are serialized on SQLite, so record ids
-// follow commit order and a follower paging by cursor never skips a record.
+// follow commit order and a follower paging by cursor never skips a record;
+// a cursor below the greatest id a prune removed in q's namespace (or the
+// trail) fails, matching [audit.ErrPruned] (see [audit.CheckPruned]).
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	const op = protocol.OpAudit
 	if err := q.Validate(); err != nil {
@@ -467,6 +469,18 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	}
 	if err := rows.Err(); err != nil {
 		return audit.Page{}, b.interpret(ctx, op, err)
+	}
+	if after > 0 && !q.Newest {
+		// Read after the page: a prune that removed records after the
+		// cursor before the page was read is seen here. One that commits
+		// between the two reads fails a page that lost nothing, early.
+		var through int64
+		if err := b.stmts.prunedThrough.QueryRowContext(ctx, q.Namespace).Scan(&through); err != nil {
+			return audit.Page{}, b.interpret(ctx, op, err)
+		}
+		if err := audit.CheckPruned(q, through); err != nil {
+			return audit.Page{}, err
+		}
 	}
 	return backendkit.AuditPage(recs, q), nil
 }

@@ -241,6 +241,11 @@ WHERE id > ?1 AND id < ?5 AND (?2 = '' OR namespace = ?2) AND at >= ?3
 ORDER BY id
 LIMIT ?4`
 
+	// qPrunedThrough is the greatest id a prune removed in namespace ?1
+	// ("" for the whole trail; none: 0), by primary key (migration 7). A
+	// read from a cursor below it fails rather than skip what went.
+	qPrunedThrough = `SELECT coalesce((SELECT through FROM leasestore_audit_pruned WHERE namespace = ?1), 0)`
+
 	// qAuditNewest is qAudit newest first: ?1 is 0 and ?5 the cursor's id.
 	qAuditNewest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,

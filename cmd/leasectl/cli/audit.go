@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -220,7 +221,9 @@ const heldBackNotice = 5 * time.Second
 
 // followAudit polls the trail from q until ctx is cancelled. The first read
 // must succeed; later failures are logged and retried at the next poll, so a
-// follower rides out a database restart.
+// follower rides out a database restart, except a cursor behind a prune
+// (audit.ErrPruned), which fails the command (exit 5, unavailable, as an
+// etcd follower whose revision was compacted).
 //
 // --since without --cursor is turned into the cursor before the first
 // record at or after it ([audit.Start]): a store that streams its trail
@@ -250,7 +253,9 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && first:
+		case err != nil && (first || errors.Is(err, audit.ErrPruned)):
+			// A cursor behind a prune stays behind it: reading again
+			// cannot help, and the records after it are gone.
 			return failWith(err)
 		case err != nil:
 			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
@@ -324,7 +329,9 @@ func (a *app) streamAudit(ctx context.Context, f audit.Follower, q audit.Query) 
 	for rec, err := range f.Follow(ctx, q) {
 		if err != nil {
 			last = err
-			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
+			if !errors.Is(err, audit.ErrPruned) { // that one ends the stream
+				a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
+			}
 			continue
 		}
 		last = nil

@@ -59,3 +59,30 @@ func TestAuditFollowStartsAtTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// audit --follow and watch from a cursor behind a prune failed to say so:
+// the follower printed what was left after the gap. They exit 5
+// (unavailable, as an etcd follower whose revision was compacted) with a
+// message naming the prune and --since; from the start they follow.
+func TestFollowFromACursorBehindAPruneFails(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, k := range []string{"k1", "k2", "k3"} {
+		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w1"), 0)
+	}
+	time.Sleep(2 * time.Millisecond) // the cut-off after the records, not after the store's time
+	wantCode(t, runCLI(t, e, "audit", "prune", "--before", "0s", "--yes"), 0)
+	for _, args := range [][]string{
+		{"audit", "--follow", "--cursor", "a1.1"},
+		{"audit", "--follow", "--cursor", "a1.1", "-o", "json"},
+		{"watch", "--cursor", "a1.1"},
+	} {
+		o := runCLI(t, e, args...)
+		said := o.stderr + o.stdout // -o json: the failure's object on stdout
+		if o.code != 5 || !strings.Contains(said, "behind a prune") || !strings.Contains(said, "--since") ||
+			strings.Contains(o.stdout, `"k3"`) || strings.Contains(o.stdout, "default/k3") {
+			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s\nwant exit 5 naming the prune and --since, nothing printed",
+				args, o.code, o.stdout, o.stderr)
+		}
+	}
+}

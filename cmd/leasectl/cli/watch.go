@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,7 +134,8 @@ func (a *app) heldBackNotice() func(time.Duration) {
 // held back on PostgreSQL, would otherwise report a lease released in
 // those records as expired). The first read must succeed; later failures
 // are logged (the watch goes on), and a watch that ends on a failure (an
-// invalid query, an etcd follower whose revision was compacted) fails.
+// invalid query, an etcd follower whose revision was compacted, a cursor
+// behind a prune) fails.
 func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
 	expiries *expiryWatch, emit func(audit.Record)) error {
 	if err := a.probeAudit(ctx, s.audit, q); err != nil {
@@ -196,7 +198,9 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 		}
 		if it.err != nil {
 			last = it.err
-			a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
+			if !errors.Is(it.err, audit.ErrPruned) { // that one ends the watch
+				a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
+			}
 			continue
 		}
 		last = nil

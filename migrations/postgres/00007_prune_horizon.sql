@@ -30,6 +30,9 @@ CREATE TABLE leasestore_audit_pruned (
 -- +goose StatementBegin
 CREATE FUNCTION leasestore_audit_keep_pruned() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
+    IF TG_RELID <> 'leasestore_audit'::regclass THEN
+        RETURN NULL; -- attached to another table: it marks nothing
+    END IF;
     INSERT INTO leasestore_audit_pruned AS p (namespace, through)
     SELECT g.namespace, max(g.id) FROM leasestore_audit_gone g WHERE g.namespace <> '' GROUP BY g.namespace
     UNION ALL
@@ -54,6 +57,12 @@ BEGIN
     EXECUTE format('ALTER FUNCTION leasestore_audit_pruned_through(text) SET search_path = %I, pg_temp', current_schema());
 END $$;
 -- +goose StatementEnd
+
+-- PostgreSQL lets PUBLIC execute a new function: no one but the owner may
+-- attach the trigger function to a table of theirs (it runs as its owner,
+-- and would raise the marks from the rows they delete). The read function
+-- stays executable by every role that may read the trail.
+REVOKE EXECUTE ON FUNCTION leasestore_audit_keep_pruned() FROM PUBLIC;
 
 CREATE TRIGGER leasestore_audit_keep_pruned AFTER DELETE ON leasestore_audit
 REFERENCING OLD TABLE AS leasestore_audit_gone

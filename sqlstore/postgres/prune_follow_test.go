@@ -1,12 +1,14 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/contract"
@@ -148,5 +150,84 @@ func wantPruned(t *testing.T, what string, page audit.Page, err error) {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: %v; want the message to name %q", what, err, want)
 		}
+	}
+}
+
+// The trigger function that keeps the prune marks runs as its owner
+// (SECURITY DEFINER). Nobody else may attach it to a table of theirs (a
+// role with USAGE on the schema and TEMP, as the serving role has, raised
+// the whole trail's mark to 9e18 from a temp table's deleted rows, and
+// every cursor read then failed as behind a prune), and attached to
+// another table, even by its owner, it marks nothing.
+func TestPruneMarksCannotBeForged(t *testing.T) {
+	ctx := ctxT(t)
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	page, err := b.ReadAudit(ctx, audit.Query{})
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("page: %v %v", page, err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	role := "forger_" + pgtest.Namespace()[2:]
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), `DROP OWNED BY `+role)
+		_, _ = c.Exec(context.Background(), `DROP ROLE `+role)
+	})
+	forge := func(table string) []string {
+		return []string{
+			`CREATE TEMP TABLE ` + table + ` (namespace text, id bigint)`,
+			`CREATE TRIGGER ` + table + ` AFTER DELETE ON ` + table + ` REFERENCING OLD TABLE AS leasestore_audit_gone
+			 FOR EACH STATEMENT EXECUTE FUNCTION "` + schema + `".leasestore_audit_keep_pruned()`,
+			`INSERT INTO ` + table + ` VALUES ('ns', 9000000000000000000)`,
+			`DELETE FROM ` + table,
+		}
+	}
+	// Another role: refused when it attaches the function.
+	for _, s := range []string{`CREATE ROLE ` + role, `GRANT USAGE ON SCHEMA "` + schema + `" TO ` + role, `SET ROLE ` + role} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	steps := forge("forged")
+	if _, err := conn.Exec(ctx, steps[0]); err != nil {
+		t.Fatalf("%s: %v", steps[0], err)
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, steps[1]); !errors.As(err, &pe) || pe.Code != "42501" {
+		for _, s := range steps[2:] {
+			_, _ = conn.Exec(ctx, s)
+		}
+		t.Errorf("a role with USAGE on the schema attached the mark-keeping trigger function to its own table: %v", err)
+	}
+	if _, err := conn.Exec(ctx, `RESET ROLE`); err != nil {
+		t.Fatal(err)
+	}
+	// Its owner, attaching it to another table: nothing is marked.
+	for _, s := range forge("owners") {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var marks int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM leasestore_audit_pruned`).Scan(&marks); err != nil || marks != 0 {
+		t.Errorf("prune marks after deletes from tables other than the trail: %d (%v), want none", marks, err)
+	}
+	if _, err := b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(page.Records[0].ID)}); err != nil {
+		t.Fatalf("a cursor read of a trail nothing was pruned from: %v", err)
 	}
 }

@@ -118,7 +118,10 @@ func madeWithin(rec audit.Record, ops []Operation) madeRecord {
 	m := madeRecord{rec: rec, earliest: math.MaxInt64, latest: math.MaxInt64}
 	for _, op := range ops {
 		m.earliest = min(m.earliest, op.Start)
-		if !op.Unknown() && op.End != 0 {
+		// Only an answer that the change took effect says the record was
+		// there: a refusal of a retry may come before a lost first attempt
+		// commits.
+		if !op.Unknown() && op.End != 0 && tookEffect(op.Outcome.Status) {
 			m.latest = min(m.latest, op.End)
 		}
 	}
@@ -156,6 +159,16 @@ func orderProblems(made []madeRecord) []string {
 	return problems
 }
 
+// tookEffect reports whether an operation answered s made its change
+// (replayed or not).
+func tookEffect(s protocol.Status) bool {
+	switch s {
+	case protocol.StatusAcquired, protocol.StatusRenewed, protocol.StatusReleased, protocol.StatusRevoked:
+		return true
+	}
+	return false
+}
+
 // mismatch is what is wrong with the records of op's request id.
 type mismatch struct {
 	op  Operation
@@ -168,15 +181,13 @@ type mismatch struct {
 // included) share its one record; one that was refused, or a get, adds
 // none; one of unknown outcome may have made it.
 func auditMismatches(ops []Operation, recs []audit.Record) []mismatch {
-	took := map[protocol.Status]bool{protocol.StatusAcquired: true, protocol.StatusRenewed: true,
-		protocol.StatusReleased: true, protocol.StatusRevoked: true}
 	var effective, unknown []Operation
 	for _, op := range ops {
 		switch {
 		case op.Op == protocol.OpGet:
 		case op.Unknown():
 			unknown = append(unknown, op)
-		case took[op.Outcome.Status]:
+		case tookEffect(op.Outcome.Status):
 			effective = append(effective, op)
 		}
 	}

@@ -120,3 +120,29 @@ func TestCheckAuditKeepsAKeysOrder(t *testing.T) {
 		})
 	}
 }
+
+// A refusal of a retry says nothing of when its request id's record was
+// made: the lost first attempt may commit after it, and after other
+// changes of the key.
+func TestCheckAuditOrderAfterARefusedRetry(t *testing.T) {
+	t.Parallel()
+	rq := func(op protocol.Op, owner string, token int64, id string) lincheck.Request {
+		return lincheck.Request{Op: op, Namespace: "ns", Key: "k", Owner: owner, Token: token, TTL: time.Minute, RequestID: id}
+	}
+	h := &lincheck.History{Ops: []lincheck.Operation{
+		{Process: "q", Request: rq(protocol.OpAcquire, "c", 0, "r1"), Start: ms(5)}, // never returned
+		{Process: "q", Request: rq(protocol.OpAcquire, "c", 0, "r1"), Start: ms(10), End: ms(20),
+			Outcome: &lincheck.Outcome{Status: protocol.StatusConflict, Lease: &lincheck.Lease{Owner: "d", Token: 1}}},
+		{Process: "p", Request: rq(protocol.OpRelease, "d", 1, "r2"), Start: ms(30), End: ms(40),
+			Outcome: &lincheck.Outcome{Status: protocol.StatusReleased, Lease: &lincheck.Lease{Owner: "d", Token: 1}}},
+	}}
+	trail := fixedTrail{
+		{ID: 1, Op: protocol.OpRelease, Status: protocol.StatusReleased, Namespace: "ns", Key: "k", Owner: "d", Actor: "d",
+			Token: 1, RequestID: "r2", Version: 1},
+		{ID: 2, Op: protocol.OpAcquire, Status: protocol.StatusAcquired, Namespace: "ns", Key: "k", Owner: "c", Actor: "c",
+			Token: 2, RequestID: "r1", Version: 1},
+	}
+	if err := lincheck.CheckAudit(t.Context(), h, trail); err != nil {
+		t.Fatalf("CheckAudit of a lost acquire committed after a release that began after its refused retry: %v", err)
+	}
+}

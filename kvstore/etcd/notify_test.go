@@ -7,26 +7,10 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/internal/testkit/getspy"
 	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/protocol"
 )
-
-// getSpy is a Store (a Notifier through the embedded runtime) that sends
-// on gets, without blocking, after each Get: the reads protocol.WatchLease
-// makes on each signal.
-type getSpy struct {
-	*protocol.Runtime
-	gets chan struct{}
-}
-
-func (s getSpy) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
-	res, err := s.Runtime.Get(ctx, req)
-	select {
-	case s.gets <- struct{}{}:
-	default:
-	}
-	return res, err
-}
 
 // TestHoldHearsARevokeAfterItsWatchFailed: a holder's watch that the
 // cluster ends (its member, the only one it talks to, lost the leader: the
@@ -55,7 +39,7 @@ func TestHoldHearsARevokeAfterItsWatchFailed(t *testing.T) {
 	other := protocol.New(otherB, nil)
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
 
-	spy := getSpy{Runtime: holder, gets: make(chan struct{}, 1)}
+	spy := getspy.New(holder)
 	k := key("k")
 	h, err := protocol.Hold(ctx, spy, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: 3 * time.Minute},
 		&protocol.HoldConfig{RenewEvery: time.Minute, RenewTimeout: 5 * time.Second})
@@ -64,14 +48,14 @@ func TestHoldHearsARevokeAfterItsWatchFailed(t *testing.T) {
 	}
 	defer func() { _ = h.Release(context.Background()); <-h.Done() }()
 	select { // the read once the subscription is live
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no read after the subscription")
 	}
 	c.Kill(1)
 	c.Kill(2)
 	select { // the watch failed (no leader) and signalled: the read fails, telling nothing
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no read after member 0 lost the leader")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasestore/leasestore/internal/testkit/getspy"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -138,7 +139,7 @@ func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
 	holder := protocol.New(openBackend(t, dsn, &postgres.Config{ApplicationName: app}), nil)
 	other := protocol.New(openBackend(t, dsn, nil), nil)
 	raw := rawPool(t, dsn)
-	spy := getSpy{Runtime: holder, gets: make(chan struct{}, 1)}
+	spy := getspy.New(holder)
 	k := keysIn(pgtest.Namespace())("job")
 	h, err := protocol.Hold(ctxT(t), spy, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
 		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
@@ -147,7 +148,7 @@ func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
 	}
 	defer func() { _ = h.Release(context.Background()); <-h.Done() }()
 	select { // the read once the subscription is live
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(opTimeout):
 		t.Fatal("no read after the subscription")
 	}
@@ -157,7 +158,7 @@ func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
 	}
 	mustExec(t, raw, `SELECT pg_terminate_backend($1)`, pids[0])
 	select { // the read on the break's signal: still held
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(opTimeout):
 		t.Fatal("no read after the listener connection died")
 	}

@@ -131,20 +131,3 @@ func waitQueued(ctx context.Context, t testing.TB, b *sqlite.Backend, n int) {
 		}
 	}
 }
-
-// getSpy is a Store (a Notifier through the embedded runtime) that sends
-// on gets, without blocking, after each Get: the reads protocol.WatchLease
-// makes on each signal.
-type getSpy struct {
-	*protocol.Runtime
-	gets chan struct{}
-}
-
-func (s getSpy) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
-	res, err := s.Runtime.Get(ctx, req)
-	select {
-	case s.gets <- struct{}{}:
-	default:
-	}
-	return res, err
-}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/getspy"
 	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
 	"github.com/leasestore/leasestore/internal/testkit/wakebench"
 	"github.com/leasestore/leasestore/protocol"
@@ -195,7 +196,7 @@ func TestHoldHearsARevokeAfterAFailedPollerRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	spy := getSpy{Runtime: holder, gets: make(chan struct{}, 1)}
+	spy := getspy.New(holder)
 	k := key("k")
 	h, err := protocol.Hold(ctxT(t), spy, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
 		&protocol.HoldConfig{RenewEvery: 20 * time.Second})
@@ -204,7 +205,7 @@ func TestHoldHearsARevokeAfterAFailedPollerRead(t *testing.T) {
 	}
 	defer func() { _ = h.Release(context.Background()); <-h.Done() }()
 	select { // the read once the subscription is live
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no read after the subscription")
 	}
@@ -212,7 +213,7 @@ func TestHoldHearsARevokeAfterAFailedPollerRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	select { // the failed read signalled every waiter: the holder reads the key, still held
-	case <-spy.gets:
+	case <-spy.Gets:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the poller's failed read signalled nobody")
 	}

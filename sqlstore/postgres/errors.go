@@ -44,6 +44,17 @@ var errAuditWentBack = errors.New("postgres: audit ids went back: the database m
 // the operation runs alone. It never leaves the package.
 var errKeyBusy = errors.New("postgres: the key is locked by another transaction")
 
+// ConnectionError interprets an error of a connection to PostgreSQL made
+// outside a Backend (leasectl migrate opens its own) as a Backend's open
+// would: a database that does not exist, a refused role, a lost server
+// each answer unavailable naming what to check. nil stays nil.
+func ConnectionError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return interpretError("", err)
+}
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //

@@ -96,10 +96,16 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 		if errors.As(err, &f) {
 			return t, nil, err
 		}
+		if t.dialect == migrations.Postgres {
+			err = postgres.ConnectionError(err)
+		}
 		return t, nil, a.storeError(t, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
+		if t.dialect == migrations.Postgres {
+			err = postgres.ConnectionError(err)
+		}
 		return t, nil, a.storeError(t, err)
 	}
 	return t, db, nil

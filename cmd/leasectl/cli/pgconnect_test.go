@@ -25,15 +25,17 @@ func TestPostgresRefusedConnectionNamesTheFix(t *testing.T) {
 		noDB.String():   {"refused the connection", "database", "create"},
 		noRole.String(): {"refused the connection", "role", "pg_hba"},
 	} {
-		o := runCLI(t, env{}, "get", "k", "--dsn", dsn)
-		wantCode(t, o, ExitUnavailable)
-		for _, w := range want {
-			if !strings.Contains(o.stderr, w) {
-				t.Errorf("get --dsn %s: stderr %q lacks %q", dsn, o.stderr, w)
+		for _, args := range [][]string{{"get", "k"}, {"migrate", "status"}, {"migrate", "up"}} {
+			o := runCLI(t, env{}, append(args, "--dsn", dsn)...)
+			wantCode(t, o, ExitUnavailable)
+			for _, w := range want {
+				if !strings.Contains(o.stderr, w) {
+					t.Errorf("%s --dsn %s: stderr %q lacks %q", strings.Join(args, " "), dsn, o.stderr, w)
+				}
 			}
-		}
-		if strings.Contains(o.stderr, "refused the statement") {
-			t.Errorf("get --dsn %s: stderr %q calls a refused connection a refused statement", dsn, o.stderr)
+			if strings.Contains(o.stderr, "refused the statement") {
+				t.Errorf("%s --dsn %s: stderr %q calls a refused connection a refused statement", strings.Join(args, " "), dsn, o.stderr)
+			}
 		}
 	}
 }

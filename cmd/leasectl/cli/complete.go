@@ -88,7 +88,7 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		case slash:
 			name = before + "/" + name
 		case strings.Contains(name, "/"):
-			name = protocol.EscapeNamespace(l.Key.Namespace) + "/" + name
+			name = l.Key.String()
 		}
 		if strings.HasPrefix(name, toComplete) {
 			cands = append(cands, name)

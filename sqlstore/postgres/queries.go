@@ -728,7 +728,8 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // block with an exception handler): an error rolls back that operation
 // alone and comes back in its row (err_state, err_message,
 // err_constraint); the others go on. Each operation runs the statement of
-// its kind above, minus the lock (held already), a release or revoke
+// its kind above (its change and its audit record in one statement, see
+// batchRecordCTE), minus the lock (held already), a release or revoke
 // waking the key's waiters as those do; it sees the changes of
 // the operations before it, so operations on one key behave as if run one
 // after the other in that order. Each operation's time is the server's
@@ -766,7 +767,6 @@ DECLARE
     v_check boolean;
     v_xid   bigint;
     v_sub   xid;
-    v_id    bigint;
     v_op    text;
     v_ns    text;
     v_name  text;
@@ -775,7 +775,6 @@ DECLARE
     v_ttl   interval;
     v_delay interval;
     v_rid   text;
-    v_at    timestamptz;
     v_busy  bigint[];
     v_lock_timeout text;
 BEGIN
@@ -837,51 +836,51 @@ BEGIN
                                ELSE (` + delayEnds("l") + `) <= excluded.acquired_at END
                     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version,
                               ` + leaseDelay("l") + ` AS lock_delay, l.xmin
-                )
+                ), ` + batchRecordCTE("after.acquired_at", "'acquired'") + `
                 SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
                        after.lock_delay, fresh.token, after.xmin
                 INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, o_fresh, v_sub
                 FROM (SELECT) AS one LEFT JOIN after ON true LEFT JOIN fresh ON true;
-                v_at := o_acquired_at;
             ELSIF v_op = 'renew' THEN
-                UPDATE leasestore_leases l
-                SET renewed_at = v_now, swept_token = NULL,
-                    expires_at = v_now + CASE WHEN v_ttl = interval '0' THEN l.expires_at - l.renewed_at ELSE v_ttl END
-                WHERE l.namespace = v_ns AND l.name = v_name AND (l.owner = v_owner) IS TRUE AND l.token = v_token
-                  AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
-                  AND l.version = p_lease_version
-                  AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
-                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + `, l.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub;
-                v_at := o_renewed_at;
+                WITH after AS (
+                    UPDATE leasestore_leases l
+                    SET renewed_at = v_now, swept_token = NULL,
+                        expires_at = v_now + CASE WHEN v_ttl = interval '0' THEN l.expires_at - l.renewed_at ELSE v_ttl END
+                    WHERE l.namespace = v_ns AND l.name = v_name AND (l.owner = v_owner) IS TRUE AND l.token = v_token
+                      AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
+                      AND l.version = p_lease_version
+                      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
+                    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version,
+                              ` + leaseDelay("l") + ` AS lock_delay, l.xmin
+                ), ` + batchRecordCTE("after.renewed_at", "'renewed'") + `
+                SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+                       after.lock_delay, after.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub
+                FROM after;
             ELSIF v_op = 'release' OR v_op = 'revoke' THEN
-                UPDATE leasestore_leases l
-                SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now,
-                    delay_token = CASE WHEN v_op = 'revoke' AND l.delay_token = l.token THEN -l.token ELSE l.delay_token END
-                WHERE l.namespace = v_ns AND l.name = v_name
-                  AND CASE WHEN v_op = 'release' THEN (l.owner = v_owner) IS TRUE AND l.token = v_token
-                           ELSE v_token = 0 OR l.token = v_token END
-                  AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
-                  AND l.version = p_lease_version
-                  AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
-                RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry, l.version, ` + leaseDelay("l") + `, l.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub;
-                v_at := v_now;
+                WITH after AS (
+                    UPDATE leasestore_leases l
+                    SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = v_now,
+                        delay_token = CASE WHEN v_op = 'revoke' AND l.delay_token = l.token THEN -l.token ELSE l.delay_token END
+                    WHERE l.namespace = v_ns AND l.name = v_name
+                      AND CASE WHEN v_op = 'release' THEN (l.owner = v_owner) IS TRUE AND l.token = v_token
+                               ELSE v_token = 0 OR l.token = v_token END
+                      AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
+                      AND l.version = p_lease_version
+                      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
+                    RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version,
+                              ` + leaseDelay("l") + ` AS lock_delay, l.xmin
+                ), ` + batchRecordCTE("v_now", "CASE v_op WHEN 'release' THEN 'released' ELSE 'revoked' END") + `
+                SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
+                       after.lock_delay, after.xmin
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub
+                FROM after;
             ELSE
                 RAISE EXCEPTION 'leasestore_change_batch: unknown operation %', v_op USING ERRCODE = '22023';
             END IF;
             IF v_sub IS NULL THEN
                 o_outcome := leasestore_outcome(v_ns, v_name, v_rid);
             ELSE
-                v_id := v_xid + ((v_sub::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296) + v_off;
-                INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                                              status, version, params_hash, expires_at, acquired_at, renewed_at, lock_delay)
-                VALUES (CASE WHEN v_id > coalesce(v_top, 0) THEN v_id ELSE leasestore_audit_went_back() END,
-                        v_at, v_op, v_ns, v_name, o_owner, o_token, v_rid, p_actor[i], p_reason[i],
-                        CASE v_op WHEN 'acquire' THEN 'acquired' WHEN 'renew' THEN 'renewed'
-                                  WHEN 'release' THEN 'released' ELSE 'revoked' END,
-                        p_record_version, p_params_hash[i], o_expires_at, o_acquired_at, o_renewed_at,
-                        nullif(o_lock_delay, interval '0'));
                 -- Wakes waiters of the key, only when one is registered: see notify.go.
                 IF v_op IN ('release', 'revoke')
                    AND NOT pg_try_advisory_xact_lock(1818583412, hashtext(v_ns || '/' || v_name) & ` + waitLockMask + `) THEN
@@ -903,6 +902,30 @@ BEGIN
     PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END
 $fn$`
+
+// batchRecordCTE is the CTE rec of a member's statement in
+// changeBatchFnSQL: the audit record of the change its CTE after returned
+// (none when it returned no row), written at the SQL expression at with
+// the status expression status, in the same statement as the change (one
+// statement per member: a statement of its own for the record cost the
+// server about a sixth more per member). Its id is the change's
+// subtransaction id, after.xmin, widened to 64 bits from the batch's
+// top-level id v_xid, plus the era's offset v_off; v_top is the newest
+// record when the batch checked the era (NULL when the connection had
+// checked it already).
+func batchRecordCTE(at, status string) string {
+	return `rec AS (
+                    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                                  status, version, params_hash, expires_at, acquired_at, renewed_at, lock_delay)
+                    SELECT CASE WHEN x.id > coalesce(v_top, 0) THEN x.id ELSE leasestore_audit_went_back() END,
+                           ` + at + `, v_op, v_ns, v_name, after.owner, after.token, v_rid, p_actor[i], p_reason[i],
+                           ` + status + `, p_record_version, p_params_hash[i], after.expires_at, after.acquired_at,
+                           after.renewed_at, nullif(after.lock_delay, interval '0')
+                    FROM after
+                    CROSS JOIN LATERAL (SELECT v_xid + ((after.xmin::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296)
+                                               + v_off AS id) AS x
+                )`
+}
 
 // changeBatchSQL applies a batch through changeBatchFnSQL's function; the
 // arrays hold one element per operation, in order.

@@ -1,9 +1,10 @@
 // Package backendkit is the bookkeeping every leasestore backend shares,
 // whatever stores its data: the recorded outcome of a state change and its
-// replay for a repeated request id, the results of refused changes and of
-// get, where a list page starts, keyset-paginated pages, and the queue of
-// coalescing ([Coalescer]). A new backend supplies its statements and its
-// error interpretation and calls these.
+// replay for a repeated request id, the results of refused changes, of
+// get and of a bulk call's unanswered request, where a list page starts,
+// keyset-paginated pages, and the queue of coalescing ([Coalescer]). A new
+// backend supplies its statements and its error interpretation and calls
+// these.
 //
 // It is for backend authors; users of leasestore meet protocol and audit.
 // It depends only on protocol and audit: no database driver, no sqlstore.
@@ -12,6 +13,7 @@
 package backendkit
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -149,6 +151,26 @@ func Refused(st protocol.Status, cur *protocol.Lease) protocol.Result {
 		cur = nil
 	}
 	return protocol.Result{Status: st, Lease: cur}
+}
+
+// Unanswered is the result of one request of a bulk call (a
+// [protocol.BulkRenewer]'s RenewMany) that the store could not answer
+// while the call goes on for the others: its status is err's
+// ([protocol.StatusOf]: timeout, unavailable, closed, ...; unavailable for
+// a success or a status outside the vocabulary), its message err's text
+// without the "lease: OP KEY: STATUS:" head ([protocol.Error.Detail]), as
+// a Result's message carries it. The runtime gives the result its key.
+func Unanswered(err error) protocol.Result {
+	st := protocol.StatusOf(err)
+	if !st.Known() || st.Success() {
+		st = protocol.StatusUnavailable
+	}
+	msg := err.Error()
+	var e *protocol.Error
+	if errors.As(err, &e) {
+		msg = e.Detail()
+	}
+	return protocol.Result{Status: st, Message: msg}
 }
 
 // Found is the result of a get at now that read cur, the key's lease (nil

@@ -1,6 +1,7 @@
 package backendkit_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -189,5 +190,28 @@ func TestListStart(t *testing.T) {
 	}
 	if _, _, err := backendkit.ListStart(protocol.ListRequest{Namespace: "ns", Cursor: "garbage"}); !errors.Is(err, protocol.ErrInvalid) {
 		t.Fatalf("bad cursor: %v, want invalid", err)
+	}
+}
+
+// Unanswered gives a bulk call's request its error's status (unavailable
+// when the error carries none of the vocabulary's failures) and the
+// error's detail, without the head naming the operation and key.
+func TestUnanswered(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		st   protocol.Status
+		text string
+	}{
+		{backendkit.NewError(protocol.OpRenew, protocol.StatusTimeout, errors.New("slow"), "etcd: no answer"), protocol.StatusTimeout, "etcd: no answer: slow"},
+		{&protocol.Error{Op: protocol.OpRenew, Key: k, Status: protocol.StatusClosed, Message: "closed"}, protocol.StatusClosed, "closed"},
+		{&protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusRenewed}, protocol.StatusUnavailable, "renewed"},
+		{&protocol.Error{Op: protocol.OpRenew, Status: "odd", Message: "odd"}, protocol.StatusUnavailable, "odd"},
+		{errors.New("connection reset"), protocol.StatusUnavailable, "connection reset"},
+		{context.DeadlineExceeded, protocol.StatusTimeout, context.DeadlineExceeded.Error()},
+	} {
+		res := backendkit.Unanswered(c.err)
+		if res.Status != c.st || res.Message != c.text || res.Lease != nil {
+			t.Errorf("Unanswered(%v) = %+v, want %s with message %q", c.err, res, c.st, c.text)
+		}
 	}
 }

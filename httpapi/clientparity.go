@@ -60,15 +60,31 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 // requests of at most [MaxRenewManyRequest] renewals and
 // [MaxRenewManyBodyBytes] of body (one round trip each; the server's store
 // renews each request's batch in one when it can). Each renewal keeps its
-// own outcome, audit record and request id.
+// own outcome, audit record and request id: a request the server did not
+// answer gives each of its renewals its failure ([backendkit.Unanswered])
+// while the others keep theirs, and the next requests still go. It returns
+// an error (the first request's) only when no request was answered.
 func (c *Client) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	out := make([]protocol.Result, 0, len(reqs))
+	var first error
+	answered := false
 	for chunk := range renewManyChunks(reqs) {
 		got, err := c.renewMany(ctx, chunk)
 		if err != nil {
-			return nil, err
+			if first == nil {
+				first = err
+			}
+			res := backendkit.Unanswered(err)
+			for range chunk {
+				out = append(out, res)
+			}
+			continue
 		}
+		answered = true
 		out = append(out, got...)
+	}
+	if !answered && first != nil {
+		return nil, first
 	}
 	return out, nil
 }

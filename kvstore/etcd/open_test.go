@@ -164,7 +164,12 @@ func TestClosedClientUnavailable(t *testing.T) {
 			_, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute})
 			return err
 		}(),
-		"get":    func() error { _, err := rt.Get(ctx, protocol.GetRequest{Key: key("k")}); return err }(),
+		"get": func() error { _, err := rt.Get(ctx, protocol.GetRequest{Key: key("k")}); return err }(),
+		// Nothing of a batch can be sent: the batch fails as a whole.
+		"renew many": func() error {
+			_, err := rt.RenewMany(ctx, []protocol.RenewRequest{{Key: key("k"), Owner: "o", Token: 1, TTL: time.Minute}})
+			return err
+		}(),
 		"health": b.Health(ctx),
 	} {
 		if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "client was closed") {

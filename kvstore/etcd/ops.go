@@ -614,10 +614,18 @@ func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWri
 // RenewMany renews reqs as Renew would, each in its own transaction; the
 // transactions of different keys are sent together (over one connection
 // they cost about one round trip), those of one key one after the other in
-// the order given.
+// the order given. It implements [protocol.BulkRenewer]: each request has
+// its own outcome, and one that the cluster could not answer (a timeout, a
+// key that kept changing, a record this release does not read) is answered
+// by its error ([backendkit.Unanswered]) while the others, its key's later
+// ones too, still go. It returns an error only when nothing could be sent:
+// the backend or its client was closed, or ctx had ended.
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	if err := b.open(protocol.OpRenew); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, b.interpret(ctx, protocol.OpRenew, err)
 	}
 	byKey := map[protocol.Key][]int{}
 	var order []protocol.Key
@@ -628,29 +636,22 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		byKey[r.Key] = append(byKey[r.Key], i)
 	}
 	out := make([]protocol.Result, len(reqs))
-	errs := make([]error, len(order))
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
-	for j, k := range order {
+	for _, k := range order {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			for _, i := range byKey[k] {
 				res, err := b.Renew(ctx, reqs[i])
 				if err != nil {
-					errs[j] = err
-					return
+					res = backendkit.Unanswered(err)
 				}
 				out[i] = res
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
 	return out, nil
 }
 

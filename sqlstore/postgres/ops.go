@@ -428,27 +428,16 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		}
 		if err == nil && p.err != nil && !errors.Is(p.err, errRunAlone) && !errors.Is(p.err, errRequestIDRace) &&
 			!errors.Is(p.err, errSerialization) {
-			out[i] = failed(p.err)
+			out[i] = backendkit.Unanswered(p.err)
 			continue
 		}
 		res, rerr := b.Renew(ctx, reqs[i])
 		if rerr != nil {
-			res = failed(rerr)
+			res = backendkit.Unanswered(rerr)
 		}
 		out[i] = res
 	}
 	return out, nil
-}
-
-// failed is the result of one renewal of RenewMany that could not be
-// answered: its status is the error's (timeout, unavailable), its message
-// the error's text.
-func failed(err error) protocol.Result {
-	st := protocol.StatusOf(err)
-	if !st.Known() || st.Success() {
-		st = protocol.StatusUnavailable
-	}
-	return protocol.Result{Status: st, Message: err.Error()}
 }
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.

@@ -197,7 +197,7 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 			if errors.As(err, &pe) {
 				// This lease's row cannot be read (a format version this
 				// release does not know): its renewal fails alone.
-				out[i] = protocol.Result{Status: pe.Status, Message: pe.Error()}
+				out[i] = backendkit.Unanswered(err)
 				continue
 			}
 			if err != nil {

@@ -264,3 +264,57 @@ func (b *Backend) TokenReadPlans(ctx context.Context) (map[string]string, error)
 	}
 	return plans, nil
 }
+
+// BatchCycle acquires keys for owner for a minute in one batch (the
+// coalescer's statement, changeBatchSQL) and releases them in another; an
+// error when any member did not take effect.
+func (b *Backend) BatchCycle(ctx context.Context, keys []protocol.Key, owner string) error {
+	batch := make([]*pendingOp, len(keys))
+	for i, k := range keys {
+		a := b.changeArgs(k, protocol.RandomRequestID(), "")
+		a["owner"], a["ttl"], a["lock_delay"] = owner, interval(time.Minute), interval(0)
+		batch[i] = &pendingOp{op: protocol.OpAcquire, key: k, a: a}
+	}
+	tokens := make([]int64, len(keys))
+	if err := b.sendBatch(ctx, batch); err != nil {
+		return err
+	}
+	for i, p := range batch {
+		if p.err != nil || p.o == nil || p.o.after == nil {
+			return fmt.Errorf("batch cycle: %s not acquired (%v)", p.key.Name, p.err)
+		}
+		tokens[i] = p.o.after.Token
+	}
+	for i, k := range keys {
+		a := b.changeArgs(k, protocol.RandomRequestID(), "")
+		a["owner"], a["token"] = owner, tokens[i]
+		batch[i] = &pendingOp{op: protocol.OpRelease, key: k, a: a}
+	}
+	if err := b.sendBatch(ctx, batch); err != nil {
+		return err
+	}
+	for _, p := range batch {
+		if p.err != nil || p.o == nil || p.o.after == nil {
+			return fmt.Errorf("batch cycle: %s not released (%v)", p.key.Name, p.err)
+		}
+	}
+	return nil
+}
+
+// WithoutBatchSubtransactions makes b's connections create the batch
+// function without a subtransaction per member, for BenchmarkBatchCost
+// only: a member's record id is then made from the batch's transaction id
+// and the member's place, ids no other statement makes, and one member's
+// error fails the whole batch. Call it before b's first batch.
+func WithoutBatchSubtransactions(b *Backend) error {
+	fn := changeBatchFnSQL
+	handler := strings.Index(fn, "        EXCEPTION WHEN OTHERS THEN")
+	end := strings.Index(fn, "        END;\n        RETURN NEXT;")
+	id := "v_xid + ((after.xmin::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296)\n                                               + v_off AS id"
+	if handler < 0 || end < handler || strings.Count(fn, id) != 3 {
+		return errors.New("WithoutBatchSubtransactions: the batch function's text changed; update the cut")
+	}
+	fn = fn[:handler] + fn[end:]
+	b.testBatchFnSQL = strings.ReplaceAll(fn, id, "(v_xid + v_off) * 64 + i AS id")
+	return nil
+}

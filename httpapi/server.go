@@ -374,12 +374,19 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 	}
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")
-	// The server clears the deadline once the answer is flushed.
-	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(h.writeTimeout))
+	h.writeDeadline(x)
 	x.w.WriteHeader(code)
 	if x.r.Method != http.MethodHead {
 		_, _ = x.w.Write(buf.Bytes())
 	}
+}
+
+// writeDeadline gives the answer to x [Config.WriteTimeout] to be taken by
+// the client, which is cut off after it; every answer but a stream's (see
+// eventStream) is written after it. The server clears the deadline once
+// the answer is flushed.
+func (h *Handler) writeDeadline(x *exchange) {
+	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(h.writeTimeout))
 }
 
 // refusal answers a request that never reached the store, in the route's
@@ -776,6 +783,7 @@ func (h *Handler) serveReadyz(x *exchange) {
 
 func (h *Handler) serveMetrics(x *exchange) {
 	x.code = http.StatusOK
+	h.writeDeadline(x)
 	promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{}).ServeHTTP(x.w, x.r)
 }
 
@@ -783,6 +791,7 @@ func (h *Handler) serveOpenAPI(x *exchange) {
 	x.code = http.StatusOK
 	hd := x.w.Header()
 	hd.Set("Content-Type", "application/json")
+	h.writeDeadline(x)
 	x.w.WriteHeader(http.StatusOK)
 	if x.r.Method != http.MethodHead {
 		_, _ = x.w.Write(openAPIDocument)

@@ -22,9 +22,16 @@ type TokenRaiser interface {
 	// RaiseTokens moves the fencing counter to by above the greatest
 	// token the store holds or has counted, and returns the new floor:
 	// every token issued after RaiseTokens returns is greater than it.
-	// Leases and the audit trail are untouched, and tokens issued for a
-	// key keep increasing. by must be at least [MinTokenRaise]: a smaller
-	// step could be overtaken by acquires running meanwhile.
+	// It moves the ids of later audit records by past those the store
+	// holds or has given the same way, in the same transaction: the
+	// restore took the ids back too, and records written after it would
+	// take again ids a follower already read past, and be skipped (the
+	// SQLite file's id counter; PostgreSQL's ids follow the cluster's
+	// transaction ids, so there by bounds the transaction ids assigned
+	// since the point restored). Leases and the records are untouched,
+	// and tokens issued for a key keep increasing. by must be at least
+	// [MinTokenRaise]: a smaller step could be overtaken by acquires
+	// running meanwhile.
 	RaiseTokens(ctx context.Context, by int64) (floor int64, err error)
 }
 

@@ -69,6 +69,9 @@ func newCluster(t *testing.T, settings ...string) *cluster {
 	c.run(t, "initdb", "-D", c.data, "-U", "leasestore", "-A", "trust", "-E", "UTF8", "--no-sync")
 	c.start(t)
 	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(c.data, "postmaster.pid")); err != nil {
+			return // the test stopped it
+		}
 		cmd := c.command("pg_ctl", "-D", c.data, "-m", "immediate", "-w", "stop")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Logf("stopping the throwaway cluster: %v: %s", err, out)

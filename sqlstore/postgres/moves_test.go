@@ -133,6 +133,70 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 	}
 }
 
+// TestFollowerAfterARestoreFromABaseBackup brings a store back to an
+// earlier point as a point-in-time recovery, a base backup put back or an
+// asynchronous standby promoted do: the cluster is started from a
+// pg_basebackup taken before more records were written, so its transaction
+// ids, and with them the audit ids, go back to that point. A follower had
+// read the records written after it (audit --follow, watch, a follow
+// stream, an export resumed from its cursor). After fencing raise
+// (docs/operator-guide.md "After a restore to an earlier point"), the new
+// records must reach it: before, they took again the ids it had read past
+// (the era check compares them only with the restored trail's newest), and
+// it skipped them silently.
+func TestFollowerAfterARestoreFromABaseBackup(t *testing.T) {
+	t.Parallel()
+	primary := newCluster(t)
+	dsn := primary.migratedSchema(t)
+	b := openBackend(t, dsn, nil)
+	cycle(t, b, "k", "w", "before-0", false)
+	restored := baseBackup(t, primary, "leasestore-pitr-")
+	// The cluster runs on: other transactions, and more changes.
+	burnTransactionIDs(t, dsn, 100)
+	for i := range 3 {
+		cycle(t, b, "k", "w", fmt.Sprintf("after-%d", i), false)
+	}
+	read := followFrom(t, b, "", 8) // a follower that read everything so far
+	if len(read) != 8 {
+		t.Fatalf("the follower read %d records before the restore, want 8", len(read))
+	}
+	cursor := audit.EncodeCursor(read[len(read)-1].ID)
+	if err := b.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	primary.run(t, "pg_ctl", "-D", primary.data, "-m", "fast", "-w", "stop")
+
+	restored.start(t)
+	rDSN, err := pgtest.WithSearchPath(restored.dsn(), "lincheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openBackend(t, rDSN, nil)
+	var next int64
+	if err := rawConn(t, rDSN).QueryRow(ctxT(t),
+		"SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint + id_offset FROM leasestore_audit_era").Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next > read[len(read)-1].ID {
+		t.Fatalf("the restored cluster's next id %d is above the follower's cursor %s: the test proves nothing", next, cursor)
+	}
+	if _, err := r.RaiseTokens(ctxT(t), protocol.MinTokenRaise); err != nil {
+		t.Fatal(err)
+	}
+	cycle(t, r, "new", "x", "restored", false) // an acquire and a release after the restore
+	got := followFrom(t, r, cursor, 2)
+	if len(got) != 2 {
+		var ids []int64
+		for _, rec := range readAllRecords(t, r, "ns") {
+			if rec.Key == "new" {
+				ids = append(ids, rec.ID)
+			}
+		}
+		t.Fatalf("a follower at cursor %s read %d of the 2 records written after the restore and fencing raise "+
+			"(their ids %v): it skipped them silently", cursor, len(got), ids)
+	}
+}
+
 // followFrom reads as a follower from cursor until it has want records or
 // ten seconds passed.
 func followFrom(t *testing.T, r audit.Reader, cursor string, want int) []audit.Record {
@@ -158,9 +222,22 @@ func followFrom(t *testing.T, r audit.Reader, cursor string, want int) []audit.R
 // it on a port of its own; it is stopped and removed when the test ends.
 func newStandby(t *testing.T, primary *cluster) *cluster {
 	t.Helper()
+	s := baseBackup(t, primary, "leasestore-standby-", "-R")
+	s.opts += " -c hot_standby=on"
+	s.start(t)
+	return s
+}
+
+// baseBackup copies primary with pg_basebackup (the WAL it needs streamed
+// along, and extra, such as -R, passed on) into a data directory of its
+// own, for a server on a port of its own that it does not start; the
+// server is stopped (if started) and the directory removed when the test
+// ends.
+func baseBackup(t *testing.T, primary *cluster, prefix string, extra ...string) *cluster {
+	t.Helper()
 	s := &cluster{bin: primary.bin, asUser: primary.asUser}
 	var err error
-	if s.dir, err = os.MkdirTemp("", "leasestore-standby-"); err != nil {
+	if s.dir, err = os.MkdirTemp("", prefix); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(s.dir) })
@@ -171,12 +248,15 @@ func newStandby(t *testing.T, primary *cluster) *cluster {
 	}
 	s.data = filepath.Join(s.dir, "data")
 	s.port = freePort(t)
-	s.opts = fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c hot_standby=on", s.port, s.dir)
-	s.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", primary.port, "-U", "leasestore", "-D", s.data, "-R", "-X", "stream")
-	s.start(t)
+	s.opts = fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1", s.port, s.dir)
+	s.run(t, "pg_basebackup", append([]string{"-h", "127.0.0.1", "-p", primary.port, "-U", "leasestore", "-D", s.data,
+		"-X", "stream"}, extra...)...)
 	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(s.data, "postmaster.pid")); err != nil {
+			return // never started, or stopped
+		}
 		if out, err := s.command("pg_ctl", "-D", s.data, "-m", "immediate", "-w", "stop").CombinedOutput(); err != nil {
-			t.Logf("stopping the standby: %v: %s", err, out)
+			t.Logf("stopping the server of the base backup: %v: %s", err, out)
 		}
 	})
 	return s

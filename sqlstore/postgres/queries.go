@@ -599,6 +599,36 @@ SELECT s.seqcache,
 FROM pg_catalog.pg_sequence s
 WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass`)
 
+// raiseLockSQL starts fencing raise's transaction: SHARE ROW EXCLUSIVE on
+// the trail, as leasestore_audit_new_era takes it, waits for every writer
+// of a record in progress (each holds ROW EXCLUSIVE on it from before it
+// reads the era's offset) and keeps new ones out until the raise commits,
+// so no record is written with the old offset afterwards. LOCK in this
+// mode needs UPDATE (or DELETE, TRUNCATE) on leasestore_audit.
+const raiseLockSQL = `LOCK TABLE leasestore_audit IN SHARE ROW EXCLUSIVE MODE`
+
+// raiseAuditIDsSQL moves the audit ids of fencing raise, under
+// raiseLockSQL, when the fencing sequence caches no values (a raise of a
+// sequence that does is refused and moves nothing): it sets the era's
+// offset so that the next transaction id (the snapshot's xmax; later
+// writers' ids are not below it) maps @by + 1 above the greatest id the
+// trail holds or the era could have given so far (every transaction id
+// below xmax, plus the offset). A restore to an earlier point (a
+// point-in-time recovery, a base backup put back, an asynchronous standby
+// promoted) takes the cluster's transaction ids back with the trail, and
+// the ids of records written after that point, which followers may have
+// read, would be given again above the restored trail's newest (where the
+// era check, outcomeColumns, looks); after the raise every later id is
+// above them, if the cluster assigned fewer than @by transaction ids
+// since that point. The offset only grows. Needs SELECT and UPDATE on
+// leasestore_audit_era.
+var raiseAuditIDsSQL = compile(`
+UPDATE leasestore_audit_era e
+SET id_offset = greatest(coalesce((SELECT max(a.id) FROM leasestore_audit a), 0), x.next - 1 + e.id_offset) + @by + 1 - x.next
+FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next) AS x
+WHERE e.id = 1
+  AND (SELECT s.seqcache FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass) = 1`)
+
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past
 // the newest audit record's. setval never moves it backwards here: it runs

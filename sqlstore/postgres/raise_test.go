@@ -61,6 +61,7 @@ func TestRaiseTokensAfterARestoreToAnEarlierPoint(t *testing.T) {
 		t.Fatalf("the restored store issued token %d, above the %d issued after the dump: the test shows no hazard", again.Token, issued)
 	}
 
+	ids := readAll(t, r, "ns")
 	floor, err := r.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,15 @@ func TestRaiseTokensAfterARestoreToAnEarlierPoint(t *testing.T) {
 		if l.Token <= floor || l.Token <= issued {
 			t.Fatalf("%s: token %d after the raise, want above the floor %d and every token issued before the restore (%d)",
 				name, l.Token, floor, issued)
+		}
+	}
+	// The audit ids moved too: every later record's id is more than the
+	// step above the greatest before the raise.
+	after := readAll(t, r, "ns")
+	for _, id := range after[len(ids):] {
+		if id <= ids[len(ids)-1]+protocol.MinTokenRaise {
+			t.Fatalf("a record after the raise has id %d, want above %d (the greatest before it, %d, plus the step)",
+				id, ids[len(ids)-1]+protocol.MinTokenRaise, ids[len(ids)-1])
 		}
 	}
 	// Health finds nothing to repair: the sequence is past every token.
@@ -112,6 +122,7 @@ func TestRaiseTokensRefusesACachedSequence(t *testing.T) {
 	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq CACHE 50")
 	cached := cycle(t, svc, "k", "w", "cached", false).Token // svc's session now holds 49 more values
 	last := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq")
+	offset := count(t, raw, "SELECT id_offset FROM leasestore_audit_era")
 	floor, err := op.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
 	wantErrStatus(t, fmt.Sprintf("raise of a sequence caching 50 values (returned floor %d)", floor), err, protocol.StatusUnavailable)
 	if !strings.Contains(err.Error(), "caches 50 values") || !strings.Contains(err.Error(), "ALTER SEQUENCE leasestore_fencing_seq CACHE 1") {
@@ -119,6 +130,9 @@ func TestRaiseTokensRefusesACachedSequence(t *testing.T) {
 	}
 	if now := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq"); now != last {
 		t.Fatalf("the refused raise moved the sequence from %d to %d", last, now)
+	}
+	if now := count(t, raw, "SELECT id_offset FROM leasestore_audit_era"); now != offset {
+		t.Fatalf("the refused raise moved the audit ids' offset from %d to %d", offset, now)
 	}
 	if next := cycle(t, svc, "k", "w", "after", false).Token; next != cached+1 {
 		t.Fatalf("token %d after the refused raise, want %d (the session's next cached value)", next, cached+1)

@@ -3,9 +3,12 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
@@ -227,6 +230,41 @@ func TestApplicationRolePrivileges(t *testing.T) {
 			t.Fatalf("token %d after the repair, want above %d, the greatest the store holds", res.Lease.Token, tok)
 		}
 	})
+	// fencing raise moves the audit ids too: the era's offset, under a
+	// lock of the trail. A role granted less than serving lists (UPDATE on
+	// the tables) cannot: the raise says why it needs what it names, and
+	// moves neither the ids nor the tokens.
+	for _, c := range []struct{ revoke, grant string }{
+		{"UPDATE ON TABLE leasestore_audit_era", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_audit_era TO it"},
+		{"UPDATE, DELETE, TRUNCATE ON TABLE leasestore_audit", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_audit TO it"},
+	} {
+		t.Run("without "+c.revoke+" fencing raise names the grant and moves nothing", func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			roleDSN := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUpdate)
+			u, err := url.Parse(roleDSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw := rawConn(t, dsn)
+			mustExec(t, raw, "REVOKE "+c.revoke+" FROM "+pgx.Identifier{u.User.Username()}.Sanitize())
+			b := openBackend(t, roleDSN, nil)
+			serve(t, b)
+			seq := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq")
+			offset := count(t, raw, "SELECT id_offset FROM leasestore_audit_era")
+			_, err = b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+			wantGrant(t, "fencing raise", err, c.grant)
+			if !strings.Contains(err.Error(), "fencing raise moves the audit trail's ids too") {
+				t.Fatalf("fencing raise: %v; want it to say why it needs the grant", err)
+			}
+			if now := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq"); now != seq {
+				t.Fatalf("the refused raise moved the sequence from %d to %d", seq, now)
+			}
+			if now := count(t, raw, "SELECT id_offset FROM leasestore_audit_era"); now != offset {
+				t.Fatalf("the refused raise moved the era's offset from %d to %d", offset, now)
+			}
+		})
+	}
 	t.Run("without DELETE the role serves, and gc and prune name the grant", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.MigratedDSN(t)

@@ -2,18 +2,29 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
 var _ protocol.TokenRaiser = (*Backend)(nil)
 
 // RaiseTokens moves the fencing sequence by above every token the store
-// issued or holds, in one statement, and returns the new floor (see
-// [protocol.TokenRaiser] and raiseTokensSQL): after a restore to an
-// earlier point, every later token is greater than those issued since
-// that point, if by exceeds how many were. A sequence that caches values
-// is refused as Open refuses it, and left where it is.
+// issued or holds, and the audit trail's ids by above every id it holds or
+// gave, in one transaction, and returns the new floor of tokens (see
+// [protocol.TokenRaiser], raiseTokensSQL and raiseAuditIDsSQL): after a
+// restore to an earlier point, every later token is greater than those
+// issued since that point, if by exceeds how many were, and every later
+// audit record's id greater than those given since that point, if the
+// cluster assigned fewer than by transaction ids since (a record's id is
+// its writer's transaction id plus the era's offset), so that a follower
+// that read them does not skip the new ones. A sequence that caches
+// values is refused as Open refuses it, and nothing moves.
 func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 	if err := protocol.CheckTokenRaise(by); err != nil {
 		return 0, err
@@ -22,12 +33,36 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 		cache int64
 		floor *int64
 	)
-	err := b.pool.QueryRow(ctx, raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": by})...).Scan(&cache, &floor)
+	err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, raiseLockSQL); err != nil {
+			return err
+		}
+		// The ids first: setval is not undone by a rollback.
+		if _, err := tx.Exec(ctx, raiseAuditIDsSQL.sql, raiseAuditIDsSQL.bind(args{"by": by})...); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": by})...).Scan(&cache, &floor)
+	})
 	if err != nil {
-		return 0, interpretError(protocol.OpRaiseTokens, err)
+		return 0, raiseError(err)
 	}
 	if floor == nil {
 		return 0, cachedSequenceError(protocol.OpRaiseTokens, cache)
 	}
 	return *floor, nil
+}
+
+// raiseError interprets an error of RaiseTokens. A table it lacks a
+// privilege on is one a role that only serves may not have been given
+// beyond what serving uses (UPDATE on leasestore_audit for the lock, on
+// leasestore_audit_era for the move): the message says why the raise
+// needs it.
+func raiseError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" && strings.HasPrefix(pe.Message, "permission denied for table ") {
+		return backendkit.NewError(protocol.OpRaiseTokens, protocol.StatusUnavailable, err,
+			"postgres: fencing raise moves the audit trail's ids too (the offset in leasestore_audit_era, "+
+				"under a lock of leasestore_audit that keeps writers out meanwhile), and %s", privilegeFix(pe.Message))
+	}
+	return interpretError(protocol.OpRaiseTokens, err)
 }

@@ -96,6 +96,19 @@ RETURNING token`
 SET last_token = max(last_token, coalesce((SELECT max(token) FROM leasestore_leases), 0)) + ?1
 WHERE id = 1 RETURNING last_token`
 
+	// qRaiseAuditIDs moves the audit trail's id counter (AUTOINCREMENT's
+	// row of sqlite_sequence, which a copy of the file put back carries
+	// back with it) ?1 past the greatest id counted or held, in the
+	// transaction of qRaiseTokens: every later record's id is greater
+	// than any given since the copy, if fewer than ?1 were, so a follower
+	// whose cursor lies among them does not skip the new records. The row
+	// is missing until the first record is written: qSeedAuditIDs adds it.
+	qSeedAuditIDs = `INSERT INTO sqlite_sequence (name, seq)
+SELECT 'leasestore_audit', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'leasestore_audit')`
+	qRaiseAuditIDs = `UPDATE sqlite_sequence
+SET seq = max(seq, coalesce((SELECT max(id) FROM leasestore_audit), 0)) + ?1
+WHERE name = 'leasestore_audit'`
+
 	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) from ?5 now by ?6 the TTL (µs; 0 keeps the lease's own,
 	// expires_at - renewed_at); ?7 the lease format version. It returns

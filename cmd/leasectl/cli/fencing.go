@@ -47,7 +47,17 @@ raise moves the fencing counter (PostgreSQL: leasestore_fencing_seq;
 SQLite: the leasestore_fencing row) --by past the greatest token the store
 holds, so every later token is greater than any issued since the restored
 point as long as fewer than --by were. Run it before the services start
-again, or at once if they run. Leases and the audit trail are untouched.
+again, or at once if they run.
+
+In the same transaction it moves the audit trail's ids --by past the
+greatest the trail holds (PostgreSQL: the offset in leasestore_audit_era;
+SQLite: AUTOINCREMENT's counter): the restore took them back too, and the
+records written from now on would get again the ids of those written
+after the restored point, which followers (audit --follow, watch, follow
+streams, resumed exports) already read past and would skip. On PostgreSQL
+an id is its writer's transaction id plus that offset, so --by must also
+exceed the transaction ids the cluster assigned since the restored point.
+Leases and the audit records are untouched.
 
 An etcd store's tokens come from the cluster's revision: restore its
 snapshot with 'etcdutl snapshot restore --bump-revision' instead.`,
@@ -91,6 +101,6 @@ snapshot with 'etcdutl snapshot restore --bump-revision' instead.`,
 		},
 	}
 	cmd.Flags().Int64Var(&by, "by", protocol.DefaultTokenRaise,
-		"how far past the greatest token held to move the counter: more than the tokens issued since the restored point")
+		"how far past the greatest token (and audit id) held to move the counters: more than the tokens (and audit ids; on PostgreSQL transaction ids) issued since the restored point")
 	return cmd
 }

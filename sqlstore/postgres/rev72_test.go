@@ -1,10 +1,13 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -65,4 +68,44 @@ func TestFencingSequenceThatGoesBackIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rev72: a DBA's ALTER TABLE leasestore_audit DISABLE TRIGGER (USER, ALL,
+// or a trigger by name; or ENABLE REPLICA TRIGGER) has the effect that
+// session_replication_role = replica has, which Open, New and Health
+// refuse (docs/postgres-settings.md: "the triggers that keep the audit
+// trail append-only do not fire"): the trail can be edited, and a prune
+// leaves no mark, so a follower behind it skips the removed records
+// silently. Health answers healthy.
+func TestDisabledAuditTriggersAreRefused(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	ns := pgtest.Namespace()
+	key := keysIn(ns)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+
+	mustExec(t, raw, "ALTER TABLE leasestore_audit DISABLE TRIGGER USER") // a DBA's maintenance, not undone
+	healthErr := b.Health(ctxT(t))
+	if healthErr != nil {
+		t.Logf("health refused: %v", healthErr)
+		return
+	}
+	var problems []string
+	if _, err := raw.Exec(ctxT(t), "UPDATE leasestore_audit SET owner = 'forged' WHERE request_id = 'a'"); err == nil {
+		problems = append(problems, "an UPDATE of an audit record went through")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: res.Lease.AcquiredAt.Add(10 * time.Millisecond), Actor: "ops",
+		RequestID: "prune"}); err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	page, err := b.ReadAudit(ctxT(t), audit.Query{Namespace: ns, Cursor: audit.EncodeCursor(1), Follow: true})
+	if !errors.Is(err, audit.ErrPruned) {
+		problems = append(problems, fmt.Sprintf("a follower's read from before the prune answered %d records, err %v, not behind a prune",
+			len(page.Records), err))
+	}
+	t.Fatalf("health answered healthy with the audit trail's triggers disabled; then %s", strings.Join(problems, "; "))
 }

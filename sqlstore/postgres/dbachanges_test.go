@@ -12,7 +12,7 @@ import (
 	"github.com/leasestore/leasestore/protocol"
 )
 
-// rev72: a DBA's ALTER SEQUENCE of leasestore_fencing_seq other than its
+// A DBA's ALTER SEQUENCE of leasestore_fencing_seq other than its
 // cache (docs/postgres-settings.md refuses only CACHE n > 1): a sequence
 // that counts down, or one that cycles at a MAXVALUE, hands a key whose
 // row was swept a token it had before. DESIGN.md: "No server setting or
@@ -70,7 +70,7 @@ func TestFencingSequenceThatGoesBackIsRefused(t *testing.T) {
 	}
 }
 
-// rev72: a DBA's ALTER TABLE leasestore_audit DISABLE TRIGGER (USER, ALL,
+// A DBA's ALTER TABLE leasestore_audit DISABLE TRIGGER (USER, ALL,
 // or a trigger by name; or ENABLE REPLICA TRIGGER) has the effect that
 // session_replication_role = replica has, which Open, New and Health
 // refuse (docs/postgres-settings.md: "the triggers that keep the audit

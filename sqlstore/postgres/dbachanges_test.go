@@ -10,10 +10,11 @@ import (
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // A DBA's ALTER SEQUENCE of leasestore_fencing_seq other than its
-// cache (docs/postgres-settings.md refuses only CACHE n > 1): a sequence
+// cache (docs/postgres-settings.md refused only CACHE n > 1): a sequence
 // that counts down, or one that cycles at a MAXVALUE, hands a key whose
 // row was swept a token it had before. DESIGN.md: "No server setting or
 // operation a DBA may do breaks a guarantee ... Each is either made
@@ -53,7 +54,26 @@ func TestFencingSequenceThatGoesBackIsRefused(t *testing.T) {
 			mustExec(t, raw, alter(top.Lease.Token))
 			if err := b.Health(ctxT(t)); err != nil {
 				t.Logf("health refused the sequence: %v", err)
-				return // refused at health, naming it: fine
+				// Refused at health, naming the fix; Open refuses it too,
+				// and once the fix is made the swept key's next token is
+				// above every token issued.
+				wantErrStatus(t, "health", err, protocol.StatusUnavailable)
+				if !strings.Contains(err.Error(), "ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 NO CYCLE") {
+					t.Fatalf("health: %v; want it to name ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 NO CYCLE", err)
+				}
+				_, err = postgres.Open(ctxT(t), dsn, nil)
+				wantErrStatus(t, "open", err, protocol.StatusUnavailable)
+				mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 NO CYCLE NO MAXVALUE")
+				if err := b.Health(ctxT(t)); err != nil {
+					t.Fatalf("health after the fix: %v", err)
+				}
+				again, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("gone"), Owner: "w2", TTL: time.Hour,
+					RequestID: "a-gone-again"})
+				wantStatus(t, "acquire after the fix", again, err, protocol.StatusAcquired)
+				if again.Lease.Token <= top.Lease.Token {
+					t.Fatalf("after the fix the swept key got token %d; %d was issued before", again.Lease.Token, top.Lease.Token)
+				}
+				return
 			}
 			b2 := openBackend(t, dsn, nil)
 			again, err := b2.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("gone"), Owner: "w2", TTL: time.Hour,
@@ -108,4 +128,115 @@ func TestDisabledAuditTriggersAreRefused(t *testing.T) {
 			len(page.Records), err))
 	}
 	t.Fatalf("health answered healthy with the audit trail's triggers disabled; then %s", strings.Join(problems, "; "))
+}
+
+// TestSweepKeepsRowsWhileTheSequenceGoesBack: the sweep removes a key's
+// row only while any later acquire of the key is sure to draw a greater
+// token: not while the fencing sequence counts down or cycles, which
+// Health refuses (TestFencingSequenceThatGoesBackIsRefused) but a sweeper
+// of a running service meets until the DBA fixes it.
+func TestSweepKeepsRowsWhileTheSequenceGoesBack(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	key := keysIn(pgtest.Namespace())
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	for i := range 3 {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "w",
+			TTL: time.Millisecond, RequestID: fmt.Sprintf("a%d", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	time.Sleep(5 * time.Millisecond)
+	rows := func() int { return count(t, raw, "SELECT count(*) FROM leasestore_leases") }
+	for _, alter := range []string{
+		"ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY -1",
+		"ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 CYCLE",
+	} {
+		mustExec(t, raw, alter)
+		if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 0 || rows() != 3 {
+			t.Fatalf("sweep after %q: %+v, %v, %d rows left; want none removed", alter, n, err, rows())
+		}
+	}
+	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq NO CYCLE")
+	if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 2 || rows() != 1 {
+		t.Fatalf("sweep after the fix: %+v, %v, %d rows left; want k0's and k1's rows removed, k2's kept (the greatest token)",
+			n, err, rows())
+	}
+}
+
+// TestRaiseTokensRefusesASequenceThatGoesBack: fencing raise moves the
+// sequence past every token; one that counts down, or cycles, would come
+// back below that floor (a cycling one past its MAXVALUE at once). It is
+// refused as Health refuses it, naming the fix, and moves nothing: neither
+// the sequence nor the audit ids' offset.
+func TestRaiseTokensRefusesASequenceThatGoesBack(t *testing.T) {
+	t.Parallel()
+	for _, alter := range []string{
+		"ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY -1",
+		"ALTER SEQUENCE leasestore_fencing_seq CYCLE",
+	} {
+		t.Run(alter, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, dsn, nil)
+			raw := rawPool(t, dsn)
+			cycle(t, b, "k", "w", "0", false)
+			mustExec(t, raw, alter)
+			last := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq")
+			offset := count(t, raw, "SELECT id_offset FROM leasestore_audit_era")
+			floor, err := b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+			wantErrStatus(t, fmt.Sprintf("raise (floor %d)", floor), err, protocol.StatusUnavailable)
+			if !strings.Contains(err.Error(), "ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 NO CYCLE") {
+				t.Fatalf("raise: %v; want it to name the fix", err)
+			}
+			if now := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq"); now != last {
+				t.Fatalf("the refused raise moved the sequence from %d to %d", last, now)
+			}
+			if now := count(t, raw, "SELECT id_offset FROM leasestore_audit_era"); now != offset {
+				t.Fatalf("the refused raise moved the audit ids' offset from %d to %d", offset, now)
+			}
+		})
+	}
+}
+
+// TestFencingSequenceAtItsMaxValue: a DBA's MAXVALUE that the sequence
+// reached makes every acquire fail (nextval: SQLSTATE 2200H). The acquire,
+// fencing raise and Health answer unavailable naming the fix, not "the
+// server refused the statement"; after it they serve again.
+func TestFencingSequenceAtItsMaxValue(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, nil)
+	raw := rawPool(t, dsn)
+	cycle(t, b, "k", "w", "0", false)
+	first := cycle(t, b, "k", "w", "1", false).Token // MAXVALUE must be above MINVALUE (1)
+	mustExec(t, raw, fmt.Sprintf("ALTER SEQUENCE leasestore_fencing_seq MAXVALUE %d", first))
+	const fix = "ALTER SEQUENCE leasestore_fencing_seq NO MAXVALUE"
+	wantFix := func(what string, err error) {
+		t.Helper()
+		wantErrStatus(t, what, err, protocol.StatusUnavailable)
+		if !strings.Contains(err.Error(), fix) {
+			t.Fatalf("%s: %v; want it to name %s", what, err, fix)
+		}
+	}
+	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("new"), Owner: "w", TTL: time.Minute, RequestID: "new"})
+	if err == nil {
+		t.Fatalf("acquire with the sequence at its MAXVALUE: %+v", res)
+	}
+	wantFix("acquire", err)
+	_, err = b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+	wantFix("fencing raise", err)
+	wantFix("health", b.Health(ctxT(t)))
+	_, err = postgres.Open(ctxT(t), dsn, nil)
+	wantFix("open", err)
+
+	mustExec(t, raw, "ALTER SEQUENCE leasestore_fencing_seq "+strings.TrimPrefix(fix, "ALTER SEQUENCE leasestore_fencing_seq "))
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health after the fix: %v", err)
+	}
+	res, err = b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("new"), Owner: "w", TTL: time.Minute, RequestID: "new2"})
+	wantStatus(t, "acquire after the fix", res, err, protocol.StatusAcquired)
+	if res.Lease.Token <= first {
+		t.Fatalf("token %d after the fix, want above %d", res.Lease.Token, first)
+	}
 }

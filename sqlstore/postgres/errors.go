@@ -74,6 +74,9 @@ func ConnectionError(err error) error {
 //     `leasectl migrate up`;
 //   - a newer schema's serving guard (a CHECK constraint named
 //     migrations.ServingGuardPrefix...): unavailable, naming the upgrade;
+//   - the fencing sequence at its limit (2200H from nextval; 22003 from a
+//     setval past its MAXVALUE: fencing raise, the repair): unavailable,
+//     naming the ALTER SEQUENCE that fixes it (see sequenceError);
 //   - a permission error (42501 "permission denied for ...") on a table,
 //     the sequence or the schema: unavailable, naming the GRANT that
 //     gives the privilege (docs/postgres-settings.md lists them);
@@ -111,6 +114,16 @@ func interpretError(op protocol.Op, err error) error {
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the schema was migrated past what this release serves (its guard %s refuses this "+
 					"release's writes; Health names the versions): upgrade leasestore", pe.ConstraintName)
+		case (code == "2200H" || code == "22003") && strings.Contains(pe.Message, `"leasestore_fencing_seq"`):
+			if strings.Contains(pe.Message, "minimum value") {
+				return backendkit.NewError(op, protocol.StatusUnavailable, err,
+					"postgres: leasestore_fencing_seq counts down and reached its MINVALUE, so no token can be drawn: "+
+						"run ALTER SEQUENCE leasestore_fencing_seq INCREMENT BY 1 NO CYCLE (the next Open or Health "+
+						"then moves it past the tokens issued)")
+			}
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: leasestore_fencing_seq has no value left below its MAXVALUE, so no token can be drawn: "+
+					"run ALTER SEQUENCE leasestore_fencing_seq NO MAXVALUE")
 		case code == "42501" && strings.HasPrefix(pe.Message, "permission denied for "):
 			// Not the append-only triggers' refusal, which shares the code.
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: %s", privilegeFix(pe.Message))

@@ -394,6 +394,14 @@ func (b *Backend) check(ctx context.Context) error {
 //   - a fencing sequence that caches values: sessions would hand out tokens
 //     out of order. Tokens of a key still increase (every acquire takes
 //     more than the key's last token), but the sequence must be fixed.
+//   - a fencing sequence that counts down (INCREMENT BY a negative step) or
+//     cycles (CYCLE: past its MAXVALUE it starts again at its MINVALUE):
+//     an acquire of a key whose row the sweep removed could draw a token
+//     the key had (the sweep removes no row meanwhile, see sweepSQL), and
+//     the repair below would wrap it again. Refused (sequenceError).
+//   - a fencing sequence with no value left below its MAXVALUE: every
+//     acquire fails (SQLSTATE 2200H, which interpretError names the same
+//     way). Refused.
 //   - a fencing sequence behind the tokens already issued (a logical
 //     replication switchover, or a restore that did not carry it): harmless
 //     for keys with a row (an acquire takes more than the key's last token,
@@ -407,14 +415,16 @@ func (b *Backend) check(ctx context.Context) error {
 func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	var (
 		syncCommit, replicationRole string
-		cache, lockMS, idleTxMS     int64
+		seq                         fencingSeq
+		lockMS, idleTxMS            int64
 		behind, moved               bool
 		readOnly, recovery          bool
 		schema                      string
 		version, oldest             int64
 	)
 	err := retrySerialization(ctx, op, func() error {
-		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit, &cache, &behind, &moved,
+		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit,
+			&seq.cache, &seq.increment, &seq.cycle, &seq.min, &seq.max, &behind, &seq.exhausted, &moved,
 			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest))
 	})
 	if err != nil && isMissingSchema(err) {
@@ -474,8 +484,8 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	if readOnly || recovery {
 		return nil // nothing can be repaired through a read-only connection
 	}
-	if cache > 1 {
-		return cachedSequenceError(op, cache)
+	if err := sequenceError(op, seq); err != nil {
+		return err
 	}
 	if behind {
 		if _, err := b.pool.Exec(ctx, repairSequenceSQL); err != nil {
@@ -490,12 +500,55 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	return nil
 }
 
-// cachedSequenceError is the refusal of a fencing sequence that caches
-// values (CACHE > 1), by checkSettings and RaiseTokens.
-func cachedSequenceError(op protocol.Op, cache int64) *protocol.Error {
+// fencingSeq is the state of leasestore_fencing_seq that sequenceError
+// judges, as pg_sequence holds it: its cache, increment, whether it cycles,
+// its MINVALUE and MAXVALUE, and whether its next value would pass the
+// MAXVALUE (from the greatest token issued: settingsSQL; RaiseTokens leaves
+// that to setval, which refuses to pass it).
+type fencingSeq struct {
+	cache, increment int64
+	cycle            bool
+	min, max         int64
+	exhausted        bool
+}
+
+// sequenceError is the refusal of a fencing sequence that would not hand
+// out ever greater tokens, by checkSettings and RaiseTokens, naming the
+// ALTER SEQUENCE that fixes all it found; nil when there is none. A
+// sequence that caches values (CACHE > 1) hands them out of order across
+// sessions; one that counts down (INCREMENT BY below 1) or cycles (CYCLE)
+// gives an acquire of a key whose row the sweep removed a token the key
+// had; one with no value left below its MAXVALUE fails every acquire.
+func sequenceError(op protocol.Op, s fencingSeq) error {
+	var what, fix []string
+	if s.cache > 1 {
+		what = append(what, fmt.Sprintf("caches %d values per session, so sessions issue tokens out of order", s.cache))
+		fix = append(fix, "CACHE 1")
+	}
+	if s.increment < 1 || s.cycle {
+		var how []string
+		if s.increment < 1 {
+			how = append(how, fmt.Sprintf("counts down (INCREMENT BY %d)", s.increment))
+		}
+		if s.cycle {
+			how = append(how, fmt.Sprintf("cycles (CYCLE: past its MAXVALUE %d it starts again at %d)", s.max, s.min))
+		}
+		what = append(what, strings.Join(how, " and ")+", so an acquire of a key whose row gc removed can be given "+
+			"a token the key had (the next Open or Health after the fix moves it past the tokens issued)")
+		fix = append(fix, "INCREMENT BY 1 NO CYCLE")
+	}
+	if s.exhausted {
+		if s.increment >= 1 && !s.cycle {
+			what = append(what, fmt.Sprintf("has no value left below its MAXVALUE %d, so every acquire fails", s.max))
+		}
+		fix = append(fix, "NO MAXVALUE")
+	}
+	if len(what) == 0 {
+		return nil
+	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
-		"postgres: leasestore_fencing_seq caches %d values per session, so sessions issue tokens out of order: "+
-			"run ALTER SEQUENCE leasestore_fencing_seq CACHE 1", cache)
+		"postgres: leasestore_fencing_seq %s: run ALTER SEQUENCE leasestore_fencing_seq %s",
+		strings.Join(what, "; it "), strings.Join(fix, " "))
 }
 
 // checkSchema reads the connection's schema and its migration version, in

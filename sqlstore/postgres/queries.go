@@ -543,18 +543,22 @@ FROM (SELECT $1::bigint IS NULL OR pg_backend_pid() = $1::bigint AS direct) AS p
 // with the one the connection was given (ThroughPooler).
 const backendPIDSQL = `SELECT pg_backend_pid()`
 
-// settingsSQL reads what checkSettings judges: synchronous_commit, the
-// fencing sequence's cache, whether the sequence is behind a token in
+// settingsSQL reads what checkSettings judges: synchronous_commit; the
+// fencing sequence's cache, increment, whether it cycles, its MINVALUE and
+// MAXVALUE (pg_sequence); whether it is behind a token in
 // leasestore_leases or the newest audit record's (it lost its state; the
 // leases hold the greatest token ever issued, see sweepSQL, which the newest
-// record need not carry: a renew of an older lease, a prune), whether the
+// record need not carry: a renew of an older lease, a prune); whether its
+// next value would pass its MAXVALUE (from the greater of its last value
+// and those tokens, where the repair would put it); whether the
 // next transaction id would map below the newest audit record (a move to
 // another cluster: see leasestore_audit_new_era), lock_timeout and
 // idle_in_transaction_session_timeout in milliseconds,
 // session_replication_role, whether sessions are read-only by default,
 // whether the server is a standby, and the schema's name, migration version
 // and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
-// schema rolled back or moved on beneath a running service).
+// schema rolled back or moved on beneath a running service). pg_sequence
+// is readable by every role.
 //
 // This statement, sweepSQL and repairSequenceSQL read the sequence's state
 // with pg_sequence_last_value (NULL until its first nextval), which USAGE
@@ -563,10 +567,9 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // the repair) needs UPDATE on it.
 const settingsSQL = `
 SELECT current_setting('synchronous_commit'),
-       (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass),
-       coalesce(greatest((SELECT max(l.token) FROM leasestore_leases l),
-                         (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) >
-                coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0), false),
+       s.seqcache, s.seqincrement, s.seqcycle, s.seqmin, s.seqmax,
+       coalesce(t.token > coalesce(s.issued, 0), false),
+       greatest(t.token, s.issued, 0)::numeric + s.seqincrement > s.seqmax,
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
                 false),
@@ -577,20 +580,28 @@ SELECT current_setting('synchronous_commit'),
        pg_is_in_recovery(),
        current_schema(),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
-       coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)`
+       coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)
+FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
+             pg_sequence_last_value('leasestore_fencing_seq') AS issued
+      FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,
+     (SELECT greatest((SELECT max(l.token) FROM leasestore_leases l),
+                      (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS t
+`
 
-// raiseTokensSQL returns the fencing sequence's cache and, when it caches
-// no values, moves leasestore_fencing_seq @by past every token it issued
+// raiseTokensSQL returns the fencing sequence's cache, increment and
+// whether it cycles and, when it caches no values and counts up without
+// cycling, moves leasestore_fencing_seq @by past every token it issued
 // or the store holds (the leases' rows, the newest audit record's; see
 // repairSequenceSQL) and returns where it put it: see
-// protocol.TokenRaiser. A sequence that caches values is left alone (the
+// protocol.TokenRaiser. Any other sequence is left alone (the
 // floor is NULL): sessions would go on handing out cached values below
-// the floor. nextval, not the sequence's last value, is the base: a value
+// the floor, and one that counts down or cycles would come back below it.
+// nextval, not the sequence's last value, is the base: a value
 // an acquire draws between nextval and setval stays below the floor
 // unless more than @by acquires drew one in that moment.
 var raiseTokensSQL = compile(`
-SELECT s.seqcache,
-       CASE WHEN s.seqcache = 1 THEN
+SELECT s.seqcache, s.seqincrement, s.seqcycle,
+       CASE WHEN s.seqcache = 1 AND s.seqincrement > 0 AND NOT s.seqcycle THEN
            setval('leasestore_fencing_seq',
                   greatest(nextval('leasestore_fencing_seq'),
                            (SELECT max(token) FROM leasestore_leases),
@@ -608,8 +619,9 @@ WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass`)
 const raiseLockSQL = `LOCK TABLE leasestore_audit IN SHARE ROW EXCLUSIVE MODE`
 
 // raiseAuditIDsSQL moves the audit ids of fencing raise, under
-// raiseLockSQL, when the fencing sequence caches no values (a raise of a
-// sequence that does is refused and moves nothing): it sets the era's
+// raiseLockSQL, when the fencing sequence caches no values, counts up and
+// does not cycle, as raiseTokensSQL requires (a raise of any other
+// sequence is refused and moves nothing): it sets the era's
 // offset so that the next transaction id (the snapshot's xmax; later
 // writers' ids are not below it) maps @by + 1 above the greatest id the
 // trail holds or the era could have given so far (every transaction id
@@ -627,7 +639,8 @@ UPDATE leasestore_audit_era e
 SET id_offset = greatest(coalesce((SELECT max(a.id) FROM leasestore_audit a), 0), x.next - 1 + e.id_offset) + @by + 1 - x.next
 FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next) AS x
 WHERE e.id = 1
-  AND (SELECT s.seqcache FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass) = 1`)
+  AND (SELECT s.seqcache = 1 AND s.seqincrement > 0 AND NOT s.seqcycle
+       FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass)`)
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past
@@ -680,7 +693,9 @@ RETURNING id, at`)
 // ended, more than @grace
 // ago, and sets aside up to @limit rows of other ended leases; it returns
 // how many rows it set aside and how many it removed. A row goes only
-// while the fencing sequence has issued its token and caches no values, so
+// while the fencing sequence has issued its token, caches no values, counts
+// up and does not cycle (steady; a DBA's ALTER SEQUENCE of any of them is
+// refused at Open and Health, see checkSettings), so
 // that any later acquire of the key draws a greater one, and never the row
 // holding the table's greatest token (top: read once, and only when a row
 // is otherwise due to go, so a sweep with nothing to remove does not pay
@@ -710,18 +725,19 @@ RETURNING id, at`)
 var sweepSQL = compile(`
 WITH seq AS MATERIALIZED (
     SELECT coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0) AS issued,
-           (SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass) = 1 AS uncached
+           coalesce((SELECT seqcache = 1 AND seqincrement > 0 AND NOT seqcycle
+                     FROM pg_catalog.pg_sequence WHERE seqrelid = 'leasestore_fencing_seq'::regclass), false) AS steady
 ), top AS MATERIALIZED (
     SELECT max(t.token) AS token FROM leasestore_leases t
 ), cand AS MATERIALIZED (
     SELECT l.namespace, l.name,
            (l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached
+            AND l.token <= seq.issued AND seq.steady
             AND l.token < (SELECT top.token FROM top)) AS gone
     FROM leasestore_leases l, seq
     WHERE l.expires_at <= coalesce(@now::timestamptz, now())
       AND ((l.expires_at + l.lock_delay < coalesce(@now::timestamptz, now()) - @grace::interval
-            AND l.token <= seq.issued AND seq.uncached
+            AND l.token <= seq.issued AND seq.steady
             AND l.token < (SELECT top.token FROM top))
            OR l.swept_token IS DISTINCT FROM l.token)
     LIMIT 2 * @limit::integer

@@ -24,13 +24,14 @@ var _ protocol.TokenRaiser = (*Backend)(nil)
 // cluster assigned fewer than by transaction ids since (a record's id is
 // its writer's transaction id plus the era's offset), so that a follower
 // that read them does not skip the new ones. A sequence that caches
-// values is refused as Open refuses it, and nothing moves.
+// values, counts down or cycles is refused as Open refuses it, and
+// nothing moves.
 func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 	if err := protocol.CheckTokenRaise(by); err != nil {
 		return 0, err
 	}
 	var (
-		cache int64
+		seq   fencingSeq
 		floor *int64
 	)
 	err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
@@ -41,13 +42,17 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 		if _, err := tx.Exec(ctx, raiseAuditIDsSQL.sql, raiseAuditIDsSQL.bind(args{"by": by})...); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": by})...).Scan(&cache, &floor)
+		return tx.QueryRow(ctx, raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": by})...).Scan(&seq.cache, &seq.increment,
+			&seq.cycle, &floor)
 	})
 	if err != nil {
 		return 0, raiseError(err)
 	}
 	if floor == nil {
-		return 0, cachedSequenceError(protocol.OpRaiseTokens, cache)
+		if err := sequenceError(protocol.OpRaiseTokens, seq); err != nil {
+			return 0, err
+		}
+		return 0, inconsistent(protocol.OpRaiseTokens, "no floor for the sequence %+v", seq)
 	}
 	return *floor, nil
 }

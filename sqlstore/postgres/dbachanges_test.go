@@ -111,6 +111,12 @@ func TestDisabledAuditTriggersAreRefused(t *testing.T) {
 	healthErr := b.Health(ctxT(t))
 	if healthErr != nil {
 		t.Logf("health refused: %v", healthErr)
+		wantErrStatus(t, "health", healthErr, protocol.StatusUnavailable)
+		for _, name := range []string{"leasestore_audit_no_update_delete", "leasestore_audit_no_truncate", "leasestore_audit_keep_pruned"} {
+			if !strings.Contains(healthErr.Error(), "ALTER TABLE leasestore_audit ENABLE TRIGGER "+name) {
+				t.Fatalf("health: %v; want it to name ALTER TABLE leasestore_audit ENABLE TRIGGER %s", healthErr, name)
+			}
+		}
 		return
 	}
 	var problems []string
@@ -238,5 +244,96 @@ func TestFencingSequenceAtItsMaxValue(t *testing.T) {
 	wantStatus(t, "acquire after the fix", res, err, protocol.StatusAcquired)
 	if res.Lease.Token <= first {
 		t.Fatalf("token %d after the fix, want above %d", res.Lease.Token, first)
+	}
+}
+
+// TestAuditTriggersThatDoNotFireAreRefused: each way a DBA can stop one of
+// the audit trail's triggers from firing (DISABLE TRIGGER by name, ENABLE
+// REPLICA TRIGGER, DROP TRIGGER) is refused at Open, New and Health, naming
+// the trigger and the fix; ENABLE ALWAYS TRIGGER fires in every session and
+// is accepted.
+func TestAuditTriggersThatDoNotFireAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ change, want string }{
+		{"ALTER TABLE leasestore_audit DISABLE TRIGGER leasestore_audit_keep_pruned",
+			"leasestore_audit_keep_pruned is disabled"},
+		{"ALTER TABLE leasestore_audit ENABLE REPLICA TRIGGER leasestore_audit_no_update_delete",
+			"leasestore_audit_no_update_delete fires only in replica sessions"},
+		{"DROP TRIGGER leasestore_audit_no_truncate ON leasestore_audit",
+			"leasestore_audit_no_truncate is missing"},
+		{"ALTER TABLE leasestore_audit ENABLE ALWAYS TRIGGER leasestore_audit_keep_pruned", ""},
+	} {
+		t.Run(c.change, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, dsn, nil)
+			raw := rawPool(t, dsn)
+			mustExec(t, raw, c.change)
+			err := b.Health(ctxT(t))
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("health: %v", err)
+				}
+				return
+			}
+			wantErrStatus(t, "health", err, protocol.StatusUnavailable)
+			name := strings.Fields(c.want)[0]
+			fix := "ALTER TABLE leasestore_audit ENABLE TRIGGER " + name
+			if strings.HasPrefix(c.change, "DROP") {
+				fix = "create " + name + " again as migrations/postgres/00001_leasestore.sql does"
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), fix) {
+				t.Fatalf("health: %v; want it to say %q and name %q", err, c.want, fix)
+			}
+			_, err = postgres.Open(ctxT(t), dsn, nil)
+			wantErrStatus(t, "open", err, protocol.StatusUnavailable)
+			_, err = postgres.New(ctxT(t), raw, nil)
+			wantErrStatus(t, "new", err, protocol.StatusUnavailable)
+		})
+	}
+}
+
+// TestPruneRefusesWhileItsMarkIsNotKept: a prune removes records only
+// while the trigger that marks what it removed fires; otherwise a reader
+// whose cursor lies before them would skip them silently. The prune is
+// refused, naming the fix, removes nothing and writes no record; once the
+// trigger is enabled again it runs, and the reader behind it is told.
+func TestPruneRefusesWhileItsMarkIsNotKept(t *testing.T) {
+	t.Parallel()
+	for _, change := range []string{
+		"ALTER TABLE leasestore_audit DISABLE TRIGGER leasestore_audit_keep_pruned",
+		"ALTER TABLE leasestore_audit ENABLE REPLICA TRIGGER leasestore_audit_keep_pruned",
+	} {
+		t.Run(change, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			ns := pgtest.Namespace()
+			key := keysIn(ns)
+			b := openBackend(t, dsn, nil)
+			raw := rawPool(t, dsn)
+			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+			wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+			mustExec(t, raw, change)
+			records := count(t, raw, "SELECT count(*) FROM leasestore_audit")
+			time.Sleep(50 * time.Millisecond)
+			prune := audit.PruneRequest{Before: res.Lease.AcquiredAt.Add(10 * time.Millisecond), Actor: "ops", RequestID: "prune"}
+			pruned, err := b.PruneAudit(ctxT(t), prune)
+			wantErrStatus(t, fmt.Sprintf("prune (%+v)", pruned), err, protocol.StatusUnavailable)
+			if !strings.Contains(err.Error(), "ALTER TABLE leasestore_audit ENABLE TRIGGER leasestore_audit_keep_pruned") {
+				t.Fatalf("prune: %v; want it to name the fix", err)
+			}
+			if n := count(t, raw, "SELECT count(*) FROM leasestore_audit"); n != records || pruned.Removed != 0 {
+				t.Fatalf("the refused prune removed records: %d left of %d, %+v", n, records, pruned)
+			}
+
+			mustExec(t, raw, "ALTER TABLE leasestore_audit ENABLE TRIGGER leasestore_audit_keep_pruned")
+			if pruned, err = b.PruneAudit(ctxT(t), prune); err != nil || pruned.Removed != 1 {
+				t.Fatalf("prune after the fix: %+v, %v; want the acquire's record removed", pruned, err)
+			}
+			_, err = b.ReadAudit(ctxT(t), audit.Query{Namespace: ns, Cursor: audit.EncodeCursor(1)})
+			if !errors.Is(err, audit.ErrPruned) {
+				t.Fatalf("a read from before the prune: %v; want it behind a prune", err)
+			}
+		})
 	}
 }

@@ -387,6 +387,14 @@ func (b *Backend) check(ctx context.Context) error {
 //     behind a transaction pooler, is refused, naming the fix.
 //   - session_replication_role replica: the triggers that keep the audit
 //     trail append-only do not fire. Refused.
+//   - a trigger of the audit trail that does not fire (a DBA's ALTER
+//     TABLE leasestore_audit DISABLE TRIGGER, USER or ALL or by name, or
+//     ENABLE REPLICA TRIGGER, or a dropped one; see settingsSQL): the same
+//     effect, trigger by trigger: the trail can be edited, or a prune
+//     leaves no mark, so a reader behind it skips the removed records
+//     silently. Refused, naming the ENABLE TRIGGER that fixes it. The
+//     schema's version is judged first (the mark's trigger comes with
+//     version 7: a schema rolled back below it is named as such).
 //   - at Health only (a standby serves reads, so Open accepts it): a
 //     server in recovery, or sessions that are read-only by default
 //     (default_transaction_read_only, as a role or database may set it):
@@ -421,11 +429,12 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		readOnly, recovery          bool
 		schema                      string
 		version, oldest             int64
+		triggers                    []string
 	)
 	err := retrySerialization(ctx, op, func() error {
 		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit,
 			&seq.cache, &seq.increment, &seq.cycle, &seq.min, &seq.max, &behind, &seq.exhausted, &moved,
-			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest))
+			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest, &triggers))
 	})
 	if err != nil && isMissingSchema(err) {
 		// A schema below the version whose tables settingsSQL reads (rolled
@@ -469,6 +478,9 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 			"postgres: session_replication_role is replica on this pool's connections, so the triggers that keep "+
 				"the audit trail append-only do not fire: set it to origin (ALTER ROLE ... RESET session_replication_role)")
+	}
+	if len(triggers) > 0 {
+		return auditTriggersError(op, triggers)
 	}
 	if op == protocol.OpHealth && recovery {
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
@@ -549,6 +561,48 @@ func sequenceError(op protocol.Op, s fencingSeq) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 		"postgres: leasestore_fencing_seq %s: run ALTER SEQUENCE leasestore_fencing_seq %s",
 		strings.Join(what, "; it "), strings.Join(fix, " "))
+}
+
+// auditTriggersError is checkSettings' refusal of the audit trail's
+// triggers that do not fire, given as settingsSQL reads them (name=state,
+// the state pg_trigger's tgenabled: D disabled, R fires only in replica
+// sessions; - missing), naming what each one's absence allows and the
+// statements that fix it.
+func auditTriggersError(op protocol.Op, triggers []string) *protocol.Error {
+	var what, fix, effects []string
+	edited, unmarked := false, false
+	for _, t := range triggers {
+		name, state, _ := strings.Cut(t, "=")
+		if name == "leasestore_audit_keep_pruned" {
+			unmarked = true
+		} else {
+			edited = true
+		}
+		switch state {
+		case "D":
+			what = append(what, name+" is disabled")
+			fix = append(fix, "ALTER TABLE leasestore_audit ENABLE TRIGGER "+name)
+		case "R":
+			what = append(what, name+" fires only in replica sessions (ENABLE REPLICA TRIGGER)")
+			fix = append(fix, "ALTER TABLE leasestore_audit ENABLE TRIGGER "+name)
+		default:
+			what = append(what, name+" is missing")
+			from := "00001_leasestore.sql"
+			if name == "leasestore_audit_keep_pruned" {
+				from = "00007_prune_horizon.sql"
+			}
+			fix = append(fix, "create "+name+" again as migrations/postgres/"+from+" does")
+		}
+	}
+	if edited {
+		effects = append(effects, "the trail can be edited or emptied (UPDATE, DELETE, TRUNCATE)")
+	}
+	if unmarked {
+		effects = append(effects, "a prune leaves no mark, so a reader behind it skips the removed records silently")
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"postgres: the audit trail's triggers do not all fire (%s), so %s: run %s",
+		strings.Join(what, ", "), strings.Join(effects, ", and "), strings.Join(fix, "; "))
 }
 
 // checkSchema reads the connection's schema and its migration version, in

@@ -81,6 +81,17 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	}
 }
 
+// unmarkedPruneError is the refusal of a prune batch while the trigger
+// that marks what prunes removed does not fire (see pruneBatchSQL): the
+// batch rolls back whole, having removed nothing.
+func unmarkedPruneError() *protocol.Error {
+	return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+		"postgres: the audit trail's trigger leasestore_audit_keep_pruned does not fire (disabled by ALTER TABLE, "+
+			"or kept from firing by session_replication_role), so a prune would leave no mark and a reader behind it "+
+			"would skip the removed records silently; the prune stopped before removing more: run ALTER TABLE "+
+			"leasestore_audit ENABLE TRIGGER leasestore_audit_keep_pruned (and set session_replication_role to origin)")
+}
+
 // pruneOnce runs one batch; when it is the last (fewer than pruneBatch
 // records left), it also writes the prune's record and returns it.
 func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, before int64) (int64, *audit.Record, error) {
@@ -93,8 +104,12 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, before in
 		if _, err := tx.Exec(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&n); err != nil {
+		var marks bool
+		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &n); err != nil {
 			return err
+		}
+		if !marks {
+			return unmarkedPruneError()
 		}
 		if _, err := tx.Exec(ctx, pruneCloseSQL.sql); err != nil {
 			return err

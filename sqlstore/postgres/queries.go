@@ -555,10 +555,16 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // another cluster: see leasestore_audit_new_era), lock_timeout and
 // idle_in_transaction_session_timeout in milliseconds,
 // session_replication_role, whether sessions are read-only by default,
-// whether the server is a standby, and the schema's name, migration version
+// whether the server is a standby, the schema's name, migration version
 // and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
-// schema rolled back or moved on beneath a running service). pg_sequence
-// is readable by every role.
+// schema rolled back or moved on beneath a running service), and those of
+// the audit trail's triggers that would not fire in a session whose
+// session_replication_role is origin, as name=state (pg_trigger.tgenabled:
+// D disabled, R replica only; - missing), NULL when all fire: the two that
+// keep it append-only (migration 1) and the one that marks what prunes
+// removed (migration 7; checkSettings judges the version first, so a
+// schema rolled back below it is named as such). pg_sequence and
+// pg_trigger are readable by every role.
 //
 // This statement, sweepSQL and repairSequenceSQL read the sequence's state
 // with pg_sequence_last_value (NULL until its first nextval), which USAGE
@@ -580,7 +586,12 @@ SELECT current_setting('synchronous_commit'),
        pg_is_in_recovery(),
        current_schema(),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
-       coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0)
+       coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0),
+       (SELECT array_agg(w.name || '=' || coalesce(g.tgenabled::text, '-') ORDER BY w.name)
+        FROM unnest(ARRAY['leasestore_audit_keep_pruned', 'leasestore_audit_no_truncate',
+                          'leasestore_audit_no_update_delete']) AS w(name)
+        LEFT JOIN pg_catalog.pg_trigger g ON g.tgrelid = 'leasestore_audit'::regclass AND g.tgname = w.name
+        WHERE coalesce(g.tgenabled::text, '-') NOT IN ('O', 'A'))
 FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
              pg_sequence_last_value('leasestore_fencing_seq') AS issued
       FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,
@@ -657,18 +668,34 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // delete the oldest @limit of them, close the window. pruneRecordSQL writes
 // the prune's own record in the last batch's transaction, with an id made
 // as the lease statements make theirs.
+//
+// pruneBatchSQL deletes only while leasestore_audit_keep_pruned (migration
+// 7) fires in this session (ENABLE ALWAYS; ENABLE, the default, unless the
+// session's session_replication_role is replica; ENABLE REPLICA only if it
+// is; never after DISABLE TRIGGER), and returns whether it does: without
+// it the batch would leave no mark, and a reader whose cursor lies before
+// the removed records would skip them silently. Its catalog read sees the trigger as the DELETE will: the
+// statement's snapshot is taken after its lock on the trail, which an
+// ALTER TABLE of the trail's triggers waits for, and the other way round.
 var (
 	pruneOpenSQL = compile(`
 INSERT INTO leasestore_audit_prune (id, before) VALUES (1, @before)
 ON CONFLICT (id) DO UPDATE SET before = excluded.before`)
 
 	pruneBatchSQL = compile(`
-WITH gone AS (
+WITH mark AS MATERIALIZED (
+    SELECT EXISTS (SELECT FROM pg_catalog.pg_trigger g
+                   WHERE g.tgrelid = 'leasestore_audit'::regclass AND g.tgname = 'leasestore_audit_keep_pruned'
+                     AND CASE current_setting('session_replication_role')
+                             WHEN 'replica' THEN g.tgenabled IN ('A', 'R')
+                             ELSE g.tgenabled IN ('A', 'O') END) AS fires
+), gone AS (
     DELETE FROM leasestore_audit
     WHERE id IN (SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit)
+      AND (SELECT mark.fires FROM mark)
     RETURNING 1
 )
-SELECT count(*) FROM gone`)
+SELECT (SELECT mark.fires FROM mark), count(*) FROM gone`)
 
 	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
 

@@ -2,7 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
@@ -32,9 +37,21 @@ import (
 //
 // A batch runs in a goroutine of the Backend's, under a deadline of its
 // own (the latest of its writes'), so that no caller's deadline or
-// cancellation fails the others. A caller whose context ends while its
-// write waits in the queue gets timeout and the write is never run; once
-// a batch has taken it, the caller waits for the batch's answer.
+// cancellation fails the others. Every write keeps its own deadline all
+// the same (writeBatch):
+//   - A caller whose context ends while its write waits in the queue gets
+//     timeout and the write is never run (backendkit.NotSent).
+//   - A batch waits for the file's write lock (BEGIN IMMEDIATE, held by
+//     another connection: another process, leasectl gc, a second Backend)
+//     only until the earliest deadline of its writes; then it leaves out
+//     the writes whose deadline passed and begins again for the others. A
+//     write is run only if its deadline has not passed when its turn in
+//     the transaction comes; one left out was not written, and its caller
+//     gets timeout saying so.
+//   - A caller whose context ends once its write ran, before the batch
+//     committed, gets timeout at once: the write may or may not take
+//     effect (the batch commits it if the batch's deadline allows), and a
+//     retry with the same request id tells which.
 //
 // A transaction's deadline is its BEGIN's context: database/sql rolls the
 // transaction back when it ends, and Commit refuses once it has ended, so
@@ -51,11 +68,30 @@ import (
 // maxWriteBatch bounds the writes of one transaction.
 const maxWriteBatch = 64
 
+// The states of a pendingWrite in a batch. The batch moves a write from
+// queued to claimed (it runs it) or dropped (its deadline passed first: it
+// is never run), and from claimed to answered once the batch ended. Its
+// caller, when its context ends while the batch runs, moves it from queued
+// to dropped, or from claimed to left: then the batch, not the caller,
+// hands the write's outcome to its after function.
+const (
+	writeQueued int32 = iota
+	writeClaimed
+	writeDropped
+	writeLeft
+	writeAnswered
+)
+
 // pendingWrite is one write waiting for, or in, a batch.
 type pendingWrite struct {
-	op  protocol.Op
-	fn  change
-	res protocol.Result // the answer: set by the batch
+	ctx   context.Context // the caller's: its deadline and cancellation
+	op    protocol.Op
+	fn    change
+	after func(protocol.Result, error) (protocol.Result, error) // nil: none
+	state atomic.Int32
+	// The answer, set by the batch: read by the caller once the batch
+	// ended (backendkit.Ran) or once state is writeAnswered.
+	res protocol.Result
 	err error
 }
 
@@ -77,14 +113,86 @@ func newWriter(b *Backend, maxBatch int) *writer {
 // write runs fn in a write transaction: at once when none runs, else in
 // the next batch. now is read once the write lock is held.
 func (b *Backend) write(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
-	p := &pendingWrite{op: op, fn: fn}
-	// A write taken by a batch may be running, and writes what fn
-	// captured: Do waits for its batch to end (bounded by the batch's own
-	// deadline).
-	if b.writer.q.Do(ctx, p, func() { p.res, p.err = b.writeAlone(ctx, op, fn) }, true) == backendkit.NotSent {
-		return protocol.Result{}, b.interpret(ctx, op, ctx.Err())
+	return b.writeThen(ctx, op, fn, nil)
+}
+
+// writeThen is write, whose outcome goes through after (when not nil)
+// before it is returned. after runs once, in the caller's goroutine, or,
+// when the caller's context ended while its batch ran the write, in the
+// batch's goroutine once the batch ended, with the write's real outcome
+// (the caller got timeout): what fn captured is then the batch's until
+// after returns, and the caller must not read it on an error.
+func (b *Backend) writeThen(ctx context.Context, op protocol.Op, fn change,
+	after func(protocol.Result, error) (protocol.Result, error)) (protocol.Result, error) {
+	p := &pendingWrite{ctx: ctx, op: op, fn: fn, after: after}
+	var (
+		res protocol.Result
+		err error
+	)
+	switch b.writer.q.Do(ctx, p, func() { p.res, p.err = b.writeAlone(ctx, op, fn) }, false) {
+	case backendkit.Ran:
+		res, err = p.res, p.err
+	case backendkit.NotSent:
+		err = b.interpret(ctx, op, ctx.Err())
+	case backendkit.Running:
+		var left bool
+		res, err, left = b.leave(ctx, p)
+		if left {
+			return res, err
+		}
 	}
-	return p.res, p.err
+	if after != nil {
+		return after(res, err)
+	}
+	return res, err
+}
+
+// leave answers the caller of p, whose context ended while p's batch ran:
+// timeout, saying whether the write was left out (not written) or may
+// still be committed (left: the batch then runs p.after), or the answer
+// the batch already gave.
+func (b *Backend) leave(ctx context.Context, p *pendingWrite) (res protocol.Result, err error, left bool) {
+	for {
+		switch p.state.Load() {
+		case writeQueued:
+			if p.state.CompareAndSwap(writeQueued, writeDropped) {
+				return protocol.Result{}, b.notWritten(ctx, p.op, ctx.Err()), false
+			}
+		case writeDropped:
+			return protocol.Result{}, b.notWritten(ctx, p.op, ctx.Err()), false
+		case writeClaimed:
+			if p.state.CompareAndSwap(writeClaimed, writeLeft) {
+				return protocol.Result{}, b.effectUnknown(ctx, p.op), true
+			}
+		case writeAnswered:
+			return p.res, p.err, false
+		}
+	}
+}
+
+// notWritten is the timeout of a write left out of its batch: its
+// deadline passed (or its caller cancelled it, as cause says) before the
+// batch ran it.
+func (b *Backend) notWritten(ctx context.Context, op protocol.Op, cause error) error {
+	why := "the deadline passed"
+	if errors.Is(cause, context.Canceled) {
+		why = "the caller cancelled the operation"
+	}
+	return backendkit.NewError(op, protocol.StatusTimeout, cause,
+		"sqlite database %q: %s before the write's batch ran it (the batch waited for the file's write lock, "+
+			"held by another connection, or for the writes before it): it was not written", b.file, why)
+}
+
+// effectUnknown is the timeout of a caller whose context ended after its
+// batch ran its write, before the batch ended.
+func (b *Backend) effectUnknown(ctx context.Context, op protocol.Op) error {
+	why := "the deadline passed"
+	if errors.Is(ctx.Err(), context.Canceled) {
+		why = "the caller cancelled the operation"
+	}
+	return backendkit.NewError(op, protocol.StatusTimeout, ctx.Err(),
+		"sqlite database %q: %s while the write's batch ran: the write may or may not take effect "+
+			"(retry with the same request id to learn which)", b.file, why)
 }
 
 // statementContext returns the context of the statements of a write
@@ -112,40 +220,181 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 	return res, nil
 }
 
-// writeBatch runs batch in one transaction, each write in a savepoint.
-func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
-	if len(batch) == 1 {
-		p := batch[0]
-		p.res, p.err = b.writeAlone(ctx, p.op, p.fn)
-		return
+// deadline returns when p's deadline passes: its caller's, or, for a
+// caller without one, the batch's (ctx's).
+func (p *pendingWrite) deadline(ctx context.Context) time.Time {
+	if d, ok := p.ctx.Deadline(); ok {
+		return d
 	}
-	b.writer.batches.Add(1)
-	fail := func(err error) { // every write: none of the batch happened
-		for _, p := range batch {
-			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+	d, _ := ctx.Deadline() // the Coalescer gives every batch one
+	return d
+}
+
+// expired reports whether p's deadline passed at now, or its caller
+// cancelled it, in a batch under ctx.
+func (p *pendingWrite) expired(ctx context.Context, now time.Time) bool {
+	d := p.deadline(ctx)
+	return p.ctx.Err() != nil || (!d.IsZero() && !now.Before(d))
+}
+
+// drop leaves p out of its batch, unless its caller did already or the
+// batch runs it: it reports whether p is now out.
+func (b *Backend) drop(ctx context.Context, p *pendingWrite) bool {
+	if p.state.CompareAndSwap(writeQueued, writeDropped) {
+		cause := p.ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
 		}
+		p.res, p.err = protocol.Result{}, b.notWritten(ctx, p.op, cause)
+		return true
 	}
-	tx, err := b.db.BeginTx(ctx, nil)
-	if err != nil {
-		fail(err)
-		return
-	}
-	defer func() { _ = tx.Rollback() }()
-	now, sctx := b.clock(), statementContext(ctx)
-	for _, p := range batch {
-		if _, err := tx.ExecContext(sctx, qSavepoint); err != nil {
-			fail(err)
+	return p.state.Load() == writeDropped
+}
+
+// writeBatch runs batch in one transaction, each write in a savepoint
+// (a write alone without one), and answers each write (see Coalescing
+// above): it waits for the write lock only until the earliest deadline of
+// the writes still in, and leaves out every write whose deadline passed
+// before its turn.
+func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
+	live := batch
+	for {
+		now := time.Now()
+		// A copy: the batch's slice belongs to the Coalescer.
+		live = slices.DeleteFunc(slices.Clone(live), func(p *pendingWrite) bool {
+			return p.state.Load() == writeDropped || (p.expired(ctx, now) && b.drop(ctx, p))
+		})
+		if len(live) == 0 {
 			return
 		}
-		res, commit, err := p.fn(sctx, tx, now)
-		if err != nil || !commit {
+		until := live[0].deadline(ctx)
+		for _, p := range live[1:] {
+			if d := p.deadline(ctx); d.Before(until) {
+				until = d
+			}
+		}
+		tx, cancel, err := b.beginUntil(ctx, until)
+		if errors.Is(err, errBeginCut) || (err != nil && ctx.Err() != nil) {
+			continue // the earliest deadline passed: leave those writes out
+		}
+		if err != nil {
+			// Nothing of the batch was written.
+			for _, p := range live {
+				p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+				p.state.CompareAndSwap(writeQueued, writeAnswered) // else its caller left it out
+			}
+			return
+		}
+		b.runBatch(ctx, tx, live)
+		cancel()
+		return
+	}
+}
+
+// errBeginCut reports that beginUntil stopped waiting for the write lock
+// at its until. It never leaves the package.
+var errBeginCut = errors.New("sqlite: the wait for the write lock reached the earliest deadline of the batch")
+
+// beginUntil begins a transaction under ctx (the batch's deadline, which
+// the transaction keeps), waiting for the write lock (BEGIN IMMEDIATE)
+// only until until: then it gives up with errBeginCut. cancel ends the
+// transaction's context once it is over.
+func (b *Backend) beginUntil(ctx context.Context, until time.Time) (tx *sql.Tx, cancel context.CancelFunc, err error) {
+	txCtx, cancel := context.WithCancel(ctx)
+	var (
+		mu         sync.Mutex
+		begun, cut bool
+	)
+	if d, ok := ctx.Deadline(); !ok || until.Before(d) {
+		t := time.AfterFunc(time.Until(until), func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !begun {
+				cut = true
+				cancel()
+			}
+		})
+		defer t.Stop()
+	}
+	tx, err = b.db.BeginTx(txCtx, nil)
+	mu.Lock()
+	begun = true
+	wasCut := cut
+	mu.Unlock()
+	if wasCut {
+		// Cut as it began, maybe: database/sql rolls back a transaction
+		// whose context ended.
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		cancel()
+		return nil, nil, errBeginCut
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return tx, cancel, nil
+}
+
+// runBatch runs the writes of live in tx, which holds the write lock,
+// commits, and answers them.
+func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite) {
+	var ran []*pendingWrite // the writes run: claimed for this transaction
+	defer func() {
+		for _, p := range ran {
+			if !p.state.CompareAndSwap(writeClaimed, writeAnswered) && p.after != nil {
+				// Its caller left with timeout: the outcome is for after.
+				_, _ = p.after(p.res, p.err)
+			}
+		}
+	}()
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	alone := len(live) == 1
+	if !alone {
+		b.writer.batches.Add(1)
+	}
+	fail := func(err error, rest []*pendingWrite) { // none of the batch happened
+		for _, p := range ran {
+			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+		}
+		for _, p := range rest { // not run yet: answered (or left out by their callers)
+			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+			p.state.CompareAndSwap(writeQueued, writeAnswered)
+		}
+	}
+	now, sctx := b.clock(), statementContext(ctx)
+	commit := false
+	for i, p := range live {
+		if p.expired(ctx, time.Now()) && b.drop(ctx, p) {
+			continue
+		}
+		if !p.state.CompareAndSwap(writeQueued, writeClaimed) {
+			continue // its caller left it out
+		}
+		ran = append(ran, p)
+		if alone {
+			res, ok, err := p.fn(sctx, tx, now)
+			if err != nil {
+				p.err = b.interpret(ctx, p.op, err)
+				continue
+			}
+			p.res, commit = res, ok
+			continue
+		}
+		if _, err := tx.ExecContext(sctx, qSavepoint); err != nil {
+			fail(err, live[i+1:])
+			return
+		}
+		res, ok, err := p.fn(sctx, tx, now)
+		if err != nil || !ok {
 			if _, rerr := tx.ExecContext(sctx, qRollbackSavepoint); rerr != nil {
-				fail(rerr)
+				fail(rerr, live[i+1:])
 				return
 			}
 		}
-		if _, err := tx.ExecContext(sctx, qReleaseSavepoint); err != nil {
-			fail(err)
+		if _, rerr := tx.ExecContext(sctx, qReleaseSavepoint); rerr != nil {
+			fail(rerr, live[i+1:])
 			return
 		}
 		if err != nil {
@@ -153,9 +402,13 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 			continue
 		}
 		p.res = res
+		commit = commit || ok
+	}
+	if !commit {
+		return // nothing to write: the deferred rollback ends tx
 	}
 	if err := tx.Commit(); err != nil {
-		fail(err)
+		fail(err, nil)
 	}
 }
 

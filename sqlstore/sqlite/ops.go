@@ -248,7 +248,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 	const op = protocol.OpRelease
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
-	return b.woke(req.Key, protocol.StatusReleased, &rid)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -274,7 +274,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 		rid = id
 		b.notify.own(id)
 		return protocol.Result{Status: protocol.StatusReleased, Lease: &l}, true, nil
-	}))
+	}, b.woke(req.Key, protocol.StatusReleased, &rid))
 }
 
 // Revoke deletes the live lease at req.Key whoever holds it (only the one
@@ -284,7 +284,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 	const op = protocol.OpRevoke
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
-	return b.woke(req.Key, protocol.StatusRevoked, &rid)(b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
 			return res, false, err
 		}
@@ -316,11 +316,12 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 		rid = id
 		b.notify.own(id)
 		return protocol.Result{Status: protocol.StatusRevoked, Lease: &l}, true, nil
-	}))
+	}, b.woke(req.Key, protocol.StatusRevoked, &rid))
 }
 
-// woke returns a pass-through of a write's answer that signals the
-// Backend's waiters of key when the write took effect with status st.
+// woke returns a pass-through of a write's answer (writeThen's after)
+// that signals the Backend's waiters of key when the write took effect
+// with status st (also when its caller left before its batch ended).
 // *rid is the id of the audit record the write made (0 for none), which
 // the write marked as signalled here so that the poller does not signal
 // it again; a write that did not take effect unmarks it.

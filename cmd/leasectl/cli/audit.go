@@ -145,7 +145,11 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 			if err := q.Validate(); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			s, err := a.openStoreFor(cmd.Context(), readAccess)
+			acc := readAccess
+			if follow {
+				acc = followAccess
+			}
+			s, err := a.openStoreFor(cmd.Context(), acc)
 			if err != nil {
 				return err
 			}

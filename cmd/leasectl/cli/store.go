@@ -127,6 +127,10 @@ type access int
 const (
 	writeAccess access = iota // changes leases or the trail
 	readAccess                // only reads: a SQLite file this user cannot write is opened read-only
+	// followAccess only reads, and goes on reading while others write
+	// (audit --follow, watch): as readAccess, but a SQLite file is never
+	// opened immutable (openSQLiteReadOnly).
+	followAccess
 )
 
 // openStore opens the store named by the DSN in effect for writing; see
@@ -250,13 +254,14 @@ const sqliteAttempts = 5
 //
 // A file this user can read but not write (or in a directory it cannot
 // write, where SQLite cannot make its WAL files) is opened read-only for
-// readAccess, and refused with the reason for writeAccess.
+// readAccess and followAccess, and refused with the reason for
+// writeAccess.
 func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config) (*sql.DB, *sqlite.Backend, error) {
 	switch ro, err := sqliteReadOnly(t.path); {
 	case err != nil:
 		return nil, nil, err
-	case ro && acc == readAccess:
-		return a.openSQLiteReadOnly(ctx, t)
+	case ro && acc != writeAccess:
+		return a.openSQLiteReadOnly(ctx, t, acc == followAccess)
 	case ro:
 		return nil, nil, fmt.Errorf("sqlite: %s is read-only to this user: changing leases needs write access "+
 			"to the file and its directory (reads such as get, list and audit work)", t.path)
@@ -333,10 +338,17 @@ func sqliteReadOnly(path string) (bool, error) {
 //
 // A WAL file is read through its -shm index, which SQLite must create when
 // no writer has it open; in a directory this user cannot write it cannot.
-// When there is no -wal file (no writer has the file open, and every commit
-// is in the main file) the file is then opened immutable: read without
-// locks, which is sound for as long as nobody writes meanwhile.
-func (a *app) openSQLiteReadOnly(ctx context.Context, t target) (*sql.DB, *sqlite.Backend, error) {
+// While the -wal and -shm files are there (a writer has the file open, or
+// left them), they are read as they are, and later commits show: the
+// read-only connection keeps them from being removed when the writers
+// close, as any open connection does. When there is no -wal file (no
+// writer has the file open, and every commit is in the main file) the file
+// can then only be opened immutable: read without locks and without the
+// WAL, which is sound for as long as nobody writes meanwhile, and never
+// shows a later commit. A one-shot read takes that; a follower (follow)
+// is refused, naming what to do, rather than left waiting for commits it
+// would never see.
+func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool) (*sql.DB, *sqlite.Backend, error) {
 	abs, err := filepath.Abs(t.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: %s: %w", t.path, err)
@@ -345,6 +357,15 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target) (*sql.DB, *sqlit
 	a.log.Debug("sqlite: the file is read-only to this user; opening it read-only", "file", t.path)
 	db, err := sqlite.OpenDB(u.String())
 	if _, walErr := os.Stat(abs + "-wal"); err != nil && errors.Is(walErr, fs.ErrNotExist) {
+		if follow {
+			a.log.Debug("sqlite: opening read-only failed", "file", t.path, "err", err)
+			return nil, nil, fmt.Errorf("sqlite: %s: following it needs a read that sees other processes' commits, but "+
+				"this user cannot write its directory (where SQLite keeps the -wal and -shm files) and no process has "+
+				"it open now (there is no -wal file), so it could only be read as it is now and no later commit would "+
+				"show. Start following while a writer has the store open (the service using it, or leasectl serve; "+
+				"the follower then sees every later commit, also once that writer has exited), give this user write "+
+				"access to the file and its directory, or follow a served store (--dsn http://...)", t.path)
+		}
 		a.log.Debug("sqlite: no writer has the file open and its directory is read-only; reading it without locks",
 			"file", t.path, "err", err)
 		// Not sqlite.OpenDB: an immutable file reports journal mode

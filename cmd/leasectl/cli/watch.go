@@ -72,7 +72,7 @@ reads taken or renewed and those live when it starts.
 				return err
 			}
 			ctx := cmd.Context()
-			s, err := a.openStoreFor(ctx, readAccess)
+			s, err := a.openStoreFor(ctx, followAccess)
 			if err != nil {
 				return err
 			}

@@ -97,8 +97,15 @@ its TTL.
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2) are passed on to the group. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
-process group, so that job control works as for any command (Ctrl-C and
-Ctrl-Z reach CMD directly), and only CMD itself is signalled.
+process group, so that job control works as for any command: Ctrl-C,
+Ctrl-\ and Ctrl-Z reach CMD directly, from the terminal, as does the
+SIGHUP a shell sends its job on a hangup, and only CMD itself is
+signalled. There run passes on SIGTERM, SIGUSR1 and SIGUSR2, but not
+SIGINT, SIGQUIT or SIGHUP, which CMD got already (passed on, they would
+reach it twice), so that kill -INT with leasectl's pid does not reach CMD:
+signal CMD or the group (kill -INT -- -PGID). SIGHUP is passed on when run
+leads its session (a terminal emulator or tmux started it, or a shell
+exec'd it): a hangup then signals run alone.
 
 --request-id ID makes the acquire idempotent, so that a run whose outcome
 was unknown (exit 5: the acquire may have taken the lease) can be run
@@ -304,7 +311,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	// sends the group SIGTERM, then SIGKILL after grace; processes CMD
 	// leaves behind when it ends get the same before the release (a
 	// release while they run would let another holder start beside
-	// them); signals to run are passed on to the group.
+	// them); signals to run are passed on to the group (in a terminal,
+	// those the group did not get directly).
 	lost, survived := false, false
 	held := h.Context().Done()
 	var kill, poll <-chan time.Time
@@ -359,7 +367,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			reapBy = time.Now().Add(killWait)
 			poll = time.After(groupPoll)
 		case sig := <-sigs:
-			group.signal(sig)
+			if group.forwards(sig) {
+				group.signal(sig)
+			}
 		}
 	}
 	// CMD's code once Wait returned (done nil: its ProcessState is set);

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,11 +40,27 @@ func TestRunCommandDiesWithKilledLeasectl(t *testing.T) {
 	// Past the lease's TTL: anyone may take the key now.
 	time.Sleep(1500 * time.Millisecond)
 	r := c.run(t, "acquire", "killed-run", "--owner", "second", "-o", "json")
-	cmdAlive := !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	cmdAlive := running(pid)
 	if r.code == 0 && cmdAlive {
 		t.Fatalf("leasectl run was SIGKILLed: its command (pid %d) still runs 1.5s later, after its lease (ttl 1s) ran out and another owner acquired the key (exit %d): two holders at once", pid, r.code)
 	}
 	if cmdAlive {
 		t.Fatalf("leasectl run was SIGKILLed: its command (pid %d) still runs 1.5s later, with nobody renewing its lease", pid)
 	}
+}
+
+// running reports whether process pid runs: it exists and is not a
+// zombie. A killed orphan is a zombie until init reaps it, which an init
+// that reaps late (as some containers' do) leaves it for a while.
+func running(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	// pid (comm) state ...: comm may hold anything.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) == 0 || (f[0] != "Z" && f[0] != "X")
 }

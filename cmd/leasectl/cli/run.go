@@ -107,6 +107,14 @@ signal CMD or the group (kill -INT -- -PGID). SIGHUP is passed on when run
 leads its session (a terminal emulator or tmux started it, or a shell
 exec'd it): a hangup then signals run alone.
 
+When leasectl itself is killed (SIGKILL: the OOM killer, a supervisor's
+hard stop), nothing renews the lease and it runs out after its TTL. On
+Linux CMD gets SIGKILL then; what CMD started does not (it runs on, in
+CMD's process group, whose id is CMD's pid outside a terminal), nor does
+a CMD that executes a set-user-ID program (sudo), nor any CMD on other
+systems. Such processes run on beside the next holder: --lock-delay D
+holds that one off for D after the lease ran out, no longer.
+
 --request-id ID makes the acquire idempotent, so that a run whose outcome
 was unknown (exit 5: the acquire may have taken the lease) can be run
 again with the same ID and the same KEY, --owner, --ttl and --lock-delay:
@@ -294,7 +302,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	if err := c.Start(); err != nil {
+	done, err := startCommand(c)
+	if err != nil {
 		_ = h.Release(context.Background())
 		code := exitCannotExecute
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -304,8 +313,6 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return exitCode(code)
 	}
 	group.started(c.Process)
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
 
 	// Until CMD has ended and no process of its group is left: a loss
 	// sends the group SIGTERM, then SIGKILL after grace; processes CMD

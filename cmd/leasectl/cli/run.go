@@ -86,7 +86,12 @@ CMD ended first and the release finds the lease gone). A revoke
 or a release by another process is heard at once (the store signals it);
 the renewal is the fallback. Between the loss and CMD's end (up to
 --grace) another holder may start: --lock-delay D (at least --grace plus a
-margin) keeps the key from acquires for D after a revoke or expiry.
+margin) keeps the key from acquires for D after a revoke or expiry. A
+lease given up because no renewal answered before it would run out may
+still be held in the store (the renewals took effect, their answers were
+lost): once CMD's group is gone, run sends the release all the same (one,
+bounded by a third of --ttl), so that the key is free at once, and
+exits 6 whatever the store answers.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -398,6 +403,13 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return exitCode(code)
 	}
 	if lost {
+		// Lost by the local clock (no renewal answered), the lease may
+		// still be live in the store: now that the command's group is
+		// gone, Release sends the release (bounded by the renewal
+		// timeout), so that the key is free at once, not after the TTL
+		// and the lock-delay. A lease the store ended is not released
+		// again; either way Release answers the loss.
+		_ = h.Release(context.Background())
 		return exitCode(ExitLost)
 	}
 	if err := h.Release(context.Background()); err != nil {

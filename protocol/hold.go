@@ -64,10 +64,20 @@ var ErrLeaseLost = errors.New("lease: lost")
 // lostError is [ErrLeaseLost] with the reason: it matches both, and its
 // text says "lease: lost: " once, not before the reason's own "lease: "
 // (a *Error reads "lease: renew KEY: not_found: ...").
-type lostError struct{ why error }
+type lostError struct {
+	why error
+	// byClock: given up by the local clock, no renewal having answered
+	// before the lease would run out; the store may still hold it (the
+	// renewals took effect and only their answers were lost).
+	byClock bool
+}
 
 // lost returns the cause of a Held's context when why lost the lease.
 func lost(why error) error { return &lostError{why: why} }
+
+// lostByClock returns the cause of a Held's context when the lease was
+// given up by the local clock: why says how.
+func lostByClock(why error) error { return &lostError{why: why, byClock: true} }
 
 func (e *lostError) Error() string {
 	return ErrLeaseLost.Error() + ": " + strings.TrimPrefix(e.why.Error(), "lease: ")
@@ -254,6 +264,16 @@ func (h *Held) Done() <-chan struct{} { return h.done }
 // Release stops renewing and releases the lease. It returns the release's
 // error; a lease already lost answers with the loss's cause instead.
 //
+// A lease given up by the local clock (no renewal answered before it would
+// run out) may still be live in the store, when the renewals took effect
+// and only their answers were lost: Release then sends the release all the
+// same, once, so that the key is free at once instead of after the lease's
+// TTL (and then its lock-delay), and answers the loss's cause whatever the
+// store answers. A lease the store ended (a refused renewal, a revoke or
+// another holder it signalled) is not released again. As after any loss,
+// call Release once the work under the lease has stopped: a release lets
+// another holder in.
+//
 // The release runs even when ctx is cancelled, as the context given to Hold
 // usually is when a deferred Release runs at shutdown: it keeps ctx's
 // values, not its cancellation, and is bounded by ctx's deadline while that
@@ -272,11 +292,27 @@ func (h *Held) Release(ctx context.Context) error {
 	if cause := context.Cause(h.ctx); cause != nil && errors.Is(cause, ErrLeaseLost) {
 		h.cancel(nil)
 		<-h.done
+		if le := (*lostError)(nil); errors.As(cause, &le) && le.byClock {
+			// The store may still hold it. A refusal (it ran out, or the
+			// renewals never took effect) or no answer changes nothing:
+			// the lease was lost either way, and is not released again.
+			_ = h.release(ctx)
+		}
 		h.released, h.relErr = true, cause
 		return cause
 	}
 	h.cancel(context.Canceled)
 	<-h.done
+	err := h.release(ctx)
+	if st := StatusOf(err); st != StatusTimeout && st != StatusUnavailable {
+		h.released, h.relErr = true, err
+	}
+	return err
+}
+
+// release sends the release, with ctx's values, bounded by ctx's deadline
+// while that is ahead, else by the renewal timeout. Called with relMu held.
+func (h *Held) release(ctx context.Context) error {
 	deadline := time.Now().Add(h.timeout)
 	if d, ok := ctx.Deadline(); ok && time.Until(d) > 0 {
 		deadline = d
@@ -287,9 +323,6 @@ func (h *Held) Release(ctx context.Context) error {
 		h.relID = newRequestIDFor(h.store)
 	}
 	_, err := h.store.Release(rctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, RequestID: h.relID})
-	if st := StatusOf(err); st != StatusTimeout && st != StatusUnavailable {
-		h.released, h.relErr = true, err
-	}
 	return err
 }
 
@@ -302,7 +335,7 @@ func (h *Held) Release(ctx context.Context) error {
 func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	ranOut := func() { h.cancel(lost(errors.New("not renewed before it would run out by the local clock"))) }
+	ranOut := func() { h.cancel(lostByClock(errors.New("not renewed before it would run out by the local clock"))) }
 	lapse := time.AfterFunc(time.Until(deadline), ranOut)
 	defer lapse.Stop()
 	for {
@@ -333,7 +366,7 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
 			// The effect is unknown: keep trying while the lease may still be live.
 			if !time.Now().Add(every).Before(deadline) {
-				h.cancel(lost(fmt.Errorf("no successful renewal before the lease ran out: %w", err)))
+				h.cancel(lostByClock(fmt.Errorf("no successful renewal before the lease ran out: %w", err)))
 				return
 			}
 		default:

@@ -117,3 +117,99 @@ func TestHoldReleaseTwice(t *testing.T) {
 		})
 	}
 }
+
+// lostRenewAnswers renews, then answers unavailable as if the answer were
+// lost on the way back, while lose is set; it counts the releases it gets.
+type lostRenewAnswers struct {
+	protocol.Backend
+	lose     atomic.Bool
+	releases atomic.Int64
+}
+
+func (b *lostRenewAnswers) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	res, err := b.Backend.Renew(ctx, req)
+	if err == nil && b.lose.Load() {
+		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusUnavailable, RequestID: req.RequestID},
+			&protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusUnavailable, Message: "the answer was lost"}
+	}
+	return res, err
+}
+
+func (b *lostRenewAnswers) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	b.releases.Add(1)
+	return b.Backend.Release(ctx, req)
+}
+
+// A lease given up by the local clock, because no renewal answered, may
+// still be live in the store: the renewals took effect and only their
+// answers were lost. Release sends the release then (once), so that the
+// key is free at once rather than after the TTL and its lock-delay, and
+// still answers the loss. Before, it answered the loss without a release.
+func TestHoldReleasesALeaseLostByTheLocalClock(t *testing.T) {
+	t.Parallel()
+	b := &lostRenewAnswers{Backend: memstore.New(nil)}
+	rt := protocol.New(b, nil)
+	defer rt.Close(context.Background())
+	k := holdKey(t)
+	h, err := protocol.Hold(t.Context(), rt, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: 2 * time.Second,
+		LockDelay: time.Minute}, &protocol.HoldConfig{RenewEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.lose.Store(true)
+	select {
+	case <-h.Context().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lease was not given up while no renewal answered")
+	}
+	<-h.Done()
+	if cause := context.Cause(h.Context()); !errors.Is(cause, protocol.ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrLeaseLost", cause)
+	}
+	// The renewals took effect: the store holds the lease (for about a
+	// TTL more: a loaded machine may make that premise fail).
+	if _, err := rt.Get(t.Context(), protocol.GetRequest{Key: k}); err != nil {
+		t.Fatalf("Get before Release = %v, want the lease still held", err)
+	}
+	for range 2 {
+		if err := h.Release(t.Context()); !errors.Is(err, protocol.ErrLeaseLost) {
+			t.Fatalf("Release = %v, want the loss (ErrLeaseLost)", err)
+		}
+	}
+	if n := b.releases.Load(); n != 1 {
+		t.Fatalf("Release sent %d releases, want 1", n)
+	}
+	res, err := rt.Get(t.Context(), protocol.GetRequest{Key: k})
+	if !errors.Is(err, protocol.ErrNotFound) || res.Lease != nil {
+		t.Fatalf("Get after Release = %+v, %v; want not_found without a lock-delay: the lease was not released", res.Lease, err)
+	}
+}
+
+// A lease the store ended (here revoked) is not released again: Release
+// answers the loss without sending anything.
+func TestHoldDoesNotReleaseALeaseTheStoreEnded(t *testing.T) {
+	t.Parallel()
+	b := &lostRenewAnswers{Backend: memstore.New(nil)}
+	rt := protocol.New(b, nil)
+	defer rt.Close(context.Background())
+	k := holdKey(t)
+	h, err := protocol.Hold(t.Context(), rt, protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute},
+		&protocol.HoldConfig{RenewEvery: 10 * time.Millisecond}) // the wrapper hides memstore's signal
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Revoke(t.Context(), protocol.RevokeRequest{Key: k, Actor: "op", Reason: "stuck"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the revoke was not heard")
+	}
+	if err := h.Release(t.Context()); !errors.Is(err, protocol.ErrLeaseLost) || !errors.Is(err, protocol.ErrNotFound) {
+		t.Fatalf("Release = %v, want the loss (not_found)", err)
+	}
+	if n := b.releases.Load(); n != 0 {
+		t.Fatalf("Release sent %d releases of a revoked lease, want none", n)
+	}
+}

@@ -86,7 +86,12 @@ CMD ended first and the release finds the lease gone). A revoke
 or a release by another process is heard at once (the store signals it);
 the renewal is the fallback. Between the loss and CMD's end (up to
 --grace) another holder may start: --lock-delay D (at least --grace plus a
-margin) keeps the key from acquires for D after a revoke or expiry.
+margin) keeps the key from acquires for D after a revoke or expiry. A
+lease given up because no renewal answered before it would run out may
+still be held in the store (the renewals took effect, their answers were
+lost): once CMD's group is gone, run sends the release all the same (one,
+bounded by a third of --ttl), so that the key is free at once, and
+exits 6 whatever the store answers.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -97,8 +102,23 @@ its TTL.
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2) are passed on to the group. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
-process group, so that job control works as for any command (Ctrl-C and
-Ctrl-Z reach CMD directly), and only CMD itself is signalled.
+process group, so that job control works as for any command: Ctrl-C,
+Ctrl-\ and Ctrl-Z reach CMD directly, from the terminal, as does the
+SIGHUP a shell sends its job on a hangup, and only CMD itself is
+signalled. There run passes on SIGTERM, SIGUSR1 and SIGUSR2, but not
+SIGINT, SIGQUIT or SIGHUP, which CMD got already (passed on, they would
+reach it twice), so that kill -INT with leasectl's pid does not reach CMD:
+signal CMD or the group (kill -INT -- -PGID). SIGHUP is passed on when run
+leads its session (a terminal emulator or tmux started it, or a shell
+exec'd it): a hangup then signals run alone.
+
+When leasectl itself is killed (SIGKILL: the OOM killer, a supervisor's
+hard stop), nothing renews the lease and it runs out after its TTL. On
+Linux CMD gets SIGKILL then; what CMD started does not (it runs on, in
+CMD's process group, whose id is CMD's pid outside a terminal), nor does
+a CMD that executes a set-user-ID program (sudo), nor any CMD on other
+systems. Such processes run on beside the next holder: --lock-delay D
+holds that one off for D after the lease ran out, no longer.
 
 --request-id ID makes the acquire idempotent, so that a run whose outcome
 was unknown (exit 5: the acquire may have taken the lease) can be run
@@ -287,7 +307,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	if err := c.Start(); err != nil {
+	done, err := startCommand(c)
+	if err != nil {
 		_ = h.Release(context.Background())
 		code := exitCannotExecute
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -297,14 +318,13 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return exitCode(code)
 	}
 	group.started(c.Process)
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
 
 	// Until CMD has ended and no process of its group is left: a loss
 	// sends the group SIGTERM, then SIGKILL after grace; processes CMD
 	// leaves behind when it ends get the same before the release (a
 	// release while they run would let another holder start beside
-	// them); signals to run are passed on to the group.
+	// them); signals to run are passed on to the group (in a terminal,
+	// those the group did not get directly).
 	lost, survived := false, false
 	held := h.Context().Done()
 	var kill, poll <-chan time.Time
@@ -359,7 +379,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			reapBy = time.Now().Add(killWait)
 			poll = time.After(groupPoll)
 		case sig := <-sigs:
-			group.signal(sig)
+			if group.forwards(sig) {
+				group.signal(sig)
+			}
 		}
 	}
 	// CMD's code once Wait returned (done nil: its ProcessState is set);
@@ -381,6 +403,13 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return exitCode(code)
 	}
 	if lost {
+		// Lost by the local clock (no renewal answered), the lease may
+		// still be live in the store: now that the command's group is
+		// gone, Release sends the release (bounded by the renewal
+		// timeout), so that the key is free at once, not after the TTL
+		// and the lock-delay. A lease the store ended is not released
+		// again; either way Release answers the loss.
+		_ = h.Release(context.Background())
 		return exitCode(ExitLost)
 	}
 	if err := h.Release(context.Background()); err != nil {

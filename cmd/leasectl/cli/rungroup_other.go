@@ -19,6 +19,9 @@ func (g *commandGroup) prepare(*exec.Cmd) {}
 
 func (g *commandGroup) started(p *os.Process) { g.p = p }
 
+// forwards is true: every signal run catches is passed on.
+func (g *commandGroup) forwards(os.Signal) bool { return true }
+
 func (g *commandGroup) signal(sig os.Signal) {
 	if g.p != nil {
 		_ = g.p.Signal(sig)

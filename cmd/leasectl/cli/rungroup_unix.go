@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forwardedSignals are passed on to run's command.
+// forwardedSignals are those run catches while its command runs, and
+// passes on to it unless commandGroup.forwards says otherwise.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2}
 
@@ -24,12 +25,14 @@ var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGH
 // and not only CMD. In a terminal (run is in the foreground of its
 // controlling terminal, whatever its stdin is) CMD stays in run's group,
 // so that job control works as for any command (CMD reads from the
-// terminal, Ctrl-C and Ctrl-Z reach it), and signals go to CMD alone.
-// Not safe for concurrent use.
+// terminal, Ctrl-C and Ctrl-Z reach it), signals go to CMD alone, and
+// those the terminal or the shell send the whole group are not passed on
+// (see forwards). Not safe for concurrent use.
 type commandGroup struct {
 	proc        *os.Process // CMD, once started
 	pgid        int         // the group's id (CMD's pid), 0 in a terminal
 	interactive bool
+	leader      bool // in a terminal: run leads its session
 }
 
 // prepare makes c start in a group of its own unless run is in the
@@ -41,6 +44,8 @@ func (g *commandGroup) prepare(c *exec.Cmd) {
 		pgrp, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
 		_ = tty.Close()
 		if g.interactive = err == nil && pgrp == syscall.Getpgrp(); g.interactive {
+			sid, err := unix.Getsid(0)
+			g.leader = err == nil && sid == os.Getpid()
 			return
 		}
 	}
@@ -53,6 +58,32 @@ func (g *commandGroup) started(p *os.Process) {
 	if !g.interactive {
 		g.pgid = p.Pid
 	}
+}
+
+// forwards reports whether run passes sig on to the group. Always, except
+// in a terminal, where CMD shares run's process group and hears directly
+// what is sent to the whole group: SIGINT and SIGQUIT, which the terminal
+// sends its foreground group on Ctrl-C and Ctrl-\, and SIGHUP, which on a
+// hangup the shell sends its jobs (and the kernel the foreground group
+// when the session leader exits). Passed on as well, each would reach CMD
+// twice, and a command that quits hard on a second interrupt would abort
+// on one Ctrl-C. SIGHUP is passed on when run leads its session (a
+// terminal emulator or tmux started it, or a shell exec'd it): a
+// hangup signals only the session leader, so CMD would not hear it
+// otherwise. The price: in a terminal, SIGINT or SIGQUIT sent to run
+// alone (kill -INT with run's pid) does not reach CMD. Go gives no way to
+// tell who sent a signal.
+func (g *commandGroup) forwards(sig os.Signal) bool {
+	if !g.interactive {
+		return true
+	}
+	switch sig {
+	case syscall.SIGINT, syscall.SIGQUIT:
+		return false
+	case syscall.SIGHUP:
+		return g.leader
+	}
+	return true
 }
 
 // signal sends sig to every process of the group (to CMD alone in a

@@ -981,7 +981,8 @@ $fn$`
 // (none when it returned no row), written at the SQL expression at with
 // the status expression status, in the same statement as the change (one
 // statement per member: a statement of its own for the record cost the
-// server about a sixth more per member). Its id is the change's
+// batch function about a sixth more time per member, though little of a
+// whole round trip's server CPU: CHANGELOG). Its id is the change's
 // subtransaction id, after.xmin, widened to 64 bits from the batch's
 // top-level id v_xid, plus the era's offset v_off; v_top is the newest
 // record when the batch checked the era (NULL when the connection had

@@ -618,8 +618,9 @@ func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWri
 // its own outcome, and one that the cluster could not answer (a timeout, a
 // key that kept changing, a record this release does not read) is answered
 // by its error ([backendkit.Unanswered]) while the others, its key's later
-// ones too, still go. It returns an error only when nothing could be sent:
-// the backend or its client was closed, or ctx had ended.
+// ones too, still go. It returns an error (and no results) only when it
+// could answer none: the backend or its client was closed, ctx had ended,
+// or every renewal failed (the first one's error).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	if err := b.open(protocol.OpRenew); err != nil {
 		return nil, err
@@ -636,6 +637,7 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		byKey[r.Key] = append(byKey[r.Key], i)
 	}
 	out := make([]protocol.Result, len(reqs))
+	errs := make([]error, len(reqs))
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
 	for _, k := range order {
@@ -645,13 +647,21 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 			for _, i := range byKey[k] {
 				res, err := b.Renew(ctx, reqs[i])
 				if err != nil {
-					res = backendkit.Unanswered(err)
+					res, errs[i] = backendkit.Unanswered(err), err
 				}
 				out[i] = res
 			}
 		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err == nil {
+			return out, nil
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs[0] // none answered: the call fails as a whole
+	}
 	return out, nil
 }
 

@@ -102,3 +102,39 @@ func TestRenewManyKeyGoesOnAfterAFailure(t *testing.T) {
 		t.Fatalf("the key's next renewal: %v (%s), want renewed (sent after the failed one)", res[1].Status, res[1].Message)
 	}
 }
+
+// TestRenewManyFailsWholeWhenNoRenewalIsAnswered: when the cluster answers
+// none of a batch's renewals, the backend's RenewMany fails as a whole
+// with the first one's error, as PostgreSQL's statement does and as
+// protocol.BulkRenewer says ("an error only when it could not answer at
+// all"), so that a caller backing off on the error backs off here too.
+// It used to answer every member unavailable with a nil error.
+func TestRenewManyFailsWholeWhenNoRenewalIsAnswered(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	prefix := c.Prefix(t)
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := t.Context()
+	b := open(t, &etcd.Config{Prefix: prefix})
+	rt := protocol.New(b, nil)
+	var reqs []protocol.RenewRequest
+	for _, name := range []string{"a", "b"} {
+		got, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx, b.Prefix()+"k/ns\x00"+name+"\x00r", `{"v":2,"renewed_at":1,"expires_at":2,"ttl":3}`); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, protocol.RenewRequest{Key: key(name), Owner: "o", Token: got.Lease.Token, TTL: time.Minute,
+			RequestID: "renew-" + name})
+	}
+	res, err := b.RenewMany(ctx, reqs)
+	if err == nil || protocol.StatusOf(err) != protocol.StatusUnavailable || res != nil {
+		t.Fatalf("RenewMany of two renewals the cluster could not answer: %d results, error %v; want no results and the first one's unavailable error", len(res), err)
+	}
+}

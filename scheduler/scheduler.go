@@ -691,12 +691,20 @@ func (s *Scheduler) join(parent context.Context) {
 	}
 }
 
+// errReplayEnded marks the store's refusal of the renew confirming a
+// replayed acquire: the lease that acquire took has ended (revoked,
+// released or run out), and the key may be free for an acquire with a new
+// request id.
+var errReplayEnded = errors.New("the lease it took has ended")
+
 // acquire takes key, retrying with reqID when an earlier attempt's outcome
 // is unknown, and confirms a replayed acquire with a renew (a replay is
 // history, not proof of holding now). It returns the lease, when the
 // acquire (or the confirming renew) was sent, and the error. On an unknown
-// outcome the error's status is timeout or unavailable and the request id
-// to retry with is kept by the caller from retryID.
+// outcome the error's status is timeout or unavailable and acquire keeps
+// the request id to retry with (s.pending, or s.memberReq for the
+// membership); otherwise it drops it. When the store refuses the
+// confirming renew, the error wraps errReplayEnded as well as the refusal.
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
 	sent := time.Now()
 	res, err := s.store.Acquire(ctx, s.acquireRequest(key, reqID))
@@ -733,6 +741,10 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 		} else {
 			s.pending[key.Name] = res.RequestID
 		}
+	}
+	if refused(err) { // the lease the replay took has ended
+		return protocol.Lease{}, sent, fmt.Errorf("scheduler: confirm replayed acquire of %s (token %d): %w, acquire with a new request id: %w",
+			key, res.Lease.Token, errReplayEnded, err)
 	}
 	if err != nil {
 		return protocol.Lease{}, sent, fmt.Errorf("scheduler: confirm replayed acquire of %s (token %d): %w", key, res.Lease.Token, err)
@@ -1050,7 +1062,10 @@ func (s *Scheduler) giveUpLocked(l *lease, state State, why string, cause error)
 // claim acquires free targets, in a random order, until the worker holds
 // its fair share. Acquires whose outcome is unknown are retried first, even
 // when the worker holds its share already: a lease it turns out to hold
-// beyond its share is released at once. It skips targets held by a live lease (the store's list),
+// beyond its share is released at once, and a replayed acquire whose lease
+// has ended (the store refused the confirming renew) is, below the share,
+// followed at once by an acquire with a new request id, without a back-off.
+// It skips targets held by a live lease (the store's list),
 // targets it holds or still winds down, and targets backed off after a
 // conflict; it stops at the first store failure, and at until, so that a
 // long claim does not hold back the next round's renewals. An acquire
@@ -1113,6 +1128,18 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		if err != nil && ctx.Err() != nil {
 			return // cut short by the stop: the shutdown resolves it
 		}
+		if errors.Is(err, errReplayEnded) && deficit > 0 && !time.Now().After(until) {
+			// The lease the replayed acquire took has ended: no other
+			// worker took the target first, so it is no conflict to back
+			// off from. Acquire it anew at once, with a new request id.
+			s.log.Info("scheduler: the lease of a replayed acquire has ended; acquiring anew", "target", t, "err", err)
+			actx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
+			l, sent, err = s.acquire(actx, key, "")
+			cancel()
+			if err != nil && ctx.Err() != nil {
+				return // cut short by the stop: the shutdown resolves it
+			}
+		}
 		var perr *protocol.Error
 		switch {
 		case err == nil && deficit <= 0:
@@ -1147,6 +1174,11 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			s.problems = append(s.problems, "acquire: "+err.Error())
 			s.log.Warn("scheduler: acquire failed; claiming no more this round", "target", t, "err", err)
 			return
+		case errors.Is(err, errReplayEnded):
+			// Over the share (or out of time): the acquire whose outcome
+			// was unknown holds nothing, and there is nothing left to
+			// resolve. Not a conflict: no back-off.
+			s.log.Info("scheduler: the lease of a replayed acquire has ended; nothing held", "target", t, "err", err)
 		default:
 			s.backOff(t)
 			s.problems = append(s.problems, "acquire: "+err.Error())

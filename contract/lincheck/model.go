@@ -38,7 +38,10 @@ type state struct {
 	ttl, delay int64
 	// After a revoke of a lease with a lock-delay (held is false), that
 	// lease's owner and token, and the window in which the delay ends:
-	// acquires answer conflict, carrying it, until then.
+	// acquires answer conflict, carrying it, until then. A blockToken
+	// below 0 is a token no result has shown yet (the lease's acquire's
+	// outcome was unknown): it is at least -blockToken, the bound issued
+	// was at when that acquire took effect.
 	blockOwner     string
 	blockToken     int64
 	blockLo, block int64
@@ -90,7 +93,12 @@ func (s state) canDelayed(in input, l *Lease) (state, bool) {
 		}
 		return s.see(l)
 	case s.blockToken != 0:
-		tokenOK := l.Token == s.blockToken || (s.blockToken < 0 && l.Token > 0) // -1: not known
+		tokenOK := l.Token == s.blockToken
+		if s.blockToken < 0 && l.Token > 0 && l.Token >= -s.blockToken {
+			// Not known yet, at least -blockToken: this result shows it.
+			tokenOK = true
+			s.blockToken, s.issued = l.Token, max(s.issued, l.Token)
+		}
 		// It carries its lock-delay, and as its expiry the time the revoke
 		// ended it (within the revoke's interval).
 		endedOK := l.ExpiresAt == 0 ||
@@ -178,7 +186,9 @@ func (s state) revoked(in input) state {
 	if s.delay > 0 {
 		next.blockOwner, next.blockToken = s.owner, s.token
 		if s.token == 0 {
-			next.blockToken = -1 // issued by an acquire of unknown outcome, never shown
+			// Issued by an acquire of unknown outcome, never shown: at
+			// least issued (see state.token).
+			next.blockToken = -max(s.issued, 1)
 		}
 		next.blockLo, next.block, next.blockDelay = in.start+s.delay, in.ret+s.delay, s.delay
 	}
@@ -441,8 +451,12 @@ func newModel(base int64) porcupine.Model {
 		DescribeState: func(st any) string {
 			s := st.(state)
 			if !s.held && s.blockToken != 0 {
-				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %d ends [%s, %s]",
-					s.issued, s.blockOwner, s.blockToken, rel(s.blockLo), rel(s.block))
+				tok := strconv.FormatInt(s.blockToken, 10)
+				if s.blockToken < 0 {
+					tok = fmt.Sprintf("? (>= %d)", -s.blockToken)
+				}
+				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %s ends [%s, %s]",
+					s.issued, s.blockOwner, tok, rel(s.blockLo), rel(s.block))
 			}
 			if !s.held {
 				return fmt.Sprintf("free (tokens > %d)", s.issued)

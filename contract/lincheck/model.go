@@ -46,6 +46,10 @@ type state struct {
 	blockToken     int64
 	blockLo, block int64
 	blockDelay     int64 // that lease's lock-delay (ns)
+	// After a sweep removed the held lease's row (held is false), the
+	// earliest time that sweep can have run: an acquire after it cannot
+	// have returned earlier.
+	sweptLo int64
 }
 
 // input is a porcupine input: the operation and the interval in which it
@@ -61,7 +65,27 @@ type input struct {
 // canSwept tells whether, judged at some instant of in's interval, the held
 // lease's row can have been removed by a sweep.
 func (s state) canSwept(in input) bool {
-	return in.sweepGrace >= 0 && in.ret+slack >= s.expLo+in.sweepGrace
+	return in.sweepGrace >= 0 && in.ret+slack >= s.sweepableAt(in)
+}
+
+// sweepableAt is the earliest time a sweep can remove the held lease's row
+// ([protocol.Sweeper]): once it ended more than the grace ago, and not
+// before its lock-delay ended (a row whose lock-delay keeps the key is never
+// removed). That is what every sweeper guarantees: etcd's removes a lease
+// once it ended more than the grace ago and its lock-delay is over; the
+// SQL backends' and memstore's wait for the grace to pass after the end of
+// the lock-delay (expires_at + lock_delay < now - grace), later still.
+func (s state) sweepableAt(in input) int64 {
+	return s.expLo + max(in.sweepGrace, s.delay)
+}
+
+// swept is the state after a sweep, within in's interval, removed the held
+// lease's row: free, the token bound kept, and no acquire after it
+// returning before the sweep can have run.
+func (s state) swept(in input) state {
+	next := s.free()
+	next.sweptLo = s.sweepableAt(in)
+	return next
 }
 
 // liveness tells whether, judged at some instant of in's interval, the held
@@ -77,7 +101,7 @@ func (s state) keyFree(in input) bool {
 	if s.held {
 		return in.ret+slack >= s.expLo+s.delay
 	}
-	return s.blockToken == 0 || in.ret+slack >= s.blockLo
+	return (s.blockToken == 0 || in.ret+slack >= s.blockLo) && in.ret+slack >= s.sweptLo
 }
 
 // canDelayed tells whether, judged at some instant of in's interval, a
@@ -313,7 +337,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			return next, ok
 		case protocol.StatusNotFound:
 			if s.held && s.canSwept(in) {
-				return s.free(), true // the ended lease's row was swept
+				return s.swept(in), true // the ended lease's row was swept
 			}
 			return s, !s.held
 		case protocol.StatusStaleToken:
@@ -354,7 +378,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			case s.canSwept(in):
 				// The ended lease's row was swept: whatever token the
 				// revoke named, there is no row to compare it with.
-				return s.free(), true
+				return s.swept(in), true
 			}
 			return s, false
 		case protocol.StatusStaleToken:
@@ -401,7 +425,7 @@ func hashState(v any) uint64 {
 	b = append(b, s.owner...)
 	b = append(b, 0)
 	b = append(b, s.blockOwner...)
-	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued, s.ttl, s.delay, s.blockToken, s.blockLo, s.block, s.blockDelay} {
+	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued, s.ttl, s.delay, s.blockToken, s.blockLo, s.block, s.blockDelay, s.sweptLo} {
 		b = append(b, 0)
 		b = strconv.AppendInt(b, n, 10)
 	}
@@ -457,6 +481,9 @@ func newModel(base int64) porcupine.Model {
 				}
 				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %s ends [%s, %s]",
 					s.issued, s.blockOwner, tok, rel(s.blockLo), rel(s.block))
+			}
+			if !s.held && s.sweptLo != 0 {
+				return fmt.Sprintf("free (tokens > %d), swept at or after %s", s.issued, rel(s.sweptLo))
 			}
 			if !s.held {
 				return fmt.Sprintf("free (tokens > %d)", s.issued)

@@ -29,7 +29,11 @@ var ErrAuditMismatch = errors.New("lincheck: the audit trail does not match the 
 //     and its owner (the actor, for a revoke) as actor;
 //   - a refusal (conflict, not_found, stale_token, not_owner, expired)
 //     and a get have none;
-//   - an operation of unknown outcome has at most one, of its op;
+//   - an operation of unknown outcome has at most one, the record of its
+//     change had it taken effect: of its op and that op's success status,
+//     its key, its owner as actor, and the lease owner and token its
+//     request names (the owner of an acquire, renew or release; the token
+//     of a renew, a release, and a revoke naming one);
 //   - every record of those namespaces belongs to an operation of h;
 //   - the records of one key are in the order its changes happened: a
 //     record certainly made before another began (its operation, or a
@@ -201,10 +205,21 @@ func auditMismatches(ops []Operation, recs []audit.Record) []mismatch {
 	case len(recs) > 1:
 		return []mismatch{{ops[0], fmt.Sprintf("%d records, want one", len(recs))}}
 	case len(effective) == 0:
-		if len(recs) == 1 && !slices.ContainsFunc(unknown, func(op Operation) bool { return op.Op == recs[0].Op }) {
-			return []mismatch{{unknown[0], fmt.Sprintf("a record of %s", recs[0].Op)}}
+		if len(recs) == 0 {
+			return nil
 		}
-		return nil
+		// The record must be the change of one of them.
+		var first string
+		for _, op := range unknown {
+			why := unknownRecordMismatch(op, recs[0])
+			if why == "" {
+				return nil
+			}
+			if first == "" {
+				first = why
+			}
+		}
+		return []mismatch{{unknown[0], first}}
 	case len(recs) == 0:
 		return []mismatch{{effective[0], "no record of a change that took effect"}}
 	}
@@ -234,6 +249,47 @@ func recordMismatch(op Operation, rec audit.Record) string {
 	}
 	if l := out.Lease; l != nil && (rec.Owner != l.Owner || rec.Token != l.Token) {
 		want = append(want, fmt.Sprintf("lease %s token %d, want %s token %d", rec.Owner, rec.Token, l.Owner, l.Token))
+	}
+	return strings.Join(want, "; ")
+}
+
+// successStatus is the status of op's change when it takes effect.
+func successStatus(op protocol.Op) protocol.Status {
+	switch op {
+	case protocol.OpAcquire:
+		return protocol.StatusAcquired
+	case protocol.OpRenew:
+		return protocol.StatusRenewed
+	case protocol.OpRelease:
+		return protocol.StatusReleased
+	case protocol.OpRevoke:
+		return protocol.StatusRevoked
+	}
+	return ""
+}
+
+// unknownRecordMismatch says how rec differs from the record op, an
+// operation of unknown outcome, makes if it takes effect, or "" when it
+// does not: its op and that op's success status, its key, its actor, and
+// what the request fixes of the lease (the owner of an acquire, renew or
+// release; the token of a renew or release, and of a revoke naming one).
+func unknownRecordMismatch(op Operation, rec audit.Record) string {
+	var want []string
+	if success := successStatus(op.Op); rec.Op != op.Op || rec.Status != success {
+		want = append(want, fmt.Sprintf("%s %s, want %s %s", rec.Op, rec.Status, op.Op, success))
+	}
+	if rec.Key != op.Key {
+		want = append(want, fmt.Sprintf("key %q, want %q", rec.Key, op.Key))
+	}
+	if rec.Actor != op.Owner {
+		want = append(want, fmt.Sprintf("actor %q, want %q", rec.Actor, op.Owner))
+	}
+	if op.Op != protocol.OpRevoke && rec.Owner != op.Owner {
+		want = append(want, fmt.Sprintf("lease owner %q, want %q", rec.Owner, op.Owner))
+	}
+	if (op.Op == protocol.OpRenew || op.Op == protocol.OpRelease || op.Op == protocol.OpRevoke && op.Token != 0) &&
+		rec.Token != op.Token {
+		want = append(want, fmt.Sprintf("token %d, want %d", rec.Token, op.Token))
 	}
 	return strings.Join(want, "; ")
 }

@@ -29,8 +29,9 @@ type CheckOptions struct {
 	Timeout time.Duration
 	// Sweeping says that rows of ended leases may be removed while the
 	// history runs ([protocol.Sweeper]) once they ended more than
-	// SweepGrace ago: a renew or release by a lease's holder may then
-	// answer not_found instead of expired. Default: false.
+	// SweepGrace ago and their lock-delay, if any, is over: a renew or
+	// release by a lease's holder may then answer not_found instead of
+	// expired. Default: false.
 	Sweeping   bool
 	SweepGrace time.Duration
 	// LateExpiry says that a lease may stay live for up to this long after

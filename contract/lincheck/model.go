@@ -38,11 +38,18 @@ type state struct {
 	ttl, delay int64
 	// After a revoke of a lease with a lock-delay (held is false), that
 	// lease's owner and token, and the window in which the delay ends:
-	// acquires answer conflict, carrying it, until then.
+	// acquires answer conflict, carrying it, until then. A blockToken
+	// below 0 is a token no result has shown yet (the lease's acquire's
+	// outcome was unknown): it is at least -blockToken, the bound issued
+	// was at when that acquire took effect.
 	blockOwner     string
 	blockToken     int64
 	blockLo, block int64
 	blockDelay     int64 // that lease's lock-delay (ns)
+	// After a sweep removed the held lease's row (held is false), the
+	// earliest time that sweep can have run: an acquire after it cannot
+	// have returned earlier.
+	sweptLo int64
 }
 
 // input is a porcupine input: the operation and the interval in which it
@@ -58,7 +65,27 @@ type input struct {
 // canSwept tells whether, judged at some instant of in's interval, the held
 // lease's row can have been removed by a sweep.
 func (s state) canSwept(in input) bool {
-	return in.sweepGrace >= 0 && in.ret+slack >= s.expLo+in.sweepGrace
+	return in.sweepGrace >= 0 && in.ret+slack >= s.sweepableAt(in)
+}
+
+// sweepableAt is the earliest time a sweep can remove the held lease's row
+// ([protocol.Sweeper]): once it ended more than the grace ago, and not
+// before its lock-delay ended (a row whose lock-delay keeps the key is never
+// removed). That is what every sweeper guarantees: etcd's removes a lease
+// once it ended more than the grace ago and its lock-delay is over; the
+// SQL backends' and memstore's wait for the grace to pass after the end of
+// the lock-delay (expires_at + lock_delay < now - grace), later still.
+func (s state) sweepableAt(in input) int64 {
+	return s.expLo + max(in.sweepGrace, s.delay)
+}
+
+// swept is the state after a sweep, within in's interval, removed the held
+// lease's row: free, the token bound kept, and no acquire after it
+// returning before the sweep can have run.
+func (s state) swept(in input) state {
+	next := s.free()
+	next.sweptLo = s.sweepableAt(in)
+	return next
 }
 
 // liveness tells whether, judged at some instant of in's interval, the held
@@ -74,7 +101,7 @@ func (s state) keyFree(in input) bool {
 	if s.held {
 		return in.ret+slack >= s.expLo+s.delay
 	}
-	return s.blockToken == 0 || in.ret+slack >= s.blockLo
+	return (s.blockToken == 0 || in.ret+slack >= s.blockLo) && in.ret+slack >= s.sweptLo
 }
 
 // canDelayed tells whether, judged at some instant of in's interval, a
@@ -90,7 +117,12 @@ func (s state) canDelayed(in input, l *Lease) (state, bool) {
 		}
 		return s.see(l)
 	case s.blockToken != 0:
-		tokenOK := l.Token == s.blockToken || (s.blockToken < 0 && l.Token > 0) // -1: not known
+		tokenOK := l.Token == s.blockToken
+		if s.blockToken < 0 && l.Token > 0 && l.Token >= -s.blockToken {
+			// Not known yet, at least -blockToken: this result shows it.
+			tokenOK = true
+			s.blockToken, s.issued = l.Token, max(s.issued, l.Token)
+		}
 		// It carries its lock-delay, and as its expiry the time the revoke
 		// ended it (within the revoke's interval).
 		endedOK := l.ExpiresAt == 0 ||
@@ -178,7 +210,9 @@ func (s state) revoked(in input) state {
 	if s.delay > 0 {
 		next.blockOwner, next.blockToken = s.owner, s.token
 		if s.token == 0 {
-			next.blockToken = -1 // issued by an acquire of unknown outcome, never shown
+			// Issued by an acquire of unknown outcome, never shown: at
+			// least issued (see state.token).
+			next.blockToken = -max(s.issued, 1)
 		}
 		next.blockLo, next.block, next.blockDelay = in.start+s.delay, in.ret+s.delay, s.delay
 	}
@@ -303,7 +337,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			return next, ok
 		case protocol.StatusNotFound:
 			if s.held && s.canSwept(in) {
-				return s.free(), true // the ended lease's row was swept
+				return s.swept(in), true // the ended lease's row was swept
 			}
 			return s, !s.held
 		case protocol.StatusStaleToken:
@@ -344,7 +378,7 @@ func stepKnown(s state, in input, out *Outcome) (state, bool) {
 			case s.canSwept(in):
 				// The ended lease's row was swept: whatever token the
 				// revoke named, there is no row to compare it with.
-				return s.free(), true
+				return s.swept(in), true
 			}
 			return s, false
 		case protocol.StatusStaleToken:
@@ -391,7 +425,7 @@ func hashState(v any) uint64 {
 	b = append(b, s.owner...)
 	b = append(b, 0)
 	b = append(b, s.blockOwner...)
-	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued, s.ttl, s.delay, s.blockToken, s.blockLo, s.block, s.blockDelay} {
+	for _, n := range []int64{s.token, s.expLo, s.expHi, s.issued, s.ttl, s.delay, s.blockToken, s.blockLo, s.block, s.blockDelay, s.sweptLo} {
 		b = append(b, 0)
 		b = strconv.AppendInt(b, n, 10)
 	}
@@ -441,8 +475,15 @@ func newModel(base int64) porcupine.Model {
 		DescribeState: func(st any) string {
 			s := st.(state)
 			if !s.held && s.blockToken != 0 {
-				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %d ends [%s, %s]",
-					s.issued, s.blockOwner, s.blockToken, rel(s.blockLo), rel(s.block))
+				tok := strconv.FormatInt(s.blockToken, 10)
+				if s.blockToken < 0 {
+					tok = fmt.Sprintf("? (>= %d)", -s.blockToken)
+				}
+				return fmt.Sprintf("free (tokens > %d), lock-delay of %s token %s ends [%s, %s]",
+					s.issued, s.blockOwner, tok, rel(s.blockLo), rel(s.block))
+			}
+			if !s.held && s.sweptLo != 0 {
+				return fmt.Sprintf("free (tokens > %d), swept at or after %s", s.issued, rel(s.sweptLo))
 			}
 			if !s.held {
 				return fmt.Sprintf("free (tokens > %d)", s.issued)

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // `leasectl help TOPIC` with a topic that is no command is a usage error
@@ -20,4 +22,26 @@ func TestHelpUnknownTopicIsAUsageError(t *testing.T) {
 		t.Errorf("leasectl help bogus: the refusal should be on stderr, naming the topic; stdout begins %q, stderr %q", first, o.stderr)
 	}
 	wantCode(t, runCLI(t, env{}, "bogus"), ExitUsage)
+}
+
+// A reused request id's refusal names the earlier request's key as every
+// surface prints a key (NS/NAME, DESIGN.md contract v3: "Every printed key
+// uses the form (results, ... messages)"), so that it reads back as that
+// key: "q/k" in namespace "p" printed bare reads back as the name k in
+// namespace q, another key.
+func TestReusedRequestIDMessageNamesTheKeyInThePrintedForm(t *testing.T) {
+	t.Parallel()
+	for name, mk := range sqlEnvs() {
+		t.Run(name, func(t *testing.T) {
+			e := mk(t)
+			wantCode(t, runCLI(t, e, "acquire", "p/q/k", "--owner", "a", "--request-id", "rid-reused", "-o", "json"), ExitOK)
+			o := runCLI(t, e, "acquire", "p/other", "--owner", "a", "--request-id", "rid-reused", "-o", "json")
+			wantCode(t, o, ExitUsage)
+			msg, _ := o.json(t)["message"].(string)
+			want := protocol.Key{Namespace: "p", Name: "q/k"}.String()
+			if !strings.Contains(msg, want) {
+				t.Errorf("the reused request id's message does not name the earlier key as %q (how leasectl prints it, and reads it back): %q", want, msg)
+			}
+		})
+	}
 }

@@ -64,3 +64,18 @@ func TestWatchBareKeyWithAllNamespacesIsANameInDefault(t *testing.T) {
 			bare.code, bare.stdout, strings.TrimSpace(bare.stderr), spelled.stdout)
 	}
 }
+
+// watch --op renew --no-renewals asks for renewals only and for none: a
+// watch that can never print anything. Conflicting flags are a usage error
+// (exit 2, naming both), as -A with -n, --order newest with --follow and
+// --wait-timeout without --wait are, not a watch that runs silently until
+// interrupted and then exits 0.
+func TestWatchOpRenewWithNoRenewalsIsAUsageError(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	o := runCLIFor(t, time.Second, e, "watch", "--op", "renew", "--no-renewals", "-o", "json")
+	if o.code != ExitUsage || !strings.Contains(o.stdout, "--no-renewals") {
+		t.Errorf("watch --op renew --no-renewals exited %d, stdout %q: want %d, a message naming --no-renewals",
+			o.code, o.stdout, ExitUsage)
+	}
+}

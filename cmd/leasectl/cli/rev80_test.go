@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,21 @@ func TestWatchOpRenewWithNoRenewalsIsAUsageError(t *testing.T) {
 	if o.code != ExitUsage || !strings.Contains(o.stdout, "--no-renewals") {
 		t.Errorf("watch --op renew --no-renewals exited %d, stdout %q: want %d, a message naming --no-renewals",
 			o.code, o.stdout, ExitUsage)
+	}
+}
+
+// audit --follow with a cursor of a newest-first page is refused (exit 2),
+// as watch and audit export refuse it: before the store is opened, so the
+// embedded SQLite store is not created (DESIGN.md: bad input is refused
+// before leasectl opens the store and never creates or touches one). It was
+// refused only after opening, creating and migrating the file.
+func TestFollowNewestCursorRefusedBeforeTheStoreIsCreated(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "leases.db")
+	e := env{EnvDSN: "sqlite:" + path}
+	o := runCLIFor(t, 5*time.Second, e, "audit", "--follow", "--cursor", "a1n.3", "-o", "json")
+	wantCode(t, o, ExitUsage)
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("audit --follow --cursor a1n.3 was refused (%s) but created the store %s", strings.TrimSpace(o.stdout), path)
 	}
 }

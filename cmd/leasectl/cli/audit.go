@@ -50,23 +50,29 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	return nil
 }
 
-// keyFilter reads --key as every KEY is read (keyArg): NS/NAME without
-// -n, the name in NS as written with it.
+// keyFilter reads --key as every KEY is read (filterKeyArg): NS/NAME
+// without -n, the name in NS as written with it.
 func keyFilter(cmd *cobra.Command, q *audit.Query) error {
 	if q.Key != "" {
-		ns := q.Namespace
-		if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
-			// -A (or -n "") reads every namespace; a bare NAME is a
-			// name in the default namespace, as every KEY is read.
-			ns = protocol.DefaultNamespace
-		}
-		k, err := keyArg(cmd, ns, q.Key)
+		k, err := filterKeyArg(cmd, q.Namespace, q.Key)
 		if err != nil {
 			return err
 		}
 		q.Namespace, q.Key = k.Namespace, k.Name
 	}
 	return nil
+}
+
+// filterKeyArg reads the key that filters a read of the trail (audit
+// --key, watch KEY) in namespace ns, "" when -A gives every namespace, as
+// every KEY is read (keyArg). -A sets the namespace without marking -n
+// given: a bare NAME is then a name in the default namespace, as it is
+// without -A.
+func filterKeyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
+	if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
+		ns = protocol.DefaultNamespace
+	}
+	return keyArg(cmd, ns, arg)
 }
 
 // completeOps completes --op: the recorded ops not yet in the

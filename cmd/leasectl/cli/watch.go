@@ -54,7 +54,7 @@ reads taken or renewed and those live when it starts.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				k, err := keyArg(cmd, q.Namespace, args[0])
+				k, err := filterKeyArg(cmd, q.Namespace, args[0])
 				if err != nil {
 					return err
 				}

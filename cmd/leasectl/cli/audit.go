@@ -28,9 +28,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // auditOrder sets q.Newest from --order: given, as said (newest or oldest;
-// newest with --follow is refused); not given, the order of q.Cursor when
-// there is one, else oldest first for a follower and newest first for a
-// page.
+// newest with --follow is refused); not given, oldest first for a follower,
+// else the order of q.Cursor when there is one, else newest first. A
+// follower given a newest-first page's cursor thus reads it oldest first,
+// which q.Validate refuses before the store is opened, as watch and audit
+// export refuse that cursor.
 func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	switch {
 	case given && order == "newest":
@@ -42,7 +44,7 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 		q.Newest = false
 	case given:
 		return usageError("--order: %q is neither newest nor oldest", order)
-	case q.Cursor != "":
+	case q.Cursor != "" && !follow:
 		q.Newest = audit.IsNewestCursor(q.Cursor)
 	default:
 		q.Newest = !follow

@@ -89,7 +89,7 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) protocol.Result {
 		return protocol.Result{
 			Status: protocol.StatusInvalid,
 			Message: fmt.Sprintf("request id %q was already used in namespace %q by an earlier %s of %s with other parameters",
-				rec.RequestID, rec.Namespace, rec.Op, rec.Key),
+				rec.RequestID, rec.Namespace, rec.Op, protocol.Key{Namespace: rec.Namespace, Name: rec.Key}),
 		}
 	}
 	l := &protocol.Lease{

@@ -83,6 +83,21 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// A reused request id's refusal names the earlier request's key as every
+// surface prints one (NS/NAME, the namespace escaped), so that it reads
+// back as that key: a name with "/" printed bare reads as another key.
+func TestReplayReusedIDNamesThePrintedKey(t *testing.T) {
+	for _, key := range []protocol.Key{{Namespace: "p", Name: "q/k"}, {Namespace: "t/x", Name: "k"}} {
+		acq := protocol.AcquireRequest{Key: key, Owner: "w1", TTL: time.Minute, RequestID: "rid"}
+		l := protocol.Lease{Key: key, Owner: "w1", Token: 7, AcquiredAt: at, RenewedAt: at, ExpiresAt: exp, Version: 1}
+		rec := backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", backendkit.Fingerprint(acq), "w1", "")
+		res := backendkit.Replay(rec, protocol.OpRelease, "other")
+		if want := "earlier acquire of " + key.String() + " "; res.Status != protocol.StatusInvalid || !strings.Contains(res.Message, want) {
+			t.Errorf("reused id of an acquire of %#v: %s %q; want invalid, naming %q", key, res.Status, res.Message, key.String())
+		}
+	}
+}
+
 func TestLeasePage(t *testing.T) {
 	rows := func(names ...string) []protocol.Lease {
 		var ls []protocol.Lease

@@ -28,9 +28,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // auditOrder sets q.Newest from --order: given, as said (newest or oldest;
-// newest with --follow is refused); not given, the order of q.Cursor when
-// there is one, else oldest first for a follower and newest first for a
-// page.
+// newest with --follow is refused); not given, oldest first for a follower,
+// else the order of q.Cursor when there is one, else newest first. A
+// follower given a newest-first page's cursor thus reads it oldest first,
+// which q.Validate refuses before the store is opened, as watch and audit
+// export refuse that cursor.
 func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	switch {
 	case given && order == "newest":
@@ -42,7 +44,7 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 		q.Newest = false
 	case given:
 		return usageError("--order: %q is neither newest nor oldest", order)
-	case q.Cursor != "":
+	case q.Cursor != "" && !follow:
 		q.Newest = audit.IsNewestCursor(q.Cursor)
 	default:
 		q.Newest = !follow
@@ -50,23 +52,29 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	return nil
 }
 
-// keyFilter reads --key as every KEY is read (keyArg): NS/NAME without
-// -n, the name in NS as written with it.
+// keyFilter reads --key as every KEY is read (filterKeyArg): NS/NAME
+// without -n, the name in NS as written with it.
 func keyFilter(cmd *cobra.Command, q *audit.Query) error {
 	if q.Key != "" {
-		ns := q.Namespace
-		if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
-			// -A (or -n "") reads every namespace; a bare NAME is a
-			// name in the default namespace, as every KEY is read.
-			ns = protocol.DefaultNamespace
-		}
-		k, err := keyArg(cmd, ns, q.Key)
+		k, err := filterKeyArg(cmd, q.Namespace, q.Key)
 		if err != nil {
 			return err
 		}
 		q.Namespace, q.Key = k.Namespace, k.Name
 	}
 	return nil
+}
+
+// filterKeyArg reads the key that filters a read of the trail (audit
+// --key, watch KEY) in namespace ns, "" when -A gives every namespace, as
+// every KEY is read (keyArg). -A sets the namespace without marking -n
+// given: a bare NAME is then a name in the default namespace, as it is
+// without -A.
+func filterKeyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
+	if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
+		ns = protocol.DefaultNamespace
+	}
+	return keyArg(cmd, ns, arg)
 }
 
 // completeOps completes --op: the recorded ops not yet in the

@@ -479,6 +479,11 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 			c.ValidArgsFunction = a.completeKeys
 		case "help":
 			c.Example = "  leasectl help acquire"
+			// cobra answers an unknown topic with "Unknown help topic" and
+			// the root's usage on stdout, and exit 0.
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				return helpTopic(root, args)
+			}
 		case "completion":
 			c.Example = "  source <(leasectl completion bash)\n  leasectl completion zsh > \"${fpath[1]}/_leasectl\""
 			// Without a RunE, cobra answers an unknown shell with help and exit 0.
@@ -502,6 +507,41 @@ forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 	}
 	markRun(root, &a.ran)
 	return root
+}
+
+// helpTopic prints the help of the command that args name (the root's
+// when none) on stdout. A topic that names no command is a usage error
+// (exit 2, on stderr), as `leasectl TOPIC` is: a word left over after the
+// command path (`help bogus`, `help migrate bogus`) names none.
+func helpTopic(root *cobra.Command, args []string) error {
+	cmd, rest, err := root.Find(args)
+	if cmd == nil {
+		cmd = root
+	}
+	if err != nil || len(rest) > 0 {
+		known := "leasectl help" + strings.TrimPrefix(cmd.CommandPath(), root.Name())
+		switch {
+		case cmd == root:
+			known = "'" + known + "' lists the commands"
+		case cmd.HasAvailableSubCommands():
+			known = "'" + known + "' lists its subcommands"
+		default:
+			known = "'" + known + "' is the help of " + cmd.CommandPath()
+		}
+		msg := fmt.Sprintf("help: no help topic %q: %s", strings.Join(args, " "), known)
+		if len(rest) > 0 {
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on the root
+			}
+			if suggestions := cmd.SuggestionsFor(rest[0]); len(suggestions) > 0 {
+				msg += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+			}
+		}
+		return usageError("%s", msg)
+	}
+	cmd.InitDefaultHelpFlag()
+	cmd.InitDefaultVersionFlag()
+	return cmd.Help()
 }
 
 // markRun wraps the RunE of c and its subcommands so that *ran is set when

@@ -40,7 +40,8 @@ once it has read every change of the key in the trail (a lease released
 or revoked is never reported expired). The leases watched are those it
 reads taken or renewed and those live when it starts.
 --no-renewals leaves renewals out; --op prints only the ops named
-(acquire, renew, release, revoke, expire; repeat it or separate by commas).`,
+(acquire, renew, release, revoke, expire; repeat it or separate by commas;
+renew not with --no-renewals).`,
 		Example: `  leasectl watch nightly-report
   leasectl watch -n billing -o json | jq -r '"\(.op) \(.key) \(.owner)"'
   leasectl watch scan/10.0.0.0-24 --since 1h
@@ -54,7 +55,7 @@ reads taken or renewed and those live when it starts.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				k, err := keyArg(cmd, q.Namespace, args[0])
+				k, err := filterKeyArg(cmd, q.Namespace, args[0])
 				if err != nil {
 					return err
 				}

@@ -23,7 +23,9 @@ const OpExpire protocol.Op = "expire"
 var watchOps = []protocol.Op{protocol.OpAcquire, protocol.OpRenew, protocol.OpRelease, protocol.OpRevoke, OpExpire}
 
 // parseWatchOps reads --op values (each may be a comma-separated list) and
-// --no-renewals into the set of ops to print; nil prints every op.
+// --no-renewals into the set of ops to print; nil prints every op. --op
+// naming renew with --no-renewals asks for renewals and for none: the
+// flags conflict (with --op renew alone, a watch that never prints).
 func parseWatchOps(values []string, noRenewals bool) (map[protocol.Op]bool, error) {
 	var show map[protocol.Op]bool
 	for _, v := range values {
@@ -37,6 +39,9 @@ func parseWatchOps(values []string, noRenewals bool) (map[protocol.Op]bool, erro
 			}
 			show[op] = true
 		}
+	}
+	if noRenewals && show[protocol.OpRenew] {
+		return nil, usageError("--op renew and --no-renewals go apart: --no-renewals leaves out the renewals --op asks for; drop one")
 	}
 	if noRenewals {
 		if show == nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // watching is a watch run in-process in the background; stop ends it
@@ -188,5 +190,40 @@ func TestWatchReportsNoExpiryOfAReleaseHeldBack(t *testing.T) {
 	}
 	if expires := expireEvents(t, out); len(expires) > 0 {
 		t.Fatalf("watch printed an expire event for a lease released before its expiry, its release held back: %s\n%s", expires[0], out)
+	}
+}
+
+func TestParseWatchOps(t *testing.T) {
+	for _, c := range []struct {
+		ops        []string
+		noRenewals bool
+		want       []protocol.Op // nil: every op
+		bad        string        // a word the refusal names
+	}{
+		{nil, false, nil, ""},
+		{nil, true, []protocol.Op{protocol.OpAcquire, protocol.OpRelease, protocol.OpRevoke, OpExpire}, ""},
+		{[]string{"acquire,expire"}, false, []protocol.Op{protocol.OpAcquire, OpExpire}, ""},
+		{[]string{"acquire", "revoke"}, true, []protocol.Op{protocol.OpAcquire, protocol.OpRevoke}, ""},
+		{[]string{"renew"}, false, []protocol.Op{protocol.OpRenew}, ""},
+		{[]string{"renew"}, true, nil, "--no-renewals"},
+		{[]string{"acquire,renew"}, true, nil, "--op renew"},
+		{[]string{"bogus"}, false, nil, "bogus"},
+	} {
+		show, err := parseWatchOps(c.ops, c.noRenewals)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("--op %v --no-renewals=%v: %v, %v; want a usage error naming %s", c.ops, c.noRenewals, show, err, c.bad)
+			}
+			continue
+		}
+		var got []protocol.Op
+		for _, op := range watchOps {
+			if show[op] {
+				got = append(got, op)
+			}
+		}
+		if err != nil || (show == nil) != (c.want == nil) || !slices.Equal(got, c.want) {
+			t.Errorf("--op %v --no-renewals=%v: %v, %v; want %v", c.ops, c.noRenewals, show, err, c.want)
+		}
 	}
 }

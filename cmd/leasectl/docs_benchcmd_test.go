@@ -67,3 +67,23 @@ func TestDocsBenchmarkFiguresCarryTheirCommand(t *testing.T) {
 		}
 	}
 }
+
+// The etcd section of docs/benchmarks.md gives the command of its table
+// and says how many cycles each run measured: the two agree, so that a
+// reader who runs the command measures what the table reports.
+func TestEtcdBenchmarkCommandMatchesItsCycles(t *testing.T) {
+	t.Parallel()
+	_, section, ok := strings.Cut(repoFile(t, "docs/benchmarks.md"), "\n## etcd:")
+	if !ok {
+		t.Fatal("docs/benchmarks.md has no etcd section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	cmd := regexp.MustCompile(`-bench BenchmarkAcquireRelease -benchtime (\d+)x`).FindStringSubmatch(section)
+	said := regexp.MustCompile(`([\d,]+) cycles per run`).FindStringSubmatch(section)
+	if cmd == nil || said == nil {
+		t.Fatalf("the etcd section lost its command (%v) or its count of cycles (%v)", cmd, said)
+	}
+	if n := strings.ReplaceAll(said[1], ",", ""); n != cmd[1] {
+		t.Errorf("docs/benchmarks.md's etcd table: the command runs -benchtime %sx, the text says %s cycles per run", cmd[1], said[1])
+	}
+}

@@ -12,7 +12,8 @@ import (
 // holds Go code a user or a contributor meets (internal/ and the CI's
 // dot-directories aside): a reader who learns the tree there finds each
 // package the docs send them to (backendkit for backend authors,
-// promobserver for metrics, examples/).
+// promobserver for metrics, examples/), in the pinned block or, as
+// `name/`, in the lines this repository adds after it.
 func TestDesignLayoutNamesEveryTopLevelPackage(t *testing.T) {
 	t.Parallel()
 	design := repoFile(t, "DESIGN.md")
@@ -22,7 +23,7 @@ func TestDesignLayoutNamesEveryTopLevelPackage(t *testing.T) {
 	}
 	layout, _, _ = strings.Cut(layout, "\n## ")
 	named := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^([a-z][\w.-]*)/`).FindAllStringSubmatch(layout, -1) {
+	for _, m := range regexp.MustCompile("(?m)(?:^|`)([a-z][\\w.-]*)/").FindAllStringSubmatch(layout, -1) {
 		named[m[1]] = true
 	}
 	root := filepath.Join("..", "..")

@@ -67,8 +67,8 @@ reader (get, list, audit), writer (and acquire, renew, release) or admin (and
 revoke); each NS-GLOB names namespaces, * matching any run of characters (only
 * reads the audit trail of every namespace at once). # starts a comment.
 SIGHUP reloads the file; a file that does not parse is refused and the tokens
-in force stay. Streams (notify, audit follow) of a token the reload removed or
-narrowed end at once.
+in force stay. Streams (notify, audit follow) of a token the reload removed, or
+narrowed so that it may no longer read the stream's namespace, end at once.
 
 Slow clients are cut off: headers must arrive within 10s (over HTTP/2, whose
 server has no such bound, a connection is cut after 2m idle), a body within

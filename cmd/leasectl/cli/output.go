@@ -176,6 +176,13 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
 		switch {
+		case l.LockDelay > 0 && res.Status == protocol.StatusRevoked:
+			// The delay runs from the revoke (the store's time, read here
+			// as this clock's now), not from the former expiry shown above.
+			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s by this clock: the revoke's time plus the delay)\n",
+				l.LockDelay, timeTable(now.Add(l.LockDelay)))
+		case l.LockDelay > 0 && res.Status == protocol.StatusReleased:
+			fmt.Fprintf(tw, "  lock-delay\t%s (not applied: a release by the holder frees the key at once)\n", l.LockDelay)
 		case l.LockDelay > 0 && ended:
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s, %s)\n",
 				l.LockDelay, timeTable(l.FreeAt()), timeLeft(l.FreeAt(), now))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -184,6 +185,28 @@ func (a *app) releaseCommand() *cobra.Command {
 	return cmd
 }
 
+// revokeTime returns the time, by the store's clock, of the revoke whose
+// result is res (a lease revoked, replayed or not): its audit record's,
+// when the lease's lock-delay started. One newest-first read of the key's
+// revokes; zero when that record is not the newest (pruned, or the key was
+// revoked again since a replayed revoke) or the read fails.
+func revokeTime(ctx context.Context, r audit.Reader, res protocol.Result) time.Time {
+	l, k := res.Lease, res.Key
+	if k == (protocol.Key{}) {
+		k = l.Key
+	}
+	page, err := r.ReadAudit(ctx, audit.Query{Namespace: k.Namespace, Key: k.Name,
+		Ops: []protocol.Op{protocol.OpRevoke}, Limit: 1, Newest: true})
+	if err != nil || len(page.Records) != 1 {
+		return time.Time{}
+	}
+	rec := page.Records[0]
+	if rec.Token != l.Token || (res.RequestID != "" && rec.RequestID != res.RequestID) {
+		return time.Time{}
+	}
+	return rec.At
+}
+
 func (a *app) getCommand() *cobra.Command {
 	var ns string
 	cmd := &cobra.Command{
@@ -329,7 +352,15 @@ fenced off.`,
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Revoke(ctx, req)
-				return a.printOutcome(explainNotOwner(res, "", token), err)
+				var revokedAt time.Time
+				if a.output == "table" && res.Status == protocol.StatusRevoked && res.Lease != nil && res.Lease.LockDelay > 0 {
+					// The table says when the lock-delay ends: the result
+					// carries the former expiry, not the revoke's time.
+					rctx, cancel := a.opContext(cmd.Context())
+					revokedAt = revokeTime(rctx, s.audit, res)
+					cancel()
+				}
+				return a.printOutcomeRevokedAt(explainNotOwner(res, "", token), err, revokedAt)
 			})
 		},
 	}

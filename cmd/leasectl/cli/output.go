@@ -70,13 +70,23 @@ func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 // is a served store's refusal of the bearer token (HTTP 401/403), that
 // refusal, which exits 7.
 func (a *app) printOutcome(res protocol.Result, err error) error {
+	return a.printOutcomeRevokedAt(res, err, time.Time{})
+}
+
+// printOutcomeRevokedAt is printOutcome for a revoke whose time (the
+// store's, from its audit record) revokedAt is known; zero when it is not.
+// The table of a revoked lease with a lock-delay gives the end of the
+// delay from it.
+func (a *app) printOutcomeRevokedAt(res protocol.Result, err error, revokedAt time.Time) error {
 	if refused := authFailure(err); refused != nil {
 		return refused
 	}
-	return a.printResult(res)
+	return a.printResultRevokedAt(res, revokedAt)
 }
 
-func (a *app) printResult(res protocol.Result) error {
+func (a *app) printResult(res protocol.Result) error { return a.printResultRevokedAt(res, time.Time{}) }
+
+func (a *app) printResultRevokedAt(res protocol.Result, revokedAt time.Time) error {
 	msg := a.red.redact(res.Message)
 	switch {
 	case a.output == "json":
@@ -93,7 +103,7 @@ func (a *app) printResult(res protocol.Result) error {
 	case a.output == "token":
 		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now()))
 	default:
-		a.printText(formatResult(res, msg, time.Now()))
+		a.printText(formatResultRevokedAt(res, msg, time.Now(), revokedAt))
 	}
 	if res.Status.Success() {
 		return nil
@@ -136,6 +146,14 @@ func answered(status protocol.Status) bool {
 // status once, when the message starts with it), then the lease, one field
 // a line, and the request id of a change.
 func formatResult(res protocol.Result, msg string, now time.Time) string {
+	return formatResultRevokedAt(res, msg, now, time.Time{})
+}
+
+// formatResultRevokedAt is formatResult for a result that may be a
+// revoke's, whose time by the store's clock (its audit record's) is
+// revokedAt, zero when unknown: a revoke starts the lease's lock-delay
+// then, not at the former expiry its result carries.
+func formatResultRevokedAt(res protocol.Result, msg string, now, revokedAt time.Time) string {
 	var b strings.Builder
 	head := string(res.Status)
 	key := res.Key
@@ -176,11 +194,18 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
 		switch {
+		case l.LockDelay > 0 && res.Status == protocol.StatusRevoked && revokedAt.IsZero():
+			// The revoke's time was not read (its record is gone, or the
+			// read failed): this clock's now would be wrong by the clocks'
+			// skew, and for a replay by the time since the revoke.
+			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict for the delay from the revoke's time, which its audit record holds)\n",
+				l.LockDelay)
 		case l.LockDelay > 0 && res.Status == protocol.StatusRevoked:
-			// The delay runs from the revoke (the store's time, read here
-			// as this clock's now), not from the former expiry shown above.
-			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s by this clock: the revoke's time plus the delay)\n",
-				l.LockDelay, timeTable(now.Add(l.LockDelay)))
+			// The delay runs from the revoke, not from the former expiry
+			// shown above.
+			free := revokedAt.Add(l.LockDelay)
+			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s by the store's clock: the revoke's time %s plus the delay; %s)\n",
+				l.LockDelay, timeTable(free), timeTable(revokedAt), delayLeft(free, now))
 		case l.LockDelay > 0 && res.Status == protocol.StatusReleased:
 			fmt.Fprintf(tw, "  lock-delay\t%s (not applied: a release by the holder frees the key at once)\n", l.LockDelay)
 		case l.LockDelay > 0 && ended:
@@ -196,6 +221,15 @@ func formatResult(res protocol.Result, msg string, now time.Time) string {
 	}
 	_ = tw.Flush()
 	return b.String()
+}
+
+// delayLeft describes how long until a lock-delay ends at free by the
+// local clock.
+func delayLeft(free, now time.Time) string {
+	if d := free.Sub(now); d > 0 {
+		return "in " + roundDuration(d).String()
+	}
+	return "ended " + roundDuration(now.Sub(free)).String() + " ago"
 }
 
 // timeLeft describes how long until expires by the local clock (the backend

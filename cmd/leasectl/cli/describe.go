@@ -63,7 +63,7 @@ shown (and, while a lock-delay keeps the key, the ended lease, as get shows it).
 					}
 					a.printJSON(out)
 				} else {
-					text := formatResult(res, a.red.redact(res.Message), time.Now())
+					text := formatResult(res, a.red.redact(res.Message), time.Now(), time.Time{})
 					if len(recs) == 0 {
 						text += "\nno audit records of this key\n"
 					} else {

@@ -288,7 +288,7 @@ a live lease, by namespace and then key.`,
 					}
 					return a.printResult(protocol.Result{
 						Op: protocol.OpList, Status: res.Status, RequestID: res.RequestID, Message: res.Message,
-					})
+					}, time.Time{})
 				}
 				if a.output == "json" {
 					out := listJSON{Status: string(res.Status), Leases: []leaseJSON{}, NextCursor: res.NextCursor}

@@ -62,38 +62,36 @@ func (a *app) printJSON(v any) {
 // printText writes s on stdout in one Write.
 func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 
-// printResult prints a lease operation's result and returns the error that
-// makes Execute exit with the status's code. With -o token only a success
-// prints (the token and a newline) on stdout; anything else goes to stderr,
-// so a script never reads another owner's token.
-// printOutcome prints a lease operation's outcome: its result, or, when err
-// is a served store's refusal of the bearer token (HTTP 401/403), that
-// refusal, which exits 7.
+// printOutcome prints a lease operation's outcome: its result
+// (printResult), or, when err is a served store's refusal of the bearer
+// token (HTTP 401/403), that refusal, which exits 7.
 func (a *app) printOutcome(res protocol.Result, err error) error {
 	return a.printOutcomeRevokedAt(res, err, time.Time{})
 }
 
-// printOutcomeRevokedAt is printOutcome for a revoke whose time (the
-// store's, from its audit record) revokedAt is known; zero when it is not.
-// The table of a revoked lease with a lock-delay gives the end of the
-// delay from it.
+// printOutcomeRevokedAt is printOutcome for a revoke whose time by the
+// store's clock (its audit record's) is revokedAt, zero when not known:
+// see formatResult.
 func (a *app) printOutcomeRevokedAt(res protocol.Result, err error, revokedAt time.Time) error {
 	if refused := authFailure(err); refused != nil {
 		return refused
 	}
-	return a.printResultRevokedAt(res, revokedAt)
+	return a.printResult(res, revokedAt)
 }
 
-func (a *app) printResult(res protocol.Result) error { return a.printResultRevokedAt(res, time.Time{}) }
-
-func (a *app) printResultRevokedAt(res protocol.Result, revokedAt time.Time) error {
+// printResult prints a lease operation's result (revokedAt as formatResult
+// takes it) and returns the error that makes Execute exit with the
+// status's code. With -o token only a success prints (the token and a
+// newline) on stdout; anything else goes to stderr, so a script never
+// reads another owner's token.
+func (a *app) printResult(res protocol.Result, revokedAt time.Time) error {
 	msg := a.red.redact(res.Message)
 	switch {
 	case a.output == "json":
 		a.printJSON(toResultJSON(res, msg))
 	case !answered(res.Status):
 		// Not the store's answer: a diagnostic, on stderr like the others.
-		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now()))
+		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now(), time.Time{}))
 	case a.output == "token" && res.Status.Success() && res.Lease != nil:
 		if res.Replayed {
 			fmt.Fprintf(a.stderr, "leasectl: replayed: the recorded outcome of an earlier request with this id; "+
@@ -101,9 +99,9 @@ func (a *app) printResultRevokedAt(res protocol.Result, revokedAt time.Time) err
 		}
 		a.printText(fmt.Sprintf("%d\n", res.Lease.Token))
 	case a.output == "token":
-		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now()))
+		_, _ = io.WriteString(a.stderr, "leasectl: "+formatResult(res, msg, time.Now(), time.Time{}))
 	default:
-		a.printText(formatResultRevokedAt(res, msg, time.Now(), revokedAt))
+		a.printText(formatResult(res, msg, time.Now(), revokedAt))
 	}
 	if res.Status.Success() {
 		return nil
@@ -145,15 +143,10 @@ func answered(status protocol.Status) bool {
 // formatResult renders a result for people: the status and message (the
 // status once, when the message starts with it), then the lease, one field
 // a line, and the request id of a change.
-func formatResult(res protocol.Result, msg string, now time.Time) string {
-	return formatResultRevokedAt(res, msg, now, time.Time{})
-}
-
-// formatResultRevokedAt is formatResult for a result that may be a
-// revoke's, whose time by the store's clock (its audit record's) is
-// revokedAt, zero when unknown: a revoke starts the lease's lock-delay
-// then, not at the former expiry its result carries.
-func formatResultRevokedAt(res protocol.Result, msg string, now, revokedAt time.Time) string {
+// A revoke's result carries the former expiry, not the revoke's time:
+// revokedAt is that time by the store's clock (its audit record's), from
+// which a lock-delay runs, zero when not known.
+func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) string {
 	var b strings.Builder
 	head := string(res.Status)
 	key := res.Key

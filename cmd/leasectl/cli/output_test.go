@@ -30,7 +30,7 @@ func TestConflictShownByTheStoresVerdict(t *testing.T) {
 		{"live by the store's clock, 2s after by this one", live, at.Add(2 * time.Second),
 			"(acquires wait until ", "(ended "},
 	} {
-		out := formatResult(c.res, c.res.Message, c.now)
+		out := formatResult(c.res, c.res.Message, c.now, time.Time{})
 		if !strings.Contains(out, c.want) || strings.Contains(out, c.wrong) {
 			t.Errorf("%s: want %q and no %q in\n%s", c.what, c.want, c.wrong, out)
 		}

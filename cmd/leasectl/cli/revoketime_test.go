@@ -52,11 +52,11 @@ func TestRevokeTableWithoutTheRevokesTimeNamesNone(t *testing.T) {
 	l := &protocol.Lease{Key: protocol.Key{Namespace: "default", Name: "k"}, Owner: "w1", Token: 7,
 		AcquiredAt: at.Add(-time.Minute), RenewedAt: at.Add(-time.Minute), ExpiresAt: at.Add(time.Hour), LockDelay: time.Hour}
 	res := protocol.Result{Op: protocol.OpRevoke, Status: protocol.StatusRevoked, Lease: l}
-	out := formatResult(res, "", at)
+	out := formatResult(res, "", at, time.Time{})
 	if !strings.Contains(out, "lock-delay") || strings.Contains(out, "until") {
 		t.Errorf("revoke's table without the revoke's time: want a lock-delay line naming no time:\n%s", out)
 	}
-	out = formatResultRevokedAt(res, "", at.Add(time.Second), at)
+	out = formatResult(res, "", at.Add(time.Second), at)
 	if !strings.Contains(out, "until "+timeTable(at.Add(time.Hour))+" ") {
 		t.Errorf("revoke's table with the revoke's time %s: want the delay to end an hour after it:\n%s", timeTable(at), out)
 	}

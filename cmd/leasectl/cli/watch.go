@@ -217,28 +217,6 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 // the key's, or up to a few pages of the namespace's (none for every
 // namespace).
 func (a *app) seedExpiries(ctx context.Context, s *store, q audit.Query, w *expiryWatch) {
-	a.seedLeases(ctx, s, q, w)
-	// Each seeded lease's record (the acquire or renew that set its
-	// expiry), so that its expire event carries that record's id, as those
-	// of leases the watch saw taken do; one newest-first read per lease,
-	// under a timeout of its own. A lease whose record is gone (pruned) or
-	// was not read in time keeps id 0.
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	for k, l := range w.leases {
-		page, err := s.audit.ReadAudit(ctx, audit.Query{Namespace: k.Namespace, Key: k.Name,
-			Ops: []protocol.Op{protocol.OpAcquire, protocol.OpRenew}, Limit: 1, Newest: true})
-		if err != nil {
-			return
-		}
-		if len(page.Records) == 1 && page.Records[0].Token == l.Token && page.Records[0].ExpiresAt.Equal(l.ExpiresAt) {
-			w.leases[k] = page.Records[0]
-		}
-	}
-}
-
-// seedLeases reads the leases seedExpiries tracks, under a.timeout.
-func (a *app) seedLeases(ctx context.Context, s *store, q audit.Query, w *expiryWatch) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	switch {

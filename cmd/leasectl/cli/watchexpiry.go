@@ -97,10 +97,11 @@ func (w *expiryWatch) checkAt(k protocol.Key) time.Time {
 	return w.leases[k].ExpiresAt
 }
 
-// seed tracks a lease live when the watch starts. A record the watch reads
-// later replaces it, as that of a lease taken since: one of an older token
-// too (watch --since reads a key's earlier leases before the live one's
-// acquire).
+// seed tracks a lease live when the watch starts, as a record with ID 0
+// (the lease's own record is read only if it runs out: withRecord). A
+// record the watch reads later replaces it, as that of a lease taken
+// since: one of an older token too (watch --since reads a key's earlier
+// leases before the live one's acquire).
 func (w *expiryWatch) seed(l protocol.Lease) {
 	w.leases[l.Key] = audit.Record{At: l.RenewedAt, Op: protocol.OpRenew, Namespace: l.Key.Namespace, Key: l.Key.Name,
 		Owner: l.Owner, Token: l.Token, Status: protocol.StatusRenewed, Version: audit.RecordFormatVersion, ExpiresAt: l.ExpiresAt}
@@ -191,7 +192,7 @@ func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Rea
 			case len(page.Records) > 0:
 				w.pending[k] = page.Records[0].ID
 			default:
-				out = append(out, w.expired(k, l))
+				out = append(out, w.expired(k, w.withRecord(ctx, r, l)))
 			}
 		default: // the store did not answer: ask again later
 			w.check[k] = now.Add(recheck)
@@ -199,6 +200,24 @@ func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Rea
 	}
 	slices.SortFunc(out, func(a, b audit.Record) int { return a.At.Compare(b.At) })
 	return out
+}
+
+// withRecord returns l, the lease at its key as tracked, as the record of
+// the acquire or renew that set its expiry, read from r when l was seeded
+// from the store's lease (its ID 0): the newest such record of the key,
+// when it is l's (token and expiry), so that the expiry event carries its
+// id. One read, for a lease that ran out only; l as it is when the record
+// is gone (pruned) or the read fails.
+func (w *expiryWatch) withRecord(ctx context.Context, r audit.Reader, l audit.Record) audit.Record {
+	if l.ID != 0 {
+		return l
+	}
+	page, err := r.ReadAudit(ctx, audit.Query{Namespace: l.Namespace, Key: l.Key,
+		Ops: []protocol.Op{protocol.OpAcquire, protocol.OpRenew}, Limit: 1, Newest: true})
+	if err != nil || len(page.Records) != 1 || page.Records[0].Token != l.Token || !page.Records[0].ExpiresAt.Equal(l.ExpiresAt) {
+		return l
+	}
+	return page.Records[0]
 }
 
 func latest(a, b time.Time) time.Time {

@@ -85,6 +85,9 @@ func TestPlansIgnoreStatisticsOfEmptyTables(t *testing.T) {
 		}
 		_ = tx.Rollback(ctx)
 		text := strings.Join(plan, "\n")
+		// With -v the plan and its execution time are shown:
+		// docs/postgres-settings.md quotes them.
+		t.Logf("%s, the connection's generic plan after growth:\n%s", c.op, text)
 		for _, table := range []string{"leasestore_audit", "leasestore_leases"} {
 			if strings.Contains(text, "Seq Scan on "+table+" ") {
 				t.Errorf("%s: after growth the connection's generic plan still scans %s in full:\n%s", c.op, table, text)

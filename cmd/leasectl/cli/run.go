@@ -136,7 +136,12 @@ running CMD, naming the key: run again with a new ID.
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
 store refuses $` + EnvAPIToken + `, 130 when interrupted (status interrupted; while
-waiting, with the holder in the output). A CMD that cannot
+waiting, with the holder in the output). An interrupt (or --wait-timeout)
+before CMD starts gives the lease back: CMD does not start, and a lease
+the acquire took is released at once (under --request-id, only once this
+run claimed it), one whose acquire the interrupt cut off in flight after
+learning the outcome by sending the acquire again with its request id;
+each step bounded by --timeout. A CMD that cannot
 be started exits 127 (not found) or 126. CMD killed by a signal makes run
 exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
@@ -197,10 +202,7 @@ func runClaimID(id string) string { return id + runClaimSuffix }
 // releasing (the lease may be another run's), and returns what to exit with.
 func (a *app) claimRun(ctx context.Context, s *store, req protocol.AcquireRequest, h *protocol.Held,
 	cancelHold context.CancelCauseFunc) error {
-	cctx, cancel := a.opContext(context.WithoutCancel(ctx))
-	defer cancel()
-	res, err := s.rt.Renew(cctx, protocol.RenewRequest{Key: req.Key, Owner: req.Owner, Token: h.Token(), TTL: req.TTL,
-		RequestID: runClaimID(req.RequestID)})
+	res, err := a.claim(ctx, s, req, h.Token())
 	if err == nil && !res.Replayed {
 		return nil
 	}
@@ -221,6 +223,99 @@ func (a *app) claimRun(ctx context.Context, s *store, req protocol.AcquireReques
 			"the command was not run. If no run with this id is running, the lease runs out at %s unless revoked "+
 			"(%s); then run with a new --request-id", req.RequestID, lease.Token,
 			lease.ExpiresAt.UTC().Format(time.RFC3339Nano), revokeCommand(lease))}, nil)
+}
+
+// claim sends the renew by which a run claims the lease (token) of the
+// acquire under the user's request id (see claimRun), bounded by
+// --timeout and not cut short by an interrupt: its outcome decides whose
+// the lease is. The claim is this run's when it succeeds unreplayed.
+func (a *app) claim(ctx context.Context, s *store, req protocol.AcquireRequest, token int64) (protocol.Result, error) {
+	cctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	return s.rt.Renew(cctx, protocol.RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL,
+		RequestID: runClaimID(req.RequestID)})
+}
+
+// releaseHeld releases h's lease at the end of run, bounded by --timeout
+// (not by the renewal timeout, a third of --ttl), even after an interrupt.
+func (a *app) releaseHeld(ctx context.Context, h *protocol.Held) error {
+	rctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	return h.Release(rctx)
+}
+
+// giveBack returns h, the lease run took, when run is stopped (an
+// interrupt, or --wait-timeout) before CMD started: it releases the lease
+// when it is this run's, which under the user's request id it is only
+// once this run claimed it (another run with the id may have); otherwise
+// it stops holding it and leaves it alone.
+func (a *app) giveBack(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool, h *protocol.Held,
+	cancelHold context.CancelCauseFunc) {
+	if claim {
+		if res, err := a.claim(ctx, s, req, h.Token()); err != nil || res.Replayed {
+			cancelHold(errors.New("run: stopped before the command started"))
+			<-h.Done()
+			a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
+				"so it is not released", "key", req.Key.String(), "token", h.Token(), "request_id", req.RequestID)
+			return
+		}
+	}
+	if err := a.releaseHeld(ctx, h); err != nil && !releaseRefused(err) {
+		a.log.Warn("run: stopped before the command started; releasing the lease failed: it runs out after its TTL",
+			"key", req.Key.String(), "token", h.Token(), "err", a.red.redact(err.Error()))
+		return
+	}
+	a.log.Debug("run: stopped before the command started; released the lease", "key", req.Key.String(), "token", h.Token())
+}
+
+// undoAcquire is giveBack after an acquire whose outcome is unknown
+// because run was stopped (an interrupt, or --wait-timeout) while it was
+// in flight: the acquire may have taken the lease, its answer cut off. It
+// learns the outcome by sending the acquire again under the same request
+// id, which replays the first one's (or, had that not taken effect,
+// takes the key now), and releases the lease it answers when it is this
+// run's (claimed, under the user's request id). Bounded by --timeout
+// each, not cut short by the interrupt.
+func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) {
+	actx, cancel := a.opContext(context.WithoutCancel(ctx))
+	res, err := s.rt.Acquire(actx, req)
+	cancel()
+	switch st := protocol.StatusOf(err); {
+	case err == nil && res.Lease != nil:
+	case st == protocol.StatusTimeout || st == protocol.StatusUnavailable:
+		a.log.Warn("run: stopped while acquiring, and the acquire's outcome could not be learned: a lease it took "+
+			"runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID, "err", a.red.redact(err.Error()))
+		return
+	default:
+		return // refused: it took nothing
+	}
+	l := *res.Lease
+	if claim {
+		if cres, err := a.claim(ctx, s, req, l.Token); err != nil || cres.Replayed {
+			a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
+				"so it is not released", "key", req.Key.String(), "token", l.Token, "request_id", req.RequestID)
+			return
+		}
+	}
+	rctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	_, err = s.rt.Release(rctx, protocol.ReleaseRequest{Key: req.Key, Owner: req.Owner, Token: l.Token})
+	if err != nil && !releaseRefused(err) {
+		a.log.Warn("run: stopped before the command started; releasing the lease its acquire took failed: it runs out "+
+			"after its TTL", "key", req.Key.String(), "token", l.Token, "err", a.red.redact(err.Error()))
+		return
+	}
+	a.log.Debug("run: stopped while acquiring; released the lease the acquire took", "key", req.Key.String(),
+		"token", l.Token, "replayed", res.Replayed)
+}
+
+// stoppedBeforeCommand is what run exits with when wctx ended before CMD
+// started: conflict after --wait-timeout, else interrupted (130).
+func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest, w waitFlags) error {
+	if cause := context.Cause(wctx); errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
+	}
+	return failWith(context.Cause(wctx))
 }
 
 // revokeCommand is the leasectl command line that revokes l, to paste.
@@ -257,21 +352,23 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		req.RequestID = protocol.NewRequestID() // made here so that a refusal can show it
 	}
 	h, err := protocol.Hold(holdCtx, s.rt, req, hcfg)
-	if !stopWatching() && err == nil {
-		// Interrupted (or out of wait time) just as the lease was taken:
-		// the hold's context is gone, so the lease goes back (unless the
-		// user gave the request id: another run with it may have claimed
-		// the lease, even one this run's own acquire took).
-		if claim {
-			cancelHold(context.Cause(wctx))
-			<-h.Done()
-		} else {
-			_ = h.Release(context.Background())
+	if !stopWatching() {
+		// Interrupted (or out of wait time) before CMD started: a lease
+		// the acquire took goes back at once, rather than keeping the key
+		// from everyone for its TTL (and then its lock-delay) with nobody
+		// working under it. Taken just as the hold's context went: release
+		// it. Cut off in flight (the outcome unknown: the acquire may have
+		// taken the lease): learn the outcome by replaying it, then
+		// release. Under the user's request id, only a lease this run
+		// claimed (another run with the id may have).
+		switch st := protocol.StatusOf(err); {
+		case err == nil:
+			a.giveBack(ctx, s, req, claim, h, cancelHold)
+			return stoppedBeforeCommand(ctx, wctx, req, w)
+		case st == protocol.StatusTimeout || st == protocol.StatusUnavailable:
+			a.undoAcquire(ctx, s, req, claim)
+			return stoppedBeforeCommand(ctx, wctx, req, w)
 		}
-		if cause := context.Cause(wctx); errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
-			return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
-		}
-		return failWith(context.Cause(wctx))
 	}
 	if err != nil {
 		var pe *protocol.Error
@@ -307,6 +404,14 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	if ctx.Err() != nil {
+		// Interrupted after the acquire (or during the claim, which an
+		// interrupt does not cut short) and before CMD started: CMD does
+		// not start, and the lease, this run's, goes back. From here on
+		// an interrupt is passed on to CMD, which decides.
+		a.giveBack(ctx, s, req, false, h, cancelHold)
+		return failWith(context.Cause(ctx))
+	}
 	done, err := startCommand(c)
 	if err != nil {
 		_ = h.Release(context.Background())

@@ -1,0 +1,206 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+)
+
+// holdingProxy stands between leasectl and a served store. The first
+// request to path whose body or Idempotency-Key contains needle reaches
+// the store, which commits it; its answer is then held back: committed
+// gets a value, and the proxy waits until the client gives the request up
+// (then it drops the connection, the answer lost) or the test sends on
+// let (then it passes the answer on). Every other request passes.
+type holdingProxy struct {
+	url       string
+	committed chan struct{}
+	let       chan struct{}
+	abandoned atomic.Bool // the client gave the held request up
+}
+
+func newHoldingProxy(t *testing.T, storeURL, path, needle string) *holdingProxy {
+	t.Helper()
+	target, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1
+	hp := &holdingProxy{committed: make(chan struct{}, 1), let: make(chan struct{})}
+	var taken atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != path {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if !(strings.Contains(string(body), needle) || strings.Contains(r.Header.Get("Idempotency-Key"), needle)) ||
+			!taken.CompareAndSwap(false, true) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			rp.ServeHTTP(w, r)
+			return
+		}
+		// The store commits the request whatever the client does.
+		req, _ := http.NewRequestWithContext(context.Background(), r.Method, storeURL+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := transport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		hp.committed <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			hp.abandoned.Store(true)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		case <-hp.let:
+			for k, v := range resp.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(resp.StatusCode)
+			_, _ = w.Write(answer)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	hp.url = srv.URL
+	return hp
+}
+
+// awaitCommitted waits until the held request committed in the store.
+func (hp *holdingProxy) awaitCommitted(t *testing.T, p *proc) {
+	t.Helper()
+	select {
+	case <-hp.committed:
+	case <-time.After(time.Minute):
+		t.Fatalf("the request to hold never came\n%s", p.output())
+	}
+}
+
+// awaitSignalTaken waits until the kernel has handed sig to the process
+// (it is no longer pending: Go's handler has it), and a little more for
+// the handler to pass it on to the command's context.
+func awaitSignalTaken(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	bit := uint64(1) << (uint(sig) - 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			break // no /proc: the sleep alone
+		}
+		pending := uint64(0)
+		for _, line := range strings.Split(string(status), "\n") {
+			for _, field := range []string{"SigPnd:", "ShdPnd:"} {
+				if v, ok := strings.CutPrefix(line, field); ok {
+					n, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+					pending |= n
+				}
+			}
+		}
+		if pending&bit == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+}
+
+// TestRunInterruptedBeforeTheCommandReleases: Ctrl-C (SIGINT) that reaches
+// run before CMD started ends run with status interrupted, exit 130,
+// without running CMD, and leaves the key free: a lease run took goes back
+// at once, not after its TTL and then its lock-delay. The moments, each
+// made exact by a proxy in front of a served store (SQLite, PostgreSQL)
+// that lets the store commit a request and holds its answer back:
+//
+//   - acquire in flight: the acquire took the lease and Ctrl-C cut its
+//     answer off. run must learn the outcome by replaying the acquire with
+//     its request id, and release. It printed "timeout ... context
+//     canceled", exited 130 and left the lease held for the whole TTL.
+//   - the same with --request-id (the claim case): it must claim the lease
+//     (it is not another run's: none claimed it), then release.
+//   - between the acquire and CMD (--request-id: the claim's renew is in
+//     flight when Ctrl-C comes): CMD must not start. It ran CMD as if no
+//     Ctrl-C had come (exit 0).
+func TestRunInterruptedBeforeTheCommandReleases(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) (dir, dsn string){
+		"sqlite": func(t *testing.T) (string, string) {
+			dir := t.TempDir()
+			return dir, "sqlite:" + filepath.Join(dir, "leases.db")
+		},
+		"postgres": func(t *testing.T) (string, string) { return t.TempDir(), pgtest.MigratedDSN(t) },
+	}
+	cases := []struct {
+		name, path, needle string
+		args               []string
+		let                bool // pass the held answer on once run has the signal
+	}{
+		{"acquire in flight", "/v1/acquire", "", nil, false},
+		{"acquire in flight, --request-id", "/v1/acquire", "", []string{"--request-id", "mine-1"}, false},
+		{"claim in flight, --request-id", "/v1/renew", "mine-2/run", []string{"--request-id", "mine-2"}, true},
+	}
+	for store, open := range stores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			dir, dsn := open(t)
+			if strings.HasPrefix(dsn, "sqlite:") {
+				if r := (leasectl{dir: dir, dsn: dsn}).run(t, "migrate", "up"); r.code != 0 {
+					t.Fatalf("migrate up\n%s", r)
+				}
+			}
+			direct := leasectl{dir: dir, dsn: dsn}
+			srv := startServe(t, dir, dsn, nil)
+			for i, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					key := "int-" + strconv.Itoa(i)
+					hp := newHoldingProxy(t, srv.url, tc.path, tc.needle)
+					args := append([]string{"run", key, "--owner", "w", "--ttl", "1m", "--lock-delay", "1m"}, tc.args...)
+					p := (leasectl{dir: dir, dsn: hp.url}).start(t, append(args, "--", "sh", "-c", "echo ran")...)
+					hp.awaitCommitted(t, p)
+					if err := p.signal(os.Interrupt); err != nil {
+						t.Fatal(err)
+					}
+					if tc.let {
+						awaitSignalTaken(t, p.cmd.Process.Pid, syscall.SIGINT)
+						close(hp.let)
+					}
+					code := p.wait()
+					if code != 130 || strings.Contains(p.stdout.String(), "ran") {
+						t.Errorf("run interrupted before its command started: exit %d, want 130 and the command not run\n%s", code, p.output())
+					}
+					if !strings.Contains(p.output(), "interrupted") {
+						t.Errorf("run interrupted before its command started does not say interrupted\n%s", p.output())
+					}
+					if r := direct.run(t, "get", key, "-o", "json"); r.code != 4 || !strings.Contains(r.stdout, `"lease":null`) {
+						t.Fatalf("after run was interrupted before its command started, the key is not free (get: exit %d, want 4 "+
+							"with no lease): %s\nrun's output:\n%s", r.code, strings.TrimSpace(r.stdout), p.output())
+					}
+				})
+			}
+		})
+	}
+}

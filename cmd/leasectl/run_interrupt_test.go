@@ -204,3 +204,44 @@ func TestRunInterruptedBeforeTheCommandReleases(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReleaseIsBoundedByTimeout: the release when CMD ends is one
+// operation, bounded by --timeout (operator-guide.md: "deadline of each
+// operation"), not by the renewal timeout, a third of --ttl. Here the
+// store takes a second to answer the release, with --ttl 1500ms and the
+// default --timeout 5s: run cut its release off after 500ms, and the lease
+// stayed held until it ran out, then its lock-delay kept the key for 1m.
+func TestRunReleaseIsBoundedByTimeout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	srv := startServe(t, dir, direct.dsn, nil)
+	target, err := url.Parse(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/release" {
+			select {
+			case <-time.After(time.Second): // a slow store
+			case <-r.Context().Done():
+				return // given up: the release never reaches the store
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	r := (leasectl{dir: dir, dsn: proxy.URL}).run(t, "run", "slow", "--ttl", "1500ms", "--lock-delay", "1m", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("run of true: exit %d, want 0\n%s", r.code, r)
+	}
+	if g := direct.run(t, "get", "slow", "-o", "json"); g.code != 4 || !strings.Contains(g.stdout, `"lease":null`) {
+		t.Fatalf("run's release, which the store answers in 1s, was cut off before --timeout (5s): the key is not free "+
+			"(get: exit %d, want 4 with no lease): %s\nrun's stderr:\n%s", g.code, strings.TrimSpace(g.stdout), r.stderr)
+	}
+}

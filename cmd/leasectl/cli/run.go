@@ -75,7 +75,7 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "Run a command while holding a lease (exit 6 when the lease is lost)",
 		Long: `Acquire KEY (waiting for it with --wait), run CMD with the lease's fencing
 token in its environment, renew the lease in the background while CMD runs,
-release it when CMD ends, and exit with CMD's exit code.
+release it when CMD ends (bounded by --timeout), and exit with CMD's exit code.
 
 CMD gets LEASESTORE_TOKEN, LEASESTORE_KEY and LEASESTORE_NAMESPACE in its
 environment, and leasectl's stdin, stdout and stderr. The lease is renewed
@@ -414,7 +414,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	}
 	done, err := startCommand(c)
 	if err != nil {
-		_ = h.Release(context.Background())
+		_ = a.releaseHeld(ctx, h)
 		code := exitCannotExecute
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = exitNotFound
@@ -517,7 +517,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		_ = h.Release(context.Background())
 		return exitCode(ExitLost)
 	}
-	if err := h.Release(context.Background()); err != nil {
+	if err := a.releaseHeld(ctx, h); err != nil {
 		// A release the store refuses (the lease was revoked, taken over
 		// or ran out, and no signal or renewal told run before CMD ended)
 		// is a loss while CMD ran as much as one heard earlier.

@@ -184,7 +184,10 @@ func (b *Backend) auditOf(kv *mvccpb.KeyValue) (audit.Record, bool, error) {
 const pruneBatch = 100
 
 // PruneAudit removes every record older than r.Before, oldest first, in
-// transactions of up to 100 deletions; each also puts the prune mark
+// transactions of up to 100 deletions, each of the record read (its
+// create revision compared: a record written under the same key since,
+// by a request retried after another prune removed its record, stays);
+// each transaction also puts the prune mark
 // (P/a/\x01prune), so that a follower tells these deletions from
 // tampering, raises the greatest id removed of each namespace it removes
 // from (P/a/\x01pruned\x01NS, so that a read from a cursor below it
@@ -239,7 +242,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		n := min(len(victims), batch)
 		ops := []clientv3.Op{mark}
 		for _, v := range victims[:n] {
-			ops = append(ops, clientv3.OpDelete(v.key))
+			// Only the record read: once another prune removed it, a
+			// request retried with its id writes a new record under the
+			// same key, which is no victim.
+			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(v.key), "=", v.rev)},
+				[]clientv3.Op{clientv3.OpDelete(v.key)}, nil))
 		}
 		ops = append(ops, b.raisePruned(victims[:n])...)
 		last := n == len(victims)
@@ -264,8 +271,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		}
 		victims = victims[n:]
 		for _, op := range resp.Responses {
-			if d := op.GetResponseDeleteRange(); d != nil {
-				res.Removed += d.Deleted
+			if t := op.GetResponseTxn(); t != nil && t.Succeeded {
+				for _, d := range t.Responses {
+					res.Removed += d.GetResponseDeleteRange().GetDeleted()
+				}
 			}
 		}
 		if last {

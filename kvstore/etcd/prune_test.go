@@ -1,9 +1,13 @@
 package etcd_test
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -43,5 +47,91 @@ func TestPruneFitsTheClusterTxnLimit(t *testing.T) {
 	leases, left, err := b.Counts(ctx)
 	if err != nil || leases != records || left != 1 {
 		t.Fatalf("after the prune: %d leases, %d records, %v; want %d leases and the prune's own record", leases, left, err, records)
+	}
+}
+
+// TestPruneDeletesOnlyTheRecordsItRead: two prunes race and a request
+// retried after the first removed its record runs again, writing a new
+// record under the same key (namespace and request id). The slower prune,
+// which read the old record before either prune deleted it, must not
+// delete the new one: it is after the cut-off, and its id is above the
+// greatest id the prunes mark as removed, so a reader from a cursor below
+// it would skip it with no error. (The slower prune's transaction is held
+// by an interceptor until the other prune and the retry are done.) Before,
+// the prune deleted each record it had read by key alone, and the retried
+// acquire's record was gone.
+func TestPruneDeletesOnlyTheRecordsItRead(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	var armed atomic.Bool
+	held, resume := make(chan struct{}), make(chan struct{})
+	holdTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && armed.CompareAndSwap(true, false) {
+			close(held)
+			select {
+			case <-resume:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	// The records are stamped an hour ago until the prunes start.
+	var skew atomic.Int64
+	skew.Store(int64(time.Hour))
+	stamps := func() time.Time { return time.Now().Add(-time.Duration(skew.Load())) }
+	slow := open(t, etcd.WithStampClock(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, holdTxn), stamps))
+	fast := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, stamps))
+	ctx := t.Context()
+	acquire := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "retried"}
+	res, err := fast.Acquire(ctx, acquire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fast.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, RequestID: "release"}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(0)
+	cut := time.Now().Add(-30 * time.Minute)
+
+	armed.Store(true)
+	type outcome struct {
+		res audit.PruneResult
+		err error
+	}
+	slowDone := make(chan outcome, 1)
+	go func() {
+		res, err := slow.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "slow-prune"})
+		slowDone <- outcome{res, err}
+	}()
+	select {
+	case <-held: // the slow prune read both records and is about to delete them
+	case o := <-slowDone:
+		t.Fatalf("the slow prune ended before its transaction: %+v", o)
+	}
+	if res, err := fast.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "fast-prune"}); err != nil || res.Removed != 2 {
+		t.Fatalf("the fast prune: removed %d, %v; want 2", res.Removed, err)
+	}
+	// The retry finds no record of its request id: it runs again.
+	again, err := fast.Acquire(ctx, acquire)
+	if err != nil || again.Status != protocol.StatusAcquired || again.Replayed {
+		t.Fatalf("the retried acquire: %+v %v; want acquired anew", again, err)
+	}
+	close(resume)
+	o := <-slowDone
+	if o.err != nil {
+		t.Fatalf("the slow prune: %v", o.err)
+	}
+	page, err := fast.ReadAudit(ctx, audit.Query{Namespace: "ns", Ops: []protocol.Op{protocol.OpAcquire}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 1 || page.Records[0].Token != again.Lease.Token {
+		t.Fatalf("after the slow prune the trail of ns holds %d acquire records (%+v); want the retried acquire's, token %d, written after both prunes read",
+			len(page.Records), page.Records, again.Lease.Token)
+	}
+	if o.res.Removed != 0 {
+		t.Fatalf("the slow prune reports %d records removed; want 0 (the fast prune removed both it read)", o.res.Removed)
 	}
 }

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -133,5 +134,44 @@ func TestPruneDeletesOnlyTheRecordsItRead(t *testing.T) {
 	}
 	if o.res.Removed != 0 {
 		t.Fatalf("the slow prune reports %d records removed; want 0 (the fast prune removed both it read)", o.res.Removed)
+	}
+}
+
+// TestPruneByClockRefusesNeverSkips: a prune selects records by the time
+// their writer's clock stamped them, and marks as removed the greatest id
+// it removed. A record stamped an hour back by a client whose clock is
+// behind, committed after a reader's cursor, is pruned while the records
+// around it stay; the reader's next read from that cursor fails as
+// pruned (it does not silently skip the record), though the record after
+// it is still there: a prune by client clocks refuses too much, never
+// skips. From a cursor at or after the removed id the read goes on.
+func TestPruneByClockRefusesNeverSkips(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	b := open(t, &etcd.Config{Prefix: prefix})
+	behind := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, func() time.Time { return time.Now().Add(-time.Hour) }))
+	ctx := t.Context()
+	acquire := func(on *etcd.Backend, name string) protocol.Lease {
+		t.Helper()
+		res, err := protocol.New(on, nil).Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *res.Lease
+	}
+	first := acquire(b, "first")
+	old := acquire(behind, "stamped-an-hour-back")
+	last := acquire(b, "last")
+	res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now().Add(-30 * time.Minute), Actor: "ops", RequestID: "prune"})
+	if err != nil || res.Removed != 1 {
+		t.Fatalf("prune: removed %d, %v; want the one record stamped an hour back", res.Removed, err)
+	}
+	page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(first.Token)})
+	if !errors.Is(err, audit.ErrPruned) {
+		t.Fatalf("read from the cursor of the first record, after the prune removed the next: %+v, %v; want an error matching audit.ErrPruned", page.Records, err)
+	}
+	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(old.Token)})
+	if err != nil || len(page.Records) != 1 || page.Records[0].Token != last.Token {
+		t.Fatalf("read from the removed record's id: %+v, %v; want the last record", page.Records, err)
 	}
 }

@@ -111,7 +111,8 @@ func LoadTokens(path string) (*Tokens, error) {
 // NS-GLOB names the namespaces the token may act in, where * matches any run
 // of characters ("*" is every namespace, and only "*" lets a token read the
 // audit trail of every namespace at once). # starts a comment, to the end of
-// the line; blank lines are skipped. Errors name the line, never the token.
+// the line; blank lines are skipped; a UTF-8 byte order mark at the start
+// is skipped. Errors name the line, never the token.
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	t := &Tokens{}
 	seen := map[[sha256.Size]byte]int{}
@@ -120,7 +121,13 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 	var errs []error
 	for sc.Scan() {
 		line++
-		text, _, _ := strings.Cut(sc.Text(), "#")
+		text := sc.Text()
+		if line == 1 {
+			// A byte order mark, as some editors save UTF-8, is not part
+			// of the first token.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		text, _, _ = strings.Cut(text, "#")
 		fields := strings.Fields(text)
 		if len(fields) == 0 {
 			continue

@@ -65,8 +65,9 @@ $` + EnvAPIToken + ` as the bearer token.
 TOKEN is the token itself (16 characters at least) or sha256:HEX of it; ROLE is
 reader (get, list, audit), writer (and acquire, renew, release) or admin (and
 revoke); each NS-GLOB names namespaces, * matching any run of characters (only
-* reads the audit trail of every namespace at once). # starts a comment.
-SIGHUP reloads the file; a file that does not parse is refused and the tokens
+* reads the audit trail of every namespace at once). # starts a comment; a
+UTF-8 byte order mark at the start of the file is skipped. SIGHUP reloads
+the file; a file that does not parse is refused and the tokens
 in force stay. Streams (notify, audit follow) of a token the reload removed, or
 narrowed so that it may no longer read the stream's namespace, end at once.
 

@@ -947,3 +947,34 @@ func TestServeTokensFileWithByteOrderMark(t *testing.T) {
 	}
 	call(t, "GET", s.url+"/v1/leases/e2e", "", bearer(fresh)...).want(t, "the first token of a reloaded file with a BOM", 200, "found")
 }
+
+// serve refuses a certificate that expired, or is not valid yet (exit 2,
+// naming the file and the date), before it opens the store: every client
+// would refuse it.
+func TestServeRefusesCertificateOutOfDate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		from, to time.Time
+		want     string
+	}{
+		{"expired", now.Add(-48 * time.Hour), now.Add(-time.Hour), "expired at " + now.Add(-time.Hour).UTC().Format(time.RFC3339)},
+		{"future", now.Add(time.Hour), now.Add(48 * time.Hour), "not valid before " + now.Add(time.Hour).UTC().Format(time.RFC3339)},
+	} {
+		cert, key := testca.New(t, tc.name).ServerValid(t, tc.from, tc.to)
+		// A serve that starts runs until the deadline: a minute, not run's two.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		args := []string{"serve", "--dsn", "sqlite:never.db", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key}
+		cmd := leasectl{dir: dir}.command(ctx, args...)
+		r := finish(t, cmd, args, cmd.Run())
+		cancel()
+		if r.code != 2 || !strings.Contains(r.stderr, cert) || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("%s certificate: want exit 2 and stderr naming %s and %q\n%s", tc.name, cert, tc.want, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
+		t.Error("a refused serve created the store")
+	}
+}

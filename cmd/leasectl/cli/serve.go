@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,7 +80,9 @@ database's user, name or address: the cause goes to the server's log. Without --
 refuses to listen on anything but a loopback address.
 
 With --tls-cert and --tls-key serve speaks HTTPS (HTTP/1.1 and HTTP/2);
-without, plain HTTP/1.1 and HTTP/2 (prior knowledge).
+without, plain HTTP/1.1 and HTTP/2 (prior knowledge). The certificate is
+read once, at start (SIGHUP reloads only the tokens); one that expired or
+is not valid yet is refused (exit 2), naming its date.
 
 SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,
 lets requests in flight finish (up to --shutdown-timeout), then closes the
@@ -143,6 +146,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
 		if err != nil {
 			return usageError("--tls-cert/--tls-key: %v", err)
+		}
+		if err := certificateCurrent(f.tlsCert, cert, time.Now()); err != nil {
+			return err
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -255,6 +261,27 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		a.log.Warn("serve", "err", err)
 	}
 	a.log.Info("stopped; closing the store")
+	return nil
+}
+
+// certificateCurrent refuses a certificate (of file path) that expired or
+// is not valid yet at now: every client would refuse it.
+func certificateCurrent(path string, cert tls.Certificate, now time.Time) error {
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return usageError("--tls-cert %s: %v", path, err)
+		}
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return usageError("--tls-cert %s: the certificate expired at %s (NotAfter): give a renewed one",
+			path, leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(leaf.NotBefore):
+		return usageError("--tls-cert %s: the certificate is not valid before %s (NotBefore): give one valid now, or check this machine's clock",
+			path, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
 	return nil
 }
 

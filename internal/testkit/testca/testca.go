@@ -64,6 +64,18 @@ func (ca *CA) Server(t testing.TB) (certFile, keyFile string) {
 		})
 }
 
+// ServerValid issues a server certificate as Server does, valid from
+// notBefore to notAfter (in the past, say, for an expired one).
+func (ca *CA) ServerValid(t testing.TB, notBefore, notAfter time.Time) (certFile, keyFile string) {
+	t.Helper()
+	return ca.issue(t, "server", x509.ExtKeyUsageServerAuth,
+		func(c *x509.Certificate) {
+			c.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+			c.DNSNames = []string{"localhost"}
+			c.NotBefore, c.NotAfter = notBefore, notAfter
+		})
+}
+
 // Client issues a client certificate with common name cn and returns its
 // certificate and key files.
 func (ca *CA) Client(t testing.TB, cn string) (certFile, keyFile string) {

@@ -250,7 +250,9 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit
 	if resp.StatusCode != http.StatusOK {
 		stopOpening()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxEventLine))
-		if resp.StatusCode == http.StatusNotFound && !json.Valid(body) {
+		if resp.StatusCode == http.StatusNotFound {
+			// The route never answers 404: this server has none (an older
+			// one answers its JSON body of an unknown route; a proxy, a page).
 			return cursor, errNoRoute, false
 		}
 		var out wire.Error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -298,5 +299,36 @@ func TestNamespacesOfANarrowTokenReadFullPages(t *testing.T) {
 	}
 	if n := store.calls.Load(); n > 2 {
 		t.Fatalf("%d store calls to find one namespace of 601, want at most 2", n)
+	}
+}
+
+// TestAuditFollowAgainstAServerWithoutTheRoute: a server older than GET
+// /v1/audit/follow answers it as any route it does not have, 404 with its
+// JSON body; the client's Follow then polls (audit.Watch), as against a
+// proxy's 404 page. It took that JSON 404 for an outage and yielded the
+// same error on every reconnect, for ever.
+func TestAuditFollowAgainstAServerWithoutTheRoute(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "before"}, "w")
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/audit/follow" { // the real handler's answer to a route it does not have
+			r.URL.Path, r.URL.RawPath = "/v1/audit/follow-not-yet", ""
+		}
+		s.h.ServeHTTP(w, r)
+	}))
+	defer older.Close()
+	expect(t, "the hidden route", send(t, "GET", older.URL+"/v1/audit/follow?namespace=scan", ""), 404, "invalid")
+	c, err := httpapi.NewClient(older.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	next, stop := iterPull(c.Follow(ctx, audit.Query{Namespace: "scan"}))
+	defer stop()
+	if rec := mustNext(t, next); rec.Key != "before" {
+		t.Fatalf("first record %+v", rec)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +145,47 @@ func TestLoadTokensMessage(t *testing.T) {
 	_, err = httpapi.LoadTokens(path + ".missing")
 	if want := `tokens file "` + path + `.missing": no such file or directory`; err == nil || err.Error() != want || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("LoadTokens of a missing file: %v, want %s (fs.ErrNotExist)", err, want)
+	}
+}
+
+// TestRepeatedAuthorizationIsRefused: a request authenticates once. With
+// two Authorization headers the server took the first, while a proxy in
+// front that checks (or logs) the last saw another principal; either order
+// of a valid and a bogus token is now refused 401, and nothing is written.
+func TestRepeatedAuthorizationIsRefused(t *testing.T) {
+	t.Parallel()
+	toks, err := httpapi.ParseTokens(strings.NewReader(tokensFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
+	for _, order := range [][2]string{{adminToken, "nope-nope-nope-nope-nope"}, {"nope-nope-nope-nope-nope", adminToken},
+		{adminToken, adminToken}} {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", s.url+"/v1/acquire",
+			strings.NewReader(`{"namespace":"scan","key":"k","owner":"o","ttl":"30s"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Close = true
+		req.Header.Add("Authorization", "Bearer "+order[0])
+		req.Header.Add("Authorization", "Bearer "+order[1])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.Contains(string(b), `"status":"unauthorized"`) ||
+			!strings.Contains(string(b), "Authorization: given 2 times") {
+			t.Errorf("two Authorization headers (%s first): HTTP %d %s, want 401 unauthorized naming the header",
+				order[0][:5], resp.StatusCode, b)
+		}
+		if strings.Contains(string(b), adminToken) {
+			t.Errorf("the answer shows the token: %s", b)
+		}
+	}
+	a := expect(t, "audit", send(t, "GET", s.url+"/v1/audit", "", "Authorization", "Bearer "+adminToken), 200, "found")
+	if n := len(a["records"].([]any)); n != 0 {
+		t.Fatalf("refused requests wrote %d audit records", n)
 	}
 }

@@ -460,7 +460,14 @@ func (h *Handler) authenticate(x *exchange, sh shape) (*Principal, bool) {
 	if tokens == nil {
 		return nil, true
 	}
-	auth := x.r.Header.Get("Authorization")
+	// One Authorization header: with two, the server would take the first
+	// while a proxy in front may check or log the last.
+	auth, err := oneHeader(x.r, "Authorization")
+	if err != nil {
+		x.w.Header().Set("WWW-Authenticate", `Bearer realm="leasestore"`)
+		h.refusal(x, StatusUnauthorized, http.StatusUnauthorized, err.Error(), sh)
+		return nil, false
+	}
 	scheme, token, _ := strings.Cut(auth, " ")
 	if !strings.EqualFold(scheme, "Bearer") {
 		token = ""

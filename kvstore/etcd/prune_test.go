@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,5 +174,88 @@ func TestPruneByClockRefusesNeverSkips(t *testing.T) {
 	page, err = b.ReadAudit(ctx, audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(old.Token)})
 	if err != nil || len(page.Records) != 1 || page.Records[0].Token != last.Token {
 		t.Fatalf("read from the removed record's id: %+v, %v; want the last record", page.Records, err)
+	}
+}
+
+// TestPruneRecordSaysWhatItRemoved: a prune's own audit record says how
+// many records it removed ("removed N records before ..."), and so does
+// its result (Removed). When a record the prune read is no longer there to
+// delete (another prune at once removed it, and a retried request wrote a
+// new record under its key, which the compare on its create revision now
+// spares), the record must count what was deleted, not what was read: the
+// two disagreed, the record claiming deletions that never happened (the
+// reason was computed from the victims read before the transaction).
+func TestPruneRecordSaysWhatItRemoved(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	var armed atomic.Bool
+	held, resume := make(chan struct{}), make(chan struct{})
+	holdTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && armed.CompareAndSwap(true, false) {
+			close(held)
+			select {
+			case <-resume:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	var skew atomic.Int64
+	skew.Store(int64(time.Hour))
+	stamps := func() time.Time { return time.Now().Add(-time.Duration(skew.Load())) }
+	slow := open(t, etcd.WithStampClock(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, holdTxn), stamps))
+	fast := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, stamps))
+	ctx := t.Context()
+	acquire := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "retried"}
+	res, err := fast.Acquire(ctx, acquire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fast.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, RequestID: "release"}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(0)
+	cut := time.Now().Add(-30 * time.Minute)
+	armed.Store(true)
+	type outcome struct {
+		res audit.PruneResult
+		err error
+	}
+	slowDone := make(chan outcome, 1)
+	go func() {
+		res, err := slow.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "slow-prune"})
+		slowDone <- outcome{res, err}
+	}()
+	select {
+	case <-held:
+	case o := <-slowDone:
+		t.Fatalf("the slow prune ended before its transaction: %+v", o)
+	}
+	if _, err := fast.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "fast-prune"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fast.Acquire(ctx, acquire); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	o := <-slowDone
+	if o.err != nil {
+		t.Fatalf("the slow prune: %v", o.err)
+	}
+	want := fmt.Sprintf("removed %d records before", o.res.Removed)
+	if !strings.HasPrefix(o.res.Record.Reason, want) {
+		t.Fatalf("the slow prune removed %d records, but its audit record says %q; want it to begin %q",
+			o.res.Removed, o.res.Record.Reason, want)
+	}
+	page, err := fast.ReadAudit(ctx, audit.Query{Ops: []protocol.Op{audit.OpPrune}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range page.Records {
+		if r.RequestID == "slow-prune" && !strings.HasPrefix(r.Reason, want) {
+			t.Fatalf("the slow prune's record in the trail says %q; it removed %d", r.Reason, o.res.Removed)
+		}
 	}
 }

@@ -184,10 +184,12 @@ func (b *Backend) auditOf(kv *mvccpb.KeyValue) (audit.Record, bool, error) {
 const pruneBatch = 100
 
 // PruneAudit removes every record older than r.Before, oldest first, in
-// transactions of up to 100 deletions, each of the record read (its
-// create revision compared: a record written under the same key since,
-// by a request retried after another prune removed its record, stays);
-// each transaction also puts the prune mark
+// transactions of up to 100 deletions, of the records read only (their
+// create revisions compared; when one changed, the transaction applies
+// nothing, and the batch is sent again without the records gone or
+// written anew: a record written under the same key since, by a request
+// retried after another prune removed its record, stays, and the prune's
+// record counts what it removed); each transaction also puts the prune mark
 // (P/a/\x01prune), so that a follower tells these deletions from
 // tampering, raises the greatest id removed of each namespace it removes
 // from (P/a/\x01pruned\x01NS, so that a read from a cursor below it
@@ -241,12 +243,17 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	for {
 		n := min(len(victims), batch)
 		ops := []clientv3.Op{mark}
+		// Only the records read, every one still there: once another
+		// prune removed one, a request retried with its id may have
+		// written a new record under the same key, which is no victim.
+		// Otherwise (Else) each victim is read again, to leave out those
+		// gone or written anew, and the batch is sent again.
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(own), "=", 0)}
+		recheck := []clientv3.Op{clientv3.OpGet(own, clientv3.WithCountOnly())}
 		for _, v := range victims[:n] {
-			// Only the record read: once another prune removed it, a
-			// request retried with its id writes a new record under the
-			// same key, which is no victim.
-			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(v.key), "=", v.rev)},
-				[]clientv3.Op{clientv3.OpDelete(v.key)}, nil))
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(v.key), "=", v.rev))
+			ops = append(ops, clientv3.OpDelete(v.key))
+			recheck = append(recheck, clientv3.OpGet(v.key, clientv3.WithKeysOnly()))
 		}
 		ops = append(ops, b.raisePruned(victims[:n])...)
 		last := n == len(victims)
@@ -258,7 +265,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
 			ops = append(ops, clientv3.OpPut(own, encodeAudit(own, rec)))
 		}
-		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(own), "=", 0)).Then(ops...).Commit()
+		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).Else(recheck...).Commit()
 		if errors.Is(err, rpctypes.ErrTooManyOps) && n > 1 {
 			batch = n / 2 // refused whole: the same records again, in a smaller transaction
 			continue
@@ -267,14 +274,22 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			return res, b.interpret(ctx, audit.OpPrune, err)
 		}
 		if !resp.Succeeded {
-			return res, backendkit.PruneIDUsed(r.RequestID)
+			if resp.Responses[0].GetResponseRange().GetCount() > 0 {
+				return res, backendkit.PruneIDUsed(r.RequestID)
+			}
+			kept := victims[:0:0]
+			for i, v := range victims[:n] {
+				if kvs := resp.Responses[i+1].GetResponseRange().GetKvs(); len(kvs) == 1 && kvs[0].CreateRevision == v.rev {
+					kept = append(kept, v)
+				}
+			}
+			victims = append(kept, victims[n:]...)
+			continue
 		}
 		victims = victims[n:]
 		for _, op := range resp.Responses {
-			if t := op.GetResponseTxn(); t != nil && t.Succeeded {
-				for _, d := range t.Responses {
-					res.Removed += d.GetResponseDeleteRange().GetDeleted()
-				}
+			if d := op.GetResponseDeleteRange(); d != nil {
+				res.Removed += d.Deleted
 			}
 		}
 		if last {

@@ -15,7 +15,7 @@ import (
 // were analyzed empty (a fresh deployment once autovacuum first analyzed
 // them, or a trail pruned to nothing), a plan that scans them in full
 // is the cheapest; as they grow, every acquire and release read the whole
-// trail for its request id (8.8 ms at 50,000 records) until autovacuum
+// trail for its request id (a time that grows with the trail) until autovacuum
 // analyzed them again. The backend's connections must not read the trail
 // or the leases in full whatever the statistics said when the plan was
 // made. (Such a plan may still find the key's row through the live index

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -243,5 +244,66 @@ func TestRunReleaseIsBoundedByTimeout(t *testing.T) {
 	if g := direct.run(t, "get", "slow", "-o", "json"); g.code != 4 || !strings.Contains(g.stdout, `"lease":null`) {
 		t.Fatalf("run's release, which the store answers in 1s, was cut off before --timeout (5s): the key is not free "+
 			"(get: exit %d, want 4 with no lease): %s\nrun's stderr:\n%s", g.code, strings.TrimSpace(g.stdout), r.stderr)
+	}
+}
+
+// TestRunInterruptedWaitTakesNothing: Ctrl-C that stops `run --wait` while
+// an attempt is in flight, an attempt that met the holder (conflict,
+// recorded nowhere) and whose answer the interrupt cut off, must not take
+// the key after the interrupt. run learns the attempt's outcome by sending
+// the acquire again with its request id; when the holder let go
+// meanwhile, that second acquire takes the key anew (a lease, a fencing
+// token, acquire and release records for a run that was interrupted
+// waiting and ran nothing), and under --request-id it spends the id: the
+// same run again, which never held the key, then exits 4 ("took effect
+// earlier and its lease has ended") instead of running CMD.
+func TestRunInterruptedWaitTakesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	if r := direct.run(t, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up\n%s", r)
+	}
+	srv := startServe(t, dir, direct.dsn, nil)
+	for i, extra := range [][]string{nil, {"--request-id", "waited-1"}} {
+		key := "wait-" + strconv.Itoa(i)
+		if r := direct.run(t, "acquire", key, "--owner", "h", "--ttl", "1m", "-o", "json"); r.code != 0 {
+			t.Fatalf("acquire by the holder\n%s", r)
+		}
+		hp := newHoldingProxy(t, srv.url, "/v1/acquire", "")
+		args := append([]string{"run", key, "--wait", "--owner", "w", "--ttl", "1m"}, extra...)
+		p := (leasectl{dir: dir, dsn: hp.url}).start(t, append(args, "--", "sh", "-c", "echo ran")...)
+		hp.awaitCommitted(t, p) // the first attempt met the holder: conflict, its answer held back
+		g := direct.run(t, "get", key, "-o", "json")
+		if !strings.Contains(g.stdout, `"owner":"h"`) {
+			t.Fatalf("the holder does not hold the key: %s", g.stdout)
+		}
+		var tok struct {
+			Lease struct{ Token int64 } `json:"lease"`
+		}
+		if err := json.Unmarshal([]byte(g.stdout), &tok); err != nil {
+			t.Fatal(err)
+		}
+		if r := direct.run(t, "release", key, "--owner", "h", "--token", strconv.FormatInt(tok.Lease.Token, 10)); r.code != 0 {
+			t.Fatalf("release by the holder\n%s", r)
+		}
+		if err := p.signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.wait(); code != 130 {
+			t.Fatalf("run --wait interrupted: exit %d, want 130\n%s", code, p.output())
+		}
+		a := direct.run(t, "audit", "--key", key, "--owner", "w", "-o", "json")
+		if strings.Contains(a.stdout, `"op":"acquire"`) {
+			t.Errorf("run --wait %v, interrupted while its attempt (which met the holder) was in flight, took the key "+
+				"after the interrupt; the trail holds records of owner w: %s\nrun's output:\n%s", extra, a.stdout, p.output())
+		}
+		if extra != nil {
+			r := direct.run(t, append(args, "--", "sh", "-c", "echo ran")...)
+			if r.code != 0 || !strings.Contains(r.stdout, "ran") {
+				t.Errorf("run again with the request id of a run interrupted while waiting (it never held the key): "+
+					"exit %d, want 0 and the command run\n%s", r.code, r)
+			}
+		}
 	}
 }

@@ -307,3 +307,36 @@ func TestRunInterruptedWaitTakesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInterruptedWaitNamesTheHolder: operator-guide.md's exit code 130:
+// "an interrupted `acquire --wait` or `run --wait` keeps the holder it
+// waited for in `lease`". Ctrl-C that cuts off run --wait's attempt in
+// flight (it met the holder; its answer held back) makes run send the
+// acquire again, which answers the holder, yet run prints only
+// "interrupted", no lease.
+func TestRunInterruptedWaitNamesTheHolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	if r := direct.run(t, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up\n%s", r)
+	}
+	srv := startServe(t, dir, direct.dsn, nil)
+	if r := direct.run(t, "acquire", "held", "--owner", "h", "--ttl", "1m", "-o", "json"); r.code != 0 {
+		t.Fatalf("acquire by the holder\n%s", r)
+	}
+	hp := newHoldingProxy(t, srv.url, "/v1/acquire", "")
+	p := (leasectl{dir: dir, dsn: hp.url}).start(t, "run", "held", "--wait", "--owner", "w", "--ttl", "1m", "-o", "json",
+		"--", "sh", "-c", "echo ran")
+	hp.awaitCommitted(t, p)
+	if err := p.signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 130 {
+		t.Fatalf("run --wait interrupted: exit %d, want 130\n%s", code, p.output())
+	}
+	if out := p.stdout.String(); !strings.Contains(out, `"status":"interrupted"`) || !strings.Contains(out, `"owner":"h"`) {
+		t.Errorf("run --wait interrupted while its attempt was in flight, the key held by h: want status interrupted "+
+			"and the holder in lease\n%s", p.output())
+	}
+}

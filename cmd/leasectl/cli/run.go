@@ -140,10 +140,12 @@ waiting, with the holder in the output). An interrupt (or --wait-timeout)
 before CMD starts gives the lease back: CMD does not start, and a lease
 the acquire took is released at once (under --request-id, only once this
 run claimed it), one whose acquire the interrupt cut off in flight after
-learning the outcome by sending the acquire again with its request id;
-each step bounded by --timeout. A CMD that cannot
-be started exits 127 (not found) or 126. CMD killed by a signal makes run
-exit 128 plus the signal's number.`,
+learning the outcome: run reads the key and, when a lease of --owner holds
+it, sends the acquire again with its request id; a free key or another
+owner's lease means the acquire holds nothing, and nothing is taken (a
+waiting run names that holder). Each step is bounded by --timeout. A CMD
+that cannot be started exits 127 (not found) or 126. CMD killed by a
+signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
   leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'
   leasectl run nightly-report --request-id "report-$(date +%F)" -- ./report.sh   # retry it after exit 5`,
@@ -271,30 +273,62 @@ func (a *app) giveBack(ctx context.Context, s *store, req protocol.AcquireReques
 // undoAcquire is giveBack after an acquire whose outcome is unknown
 // because run was stopped (an interrupt, or --wait-timeout) while it was
 // in flight: the acquire may have taken the lease, its answer cut off. It
-// learns the outcome by sending the acquire again under the same request
-// id, which replays the first one's (or, had that not taken effect,
-// takes the key now), and releases the lease it answers when it is this
-// run's (claimed, under the user's request id). Bounded by --timeout
-// each, not cut short by the interrupt.
-func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) {
+// first reads the key. Only a live lease of req.Owner may be the
+// acquire's: then it learns the outcome by sending the acquire again
+// under the same request id, which replays the first one's (or answers
+// conflict: the lease is the same owner's under another id), and releases
+// the lease it answers when it is this run's (claimed, under the user's
+// request id). A free key, or another owner's lease, means the acquire
+// holds nothing now (it met that holder, or what it took has ended), and
+// nothing more is sent: an acquire sent again would take a free key anew
+// (a waiting run's attempt that met the holder is recorded nowhere, so
+// nothing replays it), spending a token and, under --request-id, the id,
+// for a run that ran nothing. Each step is bounded by --timeout, not cut
+// short by the interrupt. It returns the holder it saw (a live lease this
+// run does not hold: the get's, or the conflict's of the acquire sent
+// again), nil when it saw none.
+func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) *protocol.Lease {
+	gctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	got, err := s.rt.Get(gctx, protocol.GetRequest{Key: req.Key})
+	cancel()
+	switch st := protocol.StatusOf(err); {
+	case err == nil && got.Lease != nil && got.Lease.Owner == req.Owner:
+		// Possibly the acquire's lease: send it again below.
+	case err == nil && got.Lease != nil:
+		a.log.Debug("run: stopped while acquiring; the key is another owner's, the acquire holds nothing",
+			"key", req.Key.String(), "holder", got.Lease.Owner, "token", got.Lease.Token)
+		return got.Lease
+	case err == nil || st == protocol.StatusNotFound:
+		// Free (or kept by the lock-delay of a lease that ended).
+		a.log.Debug("run: stopped while acquiring; the key is free, the acquire holds nothing", "key", req.Key.String())
+		return nil
+	default:
+		a.log.Warn("run: stopped while acquiring, and the acquire's outcome could not be learned (reading the key failed): "+
+			"a lease it took runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID,
+			"err", a.red.redact(err.Error()))
+		return nil
+	}
 	actx, cancel := a.opContext(context.WithoutCancel(ctx))
 	res, err := s.rt.Acquire(actx, req)
 	cancel()
+	var pe *protocol.Error
 	switch st := protocol.StatusOf(err); {
 	case err == nil && res.Lease != nil:
 	case st == protocol.StatusTimeout || st == protocol.StatusUnavailable:
 		a.log.Warn("run: stopped while acquiring, and the acquire's outcome could not be learned: a lease it took "+
 			"runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID, "err", a.red.redact(err.Error()))
-		return
+		return nil
+	case st == protocol.StatusConflict && errors.As(err, &pe) && pe.Lease != nil && !pe.KeptByLockDelay():
+		return pe.Lease // the key is held (by the same owner under another id): the acquire took nothing
 	default:
-		return // refused: it took nothing
+		return nil // refused: it took nothing
 	}
 	l := *res.Lease
 	if claim {
 		if cres, err := a.claim(ctx, s, req, l.Token); err != nil || cres.Replayed {
 			a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
 				"so it is not released", "key", req.Key.String(), "token", l.Token, "request_id", req.RequestID)
-			return
+			return nil
 		}
 	}
 	rctx, cancel := a.opContext(context.WithoutCancel(ctx))
@@ -303,10 +337,11 @@ func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireReq
 	if err != nil && !releaseRefused(err) {
 		a.log.Warn("run: stopped before the command started; releasing the lease its acquire took failed: it runs out "+
 			"after its TTL", "key", req.Key.String(), "token", l.Token, "err", a.red.redact(err.Error()))
-		return
+		return nil
 	}
 	a.log.Debug("run: stopped while acquiring; released the lease the acquire took", "key", req.Key.String(),
 		"token", l.Token, "replayed", res.Replayed)
+	return nil
 }
 
 // stoppedBeforeCommand is what run exits with when wctx ended before CMD
@@ -316,6 +351,17 @@ func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest
 		return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
 	}
 	return failWith(context.Cause(wctx))
+}
+
+// stoppedWaiting is the result of run --wait stopped (an interrupt, or
+// --wait-timeout) while an attempt was in flight, with holder the lease
+// seen on the key afterwards: conflict, which interruptedWait turns into
+// interrupted after an interrupt, as for a wait stopped while asleep.
+func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, holder protocol.Lease) protocol.Result {
+	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Key: req.Key, Lease: &holder,
+		RequestID: req.RequestID,
+		Message: fmt.Sprintf("gave up waiting for %s after --wait-timeout %v: it is held by %s with token %d until %s",
+			req.Key, w.timeout, holder.Owner, holder.Token, holder.ExpiresAt.UTC().Format(time.RFC3339Nano))}
 }
 
 // revokeCommand is the leasectl command line that revokes l, to paste.
@@ -358,15 +404,20 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		// from everyone for its TTL (and then its lock-delay) with nobody
 		// working under it. Taken just as the hold's context went: release
 		// it. Cut off in flight (the outcome unknown: the acquire may have
-		// taken the lease): learn the outcome by replaying it, then
-		// release. Under the user's request id, only a lease this run
-		// claimed (another run with the id may have).
+		// taken the lease): when a lease of this owner holds the key,
+		// learn the outcome by replaying the acquire, then release; a
+		// free key or another's lease means it holds nothing. Under the
+		// user's request id, only a lease this run claimed (another run
+		// with the id may have). A wait so stopped names the holder seen,
+		// as a wait stopped while asleep does.
 		switch st := protocol.StatusOf(err); {
 		case err == nil:
 			a.giveBack(ctx, s, req, claim, h, cancelHold)
 			return stoppedBeforeCommand(ctx, wctx, req, w)
 		case st == protocol.StatusTimeout || st == protocol.StatusUnavailable:
-			a.undoAcquire(ctx, s, req, claim)
+			if holder := a.undoAcquire(ctx, s, req, claim); holder != nil && w.wait {
+				return a.printOutcome(interruptedWait(ctx, stoppedWaiting(req, w, *holder)), nil)
+			}
 			return stoppedBeforeCommand(ctx, wctx, req, w)
 		}
 	}

@@ -128,3 +128,106 @@ func TestRunInterruptedAcquireLandingAfterTheReadIsReleased(t *testing.T) {
 			r.code, strings.TrimSpace(r.stdout), lp.answer.Load(), p.output())
 	}
 }
+
+// TestRunInterruptedWaitSameDefaultOwnerTakesNothing: --owner defaults to
+// user@host, the same for every run (and acquire) of a user on a host, so
+// "a lease of --owner holds the key" does not make it this run's. Here
+// `leasectl acquire` (default owner) holds the key; `run --wait` (default
+// owner, --request-id) is interrupted while its attempt, which met that
+// holder (conflict, recorded nowhere), is in flight. undoAcquire's get sees
+// a lease of its owner, the holder lets go, and the acquire sent again takes
+// the key anew: a token, acquire and release records, and the request id
+// spent for a run that waited and ran nothing (the same run again then
+// exits 4 instead of running CMD), as TestRunInterruptedWaitTakesNothing
+// has it for a holder of another owner.
+func TestRunInterruptedWaitSameDefaultOwnerTakesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	if r := direct.run(t, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up\n%s", r)
+	}
+	srv := startServe(t, dir, direct.dsn, nil)
+	a := direct.run(t, "acquire", "shared", "--ttl", "1m", "-o", "token")
+	if a.code != 0 {
+		t.Fatalf("acquire by the holder (default owner)\n%s", a)
+	}
+	token := strings.TrimSpace(a.stdout)
+
+	target, err := url.Parse(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1
+	committed := make(chan struct{}, 1)
+	var taken, abandoned, released atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/leases/") && abandoned.Load() &&
+			released.CompareAndSwap(false, true) {
+			// run's read after the interrupt: it sees the holder, of its
+			// own (default) owner; the holder then lets go.
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			if rr := direct.run(t, "release", "shared", "--token", token); rr.code != 0 {
+				t.Errorf("release by the holder\n%s", rr)
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/acquire" || !taken.CompareAndSwap(false, true) {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		// run's first attempt: it meets the holder; its answer is lost.
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(context.Background(), r.Method, srv.url+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := transport.RoundTrip(req)
+		if err == nil {
+			_, _ = io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+		}
+		committed <- struct{}{}
+		<-r.Context().Done()
+		abandoned.Store(true)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(proxy.Close)
+
+	args := []string{"run", "shared", "--wait", "--ttl", "1m", "--request-id", "waited-same", "--", "sh", "-c", "echo ran"}
+	p := (leasectl{dir: dir, dsn: proxy.URL}).start(t, args...)
+	select {
+	case <-committed:
+	case <-time.After(time.Minute):
+		t.Fatalf("the attempt never came\n%s", p.output())
+	}
+	if err := p.signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != 130 {
+		t.Fatalf("run --wait interrupted: exit %d, want 130\n%s", code, p.output())
+	}
+	if !released.Load() {
+		t.Fatalf("run did not read the key after the interrupt\n%s", p.output())
+	}
+	au := direct.run(t, "audit", "--key", "shared", "--op", "acquire", "-o", "json")
+	if n := strings.Count(au.stdout, `"op":"acquire"`); n != 1 {
+		t.Errorf("run --wait (default owner), interrupted while its attempt (which met a holder of the same default "+
+			"owner) was in flight, took the key after the interrupt: %d acquire records, want the holder's 1: %s\nrun's output:\n%s",
+			n, au.stdout, p.output())
+	}
+	if r := direct.run(t, args...); r.code != 0 || !strings.Contains(r.stdout, "ran") {
+		t.Errorf("run again with the request id of a run interrupted while waiting (it never held the key): "+
+			"exit %d, want 0 and the command run\n%s", r.code, r)
+	}
+}

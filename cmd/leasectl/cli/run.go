@@ -140,10 +140,11 @@ waiting, with the holder in the output). An interrupt (or --wait-timeout)
 before CMD starts gives the lease back: CMD does not start, and a lease
 the acquire took is released at once (under --request-id, only once this
 run claimed it), one whose acquire the interrupt cut off in flight after
-learning the outcome: run reads the key and, when a lease of --owner holds
-it, sends the acquire again with its request id; a free key or another
-owner's lease means the acquire holds nothing, and nothing is taken (a
-waiting run names that holder). Each step is bounded by --timeout. A CMD
+learning the outcome by sending the acquire again with its request id
+(which a late copy of the first then replays: it takes nothing); when the
+first took nothing and the key is free, that takes the key and releases it
+at once, spending the request id; a conflict names the holder (a waiting
+run prints it). Each step is bounded by --timeout. A CMD
 that cannot be started exits 127 (not found) or 126. CMD killed by a
 signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
@@ -272,42 +273,20 @@ func (a *app) giveBack(ctx context.Context, s *store, req protocol.AcquireReques
 
 // undoAcquire is giveBack after an acquire whose outcome is unknown
 // because run was stopped (an interrupt, or --wait-timeout) while it was
-// in flight: the acquire may have taken the lease, its answer cut off. It
-// first reads the key. Only a live lease of req.Owner may be the
-// acquire's: then it learns the outcome by sending the acquire again
-// under the same request id, which replays the first one's (or answers
-// conflict: the lease is the same owner's under another id), and releases
-// the lease it answers when it is this run's (claimed, under the user's
-// request id). A free key, or another owner's lease, means the acquire
-// holds nothing now (it met that holder, or what it took has ended), and
-// nothing more is sent: an acquire sent again would take a free key anew
-// (a waiting run's attempt that met the holder is recorded nowhere, so
-// nothing replays it), spending a token and, under --request-id, the id,
-// for a run that ran nothing. Each step is bounded by --timeout, not cut
-// short by the interrupt. It returns the holder it saw (a live lease this
-// run does not hold: the get's, or the conflict's of the acquire sent
-// again), nil when it saw none.
+// in flight: the acquire may have taken the lease, its answer cut off, or
+// may still be on its way to the store. It sends the acquire again under
+// the same request id, which replays the first one's outcome, or, when
+// that has not taken effect, takes the key now, so that a late copy of the
+// first then replays this one and takes nothing; and it releases the
+// lease it answers when it is this run's (claimed, under the user's
+// request id). Reading the key instead could not tell an acquire that
+// took nothing from one not arrived yet, which would then keep the key
+// for its TTL with nobody under it (TestRunInterruptedAcquireLandingAfterTheReadIsReleased).
+// The price: when the first took nothing and the key is free, the key is
+// taken and released at once (a token, two records), and the request id
+// is spent. Each step is bounded by --timeout, not cut short by the
+// interrupt. It returns the holder a conflict names (nil when none).
 func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) *protocol.Lease {
-	gctx, cancel := a.opContext(context.WithoutCancel(ctx))
-	got, err := s.rt.Get(gctx, protocol.GetRequest{Key: req.Key})
-	cancel()
-	switch st := protocol.StatusOf(err); {
-	case err == nil && got.Lease != nil && got.Lease.Owner == req.Owner:
-		// Possibly the acquire's lease: send it again below.
-	case err == nil && got.Lease != nil:
-		a.log.Debug("run: stopped while acquiring; the key is another owner's, the acquire holds nothing",
-			"key", req.Key.String(), "holder", got.Lease.Owner, "token", got.Lease.Token)
-		return got.Lease
-	case err == nil || st == protocol.StatusNotFound:
-		// Free (or kept by the lock-delay of a lease that ended).
-		a.log.Debug("run: stopped while acquiring; the key is free, the acquire holds nothing", "key", req.Key.String())
-		return nil
-	default:
-		a.log.Warn("run: stopped while acquiring, and the acquire's outcome could not be learned (reading the key failed): "+
-			"a lease it took runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID,
-			"err", a.red.redact(err.Error()))
-		return nil
-	}
 	actx, cancel := a.opContext(context.WithoutCancel(ctx))
 	res, err := s.rt.Acquire(actx, req)
 	cancel()
@@ -319,7 +298,7 @@ func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireReq
 			"runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID, "err", a.red.redact(err.Error()))
 		return nil
 	case st == protocol.StatusConflict && errors.As(err, &pe) && pe.Lease != nil && !pe.KeptByLockDelay():
-		return pe.Lease // the key is held (by the same owner under another id): the acquire took nothing
+		return pe.Lease // the key is held by another (or under another request id): the acquire took nothing
 	default:
 		return nil // refused: it took nothing
 	}

@@ -148,8 +148,12 @@ namespace, with the prune records that belong to none. --since takes a duration 
 				return err
 			}
 			defer s.close(a)
-			n, last, held, err := a.export(cmd.Context(), s.audit, q)
+			n, last, held, err := a.export(cmd.Context(), s.audit, q, s.unchanged)
 			if err != nil {
+				if last != "" {
+					a.log.Warn("audit export: stopped; resume after the last line printed", "exported", n,
+						"resume", "--cursor "+last)
+				}
 				return failWith(err)
 			}
 			switch {
@@ -178,13 +182,17 @@ namespace, with the prune records that belong to none. --since takes a duration 
 
 // export prints the trail from q as JSON lines until the end, and returns
 // how many records it printed, the cursor after the last, and whether it
-// stopped at records held back.
-func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query) (n int64, last string, held bool, err error) {
+// stopped at records held back. unchanged, when not nil, is checked after
+// each page is read and before it is printed (see store.unchanged).
+func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query, unchanged func() error) (n int64, last string, held bool, err error) {
 	last = q.Cursor
 	for {
 		opCtx, cancel := a.opContext(ctx)
 		page, err := r.ReadAudit(opCtx, q)
 		cancel()
+		if err == nil && unchanged != nil {
+			err = unchanged()
+		}
 		if err != nil {
 			return n, last, false, err
 		}

@@ -119,6 +119,11 @@ type store struct {
 	shown   string       // the DSN, password masked
 	db      *sql.DB
 	cpu     *cpuMeter // bench: the server processes of the pool, when measured
+	// unchanged, when a SQLite file was opened immutable (read without
+	// locks, see openSQLiteReadOnly), fails once the file may have changed
+	// since it was opened; nil otherwise. A long read checks it after each
+	// page, before printing the page.
+	unchanged func() error
 }
 
 // access says what a command does to the store.
@@ -206,11 +211,14 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		}
 		return newStore(protocol.New(b, cfg), t, nil), nil
 	default:
-		db, b, err := a.openSQLite(ctx, t, opts.access, &sqlite.Config{NoCoalescing: opts.noCoalescing})
+		var unchanged func() error
+		db, b, err := a.openSQLite(ctx, t, opts.access, &sqlite.Config{NoCoalescing: opts.noCoalescing}, &unchanged)
 		if err != nil {
 			return nil, a.storeError(t, err)
 		}
-		return newStore(protocol.New(b, cfg), t, db), nil
+		s := newStore(protocol.New(b, cfg), t, db)
+		s.unchanged = unchanged
+		return s, nil
 	}
 }
 
@@ -255,13 +263,14 @@ const sqliteAttempts = 5
 // A file this user can read but not write (or in a directory it cannot
 // write, where SQLite cannot make its WAL files) is opened read-only for
 // readAccess and followAccess, and refused with the reason for
-// writeAccess.
-func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config) (*sql.DB, *sqlite.Backend, error) {
+// writeAccess. *unchanged is set when the file is opened immutable (see
+// openSQLiteReadOnly).
+func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config, unchanged *func() error) (*sql.DB, *sqlite.Backend, error) {
 	switch ro, err := sqliteReadOnly(t.path); {
 	case err != nil:
 		return nil, nil, err
 	case ro && acc != writeAccess:
-		return a.openSQLiteReadOnly(ctx, t, acc == followAccess)
+		return a.openSQLiteReadOnly(ctx, t, acc == followAccess, unchanged)
 	case ro:
 		return nil, nil, fmt.Errorf("sqlite: %s is read-only to this user: changing leases needs write access "+
 			"to the file and its directory (reads such as get, list and audit work)", t.path)
@@ -347,8 +356,13 @@ func sqliteReadOnly(path string) (bool, error) {
 // WAL, which is sound for as long as nobody writes meanwhile, and never
 // shows a later commit. A one-shot read takes that; a follower (follow)
 // is refused, naming what to do, rather than left waiting for commits it
-// would never see.
-func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool) (*sql.DB, *sqlite.Backend, error) {
+// would never see. A writer that opens the file meanwhile checkpoints its
+// commits into the file being read, under a page cache that never goes
+// stale: a long read (audit export) then repeated records, skipped some,
+// looped, or failed as "malformed". *unchanged is then set to a check
+// that fails once a -wal file appeared or the file changed since it was
+// opened, which such a read makes after each page, before printing it.
+func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unchanged *func() error) (*sql.DB, *sqlite.Backend, error) {
 	abs, err := filepath.Abs(t.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: %s: %w", t.path, err)
@@ -372,7 +386,11 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool) (*s
 		// "delete", which OpenDB refuses for want of WAL; nothing writes
 		// through this handle, so WAL's concurrency does not matter.
 		u.RawQuery = "mode=ro&immutable=1"
-		db, err = sql.Open("sqlite", u.String())
+		var opened os.FileInfo
+		if opened, err = os.Stat(abs); err == nil {
+			*unchanged = fileUnchanged(t.path, abs, opened)
+			db, err = sql.Open("sqlite", u.String())
+		}
 		if err == nil {
 			if err = db.PingContext(ctx); err != nil {
 				_ = db.Close()
@@ -388,6 +406,29 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool) (*s
 		return nil, nil, err
 	}
 	return db, b, nil
+}
+
+// fileUnchanged returns a check that fails, naming what to do, when the
+// SQLite file at abs (shown as path) is no longer as opened (its size,
+// modification time or inode differ) or a -wal file is there: another
+// process opened it since, and what an immutable read reads may mix its
+// commits. It is checked after the reads it vouches for, so a change that
+// comes later than the check does not touch them.
+func fileUnchanged(path, abs string, opened os.FileInfo) func() error {
+	return func() error {
+		fi, err := os.Stat(abs)
+		_, walErr := os.Stat(abs + "-wal")
+		if err == nil && os.SameFile(fi, opened) && fi.Size() == opened.Size() && fi.ModTime().Equal(opened.ModTime()) &&
+			errors.Is(walErr, fs.ErrNotExist) {
+			return nil
+		}
+		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it was "+
+			"being read without locks: this user cannot write its directory (where SQLite keeps the -wal and -shm "+
+			"files) and no process had it open when the read began, and another process has opened it since, so "+
+			"what is read now may mix its commits. Read again while a writer has the store open (the read then "+
+			"goes through its -wal and -shm files and sees every commit), give this user write access to the "+
+			"file and its directory, or read a served store (--dsn http://...)", path)}
+	}
 }
 
 // storeError wraps an open failure with the (masked) DSN and its status:

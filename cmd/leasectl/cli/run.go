@@ -334,7 +334,7 @@ func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest
 
 // stoppedWaiting is the result of run --wait stopped (an interrupt, or
 // --wait-timeout) while an attempt was in flight, with holder the lease
-// seen on the key afterwards: conflict, which interruptedWait turns into
+// the acquire sent again met: conflict, which interruptedWait turns into
 // interrupted after an interrupt, as for a wait stopped while asleep.
 func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, holder protocol.Lease) protocol.Result {
 	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Key: req.Key, Lease: &holder,
@@ -383,12 +383,11 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		// from everyone for its TTL (and then its lock-delay) with nobody
 		// working under it. Taken just as the hold's context went: release
 		// it. Cut off in flight (the outcome unknown: the acquire may have
-		// taken the lease): when a lease of this owner holds the key,
-		// learn the outcome by replaying the acquire, then release; a
-		// free key or another's lease means it holds nothing. Under the
-		// user's request id, only a lease this run claimed (another run
-		// with the id may have). A wait so stopped names the holder seen,
-		// as a wait stopped while asleep does.
+		// taken the lease, or be still on its way): send it again with
+		// its request id and release what that answers (undoAcquire).
+		// Under the user's request id, only a lease this run claimed
+		// (another run with the id may have). A wait so stopped names the
+		// holder a conflict names, as a wait stopped while asleep does.
 		switch st := protocol.StatusOf(err); {
 		case err == nil:
 			a.giveBack(ctx, s, req, claim, h, cancelHold)

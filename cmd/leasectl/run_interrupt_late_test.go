@@ -22,8 +22,9 @@ import (
 // lateProxy stands between leasectl and a served store. The first POST
 // /v1/acquire is held before it reaches the store (arrived gets a value):
 // it stays in flight while the client gives it up, and reaches the store
-// (which commits it whatever the client does) only after a GET of a lease
-// has been answered since the client gave it up, or after fallback.
+// (which commits it whatever the client does) only after another request
+// of the client (a get of the key, or the acquire sent again) has been
+// answered since it gave it up, or after fallback.
 // committed is closed when the store answered it. Every other request
 // passes.
 type lateProxy struct {
@@ -49,15 +50,11 @@ func newLateProxy(t *testing.T, storeURL string, fallback time.Duration) *latePr
 	gotRead := make(chan struct{})
 	var readOnce sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/leases/") {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/acquire" || !taken.CompareAndSwap(false, true) {
 			rp.ServeHTTP(w, r)
 			if abandoned.Load() {
 				readOnce.Do(func() { close(gotRead) })
 			}
-			return
-		}
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/acquire" || !taken.CompareAndSwap(false, true) {
-			rp.ServeHTTP(w, r)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -87,14 +84,14 @@ func newLateProxy(t *testing.T, storeURL string, fallback time.Duration) *latePr
 
 // TestRunInterruptedAcquireLandingAfterTheReadIsReleased: Ctrl-C cuts off
 // run's acquire while it is still on its way to the store (not yet
-// committed). undoAcquire then reads the key, sees it free, concludes
-// "the acquire holds nothing" and sends nothing more; the cut-off acquire
-// then lands and takes the key: a lease of --owner w with nobody under it,
-// held for the TTL (1m) and then its lock-delay (1m). DESIGN.md: an
-// interrupt before CMD started "releases the lease the acquire took". The
-// get cannot tell "the acquire met nothing" from "the acquire has not
-// landed yet"; re-sending it under its request id (before) made the late
-// copy a replay, which takes nothing.
+// committed), and it lands after run's next request was answered. When
+// undoAcquire read the key first (68afd03), it saw the key free,
+// concluded "the acquire holds nothing" and sent nothing more; the
+// cut-off acquire then landed and took the key: a lease of --owner w with
+// nobody under it, held for the TTL (1m) and then its lock-delay (1m).
+// DESIGN.md: an interrupt before CMD started "releases the lease the
+// acquire took". Sending the acquire again under its request id makes the
+// late copy a replay, which takes nothing.
 func TestRunInterruptedAcquireLandingAfterTheReadIsReleased(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -123,7 +120,7 @@ func TestRunInterruptedAcquireLandingAfterTheReadIsReleased(t *testing.T) {
 		t.Fatalf("the late acquire never reached the store")
 	}
 	if r := direct.run(t, "get", "late", "-o", "json"); r.code != 4 || !strings.Contains(r.stdout, `"lease":null`) {
-		t.Errorf("run interrupted while its acquire was on its way, which landed after run read the key: the key is "+
+		t.Errorf("run interrupted while its acquire was on its way, which landed after run's next request was answered: the key is "+
 			"held with nobody under it (get: exit %d, want 4 with no lease): %s\nthe late acquire's answer: %v\nrun's output:\n%s",
 			r.code, strings.TrimSpace(r.stdout), lp.answer.Load(), p.output())
 	}

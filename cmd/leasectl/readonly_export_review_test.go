@@ -1,0 +1,129 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// pausedExport makes a store of n audit records that nobody (uid 65534)
+// may read but whose directory it cannot write, starts `audit export -A`
+// as nobody with no -wal file (so read immutable=1), reads its first line
+// and then stops reading: the export blocks printing its first page (the
+// pipe is full), after reading and checking it. meanwhile runs then; the
+// rest is read and the export's run returned with every line printed.
+func pausedExport(t *testing.T, n string, meanwhile func(path string)) (run, []string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run leasectl as another user (nobody)")
+	}
+	dir := t.TempDir()
+	owner := leasectl{dir: dir}
+	if r := owner.run(t, "acquire", "first", "--owner", "w"); r.code != 0 {
+		t.Fatalf("acquire\n%s", r)
+	}
+	path := filepath.Join(dir, "leasestore.db")
+	if out, err := exec.Command(fillAudit, path, "default", n).CombinedOutput(); err != nil {
+		t.Fatalf("fillaudit: %v\n%s", err, out)
+	}
+	openUp(t, dir)
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		t.Fatal("a -wal file is left after the writers exited")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{"audit", "export", "-A"}
+	export := asNobody(owner.command(ctx, args...))
+	export.Stdout = nil
+	out, err := export.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.Start(); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(out, 1<<20)
+	first, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("export printed no line: %v; stderr: %s", err, export.Stderr)
+	}
+	time.Sleep(500 * time.Millisecond) // the export fills the pipe and blocks within its first page
+	meanwhile(path)
+	lines := []string{strings.TrimSuffix(first, "\n")}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	r := run{args: args}
+	var exitErr *exec.ExitError
+	if err := export.Wait(); errors.As(err, &exitErr) {
+		r.code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r.stderr = export.Stderr.(*bytes.Buffer).String()
+	return r, lines
+}
+
+// ids returns the ids of the JSON lines, failing on a line that is none.
+func ids(t *testing.T, lines []string, r run) []int64 {
+	t.Helper()
+	var out []int64
+	for i, line := range lines {
+		var rec struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %d is no record: %v: %s\n%s", i+1, err, line, r)
+		}
+		out = append(out, rec.ID)
+	}
+	return out
+}
+
+// An operator prunes the trail and VACUUMs the store (it shrinks) while a
+// user who cannot write its directory exports it, read without locks. The
+// export's next page is read through a page cache that never goes stale
+// from a file now much shorter: SQLite fails the read ("database disk
+// image is malformed"), and export returns that error without making its
+// check, so the user is told the store is corrupt, not that it changed
+// while read without locks and what to do.
+func TestReadOnlyExportShrunkUnderItSaysChanged(t *testing.T) {
+	t.Parallel()
+	r, lines := pausedExport(t, "5000", func(path string) {
+		if r := (leasectl{dir: filepath.Dir(path)}).run(t, "audit", "prune", "--before", "0s", "--yes"); r.code != 0 {
+			t.Fatalf("prune\n%s", r)
+		}
+		db, err := sqlite.OpenDB(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`VACUUM`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := ids(t, lines, r)
+	for i, id := range got {
+		if id != int64(i+1) {
+			t.Fatalf("line %d is record %d (each record once, in order)\n%s", i+1, id, r)
+		}
+	}
+	if r.code != 5 || !strings.Contains(r.stderr, "changed while") || strings.Contains(r.stderr, "malformed") {
+		t.Fatalf("export of a file pruned and vacuumed under it, read without locks: exit %d, want 5 saying "+
+			"the file changed while read without locks (not that it is malformed)\n%s", r.code, r)
+	}
+}

@@ -127,3 +127,47 @@ func TestReadOnlyExportShrunkUnderItSaysChanged(t *testing.T) {
 			"the file changed while read without locks (not that it is malformed)\n%s", r.code, r)
 	}
 }
+
+// A process that may write the store's directory only reads the store
+// (here a plain read-only query, as a monitoring script or the sqlite3
+// shell makes) while a user who cannot write the directory exports it.
+// Nothing is written: the file keeps its inode, size and mtime, and
+// everything the export reads comes from it. Its open makes a -wal file,
+// and export stops (exit 5) saying the store "changed while it was being
+// read".
+func TestReadOnlyExportBesideAReaderIsNotStopped(t *testing.T) {
+	t.Parallel()
+	var file string
+	var before os.FileInfo
+	closed := make(chan struct{})
+	r, lines := pausedExport(t, "5000", func(path string) {
+		var err error
+		file = path
+		if before, err = os.Stat(path); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sqlite.OpenDB(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM leasestore_audit`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		// The reader is done a moment later, while the export goes on.
+		time.AfterFunc(time.Second, func() { _ = db.Close(); close(closed) })
+	})
+	<-closed
+	after, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()) {
+		t.Fatalf("the reader changed the file: %v %d -> %v %d", before.ModTime(), before.Size(), after.ModTime(), after.Size())
+	}
+	got := ids(t, lines, r)
+	if r.code != 0 || len(got) != 5001 {
+		t.Fatalf("export beside a process that only read the store (the file kept its inode, size and mtime): "+
+			"exit %d after %d records, want exit 0 and all 5001\n%s", r.code, len(got), r)
+	}
+}

@@ -183,15 +183,19 @@ namespace, with the prune records that belong to none. --since takes a duration 
 // export prints the trail from q as JSON lines until the end, and returns
 // how many records it printed, the cursor after the last, and whether it
 // stopped at records held back. unchanged, when not nil, is checked after
-// each page is read and before it is printed (see store.unchanged).
-func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query, unchanged func() error) (n int64, last string, held bool, err error) {
+// each page is read (or its read failed) and before it is printed (see
+// store.unchanged).
+func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query, unchanged func(error) error) (n int64, last string, held bool, err error) {
 	last = q.Cursor
 	for {
 		opCtx, cancel := a.opContext(ctx)
 		page, err := r.ReadAudit(opCtx, q)
 		cancel()
-		if err == nil && unchanged != nil {
-			err = unchanged()
+		if unchanged != nil {
+			// After a failed read too: a file changed under a read without
+			// locks can fail it as "malformed", which is then no fault of
+			// the store.
+			err = unchanged(err)
 		}
 		if err != nil {
 			return n, last, false, err

@@ -121,9 +121,10 @@ type store struct {
 	cpu     *cpuMeter // bench: the server processes of the pool, when measured
 	// unchanged, when a SQLite file was opened immutable (read without
 	// locks, see openSQLiteReadOnly), fails once the file may have changed
-	// since it was opened; nil otherwise. A long read checks it after each
-	// page, before printing the page.
-	unchanged func() error
+	// since it was opened, and otherwise returns the read's own error
+	// (its argument); nil otherwise. A long read checks it after each page,
+	// before printing the page.
+	unchanged func(error) error
 }
 
 // access says what a command does to the store.
@@ -211,7 +212,7 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		}
 		return newStore(protocol.New(b, cfg), t, nil), nil
 	default:
-		var unchanged func() error
+		var unchanged func(error) error
 		db, b, err := a.openSQLite(ctx, t, opts.access, &sqlite.Config{NoCoalescing: opts.noCoalescing}, &unchanged)
 		if err != nil {
 			return nil, a.storeError(t, err)
@@ -265,7 +266,7 @@ const sqliteAttempts = 5
 // readAccess and followAccess, and refused with the reason for
 // writeAccess. *unchanged is set when the file is opened immutable (see
 // openSQLiteReadOnly).
-func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config, unchanged *func() error) (*sql.DB, *sqlite.Backend, error) {
+func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.Config, unchanged *func(error) error) (*sql.DB, *sqlite.Backend, error) {
 	switch ro, err := sqliteReadOnly(t.path); {
 	case err != nil:
 		return nil, nil, err
@@ -360,9 +361,12 @@ func sqliteReadOnly(path string) (bool, error) {
 // commits into the file being read, under a page cache that never goes
 // stale: a long read (audit export) then repeated records, skipped some,
 // looped, or failed as "malformed". *unchanged is then set to a check
-// that fails once a -wal file appeared or the file changed since it was
-// opened, which such a read makes after each page, before printing it.
-func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unchanged *func() error) (*sql.DB, *sqlite.Backend, error) {
+// that fails once the file changed since it was opened (its inode, size
+// or modification time: an immutable read reads the main file only, so a
+// -wal file a reader's or writer's open makes changes nothing read until a
+// checkpoint writes the file), which such a read makes after each page,
+// before printing it.
+func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unchanged *func(error) error) (*sql.DB, *sqlite.Backend, error) {
 	abs, err := filepath.Abs(t.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite: %s: %w", t.path, err)
@@ -410,24 +414,25 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unc
 
 // fileUnchanged returns a check that fails, naming what to do, when the
 // SQLite file at abs (shown as path) is no longer as opened (its size,
-// modification time or inode differ) or a -wal file is there: another
-// process opened it since, and what an immutable read reads may mix its
-// commits. It is checked after the reads it vouches for, so a change that
-// comes later than the check does not touch them.
-func fileUnchanged(path, abs string, opened os.FileInfo) func() error {
-	return func() error {
+// modification time or inode differ): another process wrote it since, and
+// what an immutable read reads may mix its commits; otherwise it returns
+// the read's own error (cause) as it is. It
+// is checked after the reads it vouches for, so a change that comes later
+// than the check does not touch them.
+func fileUnchanged(path, abs string, opened os.FileInfo) func(cause error) error {
+	return func(cause error) error {
 		fi, err := os.Stat(abs)
-		_, walErr := os.Stat(abs + "-wal")
-		if err == nil && os.SameFile(fi, opened) && fi.Size() == opened.Size() && fi.ModTime().Equal(opened.ModTime()) &&
-			errors.Is(walErr, fs.ErrNotExist) {
-			return nil
+		if err == nil && os.SameFile(fi, opened) && fi.Size() == opened.Size() && fi.ModTime().Equal(opened.ModTime()) {
+			return cause
 		}
-		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it was "+
-			"being read without locks: this user cannot write its directory (where SQLite keeps the -wal and -shm "+
-			"files) and no process had it open when the read began, and another process has opened it since, so "+
-			"what is read now may mix its commits. Read again while a writer has the store open (the read then "+
-			"goes through its -wal and -shm files and sees every commit), give this user write access to the "+
-			"file and its directory, or read a served store (--dsn http://...)", path)}
+		// A read's own error then comes from the change (SQLite reads
+		// the torn file as "malformed"), not from the store: not shown.
+		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it "+
+			"was being read without locks: this user cannot write its directory (where SQLite keeps the -wal and "+
+			"-shm files) and no process had it open when the read began, and another process has written it "+
+			"since, so what is read now may mix its commits. Read again while a writer has the store open (the "+
+			"read then goes through its -wal and -shm files and sees every commit), give this user write access "+
+			"to the file and its directory, or read a served store (--dsn http://...)", path)}
 	}
 }
 

@@ -60,3 +60,52 @@ func TestRev97HoldWaitOnACancelledContextTakesNothing(t *testing.T) {
 			h.Token(), got.Status)
 	}
 }
+
+// A waiter asleep when its context ends answers conflict matching ctx's
+// error ("or conflict matching context.Canceled when the waiter was
+// asleep"; "ctx's deadline bounds the waiting, not an attempt in flight").
+// When the store's signal is pending at the same moment, acquireWait's
+// select picks at random between it and ctx.Done, and on the signal it
+// sends a new attempt after ctx ended, which takes the key.
+func TestRev97WaiterWhoseContextEndedSendsNoNewAttempt(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"cancel", "deadline"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			rt := protocol.New(memstore.New(nil), nil)
+			defer rt.Close(context.Background())
+			for i := range 20 {
+				k := protocol.Key{Namespace: "rev97", Name: mode + "-" + string(rune('a'+i))}
+				first, err := rt.Acquire(context.Background(), protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ctx context.Context
+				var cancel context.CancelFunc
+				if mode == "cancel" {
+					ctx, cancel = context.WithCancel(context.Background())
+				} else {
+					ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+				}
+				cfg := &protocol.WaitConfig{Waiting: func(protocol.Lease) {
+					// On the waiting goroutine, just before it sleeps: ctx
+					// ends, then the holder lets go (a signal is pending).
+					if mode == "cancel" {
+						cancel()
+					} else {
+						<-ctx.Done()
+					}
+					if _, err := rt.Release(context.Background(), protocol.ReleaseRequest{Key: k, Owner: "holder", Token: first.Lease.Token}); err != nil {
+						t.Error(err)
+					}
+				}}
+				res, err := protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute}, cfg)
+				cancel()
+				if res.Status == protocol.StatusAcquired {
+					t.Fatalf("round %d: a waiter whose context had ended (%v) before it slept sent another attempt and answered %q (%v), want conflict matching %v",
+						i, ctx.Err(), res.Status, err, ctx.Err())
+				}
+			}
+		})
+	}
+}

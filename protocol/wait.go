@@ -109,7 +109,10 @@ const minWaitBackoff = time.Millisecond
 // acquired, when that last attempt took the key). Cancelling ctx also
 // cancels an attempt in flight: the answer is then that attempt's timeout
 // (its outcome unknown), or conflict matching [context.Canceled] when the
-// waiter was asleep.
+// waiter was asleep. No attempt is sent once ctx is cancelled (nor, after
+// the first, once its deadline passed), also when a release signal comes
+// at the same moment; a wait cancelled before its first attempt answers
+// timeout, as [Runtime.Acquire] does, and sends nothing.
 //
 // A free key costs one acquire: the subscription to the store's signals is
 // made after the first conflict, followed by one more attempt at once (the
@@ -139,9 +142,27 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 	}
 	start := time.Now()
 	backoff := minWaitBackoff
+	var (
+		res  Result
+		sent time.Time
+	)
 	for {
-		sent := time.Now()
-		res, err := attempt(ctx, s, req, attemptTimeout)
+		if cancelled(ctx) {
+			// Cancelled before this attempt was sent: it is not sent (an
+			// attempt would take the key for a caller that gave up). The
+			// first answers as Acquire on a cancelled context does.
+			if res.Lease == nil {
+				e := interrupted(ctx, "", nil)
+				e.Op, e.Key = OpAcquire, req.Key
+				return Result{Op: OpAcquire, Status: e.Status, Key: req.Key, RequestID: req.RequestID,
+					Message: e.Detail()}, time.Time{}, e
+			}
+			r, err := waitEnded(ctx, res, start)
+			return r, sent, err
+		}
+		sent = time.Now()
+		var err error
+		res, err = attempt(ctx, s, req, attemptTimeout)
 		if res.Status != StatusConflict || res.Lease == nil {
 			return res, sent, err
 		}
@@ -180,13 +201,20 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		case <-wake:
 		case <-timer.C:
 		case <-ctx.Done():
-			timer.Stop()
+		}
+		timer.Stop()
+		if ctx.Err() != nil {
+			// Also when a signal or the timer was ready at the same
+			// moment: no attempt is sent once ctx ended.
 			res, err := waitEnded(ctx, res, start)
 			return res, sent, err
 		}
-		timer.Stop()
 	}
 }
+
+// cancelled reports whether ctx was cancelled (not merely past its
+// deadline, which bounds a wait's sleeps, not whether it tries).
+func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
 
 // newRequestIDFor makes a request id as s would: with the runtime's
 // generator when s is a [*Runtime].

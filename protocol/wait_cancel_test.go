@@ -16,14 +16,14 @@ import (
 // detached from ctx, whose cancellation reaches it only through
 // context.AfterFunc's goroutine, so the acquire usually runs first and
 // takes the key for a caller that already gave up.
-func TestRev97AcquireWaitOnACancelledContextTakesNothing(t *testing.T) {
+func TestAcquireWaitOnACancelledContextTakesNothing(t *testing.T) {
 	t.Parallel()
 	rt := protocol.New(memstore.New(nil), nil)
 	defer rt.Close(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 20 {
-		k := protocol.Key{Namespace: "rev97", Name: "cancelled-" + string(rune('a'+i))}
+		k := protocol.Key{Namespace: "waitcancel", Name: "cancelled-" + string(rune('a'+i))}
 		res, err := protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: k, Owner: "w", TTL: time.Minute}, nil)
 		if res.Status == protocol.StatusAcquired {
 			t.Fatalf("attempt %d: AcquireWait on a cancelled context answered %q (%v): it took %s with token %d for a caller that had cancelled",
@@ -40,13 +40,13 @@ func TestRev97AcquireWaitOnACancelledContextTakesNothing(t *testing.T) {
 
 // Hold with Wait on a cancelled context must not leave a lease behind:
 // Hold without Wait answers timeout and writes nothing.
-func TestRev97HoldWaitOnACancelledContextTakesNothing(t *testing.T) {
+func TestHoldWaitOnACancelledContextTakesNothing(t *testing.T) {
 	t.Parallel()
 	rt := protocol.New(memstore.New(nil), nil)
 	defer rt.Close(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	k := protocol.Key{Namespace: "rev97", Name: "hold-cancelled"}
+	k := protocol.Key{Namespace: "waitcancel", Name: "hold-cancelled"}
 	if _, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: k, Owner: "w", TTL: time.Minute}, nil); err == nil {
 		t.Fatal("Hold without Wait on a cancelled context succeeded")
 	}
@@ -67,7 +67,7 @@ func TestRev97HoldWaitOnACancelledContextTakesNothing(t *testing.T) {
 // When the store's signal is pending at the same moment, acquireWait's
 // select picks at random between it and ctx.Done, and on the signal it
 // sends a new attempt after ctx ended, which takes the key.
-func TestRev97WaiterWhoseContextEndedSendsNoNewAttempt(t *testing.T) {
+func TestWaiterWhoseContextEndedSendsNoNewAttempt(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"cancel", "deadline"} {
 		t.Run(mode, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRev97WaiterWhoseContextEndedSendsNoNewAttempt(t *testing.T) {
 			rt := protocol.New(memstore.New(nil), nil)
 			defer rt.Close(context.Background())
 			for i := range 20 {
-				k := protocol.Key{Namespace: "rev97", Name: mode + "-" + string(rune('a'+i))}
+				k := protocol.Key{Namespace: "waitcancel", Name: mode + "-" + string(rune('a'+i))}
 				first, err := rt.Acquire(context.Background(), protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute})
 				if err != nil {
 					t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,15 +34,7 @@ type lateProxy struct {
 
 func newLateProxy(t *testing.T, storeURL string, fallback time.Duration) *lateProxy {
 	t.Helper()
-	target, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.FlushInterval = -1
+	rp, transport := reverseProxy(t, storeURL)
 	lp := &lateProxy{arrived: make(chan struct{}, 1), committed: make(chan struct{})}
 	var taken, abandoned atomic.Bool
 	gotRead := make(chan struct{})

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,15 +36,7 @@ type holdingProxy struct {
 
 func newHoldingProxy(t *testing.T, storeURL, path, needle string) *holdingProxy {
 	t.Helper()
-	target, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.FlushInterval = -1
+	rp, transport := reverseProxy(t, storeURL)
 	hp := &holdingProxy{committed: make(chan struct{}, 1), let: make(chan struct{})}
 	var taken atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -217,15 +207,7 @@ func TestRunReleaseIsBoundedByTimeout(t *testing.T) {
 	dir := t.TempDir()
 	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
 	srv := startServe(t, dir, direct.dsn, nil)
-	target, err := url.Parse(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.FlushInterval = -1
+	rp, _ := reverseProxy(t, srv.url)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/release" {
 			select {

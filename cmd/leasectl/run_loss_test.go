@@ -30,15 +30,7 @@ func TestRunReleasesAfterALossByTheLocalClock(t *testing.T) {
 	dir := t.TempDir()
 	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
 	srv := startServe(t, dir, direct.dsn, nil)
-	target, err := url.Parse(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.FlushInterval = -1
+	rp, transport := reverseProxy(t, srv.url)
 	var drop atomic.Bool
 	var dropped atomic.Int64
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,4 +74,21 @@ func TestRunReleasesAfterALossByTheLocalClock(t *testing.T) {
 			"run never sent the release, which the store would have answered): it keeps the key until it runs out, then its lock-delay "+
 			"for 1m more: get: exit %d %s\nrun's stderr:\n%s", r.code, strings.TrimSpace(r.stdout), p.output())
 	}
+}
+
+// reverseProxy returns a reverse proxy to the served store at storeURL,
+// flushing at once and keeping no connection between requests, and its
+// transport, through which a test sends a request it held back itself.
+func reverseProxy(t *testing.T, storeURL string) (*httputil.ReverseProxy, *http.Transport) {
+	t.Helper()
+	target, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.FlushInterval = -1
+	return rp, transport
 }

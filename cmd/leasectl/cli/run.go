@@ -239,6 +239,19 @@ func (a *app) claim(ctx context.Context, s *store, req protocol.AcquireRequest, 
 		RequestID: runClaimID(req.RequestID)})
 }
 
+// claimedByThisRun claims the lease (token) of the acquire under the
+// user's request id for a run stopped before CMD started, and reports
+// whether the claim is this run's; when not (refused, replayed, or no
+// answer), it logs that the lease, perhaps another run's, is left alone.
+func (a *app) claimedByThisRun(ctx context.Context, s *store, req protocol.AcquireRequest, token int64) bool {
+	if res, err := a.claim(ctx, s, req, token); err != nil || res.Replayed {
+		a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
+			"so it is not released", "key", req.Key.String(), "token", token, "request_id", req.RequestID)
+		return false
+	}
+	return true
+}
+
 // releaseHeld releases h's lease at the end of run, bounded by --timeout
 // (not by the renewal timeout, a third of --ttl), even after an interrupt.
 func (a *app) releaseHeld(ctx context.Context, h *protocol.Held) error {
@@ -254,14 +267,10 @@ func (a *app) releaseHeld(ctx context.Context, h *protocol.Held) error {
 // it stops holding it and leaves it alone.
 func (a *app) giveBack(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool, h *protocol.Held,
 	cancelHold context.CancelCauseFunc) {
-	if claim {
-		if res, err := a.claim(ctx, s, req, h.Token()); err != nil || res.Replayed {
-			cancelHold(errors.New("run: stopped before the command started"))
-			<-h.Done()
-			a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
-				"so it is not released", "key", req.Key.String(), "token", h.Token(), "request_id", req.RequestID)
-			return
-		}
+	if claim && !a.claimedByThisRun(ctx, s, req, h.Token()) {
+		cancelHold(errors.New("run: stopped before the command started"))
+		<-h.Done()
+		return
 	}
 	if err := a.releaseHeld(ctx, h); err != nil && !releaseRefused(err) {
 		a.log.Warn("run: stopped before the command started; releasing the lease failed: it runs out after its TTL",
@@ -303,12 +312,8 @@ func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireReq
 		return nil // refused: it took nothing
 	}
 	l := *res.Lease
-	if claim {
-		if cres, err := a.claim(ctx, s, req, l.Token); err != nil || cres.Replayed {
-			a.log.Warn("run: stopped before the command started; the lease may be another run's with this request id, "+
-				"so it is not released", "key", req.Key.String(), "token", l.Token, "request_id", req.RequestID)
-			return nil
-		}
+	if claim && !a.claimedByThisRun(ctx, s, req, l.Token) {
+		return nil
 	}
 	rctx, cancel := a.opContext(context.WithoutCancel(ctx))
 	defer cancel()

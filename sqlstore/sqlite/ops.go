@@ -88,12 +88,17 @@ func (b *Backend) blocking(ctx context.Context, tx *sql.Tx, key protocol.Key, no
 	return &d, nil
 }
 
-// refused classifies a conditional statement that matched no row, from the
-// row that is there, which the result carries (except for not_found). check returns "" when the statement should have
-// matched, which the write lock makes impossible: that is reported as an
-// error rather than guessed at.
-func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key protocol.Key,
+// refused answers a conditional statement that matched no row: a replay
+// when its request id (requestID, the request's fingerprint fp) was used,
+// else a refusal classified from the row that is there, which the result
+// carries (except for not_found). check returns "" when the statement
+// should have matched, which the write lock makes impossible: that is
+// reported as an error rather than guessed at.
+func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key protocol.Key, requestID, fp string,
 	check func(*protocol.Lease) protocol.Status) (protocol.Result, bool, error) {
+	if res, done, err := b.replay(ctx, tx, op, key.Namespace, requestID, fp); done || err != nil {
+		return res, false, err
+	}
 	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), op, key)
 	if err != nil {
 		return protocol.Result{}, false, err
@@ -138,17 +143,18 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	const op = protocol.OpAcquire
 	fp := backendkit.Fingerprint(req)
 	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
-			return res, false, err
-		}
 		// The lease as the file stores it (microseconds), so that the answer
 		// agrees with a get and a replay.
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
 			ExpiresAt: now.Add(req.TTL).Truncate(time.Microsecond), Version: protocol.LeaseFormatVersion,
 			LockDelay: req.StoredLockDelay()}
 		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
-			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds()).Scan(&l.Token)
+			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds(),
+			req.RequestID).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
+			if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+				return res, false, err
+			}
 			cur, err := b.blocking(ctx, tx, req.Key, now)
 			if err != nil {
 				return protocol.Result{}, false, err
@@ -218,15 +224,12 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req protocol.RenewRequest) (protocol.Result, bool, error) {
 	const op = protocol.OpRenew
 	fp := backendkit.Fingerprint(req)
-	if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
-		return res, false, err
-	}
 	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now, Version: protocol.LeaseFormatVersion}
 	var acq, exp, delay int64
 	err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion).Scan(&acq, &exp, &delay)
+		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &exp, &delay)
 	if errors.Is(err, sql.ErrNoRows) {
-		return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+		return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
 		})
 	}
@@ -249,15 +252,12 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
 	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
-			return res, false, err
-		}
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, Version: protocol.LeaseFormatVersion}
 		var acq, ren, exp, delay int64
 		err := tx.StmtContext(ctx, b.stmts.release).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-			micros(now), protocol.LeaseFormatVersion).Scan(&acq, &ren, &exp, &delay)
+			micros(now), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
-			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+			return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
 				return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
 			})
 		}
@@ -285,15 +285,12 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
 	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
-		if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
-			return res, false, err
-		}
 		l := protocol.Lease{Key: req.Key, Version: protocol.LeaseFormatVersion}
 		var acq, ren, exp, delay int64
 		err := tx.StmtContext(ctx, b.stmts.revoke).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Token,
-			micros(now), protocol.LeaseFormatVersion).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &delay)
+			micros(now), protocol.LeaseFormatVersion, req.RequestID).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
-			return b.refused(ctx, tx, op, req.Key, func(cur *protocol.Lease) protocol.Status {
+			return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
 				return backendkit.CheckRevoke(cur, req.Token, now)
 			})
 		}

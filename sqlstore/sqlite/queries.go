@@ -7,12 +7,17 @@ package sqlite
 // clock, so an injected test clock governs expiry everywhere.
 //
 // State changes run inside one BEGIN IMMEDIATE transaction, in this order:
-// the idempotency look-up (qFindRequest), the conditional statement
-// (qAcquire, qRenew, qRelease or qRevoke), for acquire the fencing counter
-// bump (qBumpFencing), and the audit insert (qInsertAudit). When the
-// conditional statement matches no row, qCurrentLease reads the row that
-// made it fail, so the outcome is classified by backendkit.CheckAcquire,
-// CheckHolder or CheckRevoke, and the transaction is rolled back.
+// the conditional statement (qAcquire, qRenew, qRelease or qRevoke), which
+// also requires the request id to be new (NOT EXISTS in the audit
+// trail, through the index qFindRequest uses), for acquire the
+// fencing counter bump (qBumpFencing), and the audit insert (qInsertAudit).
+// When the conditional statement matches no row, the idempotency look-up
+// (qFindRequest) answers a used request id, else qCurrentLease reads the
+// row that made it fail, so the outcome is classified by
+// backendkit.CheckAcquire, CheckHolder or CheckRevoke, and the
+// transaction is rolled back. (Testing the request id inside the
+// conditional statement spares a write that takes effect a statement of
+// its own: the look-up runs only when nothing was written.)
 // leaseDelay is the select-list expression of a row's lock-delay (µs): its
 // lock_delay while delay_token is its token (see migration 4), else 0.
 const leaseDelay = `CASE WHEN delay_token = token THEN lock_delay ELSE 0 END`
@@ -58,10 +63,11 @@ WHERE namespace = ?1 AND request_id = ?2`
 
 	// qAcquire inserts a lease or takes over an expired one, with the next
 	// fencing token: ?1 namespace, ?2 name, ?3 owner, ?4 now, ?5 expires_at,
-	// ?6 the lease format version, ?7 the lock-delay (µs). It returns the
-	// token, or no row when a live lease, the lock-delay of an expired one
-	// or of a revoked one (leasestore_lock_delays), or a row of another
-	// format version is in the way. (The WHERE of the SELECT also lifts
+	// ?6 the lease format version, ?7 the lock-delay (µs), ?8 the request
+	// id. It returns the token, or no row when the request id was used, or
+	// a live lease, the lock-delay of an expired one or of a revoked one
+	// (leasestore_lock_delays), or a row of another format version is in
+	// the way. (The WHERE of the SELECT also lifts
 	// the parsing ambiguity of an upsert from a SELECT.)
 	qAcquire = `
 INSERT INTO leasestore_leases (namespace, name, owner, token, acquired_at, renewed_at, expires_at, version,
@@ -71,6 +77,7 @@ FROM leasestore_fencing f
 WHERE f.id = 1
   AND NOT EXISTS (SELECT 1 FROM leasestore_lock_delays d
                   WHERE d.namespace = ?1 AND d.name = ?2 AND d.ended_at + d.lock_delay > ?4)
+  AND NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = ?1 AND a.request_id = ?8)
 ON CONFLICT (namespace, name) DO UPDATE SET
     owner       = excluded.owner,
     token       = excluded.token,
@@ -111,8 +118,9 @@ WHERE name = 'leasestore_audit'`
 
 	// qRenew extends the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) from ?5 now by ?6 the TTL (µs; 0 keeps the lease's own,
-	// expires_at - renewed_at); ?7 the lease format version. It returns
-	// the lease's acquired_at, expires_at and lock-delay.
+	// expires_at - renewed_at); ?7 the lease format version, ?8 the
+	// request id (new). It returns the lease's acquired_at, expires_at and
+	// lock-delay.
 	// It clears swept_token: a process whose clock lags another's may renew
 	// a lease the other's sweeper already set aside, and the renewed lease
 	// must be back in the live indexes.
@@ -120,21 +128,25 @@ WHERE name = 'leasestore_audit'`
 UPDATE leasestore_leases
 SET renewed_at = ?5, expires_at = ?5 + CASE WHEN ?6 = 0 THEN expires_at - renewed_at ELSE ?6 END, swept_token = NULL
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?7
+  AND NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = ?1 AND a.request_id = ?8)
 RETURNING acquired_at, expires_at, ` + leaseDelay
 
 	// qRelease deletes the live lease (?1 namespace, ?2 name, ?3 owner,
-	// ?4 token) at ?5 now; ?6 the lease format version.
+	// ?4 token) at ?5 now; ?6 the lease format version, ?7 the request id
+	// (new).
 	qRelease = `
 DELETE FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?6
+  AND NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = ?1 AND a.request_id = ?7)
 RETURNING acquired_at, renewed_at, expires_at, ` + leaseDelay
 
 	// qRevoke deletes the live lease at (?1 namespace, ?2 name) whoever holds
 	// it, only with token ?3 unless ?3 is 0, at ?4 now; ?5 the lease format
-	// version.
+	// version, ?6 the request id (new).
 	qRevoke = `
 DELETE FROM leasestore_leases
 WHERE namespace = ?1 AND name = ?2 AND (?3 = 0 OR token = ?3) AND expires_at > ?4 AND version = ?5
+  AND NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = ?1 AND a.request_id = ?6)
 RETURNING owner, token, acquired_at, renewed_at, expires_at, ` + leaseDelay
 
 	// qKeepDelay records the lease a revoke ended, whose lock-delay keeps

@@ -261,6 +261,9 @@ func TestPruneRecordSaysWhatItRemoved(t *testing.T) {
 	}
 }
 
+// pruneBatchSize is how many records a prune removes in one transaction.
+const pruneBatchSize = 100
+
 // batchGate holds the prune batch (a Txn that deletes) a test names, on
 // the backend whose client it intercepts, until the test resumes it.
 type batchGate struct {
@@ -409,5 +412,46 @@ func TestPruneSameRequestIDAtOnce(t *testing.T) {
 					lost.res.Removed, lost.err)
 			}
 		})
+	}
+}
+
+// TestPruneCutOffFreesItsRequestID: a prune stopped between its batches
+// (its context ended) drops its claim on its request id, so that the
+// prune sent again with that id runs, as on the SQL stores, and removes
+// the rest, instead of being refused as a use of the id.
+func TestPruneCutOffFreesItsRequestID(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	gate := newBatchGate()
+	first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option()))
+	again := open(t, &etcd.Config{Prefix: prefix})
+	ctx := t.Context()
+	const records = pruneBatchSize + 50 // two batches
+	rt := protocol.New(again, nil)
+	for i := range records {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-cut-off"}
+	gate.hold(1)
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.PruneAudit(pctx, req)
+		done <- err
+	}()
+	select {
+	case <-gate.held:
+	case err := <-done:
+		t.Fatalf("the prune ended before its second batch: %v", err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the prune cut off before its second batch answered no error")
+	}
+	res, err := again.PruneAudit(ctx, req)
+	if err != nil || res.Removed != records-pruneBatchSize {
+		t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, records-pruneBatchSize)
 	}
 }

@@ -196,6 +196,12 @@ const pruneBatch = 100
 // fails: audit.ErrPruned), and the last also writes the prune's own record. On a
 // cluster whose --max-txn-ops is lower, a transaction it refuses as too
 // large (which applied nothing) is sent again with half the deletions.
+// The first of several transactions claims the request id
+// (P/a/\x01claim\x01ID, put only while absent, compared by the next
+// transactions, deleted by the last or by a prune that stops early): of
+// two prunes with one request id at once, one removes records and counts
+// them all, the other removes nothing and answers invalid, as a prune
+// whose request id is in the trail does (see [backendkit.PruneIDUsed]).
 // A cut-off after the backend's clock, which stamps the records, is
 // refused (see [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
@@ -208,10 +214,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if err := backendkit.CheckPruneCutOff(r.Before, b.instant().now); err != nil {
 		return audit.PruneResult{}, err
 	}
-	own := b.keys.audit("", r.RequestID)
-	if g, err := b.kv.Get(ctx, own, clientv3.WithCountOnly()); err != nil {
+	own, claim := b.keys.audit("", r.RequestID), b.keys.claim(r.RequestID)
+	if g, err := b.kv.Txn(ctx).Then(clientv3.OpGet(own, clientv3.WithCountOnly()), clientv3.OpGet(claim, clientv3.WithCountOnly())).Commit(); err != nil {
 		return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
-	} else if g.Count > 0 {
+	} else if g.Responses[0].GetResponseRange().Count+g.Responses[1].GetResponseRange().Count > 0 {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
 	var victims []victim
@@ -238,6 +244,13 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		}
 	}
 	var res audit.PruneResult
+	var claimRev int64 // the claim's create revision, once this prune's first batch put it
+	fail := func(err error) (audit.PruneResult, error) {
+		if claimRev != 0 {
+			b.dropClaim(ctx, claim, claimRev)
+		}
+		return res, err
+	}
 	mark := clientv3.OpPut(b.keys.pruneMark(), r.RequestID)
 	batch := pruneBatch
 	for {
@@ -247,9 +260,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		// prune removed one, a request retried with its id may have
 		// written a new record under the same key, which is no victim.
 		// Otherwise (Else) each victim is read again, to leave out those
-		// gone or written anew, and the batch is sent again.
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(own), "=", 0)}
-		recheck := []clientv3.Op{clientv3.OpGet(own, clientv3.WithCountOnly())}
+		// gone or written anew, and the batch is sent again. The request
+		// id unused and its claim absent (first batch) or this prune's.
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(own), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(claim), "=", claimRev)}
+		recheck := []clientv3.Op{clientv3.OpGet(own, clientv3.WithCountOnly()), clientv3.OpGet(claim, clientv3.WithKeysOnly())}
 		for _, v := range victims[:n] {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(v.key), "=", v.rev))
 			ops = append(ops, clientv3.OpDelete(v.key))
@@ -258,6 +273,12 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		ops = append(ops, b.raisePruned(victims[:n])...)
 		last := n == len(victims)
 		var rec backendkit.Recorded
+		switch {
+		case !last && claimRev == 0:
+			ops = append(ops, clientv3.OpPut(claim, fmt.Sprintf("prune by %s before %s", r.Actor, r.Before.UTC().Format(time.RFC3339Nano))))
+		case last && claimRev != 0:
+			ops = append(ops, clientv3.OpDelete(claim))
+		}
 		if last {
 			now := b.instant().now
 			reason := fmt.Sprintf("removed %d records before %s", res.Removed+int64(n), r.Before.UTC().Format(time.RFC3339Nano))
@@ -271,15 +292,21 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			continue
 		}
 		if err != nil {
-			return res, b.interpret(ctx, audit.OpPrune, err)
+			return fail(b.interpret(ctx, audit.OpPrune, err))
 		}
 		if !resp.Succeeded {
-			if resp.Responses[0].GetResponseRange().GetCount() > 0 {
-				return res, backendkit.PruneIDUsed(r.RequestID)
+			held := resp.Responses[1].GetResponseRange().GetKvs()
+			switch {
+			case claimRev != 0 && (len(held) == 0 || held[0].CreateRevision != claimRev):
+				return fail(backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+					"%s: the claim %q of this prune's request id was deleted or written outside this prune, after it removed %d records; "+
+						"no record counts them: prune again with another request id", b.shown, claim, res.Removed))
+			case resp.Responses[0].GetResponseRange().GetCount() > 0 || len(held) > 0:
+				return fail(backendkit.PruneIDUsed(r.RequestID))
 			}
 			kept := victims[:0:0]
 			for i, v := range victims[:n] {
-				if kvs := resp.Responses[i+1].GetResponseRange().GetKvs(); len(kvs) == 1 && kvs[0].CreateRevision == v.rev {
+				if kvs := resp.Responses[i+2].GetResponseRange().GetKvs(); len(kvs) == 1 && kvs[0].CreateRevision == v.rev {
 					kept = append(kept, v)
 				}
 			}
@@ -287,10 +314,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			continue
 		}
 		victims = victims[n:]
-		for _, op := range resp.Responses {
-			if d := op.GetResponseDeleteRange(); d != nil {
-				res.Removed += d.Deleted
-			}
+		for _, op := range resp.Responses[1 : 1+n] {
+			res.Removed += op.GetResponseDeleteRange().Deleted
+		}
+		if claimRev == 0 && !last {
+			claimRev = resp.Header.Revision
 		}
 		if last {
 			rec.ID = resp.Header.Revision
@@ -298,6 +326,21 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			return res, nil
 		}
 	}
+}
+
+// claimDropTimeout bounds a failed prune's deletion of its claim.
+const claimDropTimeout = 5 * time.Second
+
+// dropClaim deletes the claim of a prune that stopped before its last
+// batch, if it is still the one the prune put (create revision rev), so
+// that the prune's request id can be sent again, as on the SQL stores.
+// When the deletion fails too (the cluster is unavailable) the claim
+// stays, and that request id is refused as used.
+func (b *Backend) dropClaim(ctx context.Context, claim string, rev int64) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
+	defer cancel()
+	// A failure leaves the claim: the request id stays used.
+	_, _ = b.kv.Txn(dctx).If(clientv3.Compare(clientv3.CreateRevision(claim), "=", rev)).Then(clientv3.OpDelete(claim)).Commit()
 }
 
 // ErrCompacted is matched (errors.Is) by the error a [Backend.Follow]

@@ -483,19 +483,18 @@ func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 
 // Counts returns how many lease keys (live, expired or kept by a
 // lock-delay: each key once, whatever entries it has) and audit records
-// (not the prune mark, nor the marks of what prunes removed) the store
-// holds, read at one revision.
+// (not the prune mark, the marks of what prunes removed, nor the claims of
+// prunes under way) the store holds, read at one revision.
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
 	err = atOneRevision(func() error {
-		// The prune mark and the marks of what prunes removed are no records.
+		// The prune mark, the marks of what prunes removed and the claims
+		// of running prunes are no records.
 		a, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(b.keys.pruneMark(), clientv3.WithCountOnly()),
-			clientv3.OpGet(b.keys.prunedThrough(""), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
+			clientv3.OpGet(b.keys.auditMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
 		if err != nil {
 			return b.interpret(ctx, protocol.OpHealth, err)
 		}
-		records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count -
-			a.Responses[2].GetResponseRange().Count
+		records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count
 		leases = 0
 		all := b.keys.leases()
 		return b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), a.Header.Revision, func(protocol.Key, keyState) bool {

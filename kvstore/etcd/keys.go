@@ -32,6 +32,14 @@ import (
 //	                               NS "" the greatest of the whole trail. Raised by
 //	                               the prune batch that removes it; a read from a
 //	                               cursor below it fails (audit.ErrPruned)
+//	P/a/\x01claim\x01REQUEST-ID     a prune's claim on its request id: put by its
+//	                               first batch (which finds it absent), compared by
+//	                               the next, deleted by the last with the prune's
+//	                               record, so that of two prunes with one request
+//	                               id only one removes records
+//
+//	Every entry of P/a/ that is no record begins P/a/\x01 (a namespace holds
+//	no control character).
 //
 // Names, namespaces and request ids hold no control characters
 // (protocol.Key.Validate), so NUL separates them unambiguously, and a key's
@@ -46,6 +54,8 @@ const (
 	prunedTo   = "\x01pruned\x01" // no NUL: parseAuditKey tells it from a record
 	expiryLen  = 20               // digits of an expiry value
 	metaSuffix = "meta"
+	claimed    = "\x01claim\x01"
+	marks      = "\x01"
 )
 
 // canonicalPrefix is the one form of a store's prefix p, whatever slashes
@@ -73,6 +83,8 @@ func (l layout) auditsOf(ns string) string         { return l.audits() + ns + se
 func (l layout) audit(ns, requestID string) string { return l.auditsOf(ns) + requestID }
 func (l layout) pruneMark() string                 { return l.audits() + pruneMark }
 func (l layout) prunedThrough(ns string) string    { return l.audits() + prunedTo + ns }
+func (l layout) claim(requestID string) string     { return l.audits() + claimed + requestID }
+func (l layout) auditMarks() string                { return l.audits() + marks }
 
 // parseLeaseKey splits an entry key of the lease family into its lease key
 // and suffix (one of suffixO, suffixR, suffixE).

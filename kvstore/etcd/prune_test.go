@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
 	"github.com/leasestore/leasestore/audit"
@@ -257,5 +258,200 @@ func TestPruneRecordSaysWhatItRemoved(t *testing.T) {
 		if r.RequestID == "slow-prune" && !strings.HasPrefix(r.Reason, want) {
 			t.Fatalf("the slow prune's record in the trail says %q; it removed %d", r.Reason, o.res.Removed)
 		}
+	}
+}
+
+// pruneBatchSize is how many records a prune removes in one transaction.
+const pruneBatchSize = 100
+
+// batchGate holds the prune batch (a Txn that deletes) a test names, on
+// the backend whose client it intercepts, until the test resumes it.
+type batchGate struct {
+	left         atomic.Int32 // batches to let through before holding one; 0: disarmed
+	held, resume chan struct{}
+}
+
+func newBatchGate() *batchGate {
+	return &batchGate{held: make(chan struct{}), resume: make(chan struct{})}
+}
+
+// hold arms g to hold the batch after the first n batches.
+func (g *batchGate) hold(n int32) { g.left.Store(n + 1) }
+
+func (g *batchGate) option() grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if txn, ok := req.(*pb.TxnRequest); ok && deletes(txn) {
+			if g.left.Load() > 0 && g.left.Add(-1) == 0 {
+				close(g.held)
+				select {
+				case <-g.resume:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+}
+
+// deletes reports whether txn's success branch deletes a key.
+func deletes(txn *pb.TxnRequest) bool {
+	for _, op := range txn.Success {
+		if op.GetRequestDeleteRange() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPruneSameRequestIDAtOnce: two prunes with one request id run at
+// once, the trail holding more than one batch (100) of records older than
+// the cut-off. Exactly one of them removes records, and its record (the
+// only prune record under that id) counts every record removed; the other
+// answers as a retry of a used id does (invalid), having removed nothing.
+// Before, the first removed a batch, the other removed the rest and wrote
+// the prune's record counting only those, and the first then answered
+// invalid: no record counted its removals, and the caller who removed
+// them was told its request was invalid. Two overlaps: the second prune
+// starts while the first is held between its batches, and the second,
+// having read the trail, sends its first batch while the first is held so.
+func TestPruneSameRequestIDAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// secondHeldFirst: the second prune is held before its first batch
+		// until the first prune's first batch committed.
+		secondHeldFirst bool
+	}{
+		{name: "second starts between the first's batches"},
+		{name: "second's first batch meets the first's", secondHeldFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			prefix := etcdcluster.Shared(t).Prefix(t)
+			firstGate, secondGate := newBatchGate(), newBatchGate()
+			first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, firstGate.option()))
+			second := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, secondGate.option()))
+			ctx := t.Context()
+			const records = 150 // two batches
+			rt := protocol.New(second, nil)
+			for i := range records {
+				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-once"}
+			type outcome struct {
+				res audit.PruneResult
+				err error
+			}
+			run := func(b *etcd.Backend) chan outcome {
+				done := make(chan outcome, 1)
+				go func() {
+					res, err := b.PruneAudit(ctx, req)
+					done <- outcome{res, err}
+				}()
+				return done
+			}
+			await := func(g *batchGate, done chan outcome, who string) {
+				t.Helper()
+				select {
+				case <-g.held:
+				case o := <-done:
+					t.Fatalf("the %s prune ended before the batch it was to be held at: %+v", who, o)
+				}
+			}
+			var secondDone chan outcome
+			if tc.secondHeldFirst {
+				secondGate.hold(0)
+				secondDone = run(second)
+				await(secondGate, secondDone, "second")
+			}
+			firstGate.hold(1)
+			firstDone := run(first)
+			await(firstGate, firstDone, "first")
+			if tc.secondHeldFirst {
+				close(secondGate.resume)
+			} else {
+				secondDone = run(second)
+			}
+			o2 := <-secondDone
+			close(firstGate.resume)
+			o1 := <-firstDone
+
+			_, left, err := first.Counts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, err := first.ReadAudit(ctx, audit.Query{Ops: []protocol.Op{audit.OpPrune}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reasons []string
+			for _, r := range page.Records {
+				reasons = append(reasons, r.Reason)
+			}
+			t.Logf("first prune: removed %d, %v; second prune: removed %d, %v; prune records %q; %d records left",
+				o1.res.Removed, o1.err, o2.res.Removed, o2.err, reasons, left)
+			want := fmt.Sprintf("removed %d records before", records)
+			if len(reasons) != 1 || !strings.HasPrefix(reasons[0], want) {
+				t.Fatalf("the trail's prune records say %q; want one, beginning %q (%d records were removed: %d by the first prune, %d by the second)",
+					reasons, want, records+1-left, o1.res.Removed, o2.res.Removed)
+			}
+			won, lost := o1, o2
+			if o1.err != nil {
+				won, lost = o2, o1
+			}
+			if won.err != nil || won.res.Removed != records || !strings.HasPrefix(won.res.Record.Reason, want) {
+				t.Fatalf("the prune that removed records: removed %d, %v, its record says %q; want %d removed and recorded",
+					won.res.Removed, won.err, won.res.Record.Reason, records)
+			}
+			if !errors.Is(lost.err, protocol.ErrInvalid) || !strings.Contains(lost.err.Error(), "already used") || lost.res.Removed != 0 {
+				t.Fatalf("the other prune: removed %d, %v; want nothing removed and invalid (request id already used)",
+					lost.res.Removed, lost.err)
+			}
+		})
+	}
+}
+
+// TestPruneCutOffFreesItsRequestID: a prune stopped between its batches
+// (its context ended) drops its claim on its request id, so that the
+// prune sent again with that id runs, as on the SQL stores, and removes
+// the rest, instead of being refused as a use of the id.
+func TestPruneCutOffFreesItsRequestID(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	gate := newBatchGate()
+	first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option()))
+	again := open(t, &etcd.Config{Prefix: prefix})
+	ctx := t.Context()
+	const records = pruneBatchSize + 50 // two batches
+	rt := protocol.New(again, nil)
+	for i := range records {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-cut-off"}
+	gate.hold(1)
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := first.PruneAudit(pctx, req)
+		done <- err
+	}()
+	select {
+	case <-gate.held:
+	case err := <-done:
+		t.Fatalf("the prune ended before its second batch: %v", err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the prune cut off before its second batch answered no error")
+	}
+	res, err := again.PruneAudit(ctx, req)
+	if err != nil || res.Removed != records-pruneBatchSize {
+		t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, records-pruneBatchSize)
 	}
 }

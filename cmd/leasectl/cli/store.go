@@ -170,12 +170,20 @@ type openOptions struct {
 	appName      string // PostgreSQL application_name unless the DSN sets one; "" for leasectl
 }
 
+// testObserver, set only by this package's tests (nil otherwise),
+// observes the stores opened without an observer of their own: a test
+// pauses a command there, between two of its operations.
+var testObserver protocol.Observer
+
 // openTarget opens t; see openStore.
 func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*store, error) {
 	ctx, cancel := a.opContext(ctx)
 	defer cancel()
 	a.log.Debug("opening store", "dsn", t.shown)
 	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer}
+	if cfg.Observer == nil {
+		cfg.Observer = testObserver
+	}
 	if t.remote {
 		// The server sweeps its own store; a client's runtime has nothing to sweep.
 		c, err := httpapi.NewClient(t.raw, &httpapi.ClientConfig{Token: a.getenv(EnvAPIToken)})

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -123,8 +125,61 @@ type store struct {
 	// locks, see openSQLiteReadOnly), fails once the file may have changed
 	// since it was opened, and otherwise returns the read's own error
 	// (its argument); nil otherwise. A long read checks it after each page,
-	// before printing the page.
+	// before printing the page; a one-shot read after all its reads,
+	// before its output is shown (see readOnce).
 	unchanged func(error) error
+}
+
+// readOnce runs fn, a one-shot read of s that prints what it read, and
+// returns fn's error. When s is a SQLite file read without locks
+// (s.unchanged is set), fn's output is held back until s.unchanged
+// vouches for every read fn made: if the file changed meanwhile (a writer
+// checkpointed its commits into it between two of fn's queries, or under
+// one), nothing fn printed is shown and the check's failure is returned.
+func (a *app) readOnce(s *store, fn func() error) error {
+	if s.unchanged == nil {
+		return fn()
+	}
+	var held heldOutput
+	stdout, stderr := a.stdout, a.stderr
+	a.stdout, a.stderr = held.to(stdout), held.to(stderr)
+	err := fn()
+	a.stdout, a.stderr = stdout, stderr
+	if changed := s.unchanged(nil); changed != nil {
+		return changed
+	}
+	held.flush()
+	return err
+}
+
+// heldOutput keeps what is written through its writers, in order, until
+// flush writes it on.
+type heldOutput struct{ chunks []heldChunk }
+
+type heldChunk struct {
+	w io.Writer
+	b []byte
+}
+
+// to returns a writer whose writes h keeps for w.
+func (h *heldOutput) to(w io.Writer) io.Writer { return heldWriter{h: h, w: w} }
+
+// flush writes what h kept to the writers it was meant for.
+func (h *heldOutput) flush() {
+	for _, c := range h.chunks {
+		_, _ = c.w.Write(c.b)
+	}
+	h.chunks = nil
+}
+
+type heldWriter struct {
+	h *heldOutput
+	w io.Writer
+}
+
+func (hw heldWriter) Write(p []byte) (int, error) {
+	hw.h.chunks = append(hw.h.chunks, heldChunk{w: hw.w, b: bytes.Clone(p)})
+	return len(p), nil
 }
 
 // access says what a command does to the store.
@@ -372,8 +427,10 @@ func sqliteReadOnly(path string) (bool, error) {
 // that fails once the file changed since it was opened (its inode, size
 // or modification time: an immutable read reads the main file only, so a
 // -wal file a reader's or writer's open makes changes nothing read until a
-// checkpoint writes the file), which such a read makes after each page,
-// before printing it.
+// checkpoint writes the file), which a long read makes after each page,
+// before printing it, and a one-shot read (readOnce) after its last query,
+// before its output is shown: leasectl get, list, list -A, describe,
+// namespaces and audit print one state of the store, or fail.
 func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unchanged *func(error) error) (*sql.DB, *sqlite.Backend, error) {
 	abs, err := filepath.Abs(t.path)
 	if err != nil {
@@ -438,9 +495,10 @@ func fileUnchanged(path, abs string, opened os.FileInfo) func(cause error) error
 		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it "+
 			"was being read without locks: this user cannot write its directory (where SQLite keeps the -wal and "+
 			"-shm files) and no process had it open when the read began, and another process has written it "+
-			"since, so what is read now may mix its commits. Read again while a writer has the store open (the "+
-			"read then goes through its -wal and -shm files and sees every commit), give this user write access "+
-			"to the file and its directory, or read a served store (--dsn http://...)", path)}
+			"since, so what was read may mix its commits, and is not shown. Run it again (it then reads the file "+
+			"as it is by then, or, while a writer has the store open, goes through its -wal and -shm files and "+
+			"sees every commit), give this user write access to the file and its directory (the store is then "+
+			"read with locks), or read a served store (--dsn http://...)", path)}
 	}
 }
 

@@ -409,14 +409,17 @@ func sqliteReadOnly(path string) (bool, error) {
 // a file of an older schema is refused by the backend with an error naming
 // 'leasectl migrate up'.
 //
-// A WAL file is read through its -shm index, which SQLite must create when
-// no writer has it open; in a directory this user cannot write it cannot.
-// While the -wal and -shm files are there (a writer has the file open, or
-// left them), they are read as they are, and later commits show: the
-// read-only connection keeps them from being removed when the writers
+// A WAL file is read through its -wal and -shm files, which SQLite must
+// create when no writer has the file open. In a directory this user
+// cannot write it cannot; in one it may write, a read-only connection
+// makes them as this user's and leaves them (it cannot checkpoint them
+// away), and the store's owner then cannot write the store until someone
+// removes them. While the -wal file is there (a writer has the file open,
+// or left it), the files are read as they are, and later commits show:
+// the read-only connection keeps them from being removed when the writers
 // close, as any open connection does. When there is no -wal file (no
-// writer has the file open, and every commit is in the main file) the file
-// can then only be opened immutable: read without locks and without the
+// writer has the file open, and every commit is in the main file) the
+// file is opened immutable instead: read without locks and without the
 // WAL, which is sound for as long as nobody writes meanwhile, and never
 // shows a later commit. A one-shot read takes that; a follower (follow)
 // is refused, naming what to do, rather than left waiting for commits it
@@ -438,19 +441,27 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unc
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: "mode=ro"}
 	a.log.Debug("sqlite: the file is read-only to this user; opening it read-only", "file", t.path)
-	db, err := sqlite.OpenDB(u.String())
-	if _, walErr := os.Stat(abs + "-wal"); err != nil && errors.Is(walErr, fs.ErrNotExist) {
+	noWAL := func() bool { _, err := os.Stat(abs + "-wal"); return errors.Is(err, fs.ErrNotExist) }
+	var db *sql.DB
+	immutable := noWAL()
+	if !immutable {
+		db, err = sqlite.OpenDB(u.String())
+		// The writers closed meanwhile, and their -wal file went with them.
+		immutable = err != nil && noWAL()
+	}
+	if immutable {
+		a.log.Debug("sqlite: no writer has the file open (no -wal file)", "file", t.path, "err", err)
 		if follow {
-			a.log.Debug("sqlite: opening read-only failed", "file", t.path, "err", err)
 			return nil, nil, fmt.Errorf("sqlite: %s: following it needs a read that sees other processes' commits, but "+
-				"this user cannot write its directory (where SQLite keeps the -wal and -shm files) and no process has "+
-				"it open now (there is no -wal file), so it could only be read as it is now and no later commit would "+
-				"show. Start following while a writer has the store open (the service using it, or leasectl serve; "+
-				"the follower then sees every later commit, also once that writer has exited), give this user write "+
-				"access to the file and its directory, or follow a served store (--dsn http://...)", t.path)
+				"this user cannot write the file or its directory and no process has it open now (there is no -wal "+
+				"file): SQLite would have to make the -wal and -shm files, which this user cannot (or, in a directory "+
+				"it may write, would make as its own, and the store's owner could then not write), so it could only "+
+				"be read as it is now and no later commit would show. Start following while a writer has the store "+
+				"open (the service using it, or leasectl serve; the follower then sees every later commit, also once "+
+				"that writer has exited), give this user write access to the file and its directory, or follow a "+
+				"served store (--dsn http://...)", t.path)
 		}
-		a.log.Debug("sqlite: no writer has the file open and its directory is read-only; reading it without locks",
-			"file", t.path, "err", err)
+		a.log.Debug("sqlite: reading the file without locks", "file", t.path)
 		// Not sqlite.OpenDB: an immutable file reports journal mode
 		// "delete", which OpenDB refuses for want of WAL; nothing writes
 		// through this handle, so WAL's concurrency does not matter.
@@ -493,12 +504,12 @@ func fileUnchanged(path, abs string, opened os.FileInfo) func(cause error) error
 		// A read's own error then comes from the change (SQLite reads
 		// the torn file as "malformed"), not from the store: not shown.
 		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it "+
-			"was being read without locks: this user cannot write its directory (where SQLite keeps the -wal and "+
-			"-shm files) and no process had it open when the read began, and another process has written it "+
-			"since, so what was read may mix its commits, and is not shown. Run it again (it then reads the file "+
-			"as it is by then, or, while a writer has the store open, goes through its -wal and -shm files and "+
-			"sees every commit), give this user write access to the file and its directory (the store is then "+
-			"read with locks), or read a served store (--dsn http://...)", path)}
+			"was being read without locks (this user cannot write the file or its directory, and no process had "+
+			"it open when the read began, so SQLite's -wal and -shm files were not there to read it through): "+
+			"another process has written it since, so what was read may mix its commits, and is not shown. Run "+
+			"it again (it then reads the file as it is by then, or, while a writer has the store open, goes "+
+			"through its -wal and -shm files and sees every commit), give this user write access to the file and "+
+			"its directory (the store is then read with locks), or read a served store (--dsn http://...)", path)}
 	}
 }
 

@@ -15,8 +15,12 @@ import (
 )
 
 // asNobody makes cmd (made by command) run as nobody.
-func asNobody(cmd *exec.Cmd) *exec.Cmd {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+func asNobody(cmd *exec.Cmd) *exec.Cmd { return asUser(cmd, 65534) }
+
+// asUser makes cmd (made by command) run as the user id, in the group of
+// the same id.
+func asUser(cmd *exec.Cmd, id uint32) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: id, Gid: id}}
 	return cmd
 }
 

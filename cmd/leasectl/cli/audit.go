@@ -177,21 +177,23 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 			}
 			ctx, cancel := a.opContext(cmd.Context())
 			defer cancel()
-			page, err := s.audit.ReadAudit(ctx, q)
-			if err != nil {
-				return failWith(err)
-			}
-			if a.output == "json" {
-				a.printJSON(toAuditJSON(page))
+			return a.readOnce(s, func() error {
+				page, err := s.audit.ReadAudit(ctx, q)
+				if err != nil {
+					return failWith(err)
+				}
+				if a.output == "json" {
+					a.printJSON(toAuditJSON(page))
+					return nil
+				}
+				if len(page.Records) == 0 {
+					a.printText("no audit records\n")
+					return nil
+				}
+				a.printText(formatRecords(page.Records, noHeaders))
+				a.morePages(cmd, page.NextCursor, noHeaders)
 				return nil
-			}
-			if len(page.Records) == 0 {
-				a.printText("no audit records\n")
-				return nil
-			}
-			a.printText(formatRecords(page.Records, noHeaders))
-			a.morePages(cmd, page.NextCursor, noHeaders)
-			return nil
+			})
 		},
 	}
 	f := cmd.Flags()

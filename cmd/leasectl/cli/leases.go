@@ -26,7 +26,9 @@ func orProbe(id string) string {
 
 // withStore checks the request with check before anything is opened (bad
 // input never creates or touches a store), then opens the store for access,
-// runs fn with a context bounded by --timeout, and closes the store.
+// runs fn with a context bounded by --timeout, and closes the store. fn
+// runs through readOnce: what it printed from a SQLite file read without
+// locks is shown only if the file did not change meanwhile.
 func (a *app) withStore(cmd *cobra.Command, access access, check func() error,
 	fn func(ctx context.Context, s *store) error) error {
 	if err := check(); err != nil {
@@ -39,7 +41,7 @@ func (a *app) withStore(cmd *cobra.Command, access access, check func() error,
 	defer s.close(a)
 	ctx, cancel := a.opContext(cmd.Context())
 	defer cancel()
-	return fn(ctx, s)
+	return a.readOnce(s, func() error { return fn(ctx, s) })
 }
 
 func (a *app) acquireCommand() *cobra.Command {

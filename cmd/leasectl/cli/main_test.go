@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if aliveProbe() {
+	if aliveProbe() || pausedRead() {
 		return
 	}
 	goleak.VerifyTestMain(m, pgtest.LeakOptions()...)

@@ -88,32 +88,24 @@ func aliveProbe() bool {
 	return true
 }
 
-// TestGroupAliveCountsWhatItMayNotSignal: a group run may not signal
-// (kill answers EPERM: its processes now belong to another user, after a
-// setuid or a su in CMD) still runs. The old alive counted any error from
-// kill(-pgid, 0) as "none left", and run released beside them.
-func TestGroupAliveCountsWhatItMayNotSignal(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to ask as another user about root's group")
-	}
-	sleep := exec.Command("sleep", "60")
-	sleep.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
-
-	// This test binary, where user nobody may run it.
+// nobodysCopy returns a copy of this test binary that user nobody may
+// run, and the directory (0755) that holds it, removed after t. A caller
+// runs it with an environment that makes TestMain do one thing (see
+// aliveProbe, pausedRead) instead of running the tests. Not from a
+// parallel test: a process forked meanwhile could hold the copy open for
+// writing, and running it would fail (ETXTBSY).
+func nobodysCopy(t *testing.T) (probe, dir string) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "alive-probe")
+	dir, err = os.MkdirTemp("", "nobodys-copy")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	probe := filepath.Join(dir, "probe")
+	probe = filepath.Join(dir, "probe")
 	src, err := os.Open(self)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +124,25 @@ func TestGroupAliveCountsWhatItMayNotSignal(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return probe, dir
+}
 
+// TestGroupAliveCountsWhatItMayNotSignal: a group run may not signal
+// (kill answers EPERM: its processes now belong to another user, after a
+// setuid or a su in CMD) still runs. The old alive counted any error from
+// kill(-pgid, 0) as "none left", and run released beside them.
+func TestGroupAliveCountsWhatItMayNotSignal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to ask as another user about root's group")
+	}
+	sleep := exec.Command("sleep", "60")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+
+	probe, dir := nobodysCopy(t)
 	cmd := exec.Command(probe)
 	cmd.Dir = dir
 	cmd.Env = []string{aliveProbeEnv + "=" + strconv.Itoa(sleep.Process.Pid)}

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -123,8 +125,61 @@ type store struct {
 	// locks, see openSQLiteReadOnly), fails once the file may have changed
 	// since it was opened, and otherwise returns the read's own error
 	// (its argument); nil otherwise. A long read checks it after each page,
-	// before printing the page.
+	// before printing the page; a one-shot read after all its reads,
+	// before its output is shown (see readOnce).
 	unchanged func(error) error
+}
+
+// readOnce runs fn, a one-shot read of s that prints what it read, and
+// returns fn's error. When s is a SQLite file read without locks
+// (s.unchanged is set), fn's output is held back until s.unchanged
+// vouches for every read fn made: if the file changed meanwhile (a writer
+// checkpointed its commits into it between two of fn's queries, or under
+// one), nothing fn printed is shown and the check's failure is returned.
+func (a *app) readOnce(s *store, fn func() error) error {
+	if s.unchanged == nil {
+		return fn()
+	}
+	var held heldOutput
+	stdout, stderr := a.stdout, a.stderr
+	a.stdout, a.stderr = held.to(stdout), held.to(stderr)
+	err := fn()
+	a.stdout, a.stderr = stdout, stderr
+	if changed := s.unchanged(nil); changed != nil {
+		return changed
+	}
+	held.flush()
+	return err
+}
+
+// heldOutput keeps what is written through its writers, in order, until
+// flush writes it on.
+type heldOutput struct{ chunks []heldChunk }
+
+type heldChunk struct {
+	w io.Writer
+	b []byte
+}
+
+// to returns a writer whose writes h keeps for w.
+func (h *heldOutput) to(w io.Writer) io.Writer { return heldWriter{h: h, w: w} }
+
+// flush writes what h kept to the writers it was meant for.
+func (h *heldOutput) flush() {
+	for _, c := range h.chunks {
+		_, _ = c.w.Write(c.b)
+	}
+	h.chunks = nil
+}
+
+type heldWriter struct {
+	h *heldOutput
+	w io.Writer
+}
+
+func (hw heldWriter) Write(p []byte) (int, error) {
+	hw.h.chunks = append(hw.h.chunks, heldChunk{w: hw.w, b: bytes.Clone(p)})
+	return len(p), nil
 }
 
 // access says what a command does to the store.
@@ -170,12 +225,20 @@ type openOptions struct {
 	appName      string // PostgreSQL application_name unless the DSN sets one; "" for leasectl
 }
 
+// testObserver, set only by this package's tests (nil otherwise),
+// observes the stores opened without an observer of their own: a test
+// pauses a command there, between two of its operations.
+var testObserver protocol.Observer
+
 // openTarget opens t; see openStore.
 func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*store, error) {
 	ctx, cancel := a.opContext(ctx)
 	defer cancel()
 	a.log.Debug("opening store", "dsn", t.shown)
 	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer}
+	if cfg.Observer == nil {
+		cfg.Observer = testObserver
+	}
 	if t.remote {
 		// The server sweeps its own store; a client's runtime has nothing to sweep.
 		c, err := httpapi.NewClient(t.raw, &httpapi.ClientConfig{Token: a.getenv(EnvAPIToken)})
@@ -346,14 +409,17 @@ func sqliteReadOnly(path string) (bool, error) {
 // a file of an older schema is refused by the backend with an error naming
 // 'leasectl migrate up'.
 //
-// A WAL file is read through its -shm index, which SQLite must create when
-// no writer has it open; in a directory this user cannot write it cannot.
-// While the -wal and -shm files are there (a writer has the file open, or
-// left them), they are read as they are, and later commits show: the
-// read-only connection keeps them from being removed when the writers
+// A WAL file is read through its -wal and -shm files, which SQLite must
+// create when no writer has the file open. In a directory this user
+// cannot write it cannot; in one it may write, a read-only connection
+// makes them as this user's and leaves them (it cannot checkpoint them
+// away), and the store's owner then cannot write the store until someone
+// removes them. While the -wal file is there (a writer has the file open,
+// or left it), the files are read as they are, and later commits show:
+// the read-only connection keeps them from being removed when the writers
 // close, as any open connection does. When there is no -wal file (no
-// writer has the file open, and every commit is in the main file) the file
-// can then only be opened immutable: read without locks and without the
+// writer has the file open, and every commit is in the main file) the
+// file is opened immutable instead: read without locks and without the
 // WAL, which is sound for as long as nobody writes meanwhile, and never
 // shows a later commit. A one-shot read takes that; a follower (follow)
 // is refused, naming what to do, rather than left waiting for commits it
@@ -364,8 +430,10 @@ func sqliteReadOnly(path string) (bool, error) {
 // that fails once the file changed since it was opened (its inode, size
 // or modification time: an immutable read reads the main file only, so a
 // -wal file a reader's or writer's open makes changes nothing read until a
-// checkpoint writes the file), which such a read makes after each page,
-// before printing it.
+// checkpoint writes the file), which a long read makes after each page,
+// before printing it, and a one-shot read (readOnce) after its last query,
+// before its output is shown: leasectl get, list, list -A, describe,
+// namespaces and audit print one state of the store, or fail.
 func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unchanged *func(error) error) (*sql.DB, *sqlite.Backend, error) {
 	abs, err := filepath.Abs(t.path)
 	if err != nil {
@@ -373,19 +441,27 @@ func (a *app) openSQLiteReadOnly(ctx context.Context, t target, follow bool, unc
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: "mode=ro"}
 	a.log.Debug("sqlite: the file is read-only to this user; opening it read-only", "file", t.path)
-	db, err := sqlite.OpenDB(u.String())
-	if _, walErr := os.Stat(abs + "-wal"); err != nil && errors.Is(walErr, fs.ErrNotExist) {
+	noWAL := func() bool { _, err := os.Stat(abs + "-wal"); return errors.Is(err, fs.ErrNotExist) }
+	var db *sql.DB
+	immutable := noWAL()
+	if !immutable {
+		db, err = sqlite.OpenDB(u.String())
+		// The writers closed meanwhile, and their -wal file went with them.
+		immutable = err != nil && noWAL()
+	}
+	if immutable {
+		a.log.Debug("sqlite: no writer has the file open (no -wal file)", "file", t.path, "err", err)
 		if follow {
-			a.log.Debug("sqlite: opening read-only failed", "file", t.path, "err", err)
 			return nil, nil, fmt.Errorf("sqlite: %s: following it needs a read that sees other processes' commits, but "+
-				"this user cannot write its directory (where SQLite keeps the -wal and -shm files) and no process has "+
-				"it open now (there is no -wal file), so it could only be read as it is now and no later commit would "+
-				"show. Start following while a writer has the store open (the service using it, or leasectl serve; "+
-				"the follower then sees every later commit, also once that writer has exited), give this user write "+
-				"access to the file and its directory, or follow a served store (--dsn http://...)", t.path)
+				"this user cannot write the file or its directory and no process has it open now (there is no -wal "+
+				"file): SQLite would have to make the -wal and -shm files, which this user cannot (or, in a directory "+
+				"it may write, would make as its own, and the store's owner could then not write), so it could only "+
+				"be read as it is now and no later commit would show. Start following while a writer has the store "+
+				"open (the service using it, or leasectl serve; the follower then sees every later commit, also once "+
+				"that writer has exited), give this user write access to the file and its directory, or follow a "+
+				"served store (--dsn http://...)", t.path)
 		}
-		a.log.Debug("sqlite: no writer has the file open and its directory is read-only; reading it without locks",
-			"file", t.path, "err", err)
+		a.log.Debug("sqlite: reading the file without locks", "file", t.path)
 		// Not sqlite.OpenDB: an immutable file reports journal mode
 		// "delete", which OpenDB refuses for want of WAL; nothing writes
 		// through this handle, so WAL's concurrency does not matter.
@@ -428,11 +504,12 @@ func fileUnchanged(path, abs string, opened os.FileInfo) func(cause error) error
 		// A read's own error then comes from the change (SQLite reads
 		// the torn file as "malformed"), not from the store: not shown.
 		return &failure{status: string(protocol.StatusUnavailable), err: fmt.Errorf("sqlite: %s changed while it "+
-			"was being read without locks: this user cannot write its directory (where SQLite keeps the -wal and "+
-			"-shm files) and no process had it open when the read began, and another process has written it "+
-			"since, so what is read now may mix its commits. Read again while a writer has the store open (the "+
-			"read then goes through its -wal and -shm files and sees every commit), give this user write access "+
-			"to the file and its directory, or read a served store (--dsn http://...)", path)}
+			"was being read without locks (this user cannot write the file or its directory, and no process had "+
+			"it open when the read began, so SQLite's -wal and -shm files were not there to read it through): "+
+			"another process has written it since, so what was read may mix its commits, and is not shown. Run "+
+			"it again (it then reads the file as it is by then, or, while a writer has the store open, goes "+
+			"through its -wal and -shm files and sees every commit), give this user write access to the file and "+
+			"its directory (the store is then read with locks), or read a served store (--dsn http://...)", path)}
 	}
 }
 

@@ -139,6 +139,30 @@ type Page struct {
 	// the cluster). They come in a later page once it ends; a follower that
 	// keeps seeing HeldBack is waiting on a long-running transaction.
 	HeldBack bool
+	// FollowCursor is set on a follower's page (Query.Follow) by backends
+	// that tell how far the read went: the cursor a follower reads on
+	// from. On a full page it is NextCursor; on the last page it lies
+	// past every record the read passed over, those that q does not
+	// select (other keys', ops', owners') included, and never past a record
+	// a later read may still return (on PostgreSQL, below the records held
+	// back). Reading on from it rather than from the last record keeps a
+	// filtered follower ahead of a prune of the records it passed over,
+	// which would otherwise leave its cursor behind the prune
+	// ([ErrPruned]) although it missed nothing. See [Page.Resume].
+	FollowCursor string
+}
+
+// Resume returns the cursor a follower that read p from cursor reads on
+// from: p.FollowCursor when set, else the cursor after p's last record,
+// else cursor.
+func (p Page) Resume(cursor string) string {
+	switch {
+	case p.FollowCursor != "":
+		return p.FollowCursor
+	case len(p.Records) > 0:
+		return EncodeCursor(p.Records[len(p.Records)-1].ID)
+	}
+	return cursor
 }
 
 // Reader reads a store's audit trail, ordered by record id. Both SQL

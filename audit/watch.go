@@ -85,6 +85,11 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				}
 				q.Cursor = EncodeCursor(rec.ID)
 			}
+			if err == nil {
+				// Past the records the read passed over, so that a prune
+				// of them leaves the watch ahead of it.
+				q.Cursor = page.Resume(q.Cursor)
+			}
 			if err == nil && page.NextCursor != "" {
 				continue // more records are waiting: no pause
 			}

@@ -143,6 +143,29 @@ func AuditPage(rows []audit.Record, q audit.Query) audit.Page {
 	return p
 }
 
+// FollowPage is [AuditPage] for a read that passed over every record id
+// up to passed, matching q or not, and that no later read can find a
+// record at or below (committed or held back). On a follower's page
+// (q.Follow, oldest first) it sets FollowCursor: NextCursor on a full
+// page, else the cursor after passed, the query's cursor or the last
+// record, whichever is latest. Other reads get AuditPage's page.
+func FollowPage(rows []audit.Record, q audit.Query, passed int64) audit.Page {
+	p := AuditPage(rows, q)
+	if !q.Follow || q.Newest {
+		return p
+	}
+	if p.NextCursor != "" {
+		p.FollowCursor = p.NextCursor
+		return p
+	}
+	after, _, _ := q.IDRange() // a backend reads only a valid q
+	if n := len(p.Records); n > 0 {
+		after = max(after, p.Records[n-1].ID)
+	}
+	p.FollowCursor = audit.EncodeCursor(max(after, passed))
+	return p
+}
+
 // Refused is the result of a change that the lease at the key refused with
 // status st: it carries that lease, except for not_found, which carries
 // none (an expired or missing lease is no lease to show).

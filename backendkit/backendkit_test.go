@@ -142,6 +142,27 @@ func TestAuditPage(t *testing.T) {
 	}
 }
 
+func TestFollowPage(t *testing.T) {
+	follow := audit.Query{Limit: 2, Follow: true, Cursor: audit.EncodeCursor(3)}
+	for _, c := range []struct {
+		what   string
+		rows   []audit.Record
+		q      audit.Query
+		passed int64
+		want   string
+	}{
+		{"last page, none selected", nil, follow, 20, audit.EncodeCursor(20)},
+		{"last page, passed below the cursor", nil, follow, 2, audit.EncodeCursor(3)},
+		{"last page after its record", []audit.Record{{ID: 7}}, follow, 12, audit.EncodeCursor(12)},
+		{"full page", []audit.Record{{ID: 7}, {ID: 8}, {ID: 9}}, follow, 12, audit.EncodeCursor(8)},
+		{"not a follower's read", nil, audit.Query{Limit: 2}, 20, ""},
+	} {
+		if p := backendkit.FollowPage(c.rows, c.q, c.passed); p.FollowCursor != c.want {
+			t.Errorf("%s: follow cursor %q, want %q", c.what, p.FollowCursor, c.want)
+		}
+	}
+}
+
 func TestRefusedAndFound(t *testing.T) {
 	l := &protocol.Lease{Key: k, Owner: "w1", Token: 7, ExpiresAt: exp}
 	if r := backendkit.Refused(protocol.StatusNotFound, l); r.Status != protocol.StatusNotFound || r.Lease != nil {

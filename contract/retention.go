@@ -168,5 +168,191 @@ func retentionCases() []testCase {
 				}
 			}
 		}},
+		{"a_key_follower_goes_on_past_a_prune_of_records_it_passed", func(e *env) {
+			// A follower of one key passes over the other keys' records;
+			// a prune of them (and of its key's records it read) takes
+			// nothing it would return, so it goes on to its key's next
+			// record rather than end behind the prune.
+			p := pruner(e)
+			mine := e.acquire(e.a, "mine", "w1", leaseTTL)
+			f := e.followKey("mine")
+			e.clock.Advance(time.Second)
+			e.acquire(e.b, "other-1", "w2", leaseTTL)
+			e.acquire(e.b, "other-2", "w2", leaseTTL)
+			e.clock.Advance(time.Second)
+			cut := e.clock.Now()
+			e.clock.Advance(time.Second)
+			f.readPast(e)
+			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 3 {
+				e.t.Fatalf("prune: %+v, %v; want the acquire of mine and of the two other keys removed", res, err)
+			}
+			e.release(e.a, mine)
+			for {
+				r := f.step(e)
+				if r.err != nil {
+					e.t.Fatalf("follower of %q after a prune of records it passed over: %v; want its release", "mine", r.err)
+				}
+				if len(r.page.Records) > 0 {
+					break
+				}
+			}
+			w := f.next(e)
+			if w.err != nil || w.rec.Op != protocol.OpRelease || w.rec.Key != "mine" || w.rec.Token != mine.Token {
+				e.t.Fatalf("watch of %q after the prune yielded %+v, %v; want the release of token %d", "mine", w.rec, w.err, mine.Token)
+			}
+		}},
+		{"a_key_follower_behind_a_pruned_record_of_its_key_fails", func(e *env) {
+			// The counterpart: a prune that removed a record of the key the
+			// follower had not read ends it with ErrPruned, however far it
+			// read past the other keys' records; it never goes on silently.
+			p := pruner(e)
+			mine := e.acquire(e.a, "mine", "w1", leaseTTL)
+			f := e.followKey("mine")
+			e.clock.Advance(time.Second)
+			e.acquire(e.b, "other-1", "w2", leaseTTL)
+			f.readPast(e)
+			e.clock.Advance(time.Second)
+			e.release(e.a, mine)
+			e.acquire(e.b, "other-2", "w2", leaseTTL)
+			e.clock.Advance(time.Second)
+			cut := e.clock.Now()
+			e.clock.Advance(time.Second)
+			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 4 {
+				e.t.Fatalf("prune: %+v, %v; want both records of mine and the two other keys' removed", res, err)
+			}
+			r := f.step(e)
+			if r.err == nil {
+				e.t.Fatalf("follower of %q after a prune of its unread release: %+v, no error; want ErrPruned", "mine", r.page)
+			}
+			w := f.next(e)
+			if w.err == nil || !errors.Is(w.err, audit.ErrPruned) || !errors.Is(w.err, protocol.ErrUnavailable) {
+				e.t.Fatalf("watch of %q after a prune of its unread release yielded %+v, %v; want unavailable matching audit.ErrPruned", "mine", w.rec, w.err)
+			}
+			if w, ok := <-f.got; ok {
+				e.t.Fatalf("watch of %q went on after ErrPruned: %+v, %v", "mine", w.rec, w.err)
+			}
+		}},
 	}
+}
+
+// keyFollower is an audit.Watch of one key whose reads the test lets
+// through one at a time (step), so that the test knows what the follower
+// has read before it writes or prunes: each read waits for its turn, and
+// the test receives its answer. Its records and failures arrive on got.
+type keyFollower struct {
+	r     audit.Reader
+	turn  chan struct{}
+	reads chan steppedRead
+	got   chan watched
+}
+
+// steppedRead is the answer of one of a keyFollower's reads.
+type steppedRead struct {
+	page audit.Page
+	err  error
+}
+
+// watched is one item a keyFollower's watch yielded.
+type watched struct {
+	rec audit.Record
+	err error
+}
+
+// followKey starts a keyFollower of name after its records so far, ended
+// with the test.
+func (e *env) followKey(name string) *keyFollower {
+	e.t.Helper()
+	trail := e.auditAll(audit.Query{Namespace: e.ns, Key: name})
+	if len(trail) == 0 {
+		e.t.Fatalf("no record of %q to follow after", name)
+	}
+	f := &keyFollower{r: e.audit, turn: make(chan struct{}), reads: make(chan steppedRead), got: make(chan watched, 16)}
+	ctx, cancel := context.WithCancel(e.ctx)
+	q := audit.Query{Namespace: e.ns, Key: name, Cursor: audit.EncodeCursor(trail[len(trail)-1].ID)}
+	go func() {
+		defer close(f.got)
+		// A read waits for its turn under the read's deadline: long enough
+		// for any test.
+		for rec, err := range audit.Watch(ctx, f, q, &audit.WatchConfig{Interval: time.Millisecond, ReadTimeout: time.Hour}) {
+			select {
+			case f.got <- watched{rec, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	e.t.Cleanup(func() {
+		cancel()
+		for range f.got {
+		}
+	})
+	return f
+}
+
+// ReadAudit waits for the test's turn, reads, and hands the answer to the
+// test.
+func (f *keyFollower) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	select {
+	case <-f.turn:
+	case <-ctx.Done():
+		return audit.Page{}, ctx.Err()
+	}
+	p, err := f.r.ReadAudit(ctx, q)
+	select {
+	case f.reads <- steppedRead{p, err}:
+	case <-ctx.Done():
+	}
+	return p, err
+}
+
+// step lets the follower read once and returns what it read.
+func (f *keyFollower) step(e *env) steppedRead {
+	e.t.Helper()
+	timeout := time.NewTimer(opTimeout)
+	defer timeout.Stop()
+	select {
+	case f.turn <- struct{}{}:
+	case <-timeout.C:
+		e.t.Fatal("the follower did not read")
+	}
+	select {
+	case r := <-f.reads:
+		return r
+	case <-timeout.C:
+		e.t.Fatal("the follower's read did not answer")
+	}
+	return steppedRead{}
+}
+
+// readPast lets the follower read until it has read everything committed
+// before the call (on PostgreSQL, once no transaction of the cluster holds
+// records back), expecting no record of its key.
+func (f *keyFollower) readPast(e *env) {
+	e.t.Helper()
+	for {
+		r := f.step(e)
+		if r.err != nil || len(r.page.Records) != 0 {
+			e.t.Fatalf("follower's read: %+v, %v; want no record of its key", r.page.Records, r.err)
+		}
+		if !r.page.HeldBack {
+			return
+		}
+	}
+}
+
+// next returns the next item the follower's watch yielded.
+func (f *keyFollower) next(e *env) watched {
+	e.t.Helper()
+	timeout := time.NewTimer(opTimeout)
+	defer timeout.Stop()
+	select {
+	case w, ok := <-f.got:
+		if !ok {
+			e.t.Fatal("the follower's watch ended")
+		}
+		return w
+	case <-timeout.C:
+		e.t.Fatal("the follower's watch yielded nothing")
+	}
+	return watched{}
 }

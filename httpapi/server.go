@@ -746,7 +746,7 @@ func (h *Handler) serveAudit(x *exchange) {
 				return
 			}
 			out := wire.AuditPage{Status: string(protocol.StatusFound), Records: make([]wire.Record, 0, len(page.Records)),
-				NextCursor: page.NextCursor, HeldBack: page.HeldBack}
+				NextCursor: page.NextCursor, HeldBack: page.HeldBack, FollowCursor: page.FollowCursor}
 			for _, r := range page.Records {
 				rec := wire.FromRecord(r)
 				rec.ExpiresAt = wire.OptTime(r.ExpiresAt)

@@ -393,7 +393,8 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			}
 		}
 	}
-	return backendkit.AuditPage(rows, q), nil
+	// A page that is not full passed over every record up to id hi.
+	return backendkit.FollowPage(rows, q, int64(hi)), nil
 }
 
 // Health returns nil while the handle is open.

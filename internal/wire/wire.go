@@ -88,6 +88,10 @@ type AuditPage struct {
 	// HeldBack is set on a follower's page that stopped short of committed
 	// records (see audit.Page); the HTTP API sends it, leasectl does not.
 	HeldBack bool `json:"held_back,omitempty"`
+	// FollowCursor is a follower's page's cursor to read on from, past
+	// the records it passed over (see audit.Page); the HTTP API sends it,
+	// leasectl does not.
+	FollowCursor string `json:"follow_cursor,omitempty"`
 }
 
 // NamespacePage is the answer of the HTTP API's namespace listing and
@@ -307,7 +311,7 @@ func FromPage(p audit.Page) AuditPage {
 
 // Audit returns the page p describes.
 func (p AuditPage) Audit() (audit.Page, error) {
-	out := audit.Page{NextCursor: p.NextCursor, HeldBack: p.HeldBack}
+	out := audit.Page{NextCursor: p.NextCursor, HeldBack: p.HeldBack, FollowCursor: p.FollowCursor}
 	for i, r := range p.Records {
 		ar, err := r.Audit()
 		if err != nil {

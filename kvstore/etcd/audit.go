@@ -25,7 +25,8 @@ const auditPage = 500
 // id, the record's create revision: commit order) or, with q.Newest, newest
 // first, filtered by q's namespace, key, since, ops and owner, read at one
 // revision. A read sees every record committed before it, so a follower
-// paging by cursor never skips one; q.Follow changes nothing here. From a
+// paging by cursor never skips one; q.Follow changes only the page's
+// FollowCursor, past the revision read when the page is not full. From a
 // cursor below the greatest id a prune removed in q's namespace (or the
 // trail) it fails, matching [audit.ErrPruned] (see [audit.CheckPruned]). A
 // record that fails its checksum is an error (status unavailable) naming
@@ -61,7 +62,9 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 	if err != nil {
 		return audit.Page{}, 0, err
 	}
-	return backendkit.AuditPage(rows, q), rev, nil
+	// A page that is not full read the trail to its end at rev: every
+	// record with a smaller id, selected or not, was passed.
+	return backendkit.FollowPage(rows, q, rev), rev, nil
 }
 
 // auditRows reads the records of q's page (and one more when there is a

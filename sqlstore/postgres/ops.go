@@ -551,7 +551,8 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // ReadAudit reads one page of the audit trail, oldest first or, with
 // q.Newest, newest first. With q.Follow it reads only below the oldest
 // transaction in progress (see readAuditSQL), so a follower resuming from
-// NextCursor never skips a record; Page.HeldBack says when committed
+// NextCursor (or FollowCursor, past the records it passed over, never past
+// one held back) never skips a record; Page.HeldBack says when committed
 // records wait behind it. From a cursor below the greatest id a prune
 // removed in q's namespace (or the trail), read in the page's snapshot, it
 // fails matching [audit.ErrPruned] (see [audit.CheckPruned]). It
@@ -610,9 +611,10 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		recs   []audit.Record
 		held   bool
 		pruned int64 // the greatest id a prune removed in q's namespace (from a cursor)
+		passed int64 // how far a follower's page passed (readAuditSQL)
 	)
 	err := retrySerialization(ctx, protocol.OpAudit, func() error {
-		recs, held, pruned = recs[:0], false, 0
+		recs, held, pruned, passed = recs[:0], false, 0, 0
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretError(protocol.OpAudit, err)
@@ -621,7 +623,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			horizon int64
 			row     auditCols
 		)
-		dest := append([]any{&horizon, &held, &pruned}, row.dest()...)
+		dest := append([]any{&horizon, &held, &pruned, &passed}, row.dest()...)
 		_, err = pgx.ForEachRow(rows, dest, func() error {
 			if !row.id.Valid {
 				return nil // the one row of an empty page
@@ -644,7 +646,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err := audit.CheckPruned(q, pruned); err != nil {
 		return audit.Page{}, err
 	}
-	p := backendkit.AuditPage(recs, q)
+	p := backendkit.FollowPage(recs, q, passed)
 	p.HeldBack = q.Follow && held && len(recs) <= limit
 	return p, nil
 }

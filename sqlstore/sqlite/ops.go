@@ -422,6 +422,7 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 // ReadAudit returns one page of the audit trail, oldest first or, with
 // q.Newest, newest first. Writers are serialized on SQLite, so record ids
 // follow commit order and a follower paging by cursor never skips a record;
+// a follower's page (q.Follow) sets FollowCursor past the records it passed;
 // a cursor below the greatest id a prune removed in q's namespace (or the
 // trail) fails, matching [audit.ErrPruned] (see [audit.CheckPruned]).
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
@@ -448,6 +449,12 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		st, a = b.stmts.auditKey, append(a, q.Key)
 	case q.Newest:
 		st = b.stmts.auditNewest
+	}
+	var top int64 // a follower's page passed every record up to it, read before the page
+	if q.Follow && !q.Newest {
+		if err := b.stmts.auditTop.QueryRowContext(ctx).Scan(&top); err != nil {
+			return audit.Page{}, b.interpret(ctx, op, err)
+		}
 	}
 	rows, err := st.QueryContext(ctx, a...)
 	if err != nil {
@@ -480,7 +487,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			return audit.Page{}, err
 		}
 	}
-	return backendkit.AuditPage(recs, q), nil
+	return backendkit.FollowPage(recs, q, top), nil
 }
 
 // scanRecorded scans a row of qFindRequest, qAudit or qAuditKey.

@@ -271,6 +271,12 @@ LIMIT ?4`
 	// read from a cursor below it fails rather than skip what went.
 	qPrunedThrough = `SELECT coalesce((SELECT through FROM leasestore_audit_pruned WHERE namespace = ?1), 0)`
 
+	// qAuditTop is the greatest record id in the trail (none: 0), by
+	// primary key: read before a follower's page, it is how far the page
+	// passed (writers commit in id order, and AUTOINCREMENT never reuses
+	// an id).
+	qAuditTop = `SELECT coalesce(max(id), 0) FROM leasestore_audit`
+
 	// qAuditNewest is qAudit newest first: ?1 is 0 and ?5 the cursor's id.
 	qAuditNewest = `
 SELECT id, at, op, namespace, name, owner, token, request_id, actor, reason, status, version,

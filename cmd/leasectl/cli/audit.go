@@ -301,10 +301,12 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 					}
 					a.printText(text)
 				}
-				// A Reader may answer NextCursor "" at the end of the trail;
-				// the follower resumes after the last record it printed.
-				q.Cursor = audit.EncodeCursor(page.Records[len(page.Records)-1].ID)
 			}
+			// A Reader may answer NextCursor "" at the end of the trail;
+			// the follower resumes after the last record it printed, or
+			// past the records of other keys (ops, owners) the read passed
+			// over, so that a prune of those leaves it ahead of the prune.
+			q.Cursor = page.Resume(q.Cursor)
 			if page.NextCursor != "" {
 				continue // more records are waiting: no pause
 			}

@@ -146,11 +146,47 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 	return results, nil
 }
 
-// readerOnly hides a Client's Follow, so that audit.Watch polls it.
-type readerOnly struct{ c *Client }
+// followRetryPolls is how many polls a [Client.Follow] makes, once the
+// follow route answered 404, before it tries the stream again: 5s at
+// [audit.DefaultWatchInterval]. The 404 may be a proxy's during a deploy,
+// and against an older server the try costs one 404 per that many polls.
+const followRetryPolls = 25
 
-func (r readerOnly) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
-	return r.c.ReadAudit(ctx, q)
+// pollBudget is a Client's audit reader that allows left reads, then
+// calls spent (which ends the watch reading it) and fails the next. It
+// hides the Client's Follow, so that audit.Watch polls it; a watch reads
+// one page at a time, so it needs no lock.
+type pollBudget struct {
+	c     *Client
+	left  int
+	spent context.CancelFunc
+}
+
+func (p *pollBudget) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	if p.left <= 0 {
+		p.spent()
+		return audit.Page{}, context.Canceled
+	}
+	p.left--
+	return p.c.ReadAudit(ctx, q)
+}
+
+// poll follows q by polling ([audit.Watch]) for followRetryPolls reads,
+// yielding what it reads, and returns the cursor after the last record
+// yielded; ended is set when following must stop (the caller stopped
+// ranging, ctx ended, or the cursor is behind a prune).
+func (c *Client) poll(ctx context.Context, q audit.Query, yield func(audit.Record, error) bool) (cursor string, ended bool) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for rec, err := range audit.Watch(wctx, &pollBudget{c: c, left: followRetryPolls, spent: cancel}, q, nil) {
+		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) {
+			return q.Cursor, true
+		}
+		if err == nil {
+			q.Cursor = audit.EncodeCursor(rec.ID)
+		}
+	}
+	return q.Cursor, ctx.Err() != nil
 }
 
 // Follow implements [audit.Follower] over GET /v1/audit/follow (from the
@@ -160,8 +196,11 @@ func (r readerOnly) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, e
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
 // and the stream goes on, except a refusal (invalid query, 401, 403) and
-// a cursor behind a prune (matching audit.ErrPruned), which end it. A server without the route (an older one) is polled as
-// [audit.Watch] does.
+// a cursor behind a prune (matching audit.ErrPruned), which end it. When
+// the route answers 404 (a server older than it, or a proxy in front of
+// the server during a deploy), the client polls as [audit.Watch] does,
+// trying the stream again after every 25 polls (5s at
+// audit.DefaultWatchInterval), and streams again once the route answers.
 func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	q.Follow = true // a follower's read: Validate refuses Newest
 	return func(yield func(audit.Record, error) bool) {
@@ -176,12 +215,12 @@ func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Reco
 			q.Cursor = cursor
 			switch {
 			case errors.Is(err, errNoRoute):
-				for rec, err := range audit.Watch(ctx, readerOnly{c}, q, nil) {
-					if !yield(rec, err) {
-						return
-					}
+				var ended bool
+				if q.Cursor, ended = c.poll(ctx, q, yield); ended {
+					return
 				}
-				return
+				backoff = reconnectMinBackoff
+				continue // polled for a while: try the stream again at once
 			case final:
 				if err != nil {
 					yield(audit.Record{}, err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,9 +79,13 @@ database's user, name or address: the cause goes to the server's log. Without --
 refuses to listen on anything but a loopback address.
 
 With --tls-cert and --tls-key serve speaks HTTPS (HTTP/1.1 and HTTP/2);
-without, plain HTTP/1.1 and HTTP/2 (prior knowledge). The certificate is
-read once, at start (SIGHUP reloads only the tokens); one that expired or
-is not valid yet is refused (exit 2), naming its date.
+without, plain HTTP/1.1 and HTTP/2 (prior knowledge). At start, a pair
+that does not load, or a certificate that expired or is not valid yet, is
+refused (exit 2), naming the file and its date. SIGHUP reloads the pair too
+(after rotating both files in place): new handshakes get the new pair once
+it loads, matches and is valid; otherwise the error is logged, naming the
+file, and the pair in force stays. A certificate in use that expires is
+logged (error level, once, naming the file and its NotAfter).
 
 SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,
 lets requests in flight finish (up to --shutdown-timeout), then closes the
@@ -142,15 +145,12 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 			"loopback (127.0.0.1, ::1, localhost); give --tokens FILE to listen there", f.listen)
 	}
 	var tlsConfig *tls.Config
+	var certs *servingCert
 	if f.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-		if err != nil {
-			return usageError("--tls-cert/--tls-key: %v", err)
-		}
-		if err := certificateCurrent(f.tlsCert, cert, time.Now()); err != nil {
+		if certs, err = newServingCert(f.tlsCert, f.tlsKey, a.log, time.Now()); err != nil {
 			return err
 		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		tlsConfig = &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12}
 	}
 	t, err := parseDSN(a.dsn())
 	if err != nil {
@@ -237,12 +237,35 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		a.printText(fmt.Sprintf("serving the %s store %s at %s (Ctrl-C to stop)\n", s.backend, s.shown, url))
 	}
 
+	// The certificate in force is checked once it expires, so that its
+	// expiry shows in the log before clients report it.
+	var expired <-chan time.Time
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
+	checkAt := func(d time.Duration, ok bool) {
+		expired = nil
+		if ok {
+			expiry.Reset(d)
+			expired = expiry.C
+		}
+	}
+	if certs != nil {
+		checkAt(certs.untilExpiry(time.Now()), true)
+	}
 	for {
 		select {
 		case err := <-served:
 			return fail(protocol.StatusUnavailable, "serve: %v", err)
+		case <-expired:
+			checkAt(certs.checkExpiry(time.Now()))
+			continue
 		case <-hup:
-			if a.reloadTokens(f.tokens, &tokens) {
+			// The certificate first: its reload is done once the
+			// tokens' is logged.
+			if certs != nil && certs.reload() {
+				checkAt(certs.untilExpiry(time.Now()), true)
+			}
+			if (f.tokens != "" || certs == nil) && a.reloadTokens(f.tokens, &tokens) {
 				h.TokensReloaded() // streams of removed or narrowed tokens end
 			}
 			continue
@@ -261,27 +284,6 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		a.log.Warn("serve", "err", err)
 	}
 	a.log.Info("stopped; closing the store")
-	return nil
-}
-
-// certificateCurrent refuses a certificate (of file path) that expired or
-// is not valid yet at now: every client would refuse it.
-func certificateCurrent(path string, cert tls.Certificate, now time.Time) error {
-	leaf := cert.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return usageError("--tls-cert %s: %v", path, err)
-		}
-	}
-	switch {
-	case now.After(leaf.NotAfter):
-		return usageError("--tls-cert %s: the certificate expired at %s (NotAfter): give a renewed one",
-			path, leaf.NotAfter.UTC().Format(time.RFC3339))
-	case now.Before(leaf.NotBefore):
-		return usageError("--tls-cert %s: the certificate is not valid before %s (NotBefore): give one valid now, or check this machine's clock",
-			path, leaf.NotBefore.UTC().Format(time.RFC3339))
-	}
 	return nil
 }
 
@@ -319,7 +321,7 @@ func (p storePruner) PruneAudit(ctx context.Context, r audit.PruneRequest) (res 
 // failure the tokens in force stay.
 func (a *app) reloadTokens(path string, tokens *atomic.Pointer[httpapi.Tokens]) bool {
 	if path == "" {
-		a.log.Warn("SIGHUP: no --tokens file to reload")
+		a.log.Warn("SIGHUP: nothing to reload (no --tokens, no --tls-cert)")
 		return false
 	}
 	t, err := httpapi.LoadTokens(path)

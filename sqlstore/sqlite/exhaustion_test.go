@@ -4,7 +4,6 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,57 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/fullfs"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
-
-// tmpfsDir mounts a tmpfs of size bytes on a directory of t's (as root;
-// the test is skipped, saying so, when the mount is refused) and unmounts
-// it when the test ends.
-func tmpfsDir(t *testing.T, size int) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tmpfs")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mounting a tmpfs (needs root) to fill a file system: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillFileSystem writes a file in dir until the file system has no room
-// left (ENOSPC), and returns its path: removing it gives the room back.
-func fillFileSystem(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", dir, err)
-			}
-			break
-		}
-	}
-	// A write of a whole page failed: fill what is left byte by byte.
-	for {
-		if _, err := f.Write(buf[:1]); err != nil {
-			break
-		}
-	}
-	return path
-}
 
 // Opening a migrated store whose file system is full (a real tmpfs:
 // ENOSPC, here when SQLite creates the file's -shm) must say the disk is
@@ -75,7 +27,7 @@ func fillFileSystem(t *testing.T, dir string) string {
 // leasectl prints the same for every command (exit 5).
 func TestOpenOnAFullDiskSaysTheDiskIsFull(t *testing.T) {
 	t.Parallel()
-	dir := tmpfsDir(t, 1<<20)
+	dir := fullfs.Mount(t, 1<<20)
 	data, err := os.ReadFile(migratedFile(t))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +36,7 @@ func TestOpenOnAFullDiskSaysTheDiskIsFull(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	filler := fillFileSystem(t, dir)
+	filler := fullfs.Fill(t, dir, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := sqlite.Open(ctx, path, nil)

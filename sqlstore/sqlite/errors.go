@@ -56,6 +56,15 @@ func servingGuard(err error) bool {
 		strings.Contains(se.Error(), migrations.ServingGuardPrefix)
 }
 
+// DBError interprets an error of a *sql.DB made by [OpenDB] and used
+// outside a Backend (migrations.Up, which leasectl runs on a file's first
+// use) as a Backend's operation would, naming file: a full disk or the
+// limit of open files answers unavailable naming the fix, and matches
+// [ErrDiskFull] or [ErrTooManyOpenFiles]. nil stays nil.
+func DBError(ctx context.Context, file string, err error) error {
+	return interpretError(ctx, "", file, err)
+}
+
 // interpretError is the one place where the SQLite backend turns driver and
 // database/sql errors into the protocol's: an *[protocol.Error] with status
 // timeout when the operation's deadline passed or the file stayed locked by

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
 )
 
@@ -139,6 +140,11 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 			return nil, err
 		}
 	}
+	if d == SQLite {
+		if err := createSQLiteVersionTable(ctx, db); err != nil {
+			return nil, fmt.Errorf("migrations: up: %w", err)
+		}
+	}
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
 		return nil, err
@@ -148,6 +154,41 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 		return res, fmt.Errorf("migrations: up: %w", err)
 	}
 	return res, nil
+}
+
+// createSQLiteVersionTable creates the version table of a SQLite file that
+// has none, with goose's own statements, as goose's Up would, but without
+// goose's retries: goose tries again for three seconds whatever the error,
+// in case another process is creating the table at the same time, so a
+// failure that is no such clash (a full disk) waits out a shorter deadline,
+// whose error then hides the cause. A creation that fails while another
+// process created the table meanwhile is no error.
+func createSQLiteVersionTable(ctx context.Context, db *sql.DB) error {
+	if ok, err := versionTableExists(ctx, SQLite, db); err != nil || ok {
+		return err
+	}
+	store, err := database.NewStore(database.DialectSQLite3, VersionTable)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err == nil {
+		if err = store.CreateVersionTable(ctx, tx); err == nil {
+			err = store.Insert(ctx, tx, database.InsertRequest{Version: 0})
+		}
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			_ = tx.Rollback()
+		}
+	}
+	if err != nil {
+		if ok, _ := versionTableExists(ctx, SQLite, db); ok {
+			return nil
+		}
+		return fmt.Errorf("create version table: %w", err)
+	}
+	return nil
 }
 
 // ErrNothingApplied is returned by [Down] when no migration of leasestore

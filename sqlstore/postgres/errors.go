@@ -83,9 +83,14 @@ func ConnectionError(err error) error {
 //   - a connection the server refused for its database (3D000: it does
 //     not exist) or its role (28000, 28P01: unknown, no password, wrong
 //     password, pg_hba.conf): unavailable, naming what to check;
+//   - insufficient resources, each named with its fix: a limit of
+//     connections (53300: max_connections, a role's or database's
+//     CONNECTION LIMIT), a full disk (53100), memory (53200), a limit of
+//     the configuration (53400, such as max_locks_per_transaction):
+//     unavailable;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
-//     insufficient resources (class 53), and any other error: unavailable
-//     (the server's error, which the text appends, names its SQLSTATE).
+//     the rest of class 53, and any other error: unavailable (the server's
+//     error, which the text appends, names its SQLSTATE).
 //
 // The result is an *protocol.Error whose cause is err; its message does not
 // repeat the cause, which the error's text appends.
@@ -141,6 +146,24 @@ func interpretError(op protocol.Op, err error) error {
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server refused the connection: check the DSN's role and password, "+
 					"and that pg_hba.conf lets that role connect to that database from this host")
+		case code == "53300":
+			// too_many_connections: max_connections (less the reserved
+			// slots) reached, or the role's or the database's CONNECTION
+			// LIMIT; the server's message, which the text appends, says which.
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server refused the connection: a limit of connections is reached: raise the server's "+
+					"max_connections or the role's or database's CONNECTION LIMIT (ALTER ROLE/DATABASE ... CONNECTION "+
+					"LIMIT), or open fewer connections (a smaller pool_max_conns, a pooler in front)")
+		case code == "53100":
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server's disk is full: free space on the volume holding its data directory or WAL")
+		case code == "53200":
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server is out of memory: lower its memory settings (work_mem, shared_buffers) or "+
+					"its load, or give it more memory")
+		case code == "53400":
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server reached a limit of its configuration, which its message names: raise that setting")
 		case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "53"):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server refused or dropped the connection")

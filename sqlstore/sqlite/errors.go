@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -54,6 +56,15 @@ func servingGuard(err error) bool {
 		strings.Contains(se.Error(), migrations.ServingGuardPrefix)
 }
 
+// DBError interprets an error of a *sql.DB made by [OpenDB] and used
+// outside a Backend (migrations.Up, which leasectl runs on a file's first
+// use) as a Backend's operation would, naming file: a full disk or the
+// limit of open files answers unavailable naming the fix, and matches
+// [ErrDiskFull] or [ErrTooManyOpenFiles]. nil stays nil.
+func DBError(ctx context.Context, file string, err error) error {
+	return interpretError(ctx, "", file, err)
+}
+
 // interpretError is the one place where the SQLite backend turns driver and
 // database/sql errors into the protocol's: an *[protocol.Error] with status
 // timeout when the operation's deadline passed or the file stayed locked by
@@ -87,6 +98,9 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		case sqlite3.SQLITE_INTERRUPT:
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the operation was interrupted", where)
 		case sqlite3.SQLITE_CANTOPEN:
+			if e := exhausted(op, where, file, err); e != nil {
+				return e
+			}
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"%s cannot be opened: check that the path names a file in an existing, writable directory", where)
 		case sqlite3.SQLITE_READONLY:
@@ -96,8 +110,11 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s is not a database or is corrupt", where)
 		case sqlite3.SQLITE_FULL:
-			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the disk is full", where)
+			return diskFull(op, where, file, err)
 		case sqlite3.SQLITE_IOERR:
+			if e := exhausted(op, where, file, err); e != nil {
+				return e
+			}
 			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: disk I/O error", where)
 		case sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
@@ -117,6 +134,65 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", where)
 }
+
+// shmRegion is the size by which SQLite grows a file's -shm index, the
+// least room a connection to a WAL file may need to open it.
+const shmRegion = 32 << 10
+
+// exhausted returns the error of err, SQLite's failure to open or write
+// file (SQLITE_CANTOPEN, SQLITE_IOERR), when the cause is a resource the
+// process ran out of; nil when it is not, or cannot be told. SQLite keeps
+// the errno of such a failure to itself (an -shm file that cannot grow on
+// a full disk is SQLITE_IOERR_SHMSIZE, a descriptor refused is
+// SQLITE_CANTOPEN), so this asks the operating system, on this failure
+// path only: whether opening a file now fails with EMFILE or ENFILE, and
+// whether the file system holding file has less room left than an -shm
+// region or no inode left.
+func exhausted(op protocol.Op, where, file string, err error) error {
+	switch errno := openProbe(); {
+	case errors.Is(errno, syscall.EMFILE):
+		limit := "its limit of open files"
+		if n, ok := openFilesLimit(); ok {
+			limit = fmt.Sprintf("its limit of open files (%d)", n)
+		}
+		return backendkit.NewError(op, protocol.StatusUnavailable, &exhaustion{kind: ErrTooManyOpenFiles, err: err},
+			"%s cannot be opened: the process is at %s: raise it (ulimit -n, LimitNOFILE= under systemd)", where, limit)
+	case errors.Is(errno, syscall.ENFILE):
+		return backendkit.NewError(op, protocol.StatusUnavailable, &exhaustion{kind: ErrTooManyOpenFiles, err: err},
+			"%s cannot be opened: the system is at its limit of open files: raise it (sysctl fs.file-max) "+
+				"or stop processes that hold many", where)
+	}
+	if file == "" || file == "(in memory)" {
+		return nil
+	}
+	if room, inodes, ok := fileSystemRoom(filepath.Dir(file)); ok && (room < shmRegion || inodes == 0) {
+		return diskFull(op, where, file, err)
+	}
+	return nil
+}
+
+// diskFull is the error of err, a write or an open of file refused for
+// want of room on its file system.
+func diskFull(op protocol.Op, where, file string, err error) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, &exhaustion{kind: ErrDiskFull, err: err},
+		"%s: the disk is full: free space on the file system holding %s", where, filepath.Dir(file))
+}
+
+// ErrDiskFull is matched (errors.Is) by the error of an operation that
+// failed because the file system holding the SQLite file is full.
+var ErrDiskFull = errors.New("sqlite: the disk is full")
+
+// ErrTooManyOpenFiles is matched (errors.Is) by the error of an operation
+// that failed because the process or the system is at its limit of open
+// files.
+var ErrTooManyOpenFiles = errors.New("sqlite: too many open files")
+
+// exhaustion is the cause of an operation that failed for want of a
+// resource: err as it is, matching kind too.
+type exhaustion struct{ kind, err error }
+
+func (e *exhaustion) Error() string   { return e.err.Error() }
+func (e *exhaustion) Unwrap() []error { return []error{e.kind, e.err} }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
 func isBusy(err error) bool {

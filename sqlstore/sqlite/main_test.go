@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 		if worker == fullDiskWorkerMode {
 			os.Exit(runFullDiskWorker())
 		}
+		if worker == noFileWorkerMode {
+			os.Exit(runNoFileWorker())
+		}
 		if worker == releaseWorkerMode {
 			os.Exit(runReleaseWorker())
 		}

@@ -316,11 +316,14 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	}
 	msg := a.red.redact(err.Error())
 	if a.output == "json" {
-		command := ""
+		command, reqID := "", ""
 		if cmd != nil {
 			command = cmd.Name()
+			if f := cmd.Flags().Lookup("request-id"); f != nil && f.Changed {
+				reqID = f.Value.String()
+			}
 		}
-		a.printJSON(failureJSON(command, status, msg))
+		a.printJSON(failureJSON(command, status, msg, reqID))
 	} else {
 		fmt.Fprintf(a.stderr, "leasectl: %s\n", msg)
 		if status == string(protocol.StatusInvalid) && !a.ran {

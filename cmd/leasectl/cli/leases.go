@@ -285,7 +285,7 @@ a live lease, by namespace and then key.`,
 				}
 				if res.Status != protocol.StatusFound {
 					if a.output == "json" {
-						a.printJSON(failureJSON("list", string(res.Status), a.red.redact(res.Message)))
+						a.printJSON(failureJSON("list", string(res.Status), a.red.redact(res.Message), ""))
 						return reported{status: string(res.Status)}
 					}
 					return a.printResult(protocol.Result{

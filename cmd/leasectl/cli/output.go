@@ -330,11 +330,13 @@ func shellQuote(s string) string {
 // failureJSON is the one JSON object a command prints when it fails before
 // or instead of its answer: the shape of the command's own answer (a
 // result for the lease commands, a page for list and audit) with the status
-// and message, or {"status","message"} for the other commands.
-func failureJSON(command, status, msg string) any {
+// and message, or {"status","message"} for the other commands. reqID is
+// the request id the user gave (--request-id), "" for none: a result
+// carries it.
+func failureJSON(command, status, msg, reqID string) any {
 	switch command {
 	case "acquire", "renew", "release", "get", "revoke":
-		return resultJSON{Status: status, Message: msg}
+		return resultJSON{Status: status, RequestID: reqID, Message: msg}
 	case "list":
 		return listJSON{Status: status, Leases: []leaseJSON{}, Message: msg}
 	case "audit":

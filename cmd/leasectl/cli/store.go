@@ -367,7 +367,11 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) 
 	res, err := migrations.Up(ctx, migrations.SQLite, db)
 	if err != nil {
 		_ = db.Close()
-		return nil, nil, ctx.Err() == nil, fmt.Errorf("store: migrate sqlite: %w", err)
+		err = sqlite.DBError(ctx, t.path, fmt.Errorf("store: migrate sqlite: %w", err))
+		// A full disk or the limit of open files is no clash: another
+		// attempt meets the same want.
+		exhausted := errors.Is(err, sqlite.ErrDiskFull) || errors.Is(err, sqlite.ErrTooManyOpenFiles)
+		return nil, nil, ctx.Err() == nil && !exhausted, err
 	}
 	if applied := convertResults(res); len(applied) > 0 {
 		// One line, at debug: a fresh file is migrated on every first use.

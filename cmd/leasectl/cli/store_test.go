@@ -72,3 +72,30 @@ func TestMigrateReadsDoNotCreateTheFile(t *testing.T) {
 		t.Fatalf("migrate status/down created %s (stat: %v)", file, err)
 	}
 }
+
+// A lease command whose store cannot be opened answers, with -o json, the
+// shape of its result carrying the request id the user gave
+// (--request-id), as its answer from the store would: a script that runs
+// the command again with that id after an unknown outcome reads it there.
+func TestOpenFailureKeepsTheRequestID(t *testing.T) {
+	t.Parallel()
+	e := env{EnvDSN: "sqlite:" + filepath.Join(t.TempDir(), "missing", "leases.db")}
+	for _, args := range [][]string{
+		{"acquire", "k", "--owner", "o"},
+		{"renew", "k", "--owner", "o", "--token", "1"},
+		{"release", "k", "--owner", "o", "--token", "1"},
+		{"revoke", "k", "--reason", "r"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			o := runCLI(t, e, append(args, "--request-id", "req-open-1", "-o", "json")...)
+			m := o.json(t)
+			if o.code != ExitUnavailable {
+				t.Errorf("exit code %d, want %d: %s", o.code, ExitUnavailable, o.stdout)
+			}
+			if m["request_id"] != "req-open-1" {
+				t.Errorf("request_id %q, want the one given, req-open-1: %s", m["request_id"], o.stdout)
+			}
+		})
+	}
+}

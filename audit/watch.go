@@ -23,6 +23,12 @@ type WatchConfig struct {
 	// has been held back: on PostgreSQL a transaction in progress anywhere
 	// in the cluster keeps newer records from a follower until it ends.
 	HeldBack func(d time.Duration)
+	// Passed, when set, is called after each read that succeeded, with the
+	// cursor the watch reads on from: past the records the read went over,
+	// also those q does not select (see [Page].FollowCursor). It is called
+	// in the goroutine ranging over the stream, after the read's records
+	// were yielded. Not called when r is a [Follower].
+	Passed func(cursor string)
 }
 
 // Watch streams the committed changes that q selects (one namespace, or
@@ -89,6 +95,9 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				// Past the records the read passed over, so that a prune
 				// of them leaves the watch ahead of it.
 				q.Cursor = page.Resume(q.Cursor)
+				if c.Passed != nil {
+					c.Passed(q.Cursor)
+				}
 			}
 			if err == nil && page.NextCursor != "" {
 				continue // more records are waiting: no pause
@@ -131,7 +140,7 @@ func FollowerOf(r Reader) (Follower, bool) {
 func (c *WatchConfig) withDefaults() WatchConfig {
 	out := WatchConfig{Interval: DefaultWatchInterval, ReadTimeout: 5 * time.Second}
 	if c != nil {
-		out.HeldBack = c.HeldBack
+		out.HeldBack, out.Passed = c.HeldBack, c.Passed
 		if c.Interval > 0 {
 			out.Interval = c.Interval
 		}

@@ -143,17 +143,25 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 		return err
 	}
 	type item struct {
-		rec audit.Record
-		err error
+		rec    audit.Record
+		err    error
+		passed string // not a record: how far the watch has read (WatchConfig.Passed)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	items := make(chan item)
+	wcfg := *cfg
+	wcfg.Passed = func(cursor string) {
+		select {
+		case items <- item{passed: cursor}:
+		case <-ctx.Done():
+		}
+	}
 	go func() {
 		defer close(items)
-		for rec, err := range audit.Watch(ctx, s.audit, q, cfg) {
+		for rec, err := range audit.Watch(ctx, s.audit, q, &wcfg) {
 			select {
-			case items <- item{rec, err}:
+			case items <- item{rec: rec, err: err}:
 			case <-ctx.Done():
 				return
 			}
@@ -196,6 +204,10 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 				return failWith(last)
 			}
 			return nil
+		}
+		if it.passed != "" {
+			expiries.passed(it.passed)
+			continue
 		}
 		if it.err != nil {
 			last = it.err

@@ -69,7 +69,11 @@ type expiryWatch struct {
 	check   map[protocol.Key]time.Time    // when to ask the store again, after it still held the lease
 	pending map[protocol.Key]int64        // the id of a record of the key still to be read: no judging before it
 	ended   map[protocol.Key]int64        // the token of the key's last lease whose expiry was reported
-	last    int64                         // the id of the last record read
+	last    int64                         // the id of the last record read, or past it how far the watch has read
+	// positioned is set once the watch told how far it has read (passed):
+	// never for a store that streams the trail (an audit.Follower), whose
+	// stream carries records only.
+	positioned bool
 }
 
 func newExpiryWatch() *expiryWatch {
@@ -82,6 +86,17 @@ func newExpiryWatch() *expiryWatch {
 func (w *expiryWatch) after(cursor string) {
 	if id, err := audit.DecodeCursor(cursor); err == nil {
 		w.last = id
+	}
+}
+
+// passed moves where the watch has read to past cursor, the cursor it
+// reads on from after a read (audit.WatchConfig.Passed): every record of
+// the watched keys up to it was read, so a prune up to it leaves the
+// trail readable from there.
+func (w *expiryWatch) passed(cursor string) {
+	if id, err := audit.DecodeCursor(cursor); err == nil {
+		w.last = max(w.last, id)
+		w.positioned = true
 	}
 }
 
@@ -167,7 +182,11 @@ func (w *expiryWatch) next() (at time.Time, ok bool) {
 // from r, as committed: a follower's read could be held back). A lease the
 // store still holds (renewed, or its clock is behind) stays tracked, and
 // is asked about again after recheck; one whose key has a change still to
-// be read waits for it.
+// be read waits for it. When a prune removed records after the last one
+// read and the watch never told how far it has read (a streamed trail:
+// etcd, a served store), the key's newest record tells instead: a stream
+// delivers each record as it commits, so a change of the key that a prune
+// (of records older than its --before) removed was delivered first.
 func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Reader, now time.Time, recheck time.Duration) []audit.Record {
 	var out []audit.Record
 	for k, l := range w.leases {
@@ -186,6 +205,12 @@ func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Rea
 			// Gone. Asked after the get, the trail holds any release,
 			// revoke or acquire that ended the lease.
 			page, err := r.ReadAudit(ctx, audit.Query{Namespace: k.Namespace, Key: k.Name, Cursor: audit.EncodeCursor(w.last), Limit: 1})
+			if errors.Is(err, audit.ErrPruned) && !w.positioned {
+				page, err = r.ReadAudit(ctx, audit.Query{Namespace: k.Namespace, Key: k.Name, Limit: 1, Newest: true})
+				if err == nil && len(page.Records) == 1 && page.Records[0].ID <= w.last {
+					page.Records = nil // read already
+				}
+			}
 			switch {
 			case err != nil:
 				w.check[k] = now.Add(recheck)

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// A watch of one key on a store that streams its trail (etcd: an etcd
+// watch) never tells how far it has read, so its expiry check asked the
+// trail for a change of the key after the last record it printed; once a
+// prune removed later records of other keys, that read failed "behind a
+// prune" at every try: the lease's expiry was never reported, and the
+// watch ran on (exit 0) as if the lease were held. The key's newest record
+// tells instead (the stream delivered every record of the key as it
+// committed). TestWatchKeyReportsExpiryAfterAPruneOfOtherKeys (package
+// cli) is the same on a store the watch reads page by page.
+func TestWatchKeyOnAStreamReportsExpiryAfterAPruneOfOtherKeys(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}
+	w := c.start(t, "watch", "mine", "-o", "json")
+	w.expect(w.errs, "following")
+	const ttl = 4 * time.Second
+	taken := time.Now()
+	c.runJSON(t, 0, "acquire", "mine", "--owner", "w", "--ttl", ttl.String())
+	w.expect(w.out, `"op":"acquire"`)
+	c.runJSON(t, 0, "acquire", "other", "--owner", "w", "--ttl", "1h")
+	c.runJSON(t, 0, "audit", "prune", "--before", time.Now().UTC().Format(time.RFC3339Nano), "--yes")
+	if time.Since(taken) >= ttl {
+		t.Fatalf("the set-up took %v, past the lease's %v TTL: its expiry could be judged before the prune; raise the TTL",
+			time.Since(taken), ttl)
+	}
+	w.expect(w.out, `"op":"expire"`)
+	if err := w.signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(); code != 0 {
+		t.Fatalf("watch after Ctrl-C: exit %d, want 0\n%s", code, w.output())
+	}
+}

@@ -776,17 +776,25 @@ func TestWatchShowsExpiries(t *testing.T) {
 func TestWatchSinceShowsExpiries(t *testing.T) {
 	t.Parallel()
 	check := func(t *testing.T, c leasectl) {
-		before := result(t, c.runJSON(t, 0, "acquire", "before", "-n", "since", "--ttl", "8s"), "acquired")
+		before := result(t, c.runJSON(t, 0, "acquire", "before", "-n", "since", "--ttl", "20s"), "acquired")
 		time.Sleep(100 * time.Millisecond)
 		since := time.Now().UTC().Format(time.RFC3339Nano)
 		time.Sleep(100 * time.Millisecond)
 		const cycles = 5
+		var ended time.Time // the latest expires_at of k's leases (TTLs long enough for a loaded machine)
 		for range cycles {
-			l := result(t, c.runJSON(t, 0, "acquire", "k", "-n", "since", "--ttl", "1s"), "acquired")
-			c.runJSON(t, 0, "renew", "k", "-n", "since", "--token", tok(l), "--ttl", "300ms")
-			c.runJSON(t, 0, "release", "k", "-n", "since", "--token", tok(l))
+			l := result(t, c.runJSON(t, 0, "acquire", "k", "-n", "since", "--ttl", "5s"), "acquired")
+			c.runJSON(t, 0, "renew", "k", "-n", "since", "--token", tok(l), "--ttl", "2s")
+			r := result(t, c.runJSON(t, 0, "release", "k", "-n", "since", "--token", tok(l)), "released")
+			exp, err := time.Parse(time.RFC3339Nano, r["expires_at"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exp.After(ended) {
+				ended = exp
+			}
 		}
-		time.Sleep(400 * time.Millisecond) // every expires_at of k is past
+		time.Sleep(time.Until(ended) + 100*time.Millisecond) // every expires_at of k is past
 		w := c.start(t, "watch", "-n", "since", "--since", since, "-o", "json", "--interval", "20ms")
 		w.expect(w.out, `"op":"expire"`)
 		time.Sleep(300 * time.Millisecond) // anything else it would print

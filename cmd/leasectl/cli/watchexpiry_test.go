@@ -81,14 +81,19 @@ func TestWatchSinceReportsNoExpiryOfReleasedLeases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			const cycles = 25
+			// TTLs long enough for each cycle on a loaded machine; then
+			// the watch starts once every expires_at is past.
+			const ttl = 2 * time.Second
+			var ended time.Time
 			for range cycles {
-				o := runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", "200ms", "-o", "token")
+				o := runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", ttl.String(), "-o", "token")
 				wantCode(t, o, 0)
 				tok := strings.TrimSpace(o.stdout)
-				wantCode(t, runCLI(t, e, "renew", "k", "-n", "w", "--owner", "o", "--token", tok, "--ttl", "200ms"), 0)
+				wantCode(t, runCLI(t, e, "renew", "k", "-n", "w", "--owner", "o", "--token", tok, "--ttl", ttl.String()), 0)
+				ended = time.Now().Add(ttl) // after the renew answered: at or after its expires_at
 				wantCode(t, runCLI(t, e, "release", "k", "-n", "w", "--owner", "o", "--token", tok), 0)
 			}
-			time.Sleep(300 * time.Millisecond) // every expires_at is past
+			time.Sleep(time.Until(ended) + 100*time.Millisecond) // every expires_at is past
 
 			w := startWatch(e, "-n", "w", "--since", "1h", "-o", "json", "--interval", "20ms")
 			deadline := time.Now().Add(20 * time.Second)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -123,14 +122,7 @@ func runNoFileWorker() int {
 func TestTooManyOpenFilesIsNamed(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+noFileWorkerMode, workerFileEnv+"="+path)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("worker: %v; stderr:\n%s", err, stderr.String())
-	}
+	out := workerOutput(t, noFileWorkerMode, path)
 	status, msg, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	t.Logf("a read at the limit of open files: %s: %s", status, msg)
 	if status != string(protocol.StatusUnavailable) {

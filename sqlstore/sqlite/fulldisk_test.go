@@ -151,6 +151,21 @@ func runFullDiskWorker() int {
 	return 0
 }
 
+// workerOutput runs this test binary as a worker process in mode on the
+// store at path and returns its standard output; its failure fails t.
+func workerOutput(t *testing.T, mode, path string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+mode, workerFileEnv+"="+path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("worker: %v; stderr:\n%s", err, stderr.String())
+	}
+	return out
+}
+
 // A batch whose commit fails (the disk is full) answers unavailable or
 // timeout to every member: none keeps an answer judged against the batch's
 // rolled-back writes (a conflict naming a holder that never was, a replay
@@ -159,14 +174,7 @@ func runFullDiskWorker() int {
 func TestFullDiskBatchFailsEveryMember(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+fullDiskWorkerMode, workerFileEnv+"="+path)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("worker: %v; stderr:\n%s", err, stderr.String())
-	}
+	out := workerOutput(t, fullDiskWorkerMode, path)
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	held := map[int64]string{} // token -> owner, as told to callers
 	n := 0

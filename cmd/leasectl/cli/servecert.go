@@ -86,9 +86,12 @@ func (c *servingCert) checkExpiry(now time.Time) (time.Duration, bool) {
 }
 
 // untilExpiry is how long from now until the pair in force has expired (a
-// certificate is valid through its NotAfter second).
+// certificate is valid through its NotAfter second), at most a day: a
+// certificate valid for centuries (NotAfter 9999-12-31, "no expiry") is
+// checked daily, and the second added cannot overflow the Duration that
+// Sub saturates at (which made the timer fire at once, in a loop).
 func (c *servingCert) untilExpiry(now time.Time) time.Duration {
-	return c.cur.Load().notAfter.Sub(now) + time.Second
+	return min(c.cur.Load().notAfter.Sub(now), 24*time.Hour) + time.Second
 }
 
 // logExpired logs, at error level and once per pair, that lc expired by

@@ -85,9 +85,9 @@ func ConnectionError(err error) error {
 //     password, pg_hba.conf): unavailable, naming what to check;
 //   - insufficient resources, each named with its fix: a limit of
 //     connections (53300: max_connections, a role's or database's
-//     CONNECTION LIMIT), a full disk (53100), memory (53200), a limit of
-//     the configuration (53400, such as max_locks_per_transaction):
-//     unavailable;
+//     CONNECTION LIMIT), a full disk (53100), memory (53200; "out of
+//     shared memory": a full lock table, max_locks_per_transaction), a
+//     limit of the configuration (53400): unavailable;
 //   - a refused, lost or terminated connection (class 08, 57P01-57P03),
 //     the rest of class 53, and any other error: unavailable (the server's
 //     error, which the text appends, names its SQLSTATE).
@@ -157,6 +157,16 @@ func interpretError(op protocol.Op, err error) error {
 		case code == "53100":
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server's disk is full: free space on the volume holding its data directory or WAL")
+		case code == "53200" && pe.Message == "out of shared memory":
+			// A shared table is full, most often the lock table (the
+			// server's hint, which the error's text leaves out, names the
+			// setting): more memory settings would not help.
+			msg := "postgres: the server ran out of shared memory, most often its lock table: raise " +
+				"max_locks_per_transaction (max_pred_locks_per_transaction for serializable transactions) and restart it"
+			if pe.Hint != "" {
+				msg += " (the server's hint: " + pe.Hint + ")"
+			}
+			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", msg)
 		case code == "53200":
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the server is out of memory: lower its memory settings (work_mem, shared_buffers) or "+

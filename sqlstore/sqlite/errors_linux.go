@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"math"
 	"os"
 	"syscall"
 )
@@ -27,7 +28,8 @@ func openFilesLimit() (uint64, bool) {
 
 // fileSystemRoom returns the bytes this process can still write on the file
 // system holding dir (root may use the blocks reserved for it) and its
-// free inodes.
+// free inodes: math.MaxUint64 on a file system that counts none (btrfs, a
+// tmpfs with nr_inodes=0 report 0 of 0), whose inodes never run out.
 func fileSystemRoom(dir string) (room int64, inodes uint64, ok bool) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
@@ -37,5 +39,9 @@ func fileSystemRoom(dir string) (room int64, inodes uint64, ok bool) {
 	if os.Geteuid() == 0 {
 		blocks = st.Bfree
 	}
-	return int64(blocks) * st.Bsize, st.Ffree, true
+	inodes = st.Ffree
+	if st.Files == 0 {
+		inodes = math.MaxUint64
+	}
+	return int64(blocks) * st.Bsize, inodes, true
 }

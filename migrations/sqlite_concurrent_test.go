@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -66,5 +67,29 @@ func TestSQLiteConcurrentUpOfAFreshFile(t *testing.T) {
 		if versions != distinct || latest != migrations.LatestVersion {
 			t.Fatalf("round %d: after %d Ups at once the version table records %d migrations, %d distinct, up to %d; want each of 1..%d once", round, processes, versions, distinct, latest, migrations.LatestVersion)
 		}
+	}
+}
+
+// TestSQLiteUpFailureWithoutProgressIsReturned shows that Up on SQLite
+// runs again only when another migrator made progress: a failure no one
+// else explains (here a table of the first migration that the file holds
+// already, not recorded in the version table) is returned as it is.
+func TestSQLiteUpFailureWithoutProgressIsReturned(t *testing.T) {
+	ctx := testCtx(t)
+	db, err := sqlite.OpenDB(filepath.Join(t.TempDir(), "clash.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.ExecContext(ctx, `CREATE TABLE leasestore_leases (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = migrations.Up(ctx, migrations.SQLite, db)
+	if err == nil || !strings.Contains(err.Error(), "migrations: up: partial migration error (type:sql,version:1)") ||
+		!strings.Contains(err.Error(), "table leasestore_leases already exists") {
+		t.Fatalf("Up on a file holding a table of migration 1: %v; want migration 1's error", err)
+	}
+	if v, err := migrations.DBVersion(ctx, migrations.SQLite, db); err != nil || v != 0 {
+		t.Fatalf("version after the failed Up: %d, %v; want 0", v, err)
 	}
 }

@@ -5,7 +5,9 @@
 //
 // Migrations are meant to run at deploy time (leasectl migrate up), not from
 // a service at start-up. On PostgreSQL they take a session advisory lock, so
-// two deploys migrating the same schema at once are safe. Rolling back the
+// two deploys migrating the same schema at once are safe. On SQLite, where
+// goose takes no lock, [Up] runs again when it failed because another
+// process migrated the file meanwhile. Rolling back the
 // first migration drops the store: [Down] refuses that on a store holding
 // data unless given [DestroyData].
 package migrations
@@ -55,7 +57,9 @@ func FS(d Dialect) (fs.FS, error) {
 // [VersionTable]. On PostgreSQL it takes a session advisory lock whose id is
 // derived from the connection's current schema, so concurrent migrations of
 // one schema run one after the other while different schemas do not wait on
-// each other.
+// each other. On SQLite, where goose takes no lock, its version table
+// refuses to record a version twice, so a migration that another process
+// applied meanwhile fails and is rolled back rather than applied again.
 //
 // The caller owns db. Do not call the Provider's Close: goose's Close closes
 // db. Providers are not meant to be shared between goroutines.
@@ -70,16 +74,19 @@ func newProvider(ctx context.Context, d Dialect, db *sql.DB, locked bool) (*goos
 	if err != nil {
 		return nil, err
 	}
-	opts := []goose.ProviderOption{
-		goose.WithTableName(VersionTable),
-		goose.WithDisableGlobalRegistry(true),
-	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	var gooseDialect goose.Dialect
 	switch d {
 	case SQLite:
-		gooseDialect = goose.DialectSQLite3
+		store, err := newSQLiteStore()
+		if err != nil {
+			return nil, err
+		}
+		gooseDialect = goose.DialectCustom // the store's: SQLite
+		opts = append(opts, goose.WithStore(store))
 	case Postgres:
 		gooseDialect = goose.DialectPostgres
+		opts = append(opts, goose.WithTableName(VersionTable))
 		if !locked {
 			break
 		}
@@ -133,7 +140,9 @@ func schemaLockID(schema string) int64 {
 
 // Up applies every pending migration of dialect d to db. On PostgreSQL it
 // first creates the schema the connection's search_path names when none of
-// its schemas exists yet (see [EnsureSchema]).
+// its schemas exists yet (see [EnsureSchema]). On SQLite, two Ups of one
+// file at once both succeed: one that fails because the other applied a
+// migration meanwhile runs again and finds it applied.
 func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, error) {
 	if d == Postgres {
 		if _, err := EnsureSchema(ctx, db); err != nil {
@@ -141,9 +150,7 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 		}
 	}
 	if d == SQLite {
-		if err := createSQLiteVersionTable(ctx, db); err != nil {
-			return nil, fmt.Errorf("migrations: up: %w", err)
-		}
+		return upSQLite(ctx, db)
 	}
 	p, err := NewProvider(ctx, d, db)
 	if err != nil {
@@ -154,6 +161,92 @@ func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, e
 		return res, fmt.Errorf("migrations: up: %w", err)
 	}
 	return res, nil
+}
+
+// upSQLite is [Up] on SQLite, where goose takes no migration lock: two
+// processes migrating one file at once both read the same pending
+// migrations and both run the first of them, each in its own transaction;
+// the second to take the file's write lock finds the migration applied and
+// fails ("table ... already exists", or the version recorded already: see
+// sqliteStore), rolling its transaction back. So when
+// goose's Up fails and the file's version has moved past what this call
+// applied (another migrator applied a migration meanwhile), upSQLite runs
+// Up again, which finds that migration applied and goes on with the rest
+// (or finds nothing left to do). A failure while no one made progress (a
+// full disk, an error in a migration) is returned at once. The retries are
+// bounded: each needs the version to have risen, and it cannot rise past
+// the last migration.
+func upSQLite(ctx context.Context, db *sql.DB) ([]*goose.MigrationResult, error) {
+	var applied []*goose.MigrationResult
+	for {
+		if err := createSQLiteVersionTable(ctx, db); err != nil {
+			return applied, fmt.Errorf("migrations: up: %w", err)
+		}
+		before, err := DBVersion(ctx, SQLite, db)
+		if err != nil {
+			return applied, err
+		}
+		p, err := NewProvider(ctx, SQLite, db)
+		if err != nil {
+			return applied, err
+		}
+		res, err := p.Up(ctx)
+		applied = append(applied, res...)
+		if err == nil {
+			return applied, nil
+		}
+		reached := before
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			applied = append(applied, partial.Applied...)
+			for _, r := range partial.Applied {
+				reached = max(reached, r.Source.Version)
+			}
+		}
+		if ctx.Err() == nil {
+			// Another migrator's progress is what makes a retry worth it.
+			if now, verr := DBVersion(ctx, SQLite, db); verr == nil && now > reached {
+				continue
+			}
+		}
+		return applied, fmt.Errorf("migrations: up: %w", err)
+	}
+}
+
+// sqliteVersionRecorded tells whether [VersionTable] records version ?1.
+const sqliteVersionRecorded = `SELECT EXISTS (SELECT 1 FROM ` + VersionTable + ` WHERE version_id = ?1)`
+
+// sqliteStore is goose's SQLite store of [VersionTable], except that it
+// refuses to record a version that is recorded already. goose records a
+// migration in the transaction that runs it, so the refusal rolls the
+// migration back: one that another process applied after goose read the
+// versions, and that succeeds again on a schema that has it (as the empty
+// version 6), is not applied twice, and [Up] runs again (see upSQLite).
+type sqliteStore struct{ database.StoreExtender }
+
+// newSQLiteStore returns the [sqliteStore] of [VersionTable].
+func newSQLiteStore() (sqliteStore, error) {
+	store, err := database.NewStore(database.DialectSQLite3, VersionTable)
+	if err != nil {
+		return sqliteStore{}, fmt.Errorf("migrations: %w", err)
+	}
+	ext, ok := store.(database.StoreExtender)
+	if !ok {
+		return sqliteStore{}, fmt.Errorf("migrations: goose's SQLite store %T has no TableExists", store)
+	}
+	return sqliteStore{ext}, nil
+}
+
+// Insert records req's version unless it is recorded already.
+func (s sqliteStore) Insert(ctx context.Context, db database.DBTxConn, req database.InsertRequest) error {
+	var recorded bool
+	if err := db.QueryRowContext(ctx, sqliteVersionRecorded, req.Version).Scan(&recorded); err != nil {
+		return fmt.Errorf("look for version %d in %s: %w", req.Version, VersionTable, err)
+	}
+	if recorded {
+		return fmt.Errorf("version %d is recorded already: another process applied it meanwhile", req.Version)
+	}
+	return s.StoreExtender.Insert(ctx, db, req)
 }
 
 // createSQLiteVersionTable creates the version table of a SQLite file that
@@ -167,9 +260,9 @@ func createSQLiteVersionTable(ctx context.Context, db *sql.DB) error {
 	if ok, err := versionTableExists(ctx, SQLite, db); err != nil || ok {
 		return err
 	}
-	store, err := database.NewStore(database.DialectSQLite3, VersionTable)
+	store, err := newSQLiteStore()
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err == nil {

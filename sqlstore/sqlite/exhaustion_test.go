@@ -4,6 +4,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,4 +135,52 @@ func TestTooManyOpenFilesIsNamed(t *testing.T) {
 	if !strings.Contains(msg, "open files") && !strings.Contains(msg, "descriptor") {
 		t.Errorf("the error %q does not name the limit of open files (ulimit -n, LimitNOFILE)", msg)
 	}
+}
+
+// A store whose file system filled while it was open cannot write: every
+// change answers unavailable ("the disk is full"). Health, which a served
+// store's readiness probe (/readyz) asks, must say so too, so that a load
+// balancer stops sending writes to it; its write probe commits no page,
+// and answered healthy. Once there is room again, Health is healthy.
+func TestHealthOfAStoreWhoseDiskFilledSaysTheDiskIsFull(t *testing.T) {
+	t.Parallel()
+	dir := fullfs.Mount(t, 4<<20)
+	data, err := os.ReadFile(migratedFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "leases.db")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if err := b.Health(ctx); err != nil {
+		t.Fatalf("Health with room: %v", err)
+	}
+	filler := fullfs.Fill(t, dir, 0)
+	res, aerr := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "full"})
+	if aerr == nil {
+		t.Fatalf("acquire on a full file system answered %s; the test did not fill it", res.Status)
+	}
+	err = b.Health(ctx)
+	if err == nil {
+		t.Fatalf("Health of a store whose file system is full (an acquire just failed: %v) answered healthy", aerr)
+	}
+	if st := protocol.StatusOf(err); st != protocol.StatusUnavailable || !errors.Is(err, sqlite.ErrDiskFull) {
+		t.Errorf("Health on a full file system: status %q, %v; want unavailable matching ErrDiskFull", st, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Health(ctx); err != nil {
+		t.Fatalf("Health once the file system has room: %v", err)
+	}
+	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "room"})
+	wantStatus(t, "acquire once the file system has room", res, err, protocol.StatusAcquired)
 }

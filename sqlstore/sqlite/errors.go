@@ -171,6 +171,27 @@ func exhausted(op protocol.Op, where, file string, err error) error {
 	return nil
 }
 
+// healthRoom is the room on the file system holding the file below which
+// Health answers that the disk is full: a write needs a WAL frame for
+// every page it touches, and one that cannot grow the WAL fails.
+const healthRoom = 1 << 20
+
+// roomError is Health's error when the file system holding file (not an
+// in-memory store) has less than healthRoom left, or no inode: the disk is
+// full, for writes if not yet for reads. nil when there is room, or when
+// the room cannot be told (not Linux).
+func roomError(file string) error {
+	if file == "" || file == "(in memory)" {
+		return nil
+	}
+	room, inodes, ok := fileSystemRoom(filepath.Dir(file))
+	if !ok || (room >= healthRoom && inodes > 0) {
+		return nil
+	}
+	return diskFull(protocol.OpHealth, fmt.Sprintf("sqlite database %q", file), file,
+		fmt.Errorf("%d KiB and %d inodes left, fewer than a write may need", room>>10, inodes))
+}
+
 // diskFull is the error of err, a write or an open of file refused for
 // want of room on its file system.
 func diskFull(op protocol.Op, where, file string, err error) error {

@@ -433,13 +433,18 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // Health returns nil when the file is readable, this handle can write it
 // and its schema is current. A handle that cannot write (mode=ro,
 // immutable=1, PRAGMA query_only, a file this process may not write) is
-// refused with unavailable, as every write on it would be.
+// refused with unavailable, as every write on it would be; so is a file
+// whose file system has less than 1 MiB or no inode left (Linux), matching
+// [ErrDiskFull].
 func (b *Backend) Health(ctx context.Context) error {
 	err := b.checkSchema(ctx)
 	if err == nil {
 		if err = b.probeWrite(ctx); err != nil {
 			err = interpretError(ctx, protocol.OpHealth, b.file, err)
 		}
+	}
+	if err == nil {
+		err = roomError(b.file) // the probe commits no page: it writes fine on a full disk
 	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {

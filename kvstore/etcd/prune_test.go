@@ -65,67 +65,8 @@ func TestPruneFitsTheClusterTxnLimit(t *testing.T) {
 // acquire's record was gone.
 func TestPruneDeletesOnlyTheRecordsItRead(t *testing.T) {
 	t.Parallel()
-	prefix := etcdcluster.Shared(t).Prefix(t)
-	var armed atomic.Bool
-	held, resume := make(chan struct{}), make(chan struct{})
-	holdTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if method == "/etcdserverpb.KV/Txn" && armed.CompareAndSwap(true, false) {
-			close(held)
-			select {
-			case <-resume:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})
-	// The records are stamped an hour ago until the prunes start.
-	var skew atomic.Int64
-	skew.Store(int64(time.Hour))
-	stamps := func() time.Time { return time.Now().Add(-time.Duration(skew.Load())) }
-	slow := open(t, etcd.WithStampClock(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, holdTxn), stamps))
-	fast := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, stamps))
+	fast, o, again := racedPrunes(t)
 	ctx := t.Context()
-	acquire := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "retried"}
-	res, err := fast.Acquire(ctx, acquire)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fast.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, RequestID: "release"}); err != nil {
-		t.Fatal(err)
-	}
-	skew.Store(0)
-	cut := time.Now().Add(-30 * time.Minute)
-
-	armed.Store(true)
-	type outcome struct {
-		res audit.PruneResult
-		err error
-	}
-	slowDone := make(chan outcome, 1)
-	go func() {
-		res, err := slow.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "slow-prune"})
-		slowDone <- outcome{res, err}
-	}()
-	select {
-	case <-held: // the slow prune read both records and is about to delete them
-	case o := <-slowDone:
-		t.Fatalf("the slow prune ended before its transaction: %+v", o)
-	}
-	if res, err := fast.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "fast-prune"}); err != nil || res.Removed != 2 {
-		t.Fatalf("the fast prune: removed %d, %v; want 2", res.Removed, err)
-	}
-	// The retry finds no record of its request id: it runs again.
-	again, err := fast.Acquire(ctx, acquire)
-	if err != nil || again.Status != protocol.StatusAcquired || again.Replayed {
-		t.Fatalf("the retried acquire: %+v %v; want acquired anew", again, err)
-	}
-	close(resume)
-	o := <-slowDone
-	if o.err != nil {
-		t.Fatalf("the slow prune: %v", o.err)
-	}
 	page, err := fast.ReadAudit(ctx, audit.Query{Namespace: "ns", Ops: []protocol.Op{protocol.OpAcquire}})
 	if err != nil {
 		t.Fatal(err)
@@ -188,63 +129,8 @@ func TestPruneByClockRefusesNeverSkips(t *testing.T) {
 // reason was computed from the victims read before the transaction).
 func TestPruneRecordSaysWhatItRemoved(t *testing.T) {
 	t.Parallel()
-	prefix := etcdcluster.Shared(t).Prefix(t)
-	var armed atomic.Bool
-	held, resume := make(chan struct{}), make(chan struct{})
-	holdTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
-		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if method == "/etcdserverpb.KV/Txn" && armed.CompareAndSwap(true, false) {
-			close(held)
-			select {
-			case <-resume:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return invoker(ctx, method, req, reply, cc, opts...)
-	})
-	var skew atomic.Int64
-	skew.Store(int64(time.Hour))
-	stamps := func() time.Time { return time.Now().Add(-time.Duration(skew.Load())) }
-	slow := open(t, etcd.WithStampClock(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, holdTxn), stamps))
-	fast := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, stamps))
+	fast, o, _ := racedPrunes(t)
 	ctx := t.Context()
-	acquire := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "retried"}
-	res, err := fast.Acquire(ctx, acquire)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fast.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, RequestID: "release"}); err != nil {
-		t.Fatal(err)
-	}
-	skew.Store(0)
-	cut := time.Now().Add(-30 * time.Minute)
-	armed.Store(true)
-	type outcome struct {
-		res audit.PruneResult
-		err error
-	}
-	slowDone := make(chan outcome, 1)
-	go func() {
-		res, err := slow.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "slow-prune"})
-		slowDone <- outcome{res, err}
-	}()
-	select {
-	case <-held:
-	case o := <-slowDone:
-		t.Fatalf("the slow prune ended before its transaction: %+v", o)
-	}
-	if _, err := fast.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "fast-prune"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fast.Acquire(ctx, acquire); err != nil {
-		t.Fatal(err)
-	}
-	close(resume)
-	o := <-slowDone
-	if o.err != nil {
-		t.Fatalf("the slow prune: %v", o.err)
-	}
 	want := fmt.Sprintf("removed %d records before", o.res.Removed)
 	if !strings.HasPrefix(o.res.Record.Reason, want) {
 		t.Fatalf("the slow prune removed %d records, but its audit record says %q; want it to begin %q",
@@ -454,4 +340,80 @@ func TestPruneCutOffFreesItsRequestID(t *testing.T) {
 	if err != nil || res.Removed != records-pruneBatchSize {
 		t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, records-pruneBatchSize)
 	}
+}
+
+// prunedOutcome is what a prune answered.
+type prunedOutcome struct {
+	res audit.PruneResult
+	err error
+}
+
+// racedPrunes runs two prunes of one trail at once: a slow one (on a
+// client whose first Txn an interceptor holds) reads an acquire's and a
+// release's records, stamped an hour ago, and is held before deleting
+// them; meanwhile a fast one removes both, and the acquire retried with
+// its request id finds no record of it and runs again, writing a new
+// record after the prunes' cut-off. Then the slow prune goes on. It
+// returns the fast prune's backend, the slow prune's outcome and the
+// retried acquire's result.
+func racedPrunes(t *testing.T) (*etcd.Backend, prunedOutcome, protocol.Result) {
+	t.Helper()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	var armed atomic.Bool
+	held, resume := make(chan struct{}), make(chan struct{})
+	holdTxn := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && armed.CompareAndSwap(true, false) {
+			close(held)
+			select {
+			case <-resume:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	// The records are stamped an hour ago until the prunes start.
+	var skew atomic.Int64
+	skew.Store(int64(time.Hour))
+	stamps := func() time.Time { return time.Now().Add(-time.Duration(skew.Load())) }
+	slow := open(t, etcd.WithStampClock(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, holdTxn), stamps))
+	fast := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, stamps))
+	ctx := t.Context()
+	acquire := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "retried"}
+	res, err := fast.Acquire(ctx, acquire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fast.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: res.Lease.Token, RequestID: "release"}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(0)
+	cut := time.Now().Add(-30 * time.Minute)
+
+	armed.Store(true)
+	slowDone := make(chan prunedOutcome, 1)
+	go func() {
+		res, err := slow.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "slow-prune"})
+		slowDone <- prunedOutcome{res, err}
+	}()
+	select {
+	case <-held: // the slow prune read both records and is about to delete them
+	case o := <-slowDone:
+		t.Fatalf("the slow prune ended before its transaction: %+v", o)
+	}
+	if res, err := fast.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "fast-prune"}); err != nil || res.Removed != 2 {
+		t.Fatalf("the fast prune: removed %d, %v; want 2", res.Removed, err)
+	}
+	// The retry finds no record of its request id: it runs again.
+	again, err := fast.Acquire(ctx, acquire)
+	if err != nil || again.Status != protocol.StatusAcquired || again.Replayed {
+		t.Fatalf("the retried acquire: %+v %v; want acquired anew", again, err)
+	}
+	close(resume)
+	o := <-slowDone
+	if o.err != nil {
+		t.Fatalf("the slow prune: %v", o.err)
+	}
+	return fast, o, again
 }

@@ -28,14 +28,7 @@ import (
 func TestOpenOnAFullDiskSaysTheDiskIsFull(t *testing.T) {
 	t.Parallel()
 	dir := fullfs.Mount(t, 1<<20)
-	data, err := os.ReadFile(migratedFile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "leases.db")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := migratedFileIn(t, dir)
 	filler := fullfs.Fill(t, dir, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -137,14 +130,9 @@ func TestTooManyOpenFilesIsNamed(t *testing.T) {
 	}
 }
 
-// A store whose file system filled while it was open cannot write: every
-// change answers unavailable ("the disk is full"). Health, which a served
-// store's readiness probe (/readyz) asks, must say so too, so that a load
-// balancer stops sending writes to it; its write probe commits no page,
-// and answered healthy. Once there is room again, Health is healthy.
-func TestHealthOfAStoreWhoseDiskFilledSaysTheDiskIsFull(t *testing.T) {
-	t.Parallel()
-	dir := fullfs.Mount(t, 4<<20)
+// migratedFileIn copies a migrated store into dir and returns its path.
+func migratedFileIn(t *testing.T, dir string) string {
+	t.Helper()
 	data, err := os.ReadFile(migratedFile(t))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +141,18 @@ func TestHealthOfAStoreWhoseDiskFilledSaysTheDiskIsFull(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// A store whose file system filled while it was open cannot write: every
+// change answers unavailable ("the disk is full"). Health, which a served
+// store's readiness probe (/readyz) asks, must say so too, so that a load
+// balancer stops sending writes to it; its write probe commits no page,
+// and answered healthy. Once there is room again, Health is healthy.
+func TestHealthOfAStoreWhoseDiskFilledSaysTheDiskIsFull(t *testing.T) {
+	t.Parallel()
+	dir := fullfs.Mount(t, 4<<20)
+	path := migratedFileIn(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := sqlite.Open(ctx, path, nil)

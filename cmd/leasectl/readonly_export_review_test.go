@@ -18,13 +18,12 @@ import (
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
-// pausedExport makes a store of n audit records that nobody (uid 65534)
-// may read but whose directory it cannot write, starts `audit export -A`
-// as nobody with no -wal file (so read immutable=1), reads its first line
-// and then stops reading: the export blocks printing its first page (the
-// pipe is full), after reading and checking it. meanwhile runs then; the
-// rest is read and the export's run returned with every line printed.
-func pausedExport(t *testing.T, n string, meanwhile func(path string)) (run, []string) {
+// storeNobodyReads makes a store (leasestore.db in a directory of its
+// own, the leasectl that owns it returned) of an acquire and n more audit
+// records, which nobody (uid 65534) may read but whose directory and file
+// it may not write, with no -wal file left: nobody's leasectl reads it
+// immutable=1. It skips the test unless it runs as root.
+func storeNobodyReads(t *testing.T, n string) (leasectl, string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run leasectl as another user (nobody)")
@@ -38,10 +37,22 @@ func pausedExport(t *testing.T, n string, meanwhile func(path string)) (run, []s
 	if out, err := exec.Command(fillAudit, path, "default", n).CombinedOutput(); err != nil {
 		t.Fatalf("fillaudit: %v\n%s", err, out)
 	}
-	openUp(t, dir)
+	openUp(t, dir) // 0755: nobody reads the directory and the 0644 file, writes neither
 	if _, err := os.Stat(path + "-wal"); err == nil {
 		t.Fatal("a -wal file is left after the writers exited")
 	}
+	return owner, path
+}
+
+// pausedExport makes a store of n audit records that nobody (uid 65534)
+// may read but whose directory it cannot write, starts `audit export -A`
+// as nobody with no -wal file (so read immutable=1), reads its first line
+// and then stops reading: the export blocks printing its first page (the
+// pipe is full), after reading and checking it. meanwhile runs then; the
+// rest is read and the export's run returned with every line printed.
+func pausedExport(t *testing.T, n string, meanwhile func(path string)) (run, []string) {
+	t.Helper()
+	owner, path := storeNobodyReads(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := []string{"audit", "export", "-A"}

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,23 +29,8 @@ import (
 // what it printed is the trail's start, each record once, in order.
 func TestReadOnlyExportBesideWriter(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run leasectl as another user (nobody)")
-	}
-	dir := t.TempDir()
-	owner := leasectl{dir: dir}
-	if r := owner.run(t, "acquire", "first", "--owner", "w"); r.code != 0 {
-		t.Fatalf("acquire\n%s", r)
-	}
-	path := filepath.Join(dir, "leasestore.db")
 	const n = 100000
-	if out, err := exec.Command(fillAudit, path, "default", "100000").CombinedOutput(); err != nil {
-		t.Fatalf("fillaudit: %v\n%s", err, out)
-	}
-	openUp(t, dir) // 0755: nobody reads the directory and the 0644 file, writes neither
-	if _, err := os.Stat(path + "-wal"); err == nil {
-		t.Fatal("a -wal file is left after the writers exited")
-	}
+	owner, path := storeNobodyReads(t, strconv.Itoa(n))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -339,9 +339,11 @@ type renewOutcome struct {
 const renewConcurrency = 64
 
 // renew renews items, one store call each, up to renewConcurrency at a
-// time, the first items first, each bounded by its deadline and ctx. It is the one
+// time, the first items first, each bounded by its deadline and ctx, and
+// calls onRefused(i, err) as soon as item i's renewal is refused (see
+// refused), while the round's other renewals may still wait. It is the one
 // place to change should the protocol offer a bulk renew.
-func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome {
+func (s *Scheduler) renew(ctx context.Context, items []renewItem, onRefused func(i int, err error)) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	concurrently(len(items), func(i int) {
 		it := items[i]
@@ -349,6 +351,9 @@ func (s *Scheduler) renew(ctx context.Context, items []renewItem) []renewOutcome
 		defer cancel()
 		out[i].sent = time.Now()
 		out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+		if refused(out[i].err) {
+			onRefused(i, out[i].err)
+		}
 	})
 	return out
 }
@@ -380,7 +385,9 @@ func refused(err error) bool {
 
 // renewAll renews every lease held, membership included, the leases
 // closest to their local deadline first, and applies the outcomes: a
-// refusal loses the lease at once; an unknown outcome leaves it to the
+// refusal loses the lease at once, when its answer arrives, not when the
+// round's slowest renewal returned (TestRefusedRenewalIsNotHeldUpByASlowRenewal);
+// a success once the round ended; an unknown outcome leaves it to the
 // lease's local deadline. A renewal is given OpTimeout, or longer while its
 // lease's local deadline is further away: on a slow store a late renewal
 // still keeps the lease, and past the deadline it is lost anyway. When ctx
@@ -407,19 +414,32 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	if len(items) == 0 {
 		return
 	}
-	outs := s.renew(ctx, items)
+	leaseOf := func(i int) *lease { // nil for the membership
+		switch {
+		case m == nil:
+			return held[i]
+		case i > 0:
+			return held[i-1]
+		}
+		return nil
+	}
+	outs := s.renew(ctx, items, func(i int, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if l := leaseOf(i); l != nil {
+			s.loseLocked(l, err, false)
+		} else if s.membership == m {
+			s.log.Warn("scheduler: membership lease lost; joining again", "err", err)
+			s.membership = nil
+		}
+	})
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	unknown := 0
 	var firstErr error
 	for i, out := range outs {
-		var l *lease // nil for the membership
-		if m == nil {
-			l = held[i]
-		} else if i > 0 {
-			l = held[i-1]
-		}
+		l := leaseOf(i)
 		switch {
 		case out.err == nil && out.res.Lease != nil:
 			if l != nil {
@@ -430,13 +450,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 			} else if s.membership == m {
 				m.deadline, m.expiresAt = out.sent.Add(s.set.ttl), out.res.Lease.ExpiresAt
 			}
-		case refused(out.err):
-			if l != nil {
-				s.loseLocked(l, out.err, false)
-			} else if s.membership == m {
-				s.log.Warn("scheduler: membership lease lost; joining again", "err", out.err)
-				s.membership = nil
-			}
+		case refused(out.err): // applied when it came (renew's onRefused)
 		default:
 			unknown++
 			if firstErr == nil {

@@ -78,6 +78,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			res.Record = *rec
 			return res, nil
 		}
+		if b.betweenPruneBatches != nil {
+			b.betweenPruneBatches()
+		}
 	}
 }
 

@@ -81,5 +81,8 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			res.Record = rec.Record
 			return res, nil
 		}
+		if b.betweenPruneBatches != nil {
+			b.betweenPruneBatches()
+		}
 	}
 }

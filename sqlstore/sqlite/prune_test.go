@@ -1,12 +1,15 @@
 package sqlite_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/testkit/prunerace"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -54,4 +57,33 @@ func TestConcurrentPrunesWithOneRequestID(t *testing.T) {
 	if ok != 1 || invalid != 1 {
 		t.Fatalf("prunes with one request id: %d succeeded, %d invalid (%v); want one of each", ok, invalid, errs)
 	}
+}
+
+// TestPruneSameRequestIDBetweenBatches: a prune of several batches is held
+// between its first and second batch, and a prune with the same request id
+// (a client retrying the first, which timed out) runs meanwhile. Exactly
+// one of them removes records, and its record (the only prune record under
+// that id) counts every record removed; the other removes nothing and is
+// refused as a use of the id. Before, the first prune's record was written
+// only with its last batch: the second passed the look-up of the id,
+// removed the rest and recorded only those, and the first then answered
+// invalid ("already used") having removed its first batch, which no record
+// counted. Not parallel: it sets the package's batch size.
+func TestPruneSameRequestIDBetweenBatches(t *testing.T) {
+	ctx := ctxT(t)
+	clock := newClock()
+	gate := prunerace.NewGate()
+	b, err := sqlite.Open(ctx, migratedFile(t), sqlite.WithPruneBatchHook(sqlite.WithTestClock(nil, clock.Now), gate.Between))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	sqlite.SetPruneBatch(t, 2)
+	const older = 7 // four batches
+	for i := range older {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	clock.Advance(time.Minute)
+	prunerace.Run(t, ctx, b, b, gate, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-once"}, older)
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -24,16 +25,49 @@ import (
 // invalid ("already used") having removed its first batch, which no record
 // counted. Not parallel: it sets the package's batch size.
 func TestPruneSameRequestIDBetweenBatches(t *testing.T) {
+	b, gate, clock := heldPruneStore(t, pgtest.MigratedDSN(t))
+	prunerace.Run(t, ctxT(t), b, b, gate, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-once"}, heldPruneRecords)
+}
+
+// TestPruneCutOffFreesItsRequestID is the SQLite test's twin: a prune
+// whose context ends between its batches frees its claim on the request
+// id, so that the prune sent again with that id runs and removes the rest.
+// Not parallel: it sets the package's batch size.
+func TestPruneCutOffFreesItsRequestID(t *testing.T) {
+	b, gate, clock := heldPruneStore(t, pgtest.MigratedDSN(t))
+	prunerace.RunCutOff(t, ctxT(t), b, gate, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-cut-off"}, heldPruneRecords, 2)
+}
+
+// TestPruneThatDiedKeepsItsRequestIDUsed is the SQLite test's twin: a
+// prune whose pool is closed under it after its first batch (as when its
+// process dies) leaves its claim, and a prune with that request id from
+// another pool is refused as a use of the id, removing nothing. Not
+// parallel: it sets the package's batch size.
+func TestPruneThatDiedKeepsItsRequestIDUsed(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	b, gate, clock := heldPruneStore(t, dsn)
+	other := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
+	prunerace.RunAbandoned(t, ctxT(t), b, other, gate, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-died"},
+		func() { _ = b.Close(context.Background()) })
+}
+
+// heldPruneRecords is how many records heldPruneStore writes.
+const heldPruneRecords = 7
+
+// heldPruneStore opens dsn with a manual clock and a prune batch of 2
+// records, a prune held by the returned gate after its first batch, and
+// writes heldPruneRecords records older than the clock's time.
+func heldPruneStore(t *testing.T, dsn string) (*postgres.Backend, *prunerace.Gate, *contract.Clock) {
+	t.Helper()
 	ctx := ctxT(t)
 	clock := contract.NewClock()
 	gate := prunerace.NewGate()
-	b := openBackend(t, pgtest.MigratedDSN(t), postgres.WithPruneBatchHook(postgres.WithTestClock(nil, clock.Now), gate.Between))
+	b := openBackend(t, dsn, postgres.WithPruneBatchHook(postgres.WithTestClock(nil, clock.Now), gate.Between))
 	postgres.SetPruneBatch(t, 2)
-	const older = 7 // four batches
-	for i := range older {
+	for i := range heldPruneRecords {
 		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
 	clock.Advance(time.Minute)
-	prunerace.Run(t, ctx, b, b, gate, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune-once"}, older)
+	return b, gate, clock
 }

@@ -126,3 +126,60 @@ func readAll(t *testing.T, ctx context.Context, r audit.Reader) []audit.Record {
 		q.Cursor = page.NextCursor
 	}
 }
+
+// RunCutOff sends req to p under a context that ends while p is held at
+// g after its first batch (batch records removed), then sends req again:
+// the prune that stopped early freed its claim on the request id, so the
+// second runs and removes the older-batch records left.
+func RunCutOff(t *testing.T, ctx context.Context, p audit.Pruner, g *Gate, req audit.PruneRequest, older, batch int64) {
+	t.Helper()
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.PruneAudit(pctx, req)
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-g.held:
+	case o := <-done:
+		t.Fatalf("the prune ended before its second batch: removed %d, %v", o.res.Removed, o.err)
+	}
+	cancel()
+	g.Resume()
+	if o := <-done; o.err == nil || o.res.Removed != batch {
+		t.Fatalf("the prune cut off after its first batch: removed %d, %v; want %d removed and an error", o.res.Removed, o.err, batch)
+	}
+	res, err := p.PruneAudit(ctx, req)
+	if err != nil || res.Removed != older-batch {
+		t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, older-batch)
+	}
+}
+
+// RunAbandoned sends req to p, and while p is held at g after its first
+// batch, stop makes p's store unusable (as when its process dies), so
+// that the prune can neither go on nor free its claim. The same request
+// id sent to other (another handle on the store) is refused as used,
+// having removed nothing.
+func RunAbandoned(t *testing.T, ctx context.Context, p, other audit.Pruner, g *Gate, req audit.PruneRequest, stop func()) {
+	t.Helper()
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.PruneAudit(ctx, req)
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-g.held:
+	case o := <-done:
+		t.Fatalf("the prune ended before its second batch: removed %d, %v", o.res.Removed, o.err)
+	}
+	stop()
+	g.Resume()
+	if o := <-done; o.err == nil {
+		t.Fatalf("the prune whose store went away: removed %d, no error", o.res.Removed)
+	}
+	res, err := other.PruneAudit(ctx, req)
+	if !errors.Is(err, protocol.ErrInvalid) || !strings.Contains(err.Error(), "already used") || res.Removed != 0 {
+		t.Fatalf("a prune with the request id of one that died after its first batch: removed %d, %v; "+
+			"want nothing removed and invalid (request id already used)", res.Removed, err)
+	}
+}

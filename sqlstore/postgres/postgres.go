@@ -197,6 +197,10 @@ type Config struct {
 	// export_test.go); production code cannot set it, since expiry must be
 	// judged by the one clock every process shares, the server's.
 	testNow func() time.Time
+	// testBetweenPruneBatches runs in this package's tests (see
+	// export_test.go) after each prune batch that committed and was not
+	// the prune's last, before the next begins.
+	testBetweenPruneBatches func()
 }
 
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
@@ -212,6 +216,8 @@ type Backend struct {
 	closeOnce sync.Once
 	// tests only (export_test.go): run instead of changeBatchFnSQL
 	testBatchFnSQL string
+	// tests only (export_test.go): see Config.testBetweenPruneBatches
+	betweenPruneBatches func()
 }
 
 var (
@@ -353,7 +359,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 // newBackend returns a backend over pool; pooled says a pooler that keeps
 // no sessions is in front (see pooler.go).
 func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config, pooled bool) *Backend {
-	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, pooled: pooled,
+	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, pooled: pooled, betweenPruneBatches: cfg.testBetweenPruneBatches,
 		listen: listener{idle: cfg.ListenerIdle, dsn: cfg.ListenDSN}}
 	b.noBatch.Store(pooled) // the batch function is a temporary object
 	if !cfg.NoCoalescing && !pooled {

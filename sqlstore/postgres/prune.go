@@ -23,8 +23,14 @@ var pruneBatch int64 = 5000
 // pruneBatch records per transaction, and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
 // before it ended stay done, and the prune's record is written only with
-// the last batch. A cut-off after the server's time is refused (see
-// [backendkit.CheckPruneCutOff]).
+// the last batch. Each batch claims the request id for this run before it
+// removes anything (pruneClaimSQL): of two prunes with one request id at
+// once, one removes records and its record counts them all, and the other
+// removes nothing and answers invalid, as a prune whose request id is in
+// the trail does (see [backendkit.PruneIDUsed]). A prune that stops early
+// frees its claim, so that it can be sent again with its id; a claim left
+// by a prune whose process died keeps the id refused as used. A cut-off
+// after the server's time is refused (see [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -43,7 +49,18 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if used {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
+	run := protocol.RandomRequestID()
 	var res audit.PruneResult
+	stop := func(err error) (audit.PruneResult, error) {
+		if errors.Is(err, errPruneIDTaken) {
+			return res, backendkit.PruneIDUsed(r.RequestID) // this run took no claim
+		}
+		b.dropPruneClaim(ctx, r, run)
+		if errors.Is(err, errRequestIDRace) {
+			return res, backendkit.PruneIDUsed(r.RequestID)
+		}
+		return res, err
+	}
 	for {
 		var (
 			n   int64
@@ -51,34 +68,76 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		)
 		// A batch that failed to serialize rolled back whole: run it again.
 		err := retrySerialization(ctx, audit.OpPrune, func() (err error) {
-			n, rec, err = b.pruneOnce(ctx, r, res.Removed)
+			n, rec, err = b.pruneOnce(ctx, r, run, res.Removed)
 			if ie := interpretError("", err); errors.Is(ie, errSerialization) {
 				return ie
 			}
 			return err
 		})
 		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			return res, err // the deadline passed while it kept failing to serialize
-		}
-		if errors.Is(err, errAuditWentBack) {
+		switch {
+		case errors.Is(err, errAuditWentBack):
 			if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
-				return res, interpretError("", err)
+				return stop(interpretError("", err))
 			}
 			continue
-		}
-		if errors.Is(interpretError("", err), errRequestIDRace) {
-			return res, backendkit.PruneIDUsed(r.RequestID)
-		}
-		if err != nil {
-			return res, interpretError("", err)
+		case errors.As(err, &pe), errors.Is(err, errPruneIDTaken):
+			// The deadline passed while it kept failing to serialize, the
+			// claim was lost, the trail's trigger does not fire, or another
+			// run holds the request id.
+			return stop(err)
+		case err != nil:
+			return stop(interpretError("", err))
 		}
 		res.Removed += n
 		if rec != nil {
 			res.Record = *rec
 			return res, nil
 		}
+		if b.betweenPruneBatches != nil {
+			b.betweenPruneBatches()
+		}
 	}
+}
+
+// errPruneIDTaken reports that a prune's first batch found its request id
+// claimed by another run, or its record in the trail: the batch rolled
+// back, having removed nothing. It never leaves the package.
+var errPruneIDTaken = errors.New("postgres: the prune's request id is claimed by another prune, or recorded")
+
+// claimDropTimeout bounds a prune's freeing of its claim when it stops
+// early.
+const claimDropTimeout = 5 * time.Second
+
+// dropPruneClaim frees the claim the run holds on r's request id, if any,
+// in a transaction of its own, so that a prune that stopped early can be
+// sent again with its id. When that fails too (the server is unavailable)
+// the claim stays, and the id is refused as used.
+func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
+	defer cancel()
+	a := args{"before": r.Before, "request_id": r.RequestID, "run": run}
+	_ = pgx.BeginFunc(dctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(dctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(dctx, pruneUnclaimSQL.sql, pruneUnclaimSQL.bind(a)...); err != nil {
+			return err
+		}
+		_, err := tx.Exec(dctx, pruneCloseSQL.sql)
+		return err
+	})
+}
+
+// claimLostError is the failure of a prune batch that found the claim on
+// its request id, taken by an earlier batch, gone or another's: the batch
+// rolls back, and the records the earlier batches removed are counted by
+// no record.
+func claimLostError(r audit.PruneRequest, removed int64) *protocol.Error {
+	return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+		"postgres: the claim of this prune's request id %q (leasestore_audit_prune_claim) was deleted or taken outside "+
+			"this prune after it removed %d records; no record counts them: prune again with another request id",
+		r.RequestID, removed)
 }
 
 // unmarkedPruneError is the refusal of a prune batch while the trigger
@@ -92,17 +151,30 @@ func unmarkedPruneError() *protocol.Error {
 			"leasestore_audit ENABLE TRIGGER leasestore_audit_keep_pruned (and set session_replication_role to origin)")
 }
 
-// pruneOnce runs one batch; when it is the last (fewer than pruneBatch
-// records left), it also writes the prune's record and returns it.
-func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, before int64) (int64, *audit.Record, error) {
+// pruneOnce runs one batch of the run run, which removed before records
+// in its earlier batches; when it is the last (fewer than pruneBatch
+// records left), it also frees the run's claim and writes the prune's
+// record, and returns it.
+func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run string, before int64) (int64, *audit.Record, error) {
 	var (
 		n   int64
 		rec *audit.Record
 	)
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		a := args{"before": r.Before, "limit": pruneBatch}
+		a := args{"before": r.Before, "limit": pruneBatch, "request_id": r.RequestID, "run": run, "actor": r.Actor,
+			"now": b.clock()}
 		if _, err := tx.Exec(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
 			return err
+		}
+		var holder *string
+		if err := tx.QueryRow(ctx, pruneClaimSQL.sql, pruneClaimSQL.bind(a)...).Scan(&holder); err != nil {
+			return err
+		}
+		if holder == nil || *holder != run {
+			if before == 0 {
+				return errPruneIDTaken
+			}
+			return claimLostError(r, before)
 		}
 		var marks bool
 		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &n); err != nil {
@@ -111,10 +183,16 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, before in
 		if !marks {
 			return unmarkedPruneError()
 		}
+		last := n < pruneBatch
+		if last {
+			if _, err := tx.Exec(ctx, pruneUnclaimSQL.sql, pruneUnclaimSQL.bind(a)...); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, pruneCloseSQL.sql); err != nil {
 			return err
 		}
-		if n == pruneBatch {
+		if !last {
 			return nil
 		}
 		reason := fmt.Sprintf("removed %d records before %s", before+n, r.Before.UTC().Format(time.RFC3339Nano))

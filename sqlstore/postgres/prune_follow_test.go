@@ -93,7 +93,10 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 // The database keeps where prunes left gaps, by a trigger on each DELETE
 // through the prune window (one batch of a prune of the previous release,
 // which knows nothing of it), and a role granted the tables before
-// migration 7 (so not leasestore_audit_pruned) reads and prunes as before.
+// migration 7 (so not leasestore_audit_pruned) reads and prunes as before;
+// so does one granted them before migration 8 (not
+// leasestore_audit_prune_claim), whose functions that claim and free a
+// prune's request id refuse it outside a prune's window.
 func TestPruneGapIsKeptByTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -105,6 +108,7 @@ func TestPruneGapIsKeptByTheDatabase(t *testing.T) {
 	}
 	raw := rawPool(t, dsn)
 	mustExec(t, raw, "REVOKE ALL ON leasestore_audit_pruned FROM "+pgx.Identifier{cfg.User}.Sanitize())
+	mustExec(t, raw, "REVOKE ALL ON leasestore_audit_prune_claim FROM "+pgx.Identifier{cfg.User}.Sanitize())
 	b := openBackend(t, roleDSN, nil)
 	acquireKeys(t, b, key, 3, time.Hour)
 	p, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
@@ -119,6 +123,15 @@ func TestPruneGapIsKeptByTheDatabase(t *testing.T) {
 		`DELETE FROM leasestore_audit_prune WHERE id = 1`,
 	} {
 		mustExec(t, conn, stmt)
+	}
+	for _, stmt := range []string{
+		`SELECT leasestore_audit_prune_claim('p', 'run', 'ops', now(), now())`,
+		`SELECT leasestore_audit_prune_unclaim('p', 'run')`,
+	} {
+		var pe *pgconn.PgError
+		if _, err := conn.Exec(ctx, stmt); !errors.As(err, &pe) || pe.Code != "42501" {
+			t.Fatalf("%s outside a prune's window: %v; want insufficient_privilege (42501)", stmt, err)
+		}
 	}
 	q := audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(ids[0])}
 	_, err = b.ReadAudit(ctx, q)

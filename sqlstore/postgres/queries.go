@@ -673,9 +673,17 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 
 // Pruning (see Backend.PruneAudit and the migration's prune window). Each
 // batch is one transaction: open the window for records before @before,
-// delete the oldest @limit of them, close the window. pruneRecordSQL writes
-// the prune's own record in the last batch's transaction, with an id made
-// as the lease statements make theirs.
+// claim the request id for this run (pruneClaimSQL), delete the oldest
+// @limit of them, close the window. pruneRecordSQL writes the prune's own
+// record in the last batch's transaction, with an id made as the lease
+// statements make theirs, after pruneUnclaimSQL freed the claim.
+//
+// pruneClaimSQL (migration 8) claims @request_id for the run @run unless
+// the id's prune record is in the trail or another run holds it, and
+// returns the run that holds it: @run when this one does, NULL when the
+// record is there. pruneUnclaimSQL deletes the claim @run holds, in the
+// last batch or in a transaction of its own (window open, nothing
+// deleted) when the prune stops early.
 //
 // pruneBatchSQL deletes only while leasestore_audit_keep_pruned (migration
 // 7) fires in this session (ENABLE ALWAYS; ENABLE, the default, unless the
@@ -706,6 +714,11 @@ WITH mark AS MATERIALIZED (
 SELECT (SELECT mark.fires FROM mark), count(*) FROM gone`)
 
 	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
+
+	pruneClaimSQL = compile(`
+SELECT leasestore_audit_prune_claim(@request_id, @run, @actor, @before, coalesce(@now::timestamptz, now()))`)
+
+	pruneUnclaimSQL = compile(`SELECT leasestore_audit_prune_unclaim(@request_id, @run)`)
 
 	pruneUsedSQL = compile(`
 SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = @request_id),

@@ -320,13 +320,15 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		// One migration back (version 7, the marks of what prunes
-		// removed, gone): operations go on, and Health and a read from a
-		// cursor name the versions. Two back (version 6 changes nothing
-		// on SQLite): the same. Three back (the audit's lock_delay gone):
-		// the writes fail; four back (the leases' lock-delay columns
+		// One migration back (version 8, the prunes' claims on their
+		// request ids, gone) and two (version 7, the marks of what prunes
+		// removed, gone): operations go on, and Health and a prune (a
+		// read from a cursor too, once the marks are gone) name the
+		// versions. Three back (version 6 changes nothing on SQLite): the
+		// same. Four back (the audit's lock_delay gone):
+		// the writes fail; five back (the leases' lock-delay columns
 		// gone): reads too.
-		for back := 1; back <= 2; back++ {
+		for back := 1; back <= 3; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -336,10 +338,14 @@ func TestSchemaChecked(t *testing.T) {
 			}
 			want := fmt.Sprintf("schema version %d, this release needs %d", migrations.LatestVersion-back, migrations.LatestVersion)
 			expectUnavailable(t, "Health", b.Health(ctx), want)
-			_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
-			expectUnavailable(t, "audit read from a cursor", err, want)
+			_, err = b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: fmt.Sprint("p", back)})
+			expectUnavailable(t, "prune", err, want)
+			if back >= 2 {
+				_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
+				expectUnavailable(t, "audit read from a cursor", err, want)
+			}
 		}
-		for back := 3; back <= 4; back++ {
+		for back := 4; back <= 5; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +353,7 @@ func TestSchemaChecked(t *testing.T) {
 				"leasectl migrate up"}
 			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
 			expectUnavailable(t, "acquire", err, want...)
-			if back == 4 {
+			if back == 5 {
 				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
 				expectUnavailable(t, "get", err, want...)
 			}

@@ -28,6 +28,17 @@ func SetPruneBatch(t interface{ Cleanup(func()) }, n int64) {
 	t.Cleanup(func() { pruneBatch = old })
 }
 
+// WithPruneBatchHook returns cfg (a new Config when nil) with fn run after
+// each prune batch that committed and was not the prune's last, before
+// the next begins: a test holds a prune between its batches there.
+func WithPruneBatchHook(cfg *Config, fn func()) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cfg.testBetweenPruneBatches = fn
+	return cfg
+}
+
 // ListPlan returns SQLite's query plan (EXPLAIN QUERY PLAN, one detail a
 // line) of the statement List runs for req.
 func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (string, error) {

@@ -310,12 +310,21 @@ LIMIT ?4`
 )
 
 // Pruning (see Backend.PruneAudit and the migration's prune window): in one
-// transaction per batch, open the window for records before ?1, delete the
-// oldest ?2 of them, close the window.
+// transaction per batch, open the window for records before ?1, claim the
+// request id for the prune's run, delete the oldest ?2 records before ?1,
+// close the window.
+//
+// qPruneClaim (migration 8) claims request id ?1 for the run ?2 (actor
+// ?3, cut-off ?4, now ?5) unless a run holds it; qPruneHolder reads the
+// run that holds it. qPruneUnclaim deletes the claim of ?1 that the run
+// ?2 holds: in the last batch, or alone when the prune stops early.
 const (
-	qPruneOpen  = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
-	qPruneBatch = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
-	qPruneClose = `DELETE FROM leasestore_audit_prune WHERE id = 1`
+	qPruneOpen    = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
+	qPruneBatch   = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
+	qPruneClose   = `DELETE FROM leasestore_audit_prune WHERE id = 1`
+	qPruneClaim   = `INSERT INTO leasestore_audit_prune_claim (request_id, run, actor, before, at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (request_id) DO NOTHING`
+	qPruneHolder  = `SELECT run FROM leasestore_audit_prune_claim WHERE request_id = ?1`
+	qPruneUnclaim = `DELETE FROM leasestore_audit_prune_claim WHERE request_id = ?1 AND run = ?2`
 )
 
 // qSweep removes up to ?3 rows of leases that expired (and whose

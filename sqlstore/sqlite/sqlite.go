@@ -80,6 +80,10 @@ type Config struct {
 	// export_test.go), so that a manual clock passes TTLs without
 	// sleeping; production code cannot set it.
 	testNow func() time.Time
+	// testBetweenPruneBatches runs in this package's tests (see
+	// export_test.go) after each prune batch that committed and was not
+	// the prune's last, before the next begins.
+	testBetweenPruneBatches func()
 	// NoCoalescing runs every write in a transaction of its own, one
 	// after the other, for comparison (see coalesce.go). Default: false,
 	// writes that wait at the same moment share a transaction.
@@ -101,6 +105,9 @@ type Backend struct {
 	writer *writer
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)
+
+	// tests only (export_test.go): see Config.testBetweenPruneBatches
+	betweenPruneBatches func()
 
 	closeOnce sync.Once
 	closeErr  error
@@ -353,7 +360,7 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{db: db, owned: owned, now: cfg.testNow}
+	b := &Backend{db: db, owned: owned, now: cfg.testNow, betweenPruneBatches: cfg.testBetweenPruneBatches}
 	maxBatch := maxWriteBatch
 	if cfg.NoCoalescing {
 		maxBatch = 1

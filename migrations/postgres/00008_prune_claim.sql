@@ -1,0 +1,100 @@
+-- leasestore schema version 8 for PostgreSQL: a prune claims its request id.
+--
+-- A prune removes records in batches, a transaction each, and writes its
+-- own record (namespace '', its request id) with the last. Two prunes
+-- with one request id at once (a client retrying a prune that timed out
+-- while the first still ran) both found the id unused, both removed
+-- records, and the one that came second to its last batch failed on the
+-- id's unique constraint, answering invalid although it had removed
+-- records that no record counted. Now each batch of a prune, in its
+-- transaction, claims the request id in leasestore_audit_prune_claim
+-- (the row of the id, naming the prune's run), before it removes
+-- anything: a batch of another run, or of a prune whose id is in the
+-- trail, finds it taken and removes nothing; the last batch deletes the
+-- claim with the record it writes, and a prune that stops early (its
+-- context ended, an error) deletes it in a transaction of its own, so
+-- that the prune can be sent again with its id. A claim left by a prune
+-- that could not delete it (its process died, the server went away) keeps
+-- that id refused as used; a prune with another id goes on. The row says
+-- who pruned, before which time and when the claim was taken; the
+-- schema's owner may delete it to free the id.
+--
+-- The claim is not an audit record: the trail is append-only, and a row
+-- there could not be deleted without raising the mark of what prunes
+-- removed (migration 7) past records followers have not read.
+--
+-- Both functions are SECURITY DEFINER (search_path pinned to this schema),
+-- so a role granted the tables before this version prunes as before
+-- without a grant on the new table, and each refuses unless the calling
+-- transaction has the prune window open (a row of leasestore_audit_prune,
+-- which only a role that may prune can write): no other role can take or
+-- free a prune's request id. A release before this version serves this
+-- schema unchanged (leasestore_compat stays as it is); its prunes neither
+-- take nor honour claims, so during a rolling deploy two prunes with one
+-- request id, one of each release, can still both remove records.
+
+-- +goose Up
+CREATE TABLE leasestore_audit_prune_claim (
+    request_id text        COLLATE "C" PRIMARY KEY,
+    run        text        NOT NULL,
+    actor      text        NOT NULL,
+    before     timestamptz NOT NULL,
+    at         timestamptz NOT NULL
+);
+
+-- Claims p_request_id for the prune run p_run, unless the trail holds the
+-- prune record of that id or another run holds it. Returns the run that
+-- holds it afterwards: p_run when this run does; NULL when the id's
+-- record is in the trail.
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_prune_claim(p_request_id text, p_run text, p_actor text, p_before timestamptz,
+                                             p_at timestamptz) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    holder text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM leasestore_audit_prune WHERE id = 1) THEN
+        RAISE EXCEPTION 'leasestore_audit_prune_claim: only a prune''s batch (its window open) claims a request id'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id = p_request_id) THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO leasestore_audit_prune_claim (request_id, run, actor, before, at)
+    VALUES (p_request_id, p_run, p_actor, p_before, p_at)
+    ON CONFLICT (request_id) DO NOTHING;
+    SELECT c.run INTO holder FROM leasestore_audit_prune_claim c WHERE c.request_id = p_request_id;
+    RETURN holder;
+END;
+$$;
+-- +goose StatementEnd
+
+-- Deletes the claim of p_request_id if the run p_run holds it; returns
+-- whether it did.
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_prune_unclaim(p_request_id text, p_run text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM leasestore_audit_prune WHERE id = 1) THEN
+        RAISE EXCEPTION 'leasestore_audit_prune_unclaim: only a prune''s batch (its window open) frees a request id'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    DELETE FROM leasestore_audit_prune_claim WHERE request_id = p_request_id AND run = p_run;
+    RETURN FOUND;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz) SET search_path = %I, pg_temp',
+                   current_schema());
+    EXECUTE format('ALTER FUNCTION leasestore_audit_prune_unclaim(text, text) SET search_path = %I, pg_temp', current_schema());
+END $$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP FUNCTION leasestore_audit_prune_unclaim(text, text);
+DROP FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz);
+DROP TABLE leasestore_audit_prune_claim;

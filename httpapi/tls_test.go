@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,7 +38,7 @@ func newTLSServer(t *testing.T) *tlsServer {
 		t.Fatal(err)
 	}
 	rt := protocol.New(memstore.New(nil), nil)
-	h, err := httpapi.NewHandler(rt, nil, nil)
+	h, err := httpapi.NewHandler(rt, nil, &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,8 @@ type PruneResult struct {
 // only on this path. Records go oldest first, in batches, each its own
 // transaction, so a prune of a long trail neither holds locks for long nor
 // needs to finish to have freed space; the prune's record is written in the
-// same transaction as the last batch. Both SQL backends implement it.
+// same transaction as the last batch. The SQLite, PostgreSQL and etcd
+// backends implement it.
 // Implementations are safe for concurrent use.
 type Pruner interface {
 	PruneAudit(ctx context.Context, r PruneRequest) (PruneResult, error)

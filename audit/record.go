@@ -32,12 +32,15 @@ const (
 	MaxLimit     = 1000
 )
 
-// Record is one entry of the audit trail: a state change that took effect.
-// Records are never updated or deleted; the database refuses both.
+// Record is one entry of the audit trail: a state change that took effect,
+// or a prune (Op [OpPrune], Status [StatusPruned]). Records are never
+// updated, and leave the trail only through retention ([Pruner]): the SQL
+// databases refuse any other update or delete, and on etcd, which cannot
+// refuse a write, each record carries a checksum that shows one.
 type Record struct {
 	ID        int64           `json:"id"`         // unique and increasing within one store (see Reader on ordering)
 	At        time.Time       `json:"at"`         // the backend's clock when the change took effect
-	Op        protocol.Op     `json:"op"`         // acquire, renew, release or revoke
+	Op        protocol.Op     `json:"op"`         // acquire, renew, release, revoke or prune
 	Namespace string          `json:"namespace"`  //
 	Key       string          `json:"key"`        // the key's name within Namespace
 	Owner     string          `json:"owner"`      // the lease's owner
@@ -45,7 +48,7 @@ type Record struct {
 	RequestID string          `json:"request_id"` //
 	Actor     string          `json:"actor"`      // who asked: the owner, or the revoking operator
 	Reason    string          `json:"reason"`     // revoke's reason; "" otherwise
-	Status    protocol.Status `json:"status"`     // acquired, renewed, released or revoked
+	Status    protocol.Status `json:"status"`     // acquired, renewed, released, revoked or pruned
 	Version   int             `json:"version"`    // RecordFormatVersion
 	ExpiresAt time.Time       `json:"-"`          // the lease's expiry after the change; for release and revoke, when it would have expired (zero in records written before schema version 2)
 }
@@ -165,8 +168,10 @@ func (p Page) Resume(cursor string) string {
 	return cursor
 }
 
-// Reader reads a store's audit trail, ordered by record id. Both SQL
-// backends implement it. Implementations are safe for concurrent use.
+// Reader reads a store's audit trail, ordered by record id. Every backend
+// implements it (SQLite, PostgreSQL, etcd, the in-memory one, and
+// httpapi.Client over a served store); [RuntimeReader] reads through a
+// protocol.Runtime. Implementations are safe for concurrent use.
 //
 // Ids are assigned when a record is written. On SQLite writers are
 // serialized, so ids follow commit order. On PostgreSQL two concurrent

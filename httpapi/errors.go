@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +23,8 @@ import (
 
 // transportError reports a request that got no answer: timeout when the
 // caller's deadline passed or the caller gave up (or the network timed
-// out), unavailable otherwise (refused, reset, DNS, TLS). The effect of a
+// out), unavailable otherwise (refused, reset, DNS, TLS; a certificate the
+// client does not trust says so). The effect of a
 // state change is unknown either way: retry with the same request id.
 func transportError(ctx context.Context, op protocol.Op, err error) error {
 	if err == nil {
@@ -34,7 +37,28 @@ func transportError(ctx context.Context, op protocol.Op, err error) error {
 	case errors.As(err, &ne) && ne.Timeout():
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "httpapi: the connection to the server timed out")
 	}
+	if msg, ok := untrustedCertificate(err); ok {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", msg)
+	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
+}
+
+// untrustedCertificate returns the message for err when the client
+// refused the server's TLS certificate, naming how to trust a private CA
+// when the certificate's CA is the one not trusted.
+func untrustedCertificate(err error) (string, bool) {
+	var ve *tls.CertificateVerificationError
+	if !errors.As(err, &ve) {
+		return "", false
+	}
+	msg := "httpapi: the server's TLS certificate is not trusted"
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		msg += ": no CA this process trusts signed it. To trust a private CA, give its certificate (PEM) " +
+			"in SSL_CERT_FILE (Linux and other Unix systems; on macOS and Windows add it to the system's " +
+			"trust store), or from Go in the RootCAs of the transport of ClientConfig.HTTPClient"
+	}
+	return msg, true
 }
 
 // ErrUnauthorized and ErrForbidden match the errors of requests the server

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasestore/leasestore/cmd/leasectl/cli"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/internal/testkit/testca"
 )
 
 // The programs and scripts of README.md and docs/ are compiled and run here,
@@ -181,7 +182,7 @@ func TestLibraryPostgres(t *testing.T) {
 // prints its token and gives the lease back before it exits.
 func TestHTTPClientProgram(t *testing.T) {
 	t.Parallel()
-	exe := buildProgram(t, "httpclient", codeBlock(t, "docs/http-api.md", "go", "httpapi.NewClient("))
+	exe := buildProgram(t, "httpclient", codeBlock(t, "docs/http-api.md", "go", "func main()"))
 	dir := t.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "leases.db")
 	s := startServe(t, dir, dsn, nil)
@@ -198,6 +199,46 @@ func TestHTTPClientProgram(t *testing.T) {
 	}
 	c := leasectl{dir: dir, dsn: dsn}
 	c.runJSON(t, 4, "get", "invoice-run", "-n", "billing") // released, not left held
+}
+
+// The private-CA lines of docs/http-api.md compile and, in a program
+// given leasectl serve's https URL and the CA's certificate file, reach a
+// server whose certificate that private CA signed.
+func TestHTTPClientPrivateCA(t *testing.T) {
+	t.Parallel()
+	src := programAround(t, "docs/http-api.md", "RootCAs: roots",
+		[]string{"context", "crypto/tls", "crypto/x509", "fmt", "log", "net/http", "os", "time",
+			"github.com/leasestore/leasestore/httpapi", "github.com/leasestore/leasestore/protocol"}, `
+func main() {
+	if err := run(os.Args[1], os.Args[2]); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(url, caFile string) error {
+`, `	key := protocol.Key{Namespace: "billing", Name: "private-ca"}
+	res, err := store.Acquire(context.Background(), protocol.AcquireRequest{Key: key, Owner: "worker-1", TTL: time.Minute})
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Status)
+	return nil
+}
+`)
+	exe := buildProgram(t, "privateca", src)
+	dir := t.TempDir()
+	ca := testca.New(t, "docs")
+	cert, key := ca.Server(t)
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "leases.db"), nil, "--tls-cert", cert, "--tls-key", key)
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("url %s", s.url)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, s.url, ca.CertFile).CombinedOutput()
+	if err != nil || string(out) != "acquired\n" {
+		t.Fatalf("the private-CA lines: %v\n%s", err, out)
+	}
 }
 
 // runScript runs a bash block with leasectl on PATH, in a fresh directory

@@ -625,6 +625,14 @@ func TestServeTLS(t *testing.T) {
 	}
 
 	c := leasectl{dir: dir, dsn: s.url}
+	// Without the CA in SSL_CERT_FILE the certificate is not trusted:
+	// unavailable (exit 5), saying so and naming SSL_CERT_FILE.
+	untrusted := c.command(t.Context(), "acquire", "tls-key", "-n", "e2e", "--owner", "w", "-o", "json")
+	untrusted.Env = append(untrusted.Env, "LEASESTORE_API_TOKEN="+e2eWriter)
+	r := finish(t, untrusted, untrusted.Args, untrusted.Run())
+	if r.code != 5 || !strings.Contains(r.stdout, "TLS certificate is not trusted") || !strings.Contains(r.stdout, "SSL_CERT_FILE") {
+		t.Fatalf("acquire over https without the CA: want exit 5, the certificate not trusted, naming SSL_CERT_FILE:\n%s", r)
+	}
 	env := func(extra ...string) *exec.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		t.Cleanup(cancel)
@@ -633,7 +641,7 @@ func TestServeTLS(t *testing.T) {
 		return cmd
 	}
 	cmd := env("LEASESTORE_API_TOKEN=" + e2eWriter)
-	r := finish(t, cmd, cmd.Args, cmd.Run())
+	r = finish(t, cmd, cmd.Args, cmd.Run())
 	if r.code != 0 {
 		t.Fatalf("acquire over https:\n%s", r)
 	}

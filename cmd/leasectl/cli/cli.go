@@ -411,7 +411,8 @@ in the working directory:
   etcd://HOST:PORT[,HOST:PORT...]/PREFIX      etcd cluster (etcds:// for TLS; USER:PASSWORD@
                                              and ?cacert=&cert=&key=&dial-timeout= as etcdctl's)
   http://HOST:PORT or https://HOST:PORT        a store served by 'leasectl serve'; the bearer token
-                                             comes from $LEASESTORE_API_TOKEN
+                                             comes from $LEASESTORE_API_TOKEN; a certificate of a
+                                             private CA: SSL_CERT_FILE=CA.pem (Linux)
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;

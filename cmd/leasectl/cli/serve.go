@@ -85,7 +85,9 @@ refused (exit 2), naming the file and its date. SIGHUP reloads the pair too
 (after rotating both files in place): new handshakes get the new pair once
 it loads, matches and is valid; otherwise the error is logged, naming the
 file, and the pair in force stays. A certificate in use that expires is
-logged (error level, once, naming the file and its NotAfter).
+logged (error level, once, naming the file and its NotAfter). Clients
+trust a certificate of a private CA through SSL_CERT_FILE=CA.pem (leasectl
+on Linux) or the system's trust store (macOS, Windows).
 
 SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,
 lets requests in flight finish (up to --shutdown-timeout), then closes the

@@ -155,10 +155,14 @@ const followRetryPolls = 25
 // pollBudget is a Client's audit reader that allows left reads, then
 // calls spent (which ends the watch reading it) and fails the next. It
 // hides the Client's Follow, so that audit.Watch polls it; a watch reads
-// one page at a time, so it needs no lock.
+// one page at a time, so it needs no lock. A read without a cursor reads
+// from since (audit.Watch drops a query's Since): until a read gave the
+// watch a cursor, the follow starts at the first record at or after it,
+// as the follow route does.
 type pollBudget struct {
 	c     *Client
 	left  int
+	since time.Time
 	spent context.CancelFunc
 }
 
@@ -168,6 +172,9 @@ func (p *pollBudget) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, 
 		return audit.Page{}, context.Canceled
 	}
 	p.left--
+	if q.Cursor == "" {
+		q.Since = p.since
+	}
 	return p.c.ReadAudit(ctx, q)
 }
 
@@ -186,7 +193,8 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 			passed(cursor)
 		}
 	}}
-	for rec, err := range audit.Watch(wctx, &pollBudget{c: c, left: followRetryPolls, spent: cancel}, q, cfg) {
+	budget := &pollBudget{c: c, left: followRetryPolls, since: q.Since, spent: cancel}
+	for rec, err := range audit.Watch(wctx, budget, q, cfg) {
 		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) {
 			return q.Cursor, true
 		}

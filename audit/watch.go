@@ -27,7 +27,9 @@ type WatchConfig struct {
 	// cursor the watch reads on from: past the records the read went over,
 	// also those q does not select (see [Page].FollowCursor). It is called
 	// in the goroutine ranging over the stream, after the read's records
-	// were yielded. Not called when r is a [Follower].
+	// were yielded. When r is a [Follower], it is called only when r is a
+	// [PositionFollower] (httpapi.Client), with the positions its stream
+	// tells; never for one that tells none (etcd's).
 	Passed func(cursor string)
 }
 
@@ -49,12 +51,16 @@ type WatchConfig struct {
 //
 // When r streams the trail itself (a [Follower], or a [RuntimeReader] of a
 // backend that is one, such as httpapi.Client), Watch is its Follow, and
-// cfg's Interval and HeldBack do not apply.
+// cfg's Interval and HeldBack do not apply (nor Passed, unless r is a
+// [PositionFollower]).
 func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[Record, error] {
 	c := cfg.withDefaults()
 	q.Follow = true
 	q.Since = time.Time{}
 	if f, ok := FollowerOf(r); ok {
+		if pf, ok := f.(PositionFollower); ok && c.Passed != nil {
+			return pf.FollowPositions(ctx, q, c.Passed)
+		}
 		return f.Follow(ctx, q)
 	}
 	return func(yield func(Record, error) bool) {
@@ -122,6 +128,18 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 // invalid q is yielded once and ends it).
 type Follower interface {
 	Follow(ctx context.Context, q Query) iter.Seq2[Record, error]
+}
+
+// PositionFollower is a [Follower] whose stream also tells how far it has
+// read past the records it yields (httpapi.Client: the follow route's
+// position events). FollowPositions is its Follow that calls passed with
+// each position, as [WatchConfig].Passed: the cursor the follow reads on
+// from, past the records q does not select that it went over, so that a
+// prune of them leaves it ahead of the prune. passed is called in the
+// goroutine ranging over the stream; nil calls nothing.
+type PositionFollower interface {
+	Follower
+	FollowPositions(ctx context.Context, q Query, passed func(cursor string)) iter.Seq2[Record, error]
 }
 
 // FollowerOf returns r as a [Follower] when it streams the trail itself:

@@ -20,7 +20,7 @@ import (
 var (
 	_ protocol.NamespaceLister = (*Client)(nil)
 	_ protocol.BulkRenewer     = (*Client)(nil)
-	_ audit.Follower           = (*Client)(nil)
+	_ audit.PositionFollower   = (*Client)(nil)
 )
 
 // opFollow names an audit follow in the client's errors.
@@ -155,10 +155,14 @@ const followRetryPolls = 25
 // pollBudget is a Client's audit reader that allows left reads, then
 // calls spent (which ends the watch reading it) and fails the next. It
 // hides the Client's Follow, so that audit.Watch polls it; a watch reads
-// one page at a time, so it needs no lock.
+// one page at a time, so it needs no lock. A read without a cursor reads
+// from since (audit.Watch drops a query's Since): until a read gave the
+// watch a cursor, the follow starts at the first record at or after it,
+// as the follow route does.
 type pollBudget struct {
 	c     *Client
 	left  int
+	since time.Time
 	spent context.CancelFunc
 }
 
@@ -168,17 +172,29 @@ func (p *pollBudget) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, 
 		return audit.Page{}, context.Canceled
 	}
 	p.left--
+	if q.Cursor == "" {
+		q.Since = p.since
+	}
 	return p.c.ReadAudit(ctx, q)
 }
 
 // poll follows q by polling ([audit.Watch]) for followRetryPolls reads,
-// yielding what it reads, and returns the cursor after the last record
-// yielded; ended is set when following must stop (the caller stopped
-// ranging, ctx ended, or the cursor is behind a prune).
-func (c *Client) poll(ctx context.Context, q audit.Query, yield func(audit.Record, error) bool) (cursor string, ended bool) {
+// yielding what it reads and telling passed (nil: nobody) how far each
+// read went, and returns the cursor it reads on from: after the last
+// record yielded, or past the records its reads passed over; ended is set
+// when following must stop (the caller stopped ranging, ctx ended, or the
+// cursor is behind a prune).
+func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), yield func(audit.Record, error) bool) (cursor string, ended bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for rec, err := range audit.Watch(wctx, &pollBudget{c: c, left: followRetryPolls, spent: cancel}, q, nil) {
+	cfg := &audit.WatchConfig{Passed: func(cursor string) {
+		q.Cursor = cursor
+		if passed != nil {
+			passed(cursor)
+		}
+	}}
+	budget := &pollBudget{c: c, left: followRetryPolls, since: q.Since, spent: cancel}
+	for rec, err := range audit.Watch(wctx, budget, q, cfg) {
 		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) {
 			return q.Cursor, true
 		}
@@ -201,7 +217,20 @@ func (c *Client) poll(ctx context.Context, q audit.Query, yield func(audit.Recor
 // the server during a deploy), the client polls as [audit.Watch] does,
 // trying the stream again after every 25 polls (5s at
 // audit.DefaultWatchInterval), and streams again once the route answers.
+//
+// The stream's position events (how far the server read, past records q
+// does not select) move the cursor it reconnects from, so that a prune of
+// other keys' records while it is away does not leave it behind the prune.
 func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	return c.FollowPositions(ctx, q, nil)
+}
+
+// FollowPositions implements [audit.PositionFollower]: it is [Client.Follow],
+// calling passed (when not nil) with each position the stream tells (and,
+// while it polls, with where each read of the trail left it): the cursor
+// it reads on from, past the records it went over that q does not select.
+// A server older than position events tells none.
+func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func(cursor string)) iter.Seq2[audit.Record, error] {
 	q.Follow = true // a follower's read: Validate refuses Newest
 	return func(yield func(audit.Record, error) bool) {
 		if err := q.Validate(); err != nil {
@@ -211,12 +240,12 @@ func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Reco
 		backoff := reconnectMinBackoff
 		for ctx.Err() == nil {
 			opened := time.Now()
-			cursor, err, final := c.followOnce(ctx, q, yield)
+			cursor, err, final := c.followOnce(ctx, q, passed, yield)
 			q.Cursor = cursor
 			switch {
 			case errors.Is(err, errNoRoute):
 				var ended bool
-				if q.Cursor, ended = c.poll(ctx, q, yield); ended {
+				if q.Cursor, ended = c.poll(ctx, q, passed, yield); ended {
 					return
 				}
 				backoff = reconnectMinBackoff
@@ -249,11 +278,13 @@ func (c *Client) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Reco
 // errNoRoute reports a server without GET /v1/audit/follow.
 var errNoRoute = errors.New("httpapi: the server has no audit follow route")
 
-// followOnce runs one follow stream from q.Cursor, yielding its records,
-// and returns the cursor after the last one yielded; final is set when the
-// caller stopped ranging or the server refused the query (then err says
-// why).
-func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
+// followOnce runs one follow stream from q.Cursor, yielding its records
+// and telling passed (when not nil) its positions, and returns the cursor
+// to reconnect from: after the last record yielded, or the last position
+// past it; final is set when the caller stopped ranging or the server
+// refused the query (then err says why).
+func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(string),
+	yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
 	cursor = q.Cursor
 	if cursor == "" && q.Since.IsZero() {
 		// The route starts at the end of the trail without a cursor; the
@@ -344,6 +375,21 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, yield func(audit
 				return cursor, nil, true
 			}
 			cursor = audit.EncodeCursor(rec.ID)
+		case eventPosition:
+			var p wire.FollowPosition
+			if err := json.Unmarshal(data, &p); err != nil {
+				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+			}
+			id, err := audit.DecodeCursor(p.Cursor)
+			if err != nil {
+				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+			}
+			if at, _ := audit.DecodeCursor(cursor); id > at { // "" (the start) is 0
+				cursor = p.Cursor
+				if passed != nil {
+					passed(cursor)
+				}
+			}
 		case eventError, eventEnd:
 			var ev wire.NotifyEvent
 			_ = json.Unmarshal(data, &ev)

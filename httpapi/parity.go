@@ -32,12 +32,22 @@ const (
 )
 
 // Events of the audit follow stream besides subscribed and end: a record
-// (data: the record object, as in an audit page) and a read of the trail
-// that failed (data: {"status","message"}; the stream goes on).
+// (data: the record object, as in an audit page), a read of the trail
+// that failed (data: {"status","message"}; the stream goes on), and a
+// position (data: {"cursor"}): how far the stream has read, past records
+// it went over that its query does not select, so that a client resumes
+// from there rather than from its last record, which a prune of those
+// records would leave behind it.
 const (
-	eventRecord = "record"
-	eventError  = "error"
+	eventRecord   = "record"
+	eventError    = "error"
+	eventPosition = "position"
 )
+
+// positionEvery is the least time between two position events of one
+// follow stream: a stream that passes over other keys' records all the
+// time tells its client where it is once a second, not after every read.
+const positionEvery = time.Second
 
 func namespaceShape(s protocol.Status, msg, _ string) any {
 	return wire.NamespacePage{Status: string(s), Namespaces: []string{}, Message: msg}
@@ -234,7 +244,10 @@ type followQuery = audit.Query
 // serveFollow streams the audit records that the query selects as they
 // commit, as server-sent events: subscribed (once the starting point is
 // known), a record event per record (data: the record, as in an audit
-// page; resume after it with cursor=a1.ID), error when a read of the trail
+// page; resume after it with cursor=a1.ID), position when the stream has
+// read past records the query does not select since the last record or
+// position it sent (data: {"cursor"}: resume from it; at most one every
+// positionEvery), error when a read of the trail
 // failed (the stream goes on), end when the server ends the stream (at
 // shutdown, when its store closed: status closed, or when the cursor is
 // behind a prune: status unavailable, the message beginning with
@@ -304,15 +317,23 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 	sctx, cancel := context.WithCancel(x.r.Context())
 	defer cancel()
 	type item struct {
-		rec audit.Record
-		err error
+		rec    audit.Record
+		err    error
+		passed string // not a record: how far the watch has read (WatchConfig.Passed)
 	}
 	items := make(chan item)
+	wcfg := *cfg
+	wcfg.Passed = func(cursor string) {
+		select {
+		case items <- item{passed: cursor}:
+		case <-sctx.Done():
+		}
+	}
 	go func() {
 		defer close(items)
-		for rec, err := range audit.Watch(sctx, h.audit, q, cfg) {
+		for rec, err := range audit.Watch(sctx, h.audit, q, &wcfg) {
 			select {
-			case items <- item{rec, err}:
+			case items <- item{rec: rec, err: err}:
 			case <-sctx.Done():
 				return
 			}
@@ -325,6 +346,8 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 	}()
 	keepAlive := time.NewTicker(h.keepAlive)
 	defer keepAlive.Stop()
+	pos := newFollowPosition(start)
+	defer pos.stop()
 	end := func(status protocol.Status, msg string) {
 		x.status = status
 		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg})
@@ -346,10 +369,19 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 			continue
 		case <-keepAlive.C:
 			werr = es.comment("keep-alive")
+		case <-pos.due():
+			cursor, ok := pos.take()
+			if !ok {
+				continue
+			}
+			werr = es.data(eventPosition, wire.FollowPosition{Cursor: cursor})
 		case it, ok := <-items:
 			switch {
 			case !ok:
 				return
+			case it.passed != "":
+				pos.passed(it.passed)
+				continue
 			case it.err != nil:
 				status := failedStatus(x.r.Context(), it.err)
 				if status == protocol.StatusClosed || errors.Is(it.err, audit.ErrPruned) {
@@ -364,6 +396,7 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 				rec := wire.FromRecord(it.rec)
 				rec.ExpiresAt = wire.OptTime(it.rec.ExpiresAt)
 				werr = es.data(eventRecord, rec)
+				pos.sent(it.rec.ID)
 			}
 		}
 		if werr != nil {
@@ -372,3 +405,59 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 		keepAlive.Reset(h.keepAlive)
 	}
 }
+
+// followPosition keeps what a follow stream has told its client of where
+// it reads on from, and the position it has yet to tell: one that the
+// server's watch passed (past records the query does not select) beyond
+// the last record or position sent. A position goes positionEvery after
+// the previous one at the soonest, and not at all when a record past it
+// went first. It is used by the stream's goroutine.
+type followPosition struct {
+	told    int64       // the id of the last record or position sent (the start's, at first)
+	pending string      // a position past told, not sent yet; "" when none
+	last    time.Time   // when the last position went
+	timer   *time.Timer // fires when pending may go; armed while pending is set
+}
+
+func newFollowPosition(start string) *followPosition {
+	p := &followPosition{timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
+	p.told, _ = audit.DecodeCursor(start) // "" (the start of the trail) is 0
+	return p
+}
+
+// passed notes cursor, where the watch reads on from after a read.
+func (p *followPosition) passed(cursor string) {
+	id, err := audit.DecodeCursor(cursor)
+	if err != nil || id <= p.told {
+		return
+	}
+	if p.pending == "" {
+		p.timer.Reset(max(positionEvery-time.Since(p.last), 0))
+	}
+	p.pending = cursor
+}
+
+// sent notes a record with id sent: a position up to it is told.
+func (p *followPosition) sent(id int64) {
+	p.told = max(p.told, id)
+	if pid, _ := audit.DecodeCursor(p.pending); pid <= p.told {
+		p.pending = ""
+	}
+}
+
+// due fires when a position may be sent.
+func (p *followPosition) due() <-chan time.Time { return p.timer.C }
+
+// take returns the position to send now, if any, and counts it sent.
+func (p *followPosition) take() (string, bool) {
+	cursor := p.pending
+	if cursor == "" {
+		return "", false
+	}
+	p.pending, p.last = "", time.Now()
+	p.told, _ = audit.DecodeCursor(cursor)
+	return cursor, true
+}
+
+func (p *followPosition) stop() { p.timer.Stop() }

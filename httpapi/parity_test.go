@@ -332,3 +332,35 @@ func TestAuditFollowAgainstAServerWithoutTheRoute(t *testing.T) {
 		t.Fatalf("first record %+v", rec)
 	}
 }
+
+// TestAuditFollowSinceAgainstAServerWithoutTheRoute: a follow from a time
+// (Since, no cursor) against a server without the follow route polls from
+// that time, as the route starts there. The polling fallback went through
+// audit.Watch, which drops Since, and yielded the trail from its start.
+func TestAuditFollowSinceAgainstAServerWithoutTheRoute(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "before"}, "w")
+	s.clock.Advance(time.Minute)
+	since := s.clock.Now().Add(-time.Second)
+	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "after"}, "w")
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/audit/follow" { // the real handler's answer to a route it does not have
+			r.URL.Path, r.URL.RawPath = "/v1/audit/follow-not-yet", ""
+		}
+		s.h.ServeHTTP(w, r)
+	}))
+	defer older.Close()
+	c, err := httpapi.NewClient(older.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	next, stop := iterPull(c.Follow(ctx, audit.Query{Namespace: "scan", Since: since}))
+	defer stop()
+	if rec := mustNext(t, next); rec.Key != "after" {
+		t.Fatalf("first record since %s: %+v, want the acquire of after (at %s), not an older one", since, rec, since.Add(time.Second))
+	}
+}

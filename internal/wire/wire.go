@@ -133,6 +133,13 @@ type NotifyEvent struct {
 	KeepAlive string `json:"keep_alive,omitempty"`
 }
 
+// FollowPosition is the data of a position event of the HTTP API's audit
+// follow stream (GET /v1/audit/follow): the cursor the stream reads on
+// from, past records it went over that its query does not select.
+type FollowPosition struct {
+	Cursor string `json:"cursor"`
+}
+
 // Time formats t in [TimeLayout], in UTC.
 func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
 

@@ -71,8 +71,10 @@ type expiryWatch struct {
 	ended   map[protocol.Key]int64        // the token of the key's last lease whose expiry was reported
 	last    int64                         // the id of the last record read, or past it how far the watch has read
 	// positioned is set once the watch told how far it has read (passed):
-	// never for a store that streams the trail (an audit.Follower), whose
-	// stream carries records only.
+	// a store read page by page tells after each read, a served store's
+	// follow stream in its position events (audit.PositionFollower); never
+	// etcd's stream, which carries records only, nor a server older than
+	// position events.
 	positioned bool
 }
 
@@ -183,8 +185,9 @@ func (w *expiryWatch) next() (at time.Time, ok bool) {
 // store still holds (renewed, or its clock is behind) stays tracked, and
 // is asked about again after recheck; one whose key has a change still to
 // be read waits for it. When a prune removed records after the last one
-// read and the watch never told how far it has read (a streamed trail:
-// etcd, a served store), the key's newest record tells instead: a stream
+// read and the watch never told how far it has read (a streamed trail that
+// tells no position: etcd, a server older than position events, or one
+// that has told none yet), the key's newest record tells instead: a stream
 // delivers each record as it commits, so a change of the key that a prune
 // (of records older than its --before) removed was delivered first.
 func (w *expiryWatch) due(ctx context.Context, rt *protocol.Runtime, r audit.Reader, now time.Time, recheck time.Duration) []audit.Record {

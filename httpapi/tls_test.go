@@ -27,6 +27,7 @@ type tlsServer struct {
 	url    string
 	caFile string       // the CA's certificate (PEM)
 	http2  atomic.Int64 // requests that came over HTTP/2
+	hellos atomic.Int64 // TLS handshakes clients began
 }
 
 func newTLSServer(t *testing.T) *tlsServer {
@@ -51,7 +52,10 @@ func newTLSServer(t *testing.T) *tlsServer {
 	}))
 	srv.EnableHTTP2 = true
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes a test refuses
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		s.hellos.Add(1)
+		return nil, nil // the server's own
+	}}
 	srv.StartTLS()
 	s.url = srv.URL
 	t.Cleanup(func() {
@@ -130,5 +134,22 @@ func TestClientNamesTheFixForAnUntrustedCertificate(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q: %v", want, err)
 		}
+	}
+}
+
+// A certificate the client refuses is refused again on every retry: the
+// operation fails after one handshake, not after MaxAttempts handshakes
+// and their pauses.
+func TestClientDoesNotRetryAnUntrustedCertificate(t *testing.T) {
+	t.Parallel()
+	s := newTLSServer(t)
+	store := newClient(t, s.url, &httpapi.ClientConfig{MaxAttempts: 5})
+	_, err := store.Acquire(t.Context(), protocol.AcquireRequest{Key: protocol.Key{Namespace: "billing", Name: "invoice-run"},
+		Owner: "worker-1", TTL: time.Hour})
+	if protocol.StatusOf(err) != protocol.StatusUnavailable {
+		t.Fatalf("acquire with the CA not trusted: %v, want unavailable", err)
+	}
+	if n := s.hellos.Load(); n != 1 {
+		t.Errorf("the client began %d TLS handshakes for one acquire whose server certificate it refused; want 1 (a refusal does not change on a retry)", n)
 	}
 }

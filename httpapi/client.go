@@ -32,7 +32,8 @@ type ClientConfig struct {
 	// MaxAttempts bounds the tries of one operation when the server could
 	// not be reached or the connection broke before an answer; each retry
 	// sends the same request id, so a change is never made twice. The
-	// deadline bounds them too. Default: 3.
+	// deadline bounds them too; a server certificate the client refused is
+	// not tried again. Default: 3.
 	MaxAttempts int
 }
 
@@ -154,8 +155,8 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			return code, body, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil {
-			break
+		if _, refused := untrustedCertificate(err); refused || ctx.Err() != nil {
+			break // a certificate refused once is refused on every retry
 		}
 	}
 	return 0, nil, transportError(ctx, op, lastErr)

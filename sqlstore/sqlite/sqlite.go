@@ -90,9 +90,12 @@ type Config struct {
 	NoCoalescing bool
 }
 
-// Backend is the SQLite backend. It implements [protocol.Backend] and
-// [audit.Reader] and is safe for concurrent use. Create it with [Open] or
-// [New]; most callers wrap it in a [protocol.Runtime] with protocol.New.
+// Backend is the SQLite backend. It implements [protocol.Backend],
+// [protocol.BulkRenewer], [protocol.Notifier],
+// [protocol.NamespaceLister], [protocol.Sweeper], [protocol.TokenRaiser],
+// [audit.Reader] and [audit.Pruner], and is safe for concurrent use.
+// Create it with [Open] or [New]; most callers wrap it in a
+// [protocol.Runtime] with protocol.New.
 type Backend struct {
 	db    *sql.DB
 	owned bool   // Close closes db

@@ -100,6 +100,16 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	}
 }
 
+// pruneTx is every prune transaction's isolation: read committed, whatever
+// the session's default (a borrowed pool's, a pooler's). Each statement of
+// a batch then reads what committed before it, after the waits before it:
+// the claim, after the window's row lock that a prune with the same
+// request id holds until it committed its record; under repeatable read
+// the claim read the snapshot of the batch's first statement, taken before
+// that commit, and a second prune with the id removed a batch that no
+// record counted (TestPruneSameRequestIDUnderRepeatableRead).
+var pruneTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // errPruneIDTaken reports that a prune's first batch found its request id
 // claimed by another run, or its record in the trail: the batch rolled
 // back, having removed nothing. It never leaves the package.
@@ -117,7 +127,7 @@ func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run 
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
 	defer cancel()
 	a := args{"before": r.Before, "request_id": r.RequestID, "run": run}
-	_ = pgx.BeginFunc(dctx, b.pool, func(tx pgx.Tx) error {
+	_ = pgx.BeginTxFunc(dctx, b.pool, pruneTx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(dctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
 			return err
 		}
@@ -160,7 +170,7 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 		n   int64
 		rec *audit.Record
 	)
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, b.pool, pruneTx, func(tx pgx.Tx) error {
 		a := args{"before": r.Before, "limit": pruneBatch, "request_id": r.RequestID, "run": run, "actor": r.Actor,
 			"now": b.clock()}
 		if _, err := tx.Exec(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {

@@ -26,9 +26,12 @@
 -- Both functions are SECURITY DEFINER (search_path pinned to this schema),
 -- so a role granted the tables before this version prunes as before
 -- without a grant on the new table, and each refuses unless the calling
--- transaction has the prune window open (a row of leasestore_audit_prune,
--- which only a role that may prune can write): no other role can take or
--- free a prune's request id. A release before this version serves this
+-- transaction has the prune window open (a row of leasestore_audit_prune).
+-- Only a role that may prune (DELETE on leasestore_audit) may write that
+-- row: a trigger of its own checks the writing role, since a role that
+-- only serves is commonly granted INSERT and UPDATE on every table of the
+-- schema, the window's too, and could otherwise open the window and take
+-- or free a prune's request id. So no other role can. A release before this version serves this
 -- schema unchanged (leasestore_compat stays as it is); its prunes neither
 -- take nor honour claims, so during a rolling deploy two prunes with one
 -- request id, one of each release, can still both remove records.
@@ -85,6 +88,27 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- Refuses a write of the prune window by a role that may not delete audit
+-- records. SECURITY INVOKER (the default): current_user is the role that
+-- writes the row.
+-- +goose StatementBegin
+CREATE FUNCTION leasestore_audit_prune_window_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT has_table_privilege(current_user, format('%I.leasestore_audit', TG_TABLE_SCHEMA), 'DELETE') THEN
+        -- The server's own wording for the privilege that is missing, so
+        -- that the backend names its GRANT as for any other.
+        RAISE EXCEPTION 'permission denied for table leasestore_audit'
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'Only a role that may delete audit records opens the prune window (leasestore_audit_prune).';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER leasestore_audit_prune_window_guard BEFORE INSERT OR UPDATE ON leasestore_audit_prune
+    FOR EACH ROW EXECUTE FUNCTION leasestore_audit_prune_window_guard();
+
 -- +goose StatementBegin
 DO $$
 BEGIN
@@ -95,6 +119,8 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER leasestore_audit_prune_window_guard ON leasestore_audit_prune;
+DROP FUNCTION leasestore_audit_prune_window_guard();
 DROP FUNCTION leasestore_audit_prune_unclaim(text, text);
 DROP FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz);
 DROP TABLE leasestore_audit_prune_claim;

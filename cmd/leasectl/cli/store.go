@@ -252,7 +252,10 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		}
 		return newStore(protocol.New(c, cfg), t, nil), nil
 	}
+	// A local store's background sweep logs through leasectl's logger
+	// (its format, --log-level, redaction and stderr), not slog.Default.
 	sweep := testSweep
+	sweep.Logger = a.log
 	cfg.Sweep = &sweep
 	if t.etcd != nil {
 		b, err := etcd.Open(ctx, t.etcd)

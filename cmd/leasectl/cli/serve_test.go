@@ -2,16 +2,22 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
+	"github.com/leasestore/leasestore/promobserver"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -119,3 +125,74 @@ func TestServeRetentionObservesOnlyItsPrunes(t *testing.T) {
 		t.Fatalf("the observer heard %d prunes; one ran", n)
 	}
 }
+
+// sweptLine is the background sweep's debug line as leasectl's logger
+// writes it at --log-level debug: stamped to the microsecond, level DBG.
+var sweptLine = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{6} DBG lease: swept the rows of ended leases backend=sqlite removed=[1-9]`)
+
+// The background sweep of serve's store logs through leasectl's logger:
+// its format, its --log-level, its redaction, the command's stderr. It
+// logged to slog.Default (the process's stderr, at info), so --log-level
+// debug never showed its lines and a warning of a failed sweep bypassed
+// the service's log format. (testSweep only has the sweep come sooner.)
+func TestServeSweepLogsThroughLeasectlsLogger(t *testing.T) {
+	testSweep = protocol.SweepConfig{Every: 10 * time.Millisecond, Grace: time.Nanosecond}
+	t.Cleanup(func() { testSweep = protocol.SweepConfig{} })
+	e := sqliteEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() {
+		args := []string{"serve", "--listen", "127.0.0.1:0", "-o", "json", "--log-level", "debug"}
+		done <- Execute(ctx, args, nil, &stdout, &stderr, e.get)
+	}()
+	stop := sync.OnceValue(func() int { cancel(); return <-done }) // as SIGINT: serve's exit code
+	t.Cleanup(func() { stop() })
+	var served serveJSON
+	for deadline := time.Now().Add(30 * time.Second); json.Unmarshal([]byte(stdout.String()), &served) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		}
+	}
+	remote := env{EnvDSN: served.URL}
+	wantCode(t, runCLI(t, remote, "acquire", "k", "--owner", "w", "--ttl", "1ms"), 0)
+	// Each operation of the served store may start a sweep; the expired
+	// lease's row goes in the first one that runs after it expired, which
+	// /metrics then counts.
+	for deadline := time.Now().Add(30 * time.Second); !sweptRows(t, served.URL); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the served store swept no row in 30s; serve's stderr:\n%s", stderr.String())
+		}
+		if o := runCLI(t, remote, "get", "k"); o.code != ExitRefused { // expired, then not_found
+			t.Fatalf("get k: exit %d: %s%s", o.code, o.stdout, o.stderr)
+		}
+	}
+	// Serve closes its store, which waits for the sweep in flight: its
+	// lines are written by the time serve returns.
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exit %d after interrupt; stderr: %s", code, stderr.String())
+	}
+	if !sweptLine.MatchString(stderr.String()) {
+		t.Fatalf("serve --log-level debug swept the expired lease's row, but its stderr holds no line matching %s "+
+			"in leasectl's format (the sweep logs elsewhere):\n%s", sweptLine, stderr.String())
+	}
+}
+
+// sweptRows reports whether the /metrics of the store served at url count
+// a swept row.
+func sweptRows(t *testing.T, url string) bool {
+	t.Helper()
+	res, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s, %v", res.Status, err)
+	}
+	return sweptMetric.Match(body)
+}
+
+// sweptMetric is the swept rows' counter of a SQLite store, past 0.
+var sweptMetric = regexp.MustCompile(`(?m)^` + promobserver.SweptRowsTotalName + `\{backend="sqlite"\} [1-9]`)

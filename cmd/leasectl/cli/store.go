@@ -230,6 +230,11 @@ type openOptions struct {
 // pauses a command there, between two of its operations.
 var testObserver protocol.Observer
 
+// testSweep, set only by this package's tests (the zero value, every
+// default, otherwise), tunes the background sweep of the local stores
+// opened here: a test has it sweep soon after a lease ended.
+var testSweep protocol.SweepConfig
+
 // openTarget opens t; see openStore.
 func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*store, error) {
 	ctx, cancel := a.opContext(ctx)
@@ -247,6 +252,11 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 		}
 		return newStore(protocol.New(c, cfg), t, nil), nil
 	}
+	// A local store's background sweep logs through leasectl's logger
+	// (its format, --log-level, redaction and stderr), not slog.Default.
+	sweep := testSweep
+	sweep.Logger = a.log
+	cfg.Sweep = &sweep
 	if t.etcd != nil {
 		b, err := etcd.Open(ctx, t.etcd)
 		if err != nil {

@@ -28,8 +28,8 @@ type WatchConfig struct {
 	// also those q does not select (see [Page].FollowCursor). It is called
 	// in the goroutine ranging over the stream, after the read's records
 	// were yielded. When r is a [Follower], it is called only when r is a
-	// [PositionFollower] (httpapi.Client), with the positions its stream
-	// tells; never for one that tells none (etcd's).
+	// [PositionFollower] (httpapi.Client, the etcd backend), with the
+	// positions its stream tells; never for one that tells none.
 	Passed func(cursor string)
 }
 
@@ -132,7 +132,7 @@ type Follower interface {
 
 // PositionFollower is a [Follower] whose stream also tells how far it has
 // read past the records it yields (httpapi.Client: the follow route's
-// position events). FollowPositions is its Follow that calls passed with
+// position events; the etcd backend: its reads' and watch's revisions). FollowPositions is its Follow that calls passed with
 // each position, as [WatchConfig].Passed: the cursor the follow reads on
 // from, past the records q does not select that it went over, so that a
 // prune of them leaves it ahead of the prune. passed is called in the

@@ -378,10 +378,38 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // failure of the first read is yielded and ends the stream; so does Close
 // (an error matching protocol.ErrClosed).
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
+	return b.FollowPositions(ctx, q, nil)
+}
+
+var _ audit.PositionFollower = (*Backend)(nil)
+
+// FollowPositions is [Backend.Follow] that also calls passed (unless nil)
+// with the cursor of each revision up to which it has handled every event
+// of the trail, when that is past the last record it yielded: after its
+// catch-up read (the read's revision), and after each answer of its watch
+// that moved it past records q does not select or to a progress report.
+// A prune of records at or below such a cursor removes none the follower
+// could still read, so a follower resumed from it is not behind the prune
+// (see [audit.PositionFollower]; a served etcd store tells its streams
+// these positions).
+func (b *Backend) FollowPositions(ctx context.Context, q audit.Query, passed func(cursor string)) iter.Seq2[audit.Record, error] {
 	q.Since = time.Time{}
 	q.Follow = true // a follower's read: Validate refuses Newest
 	return func(yield func(audit.Record, error) bool) {
+		var told int64 // the greatest id yielded or told
+		yieldRec := func(rec audit.Record, err error) bool {
+			if err == nil {
+				told = max(told, rec.ID)
+			}
+			return yield(rec, err)
+		}
 		var rev int64
+		tell := func() {
+			if passed != nil && rev > told {
+				told = rev
+				passed(audit.EncodeCursor(rev))
+			}
+		}
 		for {
 			page, r, err := b.readAudit(ctx, q)
 			if err != nil {
@@ -389,7 +417,7 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 				return
 			}
 			for _, rec := range page.Records {
-				if !yield(rec, nil) {
+				if !yieldRec(rec, nil) {
 					return
 				}
 				q.Cursor = audit.EncodeCursor(rec.ID)
@@ -401,6 +429,7 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 				break
 			}
 		}
+		tell()
 		if b.testAfterRead != nil {
 			b.testAfterRead()
 		}
@@ -410,7 +439,7 @@ func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Rec
 		// never splits a revision's events between responses.
 		pause := followPause
 		for {
-			err := b.watchAudit(ctx, q, &rev, func() { pause = followPause }, yield)
+			err := b.watchAudit(ctx, q, &rev, func() { pause = followPause }, tell, yieldRec)
 			if err == errStopped {
 				return
 			}
@@ -456,8 +485,9 @@ var errStopped = errors.New("etcd: follower stopped")
 
 // watchAudit yields the records q selects from revision *rev+1 on, as
 // they commit, moving *rev past each revision it handled and to each
-// progress report (ok is called on each answer of the watch), until the
-// watch fails: it returns the failure, interpreted, or errStopped.
+// progress report (ok is called on each answer of the watch, moved after
+// each answer handled, once *rev moved past it), until the watch fails: it
+// returns the failure, interpreted, or errStopped.
 //
 // A progress report's revision is one up to which the watch has sent
 // every event (etcd sends one only to a watch that has caught up), so
@@ -465,7 +495,7 @@ var errStopped = errors.New("etcd: follower stopped")
 // (WithProgressNotify: every 10 minutes by default) and this follower
 // requests one after followProgress of quiet; the report goes to every
 // watch of the client's stream (the notifier's ignore it).
-func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok func(),
+func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok, moved func(),
 	yield func(audit.Record, error) bool) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -511,6 +541,7 @@ func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok 
 		ok()
 		if wresp.IsProgressNotify() {
 			*rev = max(*rev, wresp.Header.Revision)
+			moved()
 			continue
 		}
 		if !b.yieldEvents(q, wresp.Events, yield) {
@@ -519,6 +550,7 @@ func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok 
 		for _, ev := range wresp.Events {
 			*rev = max(*rev, ev.Kv.ModRevision)
 		}
+		moved()
 	}
 }
 

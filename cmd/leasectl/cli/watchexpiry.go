@@ -186,7 +186,7 @@ func (w *expiryWatch) next() (at time.Time, ok bool) {
 // is asked about again after recheck; one whose key has a change still to
 // be read waits for it. When a prune removed records after the last one
 // read and the watch never told how far it has read (a streamed trail that
-// tells no position: etcd, a server older than position events, or one
+// tells no position: a server older than position events, or a stream
 // that has told none yet), the key's newest record tells instead: a stream
 // delivers each record as it commits, so a change of the key that a prune
 // (of records older than its --before) removed was delivered first.

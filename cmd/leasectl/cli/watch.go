@@ -206,6 +206,7 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 			return nil
 		}
 		if it.passed != "" {
+			a.log.Debug("watch: read on past records the watch does not select", "cursor", it.passed)
 			expiries.passed(it.passed)
 			continue
 		}

@@ -108,6 +108,8 @@ $$;
 
 CREATE TRIGGER leasestore_audit_prune_window_guard BEFORE INSERT OR UPDATE ON leasestore_audit_prune
     FOR EACH ROW EXECUTE FUNCTION leasestore_audit_prune_window_guard();
+-- Also in a session whose session_replication_role is replica.
+ALTER TABLE leasestore_audit_prune ENABLE ALWAYS TRIGGER leasestore_audit_prune_window_guard;
 
 -- +goose StatementBegin
 DO $$
@@ -115,10 +117,22 @@ BEGIN
     EXECUTE format('ALTER FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz) SET search_path = %I, pg_temp',
                    current_schema());
     EXECUTE format('ALTER FUNCTION leasestore_audit_prune_unclaim(text, text) SET search_path = %I, pg_temp', current_schema());
+    -- The guard and the trail's append-only trigger (schema 2) run as the
+    -- writing role, and named the prune window and pg_catalog's functions
+    -- through that role's search_path: a role could put a temporary
+    -- leasestore_audit_prune of its own (temporary tables are searched
+    -- first) or a has_table_privilege of its own ahead of them, and
+    -- delete any record or open the window past the guard
+    -- (TestAppendOnlyTrailRefusesADeleteThroughATemporaryWindow,
+    -- TestServingRoleCannotOpenThePruneWindowThroughItsSearchPath). Pinned, pg_temp
+    -- last and pg_catalog implicitly first, they find this schema's.
+    EXECUTE format('ALTER FUNCTION leasestore_audit_prune_window_guard() SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION leasestore_audit_refuse() SET search_path = %I, pg_temp', current_schema());
 END $$;
 -- +goose StatementEnd
 
 -- +goose Down
+ALTER FUNCTION leasestore_audit_refuse() RESET search_path;
 DROP TRIGGER leasestore_audit_prune_window_guard ON leasestore_audit_prune;
 DROP FUNCTION leasestore_audit_prune_window_guard();
 DROP FUNCTION leasestore_audit_prune_unclaim(text, text);

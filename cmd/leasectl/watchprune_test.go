@@ -10,13 +10,13 @@ import (
 )
 
 // A watch of one key on a store that streams its trail (etcd: an etcd
-// watch) never tells how far it has read, so its expiry check asked the
-// trail for a change of the key after the last record it printed; once a
-// prune removed later records of other keys, that read failed "behind a
-// prune" at every try: the lease's expiry was never reported, and the
-// watch ran on (exit 0) as if the lease were held. The key's newest record
-// tells instead (the stream delivered every record of the key as it
-// committed). TestWatchKeyReportsExpiryAfterAPruneOfOtherKeys (package
+// watch) asked, in its expiry check, the trail for a change of the key
+// after the last record it printed, as etcd's stream told no position
+// then; once a prune removed later records of other keys, that read failed
+// "behind a prune" at every try: the lease's expiry was never reported, and
+// the watch ran on (exit 0) as if the lease were held. The key's newest
+// record told instead (the stream delivered every record of the key as it
+// committed); etcd's stream now tells its position, which serves first. TestWatchKeyReportsExpiryAfterAPruneOfOtherKeys (package
 // cli) is the same on a store the watch reads page by page.
 func TestWatchKeyOnAStreamReportsExpiryAfterAPruneOfOtherKeys(t *testing.T) {
 	t.Parallel()

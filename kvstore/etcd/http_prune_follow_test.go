@@ -24,7 +24,7 @@ import (
 // operator guide: "through a served store across a broken stream too, from
 // the stream's position events"): a prune of those records while it is
 // away must not end it behind the prune. The server's stream over etcd
-// (the backend's own Follow) tells no position, so the client reconnects
+// (the backend's own Follow) told no position, so the client reconnected
 // from its last record, below what the prune removed.
 func TestFollowOverHTTPOutlivesAPruneOfRecordsItPassed(t *testing.T) {
 	t.Parallel()

@@ -72,8 +72,8 @@ type expiryWatch struct {
 	last    int64                         // the id of the last record read, or past it how far the watch has read
 	// positioned is set once the watch told how far it has read (passed):
 	// a store read page by page tells after each read, a served store's
-	// follow stream in its position events (audit.PositionFollower); never
-	// etcd's stream, which carries records only, nor a server older than
+	// follow stream in its position events and etcd's stream from its
+	// revisions (audit.PositionFollower); never a server older than
 	// position events.
 	positioned bool
 }

@@ -3,17 +3,12 @@ package sqlite_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/httpapi"
+	"github.com/leasestore/leasestore/internal/testkit/followprune"
 	"github.com/leasestore/leasestore/internal/testkit/httpcontract"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
@@ -227,167 +222,10 @@ func wantPruned(t *testing.T, what string, page audit.Page, err error) {
 // from there: it goes on, and yields the key's next record.
 func TestFollowOverHTTPOutlivesAPruneOfRecordsItPassed(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	clock := newClock()
-	b, err := sqlite.Open(ctx, migratedFile(t), sqlite.WithTestClock(nil, clock.Now))
+	b, err := sqlite.Open(t.Context(), migratedFile(t), sqlite.WithTestClock(nil, clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serveHeld(t, b)
-	c, err := httpapi.NewClient(srv.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	mine, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("mine"), Owner: "w", TTL: time.Hour, RequestID: "mine"})
-	wantStatus(t, "acquire mine", mine, err, protocol.StatusAcquired)
-
-	var passed atomic.Int64 // the furthest position the follow told
-	moved := make(chan struct{}, 1)
-	cfg := &audit.WatchConfig{Passed: func(cursor string) {
-		if id, err := audit.DecodeCursor(cursor); err == nil && id > passed.Load() {
-			passed.Store(id)
-			select {
-			case moved <- struct{}{}:
-			default:
-			}
-		}
-	}}
-	type item struct {
-		rec audit.Record
-		err error
-	}
-	items := make(chan item)
-	wctx, stop := context.WithCancel(ctx)
-	go func() {
-		defer close(items)
-		for rec, err := range audit.Watch(wctx, c, audit.Query{Namespace: "ns", Key: "mine"}, cfg) {
-			select {
-			case items <- item{rec, err}:
-			case <-wctx.Done():
-				return
-			}
-		}
-	}()
-	defer func() {
-		stop()
-		for range items {
-		}
-	}()
-	// next returns the next record of the follow, skipping the failures it
-	// goes on after (the broken stream), and fails the test when it ends.
-	next := func(what string) audit.Record {
-		t.Helper()
-		for {
-			select {
-			case it, ok := <-items:
-				switch {
-				case !ok:
-					t.Fatalf("%s: the follow ended", what)
-				case errors.Is(it.err, audit.ErrPruned):
-					t.Fatalf("%s: the follow of ns/mine ended behind a prune that removed only records it had passed: %v", what, it.err)
-				case it.err == nil:
-					return it.rec
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s: no record within 10s", what)
-			}
-		}
-	}
-	if rec := next("first record"); rec.RequestID != "mine" {
-		t.Fatalf("first record %+v, want the acquire of mine", rec)
-	}
-	for _, name := range []string{"other1", "other2"} {
-		clock.Advance(time.Second)
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "w", TTL: time.Hour, RequestID: name})
-		wantStatus(t, "acquire "+name, res, err, protocol.StatusAcquired)
-	}
-	others := recordIDs(t, b)["other2"]
-	for deadline := time.After(10 * time.Second); passed.Load() < others; {
-		select {
-		case <-moved:
-			continue
-		case <-deadline:
-			t.Errorf("the follow of ns/mine told no position past the records of other keys (through id %d) within 10s: told %d",
-				others, passed.Load())
-		}
-		break
-	}
-	// The stream breaks, and its reconnect waits until the prune is done.
-	srv.hold()
-	clock.Advance(time.Second)
-	if _, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune"}); err != nil {
-		t.Fatal(err)
-	}
-	srv.release()
-	renewed, err := b.Renew(ctx, protocol.RenewRequest{Key: key("mine"), Owner: "w", Token: mine.Lease.Token, TTL: time.Hour,
-		RequestID: "renew"})
-	wantStatus(t, "renew mine", renewed, err, protocol.StatusRenewed)
-	if rec := next("after the prune"); rec.RequestID != "renew" {
-		t.Fatalf("the record after the prune: %+v, want the renew of mine", rec)
-	}
-}
-
-// heldServer serves a store on a loopback port; hold breaks its streams
-// and keeps new follow requests waiting until release.
-type heldServer struct {
-	url     string
-	srv     *httptest.Server
-	held    atomic.Bool
-	mu      sync.Mutex
-	waiting chan struct{} // closed by release
-}
-
-// serveHeld serves b (owned) as leasectl serve does, its trail read
-// through its runtime.
-func serveHeld(t *testing.T, b protocol.Backend) *heldServer {
-	t.Helper()
-	rt := protocol.New(b, &protocol.Config{Sweep: &protocol.SweepConfig{Every: -1}})
-	h, err := httpapi.NewHandler(rt, audit.RuntimeReader(rt), &httpapi.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &heldServer{waiting: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/audit/follow" && s.held.Load() {
-			s.mu.Lock()
-			waiting := s.waiting
-			s.mu.Unlock()
-			select {
-			case <-waiting:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	}))
-	s.url = s.srv.URL
-	t.Cleanup(func() {
-		s.release()
-		h.CloseStreams()
-		s.srv.Close()
-		if err := rt.Close(context.Background()); err != nil {
-			t.Errorf("close the served store: %v", err)
-		}
-	})
-	return s
-}
-
-// hold breaks the open streams and keeps follow requests waiting.
-func (s *heldServer) hold() {
-	s.mu.Lock()
-	s.waiting = make(chan struct{})
-	s.mu.Unlock()
-	s.held.Store(true)
-	s.srv.CloseClientConnections()
-}
-
-// release lets the waiting follow requests through.
-func (s *heldServer) release() {
-	if s.held.CompareAndSwap(true, false) {
-		s.mu.Lock()
-		close(s.waiting)
-		s.mu.Unlock()
-	}
+	followprune.Run(t, followprune.Store{Backend: b, Tick: func() { clock.Advance(time.Second) }, Now: clock.Now})
 }

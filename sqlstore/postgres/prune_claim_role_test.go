@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/leasestore/leasestore/audit"
@@ -20,21 +21,30 @@ import (
 // then goes through and commits, a prune with that id is refused as used.
 func TestServingRoleCannotClaimAPruneRequestID(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t)
 	dsn := pgtest.MigratedDSN(t)
 	serving := pgtest.GrantedRoleDSN(t, dsn, grantTablesNoDe, grantSeqUsage)
-	conn := rawConn(t, serving)
+	tryToTakeAPruneRequestID(t, rawConn(t, serving), dsn, "opened the prune window itself")
+}
+
+// tryToTakeAPruneRequestID opens the prune window and claims the request
+// id "victim" on conn, a role that may not prune, and commits; it fails
+// the test, naming how the role got there, unless the window's write or
+// the claim was refused with insufficient_privilege (42501). A claim that
+// went through is shown by the owner's prune of that id (through dsn)
+// refused as used.
+func tryToTakeAPruneRequestID(t *testing.T, conn *pgx.Conn, dsn, how string) {
+	t.Helper()
+	ctx := ctxT(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	// Refused at the window, or at the claim: either way with 42501.
 	var pe *pgconn.PgError
 	if _, err := tx.Exec(ctx, `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, '-infinity')`); errors.As(err, &pe) && pe.Code == "42501" {
 		return
 	} else if err != nil {
-		t.Fatalf("the serving role's write of the prune window: %v; want insufficient_privilege (42501) or success", err)
+		t.Fatalf("the role's write of the prune window: %v; want insufficient_privilege (42501) or success", err)
 	}
 	var holder *string
 	err = tx.QueryRow(ctx, `SELECT leasestore_audit_prune_claim('victim', 'mallory', 'mallory', now(), now())`).Scan(&holder)
@@ -42,16 +52,15 @@ func TestServingRoleCannotClaimAPruneRequestID(t *testing.T) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("the serving role's call of leasestore_audit_prune_claim: %v; want insufficient_privilege (42501)", err)
+		t.Fatalf("the role's call of leasestore_audit_prune_claim: %v; want insufficient_privilege (42501)", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	owner := openBackend(t, dsn, nil)
 	_, perr := owner.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "victim"})
-	t.Fatalf("a serving role (SELECT, INSERT, UPDATE on the tables: may not prune) opened the prune window itself and "+
-		"took the request id \"victim\" (holder %s, committed); the owner's prune with that id then answered %v; "+
-		"want the claim refused (42501)", deref(holder), perr)
+	t.Fatalf("a serving role (SELECT, INSERT, UPDATE on the tables: may not prune) %s and took the request id \"victim\" "+
+		"(holder %s, committed); the owner's prune with that id then answered %v; want it refused (42501)", how, deref(holder), perr)
 }
 
 func deref(s *string) string {

@@ -302,6 +302,20 @@ func TestNamespacesOfANarrowTokenReadFullPages(t *testing.T) {
 	}
 }
 
+// withoutFollowRoute serves h on a loopback port as a server older than
+// GET /v1/audit/follow would: that route answered as one h does not have.
+func withoutFollowRoute(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/audit/follow" { // the real handler's answer to a route it does not have
+			r.URL.Path, r.URL.RawPath = "/v1/audit/follow-not-yet", ""
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(older.Close)
+	return older
+}
+
 // TestAuditFollowAgainstAServerWithoutTheRoute: a server older than GET
 // /v1/audit/follow answers it as any route it does not have, 404 with its
 // JSON body; the client's Follow then polls (audit.Watch), as against a
@@ -311,13 +325,7 @@ func TestAuditFollowAgainstAServerWithoutTheRoute(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, nil)
 	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "before"}, "w")
-	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/audit/follow" { // the real handler's answer to a route it does not have
-			r.URL.Path, r.URL.RawPath = "/v1/audit/follow-not-yet", ""
-		}
-		s.h.ServeHTTP(w, r)
-	}))
-	defer older.Close()
+	older := withoutFollowRoute(t, s.h)
 	expect(t, "the hidden route", send(t, "GET", older.URL+"/v1/audit/follow?namespace=scan", ""), 404, "invalid")
 	c, err := httpapi.NewClient(older.URL, nil)
 	if err != nil {
@@ -344,13 +352,7 @@ func TestAuditFollowSinceAgainstAServerWithoutTheRoute(t *testing.T) {
 	s.clock.Advance(time.Minute)
 	since := s.clock.Now().Add(-time.Second)
 	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "after"}, "w")
-	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/audit/follow" { // the real handler's answer to a route it does not have
-			r.URL.Path, r.URL.RawPath = "/v1/audit/follow-not-yet", ""
-		}
-		s.h.ServeHTTP(w, r)
-	}))
-	defer older.Close()
+	older := withoutFollowRoute(t, s.h)
 	c, err := httpapi.NewClient(older.URL, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,10 @@ type Held struct {
 	relID    string
 	released bool
 	relErr   error
+
+	// releaseHook, set by tests only, is called by Release once it found
+	// the lease not yet released nor lost, before it stops the renewals.
+	releaseHook func()
 }
 
 // ErrLeaseLost is the cause of a [Held]'s context when the lease was lost.
@@ -300,6 +304,9 @@ func (h *Held) Release(ctx context.Context) error {
 		}
 		h.released, h.relErr = true, cause
 		return cause
+	}
+	if h.releaseHook != nil {
+		h.releaseHook()
 	}
 	h.cancel(context.Canceled)
 	<-h.done

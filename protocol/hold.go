@@ -58,7 +58,7 @@ type Held struct {
 	relErr   error
 
 	// releaseHook, set by tests only, is called by Release once it found
-	// the lease not yet released nor lost, before it stops the renewals.
+	// the lease not yet released, before it stops the renewals.
 	releaseHook func()
 }
 
@@ -266,7 +266,8 @@ func (h *Held) Context() context.Context { return h.ctx }
 func (h *Held) Done() <-chan struct{} { return h.done }
 
 // Release stops renewing and releases the lease. It returns the release's
-// error; a lease already lost answers with the loss's cause instead.
+// error; a lease lost before the renewals stopped (the loss heard while
+// Release runs included) answers with the loss's cause instead.
 //
 // A lease given up by the local clock (no renewal answered before it would
 // run out) may still be live in the store, when the renewals took effect
@@ -293,9 +294,15 @@ func (h *Held) Release(ctx context.Context) error {
 	if h.released {
 		return h.relErr
 	}
-	if cause := context.Cause(h.ctx); cause != nil && errors.Is(cause, ErrLeaseLost) {
-		h.cancel(nil)
-		<-h.done
+	if h.releaseHook != nil {
+		h.releaseHook()
+	}
+	// The renewals stop first, and the cause is read after: a loss heard
+	// until the cancel stays the cause (the first cause wins), and none is
+	// heard after it.
+	h.cancel(context.Canceled)
+	<-h.done
+	if cause := context.Cause(h.ctx); errors.Is(cause, ErrLeaseLost) {
 		if le := (*lostError)(nil); errors.As(cause, &le) && le.byClock {
 			// The store may still hold it. A refusal (it ran out, or the
 			// renewals never took effect) or no answer changes nothing:
@@ -305,11 +312,6 @@ func (h *Held) Release(ctx context.Context) error {
 		h.released, h.relErr = true, cause
 		return cause
 	}
-	if h.releaseHook != nil {
-		h.releaseHook()
-	}
-	h.cancel(context.Canceled)
-	<-h.done
 	err := h.release(ctx)
 	if st := StatusOf(err); st != StatusTimeout && st != StatusUnavailable {
 		h.released, h.relErr = true, err

@@ -15,7 +15,8 @@ const (
 	EventBusy EventKind = "busy"
 	// EventLost: a lease was lost (the store signalled its end, a renewal
 	// was refused, or it was not renewed before it would run out); its
-	// handler's context was cancelled.
+	// handler's context was cancelled. It is sent when the handler is
+	// cancelled, not at the end of the round.
 	EventLost EventKind = "lost"
 	// EventHandedOver: the worker gives a target up to rebalance (or because
 	// it left the set, or at shutdown); its handler's context was cancelled.

@@ -386,7 +386,9 @@ func refused(err error) bool {
 // renewAll renews every lease held, membership included, the leases
 // closest to their local deadline first, and applies the outcomes: a
 // refusal loses the lease at once, when its answer arrives, not when the
-// round's slowest renewal returned (TestRefusedRenewalIsNotHeldUpByASlowRenewal);
+// round's slowest renewal returned: the handler is cancelled and the
+// observer hears [EventLost] then (TestRefusedRenewalIsNotHeldUpByASlowRenewal,
+// TestRefusedRenewalIsObservedAtOnce);
 // a success once the round ended; an unknown outcome leaves it to the
 // lease's local deadline. A renewal is given OpTimeout, or longer while its
 // lease's local deadline is further away: on a slow store a late renewal
@@ -425,13 +427,14 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	}
 	outs := s.renew(ctx, items, func(i int, err error) {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		if l := leaseOf(i); l != nil {
 			s.loseLocked(l, err, false)
 		} else if s.membership == m {
 			s.log.Warn("scheduler: membership lease lost; joining again", "err", err)
 			s.membership = nil
 		}
+		s.mu.Unlock()
+		s.flush() // the observer hears of the loss with the handler, not at the round's end
 	})
 
 	s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -77,6 +78,8 @@ func TestRefusedRenewalIsNotHeldUpByASlowRenewal(t *testing.T) {
 	<-store.started
 	if cause := <-store.ended; !errors.Is(cause, protocol.ErrNotFound) {
 		t.Errorf("when the membership's slow renewal ended, the revoked t's handler had cause %v; want it cancelled by its renewal's not_found, which came first", cause)
+	} else if strings.Contains(cause.Error(), "lease: lost: lease: ") {
+		t.Errorf("the cause reads %q; want \"lease: \" once before the reason, as a Held's cause reads", cause)
 	}
 }
 

@@ -76,8 +76,11 @@ type lostError struct {
 	byClock bool
 }
 
-// lost returns the cause of a Held's context when why lost the lease.
-func lost(why error) error { return &lostError{why: why} }
+// LeaseLost returns the cause a holder's context ends with when why lost
+// its lease, as a [Held]'s does: it matches [ErrLeaseLost] and why, and
+// reads "lease: lost: " once before the reason, not before the reason's
+// own "lease: ". For holders built on the protocol (the scheduler, say).
+func LeaseLost(why error) error { return &lostError{why: why} }
 
 // lostByClock returns the cause of a Held's context when the lease was
 // given up by the local clock: why says how.
@@ -157,7 +160,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(lost(why)) })
+		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(LeaseLost(why)) })
 	}()
 	go func() {
 		h.renewLoop(sent.Add(req.TTL), every, timeout)
@@ -379,7 +382,7 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 				return
 			}
 		default:
-			h.cancel(lost(err))
+			h.cancel(LeaseLost(err))
 			return
 		}
 	}

@@ -476,7 +476,7 @@ func (s *Scheduler) loseLocked(l *lease, why error, release bool) {
 		return
 	}
 	was := l.state
-	cause := fmt.Errorf("%w: %w", protocol.ErrLeaseLost, why)
+	cause := protocol.LeaseLost(why)
 	l.state, l.reason = StateLost, "lost: "+why.Error()
 	l.release = release
 	l.cancel(cause)

@@ -3,8 +3,11 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -54,4 +57,64 @@ func TestDroppedAuditTriggersAreRefused(t *testing.T) {
 			expectStatus(t, "open", err, protocol.StatusUnavailable, trigger)
 		})
 	}
+}
+
+// TestPruneWithoutItsMarkTriggerLeavesNoSilentGap drops, from a second
+// handle on the file, the trigger that records what a prune removed
+// (leasestore_audit_pruned_through, migration 7), then prunes through the
+// running Backend records a follower has not read. The prune removes them
+// and leaves no mark, and the follower reads on past them with no error.
+// DESIGN.md: a follower paging by cursor never skips a record. The
+// PostgreSQL backend refuses such a prune, naming the fix, and removes
+// nothing (TestPruneRefusesWhileItsMarkIsNotKept); here either the prune
+// is refused or the follower's read must fail with audit.ErrPruned.
+func TestPruneWithoutItsMarkTriggerLeavesNoSilentGap(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	clock := newClock()
+	path := migratedFile(t)
+	b := open(t, path, clock)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	q := audit.Query{Namespace: "ns", Follow: true}
+	page, err := b.ReadAudit(ctx, q)
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("first page: %+v, %v", page, err)
+	}
+	q.Cursor = audit.EncodeCursor(page.Records[0].ID) // the follower has read the acquire
+	for i := range 3 {
+		clock.Advance(time.Second)
+		r, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, TTL: time.Hour,
+			RequestID: fmt.Sprintf("r%d", i)})
+		wantStatus(t, "renew", r, err, protocol.StatusRenewed)
+	}
+	clock.Advance(time.Minute)
+	later, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("later"), Owner: "w", TTL: time.Hour, RequestID: "l"})
+	wantStatus(t, "acquire later", later, err, protocol.StatusAcquired)
+
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, "DROP TRIGGER leasestore_audit_pruned_through"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	pr, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "prune"})
+	if err != nil {
+		if pr.Removed != 0 {
+			t.Fatalf("the refused prune removed %d records: %v", pr.Removed, err)
+		}
+		return // refused, nothing removed: no gap
+	}
+	next, err := b.ReadAudit(ctx, q)
+	if err == nil {
+		t.Fatalf("follower at %s after a prune that removed %d records (3 renews after its cursor) with "+
+			"leasestore_audit_pruned_through dropped: page of %d records, no error: it skipped the renews silently",
+			q.Cursor, pr.Removed, len(next.Records))
+	}
+	wantPruned(t, "follower of ns at "+q.Cursor, next, err)
 }

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 		if worker == noFileWorkerMode {
 			os.Exit(runNoFileWorker())
 		}
+		if worker == tokensWorkerMode {
+			os.Exit(runTokensWorker())
+		}
 		if worker == releaseWorkerMode {
 			os.Exit(runReleaseWorker())
 		}

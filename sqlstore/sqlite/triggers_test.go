@@ -118,3 +118,54 @@ func TestPruneWithoutItsMarkTriggerLeavesNoSilentGap(t *testing.T) {
 	}
 	wantPruned(t, "follower of ns at "+q.Cursor, next, err)
 }
+
+// TestCommittedPruneWindowIsRefused commits, from a second handle on the
+// file, a row of leasestore_audit_prune: the prune window, which a prune
+// opens and closes inside each of its transactions, so that no committed
+// state ever holds it. Left committed (a script, an operator's sqlite3
+// shell, a copy of a prune's statements run without its close), it lets
+// any plain DELETE of the records older than its cut-off through the
+// append-only trigger, and the running Backend answers healthy. DESIGN.md:
+// the only way records leave is `leasectl audit prune`; no operation
+// breaks a guarantee, each is made harmless or refused at open/health with
+// an error naming the fix. Once the row is gone, the store is healthy again.
+func TestCommittedPruneWindowIsRefused(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	cycleKey(t, b, "k", "w", "before", false)
+
+	other := rawDB(t, path)
+	if _, err := other.ExecContext(ctxT(t), "INSERT INTO leasestore_audit_prune (id, before) VALUES (1, 9000000000000000000)"); err != nil {
+		t.Fatal(err)
+	}
+	// The hazard: a plain DELETE of the whole trail now goes through (rolled back here).
+	tx, err := other.BeginTx(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := tx.ExecContext(ctxT(t), "DELETE FROM leasestore_audit")
+	if err != nil {
+		t.Fatalf("a plain DELETE with the window committed: %v; want it through (else the window is harmless)", err)
+	}
+	if n, _ := gone.RowsAffected(); n == 0 {
+		t.Fatalf("a plain DELETE with the window committed removed nothing")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	expectStatus(t, "health of the running backend", b.Health(ctxT(t)), protocol.StatusUnavailable, "leasestore_audit_prune")
+	again, err := sqlite.Open(ctxT(t), path, nil)
+	if err == nil {
+		_ = again.Close(context.Background())
+	}
+	expectStatus(t, "open", err, protocol.StatusUnavailable, "leasestore_audit_prune")
+
+	if _, err := other.ExecContext(ctxT(t), "DELETE FROM leasestore_audit_prune"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health once the window's row is gone: %v", err)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
@@ -168,4 +171,84 @@ func TestCommittedPruneWindowIsRefused(t *testing.T) {
 	if err := b.Health(ctxT(t)); err != nil {
 		t.Fatalf("health once the window's row is gone: %v", err)
 	}
+}
+
+// TestAlteredTriggerIsRefusedUntilMadeAsItsMigration rewrites, from a
+// second handle on the file, the trigger that keeps the fencing counter
+// from going back (migration 1) so that it never fires: the counter can
+// then be set back and tokens issued again, while the running Backend
+// answers healthy. It must be refused like a dropped one, naming the
+// trigger and its migration; a schema newer than this release's, whose
+// migrations may rewrite a trigger, is judged by the triggers' names only;
+// once the trigger is made again as its migration makes it, the store is
+// healthy and opens.
+func TestAlteredTriggerIsRefusedUntilMadeAsItsMigration(t *testing.T) {
+	t.Parallel()
+	const name = "leasestore_fencing_no_decrease"
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	cycleKey(t, b, "k", "w", "before", false)
+	other := rawDB(t, path)
+	for _, q := range []string{
+		"DROP TRIGGER " + name,
+		"CREATE TRIGGER " + name + " BEFORE UPDATE ON leasestore_fencing WHEN 0 BEGIN SELECT 1; END",
+	} {
+		if _, err := other.ExecContext(ctxT(t), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.ExecContext(ctxT(t), "UPDATE leasestore_fencing SET last_token = 0"); err != nil {
+		t.Fatalf("the altered trigger still refuses the counter going back: %v", err)
+	}
+	expectStatus(t, "health", b.Health(ctxT(t)), protocol.StatusUnavailable, name, "migrations/sqlite/00001_leasestore.sql")
+	again, err := sqlite.Open(ctxT(t), path, nil)
+	if err == nil {
+		_ = again.Close(context.Background())
+	}
+	expectStatus(t, "open", err, protocol.StatusUnavailable, name)
+
+	newer := fmt.Sprintf("INSERT INTO leasestore_goose_db_version (version_id, is_applied) VALUES (%d, 1)", migrations.LatestVersion+1)
+	if _, err := other.ExecContext(ctxT(t), newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health of a newer schema (which may rewrite a trigger): %v", err)
+	}
+	if _, err := other.ExecContext(ctxT(t), "DELETE FROM leasestore_goose_db_version WHERE version_id = ?", migrations.LatestVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, "health back at this release's schema", b.Health(ctxT(t)), protocol.StatusUnavailable, name)
+
+	text := migrationText(t, "00001_leasestore.sql", "CREATE TRIGGER "+name)
+	if _, err := other.ExecContext(ctxT(t), "DROP TRIGGER "+name+"; "+text); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health once the trigger is made again as its migration makes it: %v", err)
+	}
+	open(t, path, nil)
+}
+
+// migrationText returns the statement of the SQLite migration file that
+// begins with prefix, through its "END;".
+func migrationText(t *testing.T, file, prefix string) string {
+	t.Helper()
+	fsys, err := migrations.FS(migrations.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, prefix+" ")
+	if i < 0 {
+		t.Fatalf("%s holds no %q", file, prefix)
+	}
+	j := strings.Index(s[i:], "END;")
+	if j < 0 {
+		t.Fatalf("%s: %q has no END;", file, prefix)
+	}
+	return s[i : i+j+len("END;")]
 }

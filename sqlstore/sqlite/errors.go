@@ -224,3 +224,41 @@ func isBusy(err error) bool {
 	code := se.Code() & 0xff
 	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
+
+// triggersError is the refusal (op) of the file at file, in which the
+// triggers missing are missing and those altered differ from what their
+// migrations created: it names each, what its absence allows and the fix.
+func triggersError(op protocol.Op, file string, missing, altered []migrations.Trigger) *protocol.Error {
+	var what, from []string
+	effects := map[string]bool{}
+	var order []string
+	note := func(t migrations.Trigger, how string) {
+		what = append(what, t.Name+" "+how)
+		from = append(from, t.Name+": "+t.File)
+		e := "the schema is not as its migrations made it"
+		switch {
+		case strings.HasPrefix(t.Name, "leasestore_audit_pruned"):
+			e = "a prune leaves no mark for the followers behind it, which skip the removed records silently"
+		case strings.HasPrefix(t.Name, "leasestore_audit_"):
+			e = "the audit trail can be edited, emptied or replaced record by record"
+		case strings.HasPrefix(t.Name, "leasestore_fencing_"):
+			e = "the fencing counter can go back, and tokens be issued again"
+		}
+		if !effects[e] {
+			effects[e] = true
+			order = append(order, e)
+		}
+	}
+	for _, t := range missing {
+		note(t, "is missing")
+	}
+	for _, t := range altered {
+		note(t, "differs from what its migration created")
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"sqlite database %q: triggers that keep the store's guarantees are not as the migrations made them (%s), so %s: "+
+			"create each again with its migration's CREATE TRIGGER statement (%s; DROP TRIGGER an altered one first), "+
+			"with the sqlite3 shell, or restore the file from a backup and raise the fencing counter (leasectl fencing raise); "+
+			"leasectl migrate up recreates none of them, as the schema's version is unchanged",
+		file, strings.Join(what, ", "), strings.Join(order, ", and "), strings.Join(from, ", "))
+}

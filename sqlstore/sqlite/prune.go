@@ -28,7 +28,12 @@ var pruneBatch int64 = 5000
 // that stops early frees its claim, so that it can be sent again with its
 // id; a claim left by a prune whose process died keeps the id refused as
 // used. A cut-off after the backend's clock (see
-// [backendkit.CheckPruneCutOff]) answers invalid.
+// [backendkit.CheckPruneCutOff]) answers invalid. While a trigger that the
+// migrations created is missing or altered (above all
+// leasestore_audit_pruned_through, which marks what a prune removed for
+// the followers behind it), every batch is refused before it removes
+// anything, with unavailable naming the trigger and the fix, as Health
+// refuses the file.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -47,6 +52,15 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			rec *backendkit.Recorded
 		)
 		_, err := b.write(ctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+			// Without its triggers (the mark above all) a batch would leave a
+			// follower behind it a silent gap: refused, nothing removed.
+			refusal, err := b.storeRefusal(ctx, tx, audit.OpPrune)
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
+			if refusal != nil {
+				return protocol.Result{}, false, refusal
+			}
 			if _, err := tx.ExecContext(ctx, qPruneOpen, micros(r.Before)); err != nil {
 				return protocol.Result{}, false, err
 			}

@@ -34,6 +34,14 @@ const (
 	// this (newer) schema; see migrations/sqlite/00002.
 	qSchemaCompat = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
 
+	// qStoreGuards reads, in one statement, the schema's version (as
+	// qSchemaVersion) and the name and text of every trigger of the file
+	// (NULL when it has none): see Backend.storeRefusal.
+	qStoreGuards = `
+SELECT v.version, t.name, t.sql
+FROM (SELECT coalesce(max(version_id), 0) AS version FROM leasestore_goose_db_version) AS v
+LEFT JOIN sqlite_schema AS t ON t.type = 'trigger'`
+
 	// qJournalModeWAL switches the file to WAL (persistent) and returns the
 	// journal mode in effect.
 	qJournalModeWAL = `PRAGMA journal_mode = WAL`

@@ -292,7 +292,8 @@ func pinnedPragma(p string) bool {
 // Open does not migrate: a file without leasestore's schema, or with an
 // older one, is refused with an *[protocol.Error] of status unavailable
 // naming `leasectl migrate up`. Use [OpenDB], migrations.Up and [New] to
-// create and migrate a file from code.
+// create and migrate a file from code. A file whose triggers are not as
+// the migrations left them is refused too, as Health refuses it.
 func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 	busy := DefaultBusyTimeout
 	if cfg != nil && cfg.BusyTimeout > 0 {
@@ -386,7 +387,7 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	} else if err := checkSynchronous(ctx, db); err != nil {
 		return nil, err
 	}
-	if err := b.checkSchema(ctx); err != nil {
+	if err := b.checkStore(ctx); err != nil {
 		return nil, err
 	}
 	if err := b.stmts.prepare(ctx, db); err != nil {
@@ -401,10 +402,15 @@ func (b *Backend) Name() string { return "sqlite" }
 // File returns the path of the database file, as SQLite reports it.
 func (b *Backend) File() string { return b.file }
 
-// checkSchema refuses a file whose leasestore schema is missing, older than
-// migrations.LatestVersion, or newer and not servable by this release.
-func (b *Backend) checkSchema(ctx context.Context) error {
+// checkStore refuses a file whose leasestore schema is missing, older than
+// migrations.LatestVersion, or newer and not servable by this release,
+// and then one whose triggers are not those its migrations created
+// (storeRefusal).
+func (b *Backend) checkStore(ctx context.Context) error {
 	refusal, err := b.schemaRefusal(ctx)
+	if err == nil && refusal == nil {
+		refusal, err = b.storeRefusal(ctx, b.db, "")
+	}
 	if err != nil {
 		// Not b.interpret, which calls schemaRefusal itself.
 		return interpretError(ctx, "", b.file, err)
@@ -445,9 +451,11 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // immutable=1, PRAGMA query_only, a file this process may not write) is
 // refused with unavailable, as every write on it would be; so is a file
 // whose file system has less than 1 MiB or no inode left (Linux), matching
-// [ErrDiskFull].
+// [ErrDiskFull]. So is, as at Open, a file in which a trigger that the
+// migrations created (the audit trail's, the fencing counter's) is missing
+// or altered, naming it and the fix.
 func (b *Backend) Health(ctx context.Context) error {
-	err := b.checkSchema(ctx)
+	err := b.checkStore(ctx)
 	if err == nil {
 		if err = b.probeWrite(ctx); err != nil {
 			err = interpretError(ctx, protocol.OpHealth, b.file, err)

@@ -1,0 +1,85 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/leasestore/leasestore/migrations"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore"
+)
+
+// What the database enforces. The triggers the migrations create keep the
+// audit trail append-only (leasestore_audit_no_update, _no_delete,
+// _no_replace), mark what a prune removed (leasestore_audit_pruned_through,
+// which a follower behind the prune is told by) and keep the fencing
+// counter growing (leasestore_fencing_no_*). Another handle on the file
+// (an operator's sqlite3 shell, a script) can drop or rewrite any of them.
+// Open, New and Health refuse such a file, naming what is wrong and the fix
+// (storeRefusal); a prune refuses to remove records meanwhile, batch by
+// batch, in the transaction that would remove them (where no other
+// connection can change the schema: DDL takes the write lock too).
+// `leasectl migrate up` cannot repair it: the schema's version is
+// unchanged, so no migration runs again.
+
+// queryer is a *sql.DB or a *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// storeRefusal reads (qStoreGuards, through q) the file's triggers, and
+// returns the refusal (op) of a file whose triggers are not those of
+// [migrations.SQLiteTriggers], text for text at this release's schema
+// version and by name at a newer one (whose migrations may rewrite a
+// trigger, not drop one while this release may serve it); a schema older
+// than this release's is refused as such. nil when all is in place; err
+// when it could not read them.
+func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (*protocol.Error, error) {
+	want, err := migrations.SQLiteTriggers()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, qStoreGuards)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		version int64
+		held    = map[string]string{}
+	)
+	for rows.Next() {
+		var name, text sql.NullString
+		if err := rows.Scan(&version, &name, &text); err != nil {
+			return nil, err
+		}
+		if name.Valid {
+			held[name.String] = text.String
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if version < migrations.LatestVersion {
+		// An older schema lacks triggers by design: it is refused as such,
+		// naming both versions (a prune's transaction meets it here).
+		e := sqlstore.SchemaVersionError(version, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file))
+		e.Op = op
+		return e, nil
+	}
+	var missing, altered []migrations.Trigger
+	for _, t := range want {
+		text, ok := held[t.Name]
+		switch {
+		case !ok:
+			missing = append(missing, t)
+		case version == migrations.LatestVersion && text != t.SQL:
+			altered = append(altered, t)
+		}
+	}
+	if len(missing) > 0 || len(altered) > 0 {
+		return triggersError(op, b.file, missing, altered), nil
+	}
+	return nil, nil
+}

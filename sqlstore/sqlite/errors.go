@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -261,4 +262,15 @@ func triggersError(op protocol.Op, file string, missing, altered []migrations.Tr
 			"with the sqlite3 shell, or restore the file from a backup and raise the fencing counter (leasectl fencing raise); "+
 			"leasectl migrate up recreates none of them, as the schema's version is unchanged",
 		file, strings.Join(what, ", "), strings.Join(order, ", and "), strings.Join(from, ", "))
+}
+
+// pruneWindowError is the refusal (op) of the file at file, in which a
+// row of the prune window is committed: records before the time before
+// (as stored, in microseconds) may be deleted.
+func pruneWindowError(op protocol.Op, file string, before int64) *protocol.Error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"sqlite database %q: a row of leasestore_audit_prune (the prune window, for records before %s) "+
+			"is committed, which no prune leaves behind (each opens and closes it inside its transactions), so any DELETE "+
+			"of those audit records goes through: delete it (DELETE FROM leasestore_audit_prune, with the sqlite3 shell)",
+		file, fromMicros(before).Format(time.RFC3339Nano))
 }

@@ -54,7 +54,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		_, err := b.write(ctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 			// Without its triggers (the mark above all) a batch would leave a
 			// follower behind it a silent gap: refused, nothing removed.
-			refusal, err := b.storeRefusal(ctx, tx, audit.OpPrune)
+			refusal, err := b.storeRefusal(ctx, tx, audit.OpPrune, false)
 			if err != nil {
 				return protocol.Result{}, false, err
 			}

@@ -35,11 +35,15 @@ const (
 	qSchemaCompat = `SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1`
 
 	// qStoreGuards reads, in one statement, the schema's version (as
-	// qSchemaVersion) and the name and text of every trigger of the file
-	// (NULL when it has none): see Backend.storeRefusal.
+	// qSchemaVersion), the cut-off of a committed prune window (a row of
+	// leasestore_audit_prune, which a prune opens and closes inside each
+	// of its transactions; NULL when there is none) and the name and text
+	// of every trigger of the file (NULL when it has none): see
+	// Backend.storeRefusal.
 	qStoreGuards = `
-SELECT v.version, t.name, t.sql
-FROM (SELECT coalesce(max(version_id), 0) AS version FROM leasestore_goose_db_version) AS v
+SELECT v.version, v.prune_before, t.name, t.sql
+FROM (SELECT (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version) AS version,
+             (SELECT before FROM leasestore_audit_prune WHERE id = 1) AS prune_before) AS v
 LEFT JOIN sqlite_schema AS t ON t.type = 'trigger'`
 
 	// qJournalModeWAL switches the file to WAL (persistent) and returns the

@@ -292,8 +292,9 @@ func pinnedPragma(p string) bool {
 // Open does not migrate: a file without leasestore's schema, or with an
 // older one, is refused with an *[protocol.Error] of status unavailable
 // naming `leasectl migrate up`. Use [OpenDB], migrations.Up and [New] to
-// create and migrate a file from code. A file whose triggers are not as
-// the migrations left them is refused too, as Health refuses it.
+// create and migrate a file from code. A file whose triggers or prune
+// window are not as the migrations left them is refused too, as Health
+// refuses it.
 func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 	busy := DefaultBusyTimeout
 	if cfg != nil && cfg.BusyTimeout > 0 {
@@ -404,12 +405,12 @@ func (b *Backend) File() string { return b.file }
 
 // checkStore refuses a file whose leasestore schema is missing, older than
 // migrations.LatestVersion, or newer and not servable by this release,
-// and then one whose triggers are not those its migrations created
-// (storeRefusal).
+// and then one whose triggers are not those its migrations created or
+// that holds a committed prune window (storeRefusal).
 func (b *Backend) checkStore(ctx context.Context) error {
 	refusal, err := b.schemaRefusal(ctx)
 	if err == nil && refusal == nil {
-		refusal, err = b.storeRefusal(ctx, b.db, "")
+		refusal, err = b.storeRefusal(ctx, b.db, "", true)
 	}
 	if err != nil {
 		// Not b.interpret, which calls schemaRefusal itself.
@@ -453,7 +454,8 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // whose file system has less than 1 MiB or no inode left (Linux), matching
 // [ErrDiskFull]. So is, as at Open, a file in which a trigger that the
 // migrations created (the audit trail's, the fencing counter's) is missing
-// or altered, naming it and the fix.
+// or altered, or a row of the prune window (leasestore_audit_prune) is
+// committed, naming it and the fix.
 func (b *Backend) Health(ctx context.Context) error {
 	err := b.checkStore(ctx)
 	if err == nil {

@@ -15,8 +15,10 @@ import (
 // _no_replace), mark what a prune removed (leasestore_audit_pruned_through,
 // which a follower behind the prune is told by) and keep the fencing
 // counter growing (leasestore_fencing_no_*). Another handle on the file
-// (an operator's sqlite3 shell, a script) can drop or rewrite any of them.
-// Open, New and Health refuse such a file, naming what is wrong and the fix
+// (an operator's sqlite3 shell, a script) can drop or rewrite any of them,
+// or commit a row of the prune window (leasestore_audit_prune), which
+// lets any DELETE of the records before its cut-off through. Open, New
+// and Health refuse such a file, naming what is wrong and the fix
 // (storeRefusal); a prune refuses to remove records meanwhile, batch by
 // batch, in the transaction that would remove them (where no other
 // connection can change the schema: DDL takes the write lock too).
@@ -28,14 +30,15 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// storeRefusal reads (qStoreGuards, through q) the file's triggers, and
-// returns the refusal (op) of a file whose triggers are not those of
-// [migrations.SQLiteTriggers], text for text at this release's schema
-// version and by name at a newer one (whose migrations may rewrite a
-// trigger, not drop one while this release may serve it); a schema older
+// storeRefusal reads (qStoreGuards, through q) the file's triggers and
+// prune window, and returns the refusal (op) of a file whose triggers are
+// not those of [migrations.SQLiteTriggers], text for text at this
+// release's schema version and by name at a newer one (whose migrations
+// may rewrite a trigger, not drop one while this release may serve it),
+// or, with window, that holds a committed prune window; a schema older
 // than this release's is refused as such. nil when all is in place; err
 // when it could not read them.
-func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (*protocol.Error, error) {
+func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, window bool) (*protocol.Error, error) {
 	want, err := migrations.SQLiteTriggers()
 	if err != nil {
 		return nil, err
@@ -46,12 +49,13 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (
 	}
 	defer rows.Close()
 	var (
-		version int64
-		held    = map[string]string{}
+		version   int64
+		pruneFrom sql.NullInt64
+		held      = map[string]string{}
 	)
 	for rows.Next() {
 		var name, text sql.NullString
-		if err := rows.Scan(&version, &name, &text); err != nil {
+		if err := rows.Scan(&version, &pruneFrom, &name, &text); err != nil {
 			return nil, err
 		}
 		if name.Valid {
@@ -80,6 +84,9 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (
 	}
 	if len(missing) > 0 || len(altered) > 0 {
 		return triggersError(op, b.file, missing, altered), nil
+	}
+	if window && pruneFrom.Valid {
+		return pruneWindowError(op, b.file, pruneFrom.Int64), nil
 	}
 	return nil, nil
 }

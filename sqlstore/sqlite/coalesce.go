@@ -201,8 +201,12 @@ func (b *Backend) effectUnknown(ctx context.Context, op protocol.Op) error {
 func statementContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // writeAlone runs fn in one BEGIN IMMEDIATE transaction (the DSN's
-// _txlock, see OpenDB).
+// _txlock, see OpenDB), once the path is seen to name the files this
+// Backend opened (identity.go).
 func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
+	if err := b.guard.checkWrite(op); err != nil {
+		return protocol.Result{}, err
+	}
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, op, err)
@@ -255,7 +259,8 @@ func (b *Backend) drop(ctx context.Context, p *pendingWrite) bool {
 // (a write alone without one), and answers each write (see Coalescing
 // above): it waits for the write lock only until the earliest deadline of
 // the writes still in, and leaves out every write whose deadline passed
-// before its turn.
+// before its turn. Each transaction begins once the path is seen to name
+// the files this Backend opened (identity.go); else none is written.
 func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 	live := batch
 	for {
@@ -272,6 +277,13 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 			if d := p.deadline(ctx); d.Before(until) {
 				until = d
 			}
+		}
+		if c := b.guard.changed(false); c != nil {
+			for _, p := range live {
+				p.res, p.err = protocol.Result{}, replacedError(p.op, b.file, c)
+				p.state.CompareAndSwap(writeQueued, writeAnswered) // else its caller left it out
+			}
+			return
 		}
 		tx, cancel, err := b.beginUntil(ctx, until)
 		if errors.Is(err, errBeginCut) || (err != nil && ctx.Err() != nil) {

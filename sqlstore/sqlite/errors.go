@@ -226,6 +226,31 @@ func isBusy(err error) bool {
 	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
+// ErrFileReplaced is matched (errors.Is) by the error of every operation
+// of a Backend that found its database file, or the file's -shm, no longer
+// at its path as it opened them: it refuses every operation until it is
+// restarted (see [Backend.Health]).
+var ErrFileReplaced = errors.New("sqlite: the database file or its -shm was replaced under a running backend")
+
+// replacedError is the refusal of op by a Backend whose file (its path
+// file) is no longer the one it opened: c says which changed and how.
+func replacedError(op protocol.Op, file string, c *fileChange) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, c,
+		"sqlite database %q: %s since this backend opened it, so the backend no longer serves the store that other "+
+			"processes open at that path and would issue the fencing tokens they issue: it refuses every operation until "+
+			"restarted. Restart it against the file now at the path, after raising the fencing counter (leasectl fencing "+
+			"raise) if that file was put back from a copy; stop the services before putting a file back, and never remove "+
+			"the -wal or -shm of a file in use", file, c.what)
+}
+
+// fileChange is the cause of replacedError: what changed (for the
+// message), and why says so (a failed stat, another file at the path);
+// it matches [ErrFileReplaced].
+type fileChange struct{ what, why string }
+
+func (c *fileChange) Error() string { return c.why }
+func (c *fileChange) Unwrap() error { return ErrFileReplaced }
+
 // triggersError is the refusal (op) of the file at file, in which the
 // triggers missing are missing and those altered differ from what their
 // migrations created: it names each, what its absence allows and the fix.

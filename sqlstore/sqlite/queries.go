@@ -46,6 +46,11 @@ FROM (SELECT (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_versi
              (SELECT before FROM leasestore_audit_prune WHERE id = 1) AS prune_before) AS v
 LEFT JOIN sqlite_schema AS t ON t.type = 'trigger'`
 
+	// qJournalMode reads a connection's journal mode: "wal" for one that
+	// keeps the WAL index in the file's -shm (locking_mode normal), or that
+	// of an immutable handle, which reads the file alone.
+	qJournalMode = `PRAGMA journal_mode`
+
 	// qJournalModeWAL switches the file to WAL (persistent) and returns the
 	// journal mode in effect.
 	qJournalModeWAL = `PRAGMA journal_mode = WAL`

@@ -109,6 +109,10 @@ type Backend struct {
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)
 
+	// guard records the file and -shm this Backend opened, and refuses
+	// every operation once the path names others (identity.go).
+	guard fileGuard
+
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
 	betweenPruneBatches func()
 
@@ -295,6 +299,10 @@ func pinnedPragma(p string) bool {
 // create and migrate a file from code. A file whose triggers or prune
 // window are not as the migrations left them is refused too, as Health
 // refuses it.
+//
+// The Backend keeps a read-only connection of its own on the file while it
+// runs, besides the *sql.DB's, so that SQLite keeps the file's -shm (see
+// Health); so does a Backend from New.
 func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 	busy := DefaultBusyTimeout
 	if cfg != nil && cfg.BusyTimeout > 0 {
@@ -391,7 +399,11 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if err := b.checkStore(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.guard.open(ctx, db, b.file); err != nil {
+		return nil, interpretError(ctx, "", b.file, err)
+	}
 	if err := b.stmts.prepare(ctx, db); err != nil {
+		_ = b.guard.close()
 		return nil, b.interpret(ctx, "", err)
 	}
 	return b, nil
@@ -455,9 +467,16 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // [ErrDiskFull]. So is, as at Open, a file in which a trigger that the
 // migrations created (the audit trail's, the fencing counter's) is missing
 // or altered, or a row of the prune window (leasestore_audit_prune) is
-// committed, naming it and the fix.
+// committed, naming it and the fix. A Backend whose path no longer names
+// the file or the -shm it opened (the file put back from a copy, the -shm
+// removed) fails Health and refuses every operation, matching
+// [ErrFileReplaced], until it is restarted (Windows, which cannot replace
+// an open file, is not checked).
 func (b *Backend) Health(ctx context.Context) error {
-	err := b.checkStore(ctx)
+	err := b.guard.checkAll(protocol.OpHealth)
+	if err == nil {
+		err = b.checkStore(ctx)
+	}
 	if err == nil {
 		if err = b.probeWrite(ctx); err != nil {
 			err = interpretError(ctx, protocol.OpHealth, b.file, err)
@@ -511,7 +530,7 @@ func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.waitWrites()
 		b.notify.close()
-		err := b.stmts.close()
+		err := errors.Join(b.stmts.close(), b.guard.close())
 		if b.owned {
 			err = errors.Join(err, b.db.Close())
 		}

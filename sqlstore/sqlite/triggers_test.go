@@ -252,3 +252,37 @@ func migrationText(t *testing.T, file, prefix string) string {
 	}
 	return s[i : i+j+len("END;")]
 }
+
+// TestForeignTriggersOnTheStoreAreRefused adds, from a second handle on
+// the file, a trigger of the operator's own on the audit trail that
+// drops its inserts (RAISE(IGNORE) skips the row and the statement goes
+// on): the change commits with no record, and a retry of its request id
+// takes effect again. A trigger on the store's tables that its migrations
+// did not make is refused at Health and Open, naming it, as a dropped or
+// altered one is (the PostgreSQL backend refuses the same).
+func TestForeignTriggersOnTheStoreAreRefused(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	b := open(t, path, nil)
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctxT(t), `CREATE TRIGGER archive_elsewhere BEFORE INSERT ON leasestore_audit
+BEGIN SELECT RAISE(IGNORE); END`); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, "health of the running backend", b.Health(ctxT(t)), protocol.StatusUnavailable, "archive_elsewhere")
+	again, err := sqlite.Open(ctxT(t), path, nil)
+	if err == nil {
+		_ = again.Close(context.Background())
+	}
+	expectStatus(t, "open", err, protocol.StatusUnavailable, "archive_elsewhere")
+	if _, err := other.ExecContext(ctxT(t), `DROP TRIGGER archive_elsewhere`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Errorf("health once the foreign trigger was dropped: %v", err)
+	}
+}

@@ -289,6 +289,17 @@ func triggersError(op protocol.Op, file string, missing, altered []migrations.Tr
 		file, strings.Join(what, ", "), strings.Join(order, ", and "), strings.Join(from, ", "))
 }
 
+// foreignTriggersError is the refusal (op) of the file at file, on whose
+// tables triggers are that its migrations did not make (each "NAME on
+// TABLE").
+func foreignTriggersError(op protocol.Op, file string, triggers []string) *protocol.Error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"sqlite database %q: triggers that the store's migrations did not make are on its tables (%s); such a trigger can change "+
+			"or drop the store's writes (one that drops the trail's inserts commits changes without their records): "+
+			"drop each (DROP TRIGGER name, with the sqlite3 shell), or put it on a table of your own",
+		file, strings.Join(triggers, ", "))
+}
+
 // pruneWindowError is the refusal (op) of the file at file, in which a
 // row of the prune window is committed: records before the time before
 // (as stored, in microseconds) may be deleted.

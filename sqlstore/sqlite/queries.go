@@ -38,10 +38,10 @@ const (
 	// qSchemaVersion), the cut-off of a committed prune window (a row of
 	// leasestore_audit_prune, which a prune opens and closes inside each
 	// of its transactions; NULL when there is none) and the name and text
-	// of every trigger of the file (NULL when it has none): see
-	// Backend.storeRefusal.
+	// of every trigger of the file, with its table (NULLs when it has
+	// none): see Backend.storeRefusal.
 	qStoreGuards = `
-SELECT v.version, v.prune_before, t.name, t.sql
+SELECT v.version, v.prune_before, t.name, t.sql, t.tbl_name
 FROM (SELECT (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version) AS version,
              (SELECT before FROM leasestore_audit_prune WHERE id = 1) AS prune_before) AS v
 LEFT JOIN sqlite_schema AS t ON t.type = 'trigger'`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -52,14 +54,15 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, w
 		version   int64
 		pruneFrom sql.NullInt64
 		held      = map[string]string{}
+		tables    = map[string]string{} // trigger name → its table
 	)
 	for rows.Next() {
-		var name, text sql.NullString
-		if err := rows.Scan(&version, &pruneFrom, &name, &text); err != nil {
+		var name, text, table sql.NullString
+		if err := rows.Scan(&version, &pruneFrom, &name, &text, &table); err != nil {
 			return nil, err
 		}
 		if name.Valid {
-			held[name.String] = text.String
+			held[name.String], tables[name.String] = text.String, table.String
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -84,6 +87,22 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, w
 	}
 	if len(missing) > 0 || len(altered) > 0 {
 		return triggersError(op, b.file, missing, altered), nil
+	}
+	if version == migrations.LatestVersion {
+		// A trigger of someone else's on the store's tables can change or
+		// drop its writes (RAISE(IGNORE) in a BEFORE INSERT on the trail
+		// commits a change without its record). A newer schema may make
+		// triggers of its own: judged at this release's version only.
+		var foreign []string
+		for name, table := range tables {
+			if strings.HasPrefix(table, "leasestore_") && !slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {
+				foreign = append(foreign, name+" on "+table)
+			}
+		}
+		if len(foreign) > 0 {
+			slices.Sort(foreign)
+			return foreignTriggersError(op, b.file, foreign), nil
+		}
 	}
 	if window && pruneFrom.Valid {
 		return pruneWindowError(op, b.file, pruneFrom.Int64), nil

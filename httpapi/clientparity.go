@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
@@ -211,8 +212,10 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // nor lags a poll interval. When the stream breaks, the client reconnects
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
-// and the stream goes on, except a refusal (invalid query, 401, 403) and
-// a cursor behind a prune (matching audit.ErrPruned), which end it. When
+// and the stream goes on, except a refusal (invalid query, 401, 403), a
+// cursor behind a prune (matching audit.ErrPruned), and a record or
+// position event the client cannot read (a protocol error: the server
+// would send it again), which end it. When
 // the route answers 404 (a server older than it, or a proxy in front of
 // the server during a deploy), the client polls as [audit.Watch] does,
 // trying the stream again after every 25 polls (5s at
@@ -281,8 +284,9 @@ var errNoRoute = errors.New("httpapi: the server has no audit follow route")
 // followOnce runs one follow stream from q.Cursor, yielding its records
 // and telling passed (when not nil) its positions, and returns the cursor
 // to reconnect from: after the last record yielded, or the last position
-// past it; final is set when the caller stopped ranging or the server
-// refused the query (then err says why).
+// past it; final is set when the caller stopped ranging, the server
+// refused the query, or it sent an event the client cannot read (then err
+// says why).
 func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(string),
 	yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
 	cursor = q.Cursor
@@ -365,11 +369,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		case eventRecord:
 			var wr wire.Record
 			if err := json.Unmarshal(data, &wr); err != nil {
-				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+				return cursor, malformedEvent(name, data, err), true
 			}
 			rec, err := wr.Audit()
 			if err != nil {
-				return cursor, backendkit.NewError(opFollow, protocol.StatusUnavailable, err, "httpapi: the server's record does not parse"), false
+				return cursor, malformedEvent(name, data, err), true
 			}
 			if !yield(rec, nil) {
 				return cursor, nil, true
@@ -378,11 +382,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		case eventPosition:
 			var p wire.FollowPosition
 			if err := json.Unmarshal(data, &p); err != nil {
-				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+				return cursor, malformedEvent(name, data, err), true
 			}
 			id, err := audit.DecodeCursor(p.Cursor)
 			if err != nil {
-				return cursor, badAnswer(opFollow, http.StatusOK, data), false
+				return cursor, malformedEvent(name, data, fmt.Errorf("cursor %q does not parse: %w", p.Cursor, err)), true
 			}
 			if at, _ := audit.DecodeCursor(cursor); id > at { // "" (the start) is 0
 				cursor = p.Cursor

@@ -149,6 +149,20 @@ func badAnswer(op protocol.Op, code int, body []byte) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
 }
 
+// malformedEvent reports a record or position event of the audit follow
+// stream, named name, that the client cannot read: its data (quoted, cut
+// as badAnswer cuts a body) is not the event's JSON, or does not parse
+// (why). It is a protocol error: a server of another version, which would
+// send the same event again after a reconnect, so the follow ends with it.
+func malformedEvent(name string, data []byte, why error) error {
+	snippet := string(data)
+	if len(snippet) > 120 {
+		snippet = snippet[:120] + "..."
+	}
+	return backendkit.NewError(opFollow, protocol.StatusUnavailable, why, "httpapi: the server sent a %s event this client cannot read on the "+
+		"audit follow stream (data %q), a protocol error that ends the follow: run client and server of one release", name, snippet)
+}
+
 // clientClosed reports an operation of a closed client.
 func clientClosed(op protocol.Op) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")

@@ -70,14 +70,30 @@ func openStream(t *testing.T, url string, headers ...string) *rawStream {
 // comments; comments counts the comment lines skipped.
 func (rs *rawStream) event() (name string, ev wire.NotifyEvent, comments int) {
 	rs.t.Helper()
-	var data string
+	name, data, comments, ok := rs.rawEvent()
+	if !ok {
+		rs.t.Fatalf("the stream ended before an event (after event %q)", name)
+	}
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		rs.t.Fatalf("event %s: data %q: %v", name, data, err)
+	}
+	return name, ev, comments
+}
+
+// rawEvent waits for the next event and returns its name and its data
+// as sent, skipping comments (counted in comments); ok is false when the
+// stream ended first.
+func (rs *rawStream) rawEvent() (name, data string, comments int, ok bool) {
+	rs.t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
-		case line, ok := <-rs.lines:
+		case line, open := <-rs.lines:
 			switch {
-			case !ok:
-				rs.t.Fatalf("the stream ended before an event (after event %q)", name)
+			case !open:
+				return name, "", comments, false
 			case strings.HasPrefix(line, ":"):
 				comments++
 			case strings.HasPrefix(line, "event: "):
@@ -85,12 +101,7 @@ func (rs *rawStream) event() (name string, ev wire.NotifyEvent, comments int) {
 			case strings.HasPrefix(line, "data: "):
 				data = strings.TrimPrefix(line, "data: ")
 			case line == "" && name != "":
-				dec := json.NewDecoder(strings.NewReader(data))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&ev); err != nil {
-					rs.t.Fatalf("event %s: data %q: %v", name, data, err)
-				}
-				return name, ev, comments
+				return name, data, comments, true
 			}
 		case <-timeout:
 			rs.t.Fatal("no event within 10s")

@@ -199,12 +199,18 @@ func (es eventStream) event(name string, ev wire.NotifyEvent) error { return es.
 
 // data writes one event named name with v, in JSON, as its data.
 func (es eventStream) data(name string, v any) error {
+	return es.write(eventText(name, v))
+}
+
+// eventText returns the text of one event named name with v, in JSON, as
+// its data.
+func eventText(name string, v any) string {
 	data, err := json.Marshal(v)
 	if err != nil {
 		// Only unsupported types fail; an event is plain data.
 		panic(fmt.Sprintf("httpapi: encode event: %v", err))
 	}
-	return es.write("event: " + name + "\ndata: " + string(data) + "\n\n")
+	return "event: " + name + "\ndata: " + string(data) + "\n\n"
 }
 
 // comment writes a comment line, which clients ignore but see arrive.

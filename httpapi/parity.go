@@ -247,11 +247,11 @@ type followQuery = audit.Query
 // page; resume after it with cursor=a1.ID), position when the stream has
 // read past records the query does not select since the last record or
 // position it sent (data: {"cursor"}: resume from it; at most one every
-// positionEvery), error when a read of the trail
-// failed (the stream goes on), end when the server ends the stream (at
-// shutdown, when its store closed: status closed, or when the cursor is
-// behind a prune: status unavailable, the message beginning with
-// audit.PrunedPrefix), and
+// positionEvery; at shutdown, the position not sent yet goes at once,
+// before end), error when a read of the trail failed (the stream goes
+// on), end when the server ends the stream (at shutdown, when its store
+// closed: status closed, or when the cursor is behind a prune: status
+// unavailable, the message beginning with audit.PrunedPrefix), and
 // keep-alive comments. It starts after ?cursor=, else at the first record
 // at or after ?since=, else at the end of the trail (changes from now on);
 // ?op= and ?owner= filter as on GET /v1/audit.
@@ -316,16 +316,11 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 	}
 	sctx, cancel := context.WithCancel(x.r.Context())
 	defer cancel()
-	type item struct {
-		rec    audit.Record
-		err    error
-		passed string // not a record: how far the watch has read (WatchConfig.Passed)
-	}
-	items := make(chan item)
+	items := make(chan followItem)
 	wcfg := *cfg
 	wcfg.Passed = func(cursor string) {
 		select {
-		case items <- item{passed: cursor}:
+		case items <- followItem{passed: cursor}:
 		case <-sctx.Done():
 		}
 	}
@@ -333,7 +328,7 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 		defer close(items)
 		for rec, err := range audit.Watch(sctx, h.audit, q, &wcfg) {
 			select {
-			case items <- item{rec: rec, err: err}:
+			case items <- followItem{rec: rec, err: err}:
 			case <-sctx.Done():
 				return
 			}
@@ -358,7 +353,12 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 		case <-x.r.Context().Done():
 			return
 		case <-h.streamsClosed:
-			end(protocol.StatusUnavailable, "the server is shutting down")
+			// The position not told yet goes with the end, in its write
+			// (shutdown waits for no more than that one write): the client
+			// resumes from it on the next server.
+			x.status = protocol.StatusUnavailable
+			_ = es.write(pos.flush(items) + eventText(eventEnd, wire.NotifyEvent{Status: string(protocol.StatusUnavailable),
+				Message: "the server is shutting down"}))
 			return
 		case <-reload:
 			if status, why := h.stillAllowed(x, protocol.OpGet, q.Namespace); status != "" {
@@ -404,6 +404,14 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 		}
 		keepAlive.Reset(h.keepAlive)
 	}
+}
+
+// followItem is what a follow stream's watch hands the stream: a record,
+// a failed read, or how far it has read (WatchConfig.Passed).
+type followItem struct {
+	rec    audit.Record
+	err    error
+	passed string // not a record: the cursor the watch reads on from
 }
 
 // followPosition keeps what a follow stream has told its client of where
@@ -458,6 +466,29 @@ func (p *followPosition) take() (string, bool) {
 	p.pending, p.last = "", time.Now()
 	p.told, _ = audit.DecodeCursor(cursor)
 	return cursor, true
+}
+
+// flush notes the positions the watch is handing over on items, up to
+// the first other item (a record not sent: no position past it may go),
+// without waiting, and returns the text of the position event to send
+// before the stream ends: "" when none is pending.
+func (p *followPosition) flush(items <-chan followItem) string {
+	for {
+		select {
+		case it, ok := <-items:
+			if ok && it.passed != "" {
+				p.passed(it.passed)
+				continue
+			}
+		default:
+		}
+		break
+	}
+	cursor, ok := p.take()
+	if !ok {
+		return ""
+	}
+	return eventText(eventPosition, wire.FollowPosition{Cursor: cursor})
 }
 
 func (p *followPosition) stop() { p.timer.Stop() }

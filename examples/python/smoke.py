@@ -12,12 +12,12 @@ import json
 import os
 import re
 import sqlite3
-import sys
 import threading
 from collections import Counter
 from datetime import datetime
 
 from leasestore import Client, LeaseError
+from smokecheck import check
 
 URL = os.environ["LEASESTORE_URL"]
 writer = Client(URL, os.environ["WRITER_TOKEN"])
@@ -25,13 +25,6 @@ admin = Client(URL, os.environ["ADMIN_TOKEN"])
 reader = Client(URL, os.environ["READER_TOKEN"])
 removed = Client(URL, os.environ["REMOVED_TOKEN"])
 NS = "py"
-
-
-def check(cond, what, *detail):
-    if not cond:
-        print("FAIL:", what, *detail, flush=True)
-        sys.exit(1)
-    print("ok:", what, flush=True)
 
 
 def ttl_of(lease):

@@ -1,0 +1,109 @@
+"""Follows a served store's audit trail through the Python client while the
+test in cmd/leasectl/python_test.go (TestPythonFollowAcrossRestarts) stops
+`leasectl serve` and starts it again at the same address: the follow goes on
+from where it was, also when the records it passed were pruned meanwhile, and
+gives up with a clear error once the server stays away.
+
+Environment: LEASESTORE_URL, WRITER_TOKEN (a writer of namespace "py").
+When the server is to stop it prints a line of its own: RESTART (stop it and
+start it again), RESTART-PRUNE (prune every audit record so far while it is
+down) or STOP (leave it stopped), then reads a line from stdin once that is
+done. Prints one line per step; exits 1 at the first step that fails.
+"""
+
+import os
+import queue
+import sys
+import threading
+
+from leasestore import Client, LeaseError, Record
+from smokecheck import check
+
+URL = os.environ["LEASESTORE_URL"]
+writer = Client(URL, os.environ["WRITER_TOKEN"])
+follower = Client(URL, os.environ["WRITER_TOKEN"])
+NS = "py"
+
+
+def follow_into(q, **kw):
+    """Follows the records of NS/mine in a thread, putting each on q, then
+    the error that ended the follow (None when it ended without one)."""
+
+    def run():
+        try:
+            for rec in follower.follow(NS, key="mine", **kw):
+                q.put(rec)
+        except Exception as e:  # a LeaseError, or a bug: the step reports it
+            q.put(e)
+        else:
+            q.put(None)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
+def next_of(q, what):
+    """The next item of a follow's queue within a minute."""
+    try:
+        return q.get(timeout=60)
+    except queue.Empty:
+        check(False, what, "nothing within 60s")
+
+
+def next_record(q, what):
+    got = next_of(q, what)
+    check(isinstance(got, Record), what, got)
+    return got
+
+
+def server(command):
+    print(command, flush=True)
+    check(sys.stdin.readline().strip() == "done", "the test did " + command)
+
+
+def cursor_id(cursor):
+    return int(cursor.removeprefix("a1."))
+
+
+# A restart: the follow reconnects after the last record it yielded, and
+# yields the next one, once.
+mine = writer.acquire(NS, "mine", owner="w", ttl="1h")
+check(mine.status == "acquired", "acquire mine", mine)
+first = queue.Queue()
+follow_into(first, cursor="a1.0")
+rec = next_record(first, "the follow yields mine's acquire")
+check(rec.op == "acquire" and rec.request_id == mine.request_id, "the first record is mine's acquire", rec)
+server("RESTART")
+renewed = writer.renew(NS, "mine", owner="w", token=mine.lease.token)
+rec = next_record(first, "across a restart the follow yields mine's renew")
+check(rec.op == "renew" and rec.request_id == renewed.request_id, "the record after the restart is mine's renew, once", rec)
+
+# A restart with a prune of the records the follow passed (other keys')
+# while the server is down: it resumes from the position the stream told,
+# not after its last record, which is behind the prune.
+second, positions = queue.Queue(), queue.Queue()
+follow_into(second, cursor="a1.%d" % rec.id, on_position=positions.put)
+for name in ("other1", "other2"):
+    check(writer.acquire(NS, name, owner="w", ttl="1h").status == "acquired", "acquire " + name)
+other2 = writer.audit(NS, key="other2").items[0].id
+told = 0
+while told < other2:
+    try:
+        told = max(told, cursor_id(positions.get(timeout=30)))
+    except queue.Empty:
+        check(False, "a position past other2's record (id %d) within 30s" % other2, "told", told)
+check(True, "the follow's on_position heard a position past other2's record")
+server("RESTART-PRUNE")
+released = writer.release(NS, "mine", owner="w", token=mine.lease.token)
+rec = next_record(second, "across a restart and a prune of the records it passed the follow yields mine's release")
+check(rec.op == "release" and rec.request_id == released.request_id, "the record after the prune is mine's release", rec)
+
+# A server that stays away: after its reconnects the follow raises
+# unavailable, naming the cursor to follow again from.
+third = queue.Queue()
+follow_into(third, cursor="a1.%d" % (rec.id - 1), retries=2)
+check(next_record(third, "a follow with two reconnects yields mine's release").id == rec.id, "a follow from before the release")
+server("STOP")
+err = next_of(third, "the follow gives up once the server stays away")
+check(isinstance(err, LeaseError) and err.status == "unavailable" and err.cursor == "a1.%d" % rec.id
+      and "2 reconnects" in err.message and err.cursor in err.message,
+      "after two failed reconnects the follow raises unavailable, naming the cursor to resume from", repr(err))

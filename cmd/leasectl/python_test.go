@@ -61,8 +61,10 @@ func TestPythonClient(t *testing.T) {
 // after a restart during which the records it passed (other keys') were
 // pruned it resumes from the position the stream told, not behind the
 // prune; and when the server stays away it raises unavailable after its
-// reconnects, naming the cursor to follow again from. Without python3 it
-// skips, except in CI.
+// reconnects, naming the cursor to follow again from. First, against a
+// hostile server of the script's own, a record or position event it cannot
+// read ends the follow with an error naming the event, without a reconnect.
+// Without python3 it skips, except in CI.
 func TestPythonFollowAcrossRestarts(t *testing.T) {
 	t.Parallel()
 	python := lookPython(t)

@@ -2,7 +2,8 @@
 test in cmd/leasectl/python_test.go (TestPythonFollowAcrossRestarts) stops
 `leasectl serve` and starts it again at the same address: the follow goes on
 from where it was, also when the records it passed were pruned meanwhile, and
-gives up with a clear error once the server stays away.
+gives up with a clear error once the server stays away; against a server
+that sends an event it cannot read, it ends with an error naming the event.
 
 Environment: LEASESTORE_URL, WRITER_TOKEN (a writer of namespace "py").
 When the server is to stop it prints a line of its own: RESTART (stop it and
@@ -11,6 +12,7 @@ down) or STOP (leave it stopped), then reads a line from stdin once that is
 done. Prints one line per step; exits 1 at the first step that fails.
 """
 
+import http.server
 import os
 import queue
 import sys
@@ -63,6 +65,40 @@ def server(command):
 def cursor_id(cursor):
     return int(cursor.removeprefix("a1."))
 
+
+# A server that sends an event the client cannot read speaks another
+# protocol: the follow raises unavailable naming the event, and does not
+# reconnect (it would read the same event again).
+class Hostile(http.server.BaseHTTPRequestHandler):
+    event, data, follows = "", "", 0
+
+    def do_GET(self):
+        Hostile.follows += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(('event: subscribed\ndata: {"status":"subscribed","message":"following the audit trail '
+                          'after cursor \\"a1.0\\"","keep_alive":"15s"}\n\n'
+                          'event: %s\ndata: %s\n\n' % (Hostile.event, Hostile.data)).encode())
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+hostile = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+threading.Thread(target=hostile.serve_forever, daemon=True).start()
+for event, data, says in [("position", '{"cursor":', "position event"), ("position", '{"cursor":"b7.x"}', "'b7.x'"),
+                          ("record", '{"id":', "record event"), ("record", '{"id":7,"op":"acquire"}', "record event")]:
+    Hostile.event, Hostile.data, Hostile.follows = event, data, 0
+    try:
+        got = list(Client("http://%s:%d" % hostile.server_address).follow(cursor="a1.0"))
+    except Exception as e:  # the step reports which
+        got = e
+    check(isinstance(got, LeaseError) and got.status == "unavailable" and says in got.message and Hostile.follows == 1,
+          "a %s event %s ends the follow with an error naming it, without a reconnect" % (event, data),
+          repr(got), "follow requests:", Hostile.follows)
+hostile.shutdown()
 
 # A restart: the follow reconnects after the last record it yielded, and
 # yields the next one, once.

@@ -48,13 +48,14 @@ AuditPage, NamespacePage, RenewManyPage, NotifyEvent).
 import http.client
 import json
 import os
+import re
 import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 __all__ = ["Client", "LeaseError", "Lease", "Result", "Record", "new_request_id"]
 
@@ -66,6 +67,13 @@ _FAILURES = {"unauthorized", "forbidden", "unavailable", "timeout", "closed", "t
 # MaxRenewManyBodyBytes); renew_many splits a larger batch.
 RENEW_MANY_MAX_RENEWALS = 1000
 RENEW_MANY_MAX_BODY_BYTES = 64 << 10
+
+# The audit follow stream: the cursor of a record or position ("a1." and
+# the record id), where its subscribed message names its start, and the
+# beginning of an end's message for a cursor behind a prune.
+_FOLLOW_CURSOR = re.compile(r"a1\.(0|[1-9][0-9]*)")
+_SUBSCRIBED_AFTER = re.compile(r'after cursor "(a1\.(?:0|[1-9][0-9]*))"')
+_PRUNED_PREFIX = "behind a prune: "
 
 
 def new_request_id() -> str:
@@ -104,15 +112,17 @@ class LeaseError(Exception):
     unavailable when no answer came), code the HTTP code (0 for none).
     request_id is the change's request id (None for a read, a stream, and
     renew_many, whose renewals' ids are request_ids, in order): retry with
-    it after a retryable error to learn the change's outcome."""
+    it after a retryable error to learn the change's outcome. cursor is set
+    on the error of a follow that gave up reconnecting: follow again from it."""
 
     def __init__(self, status: str, code: int, message: str, request_id: Optional[str] = None,
-                 request_ids: Optional[List[str]] = None):
+                 request_ids: Optional[List[str]] = None, cursor: Optional[str] = None):
         where = f", request_id {request_id}" if request_id else ""
         super().__init__(f"{status} (HTTP {code}{where}): {message}")
         self.status, self.code, self.message = status, code, message
         self.request_id = request_id
         self.request_ids = request_ids
+        self.cursor = cursor
 
     @property
     def retryable(self) -> bool:
@@ -370,18 +380,25 @@ class Client:
     # -- streams (server-sent events) ------------------------------------------
 
     def _events(self, path: str, query: Optional[dict] = None) -> Iterator[tuple]:
-        """Yields (event, data) of a stream until it ends; raises LeaseError on a refusal."""
+        """Yields (event, data text) of a stream until it ends; raises LeaseError on a refusal,
+        and unavailable when the stream breaks (the connection failed, or stayed silent)."""
         code, resp = self._request("GET", path, query=query, accept="text/event-stream", stream=True)
         if code != 200:
             self._check(code, resp)
             raise LeaseError(resp.get("status", "unavailable"), code, resp.get("message", ""))
         with resp:
             name, data = "", []
-            for raw in resp:
-                line = raw.decode().rstrip("\r\n")
+            while True:
+                try:
+                    raw = resp.readline()
+                except (OSError, http.client.HTTPException) as e:  # timeouts are OSErrors
+                    raise LeaseError("unavailable", 200, f"the stream broke: {e!r}") from None
+                if not raw:
+                    return
+                line = raw.decode(errors="replace").rstrip("\r\n")
                 if line == "":
                     if name:
-                        yield name, json.loads("\n".join(data))
+                        yield name, "\n".join(data)
                     name, data = "", []
                 elif line.startswith(":"):
                     continue  # keep-alive
@@ -390,20 +407,115 @@ class Client:
                 elif line.startswith("data:"):
                     data.append(line[5:].lstrip())
 
+    @staticmethod
+    def _malformed(name: str, data: str, why) -> LeaseError:
+        """The error of an event the client cannot read: a protocol error (a server of another
+        release), which the server would send again, so the stream ends with it."""
+        snippet = data if len(data) <= 120 else data[:120] + "..."
+        return LeaseError("unavailable", 200, f"the server sent a {name} event this client cannot read "
+                                              f"(data {snippet!r}), a protocol error: run client and server "
+                                              f"of one release: {why}")
+
+    @classmethod
+    def _event_object(cls, name: str, data: str) -> dict:
+        """The event's data, a JSON object, or the error of an event the client cannot read."""
+        try:
+            ev = json.loads(data)
+        except ValueError as e:
+            raise cls._malformed(name, data, e) from None
+        if not isinstance(ev, dict):
+            raise cls._malformed(name, data, "not a JSON object")
+        return ev
+
     def signals(self, namespace: str, key: str) -> Iterator[str]:
         """The notification stream of a key: yields "subscribed", then "signal" each time the
-        lease may have ended (release or revoke), until the server ends the stream."""
+        lease may have ended (release or revoke), until the server ends the stream (LeaseError of
+        the end's status) or the stream breaks (LeaseError unavailable)."""
         path = "/v1/notify/" + urllib.parse.quote(namespace, safe="") + "/" + urllib.parse.quote(key, safe="")
-        for name, ev in self._events(path):
+        for name, data in self._events(path):
             if name == "end":
-                raise LeaseError(ev["status"], 200, ev["message"])
+                ev = self._event_object(name, data)
+                raise LeaseError(ev.get("status", "unavailable"), 200, ev.get("message", ""))
             yield name
 
-    def follow(self, namespace: str = "", key: str = "", cursor: str = "", since: str = "") -> Iterator[Record]:
-        """The audit trail's records as they commit (from now, or after cursor, or since)."""
-        for name, ev in self._events("/v1/audit/follow", {"namespace": namespace, "key": key,
-                                                          "cursor": cursor, "since": since}):
-            if name == "record":
-                yield Record(**ev)
-            elif name == "end":
-                raise LeaseError(ev["status"], 200, ev["message"])
+    def follow(self, namespace: str = "", key: str = "", cursor: str = "", since: str = "",
+               on_position: Optional[Callable[[str], None]] = None, retries: int = 10) -> Iterator[Record]:
+        """The audit trail's records as they commit (from now, or after cursor, or since), each once.
+
+        The follow keeps the cursor it would go on from: after the last record, or the stream's
+        last position event when that is further (how far the server read past records this
+        follow does not select; on_position, when given, is called with each such cursor). When
+        the stream breaks (the connection failed or went silent, or the server ended it: a
+        shutdown, say) it reconnects from that cursor, pausing 50 ms doubling up to 5 s, at most
+        `retries` times in a row; then it raises LeaseError unavailable whose `cursor` is where to
+        follow again from. It raises at once when the first request fails, on a refused token, on
+        a cursor behind a prune (the message begins "behind a prune: "), and on an event it cannot
+        read (a protocol error)."""
+        resume, tries, opened = cursor, 0, False
+        while True:
+            query = {"namespace": namespace, "key": key, "cursor": resume, "since": "" if resume else since}
+            events = self._events("/v1/audit/follow", query)
+            began, news = time.monotonic(), False
+            try:
+                while True:
+                    try:
+                        name, data = next(events)
+                    except StopIteration:
+                        broke = LeaseError("unavailable", 200, "the stream ended without an end event")
+                        break
+                    except LeaseError as e:
+                        if not opened or not e.retryable or e.message.startswith(_PRUNED_PREFIX):
+                            raise
+                        broke = e
+                        break
+                    if name == "subscribed":
+                        opened = True
+                        m = _SUBSCRIBED_AFTER.search(str(self._event_object(name, data).get("message", "")))
+                        resume = resume or (m.group(1) if m else "")
+                    elif name == "record":
+                        rec = self._follow_record(name, data)
+                        resume, news = f"a1.{rec.id}", True
+                        yield rec
+                    elif name == "position":
+                        at = self._event_object(name, data).get("cursor")
+                        if not isinstance(at, str) or not _FOLLOW_CURSOR.fullmatch(at):
+                            raise self._malformed(name, data, f"cursor {at!r} is not an audit cursor")
+                        if int(at[3:]) > (int(resume[3:]) if resume else 0):
+                            resume, news = at, True
+                            if on_position is not None:
+                                on_position(at)
+                    elif name == "end":
+                        ev = self._event_object(name, data)
+                        status, message = str(ev.get("status", "")), str(ev.get("message", ""))
+                        if status not in _FAILURES:  # as the Go client: an end without a failure's status
+                            status = "unavailable"
+                        broke = LeaseError(status, 200, message)
+                        if not broke.retryable or message.startswith(_PRUNED_PREFIX):
+                            raise broke
+                        break
+            finally:
+                events.close()
+            if not resume and not since:
+                raise LeaseError(broke.status, broke.code, f"{broke.message}; the stream named no cursor to "
+                                                           "follow again from")
+            if news or time.monotonic() - began > 5:
+                tries = 0
+            if tries >= retries:
+                raise LeaseError(broke.status, broke.code, f"gave up after {retries} reconnects in a row: "
+                                                           f"{broke.message}; follow again with cursor={resume!r}",
+                                 cursor=resume)
+            time.sleep(min(0.05 * 2 ** tries, 5))
+            tries += 1
+
+    def _follow_record(self, name: str, data: str) -> Record:
+        """The record of a record event, or the error of one the client cannot read."""
+        ev = self._event_object(name, data)
+        try:
+            rec = Record(**ev)
+        except TypeError as e:
+            raise self._malformed(name, data, e) from None
+        if not isinstance(rec.id, int) or rec.id < 1:
+            raise self._malformed(name, data, f"id {rec.id!r} is not a record id")
+        if rec.version != 1:
+            raise self._malformed(name, data, f"format version {rec.version!r}: this client reads only version 1")
+        return rec

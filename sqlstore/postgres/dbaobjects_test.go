@@ -63,3 +63,43 @@ func TestChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
 		})
 	}
 }
+
+// Row-level security enabled on the store's tables (a DBA's baseline for
+// every table, with no policy for the application role, or a trail made
+// "write-only" for it) hides rows from a role that does not own them: the
+// holder of a live lease was told its renew found no live lease, and a
+// retry of a release that took effect answered not_found instead of its
+// replay, while Health answered healthy. Health must refuse it, naming
+// the fix; meanwhile no operation may answer from rows it cannot see.
+func TestRowLevelSecurityOnTheStoreIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, ddl, table string }{
+		{"leases, no policy", "ALTER TABLE leasestore_leases ENABLE ROW LEVEL SECURITY", "leasestore_leases"},
+		{"trail, insert-only policy", "ALTER TABLE leasestore_audit ENABLE ROW LEVEL SECURITY; " +
+			"CREATE POLICY leasestore_write_only ON leasestore_audit FOR INSERT TO PUBLIC WITH CHECK (true)", "leasestore_audit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), &postgres.Config{NoCoalescing: true})
+			acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+			wantStatus(t, "acquire", acq, err, protocol.StatusAcquired)
+			mustExec(t, rawConn(t, dsn), c.ddl)
+			rel := protocol.ReleaseRequest{Key: key("k"), Owner: "o", Token: acq.Lease.Token, RequestID: "r1"}
+			first, ferr := b.Release(ctxT(t), rel)
+			retry, rerr := b.Release(ctxT(t), rel)
+			wrong := ""
+			switch {
+			case ferr == nil && first.Status != protocol.StatusReleased:
+				wrong = "the holder's release of its live lease answered " + string(first.Status)
+			case ferr == nil && rerr == nil && !retry.Replayed:
+				wrong = "the retry of the release answered " + string(retry.Status) + ", not its replay"
+			}
+			err = b.Health(ctxT(t))
+			if err == nil && wrong != "" {
+				t.Fatalf("row-level security on %s: %s, and Health answered healthy", c.table, wrong)
+			}
+			wantRefused(t, "Health with row-level security on "+c.table, err, "ALTER TABLE "+c.table+" DISABLE ROW LEVEL SECURITY")
+		})
+	}
+}

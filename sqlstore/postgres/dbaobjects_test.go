@@ -103,3 +103,37 @@ func TestRowLevelSecurityOnTheStoreIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A DBA's BEFORE INSERT trigger on the trail that moves each record
+// elsewhere and returns NULL (the trigger-based partitioning or archiving
+// of a growing log table, from before declarative partitioning) makes
+// every change commit without its record in the trail: the acquire
+// answered acquired, its record was not in leasestore_audit, the retry of
+// its request id answered conflict (its own lease) instead of a replay,
+// and Health answered healthy. Health must refuse a trigger of its own
+// that can change or drop what the store writes, naming it.
+func TestForeignTriggersOnTheTrailAreRefused(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{NoCoalescing: true})
+	owner := rawConn(t, dsn)
+	mustExec(t, owner, `CREATE TABLE dba_audit_archive (LIKE leasestore_audit)`)
+	mustExec(t, owner, `CREATE FUNCTION dba_audit_archive() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO dba_audit_archive SELECT NEW.*;
+    RETURN NULL;
+END $$`)
+	mustExec(t, owner, `CREATE TRIGGER dba_audit_archive BEFORE INSERT ON leasestore_audit
+    FOR EACH ROW EXECUTE FUNCTION dba_audit_archive()`)
+	healthErr := b.Health(ctxT(t))
+	req := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"}
+	res, err := b.Acquire(ctxT(t), req)
+	if err == nil && res.Status == protocol.StatusAcquired {
+		if n := count(t, owner, "SELECT count(*) FROM leasestore_audit WHERE request_id = 'a1'"); n != 1 {
+			again, aerr := b.Acquire(ctxT(t), req)
+			t.Fatalf("the acquire answered acquired and the trail holds %d records of it; its retry answered %s replayed=%v (%v); health: %v",
+				n, again.Status, again.Replayed, aerr, healthErr)
+		}
+	}
+	wantRefused(t, "Health with a BEFORE INSERT trigger on the trail", healthErr, "dba_audit_archive")
+}

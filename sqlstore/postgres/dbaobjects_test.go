@@ -137,3 +137,25 @@ END $$`)
 	}
 	wantRefused(t, "Health with a BEFORE INSERT trigger on the trail", healthErr, "dba_audit_archive")
 }
+
+// A DBA's rule on a table of the store (a DO ALSO rule logging changes,
+// the way changes were logged before triggers were common) makes every
+// acquire fail (SQLSTATE 0A000: INSERT with ON CONFLICT cannot be used
+// with a table that has INSERT or UPDATE rules; an INSERT rule on the trail
+// fails every change with XX000 "could not find CTE"), while Health answered healthy.
+// Health must refuse it, naming the rule to drop.
+func TestRulesOnTheStoreAreRefused(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{NoCoalescing: true})
+	owner := rawConn(t, dsn)
+	mustExec(t, owner, `CREATE TABLE dba_lease_log (at timestamptz NOT NULL DEFAULT now(), name text, token bigint)`)
+	mustExec(t, owner, `CREATE RULE dba_lease_log AS ON UPDATE TO leasestore_leases
+    DO ALSO INSERT INTO dba_lease_log (name, token) VALUES (NEW.name, NEW.token)`)
+	_, acqErr := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+	err := b.Health(ctxT(t))
+	if err == nil {
+		t.Fatalf("Health answered healthy with a rule on leasestore_leases, while the acquire answered: %v", acqErr)
+	}
+	wantRefused(t, "Health with a rule on leasestore_leases", err, "DROP RULE dba_lease_log ON leasestore_leases")
+}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -158,4 +159,34 @@ func TestRulesOnTheStoreAreRefused(t *testing.T) {
 		t.Fatalf("Health answered healthy with a rule on leasestore_leases, while the acquire answered: %v", acqErr)
 	}
 	wantRefused(t, "Health with a rule on leasestore_leases", err, "DROP RULE dba_lease_log ON leasestore_leases")
+}
+
+// ALTER TABLE ... SET UNLOGGED (a DBA's way to cut WAL volume) on the
+// trail or the leases table, or ALTER SEQUENCE ... SET UNLOGGED
+// (PostgreSQL 15) on the fencing sequence, writes them without WAL: after
+// a crash the server empties them (the sequence starts again at 1), and no
+// standby has them, so a failover loses them. The trail's records, which
+// the request ids' retries are answered from, and the fencing state would
+// go with them. Open and Health accepted all three; they must refuse each,
+// naming the ALTER that makes it logged again.
+func TestUnloggedStoreObjectsAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ ddl, fix string }{
+		{"ALTER TABLE leasestore_audit SET UNLOGGED", "ALTER TABLE leasestore_audit SET LOGGED"},
+		{"ALTER TABLE leasestore_leases SET UNLOGGED", "ALTER TABLE leasestore_leases SET LOGGED"},
+		{"ALTER SEQUENCE leasestore_fencing_seq SET UNLOGGED", "ALTER SEQUENCE leasestore_fencing_seq SET LOGGED"},
+	} {
+		t.Run(c.ddl, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, dsn, nil)
+			mustExec(t, rawConn(t, dsn), c.ddl)
+			wantRefused(t, "Health after "+c.ddl, b.Health(ctxT(t)), c.fix)
+			ob, err := postgres.Open(ctxT(t), dsn, nil)
+			if err == nil {
+				_ = ob.Close(context.Background())
+			}
+			wantRefused(t, "Open after "+c.ddl, err, c.fix)
+		})
+	}
 }

@@ -3,9 +3,12 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
@@ -187,6 +190,40 @@ func TestUnloggedStoreObjectsAreRefused(t *testing.T) {
 				_ = ob.Close(context.Background())
 			}
 			wantRefused(t, "Open after "+c.ddl, err, c.fix)
+		})
+	}
+}
+
+// A REVOKE of a privilege every write needs, while the service runs
+// (INSERT on the trail, UPDATE on the leases), makes every write fail
+// naming the GRANT, while Health answered healthy (and so /readyz and
+// `leasectl health`), as it does not for a read-only role
+// (TestReadOnlyRoleIsUnhealthy). Health must refuse it, naming the GRANT.
+func TestRevokedWritePrivilegesAreUnhealthy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ revoke, grant string }{
+		{"INSERT ON leasestore_audit", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_audit"},
+		{"UPDATE ON leasestore_leases", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_leases"},
+	} {
+		t.Run(c.revoke, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			roleDSN := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage)
+			b := openBackend(t, roleDSN, nil)
+			if err := b.Health(ctxT(t)); err != nil {
+				t.Fatalf("health before the revoke: %v", err)
+			}
+			u, err := url.Parse(roleDSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, rawConn(t, dsn), "REVOKE "+c.revoke+" FROM "+pgx.Identifier{u.User.Username()}.Sanitize())
+			_, acqErr := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+			err = b.Health(ctxT(t))
+			if err == nil {
+				t.Fatalf("Health answered healthy after REVOKE %s, while the acquire answered: %v", c.revoke, acqErr)
+			}
+			wantRefused(t, "Health after REVOKE "+c.revoke, err, c.grant)
 		})
 	}
 }

@@ -68,6 +68,49 @@ func TestChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
 	}
 }
 
+// The coalesced path of TestChangesAreNeverCommittedWithoutTheirRecord:
+// acquires queued into one batch, after leasestore_audit_era's row was
+// deleted, each failed in the batch function (their members could not
+// write a record) and ran again alone, where each was committed without
+// its record. Each must fail in the batch itself, naming the era's row,
+// and leave nothing. The keys are the test's own: advisory locks are the
+// database's.
+func TestCoalescedChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn, &postgres.Config{MaxInFlight: 1})
+	owner := rawConn(t, dsn)
+	names := []string{"rec-" + protocol.RandomRequestID()[:12], "rec-" + protocol.RandomRequestID()[:12]}
+	ops := []queuedOp{{name: "delete", inline: true, run: func(context.Context) (protocol.Result, error) {
+		// After batchOf's blocker read the era's row: it commits with its record.
+		mustExec(t, owner, "DELETE FROM leasestore_audit_era")
+		return protocol.Result{}, nil
+	}}}
+	for _, name := range names {
+		ops = append(ops, queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {
+			return b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: name})
+		}})
+	}
+	_, _, aloneBefore := postgres.CoalesceStats(b)
+	got := batchOf(t, dsn, b, ops...)
+	_, _, aloneAfter := postgres.CoalesceStats(b)
+	for _, name := range names {
+		a := got[name]
+		n := count(t, owner, "SELECT count(*) FROM leasestore_audit WHERE request_id = $1", name)
+		if a.err == nil && a.res.Status == protocol.StatusAcquired && n != 1 {
+			t.Fatalf("%s: the coalesced acquire answered acquired (token %d, replayed=%v) and the trail holds %d records of it",
+				name, a.res.Lease.Token, a.res.Replayed, n)
+		}
+		wantRefused(t, name+": the coalesced acquire without the era's row", a.err, "leasestore_audit_era")
+		if rows := count(t, owner, "SELECT count(*) FROM leasestore_leases WHERE name = $1", name); rows != 0 {
+			t.Fatalf("%s: the refused acquire left %d rows", name, rows)
+		}
+	}
+	if aloneAfter != aloneBefore {
+		t.Fatalf("%d members of the batch ran again alone; want each refused in the batch", aloneAfter-aloneBefore)
+	}
+}
+
 // Row-level security enabled on the store's tables (a DBA's baseline for
 // every table, with no policy for the application role, or a trail made
 // "write-only" for it) hides rows from a role that does not own them: the

@@ -65,6 +65,9 @@ func ConnectionError(err error) error {
 //   - LS001 (audit ids went back): errAuditWentBack, which the caller
 //     repairs;
 //   - LS002 (a batch's key busy): errKeyBusy, which the caller runs alone;
+//   - a change that came back without its audit record (recordMissingSQL:
+//     SQLSTATE 42704 naming recordMissingSetting; nothing was committed):
+//     unavailable, naming the causes and their fixes;
 //   - read_only_sql_transaction (a standby, or a read-only role):
 //     unavailable, saying so;
 //   - a passed deadline or a cancelled context, and the server's
@@ -109,6 +112,15 @@ func interpretError(op protocol.Op, err error) error {
 			return fmt.Errorf("%w: %w", errAuditWentBack, err)
 		case code == "LS002":
 			return errKeyBusy
+		case code == "42704" && strings.Contains(pe.Message, recordMissingSetting):
+			return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+				"postgres: the change's audit record could not be written, so nothing was changed: the DSN's role "+
+					"sees no row of leasestore_audit_era (row-level security on it, or the row deleted), or a "+
+					"trigger on leasestore_audit drops the record; Health names which: run ALTER TABLE "+
+					"leasestore_audit_era DISABLE ROW LEVEL SECURITY, or restore the row as "+
+					"migrations/postgres/00002_fencing_floor_and_replays.sql creates it and move it past the "+
+					"trail's ids (INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0); "+
+					"SELECT leasestore_audit_new_era()), or drop the trigger")
 		case code == "25006":
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the connection is read-only (a standby, or default_transaction_read_only is on): "+

@@ -14,7 +14,11 @@
 // (a snapshot's refusal is judged at now(), the statement's start); tests
 // of this package alone can inject a clock. A change that did not happen returns,
 // through leasestore_outcome, what the answer needs (the earlier record of
-// the request id, or the key's row), read only on that path.
+// the request id, or the key's row), read only on that path. A change
+// whose audit record was not written (the session sees no row of
+// leasestore_audit_era, or a trigger dropped the record) fails, and
+// nothing of it is committed: a request id's retry is answered from the
+// record.
 //
 // Every part of a statement sees the snapshot taken when it starts, while
 // UPDATE and INSERT ... ON CONFLICT lock the row and re-check their

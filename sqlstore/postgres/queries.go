@@ -36,6 +36,8 @@ import "github.com/leasestore/leasestore/migrations"
 //	       NULLs if none
 //	fresh: the token drawn for this acquire (NULL for other operations)
 //	outcome: leasestore_outcome's JSON when no row came back, else NULL
+//	       (and when the row came back without its audit record, the
+//	       statement fails: recordMissingSQL)
 //
 // The audit record's id is the writer's transaction id plus the era's
 // offset (the lateral subquery next). It must sort after every record the
@@ -55,8 +57,11 @@ import "github.com/leasestore/leasestore/migrations"
 // of the change the statement's CTE after returned (none when it returned
 // no row), of operation op with status status, written at the SQL
 // expression at, on behalf of actor, for reason, with the lease's
-// lock-delay (NULL when none; migration 5). Its id is made and checked as
-// outcomeColumns says.
+// lock-delay (NULL when none; migration 5), returning its id. Its id is
+// made and checked as outcomeColumns says. It writes nothing when the
+// session sees no row of leasestore_audit_era (row-level security on it,
+// or the row deleted), and a trigger may drop what it writes: the
+// statement then fails (recordMissingSQL).
 func recordCTE(op, status, at, actor, reason string) string {
 	return `rec AS (
     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -72,8 +77,23 @@ func recordCTE(op, status, at, actor, reason string) string {
     CROSS JOIN LATERAL (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id, m.mark,
                                current_setting('leasestore.audit_ids_checked', true) IS NOT DISTINCT FROM m.mark AS checked
                         FROM leasestore_audit_era e, LATERAL (SELECT e.tableoid || '/' || e.id_offset AS mark) AS m) AS next
+    RETURNING id
 )`
 }
+
+// recordMissingSQL fails the statement it is evaluated in, with SQLSTATE
+// 42704 naming recordMissingSetting, which interpretError tells by that
+// name. Every state-changing statement evaluates it when its change came
+// back and its audit record did not (rec returned no row), so that the
+// change is never committed without the record a retry of its request id
+// is answered from (TestChangesAreNeverCommittedWithoutTheirRecord). It
+// reads a setting that cannot exist: a name without a dot that the server
+// does not define, which no SET, role or configuration file can give a
+// value. recordMissingSQL is text; cast it to the type its place needs.
+const (
+	recordMissingSetting = "leasestore: no audit record was written"
+	recordMissingSQL     = `current_setting('` + recordMissingSetting + `')`
+)
 
 // Lock-delays (migration 4). leaseDelay(a) is the lock-delay of the lease
 // in row a, as every statement shows it: lock_delay while delay_token is
@@ -123,15 +143,17 @@ const rowLockCTE = `rowlock AS MATERIALIZED (
     SELECT FROM leasestore_leases l, keylock WHERE l.namespace = @ns AND l.name = @name FOR NO KEY UPDATE OF l
 )`
 
-// changeResultSQL ends renewSQL: outcomeColumns, with no token drawn.
-// endedResultSQL ends releaseSQL and revokeSQL the same way, after their
-// wakeCTE.
+// changeResultSQL ends renewSQL: outcomeColumns, with no token drawn,
+// failing the statement when the change came back without its record
+// (recordMissingSQL). endedResultSQL ends releaseSQL and revokeSQL the
+// same way, after their wakeCTE.
 const (
 	changeResultSQL = `
 SELECT (SELECT lock.now FROM lock),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        NULL::bigint,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
+       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id)
+            WHEN NOT EXISTS (SELECT FROM rec) THEN ` + recordMissingSQL + `::json END
 FROM (SELECT) AS one
 LEFT JOIN after ON true`
 	endedResultSQL = changeResultSQL + `
@@ -191,7 +213,8 @@ WITH prev AS (
 SELECT coalesce(fresh.at, @now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        fresh.token,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id) END
+       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id)
+            WHEN NOT EXISTS (SELECT FROM rec) THEN ` + recordMissingSQL + `::json END
 FROM (SELECT) AS one
 LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
@@ -823,7 +846,8 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // alone and comes back in its row (err_state, err_message,
 // err_constraint); the others go on. Each operation runs the statement of
 // its kind above (its change and its audit record in one statement, see
-// batchRecordCTE), minus the lock (held already), a release or revoke
+// batchRecordCTE; a change that came back without its record fails,
+// recordMissingSQL), minus the lock (held already), a release or revoke
 // waking the key's waiters as those do; it sees the changes of
 // the operations before it, so operations on one key behave as if run one
 // after the other in that order. Each operation's time is the server's
@@ -861,6 +885,7 @@ DECLARE
     v_check boolean;
     v_xid   bigint;
     v_sub   xid;
+    v_rec   boolean;
     v_op    text;
     v_ns    text;
     v_name  text;
@@ -897,7 +922,7 @@ BEGIN
         v_now := coalesce(p_now, clock_timestamp());
         o_now := v_now; o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
         o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
-        o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL;
+        o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL; v_rec := NULL;
         IF i = ANY (v_busy) THEN
             o_err_state := 'LS002'; o_err_message := 'the key is locked by another transaction';
             RETURN NEXT;
@@ -932,8 +957,8 @@ BEGIN
                               ` + leaseDelay("l") + ` AS lock_delay, l.xmin
                 ), ` + batchRecordCTE("after.acquired_at", "'acquired'") + `
                 SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-                       after.lock_delay, fresh.token, after.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, o_fresh, v_sub
+                       after.lock_delay, fresh.token, after.xmin, EXISTS (SELECT FROM rec)
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, o_fresh, v_sub, v_rec
                 FROM (SELECT) AS one LEFT JOIN after ON true LEFT JOIN fresh ON true;
             ELSIF v_op = 'renew' THEN
                 WITH after AS (
@@ -948,8 +973,8 @@ BEGIN
                               ` + leaseDelay("l") + ` AS lock_delay, l.xmin
                 ), ` + batchRecordCTE("after.renewed_at", "'renewed'") + `
                 SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-                       after.lock_delay, after.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub
+                       after.lock_delay, after.xmin, EXISTS (SELECT FROM rec)
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub, v_rec
                 FROM after;
             ELSIF v_op = 'release' OR v_op = 'revoke' THEN
                 WITH after AS (
@@ -966,11 +991,16 @@ BEGIN
                               ` + leaseDelay("l") + ` AS lock_delay, l.xmin
                 ), ` + batchRecordCTE("v_now", "CASE v_op WHEN 'release' THEN 'released' ELSE 'revoked' END") + `
                 SELECT after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version,
-                       after.lock_delay, after.xmin
-                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub
+                       after.lock_delay, after.xmin, EXISTS (SELECT FROM rec)
+                INTO o_owner, o_token, o_acquired_at, o_renewed_at, o_expires_at, o_version, o_lock_delay, v_sub, v_rec
                 FROM after;
             ELSE
                 RAISE EXCEPTION 'leasestore_change_batch: unknown operation %', v_op USING ERRCODE = '22023';
+            END IF;
+            IF v_sub IS NOT NULL AND NOT v_rec THEN
+                -- The change came back without its audit record: it fails
+                -- (rolled back alone) as a statement alone does.
+                PERFORM ` + recordMissingSQL + `;
             END IF;
             IF v_sub IS NULL THEN
                 o_outcome := leasestore_outcome(v_ns, v_name, v_rid);
@@ -1007,7 +1037,9 @@ $fn$`
 // subtransaction id, after.xmin, widened to 64 bits from the batch's
 // top-level id v_xid, plus the era's offset v_off; v_top is the newest
 // record when the batch checked the era (NULL when the connection had
-// checked it already).
+// checked it already). It returns the record's id, and writes nothing when
+// the batch saw no row of leasestore_audit_era (v_off NULL), as recordCTE
+// does; the member then fails (recordMissingSQL).
 func batchRecordCTE(at, status string) string {
 	return `rec AS (
                     INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
@@ -1018,7 +1050,8 @@ func batchRecordCTE(at, status string) string {
                            after.renewed_at, nullif(after.lock_delay, interval '0')
                     FROM after
                     CROSS JOIN LATERAL (SELECT v_xid + ((after.xmin::text::bigint - v_xid % 4294967296 + 4294967296) % 4294967296)
-                                               + v_off AS id) AS x
+                                               + v_off AS id WHERE v_off IS NOT NULL) AS x
+                    RETURNING id
                 )`
 }
 

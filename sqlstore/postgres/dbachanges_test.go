@@ -293,6 +293,49 @@ func TestAuditTriggersThatDoNotFireAreRefused(t *testing.T) {
 	}
 }
 
+// TestPruneWindowGuardThatDoesNotFireIsRefused: the trigger that lets only
+// a role that may delete audit records open the prune window (migration 8
+// leaves it ENABLE ALWAYS) is one of the store's own triggers too.
+// Disabled, firing only in replica sessions, or dropped, it lets a role
+// without DELETE on the trail open the window and take or free a prune's
+// request id, while Health answered healthy. Each is refused at Health
+// and Open, naming the fix; ENABLE (it fires in every origin session,
+// and a replica session is refused) is accepted.
+func TestPruneWindowGuardThatDoesNotFireIsRefused(t *testing.T) {
+	t.Parallel()
+	const enable = "ALTER TABLE leasestore_audit_prune ENABLE ALWAYS TRIGGER leasestore_audit_prune_window_guard"
+	for _, c := range []struct{ change, fix string }{
+		{"ALTER TABLE leasestore_audit_prune DISABLE TRIGGER leasestore_audit_prune_window_guard", enable},
+		{"ALTER TABLE leasestore_audit_prune ENABLE REPLICA TRIGGER leasestore_audit_prune_window_guard", enable},
+		{"DROP TRIGGER leasestore_audit_prune_window_guard ON leasestore_audit_prune",
+			"create leasestore_audit_prune_window_guard again as migrations/postgres/00008_prune_claim.sql does"},
+		{"ALTER TABLE leasestore_audit_prune ENABLE TRIGGER leasestore_audit_prune_window_guard", ""},
+	} {
+		t.Run(c.change, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, dsn, nil)
+			mustExec(t, rawConn(t, dsn), c.change)
+			err := b.Health(ctxT(t))
+			if c.fix == "" {
+				if err != nil {
+					t.Fatalf("health: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Health answered healthy after %s", c.change)
+			}
+			wantErrStatus(t, "health", err, protocol.StatusUnavailable)
+			if !strings.Contains(err.Error(), c.fix) {
+				t.Fatalf("health: %v; want it to name %q", err, c.fix)
+			}
+			_, err = postgres.Open(ctxT(t), dsn, nil)
+			wantErrStatus(t, "open", err, protocol.StatusUnavailable)
+		})
+	}
+}
+
 // TestPruneRefusesWhileItsMarkIsNotKept: a prune removes records only
 // while the trigger that marks what it removed fires; otherwise a reader
 // whose cursor lies before them would skip them silently. The prune is

@@ -53,8 +53,9 @@ func TestBatchCommitFailureAnswersNothingUncommitted(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.MigratedDSN(t)
 			admin := rawConn(t, dsn)
-			mustExec(t, admin, fmt.Sprintf(failBatchCommitSQL, code))
 			b := openBackend(t, dsn, &postgres.Config{MaxInFlight: 1})
+			// After Open, which refuses triggers on the trail that are not the store's own.
+			mustExec(t, admin, fmt.Sprintf(failBatchCommitSQL, code))
 			ctx := ctxT(t)
 			blocker := "blocker-" + code // advisory locks are shared by every schema
 			res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(blocker), Owner: "o", TTL: time.Minute, RequestID: "b1"})

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
@@ -183,6 +184,33 @@ END $$`)
 		}
 	}
 	wantRefused(t, "Health with a BEFORE INSERT trigger on the trail", healthErr, "dba_audit_archive")
+}
+
+// Every trigger the migrations make is named leasestore_...: on a schema
+// newer than this release's (a rolling deploy migrated first), a release
+// that serves it takes such a trigger it does not know for the newer
+// migrations' own and serves, while on its own schema version the same
+// trigger is refused as any other. A trigger that is disabled fires on no
+// write and is accepted.
+func TestNewerSchemasOwnTriggersAreServed(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	owner := rawConn(t, dsn)
+	mustExec(t, owner, `CREATE FUNCTION test_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)
+	mustExec(t, owner, `CREATE TRIGGER leasestore_next AFTER INSERT ON leasestore_leases FOR EACH ROW EXECUTE FUNCTION test_noop()`)
+	_, err := postgres.Open(ctxT(t), dsn, nil)
+	wantRefused(t, "Open of this release's schema with a trigger leasestore_next", err, "DROP TRIGGER leasestore_next ON leasestore_leases")
+	mustExec(t, owner, "INSERT INTO leasestore_goose_db_version (version_id, is_applied) VALUES ($1, true)", migrations.LatestVersion+1)
+	b := openBackend(t, dsn, nil)
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health of a newer schema with its trigger leasestore_next: %v", err)
+	}
+	mustExec(t, owner, `CREATE TRIGGER dba_next AFTER INSERT ON leasestore_leases FOR EACH ROW EXECUTE FUNCTION test_noop()`)
+	wantRefused(t, "Health of a newer schema with a trigger dba_next", b.Health(ctxT(t)), "DROP TRIGGER dba_next ON leasestore_leases")
+	mustExec(t, owner, `ALTER TABLE leasestore_leases DISABLE TRIGGER dba_next`)
+	if err := b.Health(ctxT(t)); err != nil {
+		t.Fatalf("health with the trigger dba_next disabled: %v", err)
+	}
 }
 
 // A DBA's rule on a table of the store (a DO ALSO rule logging changes,

@@ -404,7 +404,16 @@ func (b *Backend) check(ctx context.Context) error {
 //     leaves no mark, so a reader behind it skips the removed records
 //     silently. Refused, naming the ENABLE TRIGGER that fixes it. The
 //     schema's version is judged first (the mark's trigger comes with
-//     version 7: a schema rolled back below it is named as such).
+//     version 7: a schema rolled back below it is named as such). The
+//     same for the prune window's guard (version 8): without it a role
+//     that may not delete audit records can open the window.
+//   - what a DBA did to the store's tables and sequence (storeObjectsError):
+//     row-level security that applies to the role (rows are hidden from
+//     its statements), leasestore_audit_era without its row (no change
+//     can be recorded), an unlogged table or sequence (a crash empties
+//     it; no standby has it), a trigger that is not the store's own (it
+//     can change or drop what the store writes), a rule (it rewrites the
+//     store's statements). Refused, naming each and its fix.
 //   - at Health only (a standby serves reads, so Open accepts it): a
 //     server in recovery, or sessions that are read-only by default
 //     (default_transaction_read_only, as a role or database may set it):
@@ -439,12 +448,12 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		readOnly, recovery          bool
 		schema                      string
 		version, oldest             int64
-		triggers                    []string
+		triggers, objects           []string
 	)
 	err := retrySerialization(ctx, op, func() error {
 		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit,
 			&seq.cache, &seq.increment, &seq.cycle, &seq.min, &seq.max, &behind, &seq.exhausted, &moved,
-			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest, &triggers))
+			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest, &triggers, &objects))
 	})
 	if err != nil && isMissingSchema(err) {
 		// A schema below the version whose tables settingsSQL reads (rolled
@@ -491,6 +500,9 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	}
 	if len(triggers) > 0 {
 		return auditTriggersError(op, triggers)
+	}
+	if err := storeObjectsError(op, version, objects); err != nil {
+		return err
 	}
 	if op == protocol.OpHealth && recovery {
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil,
@@ -573,34 +585,35 @@ func sequenceError(op protocol.Op, s fencingSeq) error {
 		strings.Join(what, "; it "), strings.Join(fix, " "))
 }
 
-// auditTriggersError is checkSettings' refusal of the audit trail's
+// auditTriggersError is checkSettings' refusal of the store's own
 // triggers that do not fire, given as settingsSQL reads them (name=state,
 // the state pg_trigger's tgenabled: D disabled, R fires only in replica
 // sessions; - missing), naming what each one's absence allows and the
 // statements that fix it.
 func auditTriggersError(op protocol.Op, triggers []string) *protocol.Error {
 	var what, fix, effects []string
-	edited, unmarked := false, false
+	edited, unmarked, unguarded := false, false, false
 	for _, t := range triggers {
 		name, state, _ := strings.Cut(t, "=")
-		if name == "leasestore_audit_keep_pruned" {
-			unmarked = true
-		} else {
+		table, from, enable := "leasestore_audit", "00001_leasestore.sql", "ENABLE TRIGGER"
+		switch name {
+		case "leasestore_audit_keep_pruned":
+			unmarked, from = true, "00007_prune_horizon.sql"
+		case "leasestore_audit_prune_window_guard":
+			// ENABLE ALWAYS, as migration 8 leaves it: also in replica sessions.
+			unguarded, table, from, enable = true, "leasestore_audit_prune", "00008_prune_claim.sql", "ENABLE ALWAYS TRIGGER"
+		default:
 			edited = true
 		}
 		switch state {
 		case "D":
 			what = append(what, name+" is disabled")
-			fix = append(fix, "ALTER TABLE leasestore_audit ENABLE TRIGGER "+name)
+			fix = append(fix, "ALTER TABLE "+table+" "+enable+" "+name)
 		case "R":
 			what = append(what, name+" fires only in replica sessions (ENABLE REPLICA TRIGGER)")
-			fix = append(fix, "ALTER TABLE leasestore_audit ENABLE TRIGGER "+name)
+			fix = append(fix, "ALTER TABLE "+table+" "+enable+" "+name)
 		default:
 			what = append(what, name+" is missing")
-			from := "00001_leasestore.sql"
-			if name == "leasestore_audit_keep_pruned" {
-				from = "00007_prune_horizon.sql"
-			}
 			fix = append(fix, "create "+name+" again as migrations/postgres/"+from+" does")
 		}
 	}
@@ -610,9 +623,100 @@ func auditTriggersError(op protocol.Op, triggers []string) *protocol.Error {
 	if unmarked {
 		effects = append(effects, "a prune leaves no mark, so a reader behind it skips the removed records silently")
 	}
+	if unguarded {
+		effects = append(effects, "a role that may not delete audit records can open the prune window "+
+			"(leasestore_audit_prune) and take or free a prune's request id")
+	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
-		"postgres: the audit trail's triggers do not all fire (%s), so %s: run %s",
+		"postgres: the store's triggers do not all fire (%s), so %s: run %s",
 		strings.Join(what, ", "), strings.Join(effects, ", and "), strings.Join(fix, "; "))
+}
+
+// storeObjectsError is checkSettings' refusal of what a DBA did to the
+// store's tables and sequence, given as settingsSQL reads it
+// (kind/object[/detail]), naming what each breaks and the statement that
+// fixes it; nil when there is nothing. On a schema newer than this
+// release's (a rolling deploy migrated first), a trigger or rule whose
+// name begins with leasestore_ is taken for the newer migrations' own:
+// every object the migrations make is named so.
+func storeObjectsError(op protocol.Op, version int64, objects []string) error {
+	var what, fix, triggers, rules []string
+	hidden := map[string]bool{}
+	for _, o := range objects {
+		if kind, table, _ := strings.Cut(o, "/"); kind == "rls" {
+			hidden[table] = true
+		}
+	}
+	for _, o := range objects {
+		kind, rest, _ := strings.Cut(o, "/")
+		table, detail, _ := strings.Cut(rest, "/")
+		if (kind == "trigger" || kind == "rule") && version > migrations.LatestVersion && strings.HasPrefix(detail, "leasestore_") {
+			continue
+		}
+		switch kind {
+		case "rls":
+			effect := "a live lease reads as none, a request id's record as never written"
+			if table == "leasestore_audit_era" {
+				effect = "no change can write its audit record"
+			}
+			what = append(what, "row-level security applies to the DSN's role on "+table+
+				", so the store's statements see only the rows a policy shows it ("+effect+")")
+			fix = append(fix, "ALTER TABLE "+table+" DISABLE ROW LEVEL SECURITY")
+		case "era":
+			if hidden[table] {
+				continue // the row may only be hidden: the fix above shows it
+			}
+			what = append(what, "leasestore_audit_era has no row, so no change can write its audit record "+
+				"(every change fails)")
+			fix = append(fix, "INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0) (as "+
+				"migrations/postgres/00002_fencing_floor_and_replays.sql creates it), then SELECT "+
+				"leasestore_audit_new_era() (it moves the ids past the trail's)")
+		case "unlogged":
+			alter := "ALTER TABLE "
+			if table == "leasestore_fencing_seq" {
+				alter = "ALTER SEQUENCE "
+			}
+			if detail == "t" {
+				what = append(what, table+" is a temporary table of the pool's connections, which stands in for "+
+					"the schema's and ends with the session")
+				fix = append(fix, "DROP TABLE pg_temp."+table+" on those connections")
+				continue
+			}
+			held, ok := map[string]string{
+				"leasestore_audit":       "the trail, which request ids' retries are answered from",
+				"leasestore_leases":      "the leases and each key's last token",
+				"leasestore_fencing_seq": "the tokens it issued (it starts again at 1)",
+			}[table]
+			if !ok {
+				held = "its rows"
+			}
+			what = append(what, table+" is unlogged: a crash empties it and no standby has it, so a crash or "+
+				"a failover loses "+held)
+			fix = append(fix, alter+table+" SET LOGGED")
+		case "trigger":
+			triggers = append(triggers, detail+" on "+table)
+			fix = append(fix, "DROP TRIGGER "+detail+" ON "+table+" (or ALTER TABLE "+table+" DISABLE TRIGGER "+detail+")")
+		case "rule":
+			rules = append(rules, detail+" on "+table)
+			fix = append(fix, "DROP RULE "+detail+" ON "+table)
+		default:
+			return inconsistent(op, "settings: unknown kind of object %q", o)
+		}
+	}
+	if len(triggers) > 0 {
+		what = append(what, "triggers that are not the store's own fire on its tables ("+strings.Join(triggers, ", ")+
+			"), and can change or drop what it writes (one on the trail that returns NULL drops each audit "+
+			"record, and every change then fails)")
+	}
+	if len(rules) > 0 {
+		what = append(what, "rules rewrite the store's statements ("+strings.Join(rules, ", ")+"; with an INSERT or "+
+			"UPDATE rule every acquire fails)")
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: run %s",
+		strings.Join(what, "; "), strings.Join(fix, "; "))
 }
 
 // checkSchema reads the connection's schema and its migration version, in

@@ -588,14 +588,30 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // session_replication_role, whether sessions are read-only by default,
 // whether the server is a standby, the schema's name, migration version
 // and oldest serving release (see schemaVersionSQL and schemaCompatSQL; a
-// schema rolled back or moved on beneath a running service), and those of
-// the audit trail's triggers that would not fire in a session whose
+// schema rolled back or moved on beneath a running service), those of
+// the store's own triggers (own) that would not fire in a session whose
 // session_replication_role is origin, as name=state (pg_trigger.tgenabled:
 // D disabled, R replica only; - missing), NULL when all fire: the two that
-// keep it append-only (migration 1) and the one that marks what prunes
+// keep the trail append-only (migration 1), the one that marks what prunes
 // removed (migration 7; checkSettings judges the version first, so a
-// schema rolled back below it is named as such). pg_sequence and
-// pg_trigger are readable by every role.
+// schema rolled back below it is named as such) and the prune window's
+// guard (migration 8), and what a DBA did to the store's objects (store:
+// its tables and sequence, found as the statements find them, through the
+// search_path), as kind/object[/detail], NULL when nothing:
+//
+//	rls/T           row-level security applies to the session's role on T
+//	                (row_security_active: enabled, and the role neither
+//	                owns T, unless FORCE, nor has BYPASSRLS)
+//	era/leasestore_audit_era  the session sees no row of it
+//	unlogged/T/P    T's relpersistence P is not permanent (u: unlogged,
+//	                t: a temporary table that stands in for the schema's)
+//	trigger/T/N     a trigger N on T that is not the store's own and fires
+//	                in an origin session (internal ones, a foreign key's,
+//	                excluded), N quoted as an identifier
+//	rule/T/N        a rule N on T that fires in an origin session
+//
+// pg_sequence, pg_class, pg_trigger and pg_rewrite are readable by every
+// role.
 //
 // This statement, sweepSQL and repairSequenceSQL read the sequence's state
 // with pg_sequence_last_value (NULL until its first nextval), which USAGE
@@ -603,6 +619,17 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // it, which an application role often lacks. Only setval (fencing raise,
 // the repair) needs UPDATE on it.
 const settingsSQL = `
+WITH store AS MATERIALIZED (
+    SELECT w.name, c.oid, c.relkind, c.relpersistence
+    FROM unnest(ARRAY['leasestore_leases', 'leasestore_audit', 'leasestore_audit_era', 'leasestore_audit_prune',
+                      'leasestore_audit_pruned', 'leasestore_audit_prune_claim', 'leasestore_compat',
+                      'leasestore_goose_db_version', 'leasestore_fencing_seq']) AS w(name)
+    JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(w.name)
+), own (rel, name) AS (
+    VALUES ('leasestore_audit', 'leasestore_audit_keep_pruned'), ('leasestore_audit', 'leasestore_audit_no_truncate'),
+           ('leasestore_audit', 'leasestore_audit_no_update_delete'),
+           ('leasestore_audit_prune', 'leasestore_audit_prune_window_guard')
+)
 SELECT current_setting('synchronous_commit'),
        s.seqcache, s.seqincrement, s.seqcycle, s.seqmin, s.seqmax,
        coalesce(t.token > coalesce(s.issued, 0), false),
@@ -618,11 +645,26 @@ SELECT current_setting('synchronous_commit'),
        current_schema(),
        (SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version),
        coalesce((SELECT oldest_serving_version FROM leasestore_compat WHERE id = 1), 0),
-       (SELECT array_agg(w.name || '=' || coalesce(g.tgenabled::text, '-') ORDER BY w.name)
-        FROM unnest(ARRAY['leasestore_audit_keep_pruned', 'leasestore_audit_no_truncate',
-                          'leasestore_audit_no_update_delete']) AS w(name)
-        LEFT JOIN pg_catalog.pg_trigger g ON g.tgrelid = 'leasestore_audit'::regclass AND g.tgname = w.name
-        WHERE coalesce(g.tgenabled::text, '-') NOT IN ('O', 'A'))
+       (SELECT array_agg(own.name || '=' || coalesce(g.tgenabled::text, '-') ORDER BY own.name)
+        FROM own
+        LEFT JOIN pg_catalog.pg_trigger g ON g.tgrelid = pg_catalog.to_regclass(own.rel) AND g.tgname = own.name
+        WHERE coalesce(g.tgenabled::text, '-') NOT IN ('O', 'A')),
+       (SELECT array_agg(o.entry ORDER BY o.entry)
+        FROM (SELECT 'rls/' || st.name FROM store st
+              WHERE st.relkind IN ('r', 'p') AND pg_catalog.row_security_active(st.oid)
+              UNION ALL
+              SELECT 'era/leasestore_audit_era' WHERE NOT EXISTS (SELECT FROM leasestore_audit_era)
+              UNION ALL
+              SELECT 'unlogged/' || st.name || '/' || st.relpersistence::text FROM store st WHERE st.relpersistence <> 'p'
+              UNION ALL
+              SELECT 'trigger/' || st.name || '/' || quote_ident(g.tgname)
+              FROM store st JOIN pg_catalog.pg_trigger g ON g.tgrelid = st.oid
+              WHERE NOT g.tgisinternal AND g.tgenabled IN ('O', 'A')
+                AND NOT EXISTS (SELECT FROM own WHERE own.rel = st.name AND own.name = g.tgname)
+              UNION ALL
+              SELECT 'rule/' || st.name || '/' || quote_ident(r.rulename)
+              FROM store st JOIN pg_catalog.pg_rewrite r ON r.ev_class = st.oid
+              WHERE r.rulename <> '_RETURN' AND r.ev_enabled IN ('O', 'A')) AS o(entry))
 FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
              pg_sequence_last_value('leasestore_fencing_seq') AS issued
       FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,

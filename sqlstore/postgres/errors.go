@@ -235,19 +235,27 @@ func isMissingSchema(err error) bool {
 // message is msg ("permission denied for sequence leasestore_fencing_seq").
 func privilegeFix(msg string) string {
 	kind, name, _ := strings.Cut(strings.TrimPrefix(msg, "permission denied for "), " ")
-	var grant string
-	switch {
-	case name == "":
-	case kind == "sequence":
-		grant = "USAGE, UPDATE ON SEQUENCE " + name
-	case kind == "table":
-		grant = "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
-	case kind == "schema":
-		grant = "USAGE ON SCHEMA " + name
-	}
+	grant := grantFor(kind, name)
 	if grant == "" {
 		return "the DSN's role lacks a privilege: grant it those docs/postgres-settings.md#privileges lists"
 	}
 	return fmt.Sprintf("the DSN's role lacks a privilege: run GRANT %s TO it "+
 		"(docs/postgres-settings.md#privileges lists what each command needs)", grant)
+}
+
+// grantFor is what a GRANT of the privileges the backend may need on the
+// object name of kind (sequence, table, schema) names, after GRANT: every
+// privilege any command needs (docs/postgres-settings.md#privileges), so
+// that one GRANT answers them all; "" for another kind, or no name.
+func grantFor(kind, name string) string {
+	switch {
+	case name == "":
+	case kind == "sequence":
+		return "USAGE, UPDATE ON SEQUENCE " + name
+	case kind == "table":
+		return "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
+	case kind == "schema":
+		return "USAGE ON SCHEMA " + name
+	}
+	return ""
 }

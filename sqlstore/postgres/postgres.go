@@ -417,7 +417,9 @@ func (b *Backend) check(ctx context.Context) error {
 //   - at Health only (a standby serves reads, so Open accepts it): a
 //     server in recovery, or sessions that are read-only by default
 //     (default_transaction_read_only, as a role or database may set it):
-//     every write would fail. Refused, naming the reason.
+//     every write would fail. Refused, naming the reason. So is a role
+//     that lacks a privilege writes need (a REVOKE while the service
+//     runs, or a role granted reads only: privilegesError).
 //   - a fencing sequence that caches values: sessions would hand out tokens
 //     out of order. Tokens of a key still increase (every acquire takes
 //     more than the key's last token), but the sequence must be fixed.
@@ -514,6 +516,11 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 			"postgres: the connections are read-only (default_transaction_read_only is on for the role, the "+
 				"database or the DSN), so every write fails: connect as a role that can write, or "+
 				"ALTER ROLE ... SET default_transaction_read_only = off")
+	}
+	if op == protocol.OpHealth {
+		if err := privilegesError(op, objects); err != nil {
+			return err
+		}
 	}
 	if readOnly || recovery {
 		return nil // nothing can be repaired through a read-only connection
@@ -699,6 +706,8 @@ func storeObjectsError(op protocol.Op, version int64, objects []string) error {
 		case "rule":
 			rules = append(rules, detail+" on "+table)
 			fix = append(fix, "DROP RULE "+detail+" ON "+table)
+		case "privilege":
+			// Judged by Health alone (privilegesError): reads serve without them.
 		default:
 			return inconsistent(op, "settings: unknown kind of object %q", o)
 		}
@@ -717,6 +726,40 @@ func storeObjectsError(op protocol.Op, version int64, objects []string) error {
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: run %s",
 		strings.Join(what, "; "), strings.Join(fix, "; "))
+}
+
+// privilegesError is Health's refusal of a role that lacks privileges
+// the writes need, given among settingsSQL's objects as
+// privilege/object/privilege, naming each and the GRANT that gives it
+// (privilegeFix's, which a write that met the missing privilege names
+// too); nil when it lacks none. Open accepts such a role, as a read-only
+// one: reads serve.
+func privilegesError(op protocol.Op, objects []string) error {
+	var lacks, grants []string
+	granted := map[string]bool{}
+	for _, o := range objects {
+		kind, rest, _ := strings.Cut(o, "/")
+		if kind != "privilege" {
+			continue
+		}
+		object, priv, _ := strings.Cut(rest, "/")
+		lacks = append(lacks, priv+" on "+object)
+		what := "table"
+		if object == "leasestore_fencing_seq" {
+			what = "sequence"
+		}
+		if g := grantFor(what, object); !granted[g] {
+			granted[g] = true
+			grants = append(grants, "GRANT "+g+" TO it")
+		}
+	}
+	if len(lacks) == 0 {
+		return nil
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"postgres: the DSN's role lacks privileges the writes need (%s), so writes fail: run %s "+
+			"(docs/postgres-settings.md#privileges lists what each command needs)",
+		strings.Join(lacks, ", "), strings.Join(grants, "; "))
 }
 
 // checkSchema reads the connection's schema and its migration version, in

@@ -609,6 +609,13 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 //	                in an origin session (internal ones, a foreign key's,
 //	                excluded), N quoted as an identifier
 //	rule/T/N        a rule N on T that fires in an origin session
+//	privilege/T/P   the session's role lacks P on T, which writes need
+//	                (store.needs, each tested alone: has_table_privilege
+//	                of several is true when any is held; the sequence's
+//	                USAGE, UPDATE is one need, since nextval takes either;
+//	                this statement reads leasestore_compat and goose's
+//	                table itself, and the other tables serve gc and prune,
+//	                which name their GRANT when they lack it)
 //
 // pg_sequence, pg_class, pg_trigger and pg_rewrite are readable by every
 // role.
@@ -620,10 +627,11 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 // the repair) needs UPDATE on it.
 const settingsSQL = `
 WITH store AS MATERIALIZED (
-    SELECT w.name, c.oid, c.relkind, c.relpersistence
-    FROM unnest(ARRAY['leasestore_leases', 'leasestore_audit', 'leasestore_audit_era', 'leasestore_audit_prune',
-                      'leasestore_audit_pruned', 'leasestore_audit_prune_claim', 'leasestore_compat',
-                      'leasestore_goose_db_version', 'leasestore_fencing_seq']) AS w(name)
+    SELECT w.name, w.needs, c.oid, c.relkind, c.relpersistence
+    FROM (VALUES ('leasestore_leases', '{SELECT,INSERT,UPDATE}'::text[]), ('leasestore_audit', '{SELECT,INSERT}'),
+                 ('leasestore_audit_era', '{SELECT}'), ('leasestore_audit_prune', '{}'), ('leasestore_audit_pruned', '{}'),
+                 ('leasestore_audit_prune_claim', '{}'), ('leasestore_compat', '{}'), ('leasestore_goose_db_version', '{}'),
+                 ('leasestore_fencing_seq', '{"USAGE, UPDATE"}')) AS w(name, needs)
     JOIN pg_catalog.pg_class c ON c.oid = pg_catalog.to_regclass(w.name)
 ), own (rel, name) AS (
     VALUES ('leasestore_audit', 'leasestore_audit_keep_pruned'), ('leasestore_audit', 'leasestore_audit_no_truncate'),
@@ -664,7 +672,12 @@ SELECT current_setting('synchronous_commit'),
               UNION ALL
               SELECT 'rule/' || st.name || '/' || quote_ident(r.rulename)
               FROM store st JOIN pg_catalog.pg_rewrite r ON r.ev_class = st.oid
-              WHERE r.rulename <> '_RETURN' AND r.ev_enabled IN ('O', 'A')) AS o(entry))
+              WHERE r.rulename <> '_RETURN' AND r.ev_enabled IN ('O', 'A')
+              UNION ALL
+              SELECT 'privilege/' || st.name || '/' || split_part(n.priv, ',', 1)
+              FROM store st, unnest(st.needs) AS n(priv)
+              WHERE NOT CASE WHEN st.relkind = 'S' THEN pg_catalog.has_sequence_privilege(st.oid, n.priv)
+                             ELSE pg_catalog.has_table_privilege(st.oid, n.priv) END) AS o(entry))
 FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
              pg_sequence_last_value('leasestore_fencing_seq') AS issued
       FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,

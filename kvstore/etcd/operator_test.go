@@ -1,0 +1,94 @@
+package etcd_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
+	"github.com/leasestore/leasestore/kvstore/etcd"
+	"github.com/leasestore/leasestore/protocol"
+)
+
+// TestStoreCopiedIntoANewClusterKeepsTokensRising: an operator moves a
+// store to a new cluster by copying its keys (`etcdctl make-mirror
+// --prefix P`, or get --prefix and put: the etcd analogue of pg_dump/
+// pg_restore into a new cluster). The new cluster's revision starts low,
+// and fencing tokens are revisions, so the copied store would issue tokens
+// already issued on the old one. The contract: made harmless (the next
+// acquire's token is above every token the store issued) or refused at
+// open/health with an error naming the fix. (The old cluster is the shared
+// one; the new one is a one-member cluster of the test's own.)
+func TestStoreCopiedIntoANewClusterKeepsTokensRising(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := etcdcluster.Shared(t)
+	prefix := src.Prefix(t)
+	old := protocol.New(open(t, &etcd.Config{Prefix: prefix}), nil)
+	srcCli, err := src.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcCli.Close()
+	// Other work on the old cluster raises its revision: 300 writes of one
+	// key, which a copy carries as one.
+	for i := range 300 {
+		if _, err := srcCli.Put(ctx, prefix+"elsewhere", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := old.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := res.Lease.Token
+	if _, err := old.Release(ctx, protocol.ReleaseRequest{Key: key("k"), Owner: "a", Token: issued}); err != nil {
+		t.Fatal(err)
+	}
+
+	dst, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dst.Stop)
+	dstCli, err := clientv3.New(clientv3.Config{Endpoints: dst.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dstCli.Close()
+	// What make-mirror's first sync does: every key under the prefix at
+	// one revision, put on the new cluster.
+	all, err := srcCli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range all.Kvs {
+		if _, err := dstCli.Put(ctx, string(kv.Key), string(kv.Value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: dst.Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Logf("open of the copy refused: %v", err) // refused at open: the contract's other way
+		return
+	}
+	defer b.Close(ctx)
+	moved := protocol.New(b, nil)
+	if err := moved.Health(ctx); err != nil {
+		t.Logf("health of the copy: %v", err)
+		return
+	}
+	got, err := moved.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "b", TTL: time.Minute})
+	if err != nil {
+		t.Logf("acquire on the copy: %v", err)
+		return
+	}
+	if got.Lease.Token <= issued {
+		t.Fatalf("acquire on the store copied into a new cluster: token %d, not above %d which the store issued before the copy (open and health said nothing)",
+			got.Lease.Token, issued)
+	}
+}

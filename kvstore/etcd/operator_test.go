@@ -1,6 +1,7 @@
 package etcd_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -90,5 +91,60 @@ func TestStoreCopiedIntoANewClusterKeepsTokensRising(t *testing.T) {
 	if got.Lease.Token <= issued {
 		t.Fatalf("acquire on the store copied into a new cluster: token %d, not above %d which the store issued before the copy (open and health said nothing)",
 			got.Lease.Token, issued)
+	}
+}
+
+// TestForeignEtcdLeaseRevokeDoesNotEndALeaseEarly: an operator revokes the
+// etcd lease the store attached a key's liveness entry to (`etcdctl lease
+// list`, `etcdctl lease revoke ID`: another etcd client). docs/etcd.md:
+// "The cluster never ends a lease before the expires_at its holder was
+// told". Until then a get finds the lease and another owner's acquire
+// answers conflict (the store may refuse at health, naming the fix, but
+// must not give the key away unaudited).
+func TestForeignEtcdLeaseRevokeDoesNotEndALeaseEarly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := etcdcluster.Shared(t)
+	prefix := c.Prefix(t)
+	be := open(t, &etcd.Config{Prefix: prefix})
+	a := protocol.New(be, nil)
+	b := protocol.New(open(t, &etcd.Config{Prefix: prefix}), nil)
+	res, err := a.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := *res.Lease
+	cli, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	entries, err := cli.Get(ctx, prefix+"k/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := 0
+	for _, kv := range entries.Kvs {
+		if kv.Lease != 0 {
+			if _, err := cli.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+				t.Fatal(err)
+			}
+			revoked++
+		}
+	}
+	if revoked == 0 {
+		t.Fatal("no entry of the lease is attached to an etcd lease")
+	}
+	if time.Now().After(held.ExpiresAt.Add(-10 * time.Second)) {
+		t.Skip("the machine was too slow: the lease is near its expires_at")
+	}
+	if g, err := b.Get(ctx, protocol.GetRequest{Key: key("k")}); err != nil || g.Lease == nil || g.Lease.Token != held.Token {
+		t.Errorf("get %v before the holder's expires_at, after an etcd lease revoke by another client: %s %v; want found, token %d",
+			time.Until(held.ExpiresAt).Round(time.Second), g.Status, err, held.Token)
+	}
+	got, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "b", TTL: time.Minute})
+	if !errors.Is(err, protocol.ErrConflict) {
+		t.Errorf("acquire by another owner %v before the holder's expires_at, after an etcd lease revoke by another client: %s %v; want conflict",
+			time.Until(held.ExpiresAt).Round(time.Second), got.Status, err)
 	}
 }

@@ -1,13 +1,16 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/kvstore/etcd"
@@ -21,8 +24,12 @@ import (
 // and fencing tokens are revisions, so the copied store would issue tokens
 // already issued on the old one. The contract: made harmless (the next
 // acquire's token is above every token the store issued) or refused at
-// open/health with an error naming the fix. (The old cluster is the shared
-// one; the new one is a one-member cluster of the test's own.)
+// open/health with an error naming the fix. Refused here: Open of the copy,
+// and Health (in one request, as before) of a process that opened the new
+// cluster's store before the copy was made (a service started early, whose
+// revision guard saw nothing higher), each unavailable naming
+// --bump-revision. (The old cluster is the shared one; the new one is a
+// one-member cluster of the test's own.)
 func TestStoreCopiedIntoANewClusterKeepsTokensRising(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -55,6 +62,13 @@ func TestStoreCopiedIntoANewClusterKeepsTokensRising(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(dst.Stop)
+	var requests atomic.Int64
+	count := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		requests.Add(1)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	running := openAt(t, etcd.WithDialOptions(&etcd.Config{Endpoints: dst.Endpoints(), Prefix: prefix}, count))
 	dstCli, err := clientv3.New(clientv3.Config{Endpoints: dst.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -72,26 +86,27 @@ func TestStoreCopiedIntoANewClusterKeepsTokensRising(t *testing.T) {
 		}
 	}
 
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "--bump-revision") {
+			t.Errorf("%s: %v; want unavailable naming --bump-revision", what, err)
+		}
+	}
+	before := requests.Load()
+	refused("health of a process that opened the new cluster's store before the copy", running.Health(ctx))
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("health made %d requests; want 1", n)
+	}
 	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: dst.Endpoints(), Prefix: prefix})
-	if err != nil {
-		t.Logf("open of the copy refused: %v", err) // refused at open: the contract's other way
-		return
+	if err == nil {
+		defer b.Close(ctx)
+		got, err := protocol.New(b, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "b", TTL: time.Minute})
+		if err == nil && got.Lease.Token <= issued {
+			t.Fatalf("acquire on the store copied into a new cluster: token %d, not above %d which the store issued before the copy (open and health said nothing)",
+				got.Lease.Token, issued)
+		}
 	}
-	defer b.Close(ctx)
-	moved := protocol.New(b, nil)
-	if err := moved.Health(ctx); err != nil {
-		t.Logf("health of the copy: %v", err)
-		return
-	}
-	got, err := moved.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "b", TTL: time.Minute})
-	if err != nil {
-		t.Logf("acquire on the copy: %v", err)
-		return
-	}
-	if got.Lease.Token <= issued {
-		t.Fatalf("acquire on the store copied into a new cluster: token %d, not above %d which the store issued before the copy (open and health said nothing)",
-			got.Lease.Token, issued)
-	}
+	refused("open of the store copied into a new cluster", err)
 }
 
 // TestForeignEtcdLeaseRevokeDoesNotEndALeaseEarly: an operator revokes the

@@ -39,8 +39,9 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // retry with the same request id tells), unavailable for everything else
 // (no leader, no quorum, a member unreachable, authentication refused), with
 // a message naming the cluster and what to do. A *protocol.Error passes
-// through with op filled in; a tampered audit record, and a cluster whose
-// revision went back (revision.go), are unavailable.
+// through with op filled in; a tampered audit record, a cluster whose
+// revision went back and a store whose revision mark is not below the
+// cluster's revision (revision.go) are unavailable.
 func interpretError(ctx context.Context, op protocol.Op, where string, err error) error {
 	if err == nil {
 		return nil
@@ -57,6 +58,12 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the cluster's revision went back (from %d to %d): it was restored from a snapshot without --bump-revision, or another cluster answers at its addresses, and would issue fencing tokens already issued; this process refuses every operation until it restarts. Restore again with 'etcdutl snapshot restore --bump-revision 1000000000 --mark-compacted' (above the revisions written since the snapshot), then restart the processes that use the store",
 			where, back.was, back.now)
+	}
+	var behind *errRevisionBehind
+	if errors.As(err, &behind) {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the store's keys were copied here from another cluster (etcdctl make-mirror, or get and put), whose fencing tokens this cluster's revision has not reached: it would issue tokens already issued. Move a store with a snapshot instead ('etcdctl snapshot save', then 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above %d: %d is ample); to keep this copy, snapshot this cluster and restore it so",
+			where, behind.mark, behind.mark+1_000_000_000)
 	}
 	var tampered *errTampered
 	if errors.As(err, &tampered) {

@@ -336,34 +336,51 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 // cluster refuses the transaction that may write it, as a change (a role
 // that may only read the prefix, the NOSPACE alarm), an existing store is
 // checked by a read, so that it opens to be read (Health says why
-// changes fail); a missing one is that refusal.
+// changes fail); a missing one is that refusal. Every way, it reads the
+// store's revision mark in the same transaction and refuses a store whose
+// mark is not below the cluster's revision (checkMark).
 func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, err error) {
-	meta := b.keys.meta()
+	meta, mark := b.keys.meta(), b.keys.revMark()
 	if !create {
-		g, err := b.kv.Get(ctx, meta)
-		if err != nil {
-			return false, b.interpret(ctx, protocol.OpHealth, err)
-		}
-		if len(g.Kvs) == 0 {
-			return false, b.formatError(0)
-		}
-		return false, b.checkFormat(g.Kvs[0].Value)
+		_, err := b.readFormat(ctx)
+		return false, err
 	}
 	val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
 	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
-		Then(clientv3.OpPut(meta, string(val))).Else(clientv3.OpGet(meta)).Commit()
+		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
 	if err != nil {
 		if refusesChanges(err) {
-			if g, gerr := b.kv.Get(ctx, meta); gerr == nil && len(g.Kvs) > 0 {
-				return false, b.checkFormat(g.Kvs[0].Value)
+			if found, rerr := b.readFormat(ctx); found {
+				return false, rerr
 			}
 		}
 		return false, b.interpret(ctx, protocol.OpHealth, err)
 	}
 	if resp.Succeeded {
-		return true, nil
+		return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 	}
-	return false, b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+	if err := b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value); err != nil {
+		return false, err
+	}
+	return false, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+}
+
+// readFormat checks the store's format version and revision mark by a
+// read (one transaction of two gets); found reports whether the read
+// answered and found the store (a missing one is ErrNoStore).
+func (b *Backend) readFormat(ctx context.Context) (found bool, err error) {
+	resp, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.meta()), clientv3.OpGet(b.keys.revMark())).Commit()
+	if err != nil {
+		return false, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return false, b.formatError(0)
+	}
+	if err := b.checkFormat(kvs[0].Value); err != nil {
+		return true, err
+	}
+	return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 }
 
 func (b *Backend) checkFormat(v []byte) error {
@@ -410,7 +427,10 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 // branch never taken. The cluster treats it as it would a change (a raft
 // round trip, so it needs a leader and a quorum; refused under a NOSPACE
 // alarm, and for a user whose role may only read the prefix), so Health
-// fails while changes would, though reads still work.
+// fails while changes would, though reads still work. The same
+// transaction reads the store's revision mark: a store copied into
+// another cluster, whose revision is not above the mark, is refused
+// naming the fix (checkMark).
 func (b *Backend) Health(ctx context.Context) error {
 	if err := b.open(protocol.OpHealth); err != nil {
 		return err
@@ -419,7 +439,7 @@ func (b *Backend) Health(ctx context.Context) error {
 	// A version below 0 never is: the puts are never made.
 	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.Version(meta), "<", 0)).
 		Then(clientv3.OpPut(meta, ""), clientv3.OpPut(b.keys.leases(), ""), clientv3.OpPut(b.keys.audits(), "")).
-		Else(clientv3.OpGet(meta)).Commit()
+		Else(clientv3.OpGet(meta), clientv3.OpGet(b.keys.revMark())).Commit()
 	if err != nil {
 		return b.interpret(ctx, protocol.OpHealth, err)
 	}
@@ -430,7 +450,10 @@ func (b *Backend) Health(ctx context.Context) error {
 	if len(kvs) == 0 {
 		return b.formatError(0)
 	}
-	return b.checkFormat(kvs[0].Value)
+	if err := b.checkFormat(kvs[0].Value); err != nil {
+		return err
+	}
+	return b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 }
 
 // Close stops the Backend's watches and, when the Backend came from Open,
@@ -462,14 +485,15 @@ func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
 	return b.ensureFormat(ctx, true)
 }
 
-// Destroy deletes every entry of the store (its leases, its trail and its
-// format record) in one transaction, and reports how many went. Other keys
+// Destroy deletes every entry of the store (its leases, its trail, its
+// format record and its revision mark) in one transaction, and reports how many went. Other keys
 // under the prefix stay: a store whose prefix lies below this one's
 // (PREFIX/team/) is another store. It is `leasectl migrate down
 // --destroy-data` on etcd.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 	resp, err := b.kv.Txn(ctx).Then(clientv3.OpDelete(b.keys.leases(), clientv3.WithPrefix()),
-		clientv3.OpDelete(b.keys.audits(), clientv3.WithPrefix()), clientv3.OpDelete(b.keys.meta())).Commit()
+		clientv3.OpDelete(b.keys.audits(), clientv3.WithPrefix()), clientv3.OpDelete(b.keys.meta()),
+		clientv3.OpDelete(b.keys.revMark())).Commit()
 	if err != nil {
 		return 0, b.interpret(ctx, protocol.OpHealth, err)
 	}

@@ -13,6 +13,13 @@ import (
 // with P; several stores share a cluster under different prefixes):
 //
 //	P/meta                         the store's format record (formatRecord)
+//	P/rev                          the revision mark: the greatest revision (20
+//	                               digits) the store's processes had seen, or the
+//	                               token they changed, when they last changed a
+//	                               lease; raised (never lowered) by each change's
+//	                               transaction, so always below the cluster's
+//	                               revision unless the keys were copied into
+//	                               another cluster (revision.go)
 //	P/k/NS\x00NAME\x00o            owner NUL acquired_at: written by acquire only,
 //	                               so its ModRevision is the lease's fencing token
 //	P/k/NS\x00NAME\x00r            renewal record (leaseRecord): acquire and renew
@@ -54,6 +61,7 @@ const (
 	prunedTo   = "\x01pruned\x01" // no NUL: parseAuditKey tells it from a record
 	expiryLen  = 20               // digits of an expiry value
 	metaSuffix = "meta"
+	markSuffix = "rev"
 	claimed    = "\x01claim\x01"
 	marks      = "\x01"
 )
@@ -75,6 +83,7 @@ func newLayout(prefix string) layout {
 }
 
 func (l layout) meta() string                      { return l.prefix + metaSuffix }
+func (l layout) revMark() string                   { return l.prefix + markSuffix }
 func (l layout) leases() string                    { return l.prefix + "k/" }
 func (l layout) namespace(ns string) string        { return l.leases() + ns + sep }
 func (l layout) lease(k protocol.Key) string       { return l.namespace(k.Namespace) + k.Name + sep }

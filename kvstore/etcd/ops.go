@@ -292,7 +292,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 					clientv3.OpPut(base+suffixR[1:], rv),
 					put,
 					clientv3.OpPut(idem, encodeAudit(idem, rec)),
-				}, dput...))})).
+				}, append(dput, b.markOps(0)...)...))})).
 			Else(clientv3.OpGet(idem)).Commit()
 		if err != nil {
 			if b.staleGrant(err, ids...) && attempt == 0 {
@@ -476,7 +476,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", st.r.ModRevision),
 			b.liveCmp(c.key, in),
 		}
-		ops := append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec)))
+		ops := append(append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec))), b.markOps(cur.Token)...)
 		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).
 			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
 		if err != nil {

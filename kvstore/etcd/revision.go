@@ -3,10 +3,14 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // errRevisionBack: the cluster answered with a revision below one it
@@ -17,6 +21,62 @@ type errRevisionBack struct{ was, now int64 }
 
 func (e *errRevisionBack) Error() string {
 	return fmt.Sprintf("the cluster's revision went back from %d to %d", e.was, e.now)
+}
+
+// errRevisionBehind: the store's revision mark (P/rev) is at or above the
+// revision of the cluster that answered with it. Each change's transaction
+// raises the mark to a revision its process had seen (or the token it
+// changed), which is below the transaction's own revision, so on the
+// cluster that wrote it the mark is always below the cluster's revision.
+// A mark at or above it means the store's keys were copied into another
+// cluster (etcdctl make-mirror, get and put), whose revision, and so its
+// next tokens, lie below tokens the store issued.
+type errRevisionBehind struct{ mark, rev int64 }
+
+func (e *errRevisionBehind) Error() string {
+	return fmt.Sprintf("the store's revision mark is %d, not below the cluster's revision %d", e.mark, e.rev)
+}
+
+// markOps returns the write that raises the store's revision mark to the
+// highest revision this process has seen, or token when that is greater
+// (the token of the lease a renew, release or revoke changes): a nested
+// transaction that puts the mark unless it is already at least that high
+// (a value compare fails on a missing key, so a missing mark is put).
+// The revision a change commits at is above both, so the mark stays below
+// the revision of every later answer of the same cluster. Nothing when
+// nothing was seen yet.
+func (b *Backend) markOps(token int64) []clientv3.Op {
+	v := max(b.kv.guard.highest(), token)
+	if v <= 0 {
+		return nil
+	}
+	mark := b.keys.revMark()
+	return []clientv3.Op{clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.Value(mark), ">", markValue(v-1))},
+		nil,
+		[]clientv3.Op{clientv3.OpPut(mark, markValue(v))})}
+}
+
+// markValue encodes a revision mark: fixed-width decimal, so that etcd's
+// byte-wise compare orders marks.
+func markValue(rev int64) string { return fmt.Sprintf("%0*d", expiryLen, rev) }
+
+// checkMark refuses the store when its revision mark (kvs, the answer to a
+// get of it; none for a store no change of this release wrote) is at or
+// above rev, the revision of the same answer.
+func (b *Backend) checkMark(op protocol.Op, kvs []*mvccpb.KeyValue, rev int64) error {
+	if len(kvs) == 0 {
+		return nil
+	}
+	mark, err := strconv.ParseInt(string(kvs[0].Value), 10, 64)
+	if err != nil || len(kvs[0].Value) != expiryLen {
+		return errInternal(op, "%s: the revision mark %s holds %q, not a revision: it is leasestore's own entry; delete it only to stop this check",
+			b.shown, kvs[0].Key, kvs[0].Value)
+	}
+	if mark >= rev {
+		return b.interpret(context.Background(), op, &errRevisionBehind{mark: mark, rev: rev})
+	}
+	return nil
 }
 
 // revisionGuard remembers the highest revision the cluster's answers
@@ -43,6 +103,13 @@ func (g *revisionGuard) begin() (int64, error) {
 		return 0, g.back
 	}
 	return g.seen, nil
+}
+
+// highest returns the highest revision answered so far.
+func (g *revisionGuard) highest() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen
 }
 
 // observe notes the header of the answer to a call that began when the

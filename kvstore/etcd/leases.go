@@ -23,7 +23,7 @@ import (
 // lease, assumes bounded drift, not synchronized clocks); a leader change
 // only lengthens it. A lease is used for a wanted expiry only when s+n is
 // not before it, so the expires_at a holder is told is never after the
-// cluster ends its lease. The lease may end up to about two seconds later
+// cluster ends its lease (unless another client revokes it: docs/etcd.md). The lease may end up to about two seconds later
 // (the second's rounding, the TTL's, and the lessor's expiry checks).
 type leasePool struct {
 	cli *clientv3.Client

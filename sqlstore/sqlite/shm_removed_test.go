@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -104,26 +103,7 @@ func TestRunningBackendAfterItsShmFileIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &worker{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	w.cmd.Env = append(os.Environ(), workerEnv+"="+tokensWorkerMode, workerFileEnv+"="+path, workerOwnerEnv+"=second")
-	w.cmd.Stderr = &w.stderr
-	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.stdout = bufio.NewReader(out)
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if w.cmd.ProcessState == nil {
-			_ = w.cmd.Process.Kill()
-			_ = w.cmd.Wait()
-		}
-	})
+	w := startWorkerMode(t, path, "second", tokensWorkerMode)
 	if l := w.line(t); l != "ready" {
 		t.Fatalf("worker: %q, want ready; stderr:\n%s", l, w.stderr.String())
 	}

@@ -129,8 +129,16 @@ type worker struct {
 
 func startWorker(t *testing.T, path, owner string) *worker {
 	t.Helper()
+	return startWorkerMode(t, path, owner, "hammer")
+}
+
+// startWorkerMode starts this test binary as a worker process in mode
+// (workerEnv) on the file at path, as owner; it is killed when the test
+// ends unless it exited.
+func startWorkerMode(t *testing.T, path, owner, mode string) *worker {
+	t.Helper()
 	w := &worker{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	w.cmd.Env = append(os.Environ(), workerEnv+"=hammer", workerFileEnv+"="+path, workerOwnerEnv+"="+owner)
+	w.cmd.Env = append(os.Environ(), workerEnv+"="+mode, workerFileEnv+"="+path, workerOwnerEnv+"="+owner)
 	w.cmd.Stderr = &w.stderr
 	var err error
 	if w.stdin, err = w.cmd.StdinPipe(); err != nil {

@@ -12,10 +12,11 @@ import (
 )
 
 // TestRunningBackendAfterTheFileIsPutBack puts back a copy of the file
-// under a Backend that is serving it (a service left running), which
-// docs/operator-guide.md "After a restore to an earlier point" allows
-// ("Before the services start again (or at once, if they run), raise the
-// fencing counter"), then raises the counter from a second handle, as
+// under a Backend that is serving it (a service left running, which
+// docs/operator-guide.md "After a restore to an earlier point" allowed
+// until the guide told to stop a SQLite file's services first: "Before
+// the services start again (or at once, if they run), raise the fencing
+// counter"), then raises the counter from a second handle, as
 // `leasectl fencing raise` does. The copy is put back as a restore puts a
 // file back: written beside it and renamed over it, and the old -wal and
 // -shm removed (they belong to the file replaced; left in place, SQLite

@@ -34,6 +34,9 @@ func TestFollowEndsAtAMalformedEvent(t *testing.T) {
 		{"record not JSON", "record", `{"id":`, []string{"record event", `{\"id\":`}},
 		{"record version", "record", strings.Replace(good, `"version":1`, `"version":99`, 1),
 			[]string{"record event", "format version 99"}},
+		{"subscribed not JSON", "subscribed", `{"status":`, []string{"subscribed event", `{\"status\":`}},
+		{"subscribed keep_alive", "subscribed", `{"status":"subscribed","message":"following","keep_alive":"soon"}`,
+			[]string{"subscribed event", `keep_alive "soon"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -45,7 +48,9 @@ func TestFollowEndsAtAMalformedEvent(t *testing.T) {
 				}
 				follows.Add(1)
 				w.Header().Set("Content-Type", "text/event-stream")
-				fmt.Fprint(w, "event: subscribed\n"+`data: {"status":"subscribed","message":"following","keep_alive":"15s"}`+"\n\n")
+				if tc.event != "subscribed" { // else the stream's first event is the malformed one
+					fmt.Fprint(w, "event: subscribed\n"+`data: {"status":"subscribed","message":"following","keep_alive":"15s"}`+"\n\n")
+				}
 				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", tc.event, tc.data)
 				http.NewResponseController(w).Flush()
 				<-r.Context().Done()

@@ -213,9 +213,9 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
 // and the stream goes on, except a refusal (invalid query, 401, 403), a
-// cursor behind a prune (matching audit.ErrPruned), and a record or
-// position event the client cannot read (a protocol error: the server
-// would send it again), which end it. When
+// cursor behind a prune (matching audit.ErrPruned), and a subscribed,
+// record or position event the client cannot read (a protocol error: the
+// server would send it again), which end it. When
 // the route answers 404 (a server older than it, or a proxy in front of
 // the server during a deploy), the client polls as [audit.Watch] does,
 // trying the stream again after every 25 polls (5s at
@@ -342,9 +342,12 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	}
 	st := newStream(resp.Body)
 	name, data, err := st.next()
-	var first wire.NotifyEvent
+	var (
+		first     wire.NotifyEvent
+		malformed error // the first event came, and cannot be read
+	)
 	if err == nil {
-		err = json.Unmarshal(data, &first)
+		malformed = json.Unmarshal(data, &first)
 	}
 	if !stopOpening() && err == nil {
 		err = context.DeadlineExceeded
@@ -352,7 +355,13 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	if err != nil {
 		return cursor, transportError(octx, opFollow, err), false
 	}
+	if malformed != nil {
+		return cursor, malformedEvent(name, data, malformed), true
+	}
 	if st.window, err = streamStart(name, first); err != nil {
+		if name == eventSubscribed { // a subscribed event with a keep_alive that is no duration
+			return cursor, malformedEvent(name, data, err), true
+		}
 		return cursor, err, false
 	}
 	st.silence = time.AfterFunc(st.window, cancel)

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -81,4 +82,32 @@ func TestNewRefusesADBBelowSynchronousFull(t *testing.T) {
 		t.Fatalf("New with synchronous=EXTRA: %v", err)
 	}
 	_ = b.Close(ctx)
+}
+
+// A "file:" URI that turns SQLite's file locks off (nolock=1, or the
+// unix-none VFS) is refused, naming the parameter: without the locks two
+// writers (two processes, or a service and an operator's sqlite3 shell)
+// commit at once and issue one fencing token twice. It was refused only
+// by the accident of WAL needing the locks, with SQLITE_CANTOPEN's advice
+// to check the path and its directory.
+func TestURIWithoutFileLocksIsRefused(t *testing.T) {
+	path := migratedFile(t)
+	for _, param := range []string{"nolock=1", "nolock=true", "vfs=unix-none"} {
+		db, err := sqlite.OpenDB("file:" + path + "?" + param)
+		if err == nil {
+			_ = db.Close()
+			t.Errorf("OpenDB with %s: no error", param)
+			continue
+		}
+		for _, want := range []string{param, "lock", "fencing token"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("OpenDB with %s: %v; want it to name %q", param, err, want)
+			}
+		}
+	}
+	db, err := sqlite.OpenDB("file:" + path + "?nolock=0")
+	if err != nil {
+		t.Fatalf("OpenDB with nolock=0 (the locks kept): %v", err)
+	}
+	_ = db.Close()
 }

@@ -35,6 +35,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,7 +162,9 @@ var (
 // A "file:" URI's parameters that would change these (the driver's
 // _synchronous, _busy_timeout, _foreign_keys, _txlock and _journal_mode,
 // their aliases, and _pragma of the same pragmas) are replaced or dropped;
-// the others are kept.
+// the others are kept. A URI that turns SQLite's file locks off (nolock=1,
+// vfs=unix-none) is refused: without them two writers could issue one
+// fencing token twice.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -248,6 +251,10 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 		file = path
 	}
 	q := u.Query()
+	if param := withoutFileLocks(q); param != "" {
+		return "", "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
+			"or a service and a sqlite3 shell) from committing at once and issuing one fencing token twice: remove it", path, param)
+	}
 	// The driver's aliases win over the keys set below, and journal_mode
 	// is OpenDB's (enableWAL): a URI cannot undo what OpenDB pins.
 	for _, k := range []string{"_sync", "_timeout", "_fk", "_journal", "_journal_mode"} {
@@ -269,6 +276,23 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 	q.Set("_foreign_keys", "1")
 	u.RawQuery = q.Encode()
 	return u.String(), file, nil
+}
+
+// withoutFileLocks returns the parameter of a "file:" URI's query q that
+// turns SQLite's file locks off ("nolock=1", "vfs=unix-none"), or "".
+func withoutFileLocks(q url.Values) string {
+	for _, v := range q["nolock"] {
+		// As SQLite reads a URI's boolean: yes, true, on or a non-zero
+		// integer; anything else leaves the locks on.
+		n, err := strconv.Atoi(v)
+		if (err == nil && n != 0) || slices.Contains([]string{"yes", "true", "on"}, strings.ToLower(v)) {
+			return "nolock=" + v
+		}
+	}
+	if v := q.Get("vfs"); strings.EqualFold(v, "unix-none") {
+		return "vfs=" + v
+	}
+	return ""
 }
 
 // pinnedPragma reports whether p, a _pragma parameter ("name(value)" or

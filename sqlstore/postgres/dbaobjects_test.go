@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -295,6 +296,35 @@ func TestRevokedWritePrivilegesAreUnhealthy(t *testing.T) {
 				t.Fatalf("Health answered healthy after REVOKE %s, while the acquire answered: %v", c.revoke, acqErr)
 			}
 			wantRefused(t, "Health after REVOKE "+c.revoke, err, c.grant)
+		})
+	}
+}
+
+// An audit read takes its horizon from leasestore_audit_era's row. A
+// session that cannot see that row (row-level security for a role that
+// does not own it, or the row deleted) read an empty page with no error
+// until the next Health: a follower took the trail for empty, or caught
+// up. It must be refused, naming the era's row, as a change is.
+func TestAuditReadsWithoutTheEraRowAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, ddl string }{
+		{"row-level security on the era table", "ALTER TABLE leasestore_audit_era ENABLE ROW LEVEL SECURITY"},
+		{"the era's row deleted", "DELETE FROM leasestore_audit_era"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), nil)
+			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+			wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+			mustExec(t, rawConn(t, dsn), c.ddl)
+			for _, q := range []audit.Query{{Namespace: "ns", Limit: 10}, {Namespace: "ns", Key: "k", Limit: 10}, {Namespace: "ns", Limit: 10, Follow: true}} {
+				page, err := b.ReadAudit(ctxT(t), q)
+				if err == nil {
+					t.Fatalf("read %+v after %s: a page of %d records, no error; want unavailable naming leasestore_audit_era", q, c.ddl, len(page.Records))
+				}
+				wantRefused(t, "read", err, "leasestore_audit_era")
+			}
 		})
 	}
 }

@@ -55,6 +55,20 @@ func ConnectionError(err error) error {
 	return interpretError("", err)
 }
 
+// eraRowFix says how to put leasestore_audit_era's row back.
+const eraRowFix = "restore the row as migrations/postgres/00002_fencing_floor_and_replays.sql creates it and move it " +
+	"past the trail's ids (INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0); SELECT leasestore_audit_new_era())"
+
+// errEraRowUnseen is the refusal of an audit read (op) whose statement
+// found no row of leasestore_audit_era, from which it takes the trail's
+// horizon: row-level security on it, or the row deleted.
+func errEraRowUnseen(op protocol.Op) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"postgres: the audit trail cannot be read: the DSN's role sees no row of leasestore_audit_era "+
+			"(row-level security on it, or the row deleted): run ALTER TABLE leasestore_audit_era DISABLE ROW LEVEL SECURITY, or %s",
+		eraRowFix)
+}
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //
@@ -117,10 +131,7 @@ func interpretError(op protocol.Op, err error) error {
 				"postgres: the change's audit record could not be written, so nothing was changed: the DSN's role "+
 					"sees no row of leasestore_audit_era (row-level security on it, or the row deleted), or a "+
 					"trigger on leasestore_audit drops the record; Health names which: run ALTER TABLE "+
-					"leasestore_audit_era DISABLE ROW LEVEL SECURITY, or restore the row as "+
-					"migrations/postgres/00002_fencing_floor_and_replays.sql creates it and move it past the "+
-					"trail's ids (INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0); "+
-					"SELECT leasestore_audit_new_era()), or drop the trigger")
+					"leasestore_audit_era DISABLE ROW LEVEL SECURITY, or %s, or drop the trigger", eraRowFix)
 		case code == "25006":
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the connection is read-only (a standby, or default_transaction_read_only is on): "+

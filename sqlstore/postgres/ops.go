@@ -622,9 +622,11 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		var (
 			horizon int64
 			row     auditCols
+			seen    bool // a row came: readAuditSQL returns at least one, unless the era's row is unseen
 		)
 		dest := append([]any{&horizon, &held, &pruned, &passed}, row.dest()...)
 		_, err = pgx.ForEachRow(rows, dest, func() error {
+			seen = true
 			if !row.id.Valid {
 				return nil // the one row of an empty page
 			}
@@ -637,6 +639,9 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		var pe *protocol.Error
 		if err != nil && !errors.As(err, &pe) {
 			err = interpretError(protocol.OpAudit, err)
+		}
+		if err == nil && !seen && !q.Newest {
+			return errEraRowUnseen(protocol.OpAudit)
 		}
 		return err
 	})

@@ -29,6 +29,14 @@ func wantRefused(t *testing.T, what string, err error, fix string) {
 	}
 }
 
+// eraRowUnseen are the two ways a session comes to see no row of
+// leasestore_audit_era: row-level security enabled on the table for a role
+// that does not own it (a DBA's common baseline), or the row deleted.
+var eraRowUnseen = []struct{ name, ddl string }{
+	{"row-level security on the era table", "ALTER TABLE leasestore_audit_era ENABLE ROW LEVEL SECURITY"},
+	{"the era's row deleted", "DELETE FROM leasestore_audit_era"},
+}
+
 // A change's audit record takes its id from leasestore_audit_era's one
 // row. A session that cannot see that row (row-level security enabled on
 // the table for a role that does not own it, a DBA's common baseline, or
@@ -38,10 +46,7 @@ func wantRefused(t *testing.T, what string, err error, fix string) {
 // its retry after the release acquired the key again with a new token.
 func TestChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, ddl string }{
-		{"row-level security on the era table", "ALTER TABLE leasestore_audit_era ENABLE ROW LEVEL SECURITY"},
-		{"the era's row deleted", "DELETE FROM leasestore_audit_era"},
-	} {
+	for _, c := range eraRowUnseen {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.MigratedDSN(t)
@@ -307,10 +312,7 @@ func TestRevokedWritePrivilegesAreUnhealthy(t *testing.T) {
 // up. It must be refused, naming the era's row, as a change is.
 func TestAuditReadsWithoutTheEraRowAreRefused(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, ddl string }{
-		{"row-level security on the era table", "ALTER TABLE leasestore_audit_era ENABLE ROW LEVEL SECURITY"},
-		{"the era's row deleted", "DELETE FROM leasestore_audit_era"},
-	} {
+	for _, c := range eraRowUnseen {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.MigratedDSN(t)

@@ -37,6 +37,10 @@ func TestFollowEndsAtAMalformedEvent(t *testing.T) {
 		{"subscribed not JSON", "subscribed", `{"status":`, []string{"subscribed event", `{\"status\":`}},
 		{"subscribed keep_alive", "subscribed", `{"status":"subscribed","message":"following","keep_alive":"soon"}`,
 			[]string{"subscribed event", `keep_alive "soon"`}},
+		{"subscribed without keep_alive", "subscribed", `{"status":"subscribed","message":"following"}`,
+			[]string{"subscribed event", `keep_alive ""`}},
+		{"subscribed without status", "subscribed", `{"message":"following","keep_alive":"15s"}`,
+			[]string{"subscribed event", `status ""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -342,27 +342,14 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	}
 	st := newStream(resp.Body)
 	name, data, err := st.next()
-	var (
-		first     wire.NotifyEvent
-		malformed error // the first event came, and cannot be read
-	)
-	if err == nil {
-		malformed = json.Unmarshal(data, &first)
-	}
 	if !stopOpening() && err == nil {
 		err = context.DeadlineExceeded
 	}
 	if err != nil {
 		return cursor, transportError(octx, opFollow, err), false
 	}
-	if malformed != nil {
-		return cursor, malformedEvent(name, data, malformed), true
-	}
-	if st.window, err = streamStart(name, first); err != nil {
-		if name == eventSubscribed { // a subscribed event with a keep_alive that is no duration
-			return cursor, malformedEvent(name, data, err), true
-		}
-		return cursor, err, false
+	if st.window, err = streamStart(opFollow, name, data); err != nil {
+		return cursor, err, isMalformed(err)
 	}
 	st.silence = time.AfterFunc(st.window, cancel)
 	defer st.silence.Stop()
@@ -378,11 +365,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		case eventRecord:
 			var wr wire.Record
 			if err := json.Unmarshal(data, &wr); err != nil {
-				return cursor, malformedEvent(name, data, err), true
+				return cursor, malformedEvent(opFollow, name, data, err), true
 			}
 			rec, err := wr.Audit()
 			if err != nil {
-				return cursor, malformedEvent(name, data, err), true
+				return cursor, malformedEvent(opFollow, name, data, err), true
 			}
 			if !yield(rec, nil) {
 				return cursor, nil, true
@@ -391,11 +378,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		case eventPosition:
 			var p wire.FollowPosition
 			if err := json.Unmarshal(data, &p); err != nil {
-				return cursor, malformedEvent(name, data, err), true
+				return cursor, malformedEvent(opFollow, name, data, err), true
 			}
 			id, err := audit.DecodeCursor(p.Cursor)
 			if err != nil {
-				return cursor, malformedEvent(name, data, fmt.Errorf("cursor %q does not parse: %w", p.Cursor, err)), true
+				return cursor, malformedEvent(opFollow, name, data, fmt.Errorf("cursor %q does not parse: %w", p.Cursor, err)), true
 			}
 			if at, _ := audit.DecodeCursor(cursor); id > at { // "" (the start) is 0
 				cursor = p.Cursor

@@ -149,18 +149,38 @@ func badAnswer(op protocol.Op, code int, body []byte) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d without a lease API body: %q", code, snippet)
 }
 
-// malformedEvent reports a record or position event of the audit follow
-// stream, named name, that the client cannot read: its data (quoted, cut
-// as badAnswer cuts a body) is not the event's JSON, or does not parse
-// (why). It is a protocol error: a server of another version, which would
-// send the same event again after a reconnect, so the follow ends with it.
-func malformedEvent(name string, data []byte, why error) error {
+// malformedEvent reports an event of the audit follow stream (op
+// opFollow) or of a notification stream (opNotify), named name, that the
+// client cannot read: its data (quoted, cut as badAnswer cuts a body) is
+// not the event's JSON, or does not parse (why). It is a protocol error: a
+// server of another version, which would send the same event again after
+// a reconnect, so the follow or the subscription ends with it. The error
+// carries a [*malformedError], which [isMalformed] tells.
+func malformedEvent(op protocol.Op, name string, data []byte, why error) error {
 	snippet := string(data)
 	if len(snippet) > 120 {
 		snippet = snippet[:120] + "..."
 	}
-	return backendkit.NewError(opFollow, protocol.StatusUnavailable, why, "httpapi: the server sent a %s event this client cannot read on the "+
-		"audit follow stream (data %q), a protocol error that ends the follow: run client and server of one release", name, snippet)
+	stream, ends := "audit follow stream", "follow"
+	if op == opNotify {
+		stream, ends = "notification stream", "subscription"
+	}
+	return backendkit.NewError(op, protocol.StatusUnavailable, &malformedError{why}, "httpapi: the server sent a %s event this client cannot read on the "+
+		"%s (data %q), a protocol error that ends the %s: run client and server of one release", name, stream, snippet, ends)
+}
+
+// malformedError is the cause of a [malformedEvent] error: why the event
+// does not parse.
+type malformedError struct{ why error }
+
+func (e *malformedError) Error() string { return e.why.Error() }
+func (e *malformedError) Unwrap() error { return e.why }
+
+// isMalformed reports whether err is a [malformedEvent] error: a protocol
+// error that reconnecting cannot mend.
+func isMalformed(err error) bool {
+	var m *malformedError
+	return errors.As(err, &m)
 }
 
 // clientClosed reports an operation of a closed client.
@@ -188,19 +208,35 @@ func notifyRefusal(code int, body []byte) error {
 	return backendkit.NewError(opNotify, status, nil, "server: %s", out.Message)
 }
 
-// streamStart reads the first event of a notification stream: subscribed,
-// announcing the server's keep-alive interval. It returns how long the
-// stream may then stay silent before the client takes it for dead: two
-// intervals and a second, for a loaded server or a buffering proxy.
-func streamStart(name string, ev wire.NotifyEvent) (time.Duration, error) {
-	if name != eventSubscribed || ev.Status != eventSubscribed {
-		return 0, backendkit.NewError(opNotify, protocol.StatusUnavailable, nil,
-			"httpapi: the server's notification stream began with event %q of status %q, not subscribed: %s", name, ev.Status, ev.Message)
+// streamStart reads the first event of a notification stream or of the
+// audit follow stream (op), named name with data: subscribed, announcing
+// the server's keep-alive interval. It returns how long the stream may
+// then stay silent before the client takes it for dead: two intervals and
+// a second, for a loaded server or a buffering proxy.
+//
+// It tells two failures apart. A first event of another name says the
+// stream is not live (yet): the error is worth a reconnection. A
+// subscribed event the client cannot read (data that is not its JSON, a
+// status other than subscribed, a keep_alive that is no positive
+// duration) is a protocol error that the server would send again: the
+// error is a [malformedEvent] one ([isMalformed]), which ends the follow
+// or the subscription.
+func streamStart(op protocol.Op, name string, data []byte) (time.Duration, error) {
+	var ev wire.NotifyEvent
+	if name != eventSubscribed {
+		_ = json.Unmarshal(data, &ev) // for its status and message, when it has them
+		return 0, backendkit.NewError(op, protocol.StatusUnavailable, nil,
+			"httpapi: the server's stream began with event %q of status %q, not subscribed: %s", name, ev.Status, ev.Message)
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return 0, malformedEvent(op, name, data, err)
+	}
+	if ev.Status != eventSubscribed {
+		return 0, malformedEvent(op, name, data, fmt.Errorf("status %q, not subscribed", ev.Status))
 	}
 	keepAlive, err := time.ParseDuration(ev.KeepAlive)
 	if err != nil || keepAlive <= 0 {
-		return 0, backendkit.NewError(opNotify, protocol.StatusUnavailable, nil,
-			"httpapi: the server's notification stream announced keep_alive %q, not a positive duration", ev.KeepAlive)
+		return 0, malformedEvent(op, name, data, fmt.Errorf("keep_alive %q is not a positive duration", ev.KeepAlive))
 	}
 	return 2*keepAlive + time.Second, nil
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
-	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -58,6 +56,12 @@ type subscription struct {
 // release may go unheard, and the client reconnects in the background,
 // pausing 50ms doubling up to 5s between tries, and signals ch again once
 // the stream is back. Close signals every subscription's ch.
+//
+// A subscribed event the client cannot read (a server of another release,
+// which would send it again) is a protocol error: Subscribe fails with an
+// error naming the event, and a reconnection that meets one ends the
+// subscription: ch is signalled and then stays quiet, so the caller's
+// fallback (a waiter's recheck, a holder's renewals) takes over.
 func (c *Client) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	s := &subscription{c: c, key: key, ch: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.stop = context.WithCancel(context.Background())
@@ -126,8 +130,8 @@ func (s *subscription) signal() {
 }
 
 // run follows st, and reconnects each time the stream breaks, until the
-// subscription ends; it signals at each break, each reconnection, and the
-// end.
+// subscription ends or a reconnection meets a subscribed event the client
+// cannot read; it signals at each break, each reconnection, and the end.
 func (s *subscription) run(st *stream) {
 	defer close(s.done)
 	defer s.signal()
@@ -152,7 +156,14 @@ func (s *subscription) run(st *stream) {
 			case <-pause.C:
 			}
 			backoff = min(2*backoff, reconnectMaxBackoff)
-			st, _ = s.open(s.ctx)
+			var err error
+			if st, err = s.open(s.ctx); isMalformed(err) {
+				// A server of another protocol, which would send the
+				// event again: the subscription ends (signalled), and
+				// the subscriber's fallback (a waiter's recheck, a
+				// holder's renewals) takes over.
+				return
+			}
 		}
 		s.signal() // releases while it was down went unheard
 	}
@@ -211,15 +222,11 @@ func (c *Client) openStream(ctx, octx context.Context, key protocol.Key) (*strea
 		return nil, badAnswer(opNotify, resp.StatusCode, []byte(resp.Header.Get("Content-Type")))
 	}
 	name, data, err := st.next()
-	var ev wire.NotifyEvent
-	if err == nil {
-		err = json.Unmarshal(data, &ev)
-	}
 	if err != nil {
 		_ = resp.Body.Close()
 		return nil, transportError(octx, opNotify, err)
 	}
-	if st.window, err = streamStart(name, ev); err != nil {
+	if st.window, err = streamStart(opNotify, name, data); err != nil {
 		_ = resp.Body.Close()
 		return nil, err
 	}

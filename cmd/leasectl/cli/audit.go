@@ -338,29 +338,46 @@ func (a *app) probeAudit(ctx context.Context, r audit.Reader, q audit.Query) err
 // served store's GET /v1/audit/follow) sends, from q.Cursor, until ctx is
 // cancelled, as followAudit prints polled ones: one line, or one JSON page
 // object with the cursor after it, per record. A failure the stream goes
-// on after is logged, as a polled follower logs a failed read; one that
-// ends the stream (a refused query or token) fails the command.
+// on after is logged as retried, as a polled follower logs a failed read;
+// one that ends the stream (a refused query or token, a cursor behind a
+// prune, an event the client cannot read) fails the command, unlogged
+// (see failureLog).
 func (a *app) streamAudit(ctx context.Context, f audit.Follower, q audit.Query) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan followItem)
+	go feed(ctx, items, f.Follow(ctx, q))
+	failures := a.newFailureLog("audit")
+	defer failures.stop()
 	var last error // the last failure, while no record followed it
-	for rec, err := range f.Follow(ctx, q) {
-		if err != nil {
-			last = err
-			if !errors.Is(err, audit.ErrPruned) { // that one ends the stream
-				a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))
-			}
+	for {
+		var it followItem
+		var ok bool
+		select {
+		case it, ok = <-items:
+		case <-failures.due():
+			failures.wentOn()
 			continue
 		}
+		switch {
+		case !ok:
+			if last != nil && ctx.Err() == nil {
+				return failWith(last)
+			}
+			return nil
+		case it.err != nil:
+			last = it.err
+			failures.failed(it.err)
+			continue
+		}
+		failures.wentOn()
 		last = nil
 		if a.output == "json" {
-			out := toAuditJSON(audit.Page{Records: []audit.Record{rec}})
-			out.NextCursor = audit.EncodeCursor(rec.ID)
+			out := toAuditJSON(audit.Page{Records: []audit.Record{it.rec}})
+			out.NextCursor = audit.EncodeCursor(it.rec.ID)
 			a.printJSON(out)
 		} else {
-			a.printText(formatRecordLine(rec))
+			a.printText(formatRecordLine(it.rec))
 		}
 	}
-	if last != nil && ctx.Err() == nil {
-		return failWith(last)
-	}
-	return nil
 }

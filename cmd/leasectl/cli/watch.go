@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,40 +132,29 @@ func (a *app) heldBackNotice() func(time.Duration) {
 // read waits to be printed, and only when the trail holds no change of the
 // key that the watch has yet to read (a watch catching up with --since, or
 // held back on PostgreSQL, would otherwise report a lease released in
-// those records as expired). The first read must succeed; later failures
-// are logged (the watch goes on), and a watch that ends on a failure (an
-// invalid query, an etcd follower whose revision was compacted, a cursor
-// behind a prune) fails.
+// those records as expired). The first read must succeed; a later failure
+// the watch goes on after is logged as retried, and one it ends on (an
+// invalid query or token, an etcd follower whose revision was compacted, a
+// cursor behind a prune, an event the client cannot read) fails the
+// command, unlogged (see failureLog).
 func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
 	expiries *expiryWatch, emit func(audit.Record)) error {
 	if err := a.probeAudit(ctx, s.audit, q); err != nil {
 		return err
 	}
-	type item struct {
-		rec    audit.Record
-		err    error
-		passed string // not a record: how far the watch has read (WatchConfig.Passed)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	items := make(chan item)
+	items := make(chan followItem)
 	wcfg := *cfg
-	wcfg.Passed = func(cursor string) {
+	wcfg.Passed = func(cursor string) { // called in feed's goroutine
 		select {
-		case items <- item{passed: cursor}:
+		case items <- followItem{passed: cursor}:
 		case <-ctx.Done():
 		}
 	}
-	go func() {
-		defer close(items)
-		for rec, err := range audit.Watch(ctx, s.audit, q, &wcfg) {
-			select {
-			case items <- item{rec: rec, err: err}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go feed(ctx, items, audit.Watch(ctx, s.audit, q, &wcfg))
+	failures := a.newFailureLog("watch")
+	defer failures.stop()
 	margin := 2 * cfg.Interval
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -174,7 +162,7 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 	var last error // the last failure, while no record followed it
 	for {
 		// A record already read comes before any expiry is judged.
-		var it item
+		var it followItem
 		var ok, got bool
 		select {
 		case it, ok = <-items:
@@ -188,6 +176,9 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 			}
 			select {
 			case it, ok = <-items:
+			case <-failures.due():
+				failures.wentOn()
+				continue
 			case <-timer.C:
 				gctx, gcancel := context.WithTimeout(ctx, a.timeout)
 				for _, ev := range expiries.due(gctx, s.rt, s.audit, time.Now().Add(-margin), margin) {
@@ -205,16 +196,15 @@ func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, c
 			}
 			return nil
 		}
+		if it.err != nil {
+			last = it.err
+			failures.failed(it.err)
+			continue
+		}
+		failures.wentOn()
 		if it.passed != "" {
 			a.log.Debug("watch: read on past records the watch does not select", "cursor", it.passed)
 			expiries.passed(it.passed)
-			continue
-		}
-		if it.err != nil {
-			last = it.err
-			if !errors.Is(it.err, audit.ErrPruned) { // that one ends the watch
-				a.log.Warn("watch: read failed; retrying", "err", a.red.redact(it.err.Error()))
-			}
 			continue
 		}
 		last = nil

@@ -63,7 +63,9 @@ func TestPythonClient(t *testing.T) {
 // prune; and when the server stays away it raises unavailable after its
 // reconnects, naming the cursor to follow again from. First, against a
 // hostile server of the script's own, a record or position event it cannot
-// read ends the follow with an error naming the event, without a reconnect.
+// read ends the follow with an error naming the event, without a reconnect,
+// and audit() refuses a record of that server it cannot read (a format
+// version or a field it does not know, a field missing) as the follow does.
 // Without python3 it skips, except in CI.
 func TestPythonFollowAcrossRestarts(t *testing.T) {
 	t.Parallel()

@@ -3,7 +3,8 @@ test in cmd/leasectl/python_test.go (TestPythonFollowAcrossRestarts) stops
 `leasectl serve` and starts it again at the same address: the follow goes on
 from where it was, also when the records it passed were pruned meanwhile, and
 gives up with a clear error once the server stays away; against a server
-that sends an event it cannot read, it ends with an error naming the event.
+that sends an event it cannot read, it ends with an error naming the event,
+and audit() refuses that server's records it cannot read as the follow does.
 
 Environment: LEASESTORE_URL, WRITER_TOKEN (a writer of namespace "py").
 When the server is to stop it prints a line of its own: RESTART (stop it and
@@ -68,11 +69,20 @@ def cursor_id(cursor):
 
 # A server that sends an event the client cannot read speaks another
 # protocol: the follow raises unavailable naming the event, and does not
-# reconnect (it would read the same event again).
+# reconnect (it would read the same event again). Its GET /v1/audit answers
+# a page holding Hostile.record.
 class Hostile(http.server.BaseHTTPRequestHandler):
-    event, data, follows = "", "", 0
+    event, data, follows, record = "", "", 0, ""
 
     def do_GET(self):
+        if not self.path.startswith("/v1/audit/follow"):
+            body = ('{"status":"found","records":[%s],"next_cursor":""}' % Hostile.record).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         Hostile.follows += 1
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -98,6 +108,27 @@ for event, data, says in [("position", '{"cursor":', "position event"), ("positi
     check(isinstance(got, LeaseError) and got.status == "unavailable" and says in got.message and Hostile.follows == 1,
           "a %s event %s ends the follow with an error naming it, without a reconnect" % (event, data),
           repr(got), "follow requests:", Hostile.follows)
+
+# audit() reads its records as the follow does: a record of a format
+# version it does not know, or with a field it does not know or without
+# one it needs (the server's Record schema allows no other), raises
+# unavailable naming the record and what is wrong; a record it knows reads.
+GOOD = ('{"id":7,"at":"2030-01-02T03:04:05.000000Z","op":"acquire","namespace":"py","key":"k","owner":"w",'
+        '"token":1,"request_id":"r","actor":"","reason":"","status":"acquired","version":1}')
+for record, says in [(GOOD.replace('"version":1', '"version":99'), "format version 99"),
+                     (GOOD.replace('"version":1', '"version":1,"colour":"blue"'), "colour"),
+                     (GOOD.replace(',"version":1', ''), "version"),
+                     ('[7]', "not a JSON object")]:
+    Hostile.record = record
+    try:
+        got = Client("http://%s:%d" % hostile.server_address).audit("py")
+    except Exception as e:  # the step reports which
+        got = e
+    check(isinstance(got, LeaseError) and got.status == "unavailable" and "audit record" in got.message
+          and says in got.message, "audit() refuses the record %s, naming %r" % (record, says), repr(got))
+Hostile.record = GOOD
+page = Client("http://%s:%d" % hostile.server_address).audit("py")
+check([(r.id, r.version) for r in page.items] == [(7, 1)], "audit() reads a record of format version 1", page)
 hostile.shutdown()
 
 # A restart: the follow reconnects after the last record it yielded, and

@@ -357,13 +357,16 @@ class Client:
         return out["namespaces"]
 
     def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "") -> Page:
-        """since: RFC 3339, a date, or a duration back from now ("1h")."""
+        """since: RFC 3339, a date, or a duration back from now ("1h"). A record the client cannot
+        read (a format version or a field it does not know) raises LeaseError unavailable naming it,
+        as in follow()."""
         code, out = self._request("GET", "/v1/audit", query={"namespace": namespace, "key": key, "since": since,
                                                               "limit": limit or "", "cursor": cursor})
         self._check(code, out)
         if out["status"] != "found":
             raise LeaseError(out["status"], code, out.get("message", ""))
-        return Page([Record(**r) for r in out["records"]], out["next_cursor"])
+        records = [self._record(r, "an audit record", json.dumps(r), code) for r in out["records"]]
+        return Page(records, out["next_cursor"])
 
     def health(self) -> bool:
         """True when the served store is healthy (GET /readyz). The bearer
@@ -408,13 +411,37 @@ class Client:
                     data.append(line[5:].lstrip())
 
     @staticmethod
-    def _malformed(name: str, data: str, why) -> LeaseError:
-        """The error of an event the client cannot read: a protocol error (a server of another
-        release), which the server would send again, so the stream ends with it."""
+    def _unreadable(what: str, data: str, why, code: int = 200) -> LeaseError:
+        """The error of something the server sent (what: "a record event", "an audit record") that
+        the client cannot read: a protocol error (a server of another release), which the server
+        would send again."""
         snippet = data if len(data) <= 120 else data[:120] + "..."
-        return LeaseError("unavailable", 200, f"the server sent a {name} event this client cannot read "
-                                              f"(data {snippet!r}), a protocol error: run client and server "
-                                              f"of one release: {why}")
+        return LeaseError("unavailable", code, f"the server sent {what} this client cannot read "
+                                               f"(data {snippet!r}), a protocol error: run client and server "
+                                               f"of one release: {why}")
+
+    @classmethod
+    def _malformed(cls, name: str, data: str, why) -> LeaseError:
+        """The error of an event the client cannot read, so the stream ends with it."""
+        return cls._unreadable(f"a {name} event", data, why)
+
+    @classmethod
+    def _record(cls, d, what: str, data: str, code: int = 200) -> Record:
+        """The audit record d (the JSON object of what, data its text), or the error of one the client
+        cannot read: a format version other than 1 (as the Go client refuses a version it does not
+        know), a field missing, or a field Record does not know (the Record schema of /openapi.json
+        allows no other): a record of another release."""
+        if not isinstance(d, dict):
+            raise cls._unreadable(what, data, "not a JSON object", code)
+        try:
+            rec = Record(**d)
+        except TypeError as e:  # a field missing, or one Record does not know
+            raise cls._unreadable(what, data, e, code) from None
+        if not isinstance(rec.id, int) or rec.id < 1:
+            raise cls._unreadable(what, data, f"id {rec.id!r} is not a record id", code)
+        if rec.version != 1:
+            raise cls._unreadable(what, data, f"format version {rec.version!r}: this client reads only version 1", code)
+        return rec
 
     @classmethod
     def _event_object(cls, name: str, data: str) -> dict:
@@ -509,13 +536,4 @@ class Client:
 
     def _follow_record(self, name: str, data: str) -> Record:
         """The record of a record event, or the error of one the client cannot read."""
-        ev = self._event_object(name, data)
-        try:
-            rec = Record(**ev)
-        except TypeError as e:
-            raise self._malformed(name, data, e) from None
-        if not isinstance(rec.id, int) or rec.id < 1:
-            raise self._malformed(name, data, f"id {rec.id!r} is not a record id")
-        if rec.version != 1:
-            raise self._malformed(name, data, f"format version {rec.version!r}: this client reads only version 1")
-        return rec
+        return self._record(self._event_object(name, data), f"a {name} event", data)

@@ -82,8 +82,12 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, errors.New("httpapi: base URL: want http(s)://HOST:PORT[/PREFIX], without user, query or fragment")
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
+	// The prefix is kept as it was escaped (a proxy's "/lease%20store",
+	// or a %2F inside a segment), and url appends escaped paths to it.
+	u.RawPath = strings.TrimSuffix(u.EscapedPath(), "/")
+	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
+		return nil, errors.New("httpapi: base URL: malformed path")
+	}
 	if cfg == nil {
 		cfg = &ClientConfig{}
 	}
@@ -165,7 +169,7 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 // url returns the URL of path (escaped, after the base path) with query.
 func (c *Client) url(path string, query url.Values) *url.URL {
 	target := *c.base
-	target.RawPath = c.base.Path + path
+	target.RawPath = c.base.EscapedPath() + path
 	target.Path, _ = url.PathUnescape(target.RawPath)
 	target.RawQuery = query.Encode()
 	return &target

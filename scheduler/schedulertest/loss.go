@@ -3,6 +3,7 @@ package schedulertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -13,8 +14,8 @@ import (
 )
 
 // runOne runs a scheduler "w1" with cfg (its logger set to the test's log,
-// warnings and above) until the test ends.
-func runOne(t *testing.T, store protocol.Store, targets scheduler.Targets, handler scheduler.Handler, cfg *scheduler.Config) {
+// warnings and above) until the test ends, and returns it.
+func runOne(t *testing.T, store protocol.Store, targets scheduler.Targets, handler scheduler.Handler, cfg *scheduler.Config) *scheduler.Scheduler {
 	t.Helper()
 	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sched, err := scheduler.New(store, "w1", targets, handler, cfg)
@@ -28,6 +29,7 @@ func runOne(t *testing.T, store protocol.Store, targets scheduler.Targets, handl
 		cancel()
 		<-done
 	})
+	return sched
 }
 
 // waitUntil polls cond every millisecond until it holds, and returns how
@@ -44,16 +46,19 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 	return time.Since(start)
 }
 
+// Timing of the cases where a worker must hear a loss through the store's
+// signal: renewals (every lossRenew) come long after lossBound.
+const (
+	lossTTL   = time.Minute
+	lossRenew = 20 * time.Second
+	lossBound = 5 * time.Second // generous on a loaded machine; figures in internal/testkit/wakebench
+)
+
 // testHearsRevoke: a worker renewing every 20 s hears of a revoke of one
 // of its targets through the store's signal: that handler's context ends,
 // with a cause matching protocol.ErrLeaseLost, within lossBound, long
 // before the next renewal; the other handlers run on.
 func testHearsRevoke(t *testing.T, newHarness Factory) {
-	const (
-		lossTTL   = time.Minute
-		lossRenew = 20 * time.Second
-		lossBound = 5 * time.Second // generous on a loaded machine; figures in internal/testkit/wakebench
-	)
 	h := newHarness(t)
 	store, admin := h.NewStore(t), h.NewStore(t)
 	t.Cleanup(func() {
@@ -108,5 +113,108 @@ func testHearsRevoke(t *testing.T, newHarness Factory) {
 		if cause, ok := ended[other]; ok {
 			t.Fatalf("target %s's handler ended too: %v", other, cause)
 		}
+	}
+}
+
+// testHearsRevokeWhileHandingOver: a worker renewing every 20 s that hands
+// a target over to rebalance (its handler cancelled, still finishing, the
+// lease kept until it returns) hears of a revoke of that lease through the
+// store's signal too: the snapshot shows the target lost, and the observer
+// hears EventLost with a cause matching protocol.ErrLeaseLost, within
+// lossBound, long before the next renewal.
+func testHearsRevokeWhileHandingOver(t *testing.T, newHarness Factory) {
+	const ns = "handover"
+	h := newHarness(t)
+	store, admin := h.NewStore(t), h.NewStore(t)
+	t.Cleanup(func() {
+		_ = store.Close(context.Background())
+		_ = admin.Close(context.Background())
+	})
+	ctx := context.Background()
+	// c is held elsewhere for a moment: the worker takes a and b, and
+	// looks again when c's lease runs out.
+	if _, err := admin.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: "c"}, Owner: "other", TTL: 3 * time.Second}); err != nil {
+		t.Fatalf("acquire c: %v", err)
+	}
+	gate := make(chan struct{})
+	var (
+		mu         sync.Mutex
+		handedOver []string          // targets whose handler was cancelled to rebalance
+		lost       []scheduler.Event // EventLost, as the observer heard them
+	)
+	handler := func(ctx context.Context, target string, _ int64) {
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), scheduler.ErrHandedOver) {
+			mu.Lock()
+			handedOver = append(handedOver, target)
+			mu.Unlock()
+			<-gate // a handler slow to finish
+		}
+	}
+	observer := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+		if ev.Kind == scheduler.EventLost {
+			mu.Lock()
+			lost = append(lost, ev)
+			mu.Unlock()
+		}
+	})
+	sched := runOne(t, store, scheduler.Static("a", "b", "c"), handler,
+		&scheduler.Config{Namespace: ns, TTL: lossTTL, RenewEvery: lossRenew, Observer: observer})
+	t.Cleanup(func() { close(gate) }) // before runOne's cleanup, which waits for the handlers
+	waitUntil(t, "the worker holds a and b", 10*time.Second, func() bool {
+		return fmt.Sprint(sched.Snapshot().Held()) == "[a b]"
+	})
+	// Two more workers join: when c's lease runs out the worker looks
+	// again, counts three, and hands one of a and b over.
+	for _, w := range []string{"w8", "w9"} {
+		if _, err := admin.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: ns + scheduler.WorkersSuffix, Name: w}, Owner: w, TTL: lossTTL}); err != nil {
+			t.Fatalf("acquire membership %s: %v", w, err)
+		}
+	}
+	var target string
+	waitUntil(t, "the worker hands a target over", 15*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(handedOver) == 0 {
+			return false
+		}
+		target = handedOver[0]
+		return true
+	})
+	var token int64
+	for _, o := range sched.Snapshot().Owned {
+		if o.Target == target {
+			if o.State != scheduler.StateHandingOver {
+				t.Fatalf("%s: state %s, want %s", target, o.State, scheduler.StateHandingOver)
+			}
+			token = o.Token
+		}
+	}
+	if token == 0 {
+		t.Fatalf("%s is not in the snapshot: %+v", target, sched.Snapshot().Owned)
+	}
+	res, err := admin.Revoke(ctx, protocol.RevokeRequest{Key: protocol.Key{Namespace: ns, Name: target}, Actor: "op", Reason: "test", Token: token})
+	if err != nil {
+		t.Fatalf("revoke %s/%d: %v (%s)", target, token, err, res.Status)
+	}
+	took := waitUntil(t, "the worker hears of the revoke of the target it hands over", lossBound, func() bool {
+		for _, o := range sched.Snapshot().Owned {
+			if o.Target == target && o.State == scheduler.StateLost {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("revoke to the snapshot showing %s lost: %v", target, took)
+	mu.Lock()
+	defer mu.Unlock()
+	var ev *scheduler.Event
+	for i := range lost {
+		if lost[i].Target == target && lost[i].Token == token {
+			ev = &lost[i]
+		}
+	}
+	if ev == nil || !errors.Is(ev.Cause, protocol.ErrLeaseLost) {
+		t.Fatalf("the observer heard %+v; want EventLost of %s/%d with a cause matching protocol.ErrLeaseLost", lost, target, token)
 	}
 }

@@ -45,6 +45,9 @@ import (
 //     they return, then releases everything.
 //   - HearsRevoke: a revoke reaches the handler of the revoked target
 //     through the store's signal, long before the next renewal.
+//   - HearsRevokeWhileHandingOver: so does a revoke of a target lease the
+//     worker is handing over (its handler cancelled, still finishing): the
+//     snapshot and the observer show it lost.
 //   - ShutdownStoreDown: a worker holding 30 targets whose store stops
 //     answering (every call waits until its deadline), told to stop while
 //     a round's renewals wait, cuts the round's calls under way short (by
@@ -69,6 +72,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Fencing", testFencing},
 		{"Shutdown", testShutdown},
 		{"HearsRevoke", testHearsRevoke},
+		{"HearsRevokeWhileHandingOver", testHearsRevokeWhileHandingOver},
 		{"ShutdownStoreDown", testShutdownStoreDown},
 		{"LockDelayBackOff", testLockDelayBackOff},
 	} {

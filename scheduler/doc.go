@@ -17,7 +17,8 @@
 //     is lost or given up;
 //   - hears at once, through the store's signal ([protocol.WatchLease]), that
 //     a target lease was revoked or released elsewhere, and cancels its
-//     handler;
+//     handler (a lease it is giving up stays watched until its handler
+//     returned, and is then shown lost);
 //   - renews every lease it holds (membership included); a renewal the store
 //     refuses loses that lease at once, and a lease that was not renewed
 //     before it would run out by the local clock is lost then, even while

@@ -83,8 +83,12 @@ type lease struct {
 	seq    uint64 // acquisition order
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the handler returned
-	timer  *time.Timer   // loses the lease at deadline
+	// unwatch stops listening for the store's signal: once the lease is
+	// lost or forgotten, not when the handler is cancelled, for a lease
+	// given up is held until the handler returned.
+	unwatch context.CancelFunc
+	done    chan struct{} // closed when the handler returned
+	timer   *time.Timer   // loses the lease at deadline
 
 	state                 State
 	reason                string
@@ -480,6 +484,7 @@ func (s *Scheduler) loseLocked(l *lease, why error, release bool) {
 	l.state, l.reason = StateLost, "lost: "+why.Error()
 	l.release = release
 	l.cancel(cause)
+	l.unwatch()
 	s.log.Warn("scheduler: lease lost", "target", l.target, "token", l.token, "was", was, "err", why)
 	s.events = append(s.events, s.eventLocked(EventLost, l, cause))
 	s.poke()
@@ -533,6 +538,7 @@ func (s *Scheduler) settle(ctx context.Context) {
 		}
 		l.gone = true
 		l.timer.Stop()
+		l.unwatch()
 		delete(s.leases, t)
 		if l.state != StateLost || l.release {
 			release = append(release, l)
@@ -1244,8 +1250,9 @@ func (s *Scheduler) untilExpiry(t string, expiresAt time.Time) {
 func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 	s.seq++
 	ctx, cancel := context.WithCancelCause(s.base)
+	wctx, unwatch := context.WithCancel(s.base)
 	l := &lease{
-		target: pl.Key.Name, key: pl.Key, token: pl.Token, seq: s.seq, ctx: ctx, cancel: cancel,
+		target: pl.Key.Name, key: pl.Key, token: pl.Token, seq: s.seq, ctx: ctx, cancel: cancel, unwatch: unwatch,
 		done: make(chan struct{}), state: StateRunning, reason: reason,
 		acquiredAt: pl.AcquiredAt, expiresAt: pl.ExpiresAt, deadline: sent.Add(s.set.ttl),
 	}
@@ -1260,8 +1267,9 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 		close(l.done)
 		s.poke()
 	}()
-	// The store's signal tells of a revoke at once; renewals are the fallback.
-	go protocol.WatchLease(ctx, s.store, pl, s.set.opTimeout, func(why error) {
+	// The store's signal tells of a revoke at once, also while the lease is
+	// given up and its handler finishes; renewals are the fallback.
+	go protocol.WatchLease(wctx, s.store, pl, s.set.opTimeout, func(why error) {
 		s.mu.Lock()
 		s.loseLocked(l, why, false)
 		s.mu.Unlock()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,3 +220,88 @@ func testHearsRevokeWhileHandingOver(t *testing.T, newHarness Factory) {
 		t.Fatalf("the observer heard %+v; want EventLost of %s/%d with a cause matching protocol.ErrLeaseLost", lost, target, token)
 	}
 }
+
+// joinGate passes calls to a store (its signal included) and, once armed,
+// holds every acquire of a membership lease until opened: a worker that
+// lost its membership cannot join again meanwhile.
+type joinGate struct {
+	protocol.Store
+	notifier protocol.Notifier
+	armed    atomic.Bool
+	waiting  atomic.Int32 // acquires held at the gate now
+	gate     chan struct{}
+	once     sync.Once
+}
+
+func (g *joinGate) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	return g.notifier.Subscribe(ctx, key)
+}
+
+func (g *joinGate) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if g.armed.Load() && strings.HasSuffix(req.Key.Namespace, scheduler.WorkersSuffix) {
+		g.waiting.Add(1)
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+		}
+		g.waiting.Add(-1)
+	}
+	return g.Store.Acquire(ctx, req)
+}
+
+func (g *joinGate) open() { g.once.Do(func() { close(g.gate) }) }
+
+// testHearsMembershipRevoke: a worker renewing every 20 s whose membership
+// lease is revoked (an operator's `leasectl revoke`) hears of it through
+// the store's signal, as of a target lease: within lossBound, long before
+// the next renewal, it no longer counts itself a member (the snapshot says
+// so while it cannot join again) and it tries to join again at once; once
+// it can, it holds a new membership lease.
+func testHearsMembershipRevoke(t *testing.T, newHarness Factory) {
+	const ns = "membership"
+	h := newHarness(t)
+	inner, admin := h.NewStore(t), h.NewStore(t)
+	t.Cleanup(func() {
+		_ = inner.Close(context.Background())
+		_ = admin.Close(context.Background())
+	})
+	n, ok := inner.(protocol.Notifier)
+	if !ok {
+		t.Fatalf("the harness's store %T does not signal (protocol.Notifier)", inner)
+	}
+	store := &joinGate{Store: inner, notifier: n, gate: make(chan struct{})}
+	sched := runOne(t, store, scheduler.Static("a", "b"), idle,
+		&scheduler.Config{Namespace: ns, TTL: lossTTL, RenewEvery: lossRenew})
+	t.Cleanup(store.open) // before runOne's cleanup
+	waitUntil(t, "the worker is a member and holds a and b", 10*time.Second, func() bool {
+		snap := sched.Snapshot()
+		return snap.Member && fmt.Sprint(snap.Held()) == "[a b]"
+	})
+	ctx := context.Background()
+	member := protocol.Key{Namespace: ns + scheduler.WorkersSuffix, Name: "w1"}
+	got, err := admin.Get(ctx, protocol.GetRequest{Key: member})
+	if err != nil || got.Lease == nil || got.Lease.Owner != "w1" {
+		t.Fatalf("get %s: %+v, %v; want w1's membership lease", member, got.Lease, err)
+	}
+	old := got.Lease.Token
+	store.armed.Store(true)
+	res, err := admin.Revoke(ctx, protocol.RevokeRequest{Key: member, Actor: "op", Reason: "test", Token: old})
+	if err != nil {
+		t.Fatalf("revoke %s/%d: %v (%s)", member, old, err, res.Status)
+	}
+	took := waitUntil(t, "the worker hears of the revoke of its membership lease and no longer counts itself a member", lossBound, func() bool {
+		return !sched.Snapshot().Member
+	})
+	t.Logf("revoke to the snapshot saying not a member: %v", took)
+	waitUntil(t, "the worker tries to join again", lossBound, func() bool { return store.waiting.Load() > 0 })
+	store.open()
+	waitUntil(t, "the worker joins again", lossBound, func() bool {
+		if !sched.Snapshot().Member {
+			return false
+		}
+		got, err := admin.Get(ctx, protocol.GetRequest{Key: member})
+		return err == nil && got.Lease != nil && got.Lease.Owner == "w1" && got.Lease.Token > old
+	})
+}
+
+func idle(ctx context.Context, _ string, _ int64) { <-ctx.Done() }

@@ -48,6 +48,9 @@ import (
 //   - HearsRevokeWhileHandingOver: so does a revoke of a target lease the
 //     worker is handing over (its handler cancelled, still finishing): the
 //     snapshot and the observer show it lost.
+//   - HearsMembershipRevoke: a revoke of the worker's membership lease is
+//     heard the same way: it no longer counts itself a member, and joins
+//     again at once.
 //   - ShutdownStoreDown: a worker holding 30 targets whose store stops
 //     answering (every call waits until its deadline), told to stop while
 //     a round's renewals wait, cuts the round's calls under way short (by
@@ -73,6 +76,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Shutdown", testShutdown},
 		{"HearsRevoke", testHearsRevoke},
 		{"HearsRevokeWhileHandingOver", testHearsRevokeWhileHandingOver},
+		{"HearsMembershipRevoke", testHearsMembershipRevoke},
 		{"ShutdownStoreDown", testShutdownStoreDown},
 		{"LockDelayBackOff", testLockDelayBackOff},
 	} {

@@ -18,7 +18,9 @@
 //   - hears at once, through the store's signal ([protocol.WatchLease]), that
 //     a target lease was revoked or released elsewhere, and cancels its
 //     handler (a lease it is giving up stays watched until its handler
-//     returned, and is then shown lost);
+//     returned, and is then shown lost); so of its membership lease: the
+//     worker then no longer counts itself a member and joins again at
+//     once;
 //   - renews every lease it holds (membership included); a renewal the store
 //     refuses loses that lease at once, and a lease that was not renewed
 //     before it would run out by the local clock is lost then, even while

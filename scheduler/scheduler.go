@@ -36,6 +36,10 @@ type Scheduler struct {
 	wake    chan struct{} // a handler returned or a lease was lost
 	base    context.Context
 
+	// rejoin: the store signalled the end of the membership lease; Run
+	// looks again at once, to join again. Guarded by mu.
+	rejoin bool
+
 	mu         sync.Mutex
 	leases     map[string]*lease // by target
 	membership *membership       // nil while the worker is not a member
@@ -104,6 +108,10 @@ type membership struct {
 	token     int64
 	deadline  time.Time
 	expiresAt time.Time
+	// unwatch stops listening for the store's signal of the lease's end;
+	// watched is closed once the listening goroutine returned.
+	unwatch context.CancelFunc
+	watched chan struct{}
 }
 
 // orphan is an acquire whose answer was lost, of a key no longer wanted.
@@ -198,6 +206,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return nil
 		case <-s.wake:
 			s.settle(ctx)
+			s.mu.Lock()
+			rejoin := s.rejoin
+			s.rejoin = false
+			s.mu.Unlock()
+			if rejoin && ctx.Err() == nil {
+				next.Reset(0) // a look, which joins again
+			}
 		case <-next.C:
 			began := time.Now()
 			// A look due shortly before the next full round becomes that
@@ -435,7 +450,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 			s.loseLocked(l, err, false)
 		} else if s.membership == m {
 			s.log.Warn("scheduler: membership lease lost; joining again", "err", err)
-			s.membership = nil
+			s.dropMembershipLocked()
 		}
 		s.mu.Unlock()
 		s.flush() // the observer hears of the loss with the handler, not at the round's end
@@ -649,7 +664,8 @@ func (s *Scheduler) join(parent context.Context) {
 	if m != nil && time.Now().After(m.deadline) {
 		s.log.Warn("scheduler: membership lease not renewed before it would run out; joining again")
 		s.lapsed = m.token
-		s.membership, m = nil, nil
+		s.dropMembershipLocked()
+		m = nil
 	}
 	s.mu.Unlock()
 	if m != nil {
@@ -664,7 +680,7 @@ func (s *Scheduler) join(parent context.Context) {
 		case err == nil && res.Lease != nil:
 			s.lapsed = 0
 			s.mu.Lock()
-			s.membership = &membership{token: res.Lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: res.Lease.ExpiresAt}
+			s.joinedLocked(*res.Lease, sent)
 			s.mu.Unlock()
 			s.log.Info("scheduler: joined again with the membership lease still held", "token", res.Lease.Token)
 			return
@@ -690,7 +706,7 @@ func (s *Scheduler) join(parent context.Context) {
 	case err == nil:
 		s.memberReq = ""
 		s.mu.Lock()
-		s.membership = &membership{token: lease.Token, deadline: sent.Add(s.set.ttl), expiresAt: lease.ExpiresAt}
+		s.joinedLocked(lease, sent)
 		s.mu.Unlock()
 		s.log.Info("scheduler: joined", "token", lease.Token)
 	case errors.As(err, &perr) && perr.KeptByLockDelay():
@@ -711,6 +727,42 @@ func (s *Scheduler) join(parent context.Context) {
 	default:
 		s.problems = append(s.problems, "join: "+err.Error())
 		s.log.Warn("scheduler: join failed", "err", err)
+	}
+}
+
+// joinedLocked records the membership lease l, taken (or renewed) by a
+// call sent at sent, and listens for the store's signal of its end: a
+// revoke (an operator's) or a release elsewhere is heard at once, as for
+// a target lease, the renewals being the fallback. The worker then no
+// longer counts itself a member, and Run looks again at once to join
+// again. Called with s.mu held.
+func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
+	s.dropMembershipLocked()
+	ctx, unwatch := context.WithCancel(s.base)
+	m := &membership{token: l.Token, deadline: sent.Add(s.set.ttl), expiresAt: l.ExpiresAt, unwatch: unwatch, watched: make(chan struct{})}
+	s.membership = m
+	go func() {
+		defer close(m.watched)
+		protocol.WatchLease(ctx, s.store, l, s.set.opTimeout, func(why error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.membership != m {
+				return
+			}
+			s.log.Warn("scheduler: membership lease lost; joining again", "token", m.token, "err", why)
+			s.dropMembershipLocked()
+			s.rejoin = true
+			s.poke()
+		})
+	}()
+}
+
+// dropMembershipLocked forgets the membership lease, if any, and stops
+// listening for its end. Called with s.mu held.
+func (s *Scheduler) dropMembershipLocked() {
+	if s.membership != nil {
+		s.membership.unwatch()
+		s.membership = nil
 	}
 }
 
@@ -1325,8 +1377,11 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	clear(s.pending)
 	s.mu.Lock()
 	m := s.membership
-	s.membership = nil
+	s.dropMembershipLocked()
 	s.mu.Unlock()
+	if m != nil {
+		<-m.watched // its release is no loss to hear
+	}
 	if m == nil && s.memberReq != "" { // a join whose answer was lost
 		s.orphan(s.member, s.memberReq)
 	}

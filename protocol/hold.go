@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -178,8 +179,12 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 // once, with why (matching [ErrNotFound] when no lease is live), and
 // returns. A get that
 // fails (timeout, unavailable) tells nothing: the holder's renewals
-// decide. It returns when ctx ends, or at once when s cannot signal (or
-// the subscription fails): then renewals alone tell the loss.
+// decide. A subscription that fails (a server's stream cap, a listener
+// connection that cannot be opened now) is made again, after a pause
+// from 50ms doubling up to 5s, with jitter, so that the store's signal
+// tells of a loss again as soon as it can. It returns when ctx ends, or at
+// once when s cannot signal ([ErrNoNotifier]) or is closed: then renewals
+// alone tell the loss.
 //
 // [Hold] and the scheduler call it for every lease they hold; it is for
 // code that keeps a lease alive itself. It costs a subscription (on
@@ -190,9 +195,24 @@ func WatchLease(ctx context.Context, s Store, l Lease, timeout time.Duration, lo
 	if !ok {
 		return
 	}
-	ch, unsubscribe, err := n.Subscribe(ctx, l.Key)
-	if err != nil {
-		return
+	var ch <-chan struct{}
+	var unsubscribe func()
+	for pause := watchMinPause; ; pause = min(2*pause, watchMaxPause) {
+		var err error
+		ch, unsubscribe, err = n.Subscribe(ctx, l.Key)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrNoNotifier) || StatusOf(err) == StatusClosed || StatusOf(err) == StatusInvalid || ctx.Err() != nil {
+			return
+		}
+		t := time.NewTimer(time.Duration(float64(pause) * (0.5 + rand.Float64())))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 	defer unsubscribe()
 	for {
@@ -207,6 +227,13 @@ func WatchLease(ctx context.Context, s Store, l Lease, timeout time.Duration, lo
 		}
 	}
 }
+
+// The pause of [WatchLease] between subscriptions that failed: from
+// watchMinPause, doubling, up to watchMaxPause, each with ±50% jitter.
+const (
+	watchMinPause = 50 * time.Millisecond
+	watchMaxPause = 5 * time.Second
+)
 
 // stillHeld reads l's key and returns why l is lost, nil when l still
 // holds it or the read told nothing.

@@ -394,19 +394,9 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 			p.res, commit = res, ok
 			continue
 		}
-		if _, err := tx.ExecContext(sctx, qSavepoint); err != nil {
-			fail(err, live[i+1:])
-			return
-		}
-		res, ok, err := p.fn(sctx, tx, now)
-		if err != nil || !ok {
-			if _, rerr := tx.ExecContext(sctx, qRollbackSavepoint); rerr != nil {
-				fail(rerr, live[i+1:])
-				return
-			}
-		}
-		if _, rerr := tx.ExecContext(sctx, qReleaseSavepoint); rerr != nil {
-			fail(rerr, live[i+1:])
+		res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
+		if lost != nil {
+			fail(lost, live[i+1:])
 			return
 		}
 		if err != nil {
@@ -422,6 +412,27 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 	if err := tx.Commit(); err != nil {
 		fail(err, nil)
 	}
+}
+
+// inSavepoint runs fn, one write of a transaction that holds others, in
+// tx inside a savepoint of its own, rolled back when fn fails or writes
+// nothing (ok false) so that the write fails alone, and released. It
+// returns fn's answer, and lost when tx cannot go on (a savepoint
+// statement failed): then no write of tx can be committed.
+func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bool, error)) (res protocol.Result, ok bool, err, lost error) {
+	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
+		return protocol.Result{}, false, nil, err
+	}
+	res, ok, err = fn()
+	if err != nil || !ok {
+		if _, rerr := tx.ExecContext(ctx, qRollbackSavepoint); rerr != nil {
+			return protocol.Result{}, false, err, rerr
+		}
+	}
+	if _, rerr := tx.ExecContext(ctx, qReleaseSavepoint); rerr != nil {
+		return protocol.Result{}, false, err, rerr
+	}
+	return res, ok, err, nil
 }
 
 // waitWrites waits for the batches in flight (Close).

@@ -192,26 +192,29 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 
 // RenewMany renews reqs in order in one transaction (one commit, one
 // fsync), each with its own audit record, and answers one result per
-// request. It implements [protocol.BulkRenewer]. An error (the file could
+// request. It implements [protocol.BulkRenewer]. Each renewal runs in a
+// savepoint of its own, as a write of a coalesced batch does: one that
+// fails (its row of a format version this release does not know, its
+// record refused by the database) is rolled back alone and answers as a
+// lone Renew would. An error that leaves nothing to commit (the file could
 // not be written) fails the whole call, and nothing of it is committed.
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	const op = protocol.OpRenew
 	out := make([]protocol.Result, len(reqs))
-	_, err := b.write(ctx, protocol.OpRenew, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+	_, err := b.write(ctx, op, func(sctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		commit := false
 		for i, req := range reqs {
-			res, _, err := b.renew(ctx, tx, now, req)
-			var pe *protocol.Error
-			if errors.As(err, &pe) {
-				// This lease's row cannot be read (a format version this
-				// release does not know): its renewal fails alone.
-				out[i] = backendkit.Unanswered(err)
-				continue
+			res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return b.renew(sctx, tx, now, req) })
+			if lost != nil {
+				return protocol.Result{}, false, lost
 			}
 			if err != nil {
-				return protocol.Result{}, false, err
+				out[i] = backendkit.Unanswered(b.interpret(ctx, op, err))
+				continue
 			}
-			out[i] = res
+			out[i], commit = res, commit || ok
 		}
-		return protocol.Result{}, true, nil
+		return protocol.Result{}, commit, nil
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,5 +84,90 @@ func TestCoalescedChangeWithoutItsRecordIsRefused(t *testing.T) {
 		if a.err == nil && a.res.Status == protocol.StatusAcquired {
 			t.Errorf("k7: answered acquired (token %d) though its record was not written", a.res.Lease.Token)
 		}
+	}
+}
+
+// A lone change (no batch: its own transaction) whose audit record a
+// trigger added after Open drops is refused as a coalesced one is, naming
+// the trigger as the cause and the fix, and nothing of it is committed:
+// acquire (no lease row, no token spent), renew, release and revoke (the
+// lease row as it was), and a renewal of RenewMany, which fails alone.
+func TestLoneChangeWithoutItsRecordIsRefused(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	raw := rawDB(t, path)
+	b := open(t, path, nil)
+	ctx := ctxT(t)
+	held := map[string]protocol.Result{}
+	for _, name := range []string{"k7", "k8"} {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: "a-" + name})
+		if err != nil || res.Status != protocol.StatusAcquired {
+			t.Fatalf("acquire %s: %+v %v", name, res, err)
+		}
+		held[name] = res
+	}
+	if _, err := raw.Exec(`CREATE TRIGGER dba_drop_k7 BEFORE INSERT ON leasestore_audit
+		WHEN NEW.name IN ('k7', 'k9') BEGIN SELECT RAISE(IGNORE); END`); err != nil {
+		t.Fatal(err)
+	}
+	row := func(name string) (n int, expires int64) {
+		if err := raw.QueryRowContext(ctx, `SELECT count(*), coalesce(max(expires_at), 0) FROM leasestore_leases
+			WHERE namespace = 'ns' AND name = ?`, name).Scan(&n, &expires); err != nil {
+			t.Fatal(err)
+		}
+		return n, expires
+	}
+	records := func(name string) (n int) {
+		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM leasestore_audit WHERE namespace = 'ns' AND name = ?`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var fencing int64
+	if err := raw.QueryRowContext(ctx, `SELECT max(last_token) FROM leasestore_fencing`).Scan(&fencing); err != nil {
+		t.Fatal(err)
+	}
+	_, expires := row("k7")
+	tok := held["k7"].Lease.Token
+
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k9"), Owner: "o", TTL: time.Minute, RequestID: "a-k9"})
+	expectUnavailable(t, fmt.Sprintf("acquire of k9 (its record dropped): answered %s", res.Status), err, "audit record", "DROP TRIGGER")
+	var after int64
+	if err := raw.QueryRowContext(ctx, `SELECT max(last_token) FROM leasestore_fencing`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := row("k9"); n != 0 || after != fencing {
+		t.Errorf("refused acquire of k9: %d lease rows, fencing counter %d (was %d); want none and unchanged", n, after, fencing)
+	}
+
+	res, err = b.Renew(ctx, protocol.RenewRequest{Key: key("k7"), Owner: "o", Token: tok, TTL: time.Hour, RequestID: "r-k7"})
+	expectUnavailable(t, fmt.Sprintf("renew of k7 (its record dropped): answered %s", res.Status), err, "audit record", "DROP TRIGGER")
+	if n, e := row("k7"); n != 1 || e != expires {
+		t.Errorf("refused renew of k7: %d lease rows expiring at %d; want its row as it was (expiring at %d)", n, e, expires)
+	}
+
+	got, err := b.RenewMany(ctx, []protocol.RenewRequest{
+		{Key: key("k7"), Owner: "o", Token: tok, TTL: time.Hour, RequestID: "rm-k7"},
+		{Key: key("k8"), Owner: "o", Token: held["k8"].Lease.Token, TTL: time.Hour, RequestID: "rm-k8"},
+	})
+	if err != nil || len(got) != 2 || got[0].Status != protocol.StatusUnavailable || got[1].Status != protocol.StatusRenewed {
+		t.Errorf("RenewMany of k7 (its record dropped) and k8: %+v %v; want k7 unavailable and k8 renewed", got, err)
+	}
+	if n, e := row("k7"); n != 1 || e != expires {
+		t.Errorf("RenewMany's refused renewal of k7: %d lease rows expiring at %d; want its row as it was (expiring at %d)", n, e, expires)
+	}
+
+	res, err = b.Release(ctx, protocol.ReleaseRequest{Key: key("k7"), Owner: "o", Token: tok, RequestID: "rel-k7"})
+	expectUnavailable(t, fmt.Sprintf("release of k7 (its record dropped): answered %s", res.Status), err, "audit record", "DROP TRIGGER")
+	res, err = b.Revoke(ctx, protocol.RevokeRequest{Key: key("k7"), Actor: "ops", Reason: "test", RequestID: "rev-k7"})
+	expectUnavailable(t, fmt.Sprintf("revoke of k7 (its record dropped): answered %s", res.Status), err, "audit record", "DROP TRIGGER")
+	if n, e := row("k7"); n != 1 || e != expires {
+		t.Errorf("refused release and revoke of k7: %d lease rows expiring at %d; want its row as it was (expiring at %d)", n, e, expires)
+	}
+	if n := records("k7"); n != 1 {
+		t.Errorf("%d records of k7, want its acquire's only", n)
+	}
+	if n := records("k8"); n != 2 {
+		t.Errorf("%d records of k8, want its acquire's and its renewal's", n)
 	}
 }

@@ -71,8 +71,10 @@ func DBError(ctx context.Context, file string, err error) error {
 // timeout when the operation's deadline passed or the file stayed locked by
 // another writer beyond the busy timeout (the effect of a state change is
 // then unknown: retrying with the same request id tells), and unavailable
-// otherwise, with a message naming the file. A *protocol.Error (a version
-// check, the schema check) passes through with op filled in.
+// otherwise, with a message naming the file (a change whose audit record
+// was not written, errRecordMissing, names the trigger to drop). A
+// *protocol.Error (a version check, the schema check) passes through with
+// op filled in.
 func interpretError(ctx context.Context, op protocol.Op, file string, err error) error {
 	if err == nil {
 		return nil
@@ -85,6 +87,12 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		return pe
 	}
 	where := fmt.Sprintf("sqlite database %q", file)
+	if errors.Is(err, errRecordMissing) {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the change was not committed, as its audit record was not written (a trigger on leasestore_audit "+
+				"drops it: one the store's migrations did not make, which Health names): drop that trigger "+
+				"(DROP TRIGGER name, with the sqlite3 shell)", where)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) || (ctx.Err() == nil && errors.Is(err, context.Canceled)) {
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the caller cancelled the operation before it finished", where)
 	}
@@ -200,6 +208,11 @@ func diskFull(op protocol.Op, where, file string, err error) error {
 		"%s: the disk is full: free space on the file system holding %s", where, filepath.Dir(file))
 }
 
+// errRecordMissing is the error of a change whose audit record's INSERT
+// wrote no row, which interpretError turns into unavailable naming the
+// fix. It never leaves the package.
+var errRecordMissing = errors.New("sqlite: the INSERT of the audit record wrote no row")
+
 // ErrDiskFull is matched (errors.Is) by the error of an operation that
 // failed because the file system holding the SQLite file is full.
 var ErrDiskFull = errors.New("sqlite: the disk is full")
@@ -295,7 +308,7 @@ func triggersError(op protocol.Op, file string, missing, altered []migrations.Tr
 func foreignTriggersError(op protocol.Op, file string, triggers []string) *protocol.Error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
 		"sqlite database %q: triggers that the store's migrations did not make are on its tables (%s); such a trigger can change "+
-			"or drop the store's writes (one that drops the trail's inserts commits changes without their records): "+
+			"or drop the store's writes (one that drops the trail's inserts makes the changes whose records it drops fail): "+
 			"drop each (DROP TRIGGER name, with the sqlite3 shell), or put it on a table of your own",
 		file, strings.Join(triggers, ", "))
 }

@@ -116,7 +116,9 @@ func (b *Backend) record(ctx context.Context, tx *sql.Tx, r backendkit.Recorded)
 	return err
 }
 
-// recordID is record, returning the record's id.
+// recordID is record, returning the record's id. An INSERT that wrote no
+// row (a trigger on the trail dropped it) fails with errRecordMissing: the
+// change must not be committed without its record.
 func (b *Backend) recordID(ctx context.Context, tx *sql.Tx, r backendkit.Recorded) (int64, error) {
 	res, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
@@ -124,6 +126,13 @@ func (b *Backend) recordID(ctx context.Context, tx *sql.Tx, r backendkit.Recorde
 		nullMicros(r.RenewedAt), sql.NullInt64{Int64: r.LockDelay.Microseconds(), Valid: r.LockDelay > 0})
 	if err != nil {
 		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if n != 1 {
+		return 0, errRecordMissing
 	}
 	return res.LastInsertId()
 }

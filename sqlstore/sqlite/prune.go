@@ -89,10 +89,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			reason := fmt.Sprintf("removed %d records before %s", res.Removed+n, r.Before.UTC().Format(time.RFC3339Nano))
 			rec = &backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
 				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
-			if err := b.record(ctx, tx, *rec); err != nil {
+			if rec.ID, err = b.recordID(ctx, tx, *rec); err != nil {
 				return protocol.Result{}, false, err
 			}
-			return protocol.Result{}, true, tx.QueryRowContext(ctx, `SELECT last_insert_rowid()`).Scan(&rec.ID)
+			return protocol.Result{}, true, nil
 		})
 		if err != nil {
 			if !errors.Is(err, protocol.ErrInvalid) { // refused, this run took no claim

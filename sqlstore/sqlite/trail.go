@@ -91,8 +91,9 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, w
 	if version == migrations.LatestVersion {
 		// A trigger of someone else's on the store's tables can change or
 		// drop its writes (RAISE(IGNORE) in a BEFORE INSERT on the trail
-		// commits a change without its record). A newer schema may make
-		// triggers of its own: judged at this release's version only.
+		// drops a record, whose change then fails: recordID). A newer
+		// schema may make triggers of its own: judged at this release's
+		// version only.
 		var foreign []string
 		for name, table := range tables {
 			if strings.HasPrefix(table, "leasestore_") && !slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {

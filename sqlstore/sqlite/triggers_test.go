@@ -256,10 +256,10 @@ func migrationText(t *testing.T, file, prefix string) string {
 // TestForeignTriggersOnTheStoreAreRefused adds, from a second handle on
 // the file, a trigger of the operator's own on the audit trail that
 // drops its inserts (RAISE(IGNORE) skips the row and the statement goes
-// on): the change commits with no record, and a retry of its request id
-// takes effect again. A trigger on the store's tables that its migrations
-// did not make is refused at Health and Open, naming it, as a dropped or
-// altered one is (the PostgreSQL backend refuses the same).
+// on: a change meeting it fails, see batch_record_test.go). A trigger on
+// the store's tables that its migrations did not make is refused at
+// Health and Open, naming it, as a dropped or altered one is (the
+// PostgreSQL backend refuses the same).
 func TestForeignTriggersOnTheStoreAreRefused(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t)

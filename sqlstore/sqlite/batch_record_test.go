@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,38 +30,8 @@ func TestCoalescedChangeWithoutItsRecordIsRefused(t *testing.T) {
 		WHEN NEW.name = 'k7' BEGIN SELECT RAISE(IGNORE); END`); err != nil {
 		t.Fatal(err)
 	}
-	release := sqlite.HoldWriter(b)
-	defer release()
-	type answer struct {
-		name string
-		res  protocol.Result
-		err  error
-	}
 	names := []string{"k1", "k7", "k2"}
-	answers := make(chan answer, len(names))
-	for i, name := range names {
-		go func() {
-			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: "a-" + name})
-			answers <- answer{name, res, err}
-		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for sqlite.WriteQueueLen(b) != i+1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not queue", name)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	before := sqlite.WriteBatches(b)
-	release()
-	got := map[string]answer{}
-	for range names {
-		a := <-answers
-		got[a.name] = a
-	}
-	if n := sqlite.WriteBatches(b) - before; n != 1 {
-		t.Fatalf("%d batches ran, want the three acquires in one", n)
-	}
+	got := acquireInOneBatch(t, b, names)
 	rows := func(q, name string) int {
 		var n int
 		if err := raw.QueryRowContext(context.Background(), q, name).Scan(&n); err != nil {
@@ -170,4 +142,102 @@ func TestLoneChangeWithoutItsRecordIsRefused(t *testing.T) {
 	if n := records("k8"); n != 2 {
 		t.Errorf("%d records of k8, want its acquire's and its renewal's", n)
 	}
+}
+
+// batchAnswer is the answer of one acquire of acquireInOneBatch.
+type batchAnswer struct {
+	res protocol.Result
+	err error
+}
+
+// acquireInOneBatch acquires the keys names (owner "o", request ids
+// "a-NAME") in one coalesced batch, in that order, and returns each
+// answer by name.
+func acquireInOneBatch(t *testing.T, b *sqlite.Backend, names []string) map[string]batchAnswer {
+	t.Helper()
+	release := sqlite.HoldWriter(b)
+	defer release()
+	type answer struct {
+		name string
+		batchAnswer
+	}
+	answers := make(chan answer, len(names))
+	for i, name := range names {
+		go func() {
+			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: "a-" + name})
+			answers <- answer{name, batchAnswer{res, err}}
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for sqlite.WriteQueueLen(b) != i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not queue", name)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	before := sqlite.WriteBatches(b)
+	release()
+	got := map[string]batchAnswer{}
+	for range names {
+		a := <-answers
+		got[a.name] = a.batchAnswer
+	}
+	if n := sqlite.WriteBatches(b) - before; n != 1 {
+		t.Fatalf("%d batches ran, want the %d acquires in one", n, len(names))
+	}
+	return got
+}
+
+// A trigger added after Open whose RAISE(ROLLBACK) meets one write rolls
+// back the whole transaction, which SQLite allows no savepoint to undo:
+// nothing of the batch is committed and every member answers unavailable,
+// naming the real cause (the trigger's message) and the fix (drop it),
+// not the savepoint the batch could then no longer roll back to. A lone
+// write, and a RenewMany one of whose renewals meets it (as a whole), fail
+// saying the same.
+func TestRollbackOfOneWriteNamesItsCause(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	raw := rawDB(t, path)
+	b := open(t, path, nil)
+	ctx := ctxT(t)
+	k8, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k8"), Owner: "o", TTL: time.Minute, RequestID: "a-k8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TRIGGER dba_freeze_k7 BEFORE INSERT ON leasestore_audit
+		WHEN NEW.name IN ('k7', 'k8')
+		BEGIN SELECT RAISE(ROLLBACK, 'dba: frozen for the audit'); END`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		var pe *protocol.Error
+		switch {
+		case !errors.As(err, &pe) || pe.Status != protocol.StatusUnavailable:
+			t.Errorf("%s: %v, want unavailable", what, err)
+		case !strings.Contains(err.Error(), "dba: frozen for the audit") || !strings.Contains(err.Error(), "DROP TRIGGER") ||
+			strings.Contains(err.Error(), "savepoint"):
+			t.Errorf("%s: %q, want it to name the trigger's message and the fix (DROP TRIGGER), not a savepoint", what, err)
+		}
+	}
+	names := []string{"k1", "k7", "k2"}
+	got := acquireInOneBatch(t, b, names)
+	for _, name := range names {
+		a := got[name]
+		check(fmt.Sprintf("%s, in the batch that k7 rolled back (answered %s)", name, a.res.Status), a.err)
+		var n int
+		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM leasestore_leases WHERE namespace = 'ns' AND name = ?`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s: %d lease rows committed, want none (the batch was rolled back)", name, n)
+		}
+	}
+	lone, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k7"), Owner: "o", TTL: time.Minute, RequestID: "a-k7-lone"})
+	check(fmt.Sprintf("a lone acquire of k7 (answered %s)", lone.Status), err)
+	got8, err := b.RenewMany(ctx, []protocol.RenewRequest{
+		{Key: key("k8"), Owner: "o", Token: k8.Lease.Token, TTL: time.Hour, RequestID: "rm-k8"},
+	})
+	check(fmt.Sprintf("RenewMany whose renewal of k8 the trigger rolled back (%d results)", len(got8)), err)
 }

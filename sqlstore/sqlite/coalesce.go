@@ -22,6 +22,9 @@ import (
 // one fsync (synchronous=FULL). Each write runs in a savepoint of its own,
 // sees the writes before it, and is rolled back alone when it fails or
 // changes nothing; its result or error is its own once the batch commits.
+// A write whose error rolls back the whole transaction (a trigger's
+// RAISE(ROLLBACK)) leaves no savepoint to roll back to: the batch fails,
+// every other write answering that it was rolled back by that error.
 // After a batch, the writer waits a moment for its callers' next writes
 // (backendkit.Coalescer.Gather): callers in a loop then share one commit
 // instead of taking turns in two.
@@ -397,6 +400,9 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 		res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
 		if lost != nil {
 			fail(lost, live[i+1:])
+			if err != nil {
+				p.err = b.interpret(ctx, p.op, err) // its own error, not the batch's
+			}
 			return
 		}
 		if err != nil {
@@ -417,8 +423,11 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 // inSavepoint runs fn, one write of a transaction that holds others, in
 // tx inside a savepoint of its own, rolled back when fn fails or writes
 // nothing (ok false) so that the write fails alone, and released. It
-// returns fn's answer, and lost when tx cannot go on (a savepoint
-// statement failed): then no write of tx can be committed.
+// returns fn's answer, and lost when tx cannot go on: then no write of tx
+// can be committed. lost is a *rolledBack when fn's error rolled back the
+// whole transaction, the savepoint with it (SQLite does so for a trigger's
+// RAISE(ROLLBACK), and may for a full disk or an I/O error), else a
+// savepoint statement's error.
 func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bool, error)) (res protocol.Result, ok bool, err, lost error) {
 	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
 		return protocol.Result{}, false, nil, err
@@ -426,6 +435,13 @@ func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bo
 	res, ok, err = fn()
 	if err != nil || !ok {
 		if _, rerr := tx.ExecContext(ctx, qRollbackSavepoint); rerr != nil {
+			var rb *rolledBack
+			switch {
+			case err != nil && errors.As(err, &rb): // a write of its own rolled it back (RenewMany)
+				return protocol.Result{}, false, err, err
+			case err != nil && noSavepoint(rerr):
+				return protocol.Result{}, false, err, &rolledBack{err: err}
+			}
 			return protocol.Result{}, false, err, rerr
 		}
 	}

@@ -72,12 +72,19 @@ func DBError(ctx context.Context, file string, err error) error {
 // another writer beyond the busy timeout (the effect of a state change is
 // then unknown: retrying with the same request id tells), and unavailable
 // otherwise, with a message naming the file (a change whose audit record
-// was not written, errRecordMissing, names the trigger to drop). A
-// *protocol.Error (a version check, the schema check) passes through with
-// op filled in.
+// was not written, errRecordMissing, names the trigger to drop, as does
+// the refusal of a trigger the migrations did not make; a write of a
+// transaction that another write's error rolled back, rolledBack, says so
+// and then what that error means). A *protocol.Error (a version check,
+// the schema check) passes through with op filled in.
 func interpretError(ctx context.Context, op protocol.Op, file string, err error) error {
 	if err == nil {
 		return nil
+	}
+	where := fmt.Sprintf("sqlite database %q", file)
+	var rb *rolledBack
+	if errors.As(err, &rb) {
+		return rolledBackError(ctx, op, where, file, rb.err)
 	}
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
@@ -86,7 +93,6 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 		}
 		return pe
 	}
-	where := fmt.Sprintf("sqlite database %q", file)
 	if errors.Is(err, errRecordMissing) {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the change was not committed, as its audit record was not written (a trigger on leasestore_audit "+
@@ -129,6 +135,12 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"%s: permission denied: give this process read and write access to the file, its -wal and "+
 					"-shm files and its directory", where)
+		case sqlite3.SQLITE_CONSTRAINT:
+			if foreignTrigger(se) {
+				return backendkit.NewError(op, protocol.StatusUnavailable, err,
+					"%s: a trigger that the store's migrations did not make refused the write (its message follows): "+
+						"drop it (DROP TRIGGER name, with the sqlite3 shell; Health names it)", where)
+			}
 		case sqlite3.SQLITE_ERROR:
 			if strings.Contains(se.Error(), "no such table") {
 				e := sqlstore.SchemaVersionError(0, migrations.LatestVersion, where)
@@ -206,6 +218,51 @@ func roomError(file string) error {
 func diskFull(op protocol.Op, where, file string, err error) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, &exhaustion{kind: ErrDiskFull, err: err},
 		"%s: the disk is full: free space on the file system holding %s", where, filepath.Dir(file))
+}
+
+// rolledBack is the error of the writes of a transaction that err, the
+// error of one of them, rolled back whole, so that none of them can be
+// committed (see inSavepoint). It never leaves the package.
+type rolledBack struct{ err error }
+
+func (e *rolledBack) Error() string {
+	return "the transaction was rolled back by one write's error: " + e.err.Error()
+}
+
+// rolledBackError is interpretError's answer (where names file) to a
+// write of a transaction that cause, the error of one of its writes,
+// rolled back whole: unavailable (timeout when cause is one), saying so,
+// then what cause means and its fix.
+func rolledBackError(ctx context.Context, op protocol.Op, where, file string, cause error) error {
+	var pe *protocol.Error
+	if !errors.As(interpretError(ctx, op, file, cause), &pe) {
+		pe = backendkit.NewError(op, protocol.StatusUnavailable, cause, "%s", where)
+	}
+	st := protocol.StatusUnavailable
+	if pe.Status == protocol.StatusTimeout {
+		st = protocol.StatusTimeout
+	}
+	msg := where + ": one write's error rolled back the whole transaction, so none of its writes was committed " +
+		"(retry with the same request id)"
+	if detail := strings.TrimPrefix(strings.TrimPrefix(pe.Message, where), ": "); detail != "" {
+		msg += ": " + detail
+	}
+	return backendkit.NewError(op, st, pe.Err, "%s", msg)
+}
+
+// noSavepoint reports whether err is SQLite's refusal to roll back to or
+// release a savepoint that is gone: its transaction was rolled back.
+func noSavepoint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_ERROR && strings.Contains(se.Error(), "no such savepoint")
+}
+
+// foreignTrigger reports whether se is the refusal of a trigger that the
+// store's migrations did not make: a RAISE whose message does not name the
+// store's tables, as the refusals of its own triggers (and of a newer
+// schema's serving guard) do.
+func foreignTrigger(se *sqlite.Error) bool {
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER && !strings.Contains(se.Error(), "leasestore_")
 }
 
 // errRecordMissing is the error of a change whose audit record's INSERT

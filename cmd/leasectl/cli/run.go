@@ -91,7 +91,10 @@ lease given up because no renewal answered before it would run out may
 still be held in the store (the renewals took effect, their answers were
 lost): once CMD's group is gone, run sends the release all the same (one,
 bounded by a third of --ttl), so that the key is free at once, and
-exits 6 whatever the store answers.
+exits 6 whatever the store answers. When a served store (an http(s) DSN)
+refused the renewals' bearer token (HTTP 401 or 403: the token was
+withdrawn from its tokens file while CMD ran), the loss is the same and
+run exits 7, naming LEASESTORE_API_TOKEN.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -465,6 +468,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	// them); signals to run are passed on to the group (in a terminal,
 	// those the group did not get directly).
 	lost, survived := false, false
+	var lostCause error // why the lease was lost, once lost
 	held := h.Context().Done()
 	var kill, poll <-chan time.Time
 	var reapBy time.Time // once the group got SIGKILL: until when it may take to vanish
@@ -501,7 +505,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			if !errors.Is(cause, protocol.ErrLeaseLost) {
 				continue
 			}
-			lost = true
+			lost, lostCause = true, cause
 			a.log.Error("run: the lease was lost; stopping the command", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(cause.Error()), "signal", "SIGTERM", "kill_after", grace.String())
 			if kill == nil {
@@ -534,7 +538,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		a.log.Error("run: processes of the command still run after SIGKILL; not releasing the lease: it runs out after its TTL",
 			"key", req.Key.String(), "token", h.Token(), "waited", killWait.String())
 		if lost {
-			return exitCode(ExitLost)
+			return lostExit(lostCause)
 		}
 		if code == 0 {
 			return nil
@@ -549,7 +553,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		// and the lock-delay. A lease the store ended is not released
 		// again; either way Release answers the loss.
 		_ = h.Release(context.Background())
-		return exitCode(ExitLost)
+		return lostExit(lostCause)
 	}
 	if err := a.releaseHeld(ctx, h); err != nil {
 		// A release the store refuses (the lease was revoked, taken over
@@ -569,6 +573,17 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return nil
 	}
 	return exitCode(code)
+}
+
+// lostExit is run's end after its lease was lost for cause: exit 7 naming
+// the bearer token when a served store refused it (the renewals were
+// refused with 401 or 403: the token was withdrawn while CMD ran), exit 6
+// otherwise.
+func lostExit(cause error) error {
+	if refused := authFailure(cause); refused != nil {
+		return refused
+	}
+	return exitCode(ExitLost)
 }
 
 // releaseRefused reports whether err is the store's refusal of a release:

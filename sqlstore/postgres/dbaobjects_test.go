@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/contract"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -328,5 +330,82 @@ func TestAuditReadsWithoutTheEraRowAreRefused(t *testing.T) {
 				wantRefused(t, "read", err, "leasestore_audit_era")
 			}
 		})
+	}
+}
+
+// The prune window (leasestore_audit_prune) is opened and closed inside a
+// prune's own transactions, so no other session ever sees a row of it. A
+// DBA who committed one by hand (to delete a few records without
+// leasectl, or a prune's statements replayed in autocommit) left the
+// trail's append-only trigger letting every DELETE of the records before
+// its cut-off through, from any session of a role that may delete, with
+// no prune record and no claim: the last DELETE below shows it, refused
+// before the row and let through with it. Open and Health answered
+// healthy, and a prune took the row over and deleted it with its own
+// window, hiding it. Open and Health must refuse it, naming the table,
+// its cut-off and the fix, and a prune must remove nothing, naming it and
+// leaving the row for the DBA to see. A prune's own window, uncommitted,
+// is no other session's business: Health beside it answers healthy.
+func TestCommittedPruneWindowIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	dsn := pgtest.MigratedDSN(t)
+	clock := contract.NewClock()
+	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
+	for i := range 3 {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	clock.Advance(time.Minute)
+	cut := clock.Now()
+	owner := rawConn(t, dsn)
+
+	// A prune's window, open and uncommitted in another session.
+	tx, err := rawConn(t, dsn).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, tx, "INSERT INTO leasestore_audit_prune (id, before) VALUES (1, $1)", cut)
+	if err := b.Health(ctx); err != nil {
+		t.Fatalf("health beside a prune's uncommitted window: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, "DELETE FROM leasestore_audit WHERE at < $1", cut); err == nil {
+		t.Fatal("a DELETE of audit records went through the append-only trigger with no window")
+	}
+
+	mustExec(t, owner, "INSERT INTO leasestore_audit_prune (id, before) VALUES (1, $1)", cut)
+	const fix = "DELETE FROM leasestore_audit_prune"
+	wantWindow := func(what string, err error) {
+		t.Helper()
+		wantRefused(t, what, err, fix)
+		if s := cut.UTC().Format(time.RFC3339Nano); !strings.Contains(err.Error(), s) {
+			t.Fatalf("%s: %v; want the window's cut-off %s named", what, err, s)
+		}
+	}
+	wantWindow("Health with a committed prune window", b.Health(ctx))
+	ob, err := postgres.Open(ctx, dsn, nil)
+	if err == nil {
+		_ = ob.Close(context.Background())
+	}
+	wantWindow("Open with a committed prune window", err)
+	res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: "p1"})
+	if err == nil {
+		t.Fatalf("prune beside a committed window: %+v, no error", res)
+	}
+	wantRefused(t, "prune beside a committed window", err, fix)
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit"); n != 3 || res.Removed != 0 {
+		t.Fatalf("the refused prune removed %d records (the trail holds %d of 3)", res.Removed, n)
+	}
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit_prune WHERE before = $1", cut); n != 1 {
+		t.Fatalf("the refused prune left %d rows of the DBA's window, want it untouched", n)
+	}
+
+	// Why it matters: with the row committed, a plain DELETE goes through.
+	tag, err := owner.Exec(ctx, "DELETE FROM leasestore_audit WHERE at < $1", cut)
+	if err != nil || tag.RowsAffected() != 3 {
+		t.Fatalf("DELETE through the committed window: %v, %v; want the 3 records gone", tag, err)
 	}
 }

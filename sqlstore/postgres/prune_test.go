@@ -71,3 +71,51 @@ func heldPruneStore(t *testing.T, dsn string) (*postgres.Backend, *prunerace.Gat
 	clock.Advance(time.Minute)
 	return b, gate, clock
 }
+
+// A row of the prune window committed between a prune's batches (a DBA's,
+// by hand; see TestCommittedPruneWindowIsRefused) stops the prune at its
+// next batch, which removes nothing: the prune answers unavailable naming
+// the row and the fix, having removed its first batch, and frees its
+// request id, leaving the row as the DBA committed it. Before, the next
+// batch took the row over and deleted it with its own window. Once the
+// row is deleted, the prune sent again with its id removes the rest. Not
+// parallel: it sets the package's batch size.
+func TestPruneStopsAtAWindowCommittedBetweenBatches(t *testing.T) {
+	ctx := ctxT(t)
+	dsn := pgtest.MigratedDSN(t)
+	clock := contract.NewClock()
+	owner := rawConn(t, dsn)
+	committed := false
+	b := openBackend(t, dsn, postgres.WithPruneBatchHook(postgres.WithTestClock(nil, clock.Now), func() {
+		if !committed {
+			committed = true
+			mustExec(t, owner, "INSERT INTO leasestore_audit_prune (id, before) VALUES (1, $1)", clock.Now())
+		}
+	}))
+	postgres.SetPruneBatch(t, 2)
+	for i := range 5 {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	clock.Advance(time.Minute)
+	req := audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "p1"}
+	res, err := b.PruneAudit(ctx, req)
+	if err == nil {
+		t.Fatalf("prune with a window committed after its first batch: %+v, no error", res)
+	}
+	wantRefused(t, "prune with a window committed after its first batch", err, "DELETE FROM leasestore_audit_prune")
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit"); res.Removed != 2 || n != 3 {
+		t.Fatalf("the stopped prune removed %d records, the trail holds %d of 5; want its first batch of 2 gone", res.Removed, n)
+	}
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit_prune"); n != 1 {
+		t.Fatalf("the stopped prune left %d rows of the DBA's window, want it untouched", n)
+	}
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit_prune_claim"); n != 0 {
+		t.Fatalf("the stopped prune left %d claims", n)
+	}
+	mustExec(t, owner, "DELETE FROM leasestore_audit_prune")
+	res, err = b.PruneAudit(ctx, req)
+	if err != nil || res.Removed != 3 {
+		t.Fatalf("the prune sent again after the row was deleted: %+v, %v; want the other 3 records removed", res, err)
+	}
+}

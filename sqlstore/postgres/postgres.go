@@ -413,7 +413,11 @@ func (b *Backend) check(ctx context.Context) error {
 //     can be recorded), an unlogged table or sequence (a crash empties
 //     it; no standby has it), a trigger that is not the store's own (it
 //     can change or drop what the store writes), a rule (it rewrites the
-//     store's statements). Refused, naming each and its fix.
+//     store's statements), a committed row of the prune window
+//     leasestore_audit_prune (a DBA's by hand: it lets any DELETE of the
+//     records before its cut-off through the trail's append-only trigger;
+//     a prune's own row is never committed, so no other session sees it).
+//     Refused, naming each and its fix.
 //   - at Health only (a standby serves reads, so Open accepts it): a
 //     server in recovery, or sessions that are read-only by default
 //     (default_transaction_read_only, as a role or database may set it):
@@ -678,6 +682,9 @@ func storeObjectsError(op protocol.Op, version int64, objects []string) error {
 			fix = append(fix, "INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0) (as "+
 				"migrations/postgres/00002_fencing_floor_and_replays.sql creates it), then SELECT "+
 				"leasestore_audit_new_era() (it moves the ids past the trail's)")
+		case "window":
+			what = append(what, committedWindow(detail))
+			fix = append(fix, windowFix)
 		case "unlogged":
 			alter := "ALTER TABLE "
 			if table == "leasestore_fencing_seq" {
@@ -726,6 +733,25 @@ func storeObjectsError(op protocol.Op, version int64, objects []string) error {
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s: run %s",
 		strings.Join(what, "; "), strings.Join(fix, "; "))
+}
+
+// windowFix is the fix of a committed row of the prune window.
+const windowFix = "DELETE FROM leasestore_audit_prune (a prune opens its own window)"
+
+// committedWindow says what a committed row of the prune window, for
+// records before cutOff (as windowCutOffSQL gives it; "" when unknown),
+// breaks.
+func committedWindow(cutOff string) string {
+	if t, err := time.Parse(time.RFC3339Nano, cutOff); err == nil {
+		cutOff = t.UTC().Format(time.RFC3339Nano)
+	}
+	window := "the prune window, for records before " + cutOff
+	if cutOff == "" {
+		window = "the prune window, committed as the prune began"
+	}
+	return "leasestore_audit_prune holds a committed row (" + window + "), which no " +
+		"prune leaves behind (each opens and closes it inside its own transactions), so the trail's append-only " +
+		"trigger lets any DELETE of those audit records through, and any role may take or free a prune's request id"
 }
 
 // privilegesError is Health's refusal of a role that lacks privileges

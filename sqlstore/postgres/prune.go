@@ -122,21 +122,43 @@ const claimDropTimeout = 5 * time.Second
 // dropPruneClaim frees the claim the run holds on r's request id, if any,
 // in a transaction of its own, so that a prune that stopped early can be
 // sent again with its id. When that fails too (the server is unavailable)
-// the claim stays, and the id is refused as used.
+// the claim stays, and the id is refused as used. A committed row of the
+// window (pruneWindowError) lets it free the claim, and stays as it is:
+// it closes only a window it opened.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
 	defer cancel()
 	a := args{"before": r.Before, "request_id": r.RequestID, "run": run}
 	_ = pgx.BeginTxFunc(dctx, b.pool, pruneTx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(dctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
+		var (
+			opened bool
+			cutOff *string
+		)
+		if err := tx.QueryRow(dctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...).Scan(&opened, &cutOff); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(dctx, pruneUnclaimSQL.sql, pruneUnclaimSQL.bind(a)...); err != nil {
 			return err
 		}
+		if !opened {
+			return nil
+		}
 		_, err := tx.Exec(dctx, pruneCloseSQL.sql)
 		return err
 	})
+}
+
+// pruneWindowError is the refusal of a prune batch that found a row of
+// the prune window committed (see pruneOpenSQL), for records before
+// cutOff (nil when the row committed while the batch began): the batch
+// rolls back, having removed nothing, and the row stays.
+func pruneWindowError(cutOff *string) *protocol.Error {
+	c := ""
+	if cutOff != nil {
+		c = *cutOff
+	}
+	return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+		"postgres: the prune stopped before removing more: %s: run %s", committedWindow(c), windowFix)
 }
 
 // claimLostError is the failure of a prune batch that found the claim on
@@ -173,8 +195,15 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 	err := pgx.BeginTxFunc(ctx, b.pool, pruneTx, func(tx pgx.Tx) error {
 		a := args{"before": r.Before, "limit": pruneBatch, "request_id": r.RequestID, "run": run, "actor": r.Actor,
 			"now": b.clock()}
-		if _, err := tx.Exec(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...); err != nil {
+		var (
+			opened bool
+			cutOff *string
+		)
+		if err := tx.QueryRow(ctx, pruneOpenSQL.sql, pruneOpenSQL.bind(a)...).Scan(&opened, &cutOff); err != nil {
 			return err
+		}
+		if !opened {
+			return pruneWindowError(cutOff)
 		}
 		var holder *string
 		if err := tx.QueryRow(ctx, pruneClaimSQL.sql, pruneClaimSQL.bind(a)...).Scan(&holder); err != nil {

@@ -574,6 +574,12 @@ FROM (SELECT $1::bigint IS NULL OR pg_backend_pid() = $1::bigint AS direct) AS p
 // with the one the connection was given (ThroughPooler).
 const backendPIDSQL = `SELECT pg_backend_pid()`
 
+// windowCutOffSQL is the cut-off of the prune window's row w as text: RFC
+// 3339 in UTC, with microseconds (whatever the session's DateStyle and
+// TimeZone), or infinity, -infinity.
+const windowCutOffSQL = `CASE WHEN isfinite(w.before)
+    THEN to_char(w.before AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') ELSE w.before::text END`
+
 // settingsSQL reads what checkSettings judges: synchronous_commit; the
 // fencing sequence's cache, increment, whether it cycles, its MINVALUE and
 // MAXVALUE (pg_sequence); whether it is behind a token in
@@ -603,6 +609,10 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 //	                (row_security_active: enabled, and the role neither
 //	                owns T, unless FORCE, nor has BYPASSRLS)
 //	era/leasestore_audit_era  the session sees no row of it
+//	window/leasestore_audit_prune/C  the prune window holds a committed
+//	                row (a DBA's, by hand: a prune opens and closes it
+//	                inside its own transactions, so no other session ever
+//	                sees a prune's), for records before C (windowCutOffSQL)
 //	unlogged/T/P    T's relpersistence P is not permanent (u: unlogged,
 //	                t: a temporary table that stands in for the schema's)
 //	trigger/T/N     a trigger N on T that is not the store's own and fires
@@ -613,9 +623,10 @@ const backendPIDSQL = `SELECT pg_backend_pid()`
 //	                (store.needs, each tested alone: has_table_privilege
 //	                of several is true when any is held; the sequence's
 //	                USAGE, UPDATE is one need, since nextval takes either;
-//	                this statement reads leasestore_compat and goose's
-//	                table itself, and the other tables serve gc and prune,
-//	                which name their GRANT when they lack it)
+//	                this statement reads leasestore_compat, goose's
+//	                table and the prune window itself, and the other tables
+//	                serve gc and prune, which name their GRANT when they
+//	                lack it)
 //
 // pg_sequence, pg_class, pg_trigger and pg_rewrite are readable by every
 // role.
@@ -662,6 +673,8 @@ SELECT current_setting('synchronous_commit'),
               WHERE st.relkind IN ('r', 'p') AND pg_catalog.row_security_active(st.oid)
               UNION ALL
               SELECT 'era/leasestore_audit_era' WHERE NOT EXISTS (SELECT FROM leasestore_audit_era)
+              UNION ALL
+              SELECT 'window/leasestore_audit_prune/' || ` + windowCutOffSQL + ` FROM leasestore_audit_prune w
               UNION ALL
               SELECT 'unlogged/' || st.name || '/' || st.relpersistence::text FROM store st WHERE st.relpersistence <> 'p'
               UNION ALL
@@ -763,6 +776,15 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // last batch or in a transaction of its own (window open, nothing
 // deleted) when the prune stops early.
 //
+// pruneOpenSQL opens the window unless a row of it is committed (a
+// DBA's, by hand): it returns whether it did, and otherwise the committed
+// row's cut-off (windowCutOffSQL; NULL when the row committed after the
+// statement's snapshot). A prune's window, uncommitted, is the only other
+// row it can meet: it waits for that prune's transaction, which deletes
+// the row before it commits. A batch that did not open the window
+// removes nothing (pruneWindowError); so the DBA's row stays, and no
+// prune deletes it with its own window.
+//
 // pruneBatchSQL deletes only while leasestore_audit_keep_pruned (migration
 // 7) fires in this session (ENABLE ALWAYS; ENABLE, the default, unless the
 // session's session_replication_role is replica; ENABLE REPLICA only if it
@@ -773,8 +795,12 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // ALTER TABLE of the trail's triggers waits for, and the other way round.
 var (
 	pruneOpenSQL = compile(`
-INSERT INTO leasestore_audit_prune (id, before) VALUES (1, @before)
-ON CONFLICT (id) DO UPDATE SET before = excluded.before`)
+WITH opened AS (
+    INSERT INTO leasestore_audit_prune (id, before) VALUES (1, @before)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING 1
+)
+SELECT EXISTS (SELECT FROM opened), (SELECT ` + windowCutOffSQL + ` FROM leasestore_audit_prune w WHERE w.id = 1)`)
 
 	pruneBatchSQL = compile(`
 WITH mark AS MATERIALIZED (

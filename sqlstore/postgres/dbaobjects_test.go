@@ -409,3 +409,39 @@ func TestCommittedPruneWindowIsRefused(t *testing.T) {
 		t.Fatalf("DELETE through the committed window: %v, %v; want the 3 records gone", tag, err)
 	}
 }
+
+// A prune writes its own record with its last batch, its id made from
+// leasestore_audit_era's row as a change's record is. A session that
+// cannot see that row (eraRowUnseen) failed the prune with a generic
+// error ("no rows in result set"), having committed its earlier batches,
+// which no record counts. It must fail as a change does, naming the era's
+// row and the fix, and commit nothing: every record stays. Not parallel:
+// it sets the package's batch size (two batches here).
+func TestPruneWithoutTheEraRowIsRefused(t *testing.T) {
+	for _, c := range eraRowUnseen {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			dsn := pgtest.MigratedDSN(t)
+			clock := contract.NewClock()
+			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), postgres.WithTestClock(nil, clock.Now))
+			postgres.SetPruneBatch(t, 2)
+			for i := range 3 {
+				res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+				wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+			}
+			clock.Advance(time.Minute)
+			owner := rawConn(t, dsn)
+			mustExec(t, owner, c.ddl)
+			res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "p1"})
+			if err == nil {
+				t.Fatalf("prune after %s: %+v, no error", c.ddl, res)
+			}
+			for _, s := range []string{"audit record could not be written", "leasestore_audit_era DISABLE ROW LEVEL SECURITY", "leasestore_audit_new_era()"} {
+				wantRefused(t, "prune after "+c.ddl, err, s)
+			}
+			if n := count(t, owner, "SELECT count(*) FROM leasestore_audit"); n != 3 || res.Removed != 0 {
+				t.Fatalf("the refused prune removed %d records (the trail holds %d of 3), want none", res.Removed, n)
+			}
+		})
+	}
+}

@@ -445,3 +445,40 @@ func TestPruneWithoutTheEraRowIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A DBA's trigger that drops the trail's inserts (see
+// TestForeignTriggersOnTheTrailAreRefused) drops a prune's record too:
+// the prune failed with a generic error ("no rows in result set"). It must
+// fail as a change whose record a trigger dropped does, naming the
+// causes and their fixes, and its batch commits nothing.
+func TestPruneWhoseRecordATriggerDropsIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	dsn := pgtest.MigratedDSN(t)
+	clock := contract.NewClock()
+	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
+	for i := range 3 {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	clock.Advance(time.Minute)
+	owner := rawConn(t, dsn)
+	mustExec(t, owner, `CREATE FUNCTION dba_drop_prunes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.op = 'prune' THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$`)
+	mustExec(t, owner, `CREATE TRIGGER dba_drop_prunes BEFORE INSERT ON leasestore_audit FOR EACH ROW EXECUTE FUNCTION dba_drop_prunes()`)
+	res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "p1"})
+	if err == nil {
+		t.Fatalf("prune whose record a trigger drops: %+v, no error", res)
+	}
+	for _, s := range []string{"audit record could not be written", "or drop the trigger"} {
+		wantRefused(t, "prune whose record a trigger drops", err, s)
+	}
+	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit"); n != 3 || res.Removed != 0 {
+		t.Fatalf("the refused prune removed %d records (the trail holds %d of 3), want none", res.Removed, n)
+	}
+}

@@ -41,7 +41,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	)
 	a := args{"request_id": r.RequestID, "now": b.clock()}
 	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(a)...).Scan(&used, &now); err != nil {
-		return audit.PruneResult{}, interpretError("", err)
+		return audit.PruneResult{}, interpretError(audit.OpPrune, err)
 	}
 	if err := backendkit.CheckPruneCutOff(r.Before, now); err != nil {
 		return audit.PruneResult{}, err
@@ -78,7 +78,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		switch {
 		case errors.Is(err, errAuditWentBack):
 			if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
-				return stop(interpretError("", err))
+				return stop(interpretError(audit.OpPrune, err))
 			}
 			continue
 		case errors.As(err, &pe), errors.Is(err, errPruneIDTaken):
@@ -87,7 +87,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			// run holds the request id.
 			return stop(err)
 		case err != nil:
-			return stop(interpretError("", err))
+			return stop(interpretError(audit.OpPrune, err))
 		}
 		res.Removed += n
 		if rec != nil {

@@ -793,6 +793,15 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // the removed records would skip them silently. Its catalog read sees the trigger as the DELETE will: the
 // statement's snapshot is taken after its lock on the trail, which an
 // ALTER TABLE of the trail's triggers waits for, and the other way round.
+// It also fails (recordMissingSQL), removing nothing, when the session
+// sees no row of leasestore_audit_era (row-level security on it, or the
+// row deleted), which pruneRecordSQL makes the prune's record from: so a
+// prune whose record could not be written removes nothing, in its first
+// batch as in its last.
+//
+// pruneRecordSQL fails (recordMissingSQL) when it wrote no record: the
+// session sees no row of leasestore_audit_era, or a trigger dropped the
+// record. The last batch then rolls back whole.
 var (
 	pruneOpenSQL = compile(`
 WITH opened AS (
@@ -808,11 +817,12 @@ WITH mark AS MATERIALIZED (
                    WHERE g.tgrelid = 'leasestore_audit'::regclass AND g.tgname = 'leasestore_audit_keep_pruned'
                      AND CASE current_setting('session_replication_role')
                              WHEN 'replica' THEN g.tgenabled IN ('A', 'R')
-                             ELSE g.tgenabled IN ('A', 'O') END) AS fires
+                             ELSE g.tgenabled IN ('A', 'O') END) AS fires,
+           CASE WHEN EXISTS (SELECT FROM leasestore_audit_era) THEN true ELSE ` + recordMissingSQL + `::boolean END AS era
 ), gone AS (
     DELETE FROM leasestore_audit
     WHERE id IN (SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit)
-      AND (SELECT mark.fires FROM mark)
+      AND (SELECT mark.era AND mark.fires FROM mark)
     RETURNING 1
 )
 SELECT (SELECT mark.fires FROM mark), count(*) FROM gone`)
@@ -829,15 +839,18 @@ SELECT EXISTS (SELECT FROM leasestore_audit WHERE namespace = '' AND request_id 
        coalesce(@now::timestamptz, now())`)
 
 	pruneRecordSQL = compile(`
-INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
-                              status, version, params_hash)
-SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
-       coalesce(@now::timestamptz, now()), 'prune', '', '', '', 0, @request_id, @actor, @reason, 'pruned',
-       @record_version, ''
-FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
-             (SELECT max(a.id) FROM leasestore_audit a) AS top
-      FROM leasestore_audit_era e) AS next
-RETURNING id, at`)
+WITH rec AS (
+    INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+                                  status, version, params_hash)
+    SELECT CASE WHEN next.id > coalesce(next.top, 0) THEN next.id ELSE leasestore_audit_went_back() END,
+           coalesce(@now::timestamptz, now()), 'prune', '', '', '', 0, @request_id, @actor, @reason, 'pruned',
+           @record_version, ''
+    FROM (SELECT pg_current_xact_id()::text::bigint + e.id_offset AS id,
+                 (SELECT max(a.id) FROM leasestore_audit a) AS top
+          FROM leasestore_audit_era e) AS next
+    RETURNING id, at
+)
+SELECT coalesce((SELECT rec.id FROM rec), ` + recordMissingSQL + `::bigint), (SELECT rec.at FROM rec)`)
 )
 
 // sweepSQL removes up to @limit rows of leases that ended (expired, or

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,5 +137,47 @@ func TestRaiseTokensRefusesACachedSequence(t *testing.T) {
 	}
 	if next := cycle(t, svc, "k", "w", "after", false).Token; next != cached+1 {
 		t.Fatalf("token %d after the refused raise, want %d (the session's next cached value)", next, cached+1)
+	}
+}
+
+// Fencing raise moves the audit ids through leasestore_audit_era's row
+// (raiseAuditIDsSQL), in the transaction that moves the sequence. A
+// session that sees no row of it (eraRowUnseen), or whose row-level
+// security policy shows the row but lets it update none, moved no id and
+// answered a floor as if it had: after a restore to an earlier point the
+// records written next would take again ids followers had read past
+// (TestRaiseTokensAfterARestoreToAnEarlierPoint), silently. It must be
+// refused, naming the era's row and the fix, and move nothing, the
+// sequence included.
+func TestRaiseTokensWithoutTheEraRowIsRefused(t *testing.T) {
+	t.Parallel()
+	cases := append(slices.Clone(eraRowUnseen), struct{ name, ddl string }{"a policy that shows the era's row and lets no update",
+		"ALTER TABLE leasestore_audit_era ENABLE ROW LEVEL SECURITY; " +
+			"CREATE POLICY leasestore_era_read ON leasestore_audit_era FOR SELECT TO PUBLIC USING (true)"})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUpdate), nil)
+			cycle(t, b, "k", "w", "0", false)
+			raw := rawConn(t, dsn)
+			mustExec(t, raw, c.ddl)
+			last := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq")
+			offset := count(t, raw, "SELECT coalesce((SELECT id_offset FROM leasestore_audit_era), -1)")
+			floor, err := b.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
+			if err == nil {
+				t.Fatalf("raise after %s: floor %d, no error, and the audit ids' offset is %d as before (-1: no row)",
+					c.ddl, floor, count(t, raw, "SELECT coalesce((SELECT id_offset FROM leasestore_audit_era), -1)"))
+			}
+			for _, s := range []string{"leasestore_audit_era", "DISABLE ROW LEVEL SECURITY", "leasestore_audit_new_era()"} {
+				wantRefused(t, "raise after "+c.ddl, err, s)
+			}
+			if now := count(t, raw, "SELECT last_value FROM leasestore_fencing_seq"); now != last {
+				t.Fatalf("the refused raise moved the sequence from %d to %d", last, now)
+			}
+			if now := count(t, raw, "SELECT coalesce((SELECT id_offset FROM leasestore_audit_era), -1)"); now != offset {
+				t.Fatalf("the refused raise moved the audit ids' offset from %d to %d", offset, now)
+			}
+		})
 	}
 }

@@ -69,6 +69,18 @@ func errEraRowUnseen(op protocol.Op) error {
 		eraRowFix)
 }
 
+// errEraRowUnmoved is the refusal of fencing raise whose statement
+// (raiseAuditIDsSQL) moved no row of leasestore_audit_era, through which
+// it moves the audit ids: the session sees none (row-level security on
+// it, or the row deleted), or a policy lets it update none. It moved
+// neither the ids nor the tokens.
+func errEraRowUnmoved() error {
+	return backendkit.NewError(protocol.OpRaiseTokens, protocol.StatusUnavailable, nil,
+		"postgres: fencing raise moved nothing: it moves the audit ids through leasestore_audit_era's row, which the "+
+			"DSN's role cannot update (row-level security on it, or the row deleted): run ALTER TABLE "+
+			"leasestore_audit_era DISABLE ROW LEVEL SECURITY, or %s; then raise again", eraRowFix)
+}
+
 // interpretError is the one place where driver and server errors become
 // protocol errors, for op (empty while opening):
 //

@@ -743,14 +743,22 @@ const raiseLockSQL = `LOCK TABLE leasestore_audit IN SHARE ROW EXCLUSIVE MODE`
 // era check, outcomeColumns, looks); after the raise every later id is
 // above them, if the cluster assigned fewer than @by transaction ids
 // since that point. The offset only grows. Needs SELECT and UPDATE on
-// leasestore_audit_era.
+// leasestore_audit_era. It returns whether the sequence is such (steady)
+// and whether it moved the offset: a steady sequence and no offset moved
+// means the session may update no row of the era (row-level security on
+// it, or the row deleted), and RaiseTokens refuses before setval.
 var raiseAuditIDsSQL = compile(`
-UPDATE leasestore_audit_era e
-SET id_offset = greatest(coalesce((SELECT max(a.id) FROM leasestore_audit a), 0), x.next - 1 + e.id_offset) + @by + 1 - x.next
-FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next) AS x
-WHERE e.id = 1
-  AND (SELECT s.seqcache = 1 AND s.seqincrement > 0 AND NOT s.seqcycle
-       FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass)`)
+WITH seq AS MATERIALIZED (
+    SELECT s.seqcache = 1 AND s.seqincrement > 0 AND NOT s.seqcycle AS steady
+    FROM pg_catalog.pg_sequence s WHERE s.seqrelid = 'leasestore_fencing_seq'::regclass
+), moved AS (
+    UPDATE leasestore_audit_era e
+    SET id_offset = greatest(coalesce((SELECT max(a.id) FROM leasestore_audit a), 0), x.next - 1 + e.id_offset) + @by + 1 - x.next
+    FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next) AS x
+    WHERE e.id = 1 AND (SELECT seq.steady FROM seq)
+    RETURNING 1
+)
+SELECT coalesce((SELECT seq.steady FROM seq), false), EXISTS (SELECT FROM moved)`)
 
 // repairSequenceSQL moves leasestore_fencing_seq past every token in
 // leasestore_leases (tombstones keep each key's last token there) and past

@@ -25,7 +25,9 @@ var _ protocol.TokenRaiser = (*Backend)(nil)
 // its writer's transaction id plus the era's offset), so that a follower
 // that read them does not skip the new ones. A sequence that caches
 // values, counts down or cycles is refused as Open refuses it, and
-// nothing moves.
+// nothing moves; so is a raise whose session may update no row of
+// leasestore_audit_era (row-level security on it, or the row deleted),
+// which would move the tokens and not the ids.
 func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 	if err := protocol.CheckTokenRaise(by); err != nil {
 		return 0, err
@@ -39,12 +41,20 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 			return err
 		}
 		// The ids first: setval is not undone by a rollback.
-		if _, err := tx.Exec(ctx, raiseAuditIDsSQL.sql, raiseAuditIDsSQL.bind(args{"by": by})...); err != nil {
+		var steady, moved bool
+		if err := tx.QueryRow(ctx, raiseAuditIDsSQL.sql, raiseAuditIDsSQL.bind(args{"by": by})...).Scan(&steady, &moved); err != nil {
 			return err
+		}
+		if steady && !moved {
+			return errEraRowUnmoved()
 		}
 		return tx.QueryRow(ctx, raiseTokensSQL.sql, raiseTokensSQL.bind(args{"by": by})...).Scan(&seq.cache, &seq.increment,
 			&seq.cycle, &floor)
 	})
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return 0, pe
+	}
 	if err != nil {
 		return 0, raiseError(err)
 	}

@@ -352,11 +352,7 @@ func TestCommittedPruneWindowIsRefused(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
 	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
-	for i := range 3 {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
-		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
-	}
-	clock.Advance(time.Minute)
+	threeRecords(t, b, clock)
 	cut := clock.Now()
 	owner := rawConn(t, dsn)
 
@@ -425,11 +421,7 @@ func TestPruneWithoutTheEraRowIsRefused(t *testing.T) {
 			clock := contract.NewClock()
 			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), postgres.WithTestClock(nil, clock.Now))
 			postgres.SetPruneBatch(t, 2)
-			for i := range 3 {
-				res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
-				wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
-			}
-			clock.Advance(time.Minute)
+			threeRecords(t, b, clock)
 			owner := rawConn(t, dsn)
 			mustExec(t, owner, c.ddl)
 			res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "p1"})
@@ -457,11 +449,7 @@ func TestPruneWhoseRecordATriggerDropsIsRefused(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	clock := contract.NewClock()
 	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
-	for i := range 3 {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
-		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
-	}
-	clock.Advance(time.Minute)
+	threeRecords(t, b, clock)
 	owner := rawConn(t, dsn)
 	mustExec(t, owner, `CREATE FUNCTION dba_drop_prunes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -481,4 +469,15 @@ END $$`)
 	if n := count(t, owner, "SELECT count(*) FROM leasestore_audit"); n != 3 || res.Removed != 0 {
 		t.Fatalf("the refused prune removed %d records (the trail holds %d of 3), want none", res.Removed, n)
 	}
+}
+
+// threeRecords acquires k0, k1 and k2 through b (three records in the
+// trail for a prune to remove) and moves clock a minute past them.
+func threeRecords(t *testing.T, b *postgres.Backend, clock *contract.Clock) {
+	t.Helper()
+	for i := range 3 {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+	}
+	clock.Advance(time.Minute)
 }

@@ -64,3 +64,15 @@ func TestParseTimeBareNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestParseTimeTooLong: a duration back from now past what a
+// time.Duration holds is refused as too long, as Parse refuses it, not
+// with the message of a string that is no duration at all.
+func TestParseTimeTooLong(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"9999999d", "106752d", "106751d24h"} {
+		if _, err := durations.ParseTime(in, time.Now()); err == nil || !strings.Contains(err.Error(), "too long") {
+			t.Errorf("ParseTime(%q) = %v; want an error saying it is too long", in, err)
+		}
+	}
+}

@@ -74,8 +74,13 @@ const (
 // tooLong is the error for a duration past what a time.Duration holds:
 // refused, not wrapped round to another one.
 func tooLong(s string) error {
-	return fmt.Errorf("%q is too long: a duration is at most %dd (about 292 years)", s, maxDays)
+	return tooLongError(fmt.Sprintf("%q is too long: a duration is at most %dd (about 292 years)", s, maxDays))
 }
+
+// tooLongError is tooLong's error, which ParseTime passes on as it is.
+type tooLongError string
+
+func (e tooLongError) Error() string { return string(e) }
 
 // hint is the error for a duration that does not parse.
 func hint(s string) error {
@@ -94,11 +99,15 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := Parse(s); err == nil {
+	d, err := Parse(s)
+	if err == nil {
 		if d < 0 {
 			return time.Time{}, fmt.Errorf("duration %v back from now must not be negative", d)
 		}
 		return now.Add(-d).UTC(), nil
+	}
+	if tl, ok := err.(tooLongError); ok {
+		return time.Time{}, tl
 	}
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return time.Time{}, hint(s)

@@ -165,13 +165,22 @@ func malformedEvent(op protocol.Op, name string, data []byte, why error) error {
 	if op == opNotify {
 		stream, ends = "notification stream", "subscription"
 	}
-	return backendkit.NewError(op, protocol.StatusUnavailable, &malformedError{why}, "httpapi: the server sent a %s event this client cannot read on the "+
+	return backendkit.NewError(op, protocol.StatusUnavailable, &malformedError{why: why, notify: op == opNotify}, "httpapi: the server sent a %s event this client cannot read on the "+
 		"%s (data %q), a protocol error that ends the %s: run client and server of one release", name, stream, snippet, ends)
 }
 
 // malformedError is the cause of a [malformedEvent] error: why the event
 // does not parse.
-type malformedError struct{ why error }
+type malformedError struct {
+	why    error
+	notify bool // of a notification stream
+}
+
+// Is makes a notification stream's malformed event match
+// [protocol.ErrNoNotifier]: the server would send it again, so the
+// subscription cannot be made (a waiter polls, [protocol.WatchLease]
+// leaves the loss to the holder's renewals).
+func (e *malformedError) Is(target error) bool { return e.notify && target == protocol.ErrNoNotifier }
 
 func (e *malformedError) Error() string { return e.why.Error() }
 func (e *malformedError) Unwrap() error { return e.why }
@@ -183,9 +192,16 @@ func isMalformed(err error) bool {
 	return errors.As(err, &m)
 }
 
-// clientClosed reports an operation of a closed client.
+// clientClosed reports an operation of a closed client: unavailable, as
+// another backend whose client was closed answers, except a subscription,
+// which answers closed (no later one can succeed: [protocol.WatchLease]
+// stops at once).
 func clientClosed(op protocol.Op) error {
-	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the client was closed")
+	status := protocol.StatusUnavailable
+	if op == opNotify {
+		status = protocol.StatusClosed
+	}
+	return backendkit.NewError(op, status, nil, "httpapi: the client was closed")
 }
 
 // notifyRefusal returns the error for a subscription the server answered

@@ -361,7 +361,7 @@ func TestClientSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	signalled(t, ch2, "the client's Close")
-	if _, _, err := c.Subscribe(t.Context(), k); !errors.Is(err, protocol.ErrUnavailable) {
+	if _, _, err := c.Subscribe(t.Context(), k); !errors.Is(err, protocol.ErrClosed) {
 		t.Fatalf("subscribe through a closed client: %v", err)
 	}
 }

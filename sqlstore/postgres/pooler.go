@@ -142,7 +142,11 @@ func ThroughPooler(ctx context.Context, c *pgx.Conn) (bool, error) {
 }
 
 // errNoSignals is Subscribe's answer behind a transaction pooler without
-// [Config].ListenDSN: the waiter polls.
-var errNoSignals = backendkit.NewError("", protocol.StatusUnavailable, nil,
+// [Config].ListenDSN: the waiter polls. It matches [protocol.ErrNoNotifier]:
+// no later subscription can succeed, so [protocol.WatchLease] stops at
+// once instead of subscribing again for the whole hold
+// (TestWatchLeaseThroughPoolerWithoutListenDSNReturnsAtOnce), and a served
+// store answers its notification route 501 (the client's waiters poll).
+var errNoSignals = backendkit.NewError("", protocol.StatusUnavailable, protocol.ErrNoNotifier,
 	"postgres: no wake-ups through a transaction pooler (LISTEN needs a session): waiters poll; "+
 		"set Config.ListenDSN to a direct connection to wake them at once")

@@ -82,9 +82,11 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, errors.New("httpapi: base URL: want http(s)://HOST:PORT[/PREFIX], without user, query or fragment")
 	}
-	// The prefix is kept as it was escaped (a proxy's "/lease%20store",
-	// or a %2F inside a segment), and url appends escaped paths to it.
-	u.RawPath = strings.TrimSuffix(u.EscapedPath(), "/")
+	// The prefix is kept as it was typed, its escapes included (a proxy's
+	// "/lease%20store", a %2F inside a segment, beside characters typed
+	// unescaped, which url.Parse's RawPath would drop), and url appends
+	// escaped paths to it.
+	u.RawPath = strings.TrimSuffix(typedPath(baseURL), "/")
 	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
 		return nil, errors.New("httpapi: base URL: malformed path")
 	}
@@ -165,6 +167,31 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 	}
 	return 0, nil, transportError(ctx, op, lastErr)
 }
+
+// typedPath returns the path of baseURL (a URL with a host and no query
+// or fragment) as typed, with its escapes, each byte that a path may not
+// hold as it is (a space, a non-ASCII character's bytes) escaped.
+func typedPath(baseURL string) string {
+	rest := baseURL[strings.Index(baseURL, "://")+3:]
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range []byte(rest[i:]) {
+		if c == '%' || c == '/' || strings.IndexByte(pathSafe, c) >= 0 ||
+			'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// pathSafe are the bytes besides letters, digits, '/' and '%' that a path
+// holds as they are (RFC 3986 pchar).
+const pathSafe = "-._~!$&'()*+,;=:@"
 
 // url returns the URL of path (escaped, after the base path) with query.
 func (c *Client) url(path string, query url.Values) *url.URL {

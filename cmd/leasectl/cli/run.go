@@ -562,7 +562,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if errors.Is(err, protocol.ErrLeaseLost) || releaseRefused(err) {
 			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(err.Error()))
-			return exitCode(ExitLost)
+			return lostExit(err)
 		}
 		a.log.Warn("run: releasing the lease failed; it expires after its TTL", "key", req.Key.String(),
 			"err", a.red.redact(err.Error()))

@@ -165,6 +165,21 @@ func TestCommittedPruneWindowIsRefused(t *testing.T) {
 	}
 	expectStatus(t, "open", err, protocol.StatusUnavailable, "leasestore_audit_prune")
 
+	// A prune meanwhile removes nothing and leaves the row for the
+	// operator to see, as on PostgreSQL: it took the row over, removed the
+	// records before its own cut-off and deleted the row with its window.
+	pr, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune"})
+	expectStatus(t, "prune with the window committed", err, protocol.StatusUnavailable, "leasestore_audit_prune")
+	var rows, records int
+	if err := other.QueryRowContext(ctxT(t), "SELECT (SELECT count(*) FROM leasestore_audit_prune), (SELECT count(*) FROM leasestore_audit)").
+		Scan(&rows, &records); err != nil {
+		t.Fatal(err)
+	}
+	if pr.Removed != 0 || rows != 1 || records == 0 {
+		t.Fatalf("prune with the window committed: removed %d, the window's rows %d, records left %d; want nothing removed and the row left",
+			pr.Removed, rows, records)
+	}
+
 	if _, err := other.ExecContext(ctxT(t), "DELETE FROM leasestore_audit_prune"); err != nil {
 		t.Fatal(err)
 	}

@@ -446,7 +446,7 @@ func (b *Backend) File() string { return b.file }
 func (b *Backend) checkStore(ctx context.Context) error {
 	refusal, err := b.schemaRefusal(ctx)
 	if err == nil && refusal == nil {
-		refusal, err = b.storeRefusal(ctx, b.db, "", true)
+		refusal, err = b.storeRefusal(ctx, b.db, "")
 	}
 	if err != nil {
 		// Not b.interpret, which calls schemaRefusal itself.

@@ -37,10 +37,11 @@ type queryer interface {
 // not those of [migrations.SQLiteTriggers], text for text at this
 // release's schema version and by name at a newer one (whose migrations
 // may rewrite a trigger, not drop one while this release may serve it),
-// or, with window, that holds a committed prune window; a schema older
+// or that holds a committed prune window (a prune's transaction calls it
+// before it opens its own); a schema older
 // than this release's is refused as such. nil when all is in place; err
 // when it could not read them.
-func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, window bool) (*protocol.Error, error) {
+func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (*protocol.Error, error) {
 	want, err := migrations.SQLiteTriggers()
 	if err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op, w
 			return foreignTriggersError(op, b.file, foreign), nil
 		}
 	}
-	if window && pruneFrom.Valid {
+	if pruneFrom.Valid {
 		return pruneWindowError(op, b.file, pruneFrom.Int64), nil
 	}
 	return nil, nil

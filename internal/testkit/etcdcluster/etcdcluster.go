@@ -391,6 +391,28 @@ func (c *Cluster) Replace(ctx context.Context) error {
 	return c.WaitHealthy(ctx)
 }
 
+// SaveData copies member i's data directory (the member must be down,
+// after Kill) to dst, a directory that does not exist yet.
+func (c *Cluster) SaveData(i int, dst string) error {
+	if c.Running(i) {
+		return fmt.Errorf("etcdcluster: %s is still running", c.Members[i].Name)
+	}
+	return os.CopyFS(dst, os.DirFS(c.Members[i].dir))
+}
+
+// LoadData replaces member i's data directory (the member must be down)
+// by the copy SaveData made in src: restarted, the member has its old
+// state, as one restarted from an old backup of its data directory.
+func (c *Cluster) LoadData(i int, src string) error {
+	if c.Running(i) {
+		return fmt.Errorf("etcdcluster: %s is still running", c.Members[i].Name)
+	}
+	if err := os.RemoveAll(c.Members[i].dir); err != nil {
+		return fmt.Errorf("etcdcluster: %w", err)
+	}
+	return os.CopyFS(c.Members[i].dir, os.DirFS(src))
+}
+
 // Running reports whether member i's process runs.
 func (c *Cluster) Running(i int) bool {
 	m := c.Members[i]

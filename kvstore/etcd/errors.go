@@ -56,13 +56,13 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 	var back *errRevisionBack
 	if errors.As(err, &back) {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
-			"%s: the cluster's revision went back (from %d to %d): it was restored from a snapshot without --bump-revision, or another cluster answers at its addresses, and would issue fencing tokens already issued; this process refuses every operation until it restarts. Restore again with 'etcdutl snapshot restore --bump-revision 1000000000 --mark-compacted' (above the revisions written since the snapshot), then restart the processes that use the store",
-			where, back.was, back.now)
+			"%s: the cluster's revision went back: it lost acknowledged writes (restored from a snapshot without --bump-revision, or members restarted from old copies of their data directories), or another cluster answers at its addresses, and would issue fencing tokens already issued; this process refuses every operation until it restarts. Snapshot the cluster ('etcdctl snapshot save') and restore it with 'etcdutl snapshot restore --bump-revision 1000000000 --mark-compacted', then restart the processes that use the store",
+			where)
 	}
 	var behind *errRevisionBehind
 	if errors.As(err, &behind) {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
-			"%s: the store's keys were copied here from another cluster (etcdctl make-mirror, or get and put), whose fencing tokens this cluster's revision has not reached: it would issue tokens already issued. Move a store with a snapshot instead ('etcdctl snapshot save', then 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above %d: %d is ample); to keep this copy, snapshot this cluster and restore it so",
+			"%s: the store's keys were copied here from another cluster (etcdctl make-mirror, or get and put), or the cluster lost acknowledged writes (members restarted from old copies of their data directories, a snapshot restored without --bump-revision) and a process that had seen them wrote since: it would issue fencing tokens already issued. Snapshot this cluster ('etcdctl snapshot save') and restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above %d: %d is ample; move a store with a snapshot, never by copying its keys",
 			where, behind.mark, behind.mark+1_000_000_000)
 	}
 	var tampered *errTampered

@@ -60,7 +60,11 @@ func untilAnswered(t *testing.T, op func(ctx context.Context) (protocol.Result, 
 // process that was answered that token must not be answered it again for
 // the same key: a write's revision is above every revision answered
 // before it was sent, so an answer at or below one is the revision going
-// back (docs/etcd.md: refused, unavailable, naming the restore).
+// back (docs/etcd.md: refused, unavailable, naming the restore), and so
+// is every later call, Health's included. The refused write took effect
+// (the cluster committed it before its answer was judged) and raised the
+// store's revision mark to the revision it committed at, so a process
+// started after it refuses the store too, naming the lost writes.
 func TestMemberRestartedFromAnOldDataDirReissuesNoToken(t *testing.T) {
 	c, rt := faultCluster(t, "/olddir")
 	ctx := t.Context()
@@ -108,7 +112,17 @@ func TestMemberRestartedFromAnOldDataDirReissuesNoToken(t *testing.T) {
 		t.Fatalf("acquire of x after the cluster lost the acquire that answered token %d: %s with token %d, issued again by the same process; want unavailable naming the revision going back",
 			first.Lease.Token, second.Status, second.Lease.Token)
 	}
-	if !errors.Is(err, protocol.ErrUnavailable) && (err != nil || second.Status != protocol.StatusAcquired) {
-		t.Fatalf("acquire of x after the loss: %v %v", second.Status, err)
+	if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "went back") || !contains(err, "data directories") {
+		t.Fatalf("acquire of x after the loss: %v %v; want unavailable naming the revision going back and old data directories", second.Status, err)
+	}
+	if err := rt.Health(ctx); !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "went back") {
+		t.Errorf("health of the process after the loss: %v; want unavailable naming the revision going back", err)
+	}
+	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/olddir"})
+	if err == nil {
+		_ = b.Close(context.Background())
+	}
+	if !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "lost acknowledged writes") || !contains(err, "--bump-revision") {
+		t.Errorf("open by a process started after the loss: %v; want unavailable naming the lost writes and --bump-revision", err)
 	}
 }

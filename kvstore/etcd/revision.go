@@ -14,12 +14,21 @@ import (
 )
 
 // errRevisionBack: the cluster answered with a revision below one it
-// answered before. Fencing tokens are revisions, so such a cluster (a
-// snapshot restored without --bump-revision, or another cluster at the
-// same addresses) would issue tokens already issued.
-type errRevisionBack struct{ was, now int64 }
+// answered before, or a change at a revision not above it (a change
+// commits at a revision above every one answered before it was sent).
+// Fencing tokens are revisions, so such a cluster (a snapshot restored
+// without --bump-revision, a quorum of members that lost acknowledged
+// writes, or another cluster at the same addresses) would issue tokens
+// already issued.
+type errRevisionBack struct {
+	was, now int64
+	change   bool // the answer was a change's, at now, not above was
+}
 
 func (e *errRevisionBack) Error() string {
+	if e.change {
+		return fmt.Sprintf("the cluster's revision went back: it answered a change at revision %d, not above the revision %d it answered before", e.now, e.was)
+	}
 	return fmt.Sprintf("the cluster's revision went back from %d to %d", e.was, e.now)
 }
 
@@ -30,7 +39,9 @@ func (e *errRevisionBack) Error() string {
 // cluster that wrote it the mark is always below the cluster's revision.
 // A mark at or above it means the store's keys were copied into another
 // cluster (etcdctl make-mirror, get and put), whose revision, and so its
-// next tokens, lie below tokens the store issued.
+// next tokens, lie below tokens the store issued; or that the cluster
+// lost acknowledged writes and a process that had seen them wrote since
+// (its write committed before the guard refused its answer).
 type errRevisionBehind struct{ mark, rev int64 }
 
 func (e *errRevisionBehind) Error() string {
@@ -81,13 +92,15 @@ func (b *Backend) checkMark(op protocol.Op, kvs []*mvccpb.KeyValue, rev int64) e
 
 // revisionGuard remembers the highest revision the cluster's answers
 // carried and, once an answer carries a revision below one answered
-// before its request was sent, refuses every later call: the Backend then
+// before its request was sent (or, for a transaction that changed
+// something, not above it), refuses every later call: the Backend then
 // writes nothing more until the process restarts. Reads are linearizable
 // (this package never reads serializable through it), so while the
-// cluster is the same an answer's revision is never below that of an
-// answer received before its request left; answers to concurrent calls
-// may arrive in any order, and are compared only with what preceded them.
-// Safe for concurrent use.
+// cluster is the same a read's revision is never below that of an answer
+// received before its request left, and a change's, the revision it
+// committed at, is above it; answers to concurrent calls may arrive in
+// any order, and are compared only with what preceded them. Safe for
+// concurrent use.
 type revisionGuard struct {
 	mu   sync.Mutex
 	seen int64
@@ -113,9 +126,11 @@ func (g *revisionGuard) highest() int64 {
 }
 
 // observe notes the header of the answer to a call that began when the
-// highest revision answered was before; it returns an error when the
-// revision went back (then and on every later call).
-func (g *revisionGuard) observe(before int64, h *pb.ResponseHeader) error {
+// highest revision answered was before, and that changed something
+// (wrote) or not; it returns an error when the revision went back (then
+// and on every later call): a read answered below before, or a change
+// answered at or below it.
+func (g *revisionGuard) observe(before int64, h *pb.ResponseHeader, wrote bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -123,8 +138,8 @@ func (g *revisionGuard) observe(before int64, h *pb.ResponseHeader) error {
 		return g.back
 	case h == nil:
 		return nil
-	case h.Revision < before:
-		g.back = &errRevisionBack{was: before, now: h.Revision}
+	case h.Revision < before, wrote && h.Revision == before:
+		g.back = &errRevisionBack{was: before, now: h.Revision, change: wrote}
 		return g.back
 	}
 	g.seen = max(g.seen, h.Revision)
@@ -148,7 +163,7 @@ func (k guardedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOptio
 	if err != nil {
 		return nil, err
 	}
-	if err := k.guard.observe(before, resp.Header); err != nil {
+	if err := k.guard.observe(before, resp.Header, false); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -184,8 +199,31 @@ func (t guardedTxn) Commit() (*clientv3.TxnResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.guard.observe(before, resp.Header); err != nil {
+	if err := t.guard.observe(before, resp.Header, changed(resp.Responses)); err != nil {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// changed reports whether the answers of a transaction's branch (nested
+// transactions' included) show that it changed something: a put, or a
+// delete that found a key. etcd raises its revision for those alone, so
+// a transaction that took a read-only branch answers at the revision it
+// read.
+func changed(rs []*pb.ResponseOp) bool {
+	for _, r := range rs {
+		switch x := r.Response.(type) {
+		case *pb.ResponseOp_ResponsePut:
+			return true
+		case *pb.ResponseOp_ResponseDeleteRange:
+			if x.ResponseDeleteRange.Deleted > 0 {
+				return true
+			}
+		case *pb.ResponseOp_ResponseTxn:
+			if changed(x.ResponseTxn.Responses) {
+				return true
+			}
+		}
+	}
+	return false
 }

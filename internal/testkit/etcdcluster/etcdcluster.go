@@ -92,8 +92,60 @@ type TLSFiles struct {
 
 // Start builds the member program (unless [EnvMember] names one) and
 // starts a cluster of fresh members in a temporary directory, returning
-// once it serves a linearizable read.
+// once it serves a linearizable read and every member answers. A member
+// that could not start (its port, free when picked, taken by another
+// process before it listened) makes it start a new cluster on new ports,
+// up to startAttempts times: a cluster short of a member has no quorum
+// once a test kills one.
 func Start(ctx context.Context, opts *Options) (*Cluster, error) {
+	var err error
+	for range startAttempts {
+		var c *Cluster
+		if c, err = startOnce(ctx, opts); err == nil {
+			if err = c.waitMembers(ctx); err == nil {
+				return c, nil
+			}
+			c.Stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// startAttempts bounds the clusters [Start] starts for one that runs
+// whole.
+const startAttempts = 3
+
+// waitMembers waits, up to 20 s, until every member answers a status
+// request on its own client URL.
+func (c *Cluster) waitMembers(ctx context.Context) error {
+	cli, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for i, m := range c.Members {
+		for {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := cli.Status(sctx, m.ClientURL)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !c.Running(i) || time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("etcdcluster: member %s did not start (logs in %s): %w", m.Name, c.root, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// startOnce is one attempt of [Start].
+func startOnce(ctx context.Context, opts *Options) (*Cluster, error) {
 	n := 3
 	if opts != nil && opts.Members > 0 {
 		n = opts.Members

@@ -23,22 +23,7 @@ func TestClientUnderEscapedPrefixKeepsKeys(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, nil)
 	const prefix = "/lease%20store"
-	// The proxy in front: strips the prefix as sent, keeping the rest's
-	// escapes, as the handler routes on the escaped path.
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		u := *r.URL
-		u.RawPath = rest
-		u.Path, _ = url.PathUnescape(rest)
-		r2 := r.Clone(r.Context())
-		r2.URL = &u
-		s.h.ServeHTTP(w, r2)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy := prefixProxy(t, s, prefix)
 
 	ctx := t.Context()
 	mine := protocol.Key{Namespace: "we/ird", Name: "sl/ash"}
@@ -72,4 +57,27 @@ func TestClientUnderEscapedPrefixKeepsKeys(t *testing.T) {
 	if err != nil || l.Status != protocol.StatusFound || len(l.Leases) != 1 || l.Leases[0].Key != mine {
 		t.Fatalf("client with base URL %s: list of namespace %q: %+v, %v; want the one lease at %v", proxy.URL+prefix, mine.Namespace, l, err, mine)
 	}
+}
+
+// prefixProxy is a proxy in front of s that mounts its API under prefix
+// (escaped, as sent on the wire): it strips the prefix as sent, keeping
+// the rest's escapes, as the handler routes on the escaped path, and
+// answers 502 naming the path of a request outside it.
+func prefixProxy(t *testing.T, s *server, prefix string) *httptest.Server {
+	t.Helper()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+		if !ok {
+			http.Error(w, "proxy: no route for "+r.URL.EscapedPath(), http.StatusBadGateway)
+			return
+		}
+		u := *r.URL
+		u.RawPath = rest
+		u.Path, _ = url.PathUnescape(rest)
+		r2 := r.Clone(r.Context())
+		r2.URL = &u
+		s.h.ServeHTTP(w, r2)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy
 }

@@ -1,10 +1,6 @@
 package httpapi_test
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,20 +17,7 @@ func TestClientPrefixKeepsItsEscapedSlashBesideARawCharacter(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, nil)
 	const typed, sent = "/t%2Fstöre", "/t%2Fst%C3%B6re" // the prefix as typed, and as one segment on the wire
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), sent)
-		if !ok {
-			http.Error(w, "proxy: no route for "+r.URL.EscapedPath(), http.StatusBadGateway)
-			return
-		}
-		u := *r.URL
-		u.RawPath = rest
-		u.Path, _ = url.PathUnescape(rest)
-		r2 := r.Clone(r.Context())
-		r2.URL = &u
-		s.h.ServeHTTP(w, r2)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy := prefixProxy(t, s, sent)
 	ctx := t.Context()
 	k := protocol.Key{Namespace: "ns", Name: "k"}
 	if _, err := s.rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "mine", TTL: time.Minute}); err != nil {

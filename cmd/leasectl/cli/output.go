@@ -48,7 +48,12 @@ func toRecordJSON(r audit.Record) recordJSON { return wire.FromRecord(r) }
 func toResultJSON(res protocol.Result, msg string) resultJSON { return wire.FromResult(res, msg) }
 
 // printJSON writes v as one line of JSON on stdout, in one Write.
-func (a *app) printJSON(v any) {
+func (a *app) printJSON(v any) { _ = a.writeJSON(v) }
+
+// writeJSON is printJSON, returning the write's error: a command that
+// counts what reached stdout (audit export) stops at the first line that
+// did not.
+func (a *app) writeJSON(v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -56,7 +61,8 @@ func (a *app) printJSON(v any) {
 		// Only unsupported types fail; every output type here is plain data.
 		panic(fmt.Sprintf("leasectl: encode output: %v", err))
 	}
-	_, _ = a.stdout.Write(buf.Bytes())
+	_, err := a.stdout.Write(buf.Bytes())
+	return err
 }
 
 // printText writes s on stdout in one Write.

@@ -180,9 +180,9 @@ namespace, with the prune records that belong to none. --since takes a duration 
 	return cmd
 }
 
-// export prints the trail from q as JSON lines until the end, and returns
-// how many records it printed, the cursor after the last, and whether it
-// stopped at records held back. unchanged, when not nil, is checked after
+// export prints the trail from q as JSON lines until the end or the first
+// line that could not be written, and returns how many records it printed,
+// the cursor after the last, and whether it stopped at records held back. unchanged, when not nil, is checked after
 // each page is read (or its read failed) and before it is printed (see
 // store.unchanged).
 func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query, unchanged func(error) error) (n int64, last string, held bool, err error) {
@@ -201,7 +201,11 @@ func (a *app) export(ctx context.Context, r audit.Reader, q audit.Query, unchang
 			return n, last, false, err
 		}
 		for _, rec := range page.Records {
-			a.printJSON(toRecordJSON(rec))
+			if err := a.writeJSON(toRecordJSON(rec)); err != nil {
+				// Stdout is closed (or full): n and last stay at the last
+				// line written, so the resume cursor logged skips nothing.
+				return n, last, false, err
+			}
 			n++
 			last = audit.EncodeCursor(rec.ID)
 		}

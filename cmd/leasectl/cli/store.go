@@ -54,6 +54,12 @@ func parseDSN(dsn string) (target, error) {
 		if path == "" {
 			return target{}, usageError("dsn: sqlite: needs a file path, as in sqlite:leasestore.db")
 		}
+		if name, ok := strings.CutPrefix(path, "//"); ok && name != "" && !strings.HasPrefix(name, "/") {
+			// The URL habit (sqlite://leases.db) names /leases.db, at the
+			// root of the file system; sqlite:///abs/path stays the path.
+			return target{}, usageError("dsn: %s names the file /%s at the root of the file system: "+
+				"write sqlite:%s for a file in the working directory (or sqlite:/%s if you mean the root)", dsn, name, name, name)
+		}
 		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
 	case strings.HasPrefix(dsn, "http://"), strings.HasPrefix(dsn, "https://"):
 		return target{raw: dsn, shown: redactDSN(dsn), remote: true}, nil
@@ -67,11 +73,39 @@ func parseDSN(dsn string) (target, error) {
 		return target{}, usageError("dsn: empty")
 	}
 	if looksLikePath(dsn) {
+		if scheme, rest, ok := strings.Cut(dsn, ":"); ok && isScheme(scheme) {
+			// A mistyped scheme (sqlit:, SQLITE:, postgres:/): sqlite:DSN
+			// would name a file under a directory called "scheme:".
+			if l := strings.ToLower(scheme); strings.Contains(l, "sql") || strings.Contains(l, "lite") {
+				return target{}, usageError("dsn: %q is not a form leasectl reads: for a SQLite file write sqlite:%s", dsn, rest)
+			}
+			return target{}, usageError("dsn: %q is not a form leasectl reads: %s", dsn, dsnForms)
+		}
 		return target{}, usageError("dsn: %q is not a DSN: for a SQLite file write sqlite:%s", dsn, dsn)
 	}
-	return target{}, usageError("dsn: unknown form: want postgres://USER@HOST:PORT/DB (or postgresql://), " +
-		"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
-		"or http://HOST:PORT (leasectl serve)")
+	return target{}, usageError("dsn: unknown form: %s", dsnForms)
+}
+
+// dsnForms lists the DSN forms leasectl reads, for messages.
+const dsnForms = "want postgres://USER@HOST:PORT/DB (or postgresql://), " +
+	"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
+	"or http://HOST:PORT (leasectl serve)"
+
+// isScheme reports whether s reads as a URL scheme (RFC 3986: a letter,
+// then letters, digits, '+', '-' or '.'), two characters at least, so a
+// Windows drive letter (C:) is not one.
+func isScheme(s string) bool {
+	if len(s) < 2 || !('a' <= s[0]|0x20 && s[0]|0x20 <= 'z') {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c|0x20 && c|0x20 <= 'z', '0' <= c && c <= '9', c == '+', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // isKeyValueDSN reports whether dsn is in libpq's key=value form: space

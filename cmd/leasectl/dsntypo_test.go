@@ -51,3 +51,20 @@ func TestMistypedDSNNamesTheFix(t *testing.T) {
 		t.Errorf("--dsn sqlite://%s made the file /%s", root, root)
 	}
 }
+
+// A bad DSN that came from $LEASESTORE_DSN, not --dsn, says so: the
+// operator who typed no DSN learns where to fix it.
+func TestBadDSNFromTheEnvironmentNamesIt(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: "postgress://db/leases"}
+	for _, args := range [][]string{{"health"}, {"migrate", "up"}, {"serve"}, {"bench", "--duration", "1s"}} {
+		r := c.run(t, append(args, "-o", "json")...)
+		if r.code != 2 {
+			t.Errorf("exit %d, want 2\n%s", r.code, r)
+			continue
+		}
+		if msg, _ := r.obj(t)["message"].(string); !strings.Contains(msg, "$LEASESTORE_DSN") {
+			t.Errorf("%v with a bad $LEASESTORE_DSN: message %q does not name $LEASESTORE_DSN", args, msg)
+		}
+	}
+}

@@ -396,7 +396,7 @@ bench at a scratch store.`,
 			if err := textfield.Validate("namespace", f.ns, protocol.MaxNamespaceLen); err != nil {
 				return &failure{status: string(protocol.StatusInvalid), err: err}
 			}
-			t, err := parseDSN(a.dsn())
+			t, err := a.target()
 			if err != nil {
 				return err
 			}

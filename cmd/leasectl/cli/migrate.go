@@ -78,7 +78,7 @@ func toMigrationsJSON(res []*gooseResult) []migrationJSON {
 
 // openMigrationDB opens a *sql.DB for migrations and checks it answers.
 func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
-	t, err := parseDSN(a.dsn())
+	t, err := a.target()
 	if err != nil {
 		return t, nil, err
 	}

@@ -154,7 +154,7 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		}
 		tlsConfig = &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12}
 	}
-	t, err := parseDSN(a.dsn())
+	t, err := a.target()
 	if err != nil {
 		return err
 	}

@@ -133,6 +133,17 @@ func looksLikePath(s string) bool {
 	return ext == ".db" || ext == ".sqlite" || ext == ".sqlite3" || strings.ContainsRune(s, filepath.Separator)
 }
 
+// target parses the DSN in effect (see dsn). When the DSN came from
+// $LEASESTORE_DSN, its error says so: the operator typed no DSN and must
+// learn where to fix it.
+func (a *app) target() (target, error) {
+	t, err := parseDSN(a.dsn())
+	if err != nil && a.dsnFlag == "" && a.getenv(EnvDSN) != "" {
+		return t, usageError("%w (the DSN of $%s: fix it there, or give --dsn)", err, EnvDSN)
+	}
+	return t, err
+}
+
 // dsn returns the DSN in effect: --dsn, else $LEASESTORE_DSN, else DefaultDSN.
 func (a *app) dsn() string {
 	if a.dsnFlag != "" {
@@ -240,7 +251,7 @@ func (a *app) openStore(ctx context.Context) (*store, error) {
 // unmigrated schema is refused by the backend with an error naming
 // 'leasectl migrate up' (status unavailable, exit 5).
 func (a *app) openStoreFor(ctx context.Context, acc access) (*store, error) {
-	t, err := parseDSN(a.dsn())
+	t, err := a.target()
 	if err != nil {
 		return nil, err
 	}

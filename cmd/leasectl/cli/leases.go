@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -267,6 +268,8 @@ a live lease, by namespace and then key.`,
 					if _, _, err := decodeAllCursor(req.Cursor); err != nil {
 						return err
 					}
+				} else if strings.HasPrefix(req.Cursor, allCursorPrefix) {
+					return usageError("--cursor: %q is a cursor of list -A: pass -A (--all-namespaces) with it, without -n", req.Cursor)
 				}
 				return probe.Validate()
 			}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -80,4 +81,33 @@ func prefixProxy(t *testing.T, s *server, prefix string) *httptest.Server {
 	}))
 	t.Cleanup(proxy.Close)
 	return proxy
+}
+
+// A Client reading one key refuses an answer about another (a proxy that
+// rewrote the path, a server that decoded it another way): the caller
+// would take another lease's holder and token for its key's, as the get
+// behind a mis-escaped prefix did (TestClientUnderEscapedPrefixKeepsKeys).
+func TestClientRefusesAnAnswerAboutAnotherKey(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	ctx := t.Context()
+	asked, other := protocol.Key{Namespace: "ns", Name: "a"}, protocol.Key{Namespace: "ns", Name: "b"}
+	if _, err := s.rt.Acquire(ctx, protocol.AcquireRequest{Key: other, Owner: "other", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		u := *r.URL
+		u.Path = strings.Replace(u.Path, httpapi.LeasePath(asked), httpapi.LeasePath(other), 1)
+		u.RawPath = ""
+		r2.URL = &u
+		s.h.ServeHTTP(w, r2)
+	}))
+	t.Cleanup(proxy.Close)
+	c := newClient(t, proxy.URL, nil)
+	res, err := c.Get(ctx, protocol.GetRequest{Key: asked})
+	if err == nil || !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "ns/b") {
+		t.Fatalf("get %v through a proxy that asks for %v: %+v, %v; want unavailable naming the key the server answered about",
+			asked, other, res, err)
+	}
 }

@@ -256,8 +256,8 @@ func (c *Client) once(ctx context.Context, cl call, target *url.URL, payload []b
 	return resp.StatusCode, body, nil
 }
 
-// result runs a lease operation whose answer is a result object.
-func (c *Client) result(ctx context.Context, op protocol.Op, cl call) (protocol.Result, error) {
+// result runs a lease operation on key whose answer is a result object.
+func (c *Client) result(ctx context.Context, op protocol.Op, key protocol.Key, cl call) (protocol.Result, error) {
 	code, body, err := c.do(ctx, op, cl)
 	if err != nil {
 		return protocol.Result{}, err
@@ -273,19 +273,26 @@ func (c *Client) result(ctx context.Context, op protocol.Op, cl call) (protocol.
 	if err != nil {
 		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
+	if res.Lease != nil && res.Lease.Key != key {
+		// Another lease's holder and token taken for key's would mislead
+		// the caller (and a fencing token is per key).
+		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered about "+
+			"the lease at %s, not %s: something in front of it rewrote the request's path (check the proxy, and the client's base URL)",
+			res.Lease.Key, key)
+	}
 	return res, nil
 }
 
 // Acquire implements [protocol.Backend].
 func (c *Client) Acquire(ctx context.Context, r protocol.AcquireRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpAcquire, call{method: http.MethodPost, path: "/v1/acquire", requestID: r.RequestID,
+	return c.result(ctx, protocol.OpAcquire, r.Key, call{method: http.MethodPost, path: "/v1/acquire", requestID: r.RequestID,
 		body: acquireBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, TTL: r.TTL.String(), RequestID: r.RequestID,
 			LockDelay: wire.OptDuration(r.LockDelay)}})
 }
 
 // Renew implements [protocol.Backend].
 func (c *Client) Renew(ctx context.Context, r protocol.RenewRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpRenew, call{method: http.MethodPost, path: "/v1/renew", requestID: r.RequestID, body: renewalOf(r)})
+	return c.result(ctx, protocol.OpRenew, r.Key, call{method: http.MethodPost, path: "/v1/renew", requestID: r.RequestID, body: renewalOf(r)})
 }
 
 // renewalOf is the body of a renewal, alone (POST /v1/renew) or in a batch.
@@ -304,13 +311,13 @@ func ttlField(d time.Duration) string {
 
 // Release implements [protocol.Backend].
 func (c *Client) Release(ctx context.Context, r protocol.ReleaseRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpRelease, call{method: http.MethodPost, path: "/v1/release", requestID: r.RequestID,
+	return c.result(ctx, protocol.OpRelease, r.Key, call{method: http.MethodPost, path: "/v1/release", requestID: r.RequestID,
 		body: releaseBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, Token: r.Token, RequestID: r.RequestID}})
 }
 
 // Revoke implements [protocol.Backend].
 func (c *Client) Revoke(ctx context.Context, r protocol.RevokeRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpRevoke, call{method: http.MethodPost, path: "/v1/revoke", requestID: r.RequestID,
+	return c.result(ctx, protocol.OpRevoke, r.Key, call{method: http.MethodPost, path: "/v1/revoke", requestID: r.RequestID,
 		body: revokeBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Actor: r.Actor, Reason: r.Reason, Token: r.Token, RequestID: r.RequestID}})
 }
 
@@ -323,7 +330,7 @@ func LeasePath(k protocol.Key) string {
 
 // Get implements [protocol.Backend].
 func (c *Client) Get(ctx context.Context, r protocol.GetRequest) (protocol.Result, error) {
-	return c.result(ctx, protocol.OpGet, call{method: http.MethodGet, path: LeasePath(r.Key), requestID: r.RequestID})
+	return c.result(ctx, protocol.OpGet, r.Key, call{method: http.MethodGet, path: LeasePath(r.Key), requestID: r.RequestID})
 }
 
 // List implements [protocol.Backend].

@@ -35,6 +35,10 @@ type Scheduler struct {
 	started atomic.Bool
 	wake    chan struct{} // a handler returned or a lease was lost
 	base    context.Context
+	// watches counts the goroutines listening for the store's signal of a
+	// lease's end (targets' and memberships'); the shutdown waits for
+	// them, so that Run returns only once none calls the store.
+	watches sync.WaitGroup
 
 	// rejoin: the store signalled the end of the membership lease; Run
 	// looks again at once, to join again. Guarded by mu.
@@ -188,8 +192,8 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // shutdown run on a context that keeps ctx's values but not its
 // cancellation, each bounded by [Config].OpTimeout, the
 // releases of the targets all at once. Run returns
-// only after every handler has returned, and returns an error only when it
-// was called before.
+// only after every handler has returned and every watch of a lease's end
+// has ended, and returns an error only when it was called before.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run may be called only once")
@@ -741,7 +745,7 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 	ctx, unwatch := context.WithCancel(s.base)
 	m := &membership{token: l.Token, deadline: sent.Add(s.set.ttl), expiresAt: l.ExpiresAt, unwatch: unwatch, watched: make(chan struct{})}
 	s.membership = m
-	go func() {
+	s.watches.Go(func() {
 		defer close(m.watched)
 		protocol.WatchLease(ctx, s.store, l, s.set.opTimeout, func(why error) {
 			s.mu.Lock()
@@ -754,7 +758,7 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 			s.rejoin = true
 			s.poke()
 		})
-	}()
+	})
 }
 
 // dropMembershipLocked forgets the membership lease, if any, and stops
@@ -1321,11 +1325,13 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 	}()
 	// The store's signal tells of a revoke at once, also while the lease is
 	// given up and its handler finishes; renewals are the fallback.
-	go protocol.WatchLease(wctx, s.store, pl, s.set.opTimeout, func(why error) {
-		s.mu.Lock()
-		s.loseLocked(l, why, false)
-		s.mu.Unlock()
-		s.flush()
+	s.watches.Go(func() {
+		protocol.WatchLease(wctx, s.store, pl, s.set.opTimeout, func(why error) {
+			s.mu.Lock()
+			s.loseLocked(l, why, false)
+			s.mu.Unlock()
+			s.flush()
+		})
 	})
 }
 
@@ -1400,6 +1406,9 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 			s.log.Warn("scheduler: release of the membership failed; it will expire", "token", token, "err", err)
 		}
 	}
+	// Every lease is forgotten (its watch cancelled): each watch ends
+	// once its store call under way returns.
+	s.watches.Wait()
 	s.log.Info("scheduler: stopped")
 }
 

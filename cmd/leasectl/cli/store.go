@@ -73,7 +73,7 @@ func parseDSN(dsn string) (target, error) {
 		return target{}, usageError("dsn: empty")
 	}
 	if looksLikePath(dsn) {
-		if scheme, rest, ok := strings.Cut(dsn, ":"); ok && isScheme(scheme) {
+		if scheme, rest, ok := strings.Cut(dsn, ":"); ok && isScheme(dsn, scheme) {
 			// A mistyped scheme (sqlit:, SQLITE:, postgres:/): sqlite:DSN
 			// would name a file under a directory called "scheme:".
 			if l := strings.ToLower(scheme); strings.Contains(l, "sql") || strings.Contains(l, "lite") {
@@ -91,21 +91,12 @@ const dsnForms = "want postgres://USER@HOST:PORT/DB (or postgresql://), " +
 	"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
 	"or http://HOST:PORT (leasectl serve)"
 
-// isScheme reports whether s reads as a URL scheme (RFC 3986: a letter,
-// then letters, digits, '+', '-' or '.'), two characters at least, so a
-// Windows drive letter (C:) is not one.
-func isScheme(s string) bool {
-	if len(s) < 2 || !('a' <= s[0]|0x20 && s[0]|0x20 <= 'z') {
-		return false
-	}
-	for _, c := range []byte(s) {
-		switch {
-		case 'a' <= c|0x20 && c|0x20 <= 'z', '0' <= c && c <= '9', c == '+', c == '-', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
+// isScheme reports whether scheme, the text of dsn before its first
+// colon, is dsn's URL scheme as net/url reads one (RFC 3986), two
+// characters at least, so a Windows drive letter (C:) is not one.
+func isScheme(dsn, scheme string) bool {
+	u, err := url.Parse(dsn)
+	return err == nil && len(scheme) >= 2 && strings.EqualFold(u.Scheme, scheme)
 }
 
 // isKeyValueDSN reports whether dsn is in libpq's key=value form: space

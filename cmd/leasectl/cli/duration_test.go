@@ -161,3 +161,40 @@ func TestRenewZeroTTLNamesTheWayToKeepTheTTL(t *testing.T) {
 		t.Fatalf("renew --ttl 0s: stderr %q does not say to leave --ttl out", o.stderr)
 	}
 }
+
+// Help prints a duration flag's default in the duration grammar leasectl
+// reads (1h, not 1h0m0s), and prints none where the default is zero:
+// those flags say in their own words what zero means (renew --ttl: the
+// lease's own TTL), and "(default 0s)" after that contradicted them.
+func TestHelpShowsDurationDefaultsInTheGrammar(t *testing.T) {
+	t.Parallel()
+	a := &app{getenv: env{}.get, defaultOwner: "u@h"}
+	var bad []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "duration" {
+				return
+			}
+			line := c.CommandPath() + " --" + f.Name
+			switch {
+			case f.DefValue == "0s":
+				bad = append(bad, line+": (default 0s)")
+			case strings.HasSuffix(f.DefValue, "m0s") || strings.HasSuffix(f.DefValue, "h0m"):
+				bad = append(bad, line+": (default "+f.DefValue+")")
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCommand())
+	if len(bad) > 0 {
+		t.Errorf("duration defaults help prints outside the grammar or against the flag's own words:\n%s", strings.Join(bad, "\n"))
+	}
+	o := runCLI(t, env{}, "renew", "--help")
+	wantCode(t, o, ExitOK)
+	if strings.Contains(o.stdout, "(default 0s)") {
+		t.Errorf("renew --help: %s", o.stdout)
+	}
+}

@@ -49,11 +49,15 @@ func newZeroDurationFlag(d *time.Duration, def, max time.Duration) *durationFlag
 	return f
 }
 
+// String is the flag's value as help shows it as a default: in the
+// grammar leasectl reads (1h, 1h30m, 90s), and "0" for zero, which pflag
+// does not print as a default, since every flag whose zero means
+// something says what in its own words (renew --ttl: the lease's own TTL).
 func (f *durationFlag) String() string {
-	if f.d == nil {
-		return "0s"
+	if f.d == nil || *f.d == 0 {
+		return "0"
 	}
-	return f.d.String()
+	return shortDuration(*f.d)
 }
 
 func (f *durationFlag) Set(s string) error {

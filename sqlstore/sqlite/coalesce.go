@@ -207,6 +207,9 @@ func statementContext(ctx context.Context) context.Context { return context.With
 // _txlock, see OpenDB), once the path is seen to name the files this
 // Backend opened (identity.go).
 func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
+	if b.closed.Load() {
+		return protocol.Result{}, b.closedError(op)
+	}
 	if err := b.guard.checkWrite(op); err != nil {
 		return protocol.Result{}, err
 	}
@@ -280,6 +283,13 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 			if d := p.deadline(ctx); d.Before(until) {
 				until = d
 			}
+		}
+		if b.closed.Load() {
+			for _, p := range live {
+				p.res, p.err = protocol.Result{}, b.closedError(p.op)
+				p.state.CompareAndSwap(writeQueued, writeAnswered) // else its caller left it out
+			}
+			return
 		}
 		if c := b.guard.changed(false); c != nil {
 			for _, p := range live {

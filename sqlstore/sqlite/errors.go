@@ -26,6 +26,12 @@ import (
 // guard: a schema migrated down (or up past what this release serves)
 // under a running release is refused naming both versions and the fix, as
 // Open and Health refuse it.
+// closedError is the refusal of an operation (op) that finds the Backend
+// closed (Close began): nothing is read or written.
+func (b *Backend) closedError(op protocol.Op) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "sqlite database %q: the backend was closed", b.file)
+}
+
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
 	if missingSchemaObject(err) || servingGuard(err) {
 		if refusal, rerr := b.schemaRefusal(ctx); rerr == nil && refusal != nil {

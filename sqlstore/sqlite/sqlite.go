@@ -39,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -117,6 +118,11 @@ type Backend struct {
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
 	betweenPruneBatches func()
 
+	// closed is set as Close begins: every operation from then on is
+	// refused (closedError), also on a *sql.DB given to New, which stays
+	// open and where database/sql would prepare a closed statement again
+	// for a transaction.
+	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -552,6 +558,7 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // idempotent; operations after Close fail with unavailable.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
+		b.closed.Store(true)
 		b.waitWrites()
 		b.notify.close()
 		err := errors.Join(b.stmts.close(), b.guard.close())

@@ -555,6 +555,9 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}
+	if b.closed.Load() {
+		return nil, b.closedError(protocol.OpNamespaces)
+	}
 	if err := b.guard.refused(protocol.OpNamespaces); err != nil {
 		return nil, err
 	}

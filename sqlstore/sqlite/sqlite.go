@@ -503,6 +503,9 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // [ErrFileReplaced], until it is restarted (Windows, which cannot replace
 // an open file, is not checked).
 func (b *Backend) Health(ctx context.Context) error {
+	if b.closed.Load() {
+		return b.closedError(protocol.OpHealth)
+	}
 	err := b.guard.checkAll(protocol.OpHealth)
 	if err == nil {
 		err = b.checkStore(ctx)

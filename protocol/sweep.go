@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// Sweeper is implemented by backends that keep the rows of expired,
-// released and revoked leases until they are removed (both SQL backends and
-// memstore). [Runtime] sweeps such a backend in the background (see
-// [Config].SweepEvery); `leasectl gc` sweeps on demand.
+// Sweeper is implemented by backends that keep the entries of expired
+// leases until they are removed (every shipped backend: SQLite, PostgreSQL,
+// etcd and memstore; PostgreSQL also keeps the rows of released and
+// revoked leases, as tombstones, which the others delete as the lease
+// ends). [Runtime] sweeps such a backend in the background (see
+// [Config].Sweep, [SweepConfig].Every); `leasectl gc` sweeps on demand.
 //
 // Sweeping never weakens fencing: a backend removes a row only when an
 // acquire of its key after the removal is sure to get a greater token.

@@ -94,3 +94,30 @@ func TestParseDSNDialTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A host list that cannot be dialled as written is refused by ParseDSN,
+// naming the host, before Open spends its dial timeout on it and answers
+// unavailable: a port that is not a number from 1 to 65535, an empty host,
+// blanks or control characters in a host, a NUL in the password (which no
+// etcd server takes).
+func TestParseDSNRefusesHostsThatCannotBeDialled(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{
+		"etcd://127.0.0.1:notaport/p",
+		"etcd://127.0.0.1:99999/p",
+		"etcd://127.0.0.1:0/p",
+		"etcd://127.0.0.1:-1/p",
+		"etcd://:2379/p",
+		"etcd://127.0.0.1 :2379/p",
+		"etcd://h:1,,h:2/p",
+		"etcd://root:pa%00ss@h:1/p",
+	} {
+		cfg, err := etcd.ParseDSN(bad)
+		if err == nil {
+			t.Errorf("ParseDSN(%q) accepted: endpoints %q", bad, cfg.Endpoints)
+		}
+	}
+	if _, err := etcd.ParseDSN("etcd://localhost:2379,[::1]:65535/p"); err != nil {
+		t.Errorf("a good DSN refused: %v", err)
+	}
+}

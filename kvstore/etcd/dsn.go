@@ -73,6 +73,9 @@ func ParseDSN(dsn string) (*Config, error) {
 			if cfg.Password, err = url.PathUnescape(pass); err != nil {
 				return nil, errors.New("etcd dsn: the password is badly percent-encoded")
 			}
+			if strings.ContainsRune(cfg.Password, 0) {
+				return nil, errors.New("etcd dsn: the password holds a NUL character (%00), which no etcd server takes")
+			}
 		}
 	}
 	prefix, err := url.PathUnescape(path)
@@ -143,12 +146,29 @@ func ParseDSN(dsn string) (*Config, error) {
 		scheme = "https://"
 	}
 	for _, h := range strings.Split(authority, ",") {
-		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
-			return nil, fmt.Errorf("etcd dsn: %q is not HOST:PORT", h)
+		if err := checkHostPort(h); err != nil {
+			return nil, err
 		}
 		cfg.Endpoints = append(cfg.Endpoints, scheme+h)
 	}
 	return cfg, nil
+}
+
+// checkHostPort refuses a member's address that cannot be dialled as
+// written, naming it: not HOST:PORT, an empty host, a host with blanks or
+// control characters, a port that is not a number from 1 to 65535.
+func checkHostPort(h string) error {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil || port == "" {
+		return fmt.Errorf("etcd dsn: %q is not HOST:PORT", h)
+	}
+	if host == "" || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("etcd dsn: %q: the host is empty or holds blanks or control characters", h)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("etcd dsn: %q: the port must be a number from 1 to 65535", h)
+	}
+	return nil
 }
 
 // Redact returns dsn with its password masked, fit for messages.

@@ -122,10 +122,16 @@ func errEraRowUnmoved() error {
 //     error, which the text appends, names its SQLSTATE).
 //
 // The result is an *protocol.Error whose cause is err; its message does not
-// repeat the cause, which the error's text appends.
+// repeat the cause, which the error's text appends. An err that is an
+// *protocol.Error already (interpreted before, or the backend's own, such
+// as closed) comes back as it is: interpreted again, it was wrapped as
+// unavailable and matched two statuses.
 func interpretError(op protocol.Op, err error) error {
 	if err == nil {
 		return nil
+	}
+	if _, ok := err.(*protocol.Error); ok {
+		return err
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -52,11 +52,13 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 	return nil
 }
 
-// keyFilter reads --key as every KEY is read (filterKeyArg): NS/NAME
-// without -n, the name in NS as written with it.
-func keyFilter(cmd *cobra.Command, q *audit.Query) error {
-	if q.Key != "" {
-		k, err := filterKeyArg(cmd, q.Namespace, q.Key)
+// keyFilter reads --key (key, the flag's text) into q as every KEY is read
+// (filterKeyArg): NS/NAME without -n, the name in NS as written with it.
+// The flag keeps its text, so that the next page's command
+// (nextPageCommand) repeats the key as written, namespace included.
+func keyFilter(cmd *cobra.Command, q *audit.Query, key string) error {
+	if key != "" {
+		k, err := filterKeyArg(cmd, q.Namespace, key)
 		if err != nil {
 			return err
 		}
@@ -97,6 +99,7 @@ func completeOps(_ *cobra.Command, _ []string, toComplete string) ([]string, cob
 func (a *app) auditCommand() *cobra.Command {
 	var (
 		q         audit.Query
+		key       string
 		since     string
 		ops       string
 		order     string
@@ -144,7 +147,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 				_ = cmd.Flags().Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 			}
 			q.Ops = audit.ParseOps(ops)
-			if err := keyFilter(cmd, &q); err != nil {
+			if err := keyFilter(cmd, &q, key); err != nil {
 				return err
 			}
 			if err := auditOrder(&q, order, cmd.Flags().Changed("order"), follow); err != nil {
@@ -199,7 +202,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	allNamespacesFlag(cmd, &q.Namespace)
-	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME in -n's namespace")
+	f.StringVar(&key, "key", "", "only records of this key: NS/NAME, or NAME in -n's namespace")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")

@@ -107,6 +107,7 @@ RFC 3339 time.`,
 func (a *app) auditExportCommand() *cobra.Command {
 	var (
 		q     audit.Query
+		key   string
 		since string
 		ops   string
 	)
@@ -137,7 +138,7 @@ namespace, with the prune records that belong to none. --since takes a duration 
 			}
 			q.Limit, q.Follow = audit.MaxLimit, true
 			q.Ops = audit.ParseOps(ops)
-			if err := keyFilter(cmd, &q); err != nil {
+			if err := keyFilter(cmd, &q, key); err != nil {
 				return err
 			}
 			if err := q.Validate(); err != nil {
@@ -171,7 +172,7 @@ namespace, with the prune records that belong to none. --since takes a duration 
 	f := cmd.Flags()
 	f.StringVarP(&q.Namespace, "namespace", "n", protocol.DefaultNamespace, `namespace ("" for every namespace)`)
 	allNamespacesFlag(cmd, &q.Namespace)
-	f.StringVar(&q.Key, "key", "", "only records of this key: NS/NAME, or NAME (in -n's namespace, else default)")
+	f.StringVar(&key, "key", "", "only records of this key: NS/NAME, or NAME (in -n's namespace, else default)")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
 	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")

@@ -204,7 +204,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	allNamespacesFlag(cmd, &q.Namespace)
 	f.StringVar(&key, "key", "", "only records of this key: NS/NAME, or NAME in -n's namespace")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
-	f.IntVar(&q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
+	intVar(f, &q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
 	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
 	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")

@@ -444,7 +444,7 @@ bench at a scratch store.`,
 	fl.IntSliceVarP(&concurrency, "concurrency", "c", []int{8}, "number of concurrent workers; a list (1,8,32) runs one measurement each")
 	fl.VarP(newDurationFlag(&f.duration, 10*time.Second, positive, 0), "duration", "d", "how long each measurement runs")
 	fl.Var(newDurationFlag(&f.warmUp, 0, 0, 0), "warm-up", "uncounted run before each measurement (default: a fifth of --duration, at most 2s)")
-	fl.IntVar(&f.keys, "keys", 16, "number of distinct keys")
+	intVar(fl, &f.keys, "keys", 16, "number of distinct keys")
 	fl.StringVar(&f.op, "op", benchAcquireRelease, "workload: acquire-release, renew or mixed")
 	_ = cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions(
 		[]string{benchAcquireRelease, benchRenew, benchMixed}, cobra.ShellCompDirectiveNoFileComp))
@@ -452,7 +452,7 @@ bench at a scratch store.`,
 	fl.StringVarP(&f.ns, "namespace", "n", "", "namespace to work in (default: bench- and 8 random hex digits)")
 	fl.BoolVar(&f.compareRaw, "compare-raw", false, "measure the raw baseline beside the store, in the same run")
 	fl.BoolVar(&f.noCoalescing, "no-coalescing", false, "send every operation of the store on its own (one statement or transaction each), for comparison")
-	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "PostgreSQL: state-changing round trips in flight before operations are coalesced (default: the backend's)")
+	intVar(fl, &f.maxInFlight, "max-in-flight", 0, "PostgreSQL: state-changing round trips in flight before operations are coalesced (default: the backend's)")
 	return cmd
 }
 

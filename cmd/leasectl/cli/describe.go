@@ -79,7 +79,7 @@ shown (and, while a lock-delay keeps the key, the ended lease, as get shows it).
 		},
 	}
 	cmd.Flags().StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
-	cmd.Flags().IntVar(&recent, "records", 10, "how many of the latest audit records to show (1 to 1000)")
+	intVar(cmd.Flags(), &recent, "records", 10, "how many of the latest audit records to show (1 to 1000)")
 	return cmd
 }
 

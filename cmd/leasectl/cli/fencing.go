@@ -100,7 +100,7 @@ snapshot with 'etcdutl snapshot restore --bump-revision' instead.`,
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&by, "by", protocol.DefaultTokenRaise,
+	intVar(cmd.Flags(), &by, "by", protocol.DefaultTokenRaise,
 		"how far past the greatest token (and audit id) held to move the counters: more than the tokens (and audit ids; on PostgreSQL transaction ids) issued since the restored point")
 	return cmd
 }

@@ -89,6 +89,6 @@ rather than expired from renew and release.`,
 	}
 	f := cmd.Flags()
 	f.Var(newZeroDurationFlag(&grace, protocol.DefaultSweepGrace, 0), "grace", "keep rows of leases that ended less than this long ago (0: remove every ended lease's row)")
-	f.IntVar(&batch, "batch", 10000, "rows removed per statement")
+	intVar(f, &batch, "batch", 10000, "rows removed per statement")
 	return cmd
 }

@@ -148,7 +148,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
+	intVar(f, &token, "token", 0, "fencing token of the lease (required)")
 	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL).withNote("leave --ttl out to keep the lease's own TTL"), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
@@ -182,7 +182,7 @@ func (a *app) releaseCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.Int64Var(&token, "token", 0, "fencing token of the lease (required)")
+	intVar(f, &token, "token", 0, "fencing token of the lease (required)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
@@ -324,7 +324,7 @@ a live lease, by namespace and then key.`,
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list every namespace that holds a live lease")
 	f.BoolVar(&req.IncludeExpired, "include-expired", false, "also show expired leases not yet taken over")
-	f.IntVar(&req.Limit, "limit", protocol.DefaultListLimit, "page size, at most 1000 (0: the default, 100)")
+	intVar(f, &req.Limit, "limit", protocol.DefaultListLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&req.Cursor, "cursor", "", "next_cursor of the previous page")
 	return cmd
 }
@@ -373,7 +373,7 @@ fenced off.`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&reason, "reason", "", "why, for the audit trail (required)")
 	f.StringVar(&actor, "actor", a.defaultOwner, "who is revoking, for the audit trail")
-	f.Int64Var(&token, "token", 0, "revoke only the lease with this token (0: whatever lease is live)")
+	intVar(f, &token, "token", 0, "revoke only the lease with this token (0: whatever lease is live)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd

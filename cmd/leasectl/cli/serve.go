@@ -105,8 +105,8 @@ store, and exits 0.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM), with --tls-cert")
 	fl.Var(newDurationFlag(&f.maxTimeout, httpapi.DefaultMaxTimeout, positive, 0), "max-timeout", "longest deadline a request may ask for (Request-Timeout header)")
 	fl.Var(newDurationFlag(&f.shutdownTimeout, 30*time.Second, positive, 0), "shutdown-timeout", "how long requests in flight may take to finish on shutdown")
-	fl.IntVar(&f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
-	fl.IntVar(&f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
+	intVar(fl, &f.maxStreams, "max-streams", httpapi.DefaultMaxStreams, "streams (notify, audit follow) open at once; one more is answered 503 (-1: no bound)")
+	intVar(fl, &f.maxStreamsPerToken, "max-streams-per-token", httpapi.DefaultMaxStreamsPerToken,
 		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
 	fl.Var(newZeroDurationFlag(&f.auditRetention, 0, 0), "audit-retention",
 		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything; negative is refused")

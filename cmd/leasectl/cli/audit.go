@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -71,12 +72,20 @@ func keyFilter(cmd *cobra.Command, q *audit.Query, key string) error {
 // --key, watch KEY) in namespace ns, "" when -A gives every namespace, as
 // every KEY is read (keyArg). -A sets the namespace without marking -n
 // given: a bare NAME is then a name in the default namespace, as it is
-// without -A.
+// without -A. A key without a name (NS/, or "") is invalid input, as get
+// refuses it: an empty name in the query would filter nothing.
 func filterKeyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
 	if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
 		ns = protocol.DefaultNamespace
 	}
-	return keyArg(cmd, ns, arg)
+	k, err := keyArg(cmd, ns, arg)
+	if err != nil {
+		return k, err
+	}
+	if err := textfield.Validate("key", k.Name, protocol.MaxNameLen); err != nil {
+		return protocol.Key{}, &failure{status: string(protocol.StatusInvalid), err: err}
+	}
+	return k, nil
 }
 
 // completeOps completes --op: the recorded ops not yet in the

@@ -15,6 +15,7 @@ package durations
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,9 @@ import (
 // Parse reads a duration as Go writes one (90s, 1h30m, 250ms) or with a
 // leading count of days (2d, 1d12h). A leading minus sign makes it
 // negative; callers refuse what they cannot use. A number without a unit,
-// or a unit Go does not know, is refused with the forms that would work.
+// or a unit Go does not know, is refused with the forms that would work; a
+// duration past what a time.Duration holds (about 292 years), in any
+// units, is refused as too long.
 func Parse(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
 	neg := strings.HasPrefix(in, "-")
@@ -48,6 +51,11 @@ func Parse(s string) (time.Duration, error) {
 	if rest != "" {
 		var err error
 		if d, err = time.ParseDuration(rest); err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			if err != nil && goDuration.MatchString(rest) {
+				// Well written, so time.ParseDuration refused it for
+				// overflowing, which its error does not tell apart.
+				return 0, tooLong(s)
+			}
 			return 0, hint(s)
 		}
 	}
@@ -63,6 +71,10 @@ func Parse(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// goDuration matches what time.ParseDuration reads, without a sign: one
+// or more numbers (with an optional fraction), each followed by a unit.
+var goDuration = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
 
 // day is the unit of the leading count of days; maxDays is the most days a
 // time.Duration holds (about 292 years).

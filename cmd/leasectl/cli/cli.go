@@ -14,7 +14,7 @@
 // the lease was lost while the command ran; 7 unauthorized or forbidden (a
 // served store refused the bearer token); 130
 // interrupted (Ctrl-C); 141 stdout closed under the command (silent); 1
-// anything else (status "error").
+// anything else (status "error"), a failed write to stdout included.
 //
 // Library packages must not import this package: it imports every backend.
 package cli
@@ -63,8 +63,17 @@ const (
 // stdout found the reader gone.
 var errStdoutClosed = errors.New("leasectl: stdout was closed")
 
-// pipeWatch passes writes to w and cancels the command (cause
-// errStdoutClosed) when one finds the reading end of a pipe closed.
+// stdoutFailed is the cause of a command's context when a write to its
+// stdout failed otherwise (a full disk, a closed descriptor): what the
+// command printed did not all arrive, so it must not exit 0.
+type stdoutFailed struct{ err error }
+
+func (e stdoutFailed) Error() string { return "writing to stdout: " + e.err.Error() }
+func (e stdoutFailed) Unwrap() error { return e.err }
+
+// pipeWatch passes writes to w and cancels the command when one fails:
+// with cause errStdoutClosed when it finds the reading end of a pipe
+// closed (EPIPE), else with cause [stdoutFailed]. The first cause stays.
 type pipeWatch struct {
 	w      io.Writer
 	cancel context.CancelCauseFunc
@@ -72,8 +81,11 @@ type pipeWatch struct {
 
 func (p *pipeWatch) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)
-	if errors.Is(err, syscall.EPIPE) {
+	switch {
+	case errors.Is(err, syscall.EPIPE):
 		p.cancel(errStdoutClosed)
+	case err != nil:
+		p.cancel(stdoutFailed{err})
 	}
 	return n, err
 }
@@ -290,6 +302,14 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 		// --follow and watch stop so, export at its last page).
 		return ExitStdoutClosed
 	}
+	var sf stdoutFailed
+	if errors.As(context.Cause(ctx), &sf) {
+		// The answer did not all reach stdout (a full disk, a closed
+		// descriptor): a failure whatever the command's outcome, said on
+		// stderr, since stdout takes nothing.
+		fmt.Fprintf(a.stderr, "leasectl: %s: the output is incomplete\n", a.red.redact(sf.Error()))
+		return ExitError
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -419,7 +439,7 @@ Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 6 (run) the lease was lost while the command ran; 7 unauthorized or
 forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
 130 interrupted (Ctrl-C); 141 stdout closed (leasectl demo | head);
-1 anything else.`,
+1 anything else (a failed write to stdout too: a full disk).`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s
   leasectl list -o json
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,

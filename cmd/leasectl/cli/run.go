@@ -148,7 +148,8 @@ learning the outcome by sending the acquire again with its request id
 first took nothing and the key is free, that takes the key and releases it
 at once, spending the request id; a conflict names the holder (a waiting
 run prints it). Each step is bounded by --timeout. A CMD
-that cannot be started exits 127 (not found) or 126. CMD killed by a
+that cannot be started (looked up before the lease is taken, so it takes
+none) exits 127 (not found) or 126. CMD killed by a
 signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
   leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'
@@ -360,9 +361,28 @@ func revokeCommand(l protocol.Lease) string {
 	return fmt.Sprintf("leasectl revoke %s --token %d --reason REASON", key, l.Token)
 }
 
+// cannotStart says on stderr why CMD could not be started (err, from
+// exec.LookPath or the start) and returns the exit code a shell gives:
+// 127 when CMD is not found, else 126.
+func (a *app) cannotStart(err error) error {
+	code := exitCannotExecute
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		code = exitNotFound
+	}
+	fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
+	return exitCode(code)
+}
+
 // run holds req while argv runs; see runCommand.
 func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, grace time.Duration, argv []string) error {
 	ctx := cmd.Context()
+	// CMD is looked up as exec.Command will (exec.LookPath) before the
+	// store is opened: one that cannot be started takes no lease (no
+	// acquire and release in the trail, no wait for the key). One that
+	// goes missing after this is still told when it fails to start.
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return a.cannotStart(err)
+	}
 	s, err := a.openStoreFor(ctx, writeAccess)
 	if err != nil {
 		return err
@@ -452,12 +472,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	done, err := startCommand(c)
 	if err != nil {
 		_ = a.releaseHeld(ctx, h)
-		code := exitCannotExecute
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = exitNotFound
-		}
-		fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
-		return exitCode(code)
+		return a.cannotStart(err)
 	}
 	group.started(c.Process)
 

@@ -125,9 +125,15 @@ func loopback(host string) bool {
 }
 
 func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
-	host, _, err := net.SplitHostPort(f.listen)
+	host, port, err := net.SplitHostPort(f.listen)
 	if err != nil {
 		return usageError("--listen: %q is not HOST:PORT", f.listen)
+	}
+	// The port is read as net.Listen will read it (a number from 0 to
+	// 65535, or a service name of /etc/services), before the store is
+	// opened: one no listener can have is bad input, not an outage.
+	if _, err := net.DefaultResolver.LookupPort(cmd.Context(), "tcp", port); err != nil {
+		return usageError("--listen %s: %v", f.listen, err)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageError("--tls-cert and --tls-key go together")

@@ -30,10 +30,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/protocol"
@@ -281,7 +283,7 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root := a.rootCommand()
 	// Until cobra parses -o, use what the command line asks for, so that a
 	// flag error is reported as JSON when JSON was requested.
-	a.output = outputArg(args)
+	a.output = outputArg(root, args)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	return a.finish(ctx, cmd, err)
@@ -599,20 +601,77 @@ func printsToken(cmd *cobra.Command) bool {
 
 // outputArg returns the output format given in args ("table" when none),
 // found before cobra parses them, so that a usage error is reported in the
-// requested format even when flag parsing stops before -o.
-func outputArg(args []string) string {
-	out := "table"
-	for i, arg := range args {
-		if arg == "--" {
-			break
+// requested format even when flag parsing stops before -o. It reads args
+// as pflag does for the command they name in root: -o inside a cluster of
+// short flags (-Ao json, -Aojson, -fo=json) counts, and the value of
+// another flag (--reason -o) does not; an unknown flag is passed over,
+// since -o after it is what the error is to be printed in.
+func outputArg(root *cobra.Command, args []string) string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		cmd = root
+	}
+	lookup := func(name string, short bool) *pflag.Flag {
+		for _, fs := range []*pflag.FlagSet{cmd.Flags(), cmd.InheritedFlags()} {
+			if short {
+				if f := fs.ShorthandLookup(name); f != nil {
+					return f
+				}
+			} else if f := fs.Lookup(name); f != nil {
+				return f
+			}
 		}
+		return nil
+	}
+	out := "table"
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
 		switch {
-		case (arg == "-o" || arg == "--output") && i+1 < len(args):
-			out = args[i+1]
-		case strings.HasPrefix(arg, "--output="):
-			out = strings.TrimPrefix(arg, "--output=")
-		case strings.HasPrefix(arg, "-o") && !strings.HasPrefix(arg, "--") && len(arg) > 2:
-			out = strings.TrimPrefix(strings.TrimPrefix(arg, "-o"), "=")
+		case arg == "--":
+			return out
+		case strings.HasPrefix(arg, "--"):
+			name, value, hasValue := strings.Cut(arg[2:], "=")
+			f := lookup(name, false)
+			switch {
+			case f == nil:
+			case hasValue && f.Name == "output":
+				out = value
+			case hasValue || f.NoOptDefVal != "" || i+1 == len(args):
+			case f.Name == "output":
+				out = args[i+1]
+				i++
+			default:
+				i++ // the flag's value
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) > 1:
+			// A cluster of short flags: each takes the rest of the
+			// cluster (after an optional "="), or the next argument, as
+			// its value unless it needs none.
+			for rest := arg[1:]; rest != ""; rest = rest[1:] {
+				if rest[0] >= utf8.RuneSelf {
+					break // pflag reads one byte: no flag has it
+				}
+				f := lookup(rest[:1], true)
+				if f == nil {
+					break
+				}
+				var value string
+				switch {
+				case len(rest) > 2 && rest[1] == '=':
+					value = rest[2:]
+				case f.NoOptDefVal != "":
+					continue
+				case len(rest) > 1:
+					value = rest[1:]
+				case i+1 < len(args):
+					i++
+					value = args[i]
+				}
+				if f.Name == "output" {
+					out = value
+				}
+				break
+			}
 		}
 	}
 	return out

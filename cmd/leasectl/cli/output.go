@@ -335,14 +335,17 @@ func shellQuote(s string) string {
 
 // failureJSON is the one JSON object a command prints when it fails before
 // or instead of its answer: the shape of the command's own answer (a
-// result for the lease commands, a page for list and audit) with the status
-// and message, or {"status","message"} for the other commands. reqID is
-// the request id the user gave (--request-id), "" for none: a result
-// carries it.
+// result for the lease commands and run, which answers as acquire does
+// until CMD starts; a result with its records for describe; a page for
+// list and audit) with the status and message, or {"status","message"}
+// for the other commands. reqID is the request id the user gave
+// (--request-id), "" for none: a result carries it.
 func failureJSON(command, status, msg, reqID string) any {
 	switch command {
-	case "acquire", "renew", "release", "get", "revoke":
+	case "acquire", "renew", "release", "get", "revoke", "run":
 		return resultJSON{Status: status, RequestID: reqID, Message: msg}
+	case "describe":
+		return describeJSON{resultJSON: resultJSON{Status: status, Message: msg}, Records: []recordJSON{}}
 	case "list":
 		return listJSON{Status: status, Leases: []leaseJSON{}, Message: msg}
 	case "audit":

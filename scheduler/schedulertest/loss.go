@@ -208,16 +208,28 @@ func testHearsRevokeWhileHandingOver(t *testing.T, newHarness Factory) {
 		return false
 	})
 	t.Logf("revoke to the snapshot showing %s lost: %v", target, took)
+	// The observer hears events after the snapshot changed (the scheduler
+	// queues them and delivers them from its loop): wait for it too.
+	var ev *scheduler.Event
+	heard := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range lost {
+			if lost[i].Target == target && lost[i].Token == token {
+				ev = &lost[i]
+			}
+		}
+		return ev != nil
+	}
+	deadline := time.Now().Add(lossBound)
+	for !heard() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	var ev *scheduler.Event
-	for i := range lost {
-		if lost[i].Target == target && lost[i].Token == token {
-			ev = &lost[i]
-		}
-	}
 	if ev == nil || !errors.Is(ev.Cause, protocol.ErrLeaseLost) {
-		t.Fatalf("the observer heard %+v; want EventLost of %s/%d with a cause matching protocol.ErrLeaseLost", lost, target, token)
+		t.Fatalf("the observer heard %+v within %v of the snapshot; want EventLost of %s/%d with a cause matching protocol.ErrLeaseLost",
+			lost, lossBound, target, token)
 	}
 }
 

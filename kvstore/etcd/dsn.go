@@ -156,7 +156,9 @@ func ParseDSN(dsn string) (*Config, error) {
 
 // checkHostPort refuses a member's address that cannot be dialled as
 // written, naming it: not HOST:PORT, an empty host, a host with blanks or
-// control characters, a port that is not a number from 1 to 65535.
+// control characters, a port that is not a number from 1 to 65535 (digits
+// only), or an address the etcd client cannot read as a URL's host (an
+// IPv6 zone's '%' not written as %25), which it would dial as written.
 func checkHostPort(h string) error {
 	host, port, err := net.SplitHostPort(h)
 	if err != nil || port == "" {
@@ -165,8 +167,12 @@ func checkHostPort(h string) error {
 	if host == "" || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("etcd dsn: %q: the host is empty or holds blanks or control characters", h)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	digits := !strings.ContainsFunc(port, func(r rune) bool { return r < '0' || r > '9' })
+	if n, err := strconv.Atoi(port); !digits || err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("etcd dsn: %q: the port must be a number from 1 to 65535", h)
+	}
+	if u, err := url.Parse("http://" + h); err != nil || u.Host != h {
+		return fmt.Errorf("etcd dsn: %q is not a URL's host: write an IPv6 zone's %% as %%25, as in [fe80::1%%25eth0]:2379", h)
 	}
 	return nil
 }

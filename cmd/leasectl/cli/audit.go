@@ -56,9 +56,11 @@ func auditOrder(q *audit.Query, order string, given, follow bool) error {
 // keyFilter reads --key (key, the flag's text) into q as every KEY is read
 // (filterKeyArg): NS/NAME without -n, the name in NS as written with it.
 // The flag keeps its text, so that the next page's command
-// (nextPageCommand) repeats the key as written, namespace included.
+// (nextPageCommand) repeats the key as written, namespace included. Only
+// a --key not given means no filter: --key "" (a script's unset $KEY) is
+// refused as get "" is.
 func keyFilter(cmd *cobra.Command, q *audit.Query, key string) error {
-	if key != "" {
+	if f := cmd.Flags().Lookup("key"); key != "" || (f != nil && f.Changed) {
 		k, err := filterKeyArg(cmd, q.Namespace, key)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@
 package durations
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -34,7 +35,10 @@ func Parse(s string) (time.Duration, error) {
 	var days time.Duration
 	hasDays := false
 	if i := strings.IndexByte(rest, 'd'); i > 0 {
-		n, err := strconv.ParseUint(rest[:i], 10, 32)
+		n, err := strconv.ParseUint(rest[:i], 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, tooLong(s) // digits only, past 64 bits
+		}
 		if err != nil {
 			return 0, hint(s)
 		}

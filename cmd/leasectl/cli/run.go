@@ -381,6 +381,15 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	// acquire and release in the trail, no wait for the key). One that
 	// goes missing after this is still told when it fails to start.
 	if _, err := exec.LookPath(argv[0]); err != nil {
+		if a.output == "json" {
+			// Before CMD starts run answers as acquire does: its one
+			// object is a result (failureJSON), the reason on stderr too.
+			reqID := ""
+			if f := cmd.Flags().Lookup("request-id"); f != nil && f.Changed {
+				reqID = f.Value.String()
+			}
+			a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), reqID))
+		}
 		return a.cannotStart(err)
 	}
 	s, err := a.openStoreFor(ctx, writeAccess)

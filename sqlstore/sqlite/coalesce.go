@@ -207,6 +207,8 @@ func statementContext(ctx context.Context) context.Context { return context.With
 // _txlock, see OpenDB), once the path is seen to name the files this
 // Backend opened (identity.go).
 func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
+	b.alone.RLock() // Close waits for it (see Backend.alone)
+	defer b.alone.RUnlock()
 	if b.closed.Load() {
 		return protocol.Result{}, b.closedError(op)
 	}

@@ -122,7 +122,11 @@ type Backend struct {
 	// refused (closedError), also on a *sql.DB given to New, which stays
 	// open and where database/sql would prepare a closed statement again
 	// for a transaction.
-	closed    atomic.Bool
+	closed atomic.Bool
+	// alone is held shared by each write run alone (writeAlone) and taken
+	// by Close, once closed is set, to wait for them: the Coalescer's Wait
+	// (waitWrites) waits for batches only.
+	alone     sync.RWMutex
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -557,11 +561,16 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 
 // Close closes the prepared statements and, when the Backend owns its
 // *sql.DB (it came from [Open]), the *sql.DB, which waits for connections in
-// use to be returned. A *sql.DB given to [New] is left open. Close is
-// idempotent; operations after Close fail with unavailable.
+// use to be returned. A *sql.DB given to [New] is left open. Close first
+// waits for the writes in flight, alone or batched (a write waiting for
+// the file's write lock too); every operation from its start on fails
+// with unavailable, and nothing is written once it returned. Close is
+// idempotent.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
+		b.alone.Lock() // every write run alone has ended, or will see closed
+		b.alone.Unlock()
 		b.waitWrites()
 		b.notify.close()
 		err := errors.Join(b.stmts.close(), b.guard.close())

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -194,6 +195,7 @@ const (
 type exchange struct {
 	w         http.ResponseWriter
 	r         *http.Request
+	path      string // the escaped path routed on (see escapedPath)
 	route     string
 	code      int
 	status    protocol.Status
@@ -211,7 +213,7 @@ type exchange struct {
 // segment, a percent sign escaped as %25).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	x := &exchange{w: w, r: r, route: routeUnknown}
+	x := &exchange{w: w, r: r, path: escapedPath(r), route: routeUnknown}
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		// The body, if any, must arrive within the body timeout, read or
 		// not; readBody lifts the deadline once it has it all.
@@ -224,7 +226,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		elapsed := time.Since(start)
 		h.metrics.observe(x.route, r.Method, x.code, elapsed)
 		attrs := []slog.Attr{
-			slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()), slog.String("route", x.route),
+			slog.String("method", r.Method), slog.String("path", x.path), slog.String("route", x.route),
 			slog.Int("code", x.code), slog.String("status", string(x.status)), slog.String("request_id", x.requestID),
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
 			slog.String("proto", r.Proto),
@@ -277,9 +279,37 @@ func loopbackHost(hostport string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// route dispatches x by method and escaped path.
+// escapedPath returns r's path as the client escaped it, to be split
+// before it is unescaped (a %2F is a slash inside a namespace or key):
+// r.URL.RawPath, else the request target (r.RequestURI up to '?'),
+// whichever names the same path as r.URL.Path. EscapedPath will not do:
+// it drops a RawPath that is not a valid encoding (a character sent
+// unescaped, as raw UTF-8, beside a %2F) and re-escapes the decoded path,
+// where that %2F became a slash. A request whose URL a wrapper rewrote (a
+// proxy that strips a prefix) without RawPath is routed on r.URL.
+func escapedPath(r *http.Request) string {
+	target, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(target, "/") {
+		// The absolute form (http://host/path) of a request to a proxy.
+		if _, rest, ok := strings.Cut(target, "://"); ok {
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				target = rest[i:]
+			}
+		}
+	}
+	for _, raw := range []string{r.URL.RawPath, target} {
+		if strings.HasPrefix(raw, "/") {
+			if p, err := url.PathUnescape(raw); err == nil && p == r.URL.Path {
+				return raw
+			}
+		}
+	}
+	return r.URL.EscapedPath()
+}
+
+// route dispatches x by method and escaped path (x.path).
 func (h *Handler) route(x *exchange) {
-	path := x.r.URL.EscapedPath()
+	path := x.path
 	method := x.r.Method
 	only := func(route string, sh shape, allowed string, fn func(*exchange)) {
 		x.route = route
@@ -351,7 +381,7 @@ func (h *Handler) route(x *exchange) {
 func (h *Handler) methodNotAllowed(x *exchange, allow string) {
 	x.w.Header().Set("Allow", allow)
 	h.write(x, http.StatusMethodNotAllowed, protocol.StatusInvalid, wire.Error{Status: string(protocol.StatusInvalid),
-		Message: fmt.Sprintf("method %s: %s takes %s", x.r.Method, x.r.URL.EscapedPath(), allow)})
+		Message: fmt.Sprintf("method %s: %s takes %s", x.r.Method, x.path, allow)})
 }
 
 // write sends v as the JSON body with code; status is for the access log

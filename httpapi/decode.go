@@ -251,15 +251,15 @@ func decodeAcquire(body []byte, idem string) (protocol.AcquireRequest, error) {
 		return protocol.AcquireRequest{}, err
 	}
 	if b.TTL == "" {
-		return protocol.AcquireRequest{}, errors.New("ttl: required, as a duration such as \"30s\", \"15m\" or \"2d\"")
+		return protocol.AcquireRequest{RequestID: id}, errors.New("ttl: required, as a duration such as \"30s\", \"15m\" or \"2d\"")
 	}
 	ttl, err := parseTTL(b.TTL)
 	if err != nil {
-		return protocol.AcquireRequest{}, err
+		return protocol.AcquireRequest{RequestID: id}, err
 	}
 	delay, err := wire.ParseOptDuration("lock_delay", b.LockDelay)
 	if err != nil {
-		return protocol.AcquireRequest{}, err
+		return protocol.AcquireRequest{RequestID: id}, err
 	}
 	return protocol.AcquireRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, TTL: ttl, RequestID: id,
 		LockDelay: delay}, nil
@@ -276,7 +276,7 @@ func decodeRenew(body []byte, idem string) (protocol.RenewRequest, error) {
 	}
 	ttl, err := parseTTL(b.TTL)
 	if err != nil {
-		return protocol.RenewRequest{}, err
+		return protocol.RenewRequest{RequestID: id}, err
 	}
 	return protocol.RenewRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, Token: b.Token,
 		TTL: ttl, RequestID: id}, nil

@@ -658,7 +658,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 		req, ns, err = rt.decode(x, body, idem)
 	}
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID))
 		return
 	}
 	if rt.anyNamespace {
@@ -671,20 +671,24 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 	}
 	ctx, cancel, err := h.opContext(x)
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), idem))
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID))
 		return
 	}
 	defer cancel()
 	rt.run(ctx, x, req)
 }
 
-// change is the route of a POST operation: decode reads its JSON body.
+// change is the route of a POST operation: decode reads its JSON body,
+// and returns the request id it read there with its error, if it got so
+// far, so that a refusal carries it; ident gives a request's key and id.
 func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte, string) (Req, error),
-	key func(Req) protocol.Key, run func(context.Context, Req) (protocol.Result, error)) {
+	ident func(Req) (protocol.Key, string), run func(context.Context, Req) (protocol.Result, error)) {
 	serve(h, x, route[Req]{op: op, shape: resultShape,
-		decode: func(_ *exchange, body []byte, idem string) (Req, string, error) {
+		decode: func(x *exchange, body []byte, idem string) (Req, string, error) {
 			req, err := decode(body, idem)
-			return req, key(req).Namespace, err
+			key, id := ident(req)
+			x.requestID = cmp.Or(id, x.requestID)
+			return req, key.Namespace, err
 		},
 		run: func(ctx context.Context, x *exchange, req Req) {
 			res, _ := run(ctx, req)
@@ -699,19 +703,23 @@ func (h *Handler) answer(x *exchange, res protocol.Result) {
 }
 
 func (h *Handler) serveAcquire(x *exchange) {
-	change(h, x, protocol.OpAcquire, decodeAcquire, func(r protocol.AcquireRequest) protocol.Key { return r.Key }, h.store.Acquire)
+	change(h, x, protocol.OpAcquire, decodeAcquire, func(r protocol.AcquireRequest) (protocol.Key, string) { return r.Key, r.RequestID },
+		h.store.Acquire)
 }
 
 func (h *Handler) serveRenew(x *exchange) {
-	change(h, x, protocol.OpRenew, decodeRenew, func(r protocol.RenewRequest) protocol.Key { return r.Key }, h.store.Renew)
+	change(h, x, protocol.OpRenew, decodeRenew, func(r protocol.RenewRequest) (protocol.Key, string) { return r.Key, r.RequestID },
+		h.store.Renew)
 }
 
 func (h *Handler) serveRelease(x *exchange) {
-	change(h, x, protocol.OpRelease, decodeRelease, func(r protocol.ReleaseRequest) protocol.Key { return r.Key }, h.store.Release)
+	change(h, x, protocol.OpRelease, decodeRelease, func(r protocol.ReleaseRequest) (protocol.Key, string) { return r.Key, r.RequestID },
+		h.store.Release)
 }
 
 func (h *Handler) serveRevoke(x *exchange) {
-	change(h, x, protocol.OpRevoke, decodeRevoke, func(r protocol.RevokeRequest) protocol.Key { return r.Key }, h.store.Revoke)
+	change(h, x, protocol.OpRevoke, decodeRevoke, func(r protocol.RevokeRequest) (protocol.Key, string) { return r.Key, r.RequestID },
+		h.store.Revoke)
 }
 
 func (h *Handler) serveGet(x *exchange, rest string) {

@@ -329,7 +329,7 @@ func (h *Handler) route(x *exchange) {
 			return
 		}
 		if method != http.MethodGet && method != http.MethodHead {
-			h.methodNotAllowed(x, http.MethodGet)
+			h.methodNotAllowed(x, http.MethodGet+", "+http.MethodHead)
 			return
 		}
 		fn(x)

@@ -206,6 +206,8 @@ type exchange struct {
 	// unread is set while a request body may be left unread: an answer
 	// then closes an HTTP/1 connection instead of reading the rest.
 	unread bool
+	// bodyDeadline is when the body must have arrived (with unread).
+	bodyDeadline time.Time
 }
 
 // ServeHTTP implements [http.Handler]. Paths are routed on their escaped
@@ -217,8 +219,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 		// The body, if any, must arrive within the body timeout, read or
 		// not; readBody lifts the deadline once it has it all.
-		x.unread = true
-		_ = http.NewResponseController(w).SetReadDeadline(start.Add(h.bodyTimeout))
+		x.unread, x.bodyDeadline = true, start.Add(h.bodyTimeout)
+		_ = http.NewResponseController(w).SetReadDeadline(x.bodyDeadline)
 	}
 	h.metrics.inFlight.Inc()
 	defer func() {
@@ -384,6 +386,14 @@ func (h *Handler) methodNotAllowed(x *exchange, allow string) {
 		Message: fmt.Sprintf("method %s: %s takes %s", x.r.Method, x.path, allow)})
 }
 
+// refusedBodyGrace is how long an HTTP/1 connection whose request was
+// answered before its body was read stays open to read what of the body
+// is on its way. A client that sent its whole body at once sees its
+// answer and the connection close without delay; closing with the body
+// unread would answer it with a TCP reset, which may discard the answer
+// before the client reads it.
+const refusedBodyGrace = 500 * time.Millisecond
+
 // write sends v as the JSON body with code; status is for the access log
 // (the body's status; for the probes "ok" or "healthy").
 func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
@@ -397,10 +407,16 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 	x.code, x.status = code, status
 	hd := x.w.Header()
 	if x.unread && x.r.ProtoMajor == 1 {
-		// Go's server would read up to 256 KiB of the unread body before
-		// answering, for as long as the client takes: answer now, and
-		// close. (HTTP/2 resets the stream instead.)
+		// Go's server reads up to 256 KiB of an unread body, for as long
+		// as the client takes: before answering, unless the answer says
+		// Connection: close, and after the handler returns (closing the
+		// body) in any case, until the read deadline. Answer now, close,
+		// and bring the deadline to refusedBodyGrace from now. (HTTP/2
+		// resets the stream instead.)
 		hd.Set("Connection", "close")
+		if d := time.Now().Add(refusedBodyGrace); d.Before(x.bodyDeadline) {
+			_ = http.NewResponseController(x.w).SetReadDeadline(d)
+		}
 	}
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")

@@ -569,9 +569,11 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
-		b.alone.Lock() // every write run alone has ended, or will see closed
-		b.alone.Unlock()
 		b.waitWrites()
+		// Every write run alone has ended once this lock is held; one that
+		// comes later waits for the statements to close and sees closed.
+		b.alone.Lock()
+		defer b.alone.Unlock()
 		b.notify.close()
 		err := errors.Join(b.stmts.close(), b.guard.close())
 		if b.owned {

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"testing"
 	"time"
 
@@ -16,18 +17,7 @@ import (
 // db and committed: the caller closed the backend to stop it writing.
 func TestWritesAfterCloseOfABorrowingBackendAreRefused(t *testing.T) {
 	ctx := ctxT(t)
-	db := rawDB(t, migratedFile(t))
-	b, err := sqlite.New(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Minute, RequestID: "r0"})
-	if err != nil || held.Status != protocol.StatusAcquired {
-		t.Fatalf("acquire before Close: %v %v", held.Status, err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b, db, held := closedBorrowingBackend(t)
 	ops := map[string]func() (protocol.Result, error){
 		"acquire": func() (protocol.Result, error) {
 			return b.Acquire(ctx, protocol.AcquireRequest{Key: key("a"), Owner: "w", TTL: time.Minute, RequestID: "r1"})
@@ -59,18 +49,7 @@ func TestWritesAfterCloseOfABorrowingBackendAreRefused(t *testing.T) {
 // does not go through a closed statement would be served from it.
 func TestEveryOperationAfterCloseOfABorrowingBackendIsRefused(t *testing.T) {
 	ctx := ctxT(t)
-	db := rawDB(t, migratedFile(t))
-	b, err := sqlite.New(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Minute, RequestID: "r0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b, db, held := closedBorrowingBackend(t)
 	ops := map[string]func() error{
 		"get": func() error { _, err := b.Get(ctx, protocol.GetRequest{Key: key("held")}); return err },
 		"list": func() error {
@@ -107,4 +86,25 @@ func TestEveryOperationAfterCloseOfABorrowingBackendIsRefused(t *testing.T) {
 	if rows != 1 {
 		t.Errorf("the closed backend wrote: %d audit records, want 1", rows)
 	}
+}
+
+// closedBorrowingBackend returns a Backend from New on a migrated file's
+// *sql.DB (db, left open), closed once it held the lease held of key
+// "held" (request id r0).
+func closedBorrowingBackend(t *testing.T) (*sqlite.Backend, *sql.DB, protocol.Result) {
+	t.Helper()
+	ctx := ctxT(t)
+	db := rawDB(t, migratedFile(t))
+	b, err := sqlite.New(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Minute, RequestID: "r0"})
+	if err != nil || held.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire before Close: %v %v", held.Status, err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return b, db, held
 }

@@ -37,7 +37,8 @@ type Coalescer[T any] struct {
 	mu       sync.Mutex
 	inflight int
 	queue    []*queued[T]
-	wg       sync.WaitGroup // batch goroutines
+	running  int        // batch goroutines (c.mu); Wait waits for none
+	idle     *sync.Cond // on c.mu: signalled when running drops to 0
 	adapt    *adaptive      // nil: limit stays fixed
 	kick     *time.Timer    // adaptive: starts a round trip for the queue (see kicked)
 	trips    []trip         // adaptive: the round trips running
@@ -71,7 +72,9 @@ type queued[T any] struct {
 // once (at least 1) and hands batch at most maxBatch queued operations at
 // a time (at least 1).
 func NewCoalescer[T any](limit, maxBatch int, batchTimeout time.Duration, batch func(ctx context.Context, ops []T)) *Coalescer[T] {
-	return &Coalescer[T]{limit: max(limit, 1), maxBatch: max(maxBatch, 1), batchTimeout: batchTimeout, batch: batch}
+	c := &Coalescer[T]{limit: max(limit, 1), maxBatch: max(maxBatch, 1), batchTimeout: batchTimeout, batch: batch}
+	c.idle = sync.NewCond(&c.mu)
+	return c
 }
 
 // Outcome says how [Coalescer.Do] ended.
@@ -187,9 +190,18 @@ func (c *Coalescer[T]) next() {
 func (c *Coalescer[T]) startLocked() {
 	c.inflight++
 	batch := c.take()
-	c.wg.Add(1)
+	// A count under c.mu, not a sync.WaitGroup: a goroutine may start
+	// here (a slot given back by an operation run alone) while Wait runs,
+	// which a WaitGroup forbids (TestCoalescerWaitDuringDo).
+	c.running++
 	go func() {
-		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			if c.running--; c.running == 0 {
+				c.idle.Broadcast()
+			}
+			c.mu.Unlock()
+		}()
 		for batch != nil {
 			d := c.run(batch)
 			c.mu.Lock()
@@ -378,10 +390,15 @@ func (c *Coalescer[T]) QueueLen() int {
 	return len(c.queue)
 }
 
-// Wait waits for the batches in flight (a backend's Close).
+// Wait waits for the batches in flight (a backend's Close), also for one
+// that starts while it waits.
 func (c *Coalescer[T]) Wait() {
 	if c.kick != nil {
 		c.kick.Stop()
 	}
-	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.running > 0 {
+		c.idle.Wait()
+	}
 }

@@ -37,12 +37,12 @@ type Coalescer[T any] struct {
 	mu       sync.Mutex
 	inflight int
 	queue    []*queued[T]
-	running  int        // batch goroutines (c.mu); Wait waits for none
-	idle     *sync.Cond // on c.mu: signalled when running drops to 0
-	adapt    *adaptive      // nil: limit stays fixed
-	kick     *time.Timer    // adaptive: starts a round trip for the queue (see kicked)
-	trips    []trip         // adaptive: the round trips running
-	gather   gathering      // after a batch, waiting for its callers' next operations
+	running  int         // batch goroutines running (c.mu); Wait waits until none
+	idle     *sync.Cond  // on c.mu: signalled when running drops to 0
+	adapt    *adaptive   // nil: limit stays fixed
+	kick     *time.Timer // adaptive: starts a round trip for the queue (see kicked)
+	trips    []trip      // adaptive: the round trips running
+	gather   gathering   // after a batch, waiting for its callers' next operations
 
 	// tests only: called by Do once its operation queued, before it waits
 	beforeWait func()

@@ -1,6 +1,11 @@
 package httpapi_test
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasestore/leasestore/httpapi"
+)
 
 // TestRefusalsCarryTheBodysRequestID: an answer carries the request id
 // the request gave, refusals too (a result's request_id; the Python
@@ -29,5 +34,24 @@ func TestRefusalsCarryTheBodysRequestID(t *testing.T) {
 		if m["request_id"] != "rid-1" {
 			t.Errorf("%s: 400 invalid with request_id %q, want the body's \"rid-1\"", c.what, m["request_id"])
 		}
+	}
+}
+
+// TestForbiddenNamespaceCarriesTheBodysRequestID: a change refused 403
+// for its namespace, which is known only once the body is read, carries
+// the body's request id as the other refusals after the body do (the
+// access log had it; the answer said "").
+func TestForbiddenNamespaceCarriesTheBodysRequestID(t *testing.T) {
+	t.Parallel()
+	toks, err := httpapi.ParseTokens(strings.NewReader(tokensFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
+	m := expect(t, "writer, other namespace", send(t, "POST", s.url+"/v1/acquire",
+		`{"namespace":"billing","key":"k","owner":"o","ttl":"30s","request_id":"rid-2"}`,
+		"Authorization", "Bearer "+writerToken), 403, "forbidden")
+	if m["request_id"] != "rid-2" {
+		t.Errorf("403 for the namespace: request_id %q, want the body's \"rid-2\"", m["request_id"])
 	}
 }

@@ -435,10 +435,12 @@ func (h *Handler) writeDeadline(x *exchange) {
 	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(h.writeTimeout))
 }
 
-// refusal answers a request that never reached the store, in the route's
-// own shape.
+// refusal answers, in the route's own shape, a request that never reached
+// the store or whose store call failed (failure), with the request id it
+// gave when that was read by then (body or Idempotency-Key): a client
+// retries a timeout with it.
 func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, sh shape) {
-	h.write(x, code, status, sh(status, msg, ""))
+	h.write(x, code, status, sh(status, msg, x.requestID))
 }
 
 // failure answers a store call that failed with err under ctx, with the

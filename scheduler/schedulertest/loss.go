@@ -62,11 +62,7 @@ const (
 // before the next renewal; the other handlers run on.
 func testHearsRevoke(t *testing.T, newHarness Factory) {
 	h := newHarness(t)
-	store, admin := h.NewStore(t), h.NewStore(t)
-	t.Cleanup(func() {
-		_ = store.Close(context.Background())
-		_ = admin.Close(context.Background())
-	})
+	store, admin := workerAndAdmin(t, h)
 	var (
 		mu    sync.Mutex
 		ended = map[string]error{} // target -> cause, when its handler's context ended
@@ -127,11 +123,7 @@ func testHearsRevoke(t *testing.T, newHarness Factory) {
 func testHearsRevokeWhileHandingOver(t *testing.T, newHarness Factory) {
 	const ns = "handover"
 	h := newHarness(t)
-	store, admin := h.NewStore(t), h.NewStore(t)
-	t.Cleanup(func() {
-		_ = store.Close(context.Background())
-		_ = admin.Close(context.Background())
-	})
+	store, admin := workerAndAdmin(t, h)
 	ctx := context.Background()
 	// c is held elsewhere for a moment: the worker takes a and b, and
 	// looks again when c's lease runs out.
@@ -272,11 +264,7 @@ func (g *joinGate) open() { g.once.Do(func() { close(g.gate) }) }
 func testHearsMembershipRevoke(t *testing.T, newHarness Factory) {
 	const ns = "membership"
 	h := newHarness(t)
-	inner, admin := h.NewStore(t), h.NewStore(t)
-	t.Cleanup(func() {
-		_ = inner.Close(context.Background())
-		_ = admin.Close(context.Background())
-	})
+	inner, admin := workerAndAdmin(t, h)
 	n, ok := inner.(protocol.Notifier)
 	if !ok {
 		t.Fatalf("the harness's store %T does not signal (protocol.Notifier)", inner)
@@ -317,3 +305,16 @@ func testHearsMembershipRevoke(t *testing.T, newHarness Factory) {
 }
 
 func idle(ctx context.Context, _ string, _ int64) { <-ctx.Done() }
+
+// workerAndAdmin returns two stores of h, closed when the test ends: one
+// for the worker under test, one for the test's own operations (an
+// operator's revoke, other workers' memberships).
+func workerAndAdmin(t *testing.T, h Harness) (worker, admin protocol.Store) {
+	t.Helper()
+	worker, admin = h.NewStore(t), h.NewStore(t)
+	t.Cleanup(func() {
+		_ = worker.Close(context.Background())
+		_ = admin.Close(context.Background())
+	})
+	return worker, admin
+}

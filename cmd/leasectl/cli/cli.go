@@ -338,14 +338,11 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	}
 	msg := a.red.redact(err.Error())
 	if a.output == "json" {
-		command, reqID := "", ""
+		command := ""
 		if cmd != nil {
 			command = cmd.Name()
-			if f := cmd.Flags().Lookup("request-id"); f != nil && f.Changed {
-				reqID = f.Value.String()
-			}
 		}
-		a.printJSON(failureJSON(command, status, msg, reqID))
+		a.printJSON(failureJSON(command, status, msg, givenRequestID(cmd)))
 	} else {
 		fmt.Fprintf(a.stderr, "leasectl: %s\n", msg)
 		if status == string(protocol.StatusInvalid) && !a.ran {
@@ -597,6 +594,18 @@ func printsToken(cmd *cobra.Command) bool {
 		return true
 	}
 	return false
+}
+
+// givenRequestID returns the --request-id cmd was given, "" when none
+// (or cmd is nil): what a failure's JSON carries.
+func givenRequestID(cmd *cobra.Command) string {
+	if cmd == nil {
+		return ""
+	}
+	if f := cmd.Flags().Lookup("request-id"); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // outputArg returns the output format given in args ("table" when none),

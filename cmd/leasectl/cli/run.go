@@ -384,11 +384,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if a.output == "json" {
 			// Before CMD starts run answers as acquire does: its one
 			// object is a result (failureJSON), the reason on stderr too.
-			reqID := ""
-			if f := cmd.Flags().Lookup("request-id"); f != nil && f.Changed {
-				reqID = f.Value.String()
-			}
-			a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), reqID))
+			a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), givenRequestID(cmd)))
 		}
 		return a.cannotStart(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,13 @@ var pruneBatch int64 = 5000
 // pruneBatch records per transaction, and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
 // before it ended stay done, and the prune's record is written only with
-// the last batch. Each batch claims the request id for this run before it
+// the last batch. A prune that stops early answers an error and, in the
+// result's Removed, the records its committed batches removed; the
+// error says how many too (stoppedAfter). A batch that could not delete
+// every record it took (a DBA's trigger or row-level security kept some)
+// removes none of them and stops the prune (keptRecordsError): it never
+// passes a record older than the cut-off, nor takes a short batch for the
+// last. Each batch claims the request id for this run before it
 // removes anything (pruneClaimSQL): of two prunes with one request id at
 // once, one removes records and its record counts them all, and the other
 // removes nothing and answers invalid, as a prune whose request id is in
@@ -57,9 +64,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		}
 		b.dropPruneClaim(ctx, r, run)
 		if errors.Is(err, errRequestIDRace) {
-			return res, backendkit.PruneIDUsed(r.RequestID)
+			err = backendkit.PruneIDUsed(r.RequestID)
 		}
-		return res, err
+		return res, stoppedAfter(err, r, res.Removed)
 	}
 	for {
 		var (
@@ -164,12 +171,69 @@ func pruneWindowError(cutOff *string) *protocol.Error {
 // claimLostError is the failure of a prune batch that found the claim on
 // its request id, taken by an earlier batch, gone or another's: the batch
 // rolls back, and the records the earlier batches removed are counted by
-// no record.
-func claimLostError(r audit.PruneRequest, removed int64) *protocol.Error {
+// no record (stoppedAfter says how many).
+func claimLostError(r audit.PruneRequest) *protocol.Error {
 	return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
 		"postgres: the claim of this prune's request id %q (leasestore_audit_prune_claim) was deleted or taken outside "+
-			"this prune after it removed %d records; no record counts them: prune again with another request id",
-		r.RequestID, removed)
+			"this prune: prune again with another request id", r.RequestID)
+}
+
+// stoppedAfter is err, the failure that stopped the prune r, saying how
+// many records (removed) the prune's earlier batches removed for good,
+// each batch committed on its own, and that no prune record counts them;
+// err as it is when they removed none. A prune of many batches cannot be
+// all or nothing, so it says how far it got, as the result's Removed
+// does.
+func stoppedAfter(err error, r audit.PruneRequest, removed int64) error {
+	if removed == 0 || err == nil {
+		return err
+	}
+	done := fmt.Sprintf("postgres: the prune removed %d records before %s in batches that committed, which no prune "+
+		"record counts, and then stopped (send it again to remove the rest)", removed, r.Before.UTC().Format(time.RFC3339Nano))
+	pe, ok := err.(*protocol.Error)
+	if !ok {
+		return backendkit.NewError(audit.OpPrune, protocol.StatusOf(err), err, "%s", done)
+	}
+	c := *pe
+	c.Message = done
+	if m := strings.TrimPrefix(pe.Message, "postgres: "); m != "" {
+		c.Message += ": " + m
+	}
+	return &c
+}
+
+// keptRecordsError is the refusal of a prune batch that deleted only n of
+// the records it took, taken (pruneBatchSQL): triggers, the BEFORE DELETE
+// triggers on the trail that are not the store's own, and rls, whether
+// row-level security applies to the role on it, say what can have kept
+// the others (pruneKeptSQL). The batch rolls back whole: a prune that
+// went on would leave records older than its cut-off and take the short
+// batch for its last.
+func keptRecordsError(n, taken int64, triggers []string, rls bool) *protocol.Error {
+	var what, fix []string
+	if len(triggers) > 0 {
+		noun := "trigger "
+		if len(triggers) > 1 {
+			noun = "triggers "
+		}
+		what = append(what, "the BEFORE DELETE "+noun+strings.Join(triggers, ", ")+" on leasestore_audit (a trigger that "+
+			"returns NULL keeps its record)")
+		for _, t := range triggers {
+			fix = append(fix, "DROP TRIGGER "+t+" ON leasestore_audit (or ALTER TABLE leasestore_audit DISABLE TRIGGER "+t+")")
+		}
+	}
+	if rls {
+		what = append(what, "row-level security, which applies to the DSN's role on leasestore_audit")
+		fix = append(fix, "ALTER TABLE leasestore_audit DISABLE ROW LEVEL SECURITY")
+	}
+	if len(what) == 0 {
+		what = append(what, "a BEFORE DELETE trigger that returns NULL, or a row-level security policy, on leasestore_audit")
+		fix = append(fix, "drop or disable it (leasectl health names them)")
+	}
+	return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+		"postgres: a batch of the prune could delete only %d of the %d oldest records left before its cut-off, so it "+
+			"removed none of them: %s kept the rest: run %s, then prune again",
+		n, taken, strings.Join(what, ", or "), strings.Join(fix, "; "))
 }
 
 // unmarkedPruneError is the refusal of a prune batch while the trigger
@@ -213,16 +277,29 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 			if before == 0 {
 				return errPruneIDTaken
 			}
-			return claimLostError(r, before)
+			return claimLostError(r)
 		}
-		var marks bool
-		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &n); err != nil {
+		var (
+			marks bool
+			taken int64
+		)
+		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &taken, &n); err != nil {
 			return err
 		}
 		if !marks {
 			return unmarkedPruneError()
 		}
-		last := n < pruneBatch
+		if n < taken {
+			var (
+				triggers []string
+				rls      bool
+			)
+			if err := tx.QueryRow(ctx, pruneKeptSQL.sql).Scan(&triggers, &rls); err != nil {
+				return err
+			}
+			return keptRecordsError(n, taken, triggers, rls)
+		}
+		last := taken < pruneBatch
 		if last {
 			if _, err := tx.Exec(ctx, pruneUnclaimSQL.sql, pruneUnclaimSQL.bind(a)...); err != nil {
 				return err

@@ -807,6 +807,17 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // prune whose record could not be written removes nothing, in its first
 // batch as in its last.
 //
+// pruneBatchSQL also returns how many records it took (the oldest @limit
+// before @before), beside how many it deleted: no other session deletes
+// any meanwhile (a prune waits for the window of another), so the two
+// differ only when something kept a record from its DELETE, a BEFORE
+// DELETE trigger that returned NULL for it or a row-level security
+// policy, and the batch then rolls back whole (keptRecordsError).
+// pruneKeptSQL names what can have kept them: the BEFORE DELETE row
+// triggers on the trail (tgtype: ROW 1, BEFORE 2, DELETE 8) that are not
+// the store's own and fire in this session, and whether row-level
+// security applies to the session's role on the trail.
+//
 // pruneRecordSQL fails (recordMissingSQL) when it wrote no record: the
 // session sees no row of leasestore_audit_era, or a trigger dropped the
 // record. The last batch then rolls back whole.
@@ -827,13 +838,26 @@ WITH mark AS MATERIALIZED (
                              WHEN 'replica' THEN g.tgenabled IN ('A', 'R')
                              ELSE g.tgenabled IN ('A', 'O') END) AS fires,
            CASE WHEN EXISTS (SELECT FROM leasestore_audit_era) THEN true ELSE ` + recordMissingSQL + `::boolean END AS era
+), taken AS MATERIALIZED (
+    SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit
 ), gone AS (
     DELETE FROM leasestore_audit
-    WHERE id IN (SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit)
+    WHERE id IN (SELECT taken.id FROM taken)
       AND (SELECT mark.era AND mark.fires FROM mark)
     RETURNING 1
 )
-SELECT (SELECT mark.fires FROM mark), count(*) FROM gone`)
+SELECT (SELECT mark.fires FROM mark), (SELECT count(*) FROM taken), count(*) FROM gone`)
+
+	pruneKeptSQL = compile(`
+SELECT coalesce((SELECT array_agg(quote_ident(g.tgname) ORDER BY g.tgname)
+                 FROM pg_catalog.pg_trigger g
+                 WHERE g.tgrelid = 'leasestore_audit'::regclass AND NOT g.tgisinternal
+                   AND g.tgname <> 'leasestore_audit_no_update_delete'
+                   AND g.tgtype & 11 = 11
+                   AND CASE current_setting('session_replication_role')
+                           WHEN 'replica' THEN g.tgenabled IN ('A', 'R')
+                           ELSE g.tgenabled IN ('A', 'O') END), '{}'),
+       pg_catalog.row_security_active('leasestore_audit'::regclass)`)
 
 	pruneCloseSQL = compile(`DELETE FROM leasestore_audit_prune WHERE id = 1`)
 

@@ -97,8 +97,10 @@ func errEraRowUnmoved() error {
 //   - read_only_sql_transaction (a standby, or a read-only role):
 //     unavailable, saying so;
 //   - a passed deadline or a cancelled context, and the server's
-//     query_canceled (the cancel request sent when the context ended, or a
-//     statement_timeout) or lock_not_available (lock_timeout): timeout;
+//     query_canceled (another session's pg_cancel_backend, a
+//     statement_timeout; the cancel request the pool sends when the
+//     caller's context ended is interpretCallError's) or
+//     lock_not_available (lock_timeout): timeout;
 //   - a missing table, sequence or schema: unavailable, naming
 //     `leasectl migrate up`;
 //   - a newer schema's serving guard (a CHECK constraint named
@@ -232,6 +234,33 @@ func interpretError(op protocol.Op, err error) error {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: the connection was lost")
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres")
+}
+
+// interpretCallError is interpretError for the error of a statement sent
+// with ctx, the caller's context. When ctx ended while the server ran the
+// statement, the pool asked the server to cancel it (see Open) and the
+// server answered query_canceled (57014, "canceling statement due to user
+// request"): that is the caller's deadline (or its cancel), not the
+// server's doing, so the answer is timeout saying so, its cause matching
+// ctx's error (and [context.Cause]) as well as the server's answer. A
+// query_canceled while ctx is live came from the server's side (another
+// session's pg_cancel_backend, a statement_timeout), and interpretError
+// says the server cancelled the statement.
+func interpretCallError(ctx context.Context, op protocol.Op, err error) error {
+	var pe *pgconn.PgError
+	if err == nil || ctx.Err() == nil || !errors.As(err, &pe) || pe.Code != "57014" {
+		return interpretError(op, err)
+	}
+	why := "the deadline passed"
+	if errors.Is(ctx.Err(), context.Canceled) {
+		why = "the caller cancelled its context"
+	}
+	cause := fmt.Errorf("%w: %w", ctx.Err(), err)
+	if c := context.Cause(ctx); !errors.Is(cause, c) {
+		cause = fmt.Errorf("%w: %w", c, cause)
+	}
+	return backendkit.NewError(op, protocol.StatusTimeout, cause,
+		"postgres: %s while the server ran the statement, so the pool had the server cancel it", why)
 }
 
 func isNetError(err error) bool {

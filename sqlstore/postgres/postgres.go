@@ -241,6 +241,11 @@ var (
 // second), so an operation that timed out does not go on to take effect
 // long after its caller gave up. The effect of a timed-out operation is
 // still unknown to the caller: retry with the same request id to learn it.
+// Such an operation answers timeout saying that the deadline passed (its
+// error matches [context.DeadlineExceeded]); one whose statement was
+// cancelled from the server's side while its context was live (another
+// session's pg_cancel_backend, a statement_timeout) answers timeout saying
+// that the server cancelled it.
 //
 // Errors never contain the DSN's password. Errors about the schema are
 // *[protocol.Error] values with status unavailable that name
@@ -294,7 +299,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 		}
 		pool, err := pgxpool.NewWithConfig(ctx, c)
 		if err != nil {
-			return nil, redacted(interpretError("", err), password)
+			return nil, redacted(interpretCallError(ctx, "", err), password)
 		}
 		return pool, nil
 	}
@@ -350,7 +355,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 	if cfg.Pooler == PoolerDetect {
 		var err error
 		if pooled, err = throughPooler(ctx, pool); err != nil {
-			return nil, interpretError("", err)
+			return nil, interpretCallError(ctx, "", err)
 		}
 	}
 	b := newBackend(pool, false, cfg, pooled)
@@ -457,7 +462,7 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		triggers, objects           []string
 	)
 	err := retrySerialization(ctx, op, func() error {
-		return interpretError(op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit,
+		return interpretCallError(ctx, op, b.pool.QueryRow(ctx, settingsSQL).Scan(&syncCommit,
 			&seq.cache, &seq.increment, &seq.cycle, &seq.min, &seq.max, &behind, &seq.exhausted, &moved,
 			&lockMS, &idleTxMS, &replicationRole, &readOnly, &recovery, &schema, &version, &oldest, &triggers, &objects))
 	})
@@ -534,12 +539,12 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	}
 	if behind {
 		if _, err := b.pool.Exec(ctx, repairSequenceSQL); err != nil {
-			return interpretError(op, err)
+			return interpretCallError(ctx, op, err)
 		}
 	}
 	if moved {
 		if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
-			return interpretError(op, err)
+			return interpretCallError(ctx, op, err)
 		}
 	}
 	return nil
@@ -796,7 +801,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 		exists bool
 	)
 	if err := b.pool.QueryRow(ctx, schemaSQL).Scan(&schema, &exists); err != nil {
-		return interpretError("", err)
+		return interpretCallError(ctx, "", err)
 	}
 	if schema == nil {
 		return backendkit.NewError("", protocol.StatusUnavailable, nil,
@@ -807,7 +812,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 	var version int64
 	if exists {
 		if err := b.pool.QueryRow(ctx, schemaVersionSQL).Scan(&version); err != nil {
-			return interpretError("", err)
+			return interpretCallError(ctx, "", err)
 		}
 	}
 	var oldest int64

@@ -56,7 +56,7 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 		return 0, pe
 	}
 	if err != nil {
-		return 0, raiseError(err)
+		return 0, raiseError(ctx, err)
 	}
 	if floor == nil {
 		if err := sequenceError(protocol.OpRaiseTokens, seq); err != nil {
@@ -67,17 +67,17 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 	return *floor, nil
 }
 
-// raiseError interprets an error of RaiseTokens. A table it lacks a
+// raiseError interprets an error of RaiseTokens, sent with ctx. A table it lacks a
 // privilege on is one a role that only serves may not have been given
 // beyond what serving uses (UPDATE on leasestore_audit for the lock, on
 // leasestore_audit_era for the move): the message says why the raise
 // needs it.
-func raiseError(err error) error {
+func raiseError(ctx context.Context, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" && strings.HasPrefix(pe.Message, "permission denied for table ") {
 		return backendkit.NewError(protocol.OpRaiseTokens, protocol.StatusUnavailable, err,
 			"postgres: fencing raise moves the audit trail's ids too (the offset in leasestore_audit_era, "+
 				"under a lock of leasestore_audit that keeps writers out meanwhile), and %s", privilegeFix(pe.Message))
 	}
-	return interpretError(protocol.OpRaiseTokens, err)
+	return interpretCallError(ctx, protocol.OpRaiseTokens, err)
 }

@@ -25,7 +25,8 @@
 --
 -- Both functions are SECURITY DEFINER (search_path pinned to this schema),
 -- so a role granted the tables before this version prunes as before
--- without a grant on the new table, and each refuses unless the calling
+-- without a grant on the new table, executable only by the roles that may
+-- prune (see the REVOKE below), and each refuses unless the calling
 -- transaction has the prune window open (a row of leasestore_audit_prune).
 -- Only a role that may prune (DELETE on leasestore_audit) may write that
 -- row: a trigger of its own checks the writing role, since a role that
@@ -128,6 +129,33 @@ BEGIN
     -- last and pg_catalog implicitly first, they find this schema's.
     EXECUTE format('ALTER FUNCTION leasestore_audit_prune_window_guard() SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION leasestore_audit_refuse() SET search_path = %I, pg_temp', current_schema());
+END $$;
+-- +goose StatementEnd
+
+-- PostgreSQL lets PUBLIC execute a new function, and these two run as the
+-- schema's owner: kept out only by their check of the window, any role
+-- that can reach the schema could take or free a prune's request id
+-- while a row of the window is committed (a DBA's by hand). Only the
+-- roles that may prune execute them: those that hold DELETE on the trail
+-- now (and their members, PUBLIC if it is granted to PUBLIC) get EXECUTE
+-- here, so a role granted the tables before this version prunes as
+-- before; a role given DELETE on the trail later needs the GRANT that
+-- docs/postgres-settings.md names (a prune without it names it too).
+REVOKE EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz),
+    leasestore_audit_prune_unclaim(text, text) FROM PUBLIC;
+-- +goose StatementBegin
+DO $$
+DECLARE
+    g oid;
+BEGIN
+    FOR g IN SELECT DISTINCT a.grantee
+             FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+             WHERE c.oid = 'leasestore_audit'::regclass AND a.privilege_type = 'DELETE' AND a.grantee <> c.relowner
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz), '
+                       'leasestore_audit_prune_unclaim(text, text) TO %s',
+                       CASE WHEN g = 0 THEN 'PUBLIC' ELSE quote_ident(pg_catalog.pg_get_userbyid(g)) END);
+    END LOOP;
 END $$;
 -- +goose StatementEnd
 

@@ -419,7 +419,7 @@ func TestPruneWithoutTheEraRowIsRefused(t *testing.T) {
 			ctx := ctxT(t)
 			dsn := pgtest.MigratedDSN(t)
 			clock := contract.NewClock()
-			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), postgres.WithTestClock(nil, clock.Now))
+			b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage, grantPruneFuncs), postgres.WithTestClock(nil, clock.Now))
 			postgres.SetPruneBatch(t, 2)
 			threeRecords(t, b, clock)
 			owner := rawConn(t, dsn)

@@ -302,9 +302,11 @@ func privilegeFix(msg string) string {
 }
 
 // grantFor is what a GRANT of the privileges the backend may need on the
-// object name of kind (sequence, table, schema) names, after GRANT: every
-// privilege any command needs (docs/postgres-settings.md#privileges), so
-// that one GRANT answers them all; "" for another kind, or no name.
+// object name of kind (sequence, table, schema, or function: the prune's
+// claim functions of migration 8, which go together) names, after GRANT:
+// every privilege any command needs (docs/postgres-settings.md#privileges),
+// so that one GRANT answers them all; "" for another kind or function, or
+// no name.
 func grantFor(kind, name string) string {
 	switch {
 	case name == "":
@@ -314,6 +316,15 @@ func grantFor(kind, name string) string {
 		return "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
 	case kind == "schema":
 		return "USAGE ON SCHEMA " + name
+	case kind == "function" && (name == "leasestore_audit_prune_claim" || name == "leasestore_audit_prune_unclaim"):
+		return pruneClaimGrant
 	}
 	return ""
 }
+
+// pruneClaimGrant is what follows GRANT to let a role that may prune
+// execute the functions through which a prune claims and frees its
+// request id (migration 8 grants it to the roles that hold DELETE on the
+// trail when it runs).
+const pruneClaimGrant = "EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz), " +
+	"leasestore_audit_prune_unclaim(text, text)"

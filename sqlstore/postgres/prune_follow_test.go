@@ -95,13 +95,15 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 // which knows nothing of it), and a role granted the tables before
 // migration 7 (so not leasestore_audit_pruned) reads and prunes as before;
 // so does one granted them before migration 8 (not
-// leasestore_audit_prune_claim), whose functions that claim and free a
-// prune's request id refuse it outside a prune's window.
+// leasestore_audit_prune_claim; migration 8 grants it EXECUTE on the
+// functions that claim and free a prune's request id, as here), whose
+// functions refuse it outside a prune's window.
 func TestPruneGapIsKeptByTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	dsn := pgtest.MigratedDSN(t)
-	roleDSN := pgtest.GrantedRoleDSN(t, dsn, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %s", "USAGE ON ALL SEQUENCES IN SCHEMA %s")
+	roleDSN := pgtest.GrantedRoleDSN(t, dsn, "SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %s", "USAGE ON ALL SEQUENCES IN SCHEMA %s",
+		grantPruneFuncs)
 	cfg, err := pgx.ParseConfig(roleDSN)
 	if err != nil {
 		t.Fatal(err)

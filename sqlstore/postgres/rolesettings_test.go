@@ -140,6 +140,10 @@ const (
 	grantTablesNoDe = "SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA %s"
 	grantSeqUsage   = "USAGE ON ALL SEQUENCES IN SCHEMA %s"
 	grantSeqUpdate  = "USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA %s"
+	// grantPruneFuncs: a role that prunes also executes the functions of
+	// migration 8 through which a prune claims and frees its request id.
+	grantPruneFuncs = "EXECUTE ON FUNCTION %[1]s.leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz), " +
+		"%[1]s.leasestore_audit_prune_unclaim(text, text)"
 )
 
 // serve runs every serving operation through b, each answering as it
@@ -196,7 +200,7 @@ func TestApplicationRolePrivileges(t *testing.T) {
 	t.Run("DML on the tables and USAGE on the sequence serve, gc and prune", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.MigratedDSN(t)
-		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), nil)
+		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage, grantPruneFuncs), nil)
 		serve(t, b)
 		if n, err := b.Sweep(ctxT(t), 100, 0); err != nil || n.Removed != 1 {
 			t.Fatalf("gc: %+v, %v; want k's row removed (k2's holds the greatest token)", n, err)
@@ -265,6 +269,22 @@ func TestApplicationRolePrivileges(t *testing.T) {
 			}
 		})
 	}
+	// A role given DELETE on the trail after migration 8 (which granted
+	// the claim's functions to the roles that held it then) prunes once
+	// it may execute them too: until then a prune names that GRANT and
+	// removes nothing.
+	t.Run("without EXECUTE on the claim's functions prune names the grant", func(t *testing.T) {
+		t.Parallel()
+		dsn := pgtest.MigratedDSN(t)
+		b := openBackend(t, pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage), nil)
+		serve(t, b)
+		res, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "p1"})
+		wantGrant(t, "prune", err, "GRANT EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, "+
+			"timestamptz), leasestore_audit_prune_unclaim(text, text) TO it")
+		if n := count(t, rawConn(t, dsn), "SELECT count(*) FROM leasestore_audit"); res.Removed != 0 || n != 6 {
+			t.Fatalf("the refused prune removed %d records (the trail holds %d of 6), want none", res.Removed, n)
+		}
+	})
 	t.Run("without DELETE the role serves, and gc and prune name the grant", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.MigratedDSN(t)

@@ -93,8 +93,9 @@ lost): once CMD's group is gone, run sends the release all the same (one,
 bounded by a third of --ttl), so that the key is free at once, and
 exits 6 whatever the store answers. When a served store (an http(s) DSN)
 refused the renewals' bearer token (HTTP 401 or 403: the token was
-withdrawn from its tokens file while CMD ran), the loss is the same and
-run exits 7, naming LEASESTORE_API_TOKEN.
+withdrawn from its tokens file while CMD ran), or the release's when CMD
+ended first, the loss is the same and run exits 7, naming
+LEASESTORE_API_TOKEN (the lease runs out after its TTL).
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -583,6 +584,14 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(err.Error()))
 			return lostExit(err)
+		}
+		// A served store that refuses the bearer token (withdrawn while
+		// CMD ran) is the loss a refused renewal is: the lease, which run
+		// can neither renew nor release, stays until it runs out.
+		if refused := authFailure(err); refused != nil {
+			a.log.Error("run: the store refused the release's bearer token: the lease runs out after its TTL",
+				"key", req.Key.String(), "token", h.Token(), "cause", a.red.redact(err.Error()))
+			return refused
 		}
 		a.log.Warn("run: releasing the lease failed; it expires after its TTL", "key", req.Key.String(),
 			"err", a.red.redact(err.Error()))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,4 +87,46 @@ func TestRunWhoseTokenIsWithdrawnBeforeItsReleaseExits7(t *testing.T) {
 	if !strings.Contains(o.stderr, EnvAPIToken) {
 		t.Fatalf("run does not name %s\nstderr: %s", EnvAPIToken, o.stderr)
 	}
+}
+
+// TestRunWhoseGroupOutlivesTheKillHearsAnUnheardLoss: when processes of
+// CMD's group outlive SIGKILL run does not release (the lease runs out
+// after its TTL), so no refused release tells it of a loss the store did
+// not signal (here: the server refuses run's notification stream). CMD
+// ended 0 after the lease was revoked while it ran: run must exit 6, as
+// when the release finds the lease gone. It exited 0. SIGURG, which sleep
+// ignores, stands in for a SIGKILL that a process outlives.
+func TestRunWhoseGroupOutlivesTheKillHearsAnUnheardLoss(t *testing.T) {
+	// Not in a terminal, whatever the test runs in (not parallel: the
+	// variables are the package's).
+	controllingTerminal = filepath.Join(t.TempDir(), "no-tty")
+	groupKill, killWait = syscall.SIGURG, time.Second
+	t.Cleanup(func() {
+		controllingTerminal, groupKill, killWait = "/dev/tty", syscall.SIGKILL, 5*time.Second
+	})
+	dir := t.TempDir()
+	url := servedForRun(t, dir, true)
+	pidfile, revoked := filepath.Join(dir, "stubborn.pid"), filepath.Join(dir, "revoked")
+	done := make(chan outcome, 1)
+	go func() {
+		// The grandchild ignores SIGTERM and outlives CMD, which ends 0
+		// once the test revoked the lease.
+		done <- runCLI(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "run", "stubborn", "--grace", "200ms", "--",
+			"sh", "-c", `(trap '' TERM; exec sleep 300) >/dev/null 2>&1 & echo $! > "$0"; `+
+				`while [ ! -e "$1" ]; do sleep 0.01; done; exit 0`, pidfile, revoked)
+	}()
+	pid := readPidFile(t, pidfile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	wantCode(t, runCLI(t, env{EnvDSN: url, EnvAPIToken: runAdminToken}, "revoke", "stubborn", "--reason", "test"), 0)
+	if err := os.WriteFile(revoked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := awaitRun(t, done, pid, 30*time.Second, "a group outliving the kill")
+	if !strings.Contains(o.stderr, "still run after SIGKILL") {
+		t.Fatalf("the group did not outlive the kill (the test's premise)\nstderr: %s", o.stderr)
+	}
+	if strings.Contains(o.stderr, "lease was lost; stopping") {
+		t.Fatalf("run heard the revoke from the store (the test's premise is that it does not)\nstderr: %s", o.stderr)
+	}
+	wantCode(t, o, ExitLost)
 }

@@ -102,7 +102,7 @@ group, so what CMD started stops with it; processes CMD leaves running
 when it ends get SIGTERM (SIGKILL after --grace) before the release,
 which after a SIGKILL waits (up to 5s) until none of them is left; when
 some still run then, run does not release and the lease runs out after
-its TTL.
+its TTL (run reads the key instead, and exits 6 when the lease is gone).
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2) are passed on to the group. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
@@ -558,6 +558,14 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	if survived {
 		a.log.Error("run: processes of the command still run after SIGKILL; not releasing the lease: it runs out after its TTL",
 			"key", req.Key.String(), "token", h.Token(), "waited", killWait.String())
+		if !lost {
+			// No release tells of a loss no signal or renewal told of.
+			if cause := a.lostUnheard(ctx, s, h); cause != nil {
+				a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
+					"cause", a.red.redact(cause.Error()))
+				lost, lostCause = true, cause
+			}
+		}
 		if lost {
 			return lostExit(lostCause)
 		}
@@ -602,6 +610,31 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return nil
 	}
 	return exitCode(code)
+}
+
+// lostUnheard tells run, which does not release h's lease because
+// processes of CMD's group outlived SIGKILL, of a loss that neither the
+// store's signal nor a renewal told it of while CMD ran: the loss h heard
+// since, or else one a read of the key (bounded by --timeout) finds (no
+// live lease, or another's; a served store refusing the bearer token). It
+// returns nil when the key still holds h's lease or the read told nothing.
+func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) error {
+	if cause := context.Cause(h.Context()); errors.Is(cause, protocol.ErrLeaseLost) {
+		return cause
+	}
+	gctx, cancel := a.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	l := h.Lease()
+	res, err := s.rt.Get(gctx, protocol.GetRequest{Key: l.Key})
+	switch {
+	case err == nil && res.Lease != nil && res.Lease.Token == h.Token():
+		return nil
+	case err == nil && res.Lease != nil:
+		return fmt.Errorf("run: %s holds %s with token %d", res.Lease.Owner, l.Key, res.Lease.Token)
+	case protocol.StatusOf(err) == protocol.StatusNotFound, authFailure(err) != nil:
+		return err
+	}
+	return nil
 }
 
 // lostExit is run's end after its lease was lost for cause: exit 7 naming

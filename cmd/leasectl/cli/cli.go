@@ -614,7 +614,8 @@ func givenRequestID(cmd *cobra.Command) string {
 // as pflag does for the command they name in root: -o inside a cluster of
 // short flags (-Ao json, -Aojson, -fo=json) counts, and the value of
 // another flag (--reason -o) does not; an unknown flag is passed over,
-// since -o after it is what the error is to be printed in.
+// since -o after it is what the error is to be printed in (in its own
+// cluster too, taken as a flag that needs no value).
 func outputArg(root *cobra.Command, args []string) string {
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == nil {
@@ -662,7 +663,12 @@ func outputArg(root *cobra.Command, args []string) string {
 				}
 				f := lookup(rest[:1], true)
 				if f == nil {
-					break
+					// Unknown: passed over as an unknown long flag is
+					// (list -zo json), unless "=" gives it the rest.
+					if len(rest) > 1 && rest[1] == '=' {
+						break
+					}
+					continue
 				}
 				var value string
 				switch {

@@ -149,8 +149,10 @@ learning the outcome by sending the acquire again with its request id
 first took nothing and the key is free, that takes the key and releases it
 at once, spending the request id; a conflict names the holder (a waiting
 run prints it). Each step is bounded by --timeout. A CMD
-that cannot be started (looked up before the lease is taken, so it takes
-none) exits 127 (not found) or 126. CMD killed by a
+that cannot be started (looked up, and a script's #! interpreter checked,
+before the lease is taken, so it takes none) exits 127 (not found) or 126,
+as does a script whose #! interpreter is not found or not executable
+(the message names it). CMD killed by a
 signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
   leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'
@@ -377,11 +379,18 @@ func (a *app) cannotStart(err error) error {
 // run holds req while argv runs; see runCommand.
 func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, grace time.Duration, argv []string) error {
 	ctx := cmd.Context()
-	// CMD is looked up as exec.Command will (exec.LookPath) before the
-	// store is opened: one that cannot be started takes no lease (no
-	// acquire and release in the trail, no wait for the key). One that
-	// goes missing after this is still told when it fails to start.
-	if _, err := exec.LookPath(argv[0]); err != nil {
+	// CMD is looked up as exec.Command will (exec.LookPath), and a
+	// script's interpreter checked, before the store is opened: one that
+	// cannot be started takes no lease (no acquire and release in the
+	// trail, no wait for the key). One that goes missing after this is
+	// still told when it fails to start.
+	path, err := exec.LookPath(argv[0])
+	if err == nil {
+		// A script whose #! line names an interpreter that cannot run
+		// cannot start either.
+		err = checkInterpreter(path)
+	}
+	if err != nil {
 		if a.output == "json" {
 			// Before CMD starts run answers as acquire does: its one
 			// object is a result (failureJSON), the reason on stderr too.
@@ -478,6 +487,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	done, err := startCommand(c)
 	if err != nil {
 		_ = a.releaseHeld(ctx, h)
+		if ierr := checkInterpreter(c.Path); ierr != nil {
+			err = ierr // the script is there: name what is missing
+		}
 		return a.cannotStart(err)
 	}
 	group.started(c.Process)

@@ -1,0 +1,81 @@
+//go:build unix
+
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// shebangMax is how much of a script the kernel reads for its #! line
+// (Linux's BINPRM_BUF_SIZE): an interpreter named past it is left to the
+// start to refuse.
+const shebangMax = 256
+
+// interpreterDepth bounds the chain of scripts whose interpreter is a
+// script that checkInterpreter follows (Linux runs four).
+const interpreterDepth = 4
+
+// checkInterpreter returns why the script at path (CMD as exec.LookPath
+// found it) cannot start because of the interpreter its #! line names: it
+// does not exist (an error matching fs.ErrNotExist: exit 127, as a shell
+// reports a bad interpreter), or is not executable (126); nil when path
+// is no script, or its interpreter can be executed (that interpreter's own
+// #! line is followed too). run asks before it takes the lease, so that a
+// script that cannot start takes none, as a missing CMD takes none.
+func checkInterpreter(path string) error {
+	script := path
+	for range interpreterDepth {
+		interp := shebang(script)
+		if interp == "" {
+			return nil
+		}
+		st, err := os.Stat(interp)
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
+			return fmt.Errorf("%s: bad interpreter %q (its #! line): %w", path, interp, pe.Err)
+		case err != nil:
+			return fmt.Errorf("%s: bad interpreter %q (its #! line): %w", path, interp, err)
+		case st.IsDir() || syscall.Access(interp, 1 /* X_OK */) != nil:
+			return fmt.Errorf("%s: bad interpreter %q (its #! line): %w", path, interp, syscall.EACCES)
+		}
+		script = interp
+	}
+	return nil
+}
+
+// shebang returns the interpreter the #! line of the file at path names,
+// as the kernel reads it (after optional blanks, up to a blank or the end
+// of the line); "" when the file is no script or cannot be read.
+func shebang(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, shebangMax)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	line, ok := bytes.CutPrefix(buf[:n], []byte("#!"))
+	if !ok {
+		return ""
+	}
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	} else if n == shebangMax {
+		return "" // the line goes on past what the kernel reads
+	}
+	line = bytes.TrimLeft(line, " \t")
+	if i := bytes.IndexAny(line, " \t"); i >= 0 {
+		line = line[:i]
+	}
+	return string(line)
+}

@@ -68,3 +68,22 @@ func TestRunOfAScriptWhoseInterpreterIsMissingTakesNoLease(t *testing.T) {
 		t.Fatalf("the good script did not run: %q", o.stdout)
 	}
 }
+
+// TestRunJSONWhenTheCommandFailsToStart: a CMD that passes every check
+// before the lease is taken and still fails to start (here: an executable
+// file in no format the system runs, exec format error) ends run with
+// 126, and with -o json that too is one JSON object on stdout, as every
+// other failure of run before CMD runs is. run printed nothing on stdout.
+func TestRunJSONWhenTheCommandFailsToStart(t *testing.T) {
+	t.Parallel()
+	junk := filepath.Join(t.TempDir(), "junk")
+	if err := os.WriteFile(junk, []byte("junk\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := runCLI(t, sqliteEnv(t), "-o", "json", "run", "k", "--owner", "w", "--request-id", "rid-1", "--", junk)
+	wantCode(t, o, exitCannotExecute)
+	m := o.json(t)
+	if msg, _ := m["message"].(string); m["status"] != StatusError || !strings.Contains(msg, junk) || m["request_id"] != "rid-1" {
+		t.Fatalf("-o json: %v, want status error naming the command, with the given request id", m)
+	}
+}

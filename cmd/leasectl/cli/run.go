@@ -365,12 +365,17 @@ func revokeCommand(l protocol.Lease) string {
 }
 
 // cannotStart says on stderr why CMD could not be started (err, from
-// exec.LookPath or the start) and returns the exit code a shell gives:
-// 127 when CMD is not found, else 126.
-func (a *app) cannotStart(err error) error {
+// exec.LookPath, checkInterpreter or the start) and returns the exit code
+// a shell gives: 127 when CMD is not found, else 126. With -o json run
+// answers as acquire does before CMD runs: its one object is a result
+// (failureJSON), the reason on stderr too.
+func (a *app) cannotStart(cmd *cobra.Command, err error) error {
 	code := exitCannotExecute
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		code = exitNotFound
+	}
+	if a.output == "json" {
+		a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), givenRequestID(cmd)))
 	}
 	fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
 	return exitCode(code)
@@ -391,12 +396,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		err = checkInterpreter(path)
 	}
 	if err != nil {
-		if a.output == "json" {
-			// Before CMD starts run answers as acquire does: its one
-			// object is a result (failureJSON), the reason on stderr too.
-			a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), givenRequestID(cmd)))
-		}
-		return a.cannotStart(err)
+		return a.cannotStart(cmd, err)
 	}
 	s, err := a.openStoreFor(ctx, writeAccess)
 	if err != nil {
@@ -490,7 +490,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if ierr := checkInterpreter(c.Path); ierr != nil {
 			err = ierr // the script is there: name what is missing
 		}
-		return a.cannotStart(err)
+		return a.cannotStart(cmd, err)
 	}
 	group.started(c.Process)
 

@@ -45,6 +45,7 @@ type serveFlags struct {
 	maxTimeout, shutdownTimeout     time.Duration
 	maxStreams, maxStreamsPerToken  int
 	auditRetention                  time.Duration
+	lockDelays                      []protocol.NamespaceLockDelay
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -89,6 +90,14 @@ logged (error level, once, naming the file and its NotAfter). Clients
 trust a certificate of a private CA through SSL_CERT_FILE=CA.pem (leasectl
 on Linux) or the system's trust store (macOS, Windows).
 
+--lock-delay NS=DURATION (repeatable) sets a namespace default of the
+lock-delay: an acquire (or run) in a namespace that the glob NS matches
+(path.Match: jobs-*, billing, * for all), asking for no lock-delay of its
+own, gets DURATION (0 to 1h; 0 for none), the first matching flag
+applying: --lock-delay billing=0s --lock-delay '*=15s' gives every
+namespace but billing 15s. After such a lease is revoked or runs out,
+acquires of its key answer conflict until the delay has passed.
+
 SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,
 lets requests in flight finish (up to --shutdown-timeout), then closes the
 store, and exits 0.`,
@@ -110,6 +119,8 @@ store, and exits 0.`,
 		"streams open at once with one bearer token; one more is answered 429 (-1: no bound)")
 	fl.Var(newZeroDurationFlag(&f.auditRetention, 0, 0), "audit-retention",
 		"keep audit records this long (30d, 720h): older ones are pruned in the background, at once and then every tenth of it (at most hourly); 0 keeps everything; negative is refused")
+	fl.Var(lockDelaysFlag{&f.lockDelays}, "lock-delay",
+		"namespace default of the lock-delay (repeatable, the first match applies): an acquire in a namespace the glob NS matches (jobs-*, billing, *) that asks for none gets DURATION (0 to 1h)")
 	return cmd
 }
 
@@ -174,7 +185,7 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return failWith(err)
 	}
-	s, err := a.openTarget(cmd.Context(), t, openOptions{observer: observer})
+	s, err := a.openTarget(cmd.Context(), t, openOptions{observer: observer, lockDelays: f.lockDelays})
 	if err != nil {
 		return err
 	}
@@ -239,6 +250,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		}
 	}()
 	a.log.Info("serving", "url", url, "backend", s.backend, "store", s.shown, "auth", f.tokens != "")
+	if len(f.lockDelays) > 0 {
+		a.log.Info("namespace defaults of the lock-delay", "lock_delays", lockDelaysFlag{&f.lockDelays}.String())
+	}
 	if a.output == "json" {
 		a.printJSON(serveJSON{Status: "serving", URL: url, Backend: s.backend, Store: s.shown, Auth: f.tokens != ""})
 	} else {

@@ -259,6 +259,9 @@ type openOptions struct {
 	noCoalescing bool
 	maxInFlight  int
 	appName      string // PostgreSQL application_name unless the DSN sets one; "" for leasectl
+	// lockDelays are the runtime's namespace defaults of the lock-delay
+	// (serve --lock-delay), validated; nil for none.
+	lockDelays []protocol.NamespaceLockDelay
 }
 
 // testObserver, set only by this package's tests (nil otherwise),
@@ -276,7 +279,7 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 	ctx, cancel := a.opContext(ctx)
 	defer cancel()
 	a.log.Debug("opening store", "dsn", t.shown)
-	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer}
+	cfg := &protocol.Config{DefaultTimeout: a.timeout, Observer: opts.observer, LockDelays: opts.lockDelays}
 	if cfg.Observer == nil {
 		cfg.Observer = testObserver
 	}

@@ -126,8 +126,11 @@ func listCases() []testCase {
 					if last != (res.NextCursor == "") {
 						e.t.Fatalf("%s: next cursor %q, last page %v", what, res.NextCursor, last)
 					}
-					if !last && res.NextCursor != backendkit.EncodeListCursor(want[len(want)-1]) {
-						e.t.Fatalf("%s: next cursor %q, want EncodeListCursor(%q)", what, res.NextCursor, want[len(want)-1])
+					// A backend's cursor is EncodeListCursor's; a server in
+					// between (httpapi) may bind it to its list, after the
+					// same name.
+					if name, err := backendkit.DecodeListCursor(res.NextCursor); !last && (err != nil || name != want[len(want)-1]) {
+						e.t.Fatalf("%s: next cursor %q resumes after %q (%v), want after %q", what, res.NextCursor, name, err, want[len(want)-1])
 					}
 					req.Cursor = res.NextCursor
 				}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -370,8 +371,20 @@ func decodeList(namespace string, q url.Values, idem string) (protocol.ListReque
 	if err != nil {
 		return protocol.ListRequest{}, err
 	}
-	return protocol.ListRequest{Namespace: namespace, Prefix: q.Get("prefix"), Owner: q.Get("owner"), IncludeExpired: inc,
-		Limit: limit, Cursor: q.Get("cursor"), RequestID: idem}, nil
+	req := protocol.ListRequest{Namespace: namespace, Prefix: q.Get("prefix"), Owner: q.Get("owner"), IncludeExpired: inc,
+		Limit: limit, Cursor: q.Get("cursor"), RequestID: idem}
+	if errors.Is(listcursor.Check(req.Cursor, listScope(req), protocol.MaxNameLen), listcursor.ErrOtherList) {
+		return req, listcursor.ErrOtherList
+	}
+	return req, nil
+}
+
+// listScope is the list req pages through, which the cursors answered to
+// it are bound to (listcursor.Bind): a cursor of another namespace or
+// other filters would start there after its name, leaving out the leases
+// before it.
+func listScope(req protocol.ListRequest) listcursor.Scope {
+	return listcursor.Scope{Namespace: req.Namespace, Prefix: req.Prefix, Owner: req.Owner, IncludeExpired: req.IncludeExpired}
 }
 
 // decodeAudit reads an audit query and validates it.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -774,6 +775,13 @@ func (h *Handler) serveList(x *exchange, rest string) {
 			x.requestID = res.RequestID
 			if err != nil || res.Status != protocol.StatusFound {
 				h.refusal(x, res.Status, StatusCode(res.Status), h.storeMessage(x, res.Status, res.Message), listShape)
+				return
+			}
+			// The store's cursor names the last lease; the answer's names
+			// this list too, so that another list refuses it.
+			if res.NextCursor, err = listcursor.Bind(res.NextCursor, listScope(req), protocol.MaxNameLen); err != nil {
+				h.refusal(x, protocol.StatusUnavailable, http.StatusServiceUnavailable,
+					h.storeMessage(x, protocol.StatusUnavailable, "list: the store answered a cursor that does not decode: "+err.Error()), listShape)
 				return
 			}
 			h.write(x, http.StatusOK, res.Status, wire.FromList(res))

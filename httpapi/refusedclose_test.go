@@ -31,3 +31,22 @@ func TestRefusedBeforeTheBodyClosesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadBodyOfMetricsAndOpenAPIClosesAtOnce: /metrics and
+// /openapi.json take no body and answer without reading one, as the other
+// GET routes do; like theirs, the answer comes at once and the HTTP/1
+// connection closes within refusedBodyGrace. They answered only when the
+// body timeout cut off the body the client announced and never sent: Go's
+// server reads an unread body before it sends an answer that does not
+// close the connection.
+func TestUnreadBodyOfMetricsAndOpenAPIClosesAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, &httpapi.Config{BodyTimeout: 6 * time.Second})
+	for _, path := range []string{"/metrics", "/openapi.json", "/healthz"} {
+		status, took := rawExchange(t, s.url, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", 0, 0, 20*time.Second)
+		if took > 2*time.Second {
+			t.Errorf("GET %s with a body never sent: answered %q, the connection closed after %v (the body timeout is 6s): "+
+				"the server waited for the body it does not read", path, status, took.Round(100*time.Millisecond))
+		}
+	}
+}

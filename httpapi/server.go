@@ -406,25 +406,31 @@ func (h *Handler) write(x *exchange, code int, status protocol.Status, v any) {
 		panic(fmt.Sprintf("httpapi: encode body: %v", err))
 	}
 	x.code, x.status = code, status
+	h.leaveBody(x)
 	hd := x.w.Header()
-	if x.unread && x.r.ProtoMajor == 1 {
-		// Go's server reads up to 256 KiB of an unread body, for as long
-		// as the client takes: before answering, unless the answer says
-		// Connection: close, and after the handler returns (closing the
-		// body) in any case, until the read deadline. Answer now, close,
-		// and bring the deadline to refusedBodyGrace from now. (HTTP/2
-		// resets the stream instead.)
-		hd.Set("Connection", "close")
-		if d := time.Now().Add(refusedBodyGrace); d.Before(x.bodyDeadline) {
-			_ = http.NewResponseController(x.w).SetReadDeadline(d)
-		}
-	}
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Cache-Control", "no-store")
 	h.writeDeadline(x)
 	x.w.WriteHeader(code)
 	if x.r.Method != http.MethodHead {
 		_, _ = x.w.Write(buf.Bytes())
+	}
+}
+
+// leaveBody readies an answer to x sent with its body unread: Go's server
+// reads up to 256 KiB of an unread body, for as long as the client takes:
+// before answering, unless the answer says Connection: close, and after
+// the handler returns (closing the body) in any case, until the read
+// deadline. The answer goes now, the connection closes, and the deadline
+// comes refusedBodyGrace from now. (HTTP/2 resets the stream instead.)
+// Every answer but a stream's is sent after it.
+func (h *Handler) leaveBody(x *exchange) {
+	if !x.unread || x.r.ProtoMajor != 1 {
+		return
+	}
+	x.w.Header().Set("Connection", "close")
+	if d := time.Now().Add(refusedBodyGrace); d.Before(x.bodyDeadline) {
+		_ = http.NewResponseController(x.w).SetReadDeadline(d)
 	}
 }
 
@@ -854,6 +860,7 @@ func (h *Handler) serveReadyz(x *exchange) {
 
 func (h *Handler) serveMetrics(x *exchange) {
 	x.code = http.StatusOK
+	h.leaveBody(x)
 	h.writeDeadline(x)
 	promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{}).ServeHTTP(x.w, x.r)
 }
@@ -862,6 +869,7 @@ func (h *Handler) serveOpenAPI(x *exchange) {
 	x.code = http.StatusOK
 	hd := x.w.Header()
 	hd.Set("Content-Type", "application/json")
+	h.leaveBody(x)
 	h.writeDeadline(x)
 	x.w.WriteHeader(http.StatusOK)
 	if x.r.Method != http.MethodHead {

@@ -32,6 +32,10 @@ const opFollow protocol.Op = "follow"
 // client's token may read.
 func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
 	const op = protocol.OpNamespaces
+	// The route takes 0 as its default page; NamespaceLister does not.
+	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
+		return nil, err
+	}
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		q.Set("after", after)

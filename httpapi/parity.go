@@ -98,8 +98,8 @@ func (h *Handler) lister() func(ctx context.Context, after string, limit int) ([
 var errNoLister = errors.New("the served store cannot list namespaces")
 
 // serveNamespaces answers the namespaces that hold live leases, after
-// ?after= (exclusive), up to ?limit= (1 to protocol.MaxListLimit, default
-// protocol.DefaultListLimit), in byte order. A token sees the namespaces
+// ?after= (exclusive), up to ?limit= (0 to protocol.MaxListLimit; 0, empty
+// or absent: protocol.DefaultListLimit, as list and audit), in byte order. A token sees the namespaces
 // its globs allow; fewer than limit means there are no more.
 func (h *Handler) serveNamespaces(x *exchange) {
 	serve(h, x, route[namespacesQuery]{op: protocol.OpList, verb: "list namespaces", shape: namespaceShape, anyNamespace: true,
@@ -114,10 +114,10 @@ func (h *Handler) serveNamespaces(x *exchange) {
 			limit, err := parseLimit(q.Get("limit"))
 			switch {
 			case err != nil:
-			case !q.Has("limit"):
+			case limit < 0 || limit > protocol.MaxListLimit:
+				err = fmt.Errorf("limit: %d is outside [0, %d]", limit, protocol.MaxListLimit)
+			case limit == 0: // as list and audit take it
 				limit = protocol.DefaultListLimit
-			case limit < 1 || limit > protocol.MaxListLimit:
-				err = fmt.Errorf("limit: %d is outside [1, %d]", limit, protocol.MaxListLimit)
 			}
 			return namespacesQuery{after: q.Get("after"), limit: limit}, "", err
 		},

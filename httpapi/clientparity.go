@@ -398,7 +398,7 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 			var ev wire.NotifyEvent
 			_ = json.Unmarshal(data, &ev)
 			status := protocol.Status(ev.Status)
-			if status == StatusUnauthorized || status == StatusForbidden {
+			if refusedStatus(status) {
 				return cursor, backendkit.NewError(opFollow, protocol.StatusUnavailable,
 					&RefusedError{Code: StatusCode(status), Status: status, Message: ev.Message}, "httpapi"), true
 			}

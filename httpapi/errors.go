@@ -103,7 +103,7 @@ func (e *RefusedError) Is(target error) bool {
 // reports in its result.
 func answerError(op protocol.Op, code int, status protocol.Status, msg string) error {
 	switch {
-	case status == StatusUnauthorized || status == StatusForbidden:
+	case refusedStatus(status):
 		if code == StatusCode(status) {
 			return backendkit.NewError(op, protocol.StatusUnavailable, &RefusedError{Code: code, Status: status, Message: msg}, "httpapi")
 		}
@@ -190,6 +190,22 @@ func (e *malformedError) Unwrap() error { return e.why }
 func isMalformed(err error) bool {
 	var m *malformedError
 	return errors.As(err, &m)
+}
+
+// unmendable reports whether err, of opening a stream, is one that
+// reconnecting cannot mend, since the server would answer it again: a
+// protocol error ([isMalformed]), or a refusal of the bearer token (401 or
+// 403, a [*RefusedError]).
+func unmendable(err error) bool {
+	var refused *RefusedError
+	return isMalformed(err) || errors.As(err, &refused)
+}
+
+// refusedStatus reports whether status, of a stream's end event, is a
+// refusal of its bearer token (a reload removed it or narrowed its
+// namespaces), which reconnecting cannot mend.
+func refusedStatus(status protocol.Status) bool {
+	return status == StatusUnauthorized || status == StatusForbidden
 }
 
 // clientClosed reports an operation of a closed client: unavailable, as

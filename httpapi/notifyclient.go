@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -61,7 +63,12 @@ type subscription struct {
 // which would send it again) is a protocol error: Subscribe fails with an
 // error naming the event, and a reconnection that meets one ends the
 // subscription: ch is signalled and then stays quiet, so the caller's
-// fallback (a waiter's recheck, a holder's renewals) takes over.
+// fallback (a waiter's recheck, a holder's renewals) takes over. So does a
+// refusal of the client's token, which reconnecting cannot mend either:
+// Subscribe fails matching [ErrUnauthorized] or [ErrForbidden], and a
+// stream that the server ends for its token (a reload removed it or
+// narrowed its namespaces), or a reconnection answered 401 or 403, ends
+// the subscription.
 func (c *Client) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	s := &subscription{c: c, key: key, ch: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ctx, s.stop = context.WithCancel(context.Background())
@@ -130,17 +137,19 @@ func (s *subscription) signal() {
 }
 
 // run follows st, and reconnects each time the stream breaks, until the
-// subscription ends or a reconnection meets a subscribed event the client
-// cannot read; it signals at each break, each reconnection, and the end.
+// subscription ends, the server ends the stream refusing its token, or a
+// reconnection meets what reconnecting cannot mend (a subscribed event
+// the client cannot read, a 401 or 403); it signals at each break, each
+// reconnection, and the end.
 func (s *subscription) run(st *stream) {
 	defer close(s.done)
 	defer s.signal()
 	backoff := reconnectMinBackoff
 	for {
 		opened := time.Now()
-		st.follow(s.signal)
+		end := st.follow(s.signal)
 		st.close()
-		if s.ctx.Err() != nil {
+		if s.ctx.Err() != nil || refusedStatus(end) {
 			return
 		}
 		s.signal() // a release may go unheard until the stream is back
@@ -157,11 +166,13 @@ func (s *subscription) run(st *stream) {
 			}
 			backoff = min(2*backoff, reconnectMaxBackoff)
 			var err error
-			if st, err = s.open(s.ctx); isMalformed(err) {
+			if st, err = s.open(s.ctx); unmendable(err) {
 				// A server of another protocol, which would send the
-				// event again: the subscription ends (signalled), and
-				// the subscriber's fallback (a waiter's recheck, a
-				// holder's renewals) takes over.
+				// event again, or one that refuses the token (401,
+				// 403), which it would refuse again: the subscription
+				// ends (signalled), and the subscriber's fallback (a
+				// waiter's recheck, a holder's renewals) takes over,
+				// and hears the refusal itself.
 				return
 			}
 		}
@@ -283,14 +294,19 @@ func (st *stream) next() (name string, data []byte, err error) {
 }
 
 // follow reads events, calling signal for each signal event, until the
-// stream breaks or the server ends it.
-func (st *stream) follow(signal func()) {
+// stream breaks or the server ends it; it returns the status of the end
+// event ("" when the stream broke, or for an end it cannot read).
+func (st *stream) follow(signal func()) protocol.Status {
 	for {
-		name, _, err := st.next()
-		if err != nil || name == eventEnd {
-			return
-		}
-		if name == eventSignal {
+		name, data, err := st.next()
+		switch {
+		case err != nil:
+			return ""
+		case name == eventEnd:
+			var ev wire.NotifyEvent
+			_ = json.Unmarshal(data, &ev)
+			return protocol.Status(ev.Status)
+		case name == eventSignal:
 			signal()
 		}
 	}

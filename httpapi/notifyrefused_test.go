@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -76,5 +79,61 @@ func TestSubscriptionEndsWhenItsTokenIsRefused(t *testing.T) {
 					"want at most one (a 401 or 403 cannot be mended by reconnecting)", n)
 			}
 		})
+	}
+}
+
+// TestFollowEndsWhenItsTokenIsRefused: the audit follow ends, with one
+// error matching httpapi.ErrUnauthorized, when the server refuses the
+// client's token, at its first request or at a reload that removed it; it
+// does not reconnect, as a subscription does not
+// (TestSubscriptionEndsWhenItsTokenIsRefused).
+func TestFollowEndsWhenItsTokenIsRefused(t *testing.T) {
+	t.Parallel()
+	var current atomic.Pointer[httpapi.Tokens]
+	current.Store(mustTokens(t))
+	s := newServer(t, &httpapi.Config{Tokens: current.Load})
+	var follows atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/audit/follow" {
+			follows.Add(1)
+		}
+		s.h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	hold(t, s.rt, protocol.Key{Namespace: "scan", Name: "k"}, "w")
+	for _, tc := range []struct {
+		what, token string
+		reload      bool
+	}{
+		{"a wrong token", "wrong-token-0123456789", false},
+		{"a token a reload removes", readerToken, true},
+	} {
+		c, err := httpapi.NewClient(srv.URL, &httpapi.ClientConfig{Token: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		follows.Store(0)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		var errs []error
+		for rec, err := range c.Follow(ctx, audit.Query{Namespace: "scan"}) {
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case tc.reload && rec.Key == "k" && len(errs) == 0:
+				next, perr := httpapi.ParseTokens(strings.NewReader(adminToken + " admin *\n"))
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				current.Store(next)
+				s.h.TokensReloaded()
+			}
+		}
+		ended := ctx.Err() == nil
+		cancel()
+		_ = c.Close(t.Context())
+		if !ended || len(errs) != 1 || !errors.Is(errs[0], httpapi.ErrUnauthorized) || follows.Load() != 1 {
+			t.Fatalf("follow with %s: ended by itself %v, errors %v, %d follow requests; want it to end at one error "+
+				"matching ErrUnauthorized after one request", tc.what, ended, errs, follows.Load())
+		}
 	}
 }

@@ -4,7 +4,8 @@ test in cmd/leasectl/python_test.go (TestPythonFollowAcrossRestarts) stops
 from where it was, also when the records it passed were pruned meanwhile, and
 gives up with a clear error once the server stays away; against a server
 that sends an event it cannot read, it ends with an error naming the event,
-and audit() refuses that server's records it cannot read as the follow does.
+and audit() refuses that server's records it cannot read as the follow does;
+both, and list(), ignore a field they do not know (a newer server's).
 
 Environment: LEASESTORE_URL, WRITER_TOKEN (a writer of namespace "py").
 When the server is to stop it prints a line of its own: RESTART (stop it and
@@ -72,11 +73,13 @@ def cursor_id(cursor):
 # reconnect (it would read the same event again). Its GET /v1/audit answers
 # a page holding Hostile.record.
 class Hostile(http.server.BaseHTTPRequestHandler):
-    event, data, follows, record = "", "", 0, ""
+    event, data, follows, record, lease = "", "", 0, "", ""
 
     def do_GET(self):
         if not self.path.startswith("/v1/audit/follow"):
             body = ('{"status":"found","records":[%s],"next_cursor":""}' % Hostile.record).encode()
+            if self.path.startswith("/v1/leases/"):
+                body = ('{"status":"found","leases":[%s],"next_cursor":""}' % Hostile.lease).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -110,13 +113,14 @@ for event, data, says in [("position", '{"cursor":', "position event"), ("positi
           repr(got), "follow requests:", Hostile.follows)
 
 # audit() reads its records as the follow does: a record of a format
-# version it does not know, or with a field it does not know or without
-# one it needs (the server's Record schema allows no other), raises
-# unavailable naming the record and what is wrong; a record it knows reads.
+# version it does not know, or without a field it needs, raises unavailable
+# naming the record and what is wrong; a record it knows reads, and so does
+# one with a field it does not know (a newer server's), which it ignores,
+# as the Go client does.
 GOOD = ('{"id":7,"at":"2030-01-02T03:04:05.000000Z","op":"acquire","namespace":"py","key":"k","owner":"w",'
         '"token":1,"request_id":"r","actor":"","reason":"","status":"acquired","version":1}')
+NEWER = GOOD.replace('"version":1', '"version":1,"colour":"blue"')
 for record, says in [(GOOD.replace('"version":1', '"version":99'), "format version 99"),
-                     (GOOD.replace('"version":1', '"version":1,"colour":"blue"'), "colour"),
                      (GOOD.replace(',"version":1', ''), "version"),
                      ('[7]', "not a JSON object")]:
     Hostile.record = record
@@ -129,6 +133,33 @@ for record, says in [(GOOD.replace('"version":1', '"version":99'), "format versi
 Hostile.record = GOOD
 page = Client("http://%s:%d" % hostile.server_address).audit("py")
 check([(r.id, r.version) for r in page.items] == [(7, 1)], "audit() reads a record of format version 1", page)
+Hostile.record = NEWER
+try:
+    got = Client("http://%s:%d" % hostile.server_address).audit("py").items
+except Exception as e:  # the step reports which
+    got = e
+check(isinstance(got, list) and [(r.id, r.op, r.version) for r in got] == [(7, "acquire", 1)],
+      "audit() reads a record with a field it does not know, ignoring the field", repr(got))
+Hostile.event, Hostile.data = "record", NEWER
+follow = Client("http://%s:%d" % hostile.server_address).follow(cursor="a1.0")
+try:
+    got = next(follow)
+except Exception as e:  # the step reports which
+    got = e
+finally:
+    follow.close()
+check(isinstance(got, Record) and (got.id, got.op) == (7, "acquire"),
+      "follow() reads a record event with a field it does not know, ignoring the field", repr(got))
+# So does a lease: a newer server's field is ignored.
+Hostile.lease = ('{"namespace":"py","key":"k","owner":"w","token":1,"acquired_at":"2030-01-02T03:04:05.000000Z",'
+                 '"renewed_at":"2030-01-02T03:04:05.000000Z","expires_at":"2030-01-02T03:05:05.000000Z","version":1,'
+                 '"colour":"blue"}')
+try:
+    got = Client("http://%s:%d" % hostile.server_address).list("py").items
+except Exception as e:  # the step reports which
+    got = e
+check(isinstance(got, list) and [(l.key, l.token) for l in got] == [("k", 1)],
+      "list() reads a lease with a field it does not know, ignoring the field", repr(got))
 hostile.shutdown()
 
 # A restart: the follow reconnects after the last record it yielded, and

@@ -54,7 +54,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterator, List, Optional
 
 __all__ = ["Client", "LeaseError", "Lease", "Result", "Record", "new_request_id"]
@@ -74,6 +74,13 @@ RENEW_MANY_MAX_BODY_BYTES = 64 << 10
 _FOLLOW_CURSOR = re.compile(r"a1\.(0|[1-9][0-9]*)")
 _SUBSCRIBED_AFTER = re.compile(r'after cursor "(a1\.(?:0|[1-9][0-9]*))"')
 _PRUNED_PREFIX = "behind a prune: "
+
+
+def _known(cls, d: dict) -> dict:
+    """The members of the JSON object d that are fields of the dataclass cls: a field a newer
+    server added is ignored, as the Go client ignores it (a change of format bumps `version`)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
 
 
 def new_request_id() -> str:
@@ -144,7 +151,7 @@ class Lease:
 
     @classmethod
     def from_json(cls, d: Optional[dict]) -> Optional["Lease"]:
-        return None if d is None else cls(**d)
+        return None if d is None else cls(**_known(cls, d))
 
 
 @dataclass
@@ -358,8 +365,8 @@ class Client:
 
     def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "") -> Page:
         """since: RFC 3339, a date, or a duration back from now ("1h"). A record the client cannot
-        read (a format version or a field it does not know) raises LeaseError unavailable naming it,
-        as in follow()."""
+        read (a format version it does not know, a field missing) raises LeaseError unavailable naming
+        it, as in follow(); a field it does not know is ignored."""
         code, out = self._request("GET", "/v1/audit", query={"namespace": namespace, "key": key, "since": since,
                                                               "limit": limit or "", "cursor": cursor})
         self._check(code, out)
@@ -429,13 +436,13 @@ class Client:
     def _record(cls, d, what: str, data: str, code: int = 200) -> Record:
         """The audit record d (the JSON object of what, data its text), or the error of one the client
         cannot read: a format version other than 1 (as the Go client refuses a version it does not
-        know), a field missing, or a field Record does not know (the Record schema of /openapi.json
-        allows no other): a record of another release."""
+        know) or a field missing: a record of another release. A field Record does not know (a newer
+        server's) is ignored, as the Go client ignores it."""
         if not isinstance(d, dict):
             raise cls._unreadable(what, data, "not a JSON object", code)
         try:
-            rec = Record(**d)
-        except TypeError as e:  # a field missing, or one Record does not know
+            rec = Record(**_known(Record, d))
+        except TypeError as e:  # a field missing
             raise cls._unreadable(what, data, e, code) from None
         if not isinstance(rec.id, int) or rec.id < 1:
             raise cls._unreadable(what, data, f"id {rec.id!r} is not a record id", code)

@@ -61,6 +61,13 @@ func (f *faultStore) drop() {
 	f.dropped = true
 }
 
+// reconnect undoes drop: calls reach the store again.
+func (f *faultStore) reconnect() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped = false
+}
+
 func (f *faultStore) pause() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

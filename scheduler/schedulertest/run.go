@@ -63,6 +63,12 @@ import (
 //     within a third of a renew interval of the delay's end (unless a
 //     timer of the test process woke up, or a list or an acquire of the
 //     worker returned, more than lateCall late: then that is logged).
+//   - MembershipLapses: a worker cut off from the store right after a
+//     round no longer counts itself a member once its membership lease's
+//     local deadline passed unrenewed, as its target leases are lost then,
+//     not at its next round (unless a timer of the test process woke up
+//     more than lateCall late: then that is logged); once the store
+//     answers again it joins again and takes its targets back.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -79,6 +85,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"HearsMembershipRevoke", testHearsMembershipRevoke},
 		{"ShutdownStoreDown", testShutdownStoreDown},
 		{"LockDelayBackOff", testLockDelayBackOff},
+		{"MembershipLapses", testMembershipLapses},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness)

@@ -40,9 +40,15 @@ type Scheduler struct {
 	// them, so that Run returns only once none calls the store.
 	watches sync.WaitGroup
 
-	// rejoin: the store signalled the end of the membership lease; Run
-	// looks again at once, to join again. Guarded by mu.
+	// rejoin: the store signalled the end of the membership lease, or it
+	// was not renewed before its local deadline; Run looks again at once,
+	// to join again. Guarded by mu.
 	rejoin bool
+	// lapsed is the token of the membership lease the worker gave up by the
+	// local clock (0 if none): it may still be live in the store, when only
+	// the renewals' answers were lost, and join renews it before acquiring.
+	// Guarded by mu.
+	lapsed int64
 
 	mu         sync.Mutex
 	leases     map[string]*lease // by target
@@ -67,14 +73,10 @@ type Scheduler struct {
 	// cut short by the stop): they are released again at the next rounds,
 	// or at shutdown, until their local deadline.
 	unreleased []*lease
-	stopping   bool // shutting down: a release without an answer is not kept to retry
-	// lapsed is the token of the membership lease the worker gave up by the
-	// local clock (0 if none): it may still be live in the store, when only
-	// the renewals' answers were lost, and join renews it before acquiring.
-	lapsed   int64
-	current  []string // the target set of the last round
-	haveSet  bool
-	problems []string // of the round in progress
+	stopping   bool     // shutting down: a release without an answer is not kept to retry
+	current    []string // the target set of the last round
+	haveSet    bool
+	problems   []string // of the round in progress
 	// expiries are the expiries, by the store's clock, of the other
 	// workers' leases the round saw (memberships, targets, conflicts):
 	// when one runs out, the share may grow or a target come free.
@@ -110,8 +112,9 @@ type lease struct {
 
 type membership struct {
 	token     int64
-	deadline  time.Time
+	deadline  time.Time // local: when the last successful acquire or renewal was sent, plus TTL
 	expiresAt time.Time
+	timer     *time.Timer // gives the membership up at deadline
 	// unwatch stops listening for the store's signal of the lease's end;
 	// watched is closed once the listening goroutine returned.
 	unwatch context.CancelFunc
@@ -656,7 +659,8 @@ func (s *Scheduler) released(l *lease, err error) {
 }
 
 // join takes (or confirms) the membership lease when the worker is not a
-// member, or its membership ran out by the local clock. A membership that
+// member, or its membership ran out by the local clock (its timer gives it
+// up then; a round that comes first does it here). A membership that
 // ran out by the local clock may still be live in the store (the renewals'
 // answers were lost): join renews it with its token first, and acquires
 // only when the store refuses that renew, for an acquire would conflict
@@ -665,25 +669,24 @@ func (s *Scheduler) released(l *lease, err error) {
 func (s *Scheduler) join(parent context.Context) {
 	s.mu.Lock()
 	m := s.membership
-	if m != nil && time.Now().After(m.deadline) {
-		s.log.Warn("scheduler: membership lease not renewed before it would run out; joining again")
-		s.lapsed = m.token
-		s.dropMembershipLocked()
+	if m != nil && time.Now().After(m.deadline) { // its timer has not fired yet
+		s.lapseLocked(m)
 		m = nil
 	}
+	lapsed := s.lapsed
 	s.mu.Unlock()
 	if m != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(parent, s.set.opTimeout)
 	defer cancel()
-	if s.lapsed != 0 {
+	if lapsed != 0 {
 		sent := time.Now()
-		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: s.lapsed, TTL: s.set.ttl})
+		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: lapsed, TTL: s.set.ttl})
 		switch {
 		case err == nil && res.Lease != nil:
-			s.lapsed = 0
 			s.mu.Lock()
+			s.lapsed = 0
 			s.joinedLocked(*res.Lease, sent)
 			s.mu.Unlock()
 			s.log.Info("scheduler: joined again with the membership lease still held", "token", res.Lease.Token)
@@ -691,14 +694,16 @@ func (s *Scheduler) join(parent context.Context) {
 		case err != nil && parent.Err() != nil:
 			return // cut short by the stop: the shutdown releases the lapsed token
 		case refused(err):
-			s.log.Info("scheduler: the lapsed membership lease is gone; acquiring", "token", s.lapsed, "err", err)
+			s.log.Info("scheduler: the lapsed membership lease is gone; acquiring", "token", lapsed, "err", err)
+			s.mu.Lock()
 			s.lapsed = 0
+			s.mu.Unlock()
 		default:
 			if err == nil {
 				err = fmt.Errorf("scheduler: renew of %s answered %s without a lease", s.member, res.Status)
 			}
 			s.problems = append(s.problems, "join: renew the lapsed membership: "+err.Error())
-			s.log.Warn("scheduler: renew of the lapsed membership failed", "token", s.lapsed, "err", err)
+			s.log.Warn("scheduler: renew of the lapsed membership failed", "token", lapsed, "err", err)
 			return
 		}
 	}
@@ -739,11 +744,13 @@ func (s *Scheduler) join(parent context.Context) {
 // revoke (an operator's) or a release elsewhere is heard at once, as for
 // a target lease, the renewals being the fallback. The worker then no
 // longer counts itself a member, and Run looks again at once to join
-// again. Called with s.mu held.
+// again. So too when the lease is not renewed before its local deadline
+// (see onMemberDeadline). Called with s.mu held.
 func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 	s.dropMembershipLocked()
 	ctx, unwatch := context.WithCancel(s.base)
 	m := &membership{token: l.Token, deadline: sent.Add(s.set.ttl), expiresAt: l.ExpiresAt, unwatch: unwatch, watched: make(chan struct{})}
+	m.timer = time.AfterFunc(time.Until(m.deadline), func() { s.onMemberDeadline(m) })
 	s.membership = m
 	s.watches.Go(func() {
 		defer close(m.watched)
@@ -761,10 +768,43 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 	})
 }
 
+// onMemberDeadline runs on m's timer: a membership lease not renewed
+// before its local deadline may have run out in the store, where the
+// other workers no longer count this one, whether or not the store
+// answers. The worker gives it up as it loses a target lease then: it no
+// longer counts itself a member nor claims targets, and Run looks again at
+// once to join again (renewing the lapsed lease first: only its answers
+// may have been lost).
+func (s *Scheduler) onMemberDeadline(m *membership) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.membership != m {
+		return
+	}
+	if d := time.Until(m.deadline); d > 0 {
+		m.timer.Reset(d)
+		return
+	}
+	s.lapseLocked(m)
+	s.rejoin = true
+	s.poke()
+}
+
+// lapseLocked gives up the membership lease m, the current one, by the
+// local clock: it may still be live in the store (see join). Called with
+// s.mu held.
+func (s *Scheduler) lapseLocked(m *membership) {
+	s.log.Warn("scheduler: membership lease not renewed before it would run out by the local clock; no longer a member, joining again",
+		"token", m.token)
+	s.lapsed = m.token
+	s.dropMembershipLocked()
+}
+
 // dropMembershipLocked forgets the membership lease, if any, and stops
-// listening for its end. Called with s.mu held.
+// listening for its end and its local deadline. Called with s.mu held.
 func (s *Scheduler) dropMembershipLocked() {
 	if s.membership != nil {
+		s.membership.timer.Stop()
 		s.membership.unwatch()
 		s.membership = nil
 	}
@@ -1384,6 +1424,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	s.mu.Lock()
 	m := s.membership
 	s.dropMembershipLocked()
+	token := s.lapsed
 	s.mu.Unlock()
 	if m != nil {
 		<-m.watched // its release is no loss to hear
@@ -1394,7 +1435,6 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	s.resolveOrphans(s.base)
 	// A membership that ran out by the local clock (its renewals' answers
 	// lost) may still be live with the lapsed token.
-	token := s.lapsed
 	if m != nil {
 		token = m.token
 	}

@@ -27,7 +27,9 @@ type Snapshot struct {
 	Worker    string
 	Namespace string
 	// Member reports whether the worker holds its membership lease (it
-	// claims targets only then).
+	// claims targets only then): false once the store signalled its end or
+	// refused its renewal, and once it was not renewed before it would run
+	// out by the local clock, until the worker joins again.
 	Member bool
 	// Workers, Targets and Share are from the last round: the live
 	// workers seen (this one included), the size of the target set, and

@@ -1186,8 +1186,9 @@ func (s *Scheduler) giveUpLocked(l *lease, state State, why string, cause error)
 // followed at once by an acquire with a new request id, without a back-off.
 // It skips targets held by a live lease (the store's list),
 // targets it holds or still winds down, and targets backed off after a
-// conflict; it stops at the first store failure, and at until, so that a
-// long claim does not hold back the next round's renewals. An acquire
+// conflict; it stops at the first store failure, at until, so that a
+// long claim does not hold back the next round's renewals, and as soon as
+// the worker is no longer a member. An acquire
 // under way when ctx ends is cut short: the shutdown resends it.
 func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease, until time.Time) {
 	s.mu.Lock()
@@ -1237,8 +1238,8 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 	}
 	slices.SortStableFunc(candidates, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	for _, t := range candidates {
-		if (deficit <= 0 && s.pending[t] == "") || ctx.Err() != nil || time.Now().After(until) {
-			return
+		if (deficit <= 0 && s.pending[t] == "") || ctx.Err() != nil || time.Now().After(until) || !s.isMember() {
+			return // (no longer a member: the store signalled it, or the membership lapsed, since the claim began)
 		}
 		key := protocol.Key{Namespace: s.set.ns, Name: t}
 		actx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
@@ -1247,7 +1248,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		if err != nil && ctx.Err() != nil {
 			return // cut short by the stop: the shutdown resolves it
 		}
-		if errors.Is(err, errReplayEnded) && deficit > 0 && !time.Now().After(until) {
+		if errors.Is(err, errReplayEnded) && deficit > 0 && !time.Now().After(until) && s.isMember() {
 			// The lease the replayed acquire took has ended: no other
 			// worker took the target first, so it is no conflict to back
 			// off from. Acquire it anew at once, with a new request id.
@@ -1294,9 +1295,10 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			s.log.Warn("scheduler: acquire failed; claiming no more this round", "target", t, "err", err)
 			return
 		case errors.Is(err, errReplayEnded):
-			// Over the share (or out of time): the acquire whose outcome
-			// was unknown holds nothing, and there is nothing left to
-			// resolve. Not a conflict: no back-off.
+			// Over the share (or out of time, or no longer a member):
+			// the acquire whose outcome was unknown holds nothing, and
+			// there is nothing left to resolve. Not a conflict: no
+			// back-off.
 			s.log.Info("scheduler: the lease of a replayed acquire has ended; nothing held", "target", t, "err", err)
 		default:
 			s.backOff(t)
@@ -1304,6 +1306,14 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 			s.log.Warn("scheduler: acquire refused", "target", t, "err", err)
 		}
 	}
+}
+
+// isMember reports whether the worker holds its membership lease. It
+// takes s.mu.
+func (s *Scheduler) isMember() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.membership != nil
 }
 
 // busy reports that an acquire of t answered conflict (err). It

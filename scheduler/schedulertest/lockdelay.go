@@ -2,6 +2,8 @@ package schedulertest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,3 +149,122 @@ func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 // expiryMarginTest leaves out acquires sent as the delay ends: the local
 // clock and the store's may differ by that much.
 const expiryMarginTest = 50 * time.Millisecond
+
+// memberLockDelay passes calls to a store (its signal included) and gives
+// every acquire of a membership lease a lock-delay, as a namespace default
+// of the workers' runtime would (protocol.Config.LockDelays); it notes
+// when each such acquire was sent.
+type memberLockDelay struct {
+	protocol.Store
+	notifier protocol.Notifier
+	delay    time.Duration
+	mu       sync.Mutex
+	sent     []time.Time
+}
+
+func (m *memberLockDelay) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	return m.notifier.Subscribe(ctx, key)
+}
+
+func (m *memberLockDelay) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if strings.HasSuffix(req.Key.Namespace, scheduler.WorkersSuffix) {
+		if req.LockDelay == 0 {
+			req.LockDelay = m.delay
+		}
+		m.mu.Lock()
+		m.sent = append(m.sent, time.Now())
+		m.mu.Unlock()
+	}
+	return m.Store.Acquire(ctx, req)
+}
+
+// between returns how many membership acquires were sent in [from, to).
+func (m *memberLockDelay) between(from, to time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, at := range m.sent {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// testMembershipRevokeLockDelay: an operator's revoke of a worker's
+// membership lease that carries a lock-delay (the workers' namespace
+// default) is heard at once (the worker no longer counts itself a
+// member); the worker does not join again before the delay ends, as the
+// store judges, and does not spin meanwhile: it tries at once, then at
+// most once a round (each round's join, in case the store's clock is
+// ahead of its own), and joins within a third of a renew interval of the
+// delay's end (unless a timer of the test process woke up more than
+// lateCall late: then that is logged). Its target leases, another
+// matter, stay its own.
+func testMembershipRevokeLockDelay(t *testing.T, newHarness Factory) {
+	const (
+		ns    = "evict"
+		delay = 3 * time.Second
+	)
+	h := newHarness(t)
+	inner, admin := workerAndAdmin(t, h)
+	n, ok := inner.(protocol.Notifier)
+	if !ok {
+		t.Fatalf("the harness's store %T does not signal (protocol.Notifier)", inner)
+	}
+	store := &memberLockDelay{Store: inner, notifier: n, delay: delay}
+	sched := runOne(t, store, scheduler.Static("a", "b"), idle, &scheduler.Config{Namespace: ns, TTL: ttl})
+	waitUntil(t, "the worker is a member and holds a and b", converge, func() bool {
+		snap := sched.Snapshot()
+		return snap.Member && fmt.Sprint(snap.Held()) == "[a b]"
+	})
+	ctx := context.Background()
+	member := protocol.Key{Namespace: ns + scheduler.WorkersSuffix, Name: "w1"}
+	got, err := admin.Get(ctx, protocol.GetRequest{Key: member})
+	if err != nil || got.Lease == nil || got.Lease.Owner != "w1" || got.Lease.LockDelay != delay {
+		t.Fatalf("get %s: %+v, %v; want w1's membership lease with a lock-delay of %v", member, got.Lease, err, delay)
+	}
+	old := got.Lease.Token
+	probe := startLatenessProbe()
+	defer probe.close()
+	sent := time.Now()
+	if res, err := admin.Revoke(ctx, protocol.RevokeRequest{Key: member, Actor: "op", Reason: "evict", Token: old}); err != nil {
+		t.Fatalf("revoke %s/%d: %v (%s)", member, old, err, res.Status)
+	}
+	free := time.Now().Add(delay)
+	waitUntil(t, "the worker hears of the revoke and no longer counts itself a member", lossBound, func() bool {
+		return !sched.Snapshot().Member
+	})
+	var joined protocol.Lease
+	waitUntil(t, "the worker joins again", converge, func() bool {
+		got, err := admin.Get(ctx, protocol.GetRequest{Key: member})
+		if err != nil || got.Lease == nil || got.Lease.Owner != "w1" || got.Lease.Token <= old {
+			return false
+		}
+		joined = *got.Lease
+		return true
+	})
+	rejoined := time.Now()
+	during := store.between(sent, sent.Add(delay-expiryMarginTest))
+	t.Logf("membership acquires during its lock-delay of %v: %d; joined again (token %d) at most %v after the delay ended",
+		delay, during, joined.Token, rejoined.Sub(free).Round(time.Millisecond))
+	// The store judges the delay by its wall clock: so does this check.
+	if wall := joined.AcquiredAt.Sub(sent.Round(0)); wall < delay {
+		t.Errorf("the worker joined again %v after the revoke by the store's clock, within the lock-delay of %v", wall, delay)
+	}
+	if most := 1 + int(delay/(renewEvery*9/10)) + 1; during > most {
+		t.Errorf("%d membership acquires while the lock-delay of %v ran: want at most %d (one at once, one a round)", during, delay, most)
+	}
+	if late := rejoined.Sub(free); late > renewEvery/3 {
+		from := free.Add(-expiryMarginTest)
+		if timer := probe.worst(from, rejoined); timer > lateCall {
+			t.Logf("joined again %v after the lock-delay ended; not failed: a %v timer of this process woke up %v late meanwhile (more than %v): the machine is too loaded",
+				late, latenessTick, timer.Round(time.Millisecond), lateCall)
+		} else {
+			t.Errorf("joined again %v after the lock-delay ended: want within %v", late, renewEvery/3)
+		}
+	}
+	if held := sched.Snapshot().Held(); fmt.Sprint(held) != "[a b]" {
+		t.Errorf("the worker holds %v after it joined again; want its targets [a b], which the revoke of its membership left alone", held)
+	}
+}

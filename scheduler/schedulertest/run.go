@@ -69,6 +69,13 @@ import (
 //     not at its next round (unless a timer of the test process woke up
 //     more than lateCall late: then that is logged); once the store
 //     answers again it joins again and takes its targets back.
+//   - MembershipRevokeLockDelay: a revoke of a worker's membership lease
+//     that carries a lock-delay (the workers' namespace default) is heard
+//     at once; the worker joins again only once the delay has ended, as
+//     the store judges, within a third of a renew interval of its end
+//     (unless the machine was shown too loaded), trying at most once at
+//     once and once a round meanwhile, never in a tight loop; its target
+//     leases stay its own.
 func Run(t *testing.T, newHarness Factory) {
 	t.Helper()
 	for _, c := range []struct {
@@ -86,6 +93,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"ShutdownStoreDown", testShutdownStoreDown},
 		{"LockDelayBackOff", testLockDelayBackOff},
 		{"MembershipLapses", testMembershipLapses},
+		{"MembershipRevokeLockDelay", testMembershipRevokeLockDelay},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, newHarness)

@@ -139,8 +139,23 @@ func (c leasectl) run(t *testing.T, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := c.command(ctx, args...)
+	cmd := c.command(ctx, migrateTimeout(c.dsn, args)...)
 	return finish(t, cmd, args, cmd.Run())
+}
+
+// migrateTimeout gives a migrate command on PostgreSQL that sets no
+// --timeout one of a minute, not the default 5s: migration 6 builds its
+// index CONCURRENTLY, which waits for every older transaction in the
+// database, and the other packages' tests run theirs beside these on the
+// same database (TestPostgresMigrate timed out after 5s in CI under load).
+// A test of migrate's deadline gives its own --timeout.
+func migrateTimeout(dsn string, args []string) []string {
+	if len(args) == 0 || args[0] != "migrate" || !strings.HasPrefix(dsn, "postgres") || slices.ContainsFunc(args, func(a string) bool {
+		return a == "--timeout" || strings.HasPrefix(a, "--timeout=")
+	}) {
+		return args
+	}
+	return append(slices.Clip(args), "--timeout", "1m")
 }
 
 // finish collects a process made by command.

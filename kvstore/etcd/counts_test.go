@@ -53,3 +53,27 @@ func TestCountsCountsKeys(t *testing.T) {
 	}
 	counts("after a prune", 3, 1)
 }
+
+// TestCountsCountsOnlyTheStoresEntries: keys under the store's prefix
+// that are no lease and no audit record of the store (an operator's note
+// put beside its entries) are no lease and no record to Counts either,
+// as they are none to get, list and the audit reads, which pass over
+// them: `leasectl migrate down` must not refuse an empty store as one
+// that "holds audit records", nor report records no read can show.
+func TestCountsCountsOnlyTheStoresEntries(t *testing.T) {
+	t.Parallel()
+	b := open(t, &etcd.Config{Prefix: etcdcluster.Shared(t).Prefix(t)})
+	ctx := t.Context()
+	for _, k := range []string{b.Prefix() + "a/notes", b.Prefix() + "k/notes"} {
+		if _, err := b.Client().Put(ctx, k, "not leasestore's"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := b.ReadAudit(ctx, audit.Query{})
+	if err != nil || len(page.Records) != 0 {
+		t.Fatalf("the trail of a store with no change: %v %v; want no record", page.Records, err)
+	}
+	if l, r, err := b.Counts(ctx); err != nil || l != 0 || r != 0 {
+		t.Fatalf("counts of a store with no lease and no record, beside two foreign keys under its prefix: %d leases, %d records (%v); want 0, 0", l, r, err)
+	}
+}

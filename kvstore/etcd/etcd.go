@@ -110,7 +110,7 @@ type Backend struct {
 	now    func() time.Time
 	manual bool // expiry by the test clock (Config.testNow), not etcd leases
 
-	expiry leasePool // etcd leases by expiry second (leases.go)
+	expiry leasePool // etcd leases by expiry second and TTL (leases.go)
 	cache  stateCache
 
 	testAfterRead func()        // tests: called by Follow between its read and its watch

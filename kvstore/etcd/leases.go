@@ -13,24 +13,37 @@ import (
 
 // leasePool hands out etcd leases for liveness entries. A lease that must
 // live until at least t is taken from the etcd lease granted for t's
-// second (the first operation that needs a second grants it; operations
-// wanting the same second share it), so that under load most operations
-// cost one transaction and no grant.
+// second with the TTL that reaches it from now, in whole seconds (the
+// first operation that needs such a grant makes it; operations wanting the
+// same second and TTL share it), so that under load most operations cost
+// one transaction and no grant. The TTL is part of the key because a leader
+// change renews every etcd lease by its granted TTL: a lease riding on an
+// etcd lease granted for a longer lease's TTL would keep its key for that
+// TTL after the change, not its own. So an etcd lease serves only
+// operations whose own time to their second is within a second of its TTL
+// (acquires and renewals with the same TTL), and the grants number about
+// one a second for each TTL in use: bounded by time, not by operations.
 //
 // Safety: a grant asked at local time s with TTL n (the TTL the server
 // granted, at least what was asked) expires on the leader no earlier than
 // s+n by the leader's clock, which runs at the rate of ours (etcd, like any
 // lease, assumes bounded drift, not synchronized clocks); a leader change
-// only lengthens it. A lease is used for a wanted expiry only when s+n is
-// not before it, so the expires_at a holder is told is never after the
-// cluster ends its lease (unless another client revokes it: docs/etcd.md). The lease may end up to about two seconds later
-// (the second's rounding, the TTL's, and the lessor's expiry checks).
+// only lengthens it (to n from the change). A lease is used for a wanted
+// expiry only when s+n is not before it, so the expires_at a holder is
+// told is never after the cluster ends its lease (unless another client
+// revokes it: docs/etcd.md). The lease may end up to about two seconds
+// later (the second's rounding, the TTL's, and the lessor's expiry checks).
 type leasePool struct {
 	cli *clientv3.Client
 
 	mu     sync.Mutex
-	grants map[int64]*grant // by the wanted expiry's second, rounded up
+	grants map[slot]*grant
 }
+
+// slot names the etcd lease shared by the operations that want to expire
+// within the second before sec (Unix seconds) and, when they ask, need a
+// TTL of ttl whole seconds to reach it.
+type slot struct{ sec, ttl int64 }
 
 type grant struct {
 	ready chan struct{} // closed when id and until are set or err
@@ -70,12 +83,14 @@ func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseI
 	if sec.Before(want) {
 		sec = sec.Add(time.Second)
 	}
-	slot := sec.Unix()
+	now := time.Now()
+	ttl := max(int64((sec.Sub(now)+time.Second-1)/time.Second), 1)
+	at := slot{sec: sec.Unix(), ttl: ttl}
 	p.mu.Lock()
 	if p.grants == nil {
-		p.grants = map[int64]*grant{}
+		p.grants = map[slot]*grant{}
 	}
-	g := p.grants[slot]
+	g := p.grants[at]
 	if g != nil {
 		select {
 		case <-g.ready:
@@ -88,13 +103,12 @@ func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseI
 	mine = g == nil
 	if mine {
 		g = &grant{ready: make(chan struct{})}
-		p.grants[slot] = g
-		p.forget(time.Now())
+		p.grants[at] = g
+		p.forget(now)
 	}
 	p.mu.Unlock()
 	if mine {
-		sent := time.Now()
-		ttl := max(int64((sec.Sub(sent)+time.Second-1)/time.Second), 1)
+		sent := time.Now() // not before now: sent+ttl is not before sec
 		resp, err := p.cli.Grant(ctx, ttl)
 		if err != nil {
 			g.err = err
@@ -103,7 +117,7 @@ func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseI
 		}
 		close(g.ready)
 		if err != nil {
-			p.drop(slot, g)
+			p.drop(at, g)
 			return 0, time.Time{}, true, err
 		}
 	}
@@ -118,13 +132,12 @@ func (p *leasePool) take(ctx context.Context, want time.Time) (_ clientv3.LeaseI
 	return g.id, g.until, mine, nil
 }
 
-// drop forgets the grant of slot when it is g (a failed grant, or a lease
-// the cluster no longer knows).
-func (p *leasePool) drop(slot int64, g *grant) {
+// drop forgets the grant of at when it is g (a failed grant).
+func (p *leasePool) drop(at slot, g *grant) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.grants[slot] == g {
-		delete(p.grants, slot)
+	if p.grants[at] == g {
+		delete(p.grants, at)
 	}
 }
 
@@ -132,11 +145,11 @@ func (p *leasePool) drop(slot int64, g *grant) {
 func (p *leasePool) dropID(id clientv3.LeaseID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for slot, g := range p.grants {
+	for at, g := range p.grants {
 		select {
 		case <-g.ready:
 			if g.id == id {
-				delete(p.grants, slot)
+				delete(p.grants, at)
 			}
 		default:
 		}
@@ -148,9 +161,9 @@ func (p *leasePool) forget(now time.Time) {
 	if len(p.grants) < 64 {
 		return
 	}
-	for slot := range p.grants {
-		if slot < now.Unix() {
-			delete(p.grants, slot)
+	for at := range p.grants {
+		if at.sec < now.Unix() {
+			delete(p.grants, at)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // TestReleaseLeavesNothingOnEtcdLeases: the etcd leases a backend grants
-// are shared by the acquires wanting the same expiry second, so a release
+// are shared by the acquires wanting the same expiry second and TTL, so a release
 // cannot revoke them (that would end the other leases attached); it
 // deletes its entries instead, the liveness and lock-delay entries
 // attached to them included (as does a revoke of a lease without a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/leasestore/leasestore/audit"
@@ -304,41 +305,78 @@ func TestPruneSameRequestIDAtOnce(t *testing.T) {
 // TestPruneCutOffFreesItsRequestID: a prune stopped between its batches
 // (its context ended) drops its claim on its request id, so that the
 // prune sent again with that id runs, as on the SQL stores, and removes
-// the rest, instead of being refused as a use of the id.
+// the rest, instead of being refused as a use of the id. The prune
+// answers by its deadline (TestPruneAnswersByItsDeadline), so the drop may
+// land after the answer: sent again at once through the same Backend, the
+// prune waits for it; through another (another process), it runs once the
+// claim is gone, which takes no longer than the drop's round trip. The
+// drop is slowed by 500 ms, so that a retry at once meets it under way.
 func TestPruneCutOffFreesItsRequestID(t *testing.T) {
 	t.Parallel()
-	prefix := etcdcluster.Shared(t).Prefix(t)
-	gate := newBatchGate()
-	first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option()))
-	again := open(t, &etcd.Config{Prefix: prefix})
-	ctx := t.Context()
-	const records = pruneBatchSize + 50 // two batches
-	rt := protocol.New(again, nil)
-	for i := range records {
-		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-cut-off"}
-	gate.hold(1)
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		_, err := first.PruneAudit(pctx, req)
-		done <- err
-	}()
-	select {
-	case <-gate.held:
-	case err := <-done:
-		t.Fatalf("the prune ended before its second batch: %v", err)
-	}
-	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("the prune cut off before its second batch answered no error")
-	}
-	res, err := again.PruneAudit(ctx, req)
-	if err != nil || res.Removed != records-pruneBatchSize {
-		t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, records-pruneBatchSize)
+	for _, sameBackend := range []bool{true, false} {
+		name := map[bool]string{true: "same backend at once", false: "another backend once the claim is gone"}[sameBackend]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			prefix := etcdcluster.Shared(t).Prefix(t)
+			gate := newBatchGate()
+			// The claim's deletion (a Txn deleting only the claim) takes
+			// 500 ms more, so that a retry sent at once meets it under way.
+			slowDrop := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+				cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if txn, ok := req.(*pb.TxnRequest); ok && len(txn.Success) == 1 && strings.Contains(string(txn.Success[0].GetRequestDeleteRange().GetKey()), "\x01claim\x01") {
+					time.Sleep(500 * time.Millisecond)
+				}
+				return invoker(ctx, method, req, reply, cc, opts...)
+			})
+			first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option(), slowDrop))
+			again := open(t, &etcd.Config{Prefix: prefix})
+			ctx := t.Context()
+			const records = pruneBatchSize + 50 // two batches
+			rt := protocol.New(again, nil)
+			for i := range records {
+				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-cut-off"}
+			gate.hold(1)
+			pctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				_, err := first.PruneAudit(pctx, req)
+				done <- err
+			}()
+			select {
+			case <-gate.held:
+			case err := <-done:
+				t.Fatalf("the prune ended before its second batch: %v", err)
+			}
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("the prune cut off before its second batch answered no error")
+			}
+			retry := first
+			if !sameBackend {
+				retry = again
+				claim := again.Prefix() + "a/\x01claim\x01" + req.RequestID
+				for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+					g, err := again.Client().Get(ctx, claim, clientv3.WithCountOnly())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g.Count == 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the claim %q of the prune cut off is still there 1s after it answered (its drop slowed by 500 ms); want it deleted", claim)
+					}
+				}
+			}
+			res, err := retry.PruneAudit(ctx, req)
+			if err != nil || res.Removed != records-pruneBatchSize {
+				t.Fatalf("the prune sent again with its request id: removed %d, %v; want the %d records left", res.Removed, err, records-pruneBatchSize)
+			}
+		})
 	}
 }
 

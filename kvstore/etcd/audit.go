@@ -201,7 +201,8 @@ const pruneBatch = 100
 // large (which applied nothing) is sent again with half the deletions.
 // The first of several transactions claims the request id
 // (P/a/\x01claim\x01ID, put only while absent, compared by the next
-// transactions, deleted by the last or by a prune that stops early): of
+// transactions, deleted by the last or by a prune that stops early, after
+// it answers when its context ended first: see dropClaim): of
 // two prunes with one request id at once, one removes records and counts
 // them all, the other removes nothing and answers invalid, as a prune
 // whose request id is in the trail does (see [backendkit.PruneIDUsed]).
@@ -218,6 +219,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		return audit.PruneResult{}, err
 	}
 	own, claim := b.keys.audit("", r.RequestID), b.keys.claim(r.RequestID)
+	if err := b.awaitClaimDrop(ctx, claim); err != nil { // a retry of a prune this Backend cut off
+		return audit.PruneResult{}, err
+	}
 	if g, err := b.kv.Txn(ctx).Then(clientv3.OpGet(own, clientv3.WithCountOnly()), clientv3.OpGet(claim, clientv3.WithCountOnly())).Commit(); err != nil {
 		return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 	} else if g.Responses[0].GetResponseRange().Count+g.Responses[1].GetResponseRange().Count > 0 {
@@ -250,7 +254,12 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	var claimRev int64 // the claim's create revision, once this prune's first batch put it
 	fail := func(err error) (audit.PruneResult, error) {
 		if claimRev != 0 {
-			b.dropClaim(ctx, claim, claimRev)
+			// Waited for while ctx lasts (so that a retry right after
+			// finds the request id free), not past it.
+			select {
+			case <-b.dropClaim(ctx, claim, claimRev):
+			case <-ctx.Done():
+			}
 		}
 		return res, err
 	}
@@ -337,13 +346,57 @@ const claimDropTimeout = 5 * time.Second
 // dropClaim deletes the claim of a prune that stopped before its last
 // batch, if it is still the one the prune put (create revision rev), so
 // that the prune's request id can be sent again, as on the SQL stores.
+// The deletion outlives ctx (whose deadline may be what stopped the
+// prune), up to claimDropTimeout, in a goroutine that Close waits for; the
+// channel returned is closed when it is done, and until then a prune of
+// this Backend with the same request id waits for it (awaitClaimDrop).
 // When the deletion fails too (the cluster is unavailable) the claim
-// stays, and that request id is refused as used.
-func (b *Backend) dropClaim(ctx context.Context, claim string, rev int64) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
-	defer cancel()
-	// A failure leaves the claim: the request id stays used.
-	_, _ = b.kv.Txn(dctx).If(clientv3.Compare(clientv3.CreateRevision(claim), "=", rev)).Then(clientv3.OpDelete(claim)).Commit()
+// stays, and that request id is refused as used. Once Close has begun, it
+// is tried within ctx only.
+func (b *Backend) dropClaim(ctx context.Context, claim string, rev int64) <-chan struct{} {
+	done := make(chan struct{})
+	b.dropsMu.Lock()
+	if b.drops == nil {
+		b.drops = map[string]chan struct{}{}
+	}
+	b.drops[claim] = done
+	b.dropsMu.Unlock()
+	drop := func(ctx context.Context) {
+		defer func() {
+			b.dropsMu.Lock()
+			if b.drops[claim] == done {
+				delete(b.drops, claim)
+			}
+			b.dropsMu.Unlock()
+			close(done)
+		}()
+		dctx, cancel := context.WithTimeout(ctx, claimDropTimeout)
+		defer cancel()
+		// A failure leaves the claim: the request id stays used.
+		_, _ = b.kv.Txn(dctx).If(clientv3.Compare(clientv3.CreateRevision(claim), "=", rev)).Then(clientv3.OpDelete(claim)).Commit()
+	}
+	if !b.goTracked(func() { drop(context.WithoutCancel(ctx)) }) {
+		drop(ctx)
+	}
+	return done
+}
+
+// awaitClaimDrop waits, while ctx lasts, for this Backend's deletion of
+// claim under way, if any: a prune cut off by its context answers before
+// its claim is deleted, and a retry with its request id must not find it.
+func (b *Backend) awaitClaimDrop(ctx context.Context, claim string) error {
+	b.dropsMu.Lock()
+	done := b.drops[claim]
+	b.dropsMu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return b.interpret(ctx, audit.OpPrune, ctx.Err())
+	}
 }
 
 // ErrCompacted is matched (errors.Is) by the error a [Backend.Follow]

@@ -116,9 +116,13 @@ type Backend struct {
 	testAfterRead func()        // tests: called by Follow between its read and its watch
 	testProgress  time.Duration // tests: Follow's followProgress, when not 0
 
+	dropsMu sync.Mutex
+	drops   map[string]chan struct{} // claim key: closed when its drop (dropClaim) is done
+
 	closed    atomic.Bool
 	closeOnce sync.Once
-	watchers  sync.WaitGroup // notify and follow goroutines
+	trackMu   sync.Mutex     // orders goTracked's Add before Close's Wait
+	watchers  sync.WaitGroup // notify, follow and claim-drop goroutines
 	stop      chan struct{}  // closed by Close
 	release   func()         // Open's: ends the client's base context
 }
@@ -461,7 +465,9 @@ func (b *Backend) Health(ctx context.Context) error {
 func (b *Backend) Close(context.Context) error {
 	var err error
 	b.closeOnce.Do(func() {
+		b.trackMu.Lock()
 		b.closed.Store(true)
+		b.trackMu.Unlock()
 		close(b.stop)
 		b.watchers.Wait()
 		if b.owned {
@@ -472,6 +478,22 @@ func (b *Backend) Close(context.Context) error {
 		}
 	})
 	return err
+}
+
+// goTracked runs f in a goroutine that Close waits for, and reports
+// whether it did: it does not once Close has begun.
+func (b *Backend) goTracked(f func()) bool {
+	b.trackMu.Lock()
+	defer b.trackMu.Unlock()
+	if b.closed.Load() {
+		return false
+	}
+	b.watchers.Add(1)
+	go func() {
+		defer b.watchers.Done()
+		f()
+	}()
+	return true
 }
 
 func errClosed(op protocol.Op) error {

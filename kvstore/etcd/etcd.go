@@ -529,21 +529,40 @@ func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 
 // Counts returns how many lease keys (live, expired or kept by a
 // lock-delay: each key once, whatever entries it has) and audit records
-// (not the prune mark, the marks of what prunes removed, nor the claims of
-// prunes under way) the store holds, read at one revision.
+// the store holds, read at one revision. It counts what the reads see:
+// keys that parse as the store's leases and records (parseLeaseKey,
+// parseAuditKey), not the prune mark, the marks of what prunes removed, the
+// claims of prunes under way, nor another client's keys under the prefix.
+// It reads every key of the trail (keys only, a page at a time).
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
 	err = atOneRevision(func() error {
-		// The prune mark, the marks of what prunes removed and the claims
-		// of running prunes are no records.
-		a, err := b.kv.Txn(ctx).Then(clientv3.OpGet(b.keys.audits(), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-			clientv3.OpGet(b.keys.auditMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())).Commit()
-		if err != nil {
-			return b.interpret(ctx, protocol.OpHealth, err)
+		leases, records = 0, 0
+		var rev int64
+		start, end := b.keys.audits(), clientv3.GetPrefixRangeEnd(b.keys.audits())
+		for {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(auditPage)}
+			if rev != 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := b.kv.Get(ctx, start, opts...)
+			if err != nil {
+				return b.interpret(ctx, protocol.OpHealth, err)
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			for _, kv := range resp.Kvs {
+				if _, _, ok := b.keys.parseAuditKey(string(kv.Key)); ok {
+					records++
+				}
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
-		records = a.Responses[0].GetResponseRange().Count - a.Responses[1].GetResponseRange().Count
-		leases = 0
 		all := b.keys.leases()
-		return b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), a.Header.Revision, func(protocol.Key, keyState) bool {
+		return b.scan(ctx, protocol.OpHealth, all, clientv3.GetPrefixRangeEnd(all), rev, func(protocol.Key, keyState) bool {
 			leases++
 			return true
 		})

@@ -63,7 +63,6 @@ const (
 	metaSuffix = "meta"
 	markSuffix = "rev"
 	claimed    = "\x01claim\x01"
-	marks      = "\x01"
 )
 
 // canonicalPrefix is the one form of a store's prefix p, whatever slashes
@@ -93,7 +92,6 @@ func (l layout) audit(ns, requestID string) string { return l.auditsOf(ns) + req
 func (l layout) pruneMark() string                 { return l.audits() + pruneMark }
 func (l layout) prunedThrough(ns string) string    { return l.audits() + prunedTo + ns }
 func (l layout) claim(requestID string) string     { return l.audits() + claimed + requestID }
-func (l layout) auditMarks() string                { return l.audits() + marks }
 
 // parseLeaseKey splits an entry key of the lease family into its lease key
 // and suffix (one of suffixO, suffixR, suffixE).

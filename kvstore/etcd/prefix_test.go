@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -78,6 +81,61 @@ func TestDestroyKeepsNestedStore(t *testing.T) {
 	}
 	if page, err := inner.ReadAudit(ctx, audit.Query{Namespace: "ns"}); err != nil || len(page.Records) != 1 {
 		t.Fatalf("the nested store's trail: %v %v, want its acquire's record", page.Records, err)
+	}
+}
+
+// TestDestroyKeepsOtherKeys: destroying a store (`leasectl migrate down
+// --destroy-data`) deletes its own entries only: keys another client put
+// under PREFIX/k/ and PREFIX/a/ that are no entry of the store (an
+// operator's notes, one among a lease's entries, one among the trail's)
+// stay, as docs/etcd.md says other keys under the prefix do. A lease
+// acquired through another handle just before Destroy's deletion is sent,
+// sorting after the notes, goes too: nothing of the store is left.
+func TestDestroyKeepsOtherKeys(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	other := open(t, &etcd.Config{Prefix: prefix})
+	ctx := t.Context()
+	var armed atomic.Bool
+	lateErr := errors.New("no deletion was sent")
+	late := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if txn, ok := req.(*pb.TxnRequest); ok && deletes(txn) && armed.CompareAndSwap(true, false) {
+			_, lateErr = other.Acquire(ctx, protocol.AcquireRequest{Key: key("zz"), Owner: "o", TTL: time.Minute, RequestID: "late"})
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	b := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, late))
+	rt := protocol.New(b, nil)
+	for _, name := range []string{"k", "m"} {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.Prefix()
+	notes := []string{p + "a/notes", p + "a/ns-notes", p + "k/notes", p + "k/ns\x00k\x00note"}
+	for _, k := range notes {
+		if _, err := b.Client().Put(ctx, k, "not leasestore's"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	armed.Store(true)
+	if _, err := b.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lateErr != nil {
+		t.Fatalf("the acquire made while Destroy was under way: %v; nothing tested", lateErr)
+	}
+	left, err := b.Client().Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range left.Kvs {
+		got = append(got, string(kv.Key))
+	}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", notes) {
+		t.Fatalf("after Destroy the store's prefix holds %q; want only the other keys %q", got, notes)
 	}
 }
 

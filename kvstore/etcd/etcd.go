@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -507,24 +508,141 @@ func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
 	return b.ensureFormat(ctx, true)
 }
 
-// Destroy deletes every entry of the store (its leases, its trail, its
-// format record and its revision mark) in one transaction, and reports how many went. Other keys
-// under the prefix stay: a store whose prefix lies below this one's
-// (PREFIX/team/) is another store. It is `leasectl migrate down
-// --destroy-data` on etcd.
+// destroyOps bounds the range deletions of one of Destroy's transactions,
+// below etcd's default --max-txn-ops (128) with the two it adds.
+const destroyOps = 100
+
+// destroyAttempts bounds how often Destroy reads the store again because
+// its entries changed between its read and its deletion.
+const destroyAttempts = 4
+
+// Destroy deletes every entry of the store (its leases, its trail, the
+// prunes' marks and claims, its format record and its revision mark), and
+// reports how many keys went. Other keys under the prefix stay: a store
+// whose prefix lies below this one's (PREFIX/team/) is another store, and
+// a key under PREFIX/k/ or PREFIX/a/ that is no entry of the store (as its
+// reads tell: parseLeaseKey, ownAuditKey) is another client's. Destroy
+// reads the keys of both families at one revision and deletes each run of
+// the store's entries between other keys with one range, in one
+// transaction (in several of up to destroyOps ranges when other keys lie
+// among the entries, the format record going with the last, so that one
+// cut short leaves a store to destroy again). A transaction applies only
+// while no key of the two families was written since the read; when one
+// was (the store is in use), Destroy reads again, up to destroyAttempts
+// times in all. It is `leasectl migrate down --destroy-data` on etcd.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
-	resp, err := b.kv.Txn(ctx).Then(clientv3.OpDelete(b.keys.leases(), clientv3.WithPrefix()),
-		clientv3.OpDelete(b.keys.audits(), clientv3.WithPrefix()), clientv3.OpDelete(b.keys.meta()),
-		clientv3.OpDelete(b.keys.revMark())).Commit()
-	if err != nil {
-		return 0, b.interpret(ctx, protocol.OpHealth, err)
-	}
-	b.cache.init()
 	var n int64
-	for _, r := range resp.Responses {
-		n += r.GetResponseDeleteRange().Deleted
+	for attempt := 1; ; attempt++ {
+		var ranges [][2]string
+		var rev int64
+		err := atOneRevision(func() error {
+			var err error
+			ranges, rev, err = b.entryRanges(ctx)
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		done, deleted, err := b.deleteRanges(ctx, ranges, rev)
+		n += deleted
+		if done || err != nil {
+			b.cache.init()
+			return n, err
+		}
+		if attempt == destroyAttempts {
+			b.cache.init()
+			return n, backendkit.NewError(protocol.OpHealth, protocol.StatusUnavailable, nil,
+				"%s: the store's entries changed while it was destroyed, %d times (%d keys deleted): stop the services that use it and run again",
+				b.shown, destroyAttempts, n)
+		}
 	}
-	return n, nil
+}
+
+// entryRanges returns the key ranges [from, to) that hold the store's
+// lease and audit entries and no other key, as of the revision rev it
+// read them at.
+func (b *Backend) entryRanges(ctx context.Context) (ranges [][2]string, rev int64, _ error) {
+	for _, family := range []struct {
+		prefix string
+		own    func(string) bool
+	}{
+		{b.keys.leases(), func(k string) bool { _, _, ok := b.keys.parseLeaseKey(k); return ok }},
+		{b.keys.audits(), b.keys.ownAuditKey},
+	} {
+		first, last := "", "" // the run of entries under way, first == "" when none
+		flush := func() {
+			if first != "" {
+				ranges = append(ranges, [2]string{first, last + "\x00"})
+				first = ""
+			}
+		}
+		start, end := family.prefix, clientv3.GetPrefixRangeEnd(family.prefix)
+		for {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(scanPage)}
+			if rev != 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := b.kv.Get(ctx, start, opts...)
+			if err != nil {
+				return nil, 0, b.interpret(ctx, protocol.OpHealth, err)
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			for _, kv := range resp.Kvs {
+				k := string(kv.Key)
+				if !family.own(k) {
+					flush()
+					continue
+				}
+				if first == "" {
+					first = k
+				}
+				last = k
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+		flush()
+	}
+	return ranges, rev, nil
+}
+
+// deleteRanges deletes ranges, then the format record and the revision
+// mark, while no lease or audit key was written after rev; done reports
+// whether it got to the end (else a key was written: read again).
+func (b *Backend) deleteRanges(ctx context.Context, ranges [][2]string, rev int64) (done bool, deleted int64, _ error) {
+	unchanged := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(b.keys.leases()), "<", rev+1).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(b.keys.audits()), "<", rev+1).WithPrefix(),
+	}
+	for {
+		n := min(len(ranges), destroyOps)
+		ops := make([]clientv3.Op, 0, n+2)
+		for _, r := range ranges[:n] {
+			ops = append(ops, clientv3.OpDelete(r[0], clientv3.WithRange(r[1])))
+		}
+		ranges = ranges[n:]
+		last := len(ranges) == 0
+		if last {
+			ops = append(ops, clientv3.OpDelete(b.keys.meta()), clientv3.OpDelete(b.keys.revMark()))
+		}
+		resp, err := b.kv.Txn(ctx).If(unchanged...).Then(ops...).Commit()
+		if err != nil {
+			return false, deleted, b.interpret(ctx, protocol.OpHealth, err)
+		}
+		if !resp.Succeeded {
+			return false, deleted, nil
+		}
+		for _, r := range resp.Responses {
+			deleted += r.GetResponseDeleteRange().Deleted
+		}
+		if last {
+			return true, deleted, nil
+		}
+	}
 }
 
 // Counts returns how many lease keys (live, expired or kept by a

@@ -117,6 +117,17 @@ func (l layout) parseAuditKey(key string) (ns, requestID string, ok bool) {
 	return strings.Cut(rest, sep)
 }
 
+// ownAuditKey reports whether key, of the trail's family, is the store's:
+// a record (parseAuditKey), the prune mark, a mark of what prunes removed
+// or the claim of a prune under way.
+func (l layout) ownAuditKey(key string) bool {
+	if _, _, ok := l.parseAuditKey(key); ok {
+		return true
+	}
+	rest, ok := strings.CutPrefix(key, l.audits())
+	return ok && (rest == pruneMark || strings.HasPrefix(rest, prunedTo) || strings.HasPrefix(rest, claimed))
+}
+
 // expiryValue encodes t as the value of an e entry: fixed-width decimal
 // Unix microseconds, so that etcd's byte-wise compare orders expiries.
 func expiryValue(t time.Time) string {

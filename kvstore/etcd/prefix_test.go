@@ -139,6 +139,65 @@ func TestDestroyKeepsOtherKeys(t *testing.T) {
 	}
 }
 
+// TestDestroyAmongManyOtherKeys: when other keys lie among the store's
+// entries in more places than one transaction's ranges can go around
+// (a note among the entries of each of 120 leases), Destroy deletes the
+// entries in several transactions, and still only them, the count it
+// reports included.
+func TestDestroyAmongManyOtherKeys(t *testing.T) {
+	t.Parallel()
+	var txns atomic.Int64
+	countTxns := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
+		cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if txn, ok := req.(*pb.TxnRequest); ok && deletes(txn) {
+			txns.Add(1)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	b := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: etcdcluster.Shared(t).Prefix(t)}, countTxns))
+	rt := protocol.New(b, nil)
+	ctx := t.Context()
+	p := b.Prefix()
+	var notes []string
+	for i := range 120 {
+		name := fmt.Sprintf("k%03d", i)
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		note := p + "k/ns\x00" + name + "\x00note"
+		if _, err := b.Client().Put(ctx, note, "not leasestore's"); err != nil {
+			t.Fatal(err)
+		}
+		notes = append(notes, note)
+	}
+	all, err := b.Client().Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	txns.Store(0)
+	n, err := b.Destroy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txns.Load() < 2 {
+		t.Errorf("Destroy deleted in %d transactions; want several (nothing tested)", txns.Load())
+	}
+	left, err := b.Client().Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range left.Kvs {
+		got = append(got, string(kv.Key))
+	}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", notes) {
+		t.Fatalf("after Destroy the store's prefix holds %d keys, the first %q; want only the %d other keys", len(got), got[:min(len(got), 3)], len(notes))
+	}
+	if want := all.Count - int64(len(notes)); n != want {
+		t.Errorf("Destroy reported %d keys deleted; want %d", n, want)
+	}
+}
+
 // TestPrefixFormsOpenOneStore: a prefix names one store however its
 // slashes are written: Config.Prefix "P", "/P", "P/" and "//P//" open the
 // store that the DSN etcd://HOST/P/ opens ("/P/"), as a user of both

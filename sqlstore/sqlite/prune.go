@@ -5,10 +5,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -20,20 +26,30 @@ var pruneBatch int64 = 5000
 
 // PruneAudit removes every audit record older than r.Before, oldest first,
 // pruneBatch records per write transaction, and records the prune in the
-// last one (see [audit.Pruner]). Each batch claims the request id for this
+// last one (see [audit.Pruner]). Batches that committed before the prune
+// stopped stay done: a prune that stops early answers an error and, in
+// the result's Removed, the records its committed batches removed; the
+// error says how many too (stoppedAfter). A batch that could not delete
+// every record it took, or mark each as removed (a trigger of the
+// operator's on the trail kept some, or kept the store's mark from
+// firing, on a schema newer than this release's that judges triggers by
+// name only), removes none of them and stops the prune, naming the
+// trigger: it never passes a record older than the cut-off, nor takes a
+// short batch for the last. Each batch claims the request id for this
 // run before it removes anything (claimPruneID): of two prunes with one
-// request id at once, one removes records and its record counts them all,
-// and the other removes nothing and answers invalid, as a prune whose
-// request id is in the trail does (see [backendkit.PruneIDUsed]). A prune
-// that stops early frees its claim, so that it can be sent again with its
-// id; a claim left by a prune whose process died keeps the id refused as
-// used. A cut-off after the backend's clock (see
-// [backendkit.CheckPruneCutOff]) answers invalid. While a trigger that the
-// migrations created is missing or altered (above all
+// request id at once, one removes records and its record counts them
+// all, and the other removes nothing and answers invalid, as a prune
+// whose request id is in the trail does (see [backendkit.PruneIDUsed]).
+// A prune that stops early frees its claim, so that it can be sent again
+// with its id; a claim left by a prune whose process died keeps the id
+// refused as used. A cut-off after the backend's clock (see
+// [backendkit.CheckPruneCutOff]) answers invalid. While a trigger that
+// the migrations created is missing or altered (above all
 // leasestore_audit_pruned_through, which marks what a prune removed for
-// the followers behind it), every batch is refused before it removes
-// anything, with unavailable naming the trigger and the fix, as Health
-// refuses the file.
+// the followers behind it), or, at this release's schema, a trigger they
+// did not make is on the store's tables, every batch is refused before
+// it removes anything, with unavailable naming the trigger and the fix,
+// as Health refuses the file.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -74,17 +90,51 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err := b.claimPruneID(ctx, tx, r, run, now, res.Removed); err != nil {
 				return protocol.Result{}, false, err
 			}
+			taken, err := pruneTaken(ctx, tx, r.Before)
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
 			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch)
 			if err != nil {
+				var se *sqlite.Error
+				if errors.As(err, &se) && foreignTrigger(se) {
+					return protocol.Result{}, false, keptError(ctx, tx, func(what, fix string) *protocol.Error {
+						return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, err,
+							"sqlite database %q: %s refused a batch of the prune, which removed none of its records (its "+
+								"message follows): run %s, then prune again", b.file, what, fix)
+					})
+				}
 				return protocol.Result{}, false, err
 			}
 			if n, err = out.RowsAffected(); err != nil {
 				return protocol.Result{}, false, err
 			}
+			if n < taken.n {
+				return protocol.Result{}, false, keptError(ctx, tx, func(what, fix string) *protocol.Error {
+					return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+						"sqlite database %q: a batch of the prune could delete only %d of the %d oldest records left "+
+							"before its cut-off, so it removed none of them: %s kept the rest (a BEFORE DELETE trigger "+
+							"that RAISE(IGNORE)s keeps its record): run %s, then prune again", b.file, n, taken.n, what, fix)
+				})
+			}
+			marked, err := taken.marked(ctx, tx)
+			if err != nil {
+				return protocol.Result{}, false, err
+			}
+			if !marked {
+				return protocol.Result{}, false, keptError(ctx, tx, func(what, fix string) *protocol.Error {
+					return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
+						"sqlite database %q: a batch of the prune removed none of the records it took: the mark of what "+
+							"prunes removed (leasestore_audit_pruned, kept by the store's trigger "+
+							"leasestore_audit_pruned_through) did not cover them all, so a follower behind them would have "+
+							"read on past them: %s kept the store's trigger from firing (an AFTER DELETE trigger that "+
+							"RAISE(IGNORE)s skips the triggers after it): run %s, then prune again", b.file, what, fix)
+				})
+			}
 			if _, err := tx.ExecContext(ctx, qPruneClose); err != nil {
 				return protocol.Result{}, false, err
 			}
-			if n == pruneBatch {
+			if taken.n == pruneBatch {
 				return protocol.Result{}, true, nil
 			}
 			if _, err := tx.ExecContext(ctx, qPruneUnclaim, r.RequestID, run); err != nil {
@@ -102,7 +152,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if !errors.Is(err, protocol.ErrInvalid) { // refused, this run took no claim
 				b.dropPruneClaim(ctx, r, run)
 			}
-			return res, err
+			return res, b.stoppedAfter(err, r, res.Removed)
 		}
 		res.Removed += n
 		if rec != nil {
@@ -119,7 +169,8 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 // prune that removed before records in its earlier batches. The first
 // batch finds the id's prune record in the trail, or the id claimed by
 // another run: invalid, as a used id. A later batch that finds either has
-// lost the claim its first batch took (deleted by hand): unavailable.
+// lost the claim its first batch took (deleted by hand): unavailable
+// (stoppedAfter says how many records the earlier batches removed).
 // Either way the batch rolls back, having removed nothing.
 func (b *Backend) claimPruneID(ctx context.Context, tx *sql.Tx, r audit.PruneRequest, run string, now time.Time, before int64) error {
 	holder := ""
@@ -143,8 +194,7 @@ func (b *Backend) claimPruneID(ctx context.Context, tx *sql.Tx, r audit.PruneReq
 	default:
 		return backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
 			"sqlite database %q: the claim of this prune's request id %q (leasestore_audit_prune_claim) was deleted or "+
-				"taken outside this prune after it removed %d records; no record counts them: prune again with another request id",
-			b.file, r.RequestID, before)
+				"taken outside this prune: prune again with another request id", b.file, r.RequestID)
 	}
 }
 
@@ -164,3 +214,160 @@ func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run 
 		return protocol.Result{}, err == nil, err
 	})
 }
+
+// stoppedAfter is err, the failure that stopped the prune r, saying how
+// many records (removed) the prune's earlier batches removed for good,
+// each batch committed on its own, and that no prune record counts them;
+// err as it is when they removed none. A prune of many batches cannot be
+// all or nothing, so it says how far it got, as the result's Removed
+// does.
+func (b *Backend) stoppedAfter(err error, r audit.PruneRequest, removed int64) error {
+	if removed == 0 || err == nil {
+		return err
+	}
+	where := fmt.Sprintf("sqlite database %q", b.file)
+	done := fmt.Sprintf("%s: the prune removed %d records before %s in batches that committed, which no prune record "+
+		"counts, and then stopped (send it again to remove the rest)", where, removed, r.Before.UTC().Format(time.RFC3339Nano))
+	pe, ok := err.(*protocol.Error)
+	if !ok {
+		return backendkit.NewError(audit.OpPrune, protocol.StatusOf(err), err, "%s", done)
+	}
+	c := *pe
+	c.Message = done
+	if m := strings.TrimPrefix(pe.Message, where+": "); m != "" {
+		c.Message += ": " + m
+	}
+	return &c
+}
+
+// pruneTaking is what a prune batch takes (qPruneTaken): how many
+// records, and the greatest id of them in each namespace and ("") in all.
+type pruneTaking struct {
+	n   int64
+	top map[string]int64
+}
+
+// pruneTaken reads, in tx, what the next batch of a prune of the records
+// before before takes.
+func pruneTaken(ctx context.Context, tx *sql.Tx, before time.Time) (pruneTaking, error) {
+	t := pruneTaking{top: map[string]int64{}}
+	rows, err := tx.QueryContext(ctx, qPruneTaken, micros(before), pruneBatch)
+	if err != nil {
+		return t, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			ns     string
+			n, top int64
+		)
+		if err := rows.Scan(&ns, &n, &top); err != nil {
+			return t, err
+		}
+		t.n += n
+		t.top[ns] = top
+		t.top[""] = max(t.top[""], top)
+	}
+	return t, rows.Err()
+}
+
+// marked reports whether the mark of what prunes removed
+// (qPrunedThrough), read in tx once the batch deleted what it took,
+// covers the greatest id it took in each namespace and in all.
+func (t pruneTaking) marked(ctx context.Context, tx *sql.Tx) (bool, error) {
+	for ns, top := range t.top {
+		var through int64
+		if err := tx.QueryRowContext(ctx, qPrunedThrough, ns).Scan(&through); err != nil {
+			return false, err
+		}
+		if through < top {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// keptError is refusal, the refusal of a prune batch that a trigger of
+// the operator's kept from removing or marking what it took, made of what
+// (the triggers on the trail, read in tx, that fire on DELETE and that the
+// store's migrations did not make: trailDeleteTriggers) and fix (the DROP
+// TRIGGER of each); the error of reading them when that fails. The batch
+// rolls back whole.
+func keptError(ctx context.Context, tx *sql.Tx, refusal func(what, fix string) *protocol.Error) error {
+	triggers, err := trailDeleteTriggers(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if len(triggers) == 0 {
+		return refusal("a trigger on leasestore_audit that is not the store's own", "DROP TRIGGER name (with the sqlite3 shell)")
+	}
+	what := "the trigger "
+	if len(triggers) > 1 {
+		what = "the triggers "
+	}
+	var fix []string
+	for _, t := range triggers {
+		fix = append(fix, "DROP TRIGGER "+quoteIdent(t))
+	}
+	return refusal(what+strings.Join(triggers, ", ")+" on leasestore_audit (not the store's own)",
+		strings.Join(fix, "; ")+" (with the sqlite3 shell)")
+}
+
+// trailDeleteTriggers reads, in tx (qTrailTriggers), the names of the
+// triggers on the trail that fire on DELETE and that the store's
+// migrations did not make (see [migrations.SQLiteTriggers]): what can
+// keep a prune's records (RAISE(IGNORE) before the DELETE), its mark
+// (RAISE(IGNORE) after it, skipping the store's trigger) or refuse it
+// (RAISE(ABORT)). One whose text triggerHead cannot read is counted in.
+func trailDeleteTriggers(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	own, err := migrations.SQLiteTriggers()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, qTrailTriggers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, text string
+		if err := rows.Scan(&name, &text); err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(own, func(t migrations.Trigger) bool { return strings.EqualFold(t.Name, name) }) {
+			continue
+		}
+		if m := triggerHead.FindStringSubmatch(text); m == nil || strings.EqualFold(m[1], "DELETE") {
+			out = append(out, name)
+		}
+	}
+	return out, rows.Err()
+}
+
+// triggerHead reads the event of a trigger (group 1) from its CREATE
+// TRIGGER statement, as sqlite_schema keeps it: the name (quoted, or bare
+// and followed by a space), then BEFORE, AFTER or INSTEAD OF, if any.
+var triggerHead = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:TEMP(?:ORARY)?\s+)?TRIGGER\s+(?:IF\s+NOT\s+EXISTS\s+)?` +
+	`(?:(?:` + sqlIdent + `)\s*\.\s*)?(?:(?:` + sqlQuoted + `)\s*|(?:` + sqlBare + `)\s+)(?:(?:BEFORE|AFTER|INSTEAD\s+OF)\s+)?` +
+	`(DELETE|INSERT|UPDATE)\b`)
+
+// sqlQuoted, sqlBare and sqlIdent match an SQL identifier: quoted (as
+// SQLite accepts it), bare, either.
+const (
+	sqlQuoted = `"(?:[^"]|"")*"|` + "`(?:[^`]|``)*`" + `|\[[^\]]*\]|'(?:[^']|'')*'`
+	sqlBare   = `[^\s."'` + "`" + `\[]+`
+	sqlIdent  = sqlQuoted + `|` + sqlBare
+)
+
+// quoteIdent is name as SQL: as it is when it is a plain word, else in
+// double quotes.
+func quoteIdent(name string) string {
+	if plainIdent.MatchString(name) {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// plainIdent matches a name that needs no quotes.
+var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -335,13 +335,25 @@ LIMIT ?4`
 // ?3, cut-off ?4, now ?5) unless a run holds it; qPruneHolder reads the
 // run that holds it. qPruneUnclaim deletes the claim of ?1 that the run
 // ?2 holds: in the last batch, or alone when the prune stops early.
+//
+// qPruneTaken reads, per namespace, how many of the records qPruneBatch
+// deletes next (the oldest ?2 before ?1) it takes and the greatest id of
+// them: no other connection writes meanwhile (the transaction holds the
+// write lock), so the DELETE removes exactly those unless a trigger keeps
+// one (RAISE(IGNORE) before it), and the mark (qPrunedThrough) covers each
+// namespace's greatest unless a trigger kept the store's own from firing
+// (RAISE(IGNORE) after it). qTrailTriggers reads the name and text of each
+// trigger on the trail, to name those that can have (Backend.PruneAudit).
 const (
 	qPruneOpen    = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
+	qPruneTaken   = `SELECT namespace, count(*), max(id) FROM (SELECT namespace, id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2) GROUP BY namespace`
 	qPruneBatch   = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
 	qPruneClose   = `DELETE FROM leasestore_audit_prune WHERE id = 1`
 	qPruneClaim   = `INSERT INTO leasestore_audit_prune_claim (request_id, run, actor, before, at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (request_id) DO NOTHING`
 	qPruneHolder  = `SELECT run FROM leasestore_audit_prune_claim WHERE request_id = ?1`
 	qPruneUnclaim = `DELETE FROM leasestore_audit_prune_claim WHERE request_id = ?1 AND run = ?2`
+
+	qTrailTriggers = `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'leasestore_audit' COLLATE NOCASE ORDER BY name`
 )
 
 // qSweep removes up to ?3 rows of leases that expired (and whose

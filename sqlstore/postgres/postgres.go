@@ -218,6 +218,7 @@ type Backend struct {
 	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
 	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
 	closeOnce sync.Once
+	drops     claimDrops // prunes' claims being freed after their prune answered (prune.go)
 	// tests only (export_test.go): run instead of changeBatchFnSQL
 	testBatchFnSQL string
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
@@ -845,13 +846,17 @@ func (b *Backend) Health(ctx context.Context) error {
 
 // Close closes the pool when the backend owns it, waiting until every
 // connection was returned (operations have deadlines, so this is bounded);
-// a borrowed pool is left open. Close is idempotent and always returns nil.
+// a borrowed pool is left open. It first waits for the freeing of the
+// request id of a prune that stopped early, when that went on after the
+// prune answered (at most five seconds; see [Backend.PruneAudit]). Close
+// is idempotent and always returns nil.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.listen.close()
 		if b.co != nil {
 			b.co.wait()
 		}
+		b.drops.wait()
 		if b.ownsPool {
 			b.pool.Close()
 		}

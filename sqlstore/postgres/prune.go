@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,8 +36,11 @@ var pruneBatch int64 = 5000
 // once, one removes records and its record counts them all, and the other
 // removes nothing and answers invalid, as a prune whose request id is in
 // the trail does (see [backendkit.PruneIDUsed]). A prune that stops early
-// frees its claim, so that it can be sent again with its id; a claim left
-// by a prune whose process died keeps the id refused as used. A cut-off
+// frees its claim, so that it can be sent again with its id (dropPruneClaim:
+// one whose deadline passes while it waits for another prune's window
+// answers then, and a claim it took is freed in the background, which
+// [Backend.Close] waits for); a claim left by a prune whose process died
+// keeps the id refused as used. A cut-off
 // after the server's time is refused (see [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
@@ -57,12 +61,20 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
 	run := protocol.RandomRequestID()
-	var res audit.PruneResult
+	var (
+		res audit.PruneResult
+		// claimed: a batch of this run asked to commit, so its claim may
+		// stand. A batch that failed before (waiting for another prune's
+		// window, say) rolled back: this run holds no claim to free.
+		claimed bool
+	)
 	stop := func(err error) (audit.PruneResult, error) {
 		if errors.Is(err, errPruneIDTaken) {
 			return res, backendkit.PruneIDUsed(r.RequestID) // this run took no claim
 		}
-		b.dropPruneClaim(ctx, r, run)
+		if claimed {
+			b.dropPruneClaim(ctx, r, run)
+		}
 		if errors.Is(err, errRequestIDRace) {
 			err = backendkit.PruneIDUsed(r.RequestID)
 		}
@@ -75,7 +87,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		)
 		// A batch that failed to serialize rolled back whole: run it again.
 		err := retrySerialization(ctx, audit.OpPrune, func() (err error) {
-			n, rec, err = b.pruneOnce(ctx, r, run, res.Removed)
+			var committing bool
+			n, rec, committing, err = b.pruneOnce(ctx, r, run, res.Removed)
+			claimed = claimed || committing
 			if ie := interpretError("", err); errors.Is(ie, errSerialization) {
 				return ie
 			}
@@ -123,17 +137,82 @@ var pruneTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 var errPruneIDTaken = errors.New("postgres: the prune's request id is claimed by another prune, or recorded")
 
 // claimDropTimeout bounds a prune's freeing of its claim when it stops
-// early.
-const claimDropTimeout = 5 * time.Second
+// early; claimDropGrace bounds how long the prune waits for it past its
+// own context's end before it answers, the freeing going on in the
+// background (claimDrops).
+const (
+	claimDropTimeout = 5 * time.Second
+	claimDropGrace   = 250 * time.Millisecond
+)
+
+// claimDrops tracks the freeing of prunes' claims (dropPruneClaim) that
+// goes on after their prune answered, so that Close waits for it; it is
+// safe for concurrent use.
+type claimDrops struct {
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// start runs fn in a goroutine that d tracks and returns a channel closed
+// when fn returned; nil, fn not run, once d is closing.
+func (d *claimDrops) start(fn func()) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return nil
+	}
+	d.wg.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer d.wg.Done()
+		defer close(done)
+		fn()
+	}()
+	return done
+}
+
+// wait refuses new drops and waits for those in progress (each bounded by
+// claimDropTimeout).
+func (d *claimDrops) wait() {
+	d.mu.Lock()
+	d.closing = true
+	d.mu.Unlock()
+	d.wg.Wait()
+}
 
 // dropPruneClaim frees the claim the run holds on r's request id, if any,
 // in a transaction of its own, so that a prune that stopped early can be
-// sent again with its id. When that fails too (the server is unavailable)
-// the claim stays, and the id is refused as used. A committed row of the
-// window (pruneWindowError) lets it free the claim, and stays as it is:
-// it closes only a window it opened.
+// sent again with its id. It waits for the window of any other prune, as
+// a batch does; it waits for that until ctx ends and claimDropGrace more,
+// then lets the freeing go on in the background (see claimDrops, which
+// Close waits for), so that a prune cut off by its deadline answers at
+// once. When the freeing fails too (the server is unavailable, the
+// Backend closed first) the claim stays, and the id is refused as used. A
+// committed row of the window (pruneWindowError) lets it free the claim,
+// and stays as it is: it closes only a window it opened.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
+	done := b.drops.start(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(claimDropGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// unclaimPrune is the freeing of dropPruneClaim, under ctx and
+// claimDropTimeout.
+func (b *Backend) unclaimPrune(ctx context.Context, r audit.PruneRequest, run string) {
+	dctx, cancel := context.WithTimeout(ctx, claimDropTimeout)
 	defer cancel()
 	a := args{"before": r.Before, "request_id": r.RequestID, "run": run}
 	_ = pgx.BeginTxFunc(dctx, b.pool, pruneTx, func(tx pgx.Tx) error {
@@ -250,13 +329,11 @@ func unmarkedPruneError() *protocol.Error {
 // pruneOnce runs one batch of the run run, which removed before records
 // in its earlier batches; when it is the last (fewer than pruneBatch
 // records left), it also frees the run's claim and writes the prune's
-// record, and returns it.
-func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run string, before int64) (int64, *audit.Record, error) {
-	var (
-		n   int64
-		rec *audit.Record
-	)
-	err := pgx.BeginTxFunc(ctx, b.pool, pruneTx, func(tx pgx.Tx) error {
+// record, and returns it. committing reports whether the batch asked to
+// commit: when it did and failed all the same, its claim may stand.
+func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run string, before int64) (n int64, rec *audit.Record,
+	committing bool, err error) {
+	err = pgx.BeginTxFunc(ctx, b.pool, pruneTx, func(tx pgx.Tx) error {
 		a := args{"before": r.Before, "limit": pruneBatch, "request_id": r.RequestID, "run": run, "actor": r.Actor,
 			"now": b.clock()}
 		var (
@@ -309,6 +386,7 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 			return err
 		}
 		if !last {
+			committing = true
 			return nil
 		}
 		reason := fmt.Sprintf("removed %d records before %s", before+n, r.Before.UTC().Format(time.RFC3339Nano))
@@ -320,13 +398,14 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 			return err
 		}
 		rec.At = rec.At.UTC()
+		committing = true
 		return nil
 	})
 	if err != nil {
 		if ie := interpretError("", err); errors.Is(ie, errAuditWentBack) {
-			return 0, nil, errAuditWentBack
+			return 0, nil, committing, errAuditWentBack
 		}
-		return 0, nil, err
+		return 0, nil, committing, err
 	}
-	return n, rec, nil
+	return n, rec, committing, nil
 }

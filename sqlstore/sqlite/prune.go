@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -69,8 +71,26 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		var (
 			n   int64
 			rec *backendkit.Recorded
+			// unclaim: the run's claim stands after this write (see after);
+			// decided: who frees it, the caller (callerFrees) or, when the
+			// caller left while the batch ran the write, after (afterFrees).
+			unclaim atomic.Bool
+			decided atomic.Int32
 		)
-		_, err := b.write(ctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
+		removed := res.Removed
+		// after has the write's real outcome: a batch that committed and
+		// was not the last leaves the claim its run holds, and so does
+		// one that failed (removing nothing, claiming nothing) after
+		// batches that committed; a last batch freed it, and a first
+		// that failed took none.
+		after := func(_ protocol.Result, err error) (protocol.Result, error) {
+			unclaim.Store((err == nil && rec == nil) || (err != nil && removed > 0))
+			if !decided.CompareAndSwap(0, callerFrees) && unclaim.Load() {
+				b.drops.start(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
+			}
+			return protocol.Result{}, err
+		}
+		_, err := b.writeThen(ctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 			// Without its triggers (the mark above all) a batch would leave a
 			// follower behind it a silent gap: refused, nothing removed. A
 			// row of the window here was committed by another handle (this
@@ -147,9 +167,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				return protocol.Result{}, false, err
 			}
 			return protocol.Result{}, true, nil
-		})
+		}, after)
 		if err != nil {
-			if !errors.Is(err, protocol.ErrInvalid) { // refused, this run took no claim
+			// Unless the caller left the write to its batch (after frees
+			// the claim then, in the background), after has run.
+			if !decided.CompareAndSwap(0, afterFrees) && unclaim.Load() {
 				b.dropPruneClaim(ctx, r, run)
 			}
 			return res, b.stoppedAfter(err, r, res.Removed)
@@ -198,16 +220,90 @@ func (b *Backend) claimPruneID(ctx context.Context, tx *sql.Tx, r audit.PruneReq
 	}
 }
 
-// claimDropTimeout bounds a prune's freeing of its claim when it stops
-// early.
-const claimDropTimeout = 5 * time.Second
+// Who frees the claim of a prune whose write failed (PruneAudit): the
+// caller, once the write's after has judged the outcome, or after, in the
+// write's batch, when the caller left it there (its context ended while
+// the batch ran the write).
+const (
+	callerFrees int32 = iota + 1
+	afterFrees
+)
 
-// dropPruneClaim frees the claim the run holds on r's request id, if any,
-// in a write of its own, so that a prune that stopped early can be sent
-// again with its id. When that fails too the claim stays, and the id is
-// refused as used.
+// claimDropTimeout bounds a prune's freeing of its claim when it stops
+// early; claimDropGrace bounds how long the prune waits for it past its
+// own context's end before it answers, the freeing going on in the
+// background (claimDrops).
+const (
+	claimDropTimeout = 5 * time.Second
+	claimDropGrace   = 250 * time.Millisecond
+)
+
+// claimDrops tracks the freeing of prunes' claims (dropPruneClaim) that
+// goes on after their prune answered, so that Close waits for it; it is
+// safe for concurrent use.
+type claimDrops struct {
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// start runs fn in a goroutine that d tracks and returns a channel closed
+// when fn returned; nil, fn not run, once d is closing.
+func (d *claimDrops) start(fn func()) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return nil
+	}
+	d.wg.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer d.wg.Done()
+		defer close(done)
+		fn()
+	}()
+	return done
+}
+
+// wait refuses new drops and waits for those in progress (each bounded by
+// claimDropTimeout).
+func (d *claimDrops) wait() {
+	d.mu.Lock()
+	d.closing = true
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// dropPruneClaim frees the claim the run holds on r's request id, in a
+// write of its own, so that a prune that stopped early can be sent again
+// with its id. It waits for the file's write lock, as a batch does; it
+// waits for that until ctx ends and claimDropGrace more, then lets the
+// freeing go on in the background (see claimDrops, which Close waits
+// for), so that a prune cut off by its deadline answers at once. When the
+// freeing fails too (the Backend closed first, the lock held past
+// claimDropTimeout) the claim stays, and the id is refused as used.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimDropTimeout)
+	done := b.drops.start(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(claimDropGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// unclaimPrune is the freeing of dropPruneClaim, under ctx and
+// claimDropTimeout.
+func (b *Backend) unclaimPrune(ctx context.Context, r audit.PruneRequest, run string) {
+	dctx, cancel := context.WithTimeout(ctx, claimDropTimeout)
 	defer cancel()
 	_, _ = b.write(dctx, audit.OpPrune, func(ctx context.Context, tx *sql.Tx, _ time.Time) (protocol.Result, bool, error) {
 		_, err := tx.ExecContext(ctx, qPruneUnclaim, r.RequestID, run)

@@ -118,6 +118,8 @@ type Backend struct {
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
 	betweenPruneBatches func()
 
+	drops claimDrops // prunes' claims being freed after their prune answered (prune.go)
+
 	// closed is set as Close begins: every operation from then on is
 	// refused (closedError), also on a *sql.DB given to New, which stays
 	// open and where database/sql would prepare a closed statement again
@@ -562,12 +564,15 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // Close closes the prepared statements and, when the Backend owns its
 // *sql.DB (it came from [Open]), the *sql.DB, which waits for connections in
 // use to be returned. A *sql.DB given to [New] is left open. Close first
-// waits for the writes in flight, alone or batched (a write waiting for
-// the file's write lock too); every operation from its start on fails
-// with unavailable, and nothing is written once it returned. Close is
-// idempotent.
+// waits for the freeing of the request id of a prune that stopped early,
+// when that went on after the prune answered (at most five seconds; see
+// [Backend.PruneAudit]), then for the writes in flight, alone or batched
+// (a write waiting for the file's write lock too); every operation from
+// then on fails with unavailable, and nothing is written once it
+// returned. Close is idempotent.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
+		b.drops.wait()
 		b.closed.Store(true)
 		b.waitWrites()
 		// Every write run alone has ended once this lock is held; one that

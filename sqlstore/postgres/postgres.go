@@ -218,7 +218,7 @@ type Backend struct {
 	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
 	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
 	closeOnce sync.Once
-	drops     claimDrops // prunes' claims being freed after their prune answered (prune.go)
+	drops     backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
 	// tests only (export_test.go): run instead of changeBatchFnSQL
 	testBatchFnSQL string
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
@@ -856,7 +856,7 @@ func (b *Backend) Close(context.Context) error {
 		if b.co != nil {
 			b.co.wait()
 		}
-		b.drops.wait()
+		b.drops.Wait()
 		if b.ownsPool {
 			b.pool.Close()
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -139,60 +138,24 @@ var errPruneIDTaken = errors.New("postgres: the prune's request id is claimed by
 // claimDropTimeout bounds a prune's freeing of its claim when it stops
 // early; claimDropGrace bounds how long the prune waits for it past its
 // own context's end before it answers, the freeing going on in the
-// background (claimDrops).
+// background (the backend's drops, which Close waits for).
 const (
 	claimDropTimeout = 5 * time.Second
 	claimDropGrace   = 250 * time.Millisecond
 )
 
-// claimDrops tracks the freeing of prunes' claims (dropPruneClaim) that
-// goes on after their prune answered, so that Close waits for it; it is
-// safe for concurrent use.
-type claimDrops struct {
-	mu      sync.Mutex
-	closing bool
-	wg      sync.WaitGroup
-}
-
-// start runs fn in a goroutine that d tracks and returns a channel closed
-// when fn returned; nil, fn not run, once d is closing.
-func (d *claimDrops) start(fn func()) <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closing {
-		return nil
-	}
-	d.wg.Add(1)
-	done := make(chan struct{})
-	go func() {
-		defer d.wg.Done()
-		defer close(done)
-		fn()
-	}()
-	return done
-}
-
-// wait refuses new drops and waits for those in progress (each bounded by
-// claimDropTimeout).
-func (d *claimDrops) wait() {
-	d.mu.Lock()
-	d.closing = true
-	d.mu.Unlock()
-	d.wg.Wait()
-}
-
 // dropPruneClaim frees the claim the run holds on r's request id, if any,
 // in a transaction of its own, so that a prune that stopped early can be
 // sent again with its id. It waits for the window of any other prune, as
 // a batch does; it waits for that until ctx ends and claimDropGrace more,
-// then lets the freeing go on in the background (see claimDrops, which
+// then lets the freeing go on in the background (see the backend's drops, which
 // Close waits for), so that a prune cut off by its deadline answers at
 // once. When the freeing fails too (the server is unavailable, the
 // Backend closed first) the claim stays, and the id is refused as used. A
 // committed row of the window (pruneWindowError) lets it free the claim,
 // and stays as it is: it closes only a window it opened.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
-	done := b.drops.start(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
+	done := b.drops.Go(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
 	if done == nil {
 		return
 	}

@@ -118,7 +118,7 @@ type Backend struct {
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
 	betweenPruneBatches func()
 
-	drops claimDrops // prunes' claims being freed after their prune answered (prune.go)
+	drops backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
 
 	// closed is set as Close begins: every operation from then on is
 	// refused (closedError), also on a *sql.DB given to New, which stays
@@ -572,7 +572,7 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // returned. Close is idempotent.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
-		b.drops.wait()
+		b.drops.Wait()
 		b.closed.Store(true)
 		b.waitWrites()
 		// Every write run alone has ended once this lock is held; one that

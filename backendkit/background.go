@@ -1,0 +1,40 @@
+package backendkit
+
+import "sync"
+
+// Background runs work that outlives the call that started it (a clean-up
+// the caller stopped waiting for once its context ended) so that a
+// backend's Close can wait for it. The zero value is ready; it is safe for
+// concurrent use. Each piece of work must end by itself (bound it with a
+// timeout): Wait waits for all of it.
+type Background struct {
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// Go runs fn in a goroutine that b tracks and returns a channel closed
+// when fn returned; nil, fn not run, once Wait was called.
+func (b *Background) Go(fn func()) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return nil
+	}
+	b.wg.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer b.wg.Done()
+		defer close(done)
+		fn()
+	}()
+	return done
+}
+
+// Wait refuses new work and waits for the work in progress.
+func (b *Background) Wait() {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}

@@ -123,7 +123,7 @@ type Backend struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	trackMu   sync.Mutex     // orders goTracked's Add before Close's Wait
-	watchers  sync.WaitGroup // notify, follow and claim-drop goroutines
+	watchers  sync.WaitGroup // notify and claim-drop goroutines: add only through goTracked
 	stop      chan struct{}  // closed by Close
 	release   func()         // Open's: ends the client's base context
 }

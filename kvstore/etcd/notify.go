@@ -27,7 +27,8 @@ const (
 // to notifyMaxPause) until it is back or the subscription is cancelled;
 // once it is back ch gets another signal, for a deletion while no watch
 // was live. When the Backend is closed (or the client given to [New]),
-// ch gets one last signal and no more.
+// ch gets one last signal and no more; once Close has begun, Subscribe
+// answers closed (Close waits for the watches it let start).
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	if err := b.open(protocol.OpAcquire); err != nil {
@@ -62,9 +63,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 		default:
 		}
 	}
-	b.watchers.Add(1)
-	go func() {
-		defer b.watchers.Done()
+	// Through goTracked, so that Close waits for the goroutine or
+	// Subscribe answers closed: never one started as Close waits.
+	tracked := b.goTracked(func() {
 		defer cancelWatch()
 		pause, live := notifyPause, true
 		for {
@@ -108,7 +109,11 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 				return
 			}
 		}
-	}()
+	})
+	if !tracked {
+		cancelWatch()
+		return nil, nil, errClosed(protocol.OpAcquire)
+	}
 	var once sync.Once
 	return ch, func() { once.Do(cancelWatch) }, nil
 }

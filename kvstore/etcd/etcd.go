@@ -122,10 +122,9 @@ type Backend struct {
 
 	closed    atomic.Bool
 	closeOnce sync.Once
-	trackMu   sync.Mutex     // orders goTracked's Add before Close's Wait
-	watchers  sync.WaitGroup // notify and claim-drop goroutines: add only through goTracked
-	stop      chan struct{}  // closed by Close
-	release   func()         // Open's: ends the client's base context
+	tracked   backendkit.Background // notify and claim-drop goroutines, started by goTracked
+	stop      chan struct{}         // closed by Close
+	release   func()                // Open's: ends the client's base context
 }
 
 var (
@@ -472,11 +471,9 @@ func (b *Backend) Health(ctx context.Context) error {
 func (b *Backend) Close(context.Context) error {
 	var err error
 	b.closeOnce.Do(func() {
-		b.trackMu.Lock()
 		b.closed.Store(true)
-		b.trackMu.Unlock()
 		close(b.stop)
-		b.watchers.Wait()
+		b.tracked.Wait()
 		if b.owned {
 			err = b.cli.Close()
 		}
@@ -490,17 +487,7 @@ func (b *Backend) Close(context.Context) error {
 // goTracked runs f in a goroutine that Close waits for, and reports
 // whether it did: it does not once Close has begun.
 func (b *Backend) goTracked(f func()) bool {
-	b.trackMu.Lock()
-	defer b.trackMu.Unlock()
-	if b.closed.Load() {
-		return false
-	}
-	b.watchers.Add(1)
-	go func() {
-		defer b.watchers.Done()
-		f()
-	}()
-	return true
+	return !b.closed.Load() && b.tracked.Go(f) != nil
 }
 
 func errClosed(op protocol.Op) error {

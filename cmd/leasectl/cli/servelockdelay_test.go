@@ -55,6 +55,10 @@ func TestServeLockDelayDefaults(t *testing.T) {
 		{"jobs-eu/asked", []string{"--lock-delay", "5s"}, "5s"}, // the acquire's own wins
 		{"billing/k", nil, nil},
 		{"default/k", nil, "1m30s"},
+		// Namespaces may hold a slash (printed %2F): "*" and "jobs-*"
+		// reach them as well, as in the tokens file.
+		{"team%2Fa/k", nil, "1m30s"},
+		{"jobs-eu%2Fwest/k", nil, "15s"},
 	} {
 		o := runCLI(t, remote, append([]string{"acquire", c.key, "--owner", "w", "-o", "json"}, c.args...)...)
 		wantCode(t, o, ExitOK)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/leasestore/leasestore/internal/nsglob"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -73,8 +74,8 @@ type tokenEntry struct {
 // tokens file line that matched its token (never the token itself).
 type Principal struct {
 	Role  Role
-	Globs []string
-	Line  int // the line of the tokens file
+	Globs []string // the line's namespace globs (docs/http-api.md, "Namespace globs")
+	Line  int      // the line of the tokens file
 }
 
 // Len returns how many tokens t holds.
@@ -190,6 +191,9 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		if err := textfield.Validate("namespace glob", g, protocol.MaxNamespaceLen); err != nil {
 			return tokenEntry{}, err
 		}
+		if err := nsglob.Validate(g); err != nil {
+			return tokenEntry{}, err
+		}
 		e.globs = append(e.globs, g)
 	}
 	return e, nil
@@ -223,31 +227,9 @@ func (p Principal) allows(op protocol.Op, namespace string) bool {
 		return false
 	}
 	for _, g := range p.Globs {
-		if g == "*" || (namespace != "" && globMatch(g, namespace)) {
+		if g == "*" || (namespace != "" && nsglob.Match(g, namespace)) {
 			return true
 		}
 	}
 	return false
-}
-
-// globMatch reports whether s matches pattern, where * matches any run of
-// characters (slashes included) and every other character itself.
-func globMatch(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return strings.HasSuffix(s, last)
 }

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/leasestore/leasestore/internal/nsglob"
 )
 
 // DefaultTimeout is the deadline the runtime applies to an operation whose
@@ -35,7 +36,7 @@ type Config struct {
 	Sweep *SweepConfig
 	// LockDelays are namespace defaults of the lock-delay: an acquire
 	// whose LockDelay is zero takes the Delay of the first entry whose
-	// Namespaces glob ([path.Match]) matches its namespace. Default: none,
+	// Namespaces glob matches its namespace. Default: none,
 	// so a lease has a lock-delay only when its acquire asks for one.
 	// [New] panics on a malformed glob or a delay outside [0, MaxLockDelay];
 	// check them first with [NamespaceLockDelay.Validate].
@@ -45,14 +46,18 @@ type Config struct {
 // NamespaceLockDelay is a namespace default of the lock-delay (see
 // [Config].LockDelays and [AcquireRequest].LockDelay).
 type NamespaceLockDelay struct {
-	Namespaces string // a [path.Match] glob: "*" for all, "jobs-*", "billing"
+	// Namespaces is a namespace glob, the grammar of every namespace glob
+	// of leasestore (docs/http-api.md, "Namespace globs"): "*" for all
+	// (slashes included: "team/a"), "jobs-*", "billing", "shard-[0-3]".
+	Namespaces string
 	Delay      time.Duration
 }
 
-// Validate checks the glob and the delay.
+// Validate checks the glob and the delay. A malformed glob's error
+// matches [path.ErrBadPattern].
 func (d NamespaceLockDelay) Validate() error {
-	if _, err := path.Match(d.Namespaces, ""); err != nil {
-		return fmt.Errorf("lock delay: namespace glob %q: %w", d.Namespaces, err)
+	if err := nsglob.Validate(d.Namespaces); err != nil {
+		return fmt.Errorf("lock delay: %w", err)
 	}
 	return validateLockDelay(d.Delay)
 }
@@ -60,7 +65,7 @@ func (d NamespaceLockDelay) Validate() error {
 // lockDelayOf returns the default lock-delay of namespace ns.
 func lockDelayOf(defaults []NamespaceLockDelay, ns string) time.Duration {
 	for _, d := range defaults {
-		if ok, _ := path.Match(d.Namespaces, ns); ok {
+		if nsglob.Match(d.Namespaces, ns) {
 			return d.Delay
 		}
 	}

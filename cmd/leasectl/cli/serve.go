@@ -65,9 +65,12 @@ $` + EnvAPIToken + ` as the bearer token.
   TOKEN ROLE NS-GLOB[,NS-GLOB...]
 TOKEN is the token itself (16 characters at least) or sha256:HEX of it; ROLE is
 reader (get, list, audit), writer (and acquire, renew, release) or admin (and
-revoke); each NS-GLOB names namespaces, * matching any run of characters (only
-* reads the audit trail of every namespace at once). # starts a comment; a
-UTF-8 byte order mark at the start of the file is skipped. SIGHUP reloads
+revoke); each NS-GLOB is a namespace glob, matching a whole namespace: *
+matches any run of characters, / included; ? any one character; [...] one
+of a class ([0-3], [^0-9]); \ quotes the next character (\*); anything else
+itself. Only * reads the audit trail of every namespace at once; a malformed
+glob is refused. # starts a comment; a UTF-8 byte order mark at the start
+of the file is skipped. SIGHUP reloads
 the file; a file that does not parse is refused and the tokens
 in force stay. Streams (notify, audit follow) of a token the reload removed, or
 narrowed so that it may no longer read the stream's namespace, end at once.
@@ -91,9 +94,9 @@ trust a certificate of a private CA through SSL_CERT_FILE=CA.pem (leasectl
 on Linux) or the system's trust store (macOS, Windows).
 
 --lock-delay NS=DURATION (repeatable) sets a namespace default of the
-lock-delay: an acquire (or run) in a namespace that the glob NS matches
-(path.Match: jobs-*, billing, * for all), asking for no lock-delay of its
-own, gets DURATION (0 to 1h; 0 for none), the first matching flag
+lock-delay: an acquire (or run) in a namespace that the namespace glob NS
+matches (as in the tokens file: jobs-*, billing, * for all), asking for no
+lock-delay of its own, gets DURATION (0 to 1h; 0 for none), the first matching flag
 applying: --lock-delay billing=0s --lock-delay '*=15s' gives every
 namespace but billing 15s. After such a lease is revoked or runs out,
 acquires of its key answer conflict until the delay has passed.

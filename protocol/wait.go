@@ -166,6 +166,13 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		if res.Status != StatusConflict || res.Lease == nil {
 			return res, sent, err
 		}
+		if ctx.Err() != nil {
+			// The deadline passed (or ctx was cancelled) while the attempt
+			// ran: the wait is over, and no further attempt is sent, not
+			// even the one that follows the subscription.
+			r, err := waitEnded(ctx, res, start)
+			return r, sent, err
+		}
 		if !subscribed {
 			subscribed = true
 			if n, ok := s.(Notifier); ok {

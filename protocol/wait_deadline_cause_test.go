@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,28 @@ func TestAcquireWaitDeadlineWithACauseLetsAnAttemptFinish(t *testing.T) {
 			t.Errorf("%s: a wait whose deadline passed while its attempt was in flight answered %q (%v); want the attempt's own answer, acquired",
 				c.name, res.Status, err)
 		}
+	}
+}
+
+// A wait that runs out under a deadline given a cause says so ("the
+// deadline passed", not "cancelled"), and its error matches both
+// context.DeadlineExceeded and the cause.
+func TestAcquireWaitDeadlineWithACauseGivesUpAsADeadline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt := protocol.New(memstore.New(nil), nil)
+	defer rt.Close(ctx)
+	k := protocol.Key{Namespace: "wait", Name: t.Name()}
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "holder", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	errWaitedEnough := errors.New("waited long enough")
+	waitCtx, cancel := context.WithTimeoutCause(ctx, 20*time.Millisecond, errWaitedEnough)
+	defer cancel()
+	res, err := protocol.AcquireWait(waitCtx, rt, protocol.AcquireRequest{Key: k, Owner: "waiter", TTL: time.Minute}, nil)
+	if res.Status != protocol.StatusConflict || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errWaitedEnough) ||
+		!strings.Contains(res.Message, "(the deadline passed)") {
+		t.Fatalf("a wait run out under context.WithTimeoutCause answered %q, message %q (%v); want conflict saying the deadline passed, matching context.DeadlineExceeded and the cause",
+			res.Status, res.Message, err)
 	}
 }

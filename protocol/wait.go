@@ -239,8 +239,10 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 	detached, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	stop := context.AfterFunc(ctx, func() {
-		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
-			cancel(cause)
+		// ctx.Err, not context.Cause: a deadline given a cause
+		// (context.WithTimeoutCause) is still a deadline.
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
 		}
 	})
 	defer stop()
@@ -254,7 +256,7 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 // [ErrConflict] and ctx's cause.
 func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
 	why := "cancelled"
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		why = "the deadline passed"
 	}
 	l := last.Lease

@@ -253,15 +253,24 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 
 // waitEnded turns the last conflict of a wait whose ctx ended into its
 // result: conflict with the holder, and an error matching both
-// [ErrConflict] and ctx's cause.
+// [ErrConflict] and ctx's cause. A conflict the store said a lock-delay
+// caused stays one ([Result.KeptByLockDelay]).
 func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
 	why := "cancelled"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		why = "the deadline passed"
 	}
 	l := last.Lease
-	last.Message = fmt.Sprintf("gave up waiting after %s (%s): %s is held by %s with token %d until %s",
-		time.Since(start).Round(time.Millisecond), why, l.Key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	gaveUp := fmt.Sprintf("gave up waiting after %s (%s)", time.Since(start).Round(time.Millisecond), why)
+	if last.KeptByLockDelay() {
+		// The store said the lock-delay of an ended lease, not a live one,
+		// keeps the key: keep that verdict, and say when the key is free.
+		last.Message = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", LockDelayPrefix, gaveUp,
+			l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
+	} else {
+		last.Message = fmt.Sprintf("%s: %s is held by %s with token %d until %s",
+			gaveUp, l.Key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, ctx.Err()) {
 		cause = fmt.Errorf("%w: %w", cause, ctx.Err())

@@ -268,8 +268,10 @@ func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error
 		last.Message = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", LockDelayPrefix, gaveUp,
 			l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
 	} else {
-		last.Message = fmt.Sprintf("%s: %s is held by %s with token %d until %s",
-			gaveUp, l.Key, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		// The key is not named: Error's Key does (its rule: the message
+		// names neither the key nor the cause).
+		last.Message = fmt.Sprintf("%s: held by %s with token %d until %s",
+			gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 	}
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, ctx.Err()) {

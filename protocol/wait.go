@@ -106,10 +106,13 @@ const minWaitBackoff = time.Millisecond
 // runs out answers conflict, carrying the holder's lease from the last
 // attempt, with an error that matches both [ErrConflict] and
 // [context.DeadlineExceeded] and a message saying the wait gave up (or
-// acquired, when that last attempt took the key). Cancelling ctx also
-// cancels an attempt in flight: the answer is then that attempt's timeout
-// (its outcome unknown), or conflict matching [context.Canceled] when the
-// waiter was asleep. No attempt is sent once ctx is cancelled (nor, after
+// acquired, when that last attempt took the key); a conflict the store
+// said a lock-delay caused stays one ([Result.KeptByLockDelay]). A
+// deadline given a cause ([context.WithTimeoutCause]) is a deadline: the
+// error matches its cause too. Cancelling ctx also cancels an attempt in
+// flight: the answer is then that attempt's timeout (its outcome
+// unknown), or conflict matching [context.Canceled] when the waiter was
+// asleep. No attempt is sent once ctx is cancelled (nor, after
 // the first, once its deadline passed), also when a release signal comes
 // at the same moment; a wait cancelled before its first attempt answers
 // timeout, as [Runtime.Acquire] does, and sends nothing.

@@ -40,6 +40,33 @@ func (c *writeCounter) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// countingPool returns a pool of one connection to dsn, closed when the
+// test ends, that counts the queries it sends and its round trips (its
+// writes).
+func countingPool(t *testing.T, dsn string) (pool *pgxpool.Pool, queries *queryCounter, writes *atomic.Int64) {
+	t.Helper()
+	queries, writes = new(queryCounter), new(atomic.Int64)
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.MaxConns = 1
+	pcfg.ConnConfig.Tracer = queries
+	pcfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeCounter{Conn: c, n: writes}, nil
+	}
+	pool, err = pgxpool.NewWithConfig(ctxT(t), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, queries, writes
+}
+
 // TestOneRoundTripPerOperation checks that every operation, whatever its
 // outcome, is one query and one round trip on the wire. The pool has one
 // connection and every statement is run once first: pgx prepares a
@@ -48,28 +75,7 @@ func (c *writeCounter) Write(b []byte) (int, error) {
 func TestOneRoundTripPerOperation(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	var (
-		queries queryCounter
-		writes  atomic.Int64
-	)
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg.MaxConns = 1
-	pcfg.ConnConfig.Tracer = &queries
-	pcfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &writeCounter{Conn: c, n: &writes}, nil
-	}
-	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, queries, writes := countingPool(t, dsn)
 	clock := contract.NewClock()
 	b, err := postgres.New(ctxT(t), pool, postgres.WithTestClock(nil, clock.Now))
 	if err != nil {

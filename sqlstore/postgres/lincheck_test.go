@@ -299,6 +299,35 @@ func TestLinearizableCoalesced(t *testing.T) {
 	}
 }
 
+// TestLinearizableUncoalesced runs the workload of
+// TestLinearizableCoalesced with coalescing off: every operation is a
+// statement of its own, and sixteen clients on the workload's three keys
+// keep sending statements that meet a change of their key committed after
+// their snapshot (whose outcome is read in the newest committed state,
+// leasestore_outcome_fresh). The history must be linearizable.
+func TestLinearizableUncoalesced(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	r := lincheckRun{dsn: dsn, app: "lincheck-" + appName(t), pools: 2, clients: 8, ops: 1200, loseAnswers: 0.02,
+		noCoalescing: true, backends: new([]*postgres.Backend)}
+	rts := r.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h := r.run(t, ctx, rts)
+	res, err := lincheck.Check(h, &lincheck.CheckOptions{Name: t.Name()})
+	t.Logf("history: %v", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.checkAudit(t, h)
+	if res.Operations < 2000 {
+		t.Fatalf("only %d operations: the history is too small to mean much", res.Operations)
+	}
+	if batches, _ := r.batches(); batches != 0 {
+		t.Fatalf("%d batches formed with coalescing off", batches)
+	}
+}
+
 // TestLinearizableWithStuckKey runs the coalesced workload while another
 // session keeps locking the row of key k0 (SELECT ... FOR UPDATE, held for
 // 100 to 400 ms, then let go for 50 to 150 ms), as a DBA's or a report's

@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
@@ -25,7 +28,8 @@ func objectsPresent(t *testing.T, dsn string) int {
 		(to_regclass('leasestore_fencing_seq') IS NOT NULL)::int +
 		(to_regprocedure('leasestore_audit_refuse()') IS NOT NULL)::int +
 		(to_regprocedure('leasestore_outcome(text, text, text)') IS NOT NULL)::int +
-		(to_regclass('leasestore_compat') IS NOT NULL)::int`)
+		(to_regclass('leasestore_compat') IS NOT NULL)::int +
+		(to_regprocedure('leasestore_outcome_fresh(text, text, text)') IS NOT NULL)::int`)
 }
 
 func TestMigrationsUpDownUp(t *testing.T) {
@@ -40,8 +44,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 		if len(res) != migrations.LatestVersion {
 			t.Fatalf("round %d: up applied %d migrations, want %d", round, len(res), migrations.LatestVersion)
 		}
-		if n := objectsPresent(t, dsn); n != 6 {
-			t.Fatalf("round %d: %d of 6 objects after up", round, n)
+		if n := objectsPresent(t, dsn); n != 7 {
+			t.Fatalf("round %d: %d of 7 objects after up", round, n)
 		}
 		b, err := postgres.Open(ctx, dsn, nil)
 		if err != nil {
@@ -118,8 +122,8 @@ func TestConcurrentMigrators(t *testing.T) {
 	if n := count(t, raw, "SELECT count(*) FROM "+migrations.VersionTable+" WHERE version_id = $1", migrations.LatestVersion); n != 1 {
 		t.Fatalf("version %d recorded %d times, want once", migrations.LatestVersion, n)
 	}
-	if n := objectsPresent(t, dsn); n != 6 {
-		t.Fatalf("%d of 6 objects", n)
+	if n := objectsPresent(t, dsn); n != 7 {
+		t.Fatalf("%d of 7 objects", n)
 	}
 	openOK(t, dsn)
 }
@@ -250,4 +254,61 @@ func TestStatusAndDownOfAnUnmigratedSchemaWriteNothing(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("status and down created %d relations in an unmigrated schema", n)
 	}
+}
+
+// Migration 9's leasestore_outcome_fresh, which every change statement
+// names, may be executed by whoever may execute leasestore_outcome: where
+// the schema's owner makes new functions private (ALTER DEFAULT PRIVILEGES
+// ... REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC) and granted the store's
+// functions to the application's role by hand, that role serves schema 9
+// as it served 8 (without the grant every change failed: permission denied
+// for function leasestore_outcome_fresh).
+func TestFreshOutcomeHasTheOutcomesGrants(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	ownerDSN := pgtest.RoleDSN(t, dsn)
+	ctx := ctxT(t)
+	owner := rawConn(t, ownerDSN)
+	mustExec(t, owner, "ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC")
+	p, err := migrations.NewProvider(ctx, migrations.Postgres, sqlDB(t, ownerDSN))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	appDSN := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage)
+	u, err := url.Parse(appDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := u.User.Username()
+	mustExec(t, owner, "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA "+pgx.Identifier{schemaOf(t, dsn)}.Sanitize()+
+		" TO "+pgx.Identifier{app}.Sanitize())
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	may := func(role string) bool {
+		var ok bool
+		if err := owner.QueryRow(ctx, `SELECT has_function_privilege($1, 'leasestore_outcome_fresh(text, text, text)', 'EXECUTE')`,
+			role).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !may(app) {
+		t.Fatal("the role that may execute leasestore_outcome may not execute leasestore_outcome_fresh")
+	}
+	other := pgtest.GrantedRoleDSN(t, dsn, grantTables)
+	if u, err = url.Parse(other); err != nil {
+		t.Fatal(err)
+	}
+	if may(u.User.Username()) {
+		t.Fatal("a role that may not execute leasestore_outcome may execute leasestore_outcome_fresh")
+	}
+	b := openBackend(t, appDSN, nil)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a1"})
+	wantStatus(t, "acquire as the application's role", res, err, protocol.StatusAcquired)
+	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "p", TTL: time.Minute, RequestID: "a2"})
+	wantStatus(t, "acquire of a held key as the application's role", res, err, protocol.StatusConflict)
 }

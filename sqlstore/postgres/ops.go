@@ -17,11 +17,15 @@ import (
 )
 
 // maxAttempts bounds how often a state-changing statement runs for one
-// operation. The first run answers almost always; a second is needed only
-// when the row changed between the statement's snapshot and its write (or a
-// concurrent request had the same request id), and then its fresh snapshot
-// sees the change. A further run means the key changed again in that time,
-// which a hot key under many writers can do a few times in a row.
+// operation. The first run answers almost always, a change that landed
+// between its snapshot and its write included (its outcome is then read in
+// the newest committed state: see queries.go). A second is needed only
+// when a concurrent request had the same request id (its audit insert met
+// the id's unique constraint), when an acquire's drawn token was not above
+// the token of a key free in that newest state (the sequence behind the
+// key: cached, restored), or when a batch could not tell an operation's
+// outcome; the run again sees the change. A further run means that
+// happened again in that time.
 const maxAttempts = 5
 
 // leaseCols receives the six lease columns of a statement; all invalid
@@ -175,15 +179,16 @@ func (j *outcomeJSON) decode(op protocol.Op, key protocol.Key, o *outcome) error
 type outcome struct {
 	now   time.Time
 	prior *backendkit.Recorded // nothing changed: the audit row of the request id, if any
-	cur   *protocol.Lease      // nothing changed and no prior: the key's lease in the statement's snapshot (nil for a tombstone)
+	cur   *protocol.Lease      // nothing changed and no prior: the key's lease (nil for a tombstone), in the statement's snapshot or, when the write met a later change, the newest committed state
 	after *protocol.Lease      // the row as changed (acquire: or as locked by ON CONFLICT)
 	fresh pgtype.Int8          // acquire: the token drawn, if one was
 }
 
 // change runs one state-changing statement with args
 // and classifies its outcome; see maxAttempts for when it runs again.
-// classify returns raced=true when the statement's snapshot and its write
-// disagree and only a fresh snapshot can tell the outcome.
+// classify returns raced=true when the outcome the statement read does not
+// tell why its write changed nothing, and only a run with a fresh snapshot
+// can.
 func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, st statement, a args,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
 	for attempt := 1; ; attempt++ {
@@ -327,12 +332,16 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			}
 			return protocol.Result{Status: protocol.StatusAcquired, Lease: o.after}, false, nil
 		}
-		if o.fresh.Valid {
-			// The key changed after our snapshot: run again with a fresh one.
-			return protocol.Result{}, true, nil
-		}
+		// With a token drawn, the key changed after the snapshot, and o.cur
+		// is its newest committed state, judged at o.now, the time the
+		// INSERT judged it at (acquireSQL).
 		if backendkit.CheckAcquire(o.cur, o.now) == protocol.StatusConflict {
 			return backendkit.Conflict(o.cur, o.now), false, nil
+		}
+		if o.fresh.Valid {
+			// Free, yet the drawn token could not take it: the key's token
+			// is not below it. A fresh snapshot draws above that token.
+			return protocol.Result{}, true, nil
 		}
 		return protocol.Result{}, false, inconsistent(protocol.OpAcquire, "no row written and none live")
 	})

@@ -23,11 +23,21 @@
 // Every part of a statement sees the snapshot taken when it starts, while
 // UPDATE and INSERT ... ON CONFLICT lock the row and re-check their
 // condition on its newest version (read committed, which the pools of Open
-// pin). When the two disagree, another change landed after the snapshot,
-// and the statement runs again with a fresh one: a second round trip, paid
-// only in that race. A serialization failure or deadlock (under a stricter
-// isolation level on a borrowed pool) is run again too; the request id
-// makes that safe.
+// pin). When the two disagree, another writer's change of the key
+// committed after the snapshot and before the statement got the key's
+// lock, which it holds to its commit; the statement then reads its outcome
+// with leasestore_outcome_fresh (migration 9), whose query takes a
+// snapshot of its own that shows that change: the conflict with the new
+// holder, the replay of a copy of the request, the refusal of a lease
+// revoked meanwhile, judged at the time the write judged the row (after
+// the lock), all in the one round trip. Only an acquire that finds
+// the key free in that newest state and still could not take it (its
+// drawn token is not above the key's: a cached or restored sequence) runs
+// again, with a fresh snapshot. A statement whose audit insert meets a
+// concurrent request with its request id (a copy of a renew, whose change
+// both would make) fails and runs again, and so does a serialization
+// failure or deadlock (under a stricter isolation level on a borrowed pool,
+// where the race above is such a failure); the request id makes that safe.
 //
 // # Coalescing
 //
@@ -79,9 +89,10 @@
 // The database objects (tables leasestore_leases, leasestore_audit,
 // leasestore_audit_era, leasestore_audit_prune, leasestore_audit_pruned and
 // leasestore_compat, the sequence leasestore_fencing_seq, functions
-// leasestore_outcome, leasestore_audit_refuse, leasestore_audit_went_back,
-// leasestore_audit_new_era, leasestore_audit_keep_pruned and
-// leasestore_audit_pruned_through, and goose's leasestore_goose_db_version) live
+// leasestore_outcome, leasestore_outcome_fresh, leasestore_audit_refuse,
+// leasestore_audit_went_back, leasestore_audit_new_era,
+// leasestore_audit_keep_pruned and leasestore_audit_pruned_through, and
+// goose's leasestore_goose_db_version) live
 // in the connection's schema: the first schema of its search_path. To give
 // leasestore a schema of its own, put it in the DSN, for example
 //

@@ -93,13 +93,15 @@ func TestRoleThatPrunedBeforeMigration8PrunesAfterIt(t *testing.T) {
 	ctx := ctxT(t)
 	dsn := pgtest.MigratedDSN(t)
 	db := sqlDB(t, dsn)
-	if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
-		t.Fatalf("down to 7: %v", err)
+	for v := migrations.LatestVersion; v > 7; v-- {
+		if _, err := migrations.Down(ctx, migrations.Postgres, db); err != nil {
+			t.Fatalf("down from %d to 7: %v", v, err)
+		}
 	}
 	pruning := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage)
 	reading := pgtest.GrantedRoleDSN(t, dsn, "SELECT ON ALL TABLES IN SCHEMA %s")
 	if _, err := migrations.Up(ctx, migrations.Postgres, db); err != nil {
-		t.Fatalf("up to 8: %v", err)
+		t.Fatalf("up from 7: %v", err)
 	}
 	b := openBackend(t, pruning, nil)
 	acquireKeys(t, b, key, 3, time.Hour)

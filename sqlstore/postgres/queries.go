@@ -35,9 +35,12 @@ import "github.com/leasestore/leasestore/migrations"
 //	       the row as changed (for acquire: or as locked by ON CONFLICT);
 //	       NULLs if none
 //	fresh: the token drawn for this acquire (NULL for other operations)
-//	outcome: leasestore_outcome's JSON when no row came back, else NULL
-//	       (and when the row came back without its audit record, the
-//	       statement fails: recordMissingSQL)
+//	outcome: when no row came back, leasestore_outcome's JSON, read in the
+//	       statement's snapshot, or, when the write met a change that
+//	       committed after that snapshot, leasestore_outcome_fresh's, the
+//	       same read in the newest committed state (migration 9); else
+//	       NULL (and when the row came back without its audit record,
+//	       the statement fails: recordMissingSQL)
 //
 // The audit record's id is the writer's transaction id plus the era's
 // offset (the lateral subquery next). It must sort after every record the
@@ -143,6 +146,37 @@ const rowLockCTE = `rowlock AS MATERIALIZED (
     SELECT FROM leasestore_leases l, keylock WHERE l.namespace = @ns AND l.name = @name FOR NO KEY UPDATE OF l
 )`
 
+// holderChange is the condition on which renewSQL and releaseSQL change
+// the key's row l (after lockCTE): the live lease (@owner, @token) of this
+// release's format, and the request id new. revokeChange is revokeSQL's:
+// the live lease (the one with @token unless @token is 0). Each is
+// written once, for the statement's UPDATE and its racedCTE alike.
+const (
+	holderChange = `l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
+      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
+      AND l.version = @lease_version
+      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)`
+	revokeChange = `l.namespace = @ns AND l.name = @name
+      AND (@token::bigint = 0 OR l.token = @token)
+      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
+      AND l.version = @lease_version
+      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)`
+)
+
+// racedCTE is the CTE raced of renewSQL, releaseSQL and revokeSQL: the
+// key's row in the statement's snapshot when it meets cond, the condition
+// of the statement's UPDATE. The UPDATE re-checks cond on the row's newest
+// version, so a row in raced while the UPDATE changed none means another
+// writer changed the key after the snapshot, and committed before the
+// statement was granted the key's lock: the outcome is then read in the
+// newest committed state, by leasestore_outcome_fresh, which shows that
+// change (changeResultSQL). Read only when no row came back.
+func racedCTE(cond string) string {
+	return `raced AS (
+    SELECT FROM leasestore_leases l, lock WHERE ` + cond + `
+)`
+}
+
 // changeResultSQL ends renewSQL: outcomeColumns, with no token drawn,
 // failing the statement when the change came back without its record
 // (recordMissingSQL). endedResultSQL ends releaseSQL and revokeSQL the
@@ -152,7 +186,8 @@ const (
 SELECT (SELECT lock.now FROM lock),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        NULL::bigint,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id)
+       CASE WHEN after.token IS NULL AND NOT EXISTS (SELECT FROM raced) THEN leasestore_outcome(@ns, @name, @request_id)
+            WHEN after.token IS NULL THEN leasestore_outcome_fresh(@ns, @name, @request_id)
             WHEN NOT EXISTS (SELECT FROM rec) THEN ` + recordMissingSQL + `::json END
 FROM (SELECT) AS one
 LEFT JOIN after ON true`
@@ -176,8 +211,14 @@ LEFT JOIN wake ON true`
 // our INSERT meets its newest row: ON CONFLICT waits for it, locks it and
 // takes it only if it is still free and its token below ours. So a row
 // comes back exactly when the acquire took effect; none with a drawn token
-// means the key changed after the snapshot (another acquire, or one taken
-// and given up), and only a fresh snapshot can tell the answer.
+// means the key changed after the snapshot (another acquire, a copy of
+// this request, or a lease taken and given up), which the snapshot does not
+// show: the outcome is then leasestore_outcome_fresh's, read in the newest
+// committed state while the statement holds the key's lock (the other
+// writer committed before it was granted), so it shows the change the
+// INSERT met. Backend.Acquire answers from it (conflict, a replay); only a
+// key free in it, whose token the drawn one is not above (the sequence
+// behind the key: cached, restored), needs the statement to run again.
 var acquireSQL = compile(`
 WITH prev AS (
     SELECT l.token, l.expires_at, l.version, l.ended_token, ` + delayEnds("l") + ` AS delay_ends
@@ -213,7 +254,8 @@ WITH prev AS (
 SELECT coalesce(fresh.at, @now::timestamptz, now()),
        after.owner, after.token, after.acquired_at, after.renewed_at, after.expires_at, after.version, after.lock_delay,
        fresh.token,
-       CASE WHEN after.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id)
+       CASE WHEN after.token IS NULL AND fresh.token IS NULL THEN leasestore_outcome(@ns, @name, @request_id)
+            WHEN after.token IS NULL THEN leasestore_outcome_fresh(@ns, @name, @request_id)
             WHEN NOT EXISTS (SELECT FROM rec) THEN ` + recordMissingSQL + `::json END
 FROM (SELECT) AS one
 LEFT JOIN after ON true
@@ -233,12 +275,9 @@ WITH ` + lockCTE + `, after AS (
         expires_at = lock.now + CASE WHEN @ttl::interval = interval '0' THEN l.expires_at - l.renewed_at ELSE @ttl::interval END,
         swept_token = NULL
     FROM lock
-    WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
-      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
-      AND l.version = @lease_version
-      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
+    WHERE ` + holderChange + `
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.expires_at, l.version, ` + leaseDelay("l") + ` AS lock_delay
-), ` + recordCTE("renew", "renewed", "after.renewed_at", "@owner", "''") + changeResultSQL)
+), ` + racedCTE(holderChange) + `, ` + recordCTE("renew", "renewed", "after.renewed_at", "@owner", "''") + changeResultSQL)
 
 // releaseSQL gives up the live lease (@owner, @token), and notifies
 // waiters of the key if there are any (the wake CTE; see notify.go). The row stays as a
@@ -252,13 +291,10 @@ WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
     SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now
     FROM lock
-    WHERE l.namespace = @ns AND l.name = @name AND (l.owner = @owner) IS TRUE AND l.token = @token
-      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
-      AND l.version = @lease_version
-      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
+    WHERE ` + holderChange + `
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version,
               ` + leaseDelay("l") + ` AS lock_delay
-), ` + recordCTE("release", "released", "(SELECT lock.now FROM lock)", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
+), ` + racedCTE(holderChange) + `, ` + recordCTE("release", "released", "(SELECT lock.now FROM lock)", "@owner", "''") + `, ` + wakeCTE + endedResultSQL)
 
 // revokeSQL ends the live lease at the key (only the one with @token unless
 // @token is 0) on behalf of @actor, leaving a tombstone and waking waiters
@@ -270,14 +306,10 @@ WITH ` + lockCTE + `, after AS (
     SET ended_token = l.token, ended_expiry = l.expires_at, expires_at = lock.now,
         delay_token = CASE WHEN l.delay_token = l.token THEN -l.token ELSE l.delay_token END
     FROM lock
-    WHERE l.namespace = @ns AND l.name = @name
-      AND (@token::bigint = 0 OR l.token = @token)
-      AND l.expires_at > lock.now AND l.ended_token IS DISTINCT FROM l.token
-      AND l.version = @lease_version
-      AND NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = @ns AND a.request_id = @request_id)
+    WHERE ` + revokeChange + `
     RETURNING l.owner, l.token, l.acquired_at, l.renewed_at, l.ended_expiry AS expires_at, l.version,
               ` + leaseDelay("l") + ` AS lock_delay
-), ` + recordCTE("revoke", "revoked", "(SELECT lock.now FROM lock)", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
+), ` + racedCTE(revokeChange) + `, ` + recordCTE("revoke", "revoked", "(SELECT lock.now FROM lock)", "@actor", "@reason") + `, ` + wakeCTE + endedResultSQL)
 
 // getSQL always returns one row: the clock, the key's lease (NULLs when
 // there is none, or only a tombstone other than a revoke's that keeps a
@@ -978,7 +1010,12 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // the operations before it, so operations on one key behave as if run one
 // after the other in that order. Each operation's time is the server's
 // clock_timestamp() as it starts, after the batch holds its key, as
-// lockCTE reads it (TestChangeTimesFollowLockWaits/coalesced).
+// lockCTE reads it (TestChangeTimesFollowLockWaits/coalesced). Each
+// operation's statement, and its leasestore_outcome, take their snapshots
+// then too (the function is VOLATILE: each of its queries takes a snapshot
+// of its own), so they show every change of the key committed before the
+// batch held it: no operation of a batch meets a change of its lease that
+// its snapshot missed, and none needs leasestore_outcome_fresh.
 //
 // Audit ids. Each change's subtransaction gets a transaction id of its
 // own when it writes, greater than the batch's top-level one; a record's

@@ -141,7 +141,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 			}
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Renew(ctx, req)
-				return a.printOutcome(explainNotOwner(res, owner, token), err)
+				return a.printOutcome(explainNotOwner(res, owner, token, time.Now()), err)
 			})
 		},
 	}
@@ -175,7 +175,7 @@ func (a *app) releaseCommand() *cobra.Command {
 			check := func() error { probe := req; probe.RequestID = orProbe(reqID); return probe.Validate() }
 			return a.withStore(cmd, writeAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Release(ctx, req)
-				return a.printOutcome(explainNotOwner(res, owner, token), err)
+				return a.printOutcome(explainNotOwner(res, owner, token, time.Now()), err)
 			})
 		},
 	}
@@ -365,7 +365,7 @@ fenced off.`,
 					revokedAt = revokeTime(rctx, s.audit, res)
 					cancel()
 				}
-				return a.printOutcomeRevokedAt(explainNotOwner(res, "", token), err, revokedAt)
+				return a.printOutcomeRevokedAt(explainNotOwner(res, "", token, time.Now()), err, revokedAt)
 			})
 		},
 	}

@@ -117,8 +117,10 @@ func (a *app) printResult(res protocol.Result, revokedAt time.Time) error {
 
 // explainNotOwner rewrites a not_owner result's message to say what the
 // store holds beside what was asked: the holder, or that the token was
-// never issued. owner is "" for revoke, which asks as nobody.
-func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Result {
+// never issued, and whether that lease is live or expired at now (this
+// machine's clock, as the table's expiry is). owner is "" for revoke,
+// which asks as nobody.
+func explainNotOwner(res protocol.Result, owner string, token int64, now time.Time) protocol.Result {
 	l := res.Lease
 	switch {
 	case res.Status != protocol.StatusNotOwner:
@@ -126,9 +128,15 @@ func explainNotOwner(res protocol.Result, owner string, token int64) protocol.Re
 		res.Message = fmt.Sprintf("%s (asked with token %d)", res.Message, token)
 	case l == nil:
 		res.Message = fmt.Sprintf("%s (asked as %s with token %d)", res.Message, owner, token)
+	case token > l.Token && !l.LiveAt(now):
+		res.Message = fmt.Sprintf("token %d was never issued: the key's last lease, %s's with token %d, expired at %s",
+			token, l.Owner, l.Token, wire.Time(l.ExpiresAt))
 	case token > l.Token:
 		res.Message = fmt.Sprintf("token %d was never issued: the live lease has token %d, held by %s",
 			token, l.Token, l.Owner)
+	case !l.LiveAt(now):
+		res.Message = fmt.Sprintf("token %d was %s's, not %s's, and that lease expired at %s",
+			l.Token, l.Owner, owner, wire.Time(l.ExpiresAt))
 	default:
 		res.Message = fmt.Sprintf("token %d is held by %s, not by %s", l.Token, l.Owner, owner)
 	}

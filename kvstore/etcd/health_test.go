@@ -72,41 +72,56 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 
 	// A role may write some of the store's entries only: Health puts (in
 	// its branch never taken) the lease and the audit entries' first keys
-	// as well as PREFIX/meta, so it fails as the changes do for a user
-	// who may not write one of the two families.
-	for family, other := range map[string]string{"k/": "a/", "a/": "k/"} {
-		role := "no-" + strings.TrimSuffix(family, "/")
-		for _, step := range []func() error{
+	// and the revision mark, which every change raises, as well as
+	// PREFIX/meta, so it fails as the changes do for a user who may not
+	// write one of them.
+	grants := func(ks ...string) [][2]string {
+		var out [][2]string
+		for _, k := range ks {
+			end := ""
+			if strings.HasSuffix(k, "/") {
+				end = clientv3.GetPrefixRangeEnd(prefix + k)
+			}
+			out = append(out, [2]string{prefix + k, end})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		missing  string // what the role may not write
+		writable [][2]string
+	}{
+		{"k/", grants("meta", "rev", "a/")},
+		{"a/", grants("meta", "rev", "k/")},
+		{"rev", grants("meta", "k/", "a/")},
+	} {
+		role := "no-" + strings.TrimSuffix(c.missing, "/")
+		steps := []func() error{
 			func() error { _, err := root.RoleAdd(ctx, role); return err },
 			func() error {
 				_, err := root.RoleGrantPermission(ctx, role, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
 				return err
 			},
-			func() error {
-				_, err := root.RoleGrantPermission(ctx, role, prefix+"meta", "", clientv3.PermissionType(clientv3.PermReadWrite))
+		}
+		for _, g := range c.writable {
+			steps = append(steps, func() error {
+				_, err := root.RoleGrantPermission(ctx, role, g[0], g[1], clientv3.PermissionType(clientv3.PermReadWrite))
 				return err
-			},
-			func() error {
-				_, err := root.RoleGrantPermission(ctx, role, prefix+"rev", "", clientv3.PermissionType(clientv3.PermReadWrite))
-				return err
-			},
-			func() error {
-				_, err := root.RoleGrantPermission(ctx, role, prefix+other, clientv3.GetPrefixRangeEnd(prefix+other), clientv3.PermissionType(clientv3.PermReadWrite))
-				return err
-			},
+			})
+		}
+		steps = append(steps,
 			func() error { _, err := root.UserAdd(ctx, role, "pw-"+role); return err },
-			func() error { _, err := root.UserGrantRole(ctx, role, role); return err },
-		} {
+			func() error { _, err := root.UserGrantRole(ctx, role, role); return err })
+		for _, step := range steps {
 			if err := step(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		b := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: role, Password: "pw-" + role, NoInit: true})
 		if err := acquire(b); !errors.Is(err, protocol.ErrUnavailable) {
-			t.Fatalf("acquire by a user that may not write %s%s: %v, want unavailable", prefix, family, err)
+			t.Fatalf("acquire by a user that may not write %s%s: %v, want unavailable", prefix, c.missing, err)
 		}
 		if err := b.Health(ctx); !errors.Is(err, protocol.ErrUnavailable) || !contains(err, "permission") {
-			t.Errorf("health for a user that may not write %s%s: %v, want unavailable naming the permission", prefix, family, err)
+			t.Errorf("health for a user that may not write %s%s: %v, want unavailable naming the permission", prefix, c.missing, err)
 		}
 	}
 

@@ -442,13 +442,15 @@ func (b *Backend) Health(ctx context.Context) error {
 	meta := b.keys.meta()
 	// No version is below 0, so the puts are never made; yet they are not
 	// dead code. etcd checks the permissions of both branches (so Health
-	// fails for a user who may not write the format record, the leases or
-	// the trail: the first keys of PREFIX/k/ and PREFIX/a/ stand for
-	// their families), and only a transaction with a write goes through
-	// raft and is refused under the NOSPACE alarm; a read-only one is
-	// answered from a read index. TestHealthFailsWhileWritesFail pins each.
+	// fails for a user who may not write the format record, the leases,
+	// the trail or the revision mark every change raises: the first keys
+	// of PREFIX/k/ and PREFIX/a/ stand for their families), and only a
+	// transaction with a write goes through raft and is refused under the
+	// NOSPACE alarm; a read-only one is answered from a read index.
+	// TestHealthFailsWhileWritesFail pins each.
 	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.Version(meta), "<", 0)).
-		Then(clientv3.OpPut(meta, ""), clientv3.OpPut(b.keys.leases(), ""), clientv3.OpPut(b.keys.audits(), "")).
+		Then(clientv3.OpPut(meta, ""), clientv3.OpPut(b.keys.leases(), ""), clientv3.OpPut(b.keys.audits(), ""),
+			clientv3.OpPut(b.keys.revMark(), "")).
 		Else(clientv3.OpGet(meta), clientv3.OpGet(b.keys.revMark())).Commit()
 	if err != nil {
 		return b.interpret(ctx, protocol.OpHealth, err)

@@ -78,3 +78,51 @@ func TestSubscribeAndFollowDuringClose(t *testing.T) {
 		}
 	}
 }
+
+// TestOperationsInFlightAtCloseAnswerClosed: on a Backend from Open, which
+// owns its client, an operation still running when Close closes the
+// client answers closed, as one begun after Close does, not unavailable
+// (the client being closed is Close's doing, not the cluster's).
+func TestOperationsInFlightAtCloseAnswerClosed(t *testing.T) {
+	c := etcdcluster.Shared(t)
+	prefix := c.Prefix(t)
+	ctx := t.Context()
+	const rounds, workers = 20, 8
+	for round := range rounds {
+		b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range workers {
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					var err error
+					switch (i + n) % 3 {
+					case 0:
+						_, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "o",
+							TTL: time.Minute, RequestID: fmt.Sprintf("r%d-%d-%d", round, i, n)})
+					case 1:
+						_, err = b.Get(ctx, protocol.GetRequest{Key: key(fmt.Sprintf("k%d", i)), RequestID: fmt.Sprintf("g%d-%d-%d", round, i, n)})
+					default:
+						err = b.Health(ctx)
+					}
+					if err != nil {
+						if !errors.Is(err, protocol.ErrClosed) {
+							t.Errorf("round %d: an operation running as Close closed the client: %v, want closed", round, err)
+						}
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(2000+rand.IntN(3000)) * time.Microsecond)
+		if err := b.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+}

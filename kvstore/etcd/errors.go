@@ -23,7 +23,12 @@ import (
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
 	if err != nil && ctx.Err() == nil && b.cli.Ctx().Err() != nil {
 		// The client's own context ended: it was closed (its calls fail
-		// as cancelled), which no retry mends.
+		// as cancelled), which no retry mends. Once Close has begun (it
+		// closes the client of a Backend from Open), the operation ran
+		// into Close: closed, as for one begun after it.
+		if b.closed.Load() {
+			return &protocol.Error{Op: op, Status: protocol.StatusClosed, Message: closedMessage, Err: err}
+		}
 		msg := "%s: the etcd client was closed"
 		if !b.owned {
 			msg += ": the client given to New stays the caller's, to keep open until the Backend is closed"

@@ -492,8 +492,11 @@ func (b *Backend) goTracked(f func()) bool {
 	return !b.closed.Load() && b.tracked.Go(f) != nil
 }
 
+// closedMessage is the message of an operation's closed answer.
+const closedMessage = "etcd: the backend was closed"
+
 func errClosed(op protocol.Op) error {
-	return &protocol.Error{Op: op, Status: protocol.StatusClosed, Message: "etcd: the backend was closed"}
+	return &protocol.Error{Op: op, Status: protocol.StatusClosed, Message: closedMessage}
 }
 
 // Migrate records the format version in a new store, or checks that of an

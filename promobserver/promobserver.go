@@ -123,7 +123,7 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 		}, []string{"namespace", "worker"}),
 		schedWorkers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: SchedulerWorkersName,
-			Help: "Live workers a scheduler saw at its last round, itself included.",
+			Help: "Live workers a scheduler knew of at its last round, itself while a member.",
 		}, []string{"namespace", "worker"}),
 		schedTargets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: SchedulerTargetsName,

@@ -38,7 +38,7 @@ type Event struct {
 
 	Owned   int // targets held and worked on (not being given up)
 	Share   int // the fair share at the last round
-	Workers int // live workers seen at the last round, this one included
+	Workers int // live workers known at the last round, this one while a member (see [Snapshot])
 	Targets int // targets in the set at the last round
 }
 

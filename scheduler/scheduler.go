@@ -75,8 +75,11 @@ type Scheduler struct {
 	unreleased []*lease
 	stopping   bool     // shutting down: a release without an answer is not kept to retry
 	current    []string // the target set of the last round
-	haveSet    bool
-	problems   []string // of the round in progress
+	// others counts the other workers' live membership leases of the last
+	// list of the workers' namespace that answered.
+	others   int
+	haveSet  bool
+	problems []string // of the round in progress
 	// expiries are the expiries, by the store's clock, of the other
 	// workers' leases the round saw (memberships, targets, conflicts):
 	// when one runs out, the share may grow or a target come free.
@@ -292,7 +295,9 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 
 	s.mu.Lock()
 	s.workers, s.total = workers, len(s.current)
-	s.share = (s.total + workers - 1) / workers
+	// A worker that knows of no live worker (not a member itself) shares
+	// with nobody.
+	s.share = (s.total + max(workers, 1) - 1) / max(workers, 1)
 	s.mu.Unlock()
 	if s.haveSet {
 		s.giveUp()
@@ -918,33 +923,37 @@ func (s *Scheduler) listAll(ctx context.Context, ns string) ([]protocol.Lease, e
 	}
 }
 
-// countWorkers returns the live workers (this one counted when it is a
-// member), or the last count when the store does not answer.
+// countWorkers returns the live workers the worker knows of: the live
+// membership leases of the workers' namespace (every one listed, that
+// under its own name too, which the other workers count), and this worker
+// while it is a member. When the store does not answer, the other workers
+// of the last list that answered, and this one only while it is a member.
 func (s *Scheduler) countWorkers(ctx context.Context) int {
 	s.mu.Lock()
-	last, member := s.workers, s.membership != nil
+	self := 0
+	if s.membership != nil {
+		self = 1
+	}
 	s.mu.Unlock()
 	leases, err := s.listAll(ctx, s.set.workersNS)
 	if err != nil && ctx.Err() != nil {
-		return max(last, 1)
+		return s.others + self
 	}
 	if err != nil {
 		s.problems = append(s.problems, "list workers: "+err.Error())
-		s.log.Warn("scheduler: list workers failed; keeping the last count", "err", err)
-		return max(last, 1)
+		s.log.Warn("scheduler: list workers failed; counting the other workers of the last list", "err", err)
+		return s.others + self
 	}
-	n, self := len(leases), false
+	s.others = 0
 	for _, l := range leases {
 		if l.Key.Name == s.id {
-			self = true
+			self = 1
 		} else {
+			s.others++
 			s.expiries = append(s.expiries, l.ExpiresAt)
 		}
 	}
-	if member && !self {
-		n++
-	}
-	return max(n, 1)
+	return s.others + self
 }
 
 // refreshTargets calls the targets function; on error it keeps the last set.

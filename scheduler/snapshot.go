@@ -32,8 +32,12 @@ type Snapshot struct {
 	// out by the local clock, until the worker joins again.
 	Member bool
 	// Workers, Targets and Share are from the last round: the live
-	// workers seen (this one included), the size of the target set, and
-	// the fair share ceil(Targets/Workers).
+	// workers the worker knows of (the live membership leases the store
+	// lists, as every worker counts them, and this worker while it is a
+	// member; when the list fails, the others of the last list that
+	// answered, and this worker while it is a member), the size of the
+	// target set, and the fair share ceil(Targets/Workers), Targets when
+	// Workers is 0.
 	Workers, Targets, Share int
 	// Owned lists every target whose lease the worker holds or is giving
 	// up, and every lost one whose handler has not returned yet, sorted by

@@ -57,6 +57,8 @@ func (h *Handler) serveNotify(x *exchange, rest string) {
 			k := protocol.Key{Namespace: ns, Name: name}
 			switch {
 			case err != nil:
+			case x.unread:
+				err = errStreamBody
 			case !hasKey:
 				err = errors.New("path: want /v1/notify/{namespace}/{key}")
 			case x.r.URL.RawQuery != "":
@@ -68,6 +70,14 @@ func (h *Handler) serveNotify(x *exchange, rest string) {
 		},
 		run: h.notify})
 }
+
+// errStreamBody refuses a request to a stream that announces a body. A
+// stream reads none, and cannot close its HTTP/1 connection within
+// refusedBodyGrace of its answer, as the other GET routes do when they
+// leave a body unread, since its answer lasts; and while a body is left
+// unread, Go's server does not watch the connection for the client going
+// away. So the request is refused, at once (see [Handler.leaveBody]).
+var errStreamBody = errors.New("body: a stream takes none: send the GET without a body")
 
 // notify subscribes to key (under ctx, the request's deadline) and streams
 // its signals until the client goes away, the store stops signalling, or

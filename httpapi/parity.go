@@ -258,6 +258,9 @@ type followQuery = audit.Query
 func (h *Handler) serveFollow(x *exchange) {
 	serve(h, x, route[followQuery]{op: protocol.OpGet, verb: "follow the audit trail", shape: errorShape,
 		decode: func(x *exchange, _ []byte, _ string) (followQuery, string, error) {
+			if x.unread {
+				return audit.Query{}, "", errStreamBody
+			}
 			q, err := query(x.r)
 			if err != nil {
 				return audit.Query{}, "", err

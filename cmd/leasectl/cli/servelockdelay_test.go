@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // serve --lock-delay NS=D sets the namespace defaults of the lock-delay
@@ -93,5 +94,50 @@ func TestServeRefusesBadLockDelays(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
 		t.Error("a refused serve created the store")
+	}
+}
+
+// serve refuses a --lock-delay entry that can never apply because an
+// earlier glob matches every namespace it does (the first matching glob
+// applies): any entry after '*' that cannot match a namespace holding a
+// '/' (which '*' does not match), and a plain namespace an earlier glob
+// matches. Exit 2, naming both entries, before the store opens.
+func TestServeRefusesLockDelaysThatCanNeverApply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := env{EnvDSN: "sqlite:" + filepath.Join(dir, "never.db")}
+	for _, c := range [][2]string{
+		{"*=15s", "jobs=1s"},
+		{"*=15s", "jobs-*=1s"},
+		{"*=15s", "**=1s"},
+		{"*=15s", "j?bs=0s"},
+		{"jobs-*=15s", "jobs-eu=0s"},
+	} {
+		// A serve that took the entries serves until interrupted.
+		o := runCLIFor(t, 3*time.Second, e, "serve", "--listen", "127.0.0.1:0", "--lock-delay", c[0], "--lock-delay", c[1])
+		if o.code != ExitUsage || !strings.Contains(o.stderr, c[0]) || !strings.Contains(o.stderr, c[1]) {
+			t.Errorf("serve --lock-delay %s --lock-delay %s: exit %d, stderr %q; want 2 naming both", c[0], c[1], o.code, o.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
+		t.Error("a refused serve created the store")
+	}
+	// Entries that can apply are taken: a glob that matches namespaces
+	// holding a '/' after '*', one with a character class (it may match
+	// '/'), and a namespace before a glob that matches it.
+	for _, c := range [][]string{
+		{"*=15s", "a/*=1s"},
+		{"*=15s", `a\/b=1s`},
+		{"*=15s", "[^a]*=1s"},
+		{"jobs-eu=0s", "jobs-*=15s", "*=1m"},
+		{"jobs-*=15s", "jobs=0s"},
+	} {
+		var delays []protocol.NamespaceLockDelay
+		f := lockDelaysFlag{delays: &delays}
+		for _, v := range c {
+			if err := f.Set(v); err != nil {
+				t.Errorf("--lock-delay %v: %s refused: %v", c, v, err)
+			}
+		}
 	}
 }

@@ -98,7 +98,9 @@ lock-delay: an acquire (or run) in a namespace that the namespace glob NS
 matches (as in the tokens file: jobs-*, billing, * for all), asking for no
 lock-delay of its own, gets DURATION (0 to 1h; 0 for none), the first matching flag
 applying: --lock-delay billing=0s --lock-delay '*=15s' gives every
-namespace but billing 15s. After such a lease is revoked or runs out,
+namespace but billing 15s. An entry that can never apply is refused
+(exit 2): a glob given twice, a namespace an earlier glob matches, and
+any entry after '*'. After such a lease is revoked or runs out,
 acquires of its key answer conflict until the delay has passed.
 
 SIGINT or SIGTERM stops serve gracefully: it stops accepting connections,

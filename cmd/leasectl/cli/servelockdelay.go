@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/nsglob"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -51,9 +52,25 @@ func (f lockDelaysFlag) Set(s string) error {
 			return fmt.Errorf("the namespace glob %q is given twice (%s and %s): the first applies, give it once", glob,
 				shortDuration(prev.Delay), shortDuration(delay))
 		}
+		if shadows(prev.Namespaces, glob) {
+			return fmt.Errorf("%s can never apply: the earlier %s=%s matches every namespace it does, and the first matching glob applies: give %s first, or drop it",
+				s, prev.Namespaces, shortDuration(prev.Delay), s)
+		}
 	}
 	*f.delays = append(*f.delays, d)
 	return nil
+}
+
+// shadows reports whether the earlier glob prev matches every namespace
+// that glob does, so that glob never applies, in the two cases told
+// without solving glob inclusion: prev is made of stars alone, which
+// match every namespace ([nsglob.Match]), or glob is a plain namespace
+// that prev matches.
+func shadows(prev, glob string) bool {
+	if strings.Trim(prev, "*") == "" {
+		return true
+	}
+	return !strings.ContainsAny(glob, `*?[\`) && nsglob.Match(prev, glob)
 }
 
 func (f lockDelaysFlag) Type() string { return "NS=DURATION" }

@@ -180,10 +180,10 @@ func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) str
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	// A get that answers not_found with a lease, and an acquire's conflict
-	// that the store says a lock-delay caused, show the ended lease whose
-	// lock-delay keeps the key: the store's clock judges expiry, not this
-	// one.
-	ended := res.Status == protocol.StatusNotFound || res.KeptByLockDelay()
+	// that the store says a lock-delay caused (also when a wait for it was
+	// interrupted), show the ended lease whose lock-delay keeps the key:
+	// the store's clock judges expiry, not this one.
+	ended := res.Status == protocol.StatusNotFound || keptByLockDelay(res)
 	if l := res.Lease; l != nil {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
 		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)

@@ -74,14 +74,34 @@ func (a *app) acquireWaiting(cmd *cobra.Command, req protocol.AcquireRequest, ch
 // ctx (the command's context, which main cancels on SIGINT and SIGTERM;
 // not --wait-timeout's) ended, the wait was interrupted, and the command
 // exits 130: its status says so too, interrupted, keeping the holder it
-// waited for in the lease. Any other result is res.
+// waited for in the lease. A conflict the store said a lock-delay caused
+// keeps [protocol.LockDelayPrefix] and says when the key is free, as the
+// wait's own message does ([keptByLockDelay]). Any other result is res.
 func interruptedWait(ctx context.Context, res protocol.Result) protocol.Result {
 	l := res.Lease
 	if ctx.Err() == nil || res.Status != protocol.StatusConflict || l == nil {
 		return res
 	}
+	const stopped = "stopped waiting (Ctrl-C or SIGTERM)"
+	if res.KeptByLockDelay() {
+		res.Message = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", protocol.LockDelayPrefix,
+			stopped, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
+	} else {
+		res.Message = fmt.Sprintf("%s: the key is held by %s with token %d until %s", stopped, l.Owner, l.Token,
+			l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
 	res.Status = protocol.Status(StatusInterrupted)
-	res.Message = fmt.Sprintf("stopped waiting (Ctrl-C or SIGTERM): the key is held by %s with token %d until %s", l.Owner, l.Token,
-		l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 	return res
+}
+
+// keptByLockDelay reports whether res carries an ended lease whose
+// lock-delay keeps the key, by the store's verdict: an acquire's conflict
+// the store said a lock-delay caused ([protocol.Result.KeptByLockDelay]),
+// or such a conflict that interruptedWait turned into interrupted, which
+// keeps its message's [protocol.LockDelayPrefix].
+func keptByLockDelay(res protocol.Result) bool {
+	if res.Status == protocol.Status(StatusInterrupted) && res.Lease != nil {
+		res.Status = protocol.StatusConflict
+	}
+	return res.KeptByLockDelay()
 }

@@ -34,3 +34,25 @@ func TestAcquireWaitGivingUpShowsTheLockDelay(t *testing.T) {
 		t.Errorf("acquire --wait run out on a key kept by a lock-delay shows the lease as live:\n%s", o.stdout)
 	}
 }
+
+// The log line of a wait that sleeps on a key kept by the lock-delay of a
+// revoked lease says so and when the key is free, not that the key is
+// held until the ended lease's end.
+func TestWaitLogsTheLockDelay(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "holder", "--lock-delay", "1h"), ExitOK)
+	wantCode(t, runCLI(t, e, "revoke", "k", "--reason", "test"), ExitOK)
+	for _, args := range [][]string{
+		{"acquire", "k", "--owner", "w", "--wait", "--wait-timeout", "100ms"},
+		{"run", "k", "--owner", "w", "--wait", "--wait-timeout", "100ms", "--", "true"},
+	} {
+		o := runCLI(t, e, args...)
+		wantCode(t, o, ExitConflict)
+		if !strings.Contains(o.stderr, "waiting: the key is kept by the lock-delay") || !strings.Contains(o.stderr, "free_at=") ||
+			strings.Contains(o.stderr, "the key is held") {
+			t.Errorf("%s on a key kept by a lock-delay logged:\n%s\nwant it kept by the lock-delay, with free_at, not held",
+				strings.Join(args, " "), o.stderr)
+		}
+	}
+}

@@ -39,7 +39,10 @@ func (w *waitFlags) context(ctx context.Context) (context.Context, context.Cance
 	return context.WithCancel(ctx)
 }
 
-// waitConfig logs each holder the wait sleeps on, once per lease.
+// waitConfig logs each holder the wait sleeps on, once per lease: a live
+// one until its expiry, or an ended one whose lock-delay keeps the key
+// until its FreeAt. Waiting is given the lease, not the store's verdict,
+// so this clock judges which ([protocol.Lease.DelayedAt]).
 func (a *app) waitConfig(key protocol.Key) *protocol.WaitConfig {
 	var last int64
 	return &protocol.WaitConfig{Waiting: func(l protocol.Lease) {
@@ -47,6 +50,11 @@ func (a *app) waitConfig(key protocol.Key) *protocol.WaitConfig {
 			return
 		}
 		last = l.Token
+		if l.DelayedAt(time.Now()) {
+			a.log.Info("waiting: the key is kept by the lock-delay of an ended lease", "key", key.String(), "holder", l.Owner,
+				"token", l.Token, "ended", l.ExpiresAt.UTC().Format(time.RFC3339), "free_at", l.FreeAt().UTC().Format(time.RFC3339))
+			return
+		}
 		a.log.Info("waiting: the key is held", "key", key.String(), "holder", l.Owner, "token", l.Token,
 			"until", l.ExpiresAt.UTC().Format(time.RFC3339))
 	}}

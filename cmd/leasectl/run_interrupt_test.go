@@ -321,3 +321,73 @@ func TestRunInterruptedWaitNamesTheHolder(t *testing.T) {
 			"and the holder in lease\n%s", p.output())
 	}
 }
+
+// TestRunWaitStoppedInFlightNamesTheLease: run --wait stopped while its
+// attempt was in flight (its answer held back) names the lease that the
+// acquire sent again meets, as a wait stopped while asleep does: after
+// --wait-timeout, conflict whose message does not repeat the key that the
+// result names already; on a key kept by the lock-delay of a revoked
+// lease, the store's lock-delay verdict (the lease ended, the key is free
+// at a time), not a lease "held ... until" its end, after --wait-timeout
+// and after Ctrl-C alike.
+func TestRunWaitStoppedInFlightNamesTheLease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	direct := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	if r := direct.run(t, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up\n%s", r)
+	}
+	srv := startServe(t, dir, direct.dsn, nil)
+	if r := direct.run(t, "acquire", "held", "--owner", "h", "--ttl", "1m"); r.code != 0 {
+		t.Fatalf("acquire by the holder\n%s", r)
+	}
+	if r := direct.run(t, "acquire", "delayed", "--owner", "h", "--ttl", "1m", "--lock-delay", "1h"); r.code != 0 {
+		t.Fatalf("acquire by the holder\n%s", r)
+	}
+	if r := direct.run(t, "revoke", "delayed", "--reason", "test"); r.code != 0 {
+		t.Fatalf("revoke\n%s", r)
+	}
+	for _, c := range []struct {
+		key       string
+		interrupt bool
+	}{{"held", false}, {"delayed", false}, {"delayed", true}} {
+		hp := newHoldingProxy(t, srv.url, "/v1/acquire", "")
+		args := []string{"run", c.key, "--wait", "--owner", "w", "--ttl", "1m", "-o", "json"}
+		want, stop := 3, "--wait-timeout"
+		if c.interrupt {
+			want, stop = 130, "Ctrl-C"
+		} else {
+			args = append(args, "--wait-timeout", "1s")
+		}
+		p := (leasectl{dir: dir, dsn: hp.url}).start(t, append(args, "--", "sh", "-c", "echo ran")...)
+		hp.awaitCommitted(t, p) // the first attempt met the lease: conflict, its answer held back
+		if c.interrupt {
+			if err := p.signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code := p.wait(); code != want {
+			t.Fatalf("run --wait on %s stopped by %s while its attempt was in flight: exit %d, want %d\n%s",
+				c.key, stop, code, want, p.output())
+		}
+		var res struct {
+			Message string
+			Lease   *struct{ Owner string }
+		}
+		if err := json.Unmarshal([]byte(p.stdout.String()), &res); err != nil {
+			t.Fatalf("%v\n%s", err, p.output())
+		}
+		switch {
+		case res.Lease == nil || res.Lease.Owner != "h":
+			t.Errorf("run --wait on %s stopped by %s while its attempt was in flight: want the lease of h in lease\n%s",
+				c.key, stop, p.output())
+		case strings.Contains(res.Message, "default/"+c.key):
+			t.Errorf("run --wait on %s stopped by %s while its attempt was in flight: message %q repeats the key",
+				c.key, stop, res.Message)
+		case c.key == "delayed" && (!strings.HasPrefix(res.Message, "lock-delay: ") || strings.Contains(res.Message, "held by") ||
+			!strings.Contains(res.Message, "free at")):
+			t.Errorf("run --wait on a key kept by a lock-delay stopped by %s while its attempt was in flight: message %q, "+
+				"want the lock-delay verdict and when the key is free", stop, res.Message)
+		}
+	}
+}

@@ -301,8 +301,10 @@ func (a *app) giveBack(ctx context.Context, s *store, req protocol.AcquireReques
 // The price: when the first took nothing and the key is free, the key is
 // taken and released at once (a token, two records), and the request id
 // is spent. Each step is bounded by --timeout, not cut short by the
-// interrupt. It returns the holder a conflict names (nil when none).
-func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) *protocol.Lease {
+// interrupt. It returns the conflict the acquire sent again met, with the
+// lease it names: a live holder's, or an ended one whose lock-delay keeps
+// the key (nil when none).
+func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireRequest, claim bool) *protocol.Error {
 	actx, cancel := a.opContext(context.WithoutCancel(ctx))
 	res, err := s.rt.Acquire(actx, req)
 	cancel()
@@ -313,8 +315,10 @@ func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireReq
 		a.log.Warn("run: stopped while acquiring, and the acquire's outcome could not be learned: a lease it took "+
 			"runs out after its TTL", "key", req.Key.String(), "request_id", req.RequestID, "err", a.red.redact(err.Error()))
 		return nil
-	case st == protocol.StatusConflict && errors.As(err, &pe) && pe.Lease != nil && !pe.KeptByLockDelay():
-		return pe.Lease // the key is held by another (or under another request id): the acquire took nothing
+	case st == protocol.StatusConflict && errors.As(err, &pe) && pe.Lease != nil:
+		// The key is held by another (or under another request id), or
+		// kept by a lock-delay: the acquire took nothing.
+		return pe
 	default:
 		return nil // refused: it took nothing
 	}
@@ -345,14 +349,22 @@ func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest
 }
 
 // stoppedWaiting is the result of run --wait stopped (an interrupt, or
-// --wait-timeout) while an attempt was in flight, with holder the lease
+// --wait-timeout) while an attempt was in flight, with met the conflict
 // the acquire sent again met: conflict, which interruptedWait turns into
-// interrupted after an interrupt, as for a wait stopped while asleep.
-func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, holder protocol.Lease) protocol.Result {
-	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Key: req.Key, Lease: &holder,
-		RequestID: req.RequestID,
-		Message: fmt.Sprintf("gave up waiting for %s after --wait-timeout %v: it is held by %s with token %d until %s",
-			req.Key, w.timeout, holder.Owner, holder.Token, holder.ExpiresAt.UTC().Format(time.RFC3339Nano))}
+// interrupted after an interrupt, as for a wait stopped while asleep. A
+// conflict the store said a lock-delay caused stays one
+// ([protocol.Error.KeptByLockDelay]), saying when the key is free. The
+// message does not name the key: the result's Key does.
+func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, met *protocol.Error) protocol.Result {
+	l := *met.Lease
+	gaveUp := fmt.Sprintf("gave up waiting after --wait-timeout %v", w.timeout)
+	msg := fmt.Sprintf("%s: held by %s with token %d until %s", gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	if met.KeptByLockDelay() {
+		msg = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", protocol.LockDelayPrefix, gaveUp,
+			l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
+	}
+	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Key: req.Key, Lease: &l,
+		RequestID: req.RequestID, Message: msg}
 }
 
 // revokeCommand is the leasectl command line that revokes l, to paste.
@@ -436,8 +448,8 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			a.giveBack(ctx, s, req, claim, h, cancelHold)
 			return stoppedBeforeCommand(ctx, wctx, req, w)
 		case st == protocol.StatusTimeout || st == protocol.StatusUnavailable:
-			if holder := a.undoAcquire(ctx, s, req, claim); holder != nil && w.wait {
-				return a.printOutcome(interruptedWait(ctx, stoppedWaiting(req, w, *holder)), nil)
+			if met := a.undoAcquire(ctx, s, req, claim); met != nil && w.wait {
+				return a.printOutcome(interruptedWait(ctx, stoppedWaiting(req, w, met)), nil)
 			}
 			return stoppedBeforeCommand(ctx, wctx, req, w)
 		}

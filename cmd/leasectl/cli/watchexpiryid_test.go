@@ -15,7 +15,10 @@ import (
 func TestWatchExpireEventCarriesTheIDOfItsRecord(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
-	wantCode(t, runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", "1s"), 0)
+	// The watch must start while the lease is live: 4s leaves room for the
+	// audit read before it on a loaded machine (1s did not, in a -race run
+	// beside other suites: the watch began after the expiry and saw none).
+	wantCode(t, runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", "4s"), 0)
 	a := runCLI(t, e, "audit", "-n", "w", "--key", "k", "-o", "json")
 	wantCode(t, a, 0)
 	recs := a.json(t)["records"].([]any)
@@ -25,8 +28,8 @@ func TestWatchExpireEventCarriesTheIDOfItsRecord(t *testing.T) {
 	id := recs[0].(map[string]any)["id"]
 
 	w := startWatch(e, "k", "-n", "w", "-o", "json", "--interval", "20ms")
-	if !w.waitFor(t, false, `"op":"expire"`, 6*time.Second) {
-		t.Fatalf("watch printed no expire event of a 1s lease:\n%s\n%s", w.stop(t), w.errs.String())
+	if !w.waitFor(t, false, `"op":"expire"`, 15*time.Second) {
+		t.Fatalf("watch printed no expire event of a 4s lease:\n%s\n%s", w.stop(t), w.errs.String())
 	}
 	expires := expireEvents(t, w.stop(t))
 	var ev map[string]any

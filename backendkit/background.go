@@ -1,6 +1,10 @@
 package backendkit
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // Background runs work that outlives the call that started it (a clean-up
 // the caller stopped waiting for once its context ended) so that a
@@ -37,4 +41,26 @@ func (b *Background) Wait() {
 	b.closing = true
 	b.mu.Unlock()
 	b.wg.Wait()
+}
+
+// GoAwait runs fn as Go does and waits for it until ctx ends and grace
+// more, so that a caller cut off by its deadline answers about then while
+// fn goes on in the background. It returns at once when Wait was called
+// (fn not run).
+func (b *Background) GoAwait(ctx context.Context, grace time.Duration, fn func()) {
+	done := b.Go(fn)
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }

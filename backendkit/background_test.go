@@ -1,6 +1,7 @@
 package backendkit
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -34,5 +35,24 @@ func TestBackgroundWaitWaitsForWorkAndRefusesMore(t *testing.T) {
 	<-done
 	if b.Go(func() { t.Error("work ran after Wait") }) != nil {
 		t.Fatal("Go after Wait returned a channel")
+	}
+}
+
+func TestBackgroundGoAwaitAnswersByItsDeadlinePlusGrace(t *testing.T) {
+	var b Background
+	defer b.Wait()
+	release := make(chan struct{})
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	b.GoAwait(ctx, 30*time.Millisecond, func() { <-release })
+	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("GoAwait of work that outlives its context returned after %v, want about 50ms", d)
+	}
+	quick := time.Now()
+	b.GoAwait(context.Background(), time.Hour, func() {})
+	if d := time.Since(quick); d > 2*time.Second {
+		t.Fatalf("GoAwait of work that ends at once returned after %v", d)
 	}
 }

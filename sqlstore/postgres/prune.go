@@ -155,21 +155,7 @@ const (
 // committed row of the window (pruneWindowError) lets it free the claim,
 // and stays as it is: it closes only a window it opened.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
-	done := b.drops.Go(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(claimDropGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	b.drops.GoAwait(ctx, claimDropGrace, func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
 }
 
 // unclaimPrune is the freeing of dropPruneClaim, under ctx and

@@ -246,21 +246,7 @@ const (
 // freeing fails too (the Backend closed first, the lock held past
 // claimDropTimeout) the claim stays, and the id is refused as used.
 func (b *Backend) dropPruneClaim(ctx context.Context, r audit.PruneRequest, run string) {
-	done := b.drops.Go(func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(claimDropGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	b.drops.GoAwait(ctx, claimDropGrace, func() { b.unclaimPrune(context.WithoutCancel(ctx), r, run) })
 }
 
 // unclaimPrune is the freeing of dropPruneClaim, under ctx and

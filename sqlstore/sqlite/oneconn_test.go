@@ -1,0 +1,51 @@
+package sqlite_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
+)
+
+// TestWaiterOnAOneConnectionDBLeavesWritesServed gives New a *sql.DB from
+// OpenDB limited to one connection (db.SetMaxOpenConns(1), the common
+// advice for SQLite in Go) and subscribes to a key, as a blocking acquire
+// (protocol.AcquireWait) does after its first conflict and a holder
+// (protocol.WatchLease, Hold) does for as long as it holds. The
+// subscription's poller (notify.go) keeps a connection of the pool to
+// itself while anyone waits, so with one connection every write waits
+// for a connection until its deadline: the acquire below answered
+// timeout after 3s, and so would the holder's renewals, and the release
+// that should wake the waiter. New must refuse such a *sql.DB (naming
+// the fix), or writes must be served while someone waits.
+func TestWaiterOnAOneConnectionDBLeavesWritesServed(t *testing.T) {
+	t.Parallel()
+	path := migratedFile(t)
+	db, err := sqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	b, err := sqlite.New(ctxT(t), db, nil)
+	if err != nil {
+		return // refused: the caller learns at New, not from timeouts
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+
+	_, cancel, err := b.Subscribe(ctxT(t), key("k"))
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	defer cancel()
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	start := time.Now()
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+	if err != nil || res.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire of a free key while a waiter is subscribed, on a *sql.DB of one connection that New accepted: "+
+			"%q, %v after %v; want acquired", res.Status, err, time.Since(start).Round(time.Millisecond))
+	}
+}

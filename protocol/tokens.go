@@ -53,7 +53,7 @@ const OpRaiseTokens Op = "raise-tokens"
 func CheckTokenRaise(by int64) error {
 	if by < MinTokenRaise || by > MaxTokenRaise {
 		return &Error{Op: OpRaiseTokens, Status: StatusInvalid, Message: fmt.Sprintf(
-			"the step to raise tokens by must be from %d to %d, got %d", MinTokenRaise, MaxTokenRaise, by)}
+			"the step to raise tokens by must be from %d to %d, got %d", int64(MinTokenRaise), int64(MaxTokenRaise), by)}
 	}
 	return nil
 }

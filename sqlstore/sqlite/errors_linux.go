@@ -43,5 +43,5 @@ func fileSystemRoom(dir string) (room int64, inodes uint64, ok bool) {
 	if st.Files == 0 {
 		inodes = math.MaxUint64
 	}
-	return int64(blocks) * st.Bsize, inodes, true
+	return int64(blocks) * int64(st.Bsize), inodes, true
 }

@@ -50,7 +50,7 @@ func Fill(t *testing.T, dir string, room int64) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if free := int64(st.Bavail) * st.Bsize; room > 0 {
+	if free := int64(st.Bavail) * int64(st.Bsize); room > 0 {
 		if _, err := f.Write(make([]byte, max(free-room, 0))); err != nil {
 			t.Fatalf("filling %s: %v", dir, err)
 		}

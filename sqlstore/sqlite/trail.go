@@ -94,10 +94,12 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (
 		// drop its writes (RAISE(IGNORE) in a BEFORE INSERT on the trail
 		// drops a record, whose change then fails: recordID). A newer
 		// schema may make triggers of its own: judged at this release's
-		// version only.
+		// version only. SQLite keeps the table's name as the trigger's
+		// statement spelt it, and names are case-insensitive: ON
+		// LEASESTORE_LEASES is on the store's table too.
 		var foreign []string
 		for name, table := range tables {
-			if strings.HasPrefix(table, "leasestore_") && !slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {
+			if strings.HasPrefix(strings.ToLower(table), "leasestore_") && !slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {
 				foreign = append(foreign, name+" on "+table)
 			}
 		}

@@ -248,8 +248,21 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 			return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
 		}
 		file = u.Path
-		if file == "" {
-			file = u.Opaque
+		if u.Opaque != "" {
+			// A relative URI ("file:a%20b.db"): its path stays escaped in
+			// Opaque. Decoded, as SQLite decodes it, and made absolute as
+			// a plain name is, so the file looked for is the one opened.
+			if file, err = url.PathUnescape(u.Opaque); err != nil {
+				return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+			}
+			// An in-memory database's name names no file: kept as it is.
+			if file != ":memory:" && u.Query().Get("mode") != "memory" {
+				abs, err := filepath.Abs(filepath.FromSlash(file))
+				if err != nil {
+					return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+				}
+				u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: u.RawQuery}
+			}
 		}
 	} else {
 		// A URI rather than a plain name, so that characters such as '?'

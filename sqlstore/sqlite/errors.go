@@ -292,6 +292,12 @@ type exhaustion struct{ kind, err error }
 func (e *exhaustion) Error() string   { return e.err.Error() }
 func (e *exhaustion) Unwrap() []error { return []error{e.kind, e.err} }
 
+// isReadOnly reports whether err is SQLite's SQLITE_READONLY.
+func isReadOnly(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
+}
+
 // isBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED.
 func isBusy(err error) bool {
 	var se *sqlite.Error

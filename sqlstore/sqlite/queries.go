@@ -120,6 +120,30 @@ RETURNING token`
 SET last_token = max(last_token, coalesce((SELECT max(token) FROM leasestore_leases), 0)) + ?1
 WHERE id = 1 RETURNING last_token`
 
+	// qIssuedAbove reads the greatest token the file holds above the
+	// fencing counter (NULL when the counter is at or above every one):
+	// the leases' (a key's row keeps its last token after release and
+	// expiry until the sweep removes it; a scan of the keys' rows, no
+	// larger than a list of them), the lock-delays' (a revoked key's, in
+	// force only, so few) and those of the newest audit records (by id,
+	// the trail's primary key: a bounded read however long the trail).
+	// While the counter has issued nothing since it was lowered, the
+	// newest acquire's record holds the greatest token issued, that of a
+	// key whose row the sweep removed too. See Backend.repairCounter.
+	qIssuedAbove = `
+SELECT nullif(max(
+    coalesce((SELECT max(token) FROM leasestore_leases), 0),
+    coalesce((SELECT max(token) FROM leasestore_lock_delays), 0),
+    coalesce((SELECT max(token) FROM (SELECT token FROM leasestore_audit ORDER BY id DESC LIMIT 1000)), 0),
+    f.last_token), f.last_token)
+FROM leasestore_fencing f WHERE f.id = 1`
+
+	// qRepairCounter moves the fencing counter up to ?1, the greatest
+	// token issued that qIssuedAbove found above it (never down: the
+	// trigger leasestore_fencing_no_decrease refuses that, and the WHERE
+	// leaves a counter that moved past ?1 meanwhile as it is).
+	qRepairCounter = `UPDATE leasestore_fencing SET last_token = ?1 WHERE id = 1 AND last_token < ?1`
+
 	// qRaiseAuditIDs moves the audit trail's id counter (AUTOINCREMENT's
 	// row of sqlite_sequence, which a copy of the file put back carries
 	// back with it) ?1 past the greatest id counted or held, in the

@@ -347,7 +347,8 @@ func pinnedPragma(p string) bool {
 // naming `leasectl migrate up`. Use [OpenDB], migrations.Up and [New] to
 // create and migrate a file from code. A file whose triggers or prune
 // window are not as the migrations left them is refused too, as Health
-// refuses it.
+// refuses it; a fencing counter lowered behind the tokens the file holds
+// is moved up past them, as Health moves it.
 //
 // The Backend keeps a read-only connection of its own on the file while it
 // runs, besides the *sql.DB's, so that SQLite keeps the file's -shm (see
@@ -480,7 +481,35 @@ func (b *Backend) checkStore(ctx context.Context) error {
 	if refusal != nil {
 		return refusal
 	}
-	return nil
+	return b.repairCounter(ctx)
+}
+
+// repairCounter moves the fencing counter up to the greatest token the
+// file holds when it is below it (qIssuedAbove, qRepairCounter), as the
+// PostgreSQL backend repairs a fencing sequence behind the issued tokens
+// at open and health. The counter's triggers keep it growing, but another
+// handle on the file can lower it behind them (the trigger dropped and
+// made again, or the sqlite3 shell's `.dbconfig enable_trigger off`), and
+// every acquire would then issue tokens issued before. The check is a
+// read; the repair writes only when the counter is behind. A handle that
+// cannot write, which issues no token, is left as it is (Health refuses
+// it anyway). A repair that fails otherwise is refused, naming `leasectl
+// fencing raise`.
+func (b *Backend) repairCounter(ctx context.Context) error {
+	var above sql.NullInt64
+	if err := b.db.QueryRowContext(ctx, qIssuedAbove).Scan(&above); err != nil {
+		return interpretError(ctx, "", b.file, err)
+	}
+	if !above.Valid {
+		return nil
+	}
+	_, err := b.db.ExecContext(ctx, qRepairCounter, above.Int64)
+	if err == nil || isReadOnly(err) {
+		return nil
+	}
+	return backendkit.NewError("", protocol.StatusUnavailable, err,
+		"sqlite database %q: the fencing counter (leasestore_fencing) is behind token %d, which the file holds, "+
+			"and could not be moved past it: run `leasectl fencing raise --dsn sqlite:%s`", b.file, above.Int64, b.file)
 }
 
 // schemaRefusal reads the file's schema version and returns the refusal of
@@ -516,7 +545,9 @@ func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
 // [ErrDiskFull]. So is, as at Open, a file in which a trigger that the
 // migrations created (the audit trail's, the fencing counter's) is missing
 // or altered, or a row of the prune window (leasestore_audit_prune) is
-// committed, naming it and the fix. A Backend whose path no longer names
+// committed, naming it and the fix; a fencing counter lowered behind its
+// triggers is moved up past the tokens the file holds (as at Open: see
+// repairCounter). A Backend whose path no longer names
 // the file or the -shm it opened (the file put back from a copy, the -shm
 // removed) fails Health and refuses every operation, matching
 // [ErrFileReplaced], until it is restarted (Windows, which cannot replace

@@ -387,10 +387,22 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // may overrun its deadline by up to the busy timeout; one below
 // synchronous=FULL is refused (a power cut could lose a committed acquire).
 // New checks the schema like [Open] and does not migrate. cfg may be nil; one that sets
-// BusyTimeout is refused (it configures the *sql.DB Open makes).
+// BusyTimeout is refused (it configures the *sql.DB Open makes). So is a
+// db limited to fewer than [MinOpenConns] connections (SetMaxOpenConns):
+// while anyone waits for a key (a blocking acquire, a holder's watch),
+// the poller that wakes them keeps a connection to itself, and with one
+// every write would wait for it until its deadline. Keep the limit at
+// MinOpenConns or more after New too.
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqlite: nil *sql.DB")
+	}
+	if n := db.Stats().MaxOpenConnections; n > 0 && n < MinOpenConns {
+		return nil, backendkit.NewError("", protocol.StatusInvalid, nil,
+			"sqlite: new: the *sql.DB is limited to %d connection(s) (SetMaxOpenConns), but the backend needs %d: "+
+				"while anyone waits for a key, the poller that wakes them keeps one, and every write would wait for it "+
+				"until its deadline: keep the limit OpenDB sets (its busy timeout and immediate transactions keep "+
+				"concurrent writers from failing), or call db.SetMaxOpenConns(%d) or more", n, MinOpenConns, MinOpenConns)
 	}
 	if cfg != nil && cfg.BusyTimeout != 0 {
 		return nil, errors.New("sqlite: new: Config.BusyTimeout configures the *sql.DB Open makes; " +
@@ -398,6 +410,11 @@ func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	}
 	return newBackend(ctx, db, cfg, false)
 }
+
+// MinOpenConns is the fewest connections a *sql.DB given to [New] may be
+// limited to: one the poller that wakes waiters keeps while anyone waits,
+// and one that every other statement takes in turn.
+const MinOpenConns = 2
 
 // synchronousFull is PRAGMA synchronous's FULL.
 const synchronousFull = 2

@@ -16,8 +16,7 @@ import (
 // and how long each acquire and list took.
 type acquireLog struct {
 	protocol.Store
-	mu   sync.Mutex
-	sent []time.Time
+	sent sendTimes
 	// calls logs how long each acquire and list took: a slow one says the
 	// machine or the store, not the scheduler, set the pace.
 	calls timings
@@ -26,9 +25,7 @@ type acquireLog struct {
 func (a *acquireLog) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	began := time.Now()
 	if req.Key.Namespace != scheduler.DefaultNamespace+scheduler.WorkersSuffix {
-		a.mu.Lock()
-		a.sent = append(a.sent, began)
-		a.mu.Unlock()
+		a.sent.add(began)
 	}
 	defer func() { a.calls.add(time.Now(), time.Since(began)) }()
 	return a.Store.Acquire(ctx, req)
@@ -40,12 +37,25 @@ func (a *acquireLog) List(ctx context.Context, req protocol.ListRequest) (protoc
 	return a.Store.List(ctx, req)
 }
 
-// between returns how many target acquires were sent in [from, to).
-func (a *acquireLog) between(from, to time.Time) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// sendTimes records when requests were sent; it is safe for concurrent
+// use.
+type sendTimes struct {
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (s *sendTimes) add(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, at)
+}
+
+// between returns how many requests were sent in [from, to).
+func (s *sendTimes) between(from, to time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
-	for _, at := range a.sent {
+	for _, at := range s.sent {
 		if !at.Before(from) && at.Before(to) {
 			n++
 		}
@@ -112,7 +122,7 @@ func testLockDelayBackOff(t *testing.T, newHarness Factory) {
 		return len(tokens) == 2
 	})
 	retaken := started[1]
-	early := store.between(sent, sent.Add(delay-expiryMarginTest))
+	early := store.sent.between(sent, sent.Add(delay-expiryMarginTest))
 	t.Logf("acquires of the target during its lock-delay of %v: %d; taken again %v after the delay ended",
 		delay, early, retaken.Sub(free).Round(time.Millisecond))
 	// The store judges the delay by its wall clock: so does this check
@@ -158,8 +168,7 @@ type memberLockDelay struct {
 	protocol.Store
 	notifier protocol.Notifier
 	delay    time.Duration
-	mu       sync.Mutex
-	sent     []time.Time
+	sent     sendTimes // membership acquires
 }
 
 func (m *memberLockDelay) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
@@ -171,24 +180,9 @@ func (m *memberLockDelay) Acquire(ctx context.Context, req protocol.AcquireReque
 		if req.LockDelay == 0 {
 			req.LockDelay = m.delay
 		}
-		m.mu.Lock()
-		m.sent = append(m.sent, time.Now())
-		m.mu.Unlock()
+		m.sent.add(time.Now())
 	}
 	return m.Store.Acquire(ctx, req)
-}
-
-// between returns how many membership acquires were sent in [from, to).
-func (m *memberLockDelay) between(from, to time.Time) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for _, at := range m.sent {
-		if !at.Before(from) && at.Before(to) {
-			n++
-		}
-	}
-	return n
 }
 
 // testMembershipRevokeLockDelay: an operator's revoke of a worker's
@@ -245,7 +239,7 @@ func testMembershipRevokeLockDelay(t *testing.T, newHarness Factory) {
 		return true
 	})
 	rejoined := time.Now()
-	during := store.between(sent, sent.Add(delay-expiryMarginTest))
+	during := store.sent.between(sent, sent.Add(delay-expiryMarginTest))
 	t.Logf("membership acquires during its lock-delay of %v: %d; joined again (token %d) at most %v after the delay ended",
 		delay, during, joined.Token, rejoined.Sub(free).Round(time.Millisecond))
 	// The store judges the delay by its wall clock: so does this check.

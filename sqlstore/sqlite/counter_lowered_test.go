@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -48,11 +47,7 @@ func TestFencingCounterLoweredBehindItsTriggerIsRefusedOrRepaired(t *testing.T) 
 	if noDecrease == "" {
 		t.Fatal("the migrations make no trigger leasestore_fencing_no_decrease")
 	}
-	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherHandle(t, path)
 	for _, stmt := range []string{
 		"DROP TRIGGER leasestore_fencing_no_decrease",
 		"UPDATE leasestore_fencing SET last_token = 0 WHERE id = 1",

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -25,11 +24,7 @@ func TestForeignTriggerOnATableNamedInAnotherCaseIsRefused(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t)
 	b := open(t, path, nil)
-	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherHandle(t, path)
 	if _, err := other.ExecContext(ctxT(t), `CREATE TRIGGER reassign AFTER INSERT ON LEASESTORE_LEASES
 BEGIN UPDATE leasestore_leases SET owner = 'mallory' WHERE namespace = NEW.namespace AND name = NEW.name; END`); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"sync"
@@ -130,4 +131,16 @@ func waitQueued(ctx context.Context, t testing.TB, b *sqlite.Backend, n int) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// otherHandle opens another handle on the store's file at path, as a DBA's
+// sqlite3 shell or a script would, closed when the test ends.
+func otherHandle(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	return other
 }

@@ -279,11 +279,7 @@ func TestForeignTriggersOnTheStoreAreRefused(t *testing.T) {
 	t.Parallel()
 	path := migratedFile(t)
 	b := open(t, path, nil)
-	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := otherHandle(t, path)
 	if _, err := other.ExecContext(ctxT(t), `CREATE TRIGGER archive_elsewhere BEFORE INSERT ON leasestore_audit
 BEGIN SELECT RAISE(IGNORE); END`); err != nil {
 		t.Fatal(err)

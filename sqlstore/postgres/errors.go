@@ -109,8 +109,9 @@ func errEraRowUnmoved() error {
 //     setval past its MAXVALUE: fencing raise, the repair): unavailable,
 //     naming the ALTER SEQUENCE that fixes it (see sequenceError);
 //   - a permission error (42501 "permission denied for ...") on a table,
-//     the sequence or the schema: unavailable, naming the GRANT that
-//     gives the privilege (docs/postgres-settings.md lists them);
+//     the sequence, the schema or one of the store's functions:
+//     unavailable, naming the GRANT that gives the privilege
+//     (docs/postgres-settings.md lists them; see grantFor);
 //   - a connection the server refused for its database (3D000: it does
 //     not exist) or its role (28000, 28P01: unknown, no password, wrong
 //     password, pg_hba.conf): unavailable, naming what to check;
@@ -302,11 +303,12 @@ func privilegeFix(msg string) string {
 }
 
 // grantFor is what a GRANT of the privileges the backend may need on the
-// object name of kind (sequence, table, schema, or function: the prune's
-// claim functions of migration 8, which go together) names, after GRANT:
-// every privilege any command needs (docs/postgres-settings.md#privileges),
-// so that one GRANT answers them all; "" for another kind or function, or
-// no name.
+// object name of kind (sequence, table, schema, or function: one of the
+// store's functions that a role calls, which go together in two sets,
+// servingFunctions and the prune's claim functions of migration 8) names,
+// after GRANT: every privilege any command needs
+// (docs/postgres-settings.md#privileges), so that one GRANT answers them
+// all; "" for another kind or function, or no name.
 func grantFor(kind, name string) string {
 	switch {
 	case name == "":
@@ -318,6 +320,12 @@ func grantFor(kind, name string) string {
 		return "USAGE ON SCHEMA " + name
 	case kind == "function" && (name == "leasestore_audit_prune_claim" || name == "leasestore_audit_prune_unclaim"):
 		return pruneClaimGrant
+	case kind == "function":
+		for _, f := range servingFunctions {
+			if strings.HasPrefix(f, name+"(") {
+				return servingFunctionsGrant
+			}
+		}
 	}
 	return ""
 }
@@ -328,3 +336,31 @@ func grantFor(kind, name string) string {
 // trail when it runs).
 const pruneClaimGrant = "EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, text, text, timestamptz, timestamptz), " +
 	"leasestore_audit_prune_unclaim(text, text)"
+
+// servingFunctions are the store's functions that a role that serves or
+// reads calls, by signature: the outcomes that every change statement
+// names (leasestore_outcome, leasestore_outcome_fresh), the refusal of a
+// record whose id went back (leasestore_audit_went_back, named by every
+// change statement too), the new era of ids that follows it
+// (leasestore_audit_new_era, called when the ids went back) and the
+// horizon of prunes that audit reads from a cursor name
+// (leasestore_audit_pruned_through). PostgreSQL lets PUBLIC execute a new
+// function, unless the schema owner's default privileges keep it private:
+// then a role needs them all, and the permission error on any one names
+// servingFunctionsGrant, which gives them all at once. The server checks
+// EXECUTE on every function a statement names when the statement starts,
+// whether it calls it or not. The store's trigger functions are not
+// among them (a trigger runs its function whatever the writer may
+// execute), nor is the coalescer's temporary function (each connection
+// makes and owns its own).
+var servingFunctions = []string{
+	"leasestore_outcome(text, text, text)",
+	"leasestore_outcome_fresh(text, text, text)",
+	"leasestore_audit_went_back()",
+	"leasestore_audit_new_era()",
+	"leasestore_audit_pruned_through(text)",
+}
+
+// servingFunctionsGrant is what follows GRANT to let a role execute
+// servingFunctions.
+var servingFunctionsGrant = "EXECUTE ON FUNCTION " + strings.Join(servingFunctions, ", ")

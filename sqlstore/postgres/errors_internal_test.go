@@ -43,6 +43,12 @@ func TestInterpretError(t *testing.T) {
 			protocol.StatusUnavailable, "run GRANT USAGE, UPDATE ON SEQUENCE leasestore_fencing_seq TO it"},
 		{"no privilege on a table", &pgconn.PgError{Code: "42501", Message: "permission denied for table leasestore_audit"},
 			protocol.StatusUnavailable, "run GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE leasestore_audit TO it"},
+		{"no privilege on a store function", &pgconn.PgError{Code: "42501", Message: "permission denied for function leasestore_outcome"},
+			protocol.StatusUnavailable, "run GRANT EXECUTE ON FUNCTION leasestore_outcome(text, text, text), " +
+				"leasestore_outcome_fresh(text, text, text), leasestore_audit_went_back(), leasestore_audit_new_era(), " +
+				"leasestore_audit_pruned_through(text) TO it"},
+		{"no privilege on a function named like a store function", &pgconn.PgError{Code: "42501",
+			Message: "permission denied for function leasestore_outcome_x"}, protocol.StatusUnavailable, "lacks a privilege: grant it those docs"},
 		{"no privilege on something else", &pgconn.PgError{Code: "42501", Message: "permission denied for function f"},
 			protocol.StatusUnavailable, "docs/postgres-settings.md#privileges"},
 		{"append-only refusal", &pgconn.PgError{Code: "42501", Message: "leasestore_audit is append-only: DELETE refused"},

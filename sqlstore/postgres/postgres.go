@@ -788,8 +788,11 @@ func privilegesError(op protocol.Op, objects []string) error {
 		object, priv, _ := strings.Cut(rest, "/")
 		lacks = append(lacks, priv+" on "+object)
 		what := "table"
-		if object == "leasestore_fencing_seq" {
+		switch {
+		case object == "leasestore_fencing_seq":
 			what = "sequence"
+		case priv == "EXECUTE":
+			what = "function"
 		}
 		if g := grantFor(what, object); !granted[g] {
 			granted[g] = true

@@ -659,9 +659,14 @@ const windowCutOffSQL = `CASE WHEN isfinite(w.before)
 //	                table and the prune window itself, and the other tables
 //	                serve gc and prune, which name their GRANT when they
 //	                lack it)
+//	privilege/F/EXECUTE  the session's role may not execute the store's
+//	                function F, which every change statement names (the
+//	                server checks EXECUTE when a statement starts, whether
+//	                it calls F or not); the other functions (a new era,
+//	                the prune's, audit reads') name their GRANT when met
 //
-// pg_sequence, pg_class, pg_trigger and pg_rewrite are readable by every
-// role.
+// pg_sequence, pg_class, pg_trigger, pg_rewrite and pg_proc are readable
+// by every role.
 //
 // This statement, sweepSQL and repairSequenceSQL read the sequence's state
 // with pg_sequence_last_value (NULL until its first nextval), which USAGE
@@ -722,7 +727,14 @@ SELECT current_setting('synchronous_commit'),
               SELECT 'privilege/' || st.name || '/' || split_part(n.priv, ',', 1)
               FROM store st, unnest(st.needs) AS n(priv)
               WHERE NOT CASE WHEN st.relkind = 'S' THEN pg_catalog.has_sequence_privilege(st.oid, n.priv)
-                             ELSE pg_catalog.has_table_privilege(st.oid, n.priv) END) AS o(entry))
+                             ELSE pg_catalog.has_table_privilege(st.oid, n.priv) END
+              UNION ALL
+              SELECT 'privilege/' || f.name || '/EXECUTE'
+              FROM (VALUES ('leasestore_outcome', 'leasestore_outcome(text, text, text)'),
+                           ('leasestore_outcome_fresh', 'leasestore_outcome_fresh(text, text, text)'),
+                           ('leasestore_audit_went_back', 'leasestore_audit_went_back()')) AS f(name, sig)
+              JOIN pg_catalog.pg_proc p ON p.oid = pg_catalog.to_regprocedure(f.sig)
+              WHERE NOT pg_catalog.has_function_privilege(p.oid, 'EXECUTE')) AS o(entry))
 FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
              pg_sequence_last_value('leasestore_fencing_seq') AS issued
       FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,

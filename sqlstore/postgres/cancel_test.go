@@ -76,7 +76,11 @@ func TestCallCutByItsDeadlineReadsAsTimeout(t *testing.T) {
 
 // A statement cancelled on the server by someone else (a DBA's
 // pg_cancel_backend) while the caller's deadline is still far off must
-// not read as the caller's deadline: it says the server cancelled it.
+// not read as the caller's deadline: it says the server cancelled it, and
+// its status is unavailable (the contract's "refused service"), not
+// timeout ("the deadline passed first"): no deadline passed. It read
+// timeout, which an HTTP client saw as 504 and a holder as its own
+// deadline.
 func TestServerCancelReadsAsSuch(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
@@ -100,5 +104,27 @@ func TestServerCancelReadsAsSuch(t *testing.T) {
 		!strings.Contains(err.Error(), "the server cancelled the statement") {
 		t.Fatalf("renew cancelled by pg_cancel_backend: %v; want it to say the server cancelled the statement, "+
 			"and nothing of a deadline", err)
+	}
+	wantErrStatus(t, "renew cancelled by pg_cancel_backend", err, protocol.StatusUnavailable)
+}
+
+// A statement cut short by the server's statement_timeout (here the
+// DSN's, which Open keeps) ran past a deadline, the server's: it answers
+// timeout, naming statement_timeout, as docs/postgres-settings.md says,
+// and does not read as the caller's own deadline.
+func TestStatementTimeoutReadsAsTimeout(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	b := openBackend(t, dsn+"&statement_timeout=200", nil)
+	acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
+	wantStatus(t, "acquire", acq, err, protocol.StatusAcquired)
+	lockRow(t, dsn, "k")
+	_, err = b.Renew(ctxT(t), protocol.RenewRequest{Key: key("k"), Owner: "o", Token: acq.Lease.Token, TTL: time.Hour, RequestID: "r"})
+	wantErrStatus(t, "renew past statement_timeout", err, protocol.StatusTimeout)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" || errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), "statement_timeout") {
+		t.Fatalf("renew past statement_timeout: %v; want the server's query_canceled (57014), naming statement_timeout, "+
+			"not the caller's deadline", err)
 	}
 }

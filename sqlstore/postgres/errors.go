@@ -97,10 +97,16 @@ func errEraRowUnmoved() error {
 //   - read_only_sql_transaction (a standby, or a read-only role):
 //     unavailable, saying so;
 //   - a passed deadline or a cancelled context, and the server's
-//     query_canceled (another session's pg_cancel_backend, a
-//     statement_timeout; the cancel request the pool sends when the
-//     caller's context ended is interpretCallError's) or
-//     lock_not_available (lock_timeout): timeout;
+//     deadlines: query_canceled by statement_timeout, lock_not_available
+//     (lock_timeout): timeout, naming the setting;
+//   - any other query_canceled ("canceling statement due to user
+//     request"): a cancel request that was not the caller's (another
+//     session's pg_cancel_backend, a DBA's; the one the pool sends when
+//     the caller's context ended is interpretCallError's): no deadline
+//     passed, so not timeout: unavailable (the server refused service),
+//     saying the server cancelled the statement. The server's message
+//     tells the two apart; on a server whose lc_messages is not English a
+//     statement_timeout reads so too (the same retry rule);
 //   - a missing table, sequence or schema: unavailable, naming
 //     `leasectl migrate up`;
 //   - a newer schema's serving guard (a CHECK constraint named
@@ -157,8 +163,15 @@ func interpretError(op protocol.Op, err error) error {
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the connection is read-only (a standby, or default_transaction_read_only is on): "+
 					"writes need the primary and a role that can write")
-		case code == "57014" || code == "55P03":
-			return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the server cancelled the statement")
+		case code == "57014" && strings.Contains(pe.Message, "statement timeout"):
+			return backendkit.NewError(op, protocol.StatusTimeout, err,
+				"postgres: the server cancelled the statement: it ran longer than the session's statement_timeout")
+		case code == "55P03":
+			return backendkit.NewError(op, protocol.StatusTimeout, err,
+				"postgres: the server cancelled the statement: it waited for a lock longer than the session's lock_timeout")
+		case code == "57014":
+			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+				"postgres: the server cancelled the statement at another session's request (pg_cancel_backend)")
 		case code == "23514" && strings.HasPrefix(pe.ConstraintName, migrations.ServingGuardPrefix):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the schema was migrated past what this release serves (its guard %s refuses this "+
@@ -244,9 +257,10 @@ func interpretError(op protocol.Op, err error) error {
 // request"): that is the caller's deadline (or its cancel), not the
 // server's doing, so the answer is timeout saying so, its cause matching
 // ctx's error (and [context.Cause]) as well as the server's answer. A
-// query_canceled while ctx is live came from the server's side (another
-// session's pg_cancel_backend, a statement_timeout), and interpretError
-// says the server cancelled the statement.
+// query_canceled while ctx is live came from the server's side, and
+// interpretError says the server cancelled the statement: timeout for a
+// statement_timeout, unavailable for another session's
+// pg_cancel_backend.
 func interpretCallError(ctx context.Context, op protocol.Op, err error) error {
 	var pe *pgconn.PgError
 	if err == nil || ctx.Err() == nil || !errors.As(err, &pe) || pe.Code != "57014" {

@@ -255,9 +255,9 @@ var (
 // still unknown to the caller: retry with the same request id to learn it.
 // Such an operation answers timeout saying that the deadline passed (its
 // error matches [context.DeadlineExceeded]); one whose statement was
-// cancelled from the server's side while its context was live (another
-// session's pg_cancel_backend, a statement_timeout) answers timeout saying
-// that the server cancelled it.
+// cancelled from the server's side while its context was live says that
+// the server cancelled it: timeout for a statement_timeout, unavailable
+// for another session's pg_cancel_backend (no deadline passed).
 //
 // Errors never contain the DSN's password. Errors about the schema are
 // *[protocol.Error] values with status unavailable that name

@@ -1,0 +1,57 @@
+package postgres_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// DESIGN.md and docs/postgres-settings.md: Health refuses a role that
+// lacks a privilege the writes need, naming the GRANT; Open accepts it,
+// and reads serve. A role without USAGE on leasestore_fencing_seq (which
+// acquire's nextval needs) could not even open: Open read the sequence's
+// state with pg_sequence_last_value, which needs it, and failed naming
+// the GRANT, so a role that may only read the tables (a dashboard, an
+// auditor) could read nothing. Open accepts both roles here and their
+// reads answer; Health and an acquire name the GRANT.
+func TestRoleWithoutTheSequenceOpensAndReads(t *testing.T) {
+	t.Parallel()
+	const grant = "GRANT USAGE, UPDATE ON SEQUENCE leasestore_fencing_seq TO it"
+	for name, grants := range map[string][]string{
+		"a role granted the tables":            {grantTables},
+		"a role that may only read the tables": {"SELECT ON ALL TABLES IN SCHEMA %s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn := pgtest.MigratedDSN(t)
+			owner := openBackend(t, dsn, nil)
+			acquireKeys(t, owner, key, 2, time.Hour)
+			b, err := postgres.Open(ctxT(t), pgtest.GrantedRoleDSN(t, dsn, grants...), nil)
+			if err != nil {
+				t.Fatalf("open: %v; want it to accept the role, whose reads serve", err)
+			}
+			t.Cleanup(func() { _ = b.Close(ctxT(t)) })
+			res, err := b.Get(ctxT(t), protocol.GetRequest{Key: key("k0"), RequestID: "g"})
+			wantStatus(t, "get", res, err, protocol.StatusFound)
+			if l, err := b.List(ctxT(t), protocol.ListRequest{Namespace: "ns", RequestID: "l"}); err != nil || len(l.Leases) != 2 {
+				t.Fatalf("list: %+v, %v; want 2 leases", l, err)
+			}
+			if p, err := b.ReadAudit(ctxT(t), audit.Query{Namespace: "ns"}); err != nil || len(p.Records) != 2 {
+				t.Fatalf("audit: %+v, %v; want 2 records", p, err)
+			}
+			if err := b.Health(ctxT(t)); !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), grant) {
+				t.Fatalf("health: %v; want unavailable naming %q", err, grant)
+			}
+			_, err = b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k9"), Owner: "o", TTL: time.Minute, RequestID: "a9"})
+			if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "GRANT") {
+				t.Fatalf("acquire: %v; want unavailable naming a GRANT", err)
+			}
+		})
+	}
+}

@@ -672,7 +672,11 @@ const windowCutOffSQL = `CASE WHEN isfinite(w.before)
 // with pg_sequence_last_value (NULL until its first nextval), which USAGE
 // on the sequence allows; a SELECT from the sequence would need SELECT on
 // it, which an application role often lacks. Only setval (fencing raise,
-// the repair) needs UPDATE on it.
+// the repair) needs UPDATE on it. A role with neither USAGE nor SELECT on
+// it (one that only reads) is not refused by this statement: it reads the
+// sequence's state only where the role may, and never finds it behind
+// otherwise (Open accepts the role, whose reads serve; Health names the
+// GRANT among the privileges the writes need).
 const settingsSQL = `
 WITH store AS MATERIALIZED (
     SELECT w.name, w.needs, c.oid, c.relkind, c.relpersistence
@@ -688,7 +692,7 @@ WITH store AS MATERIALIZED (
 )
 SELECT current_setting('synchronous_commit'),
        s.seqcache, s.seqincrement, s.seqcycle, s.seqmin, s.seqmax,
-       coalesce(t.token > coalesce(s.issued, 0), false),
+       s.readable AND coalesce(t.token > coalesce(s.issued, 0), false),
        greatest(t.token, s.issued, 0)::numeric + s.seqincrement > s.seqmax,
        coalesce((SELECT max(a.id) FROM leasestore_audit a) >=
                 pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (SELECT id_offset FROM leasestore_audit_era),
@@ -735,9 +739,11 @@ SELECT current_setting('synchronous_commit'),
                            ('leasestore_audit_went_back', 'leasestore_audit_went_back()')) AS f(name, sig)
               JOIN pg_catalog.pg_proc p ON p.oid = pg_catalog.to_regprocedure(f.sig)
               WHERE NOT pg_catalog.has_function_privilege(p.oid, 'EXECUTE')) AS o(entry))
-FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax,
-             pg_sequence_last_value('leasestore_fencing_seq') AS issued
-      FROM pg_catalog.pg_sequence p WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,
+FROM (SELECT p.seqcache, p.seqincrement, p.seqcycle, p.seqmin, p.seqmax, r.readable,
+             CASE WHEN r.readable THEN pg_sequence_last_value('leasestore_fencing_seq') END AS issued
+      FROM pg_catalog.pg_sequence p,
+           LATERAL (SELECT pg_catalog.has_sequence_privilege(p.seqrelid, 'SELECT, USAGE') AS readable) AS r
+      WHERE p.seqrelid = 'leasestore_fencing_seq'::regclass) AS s,
      (SELECT greatest((SELECT max(l.token) FROM leasestore_leases l),
                       (SELECT a.token FROM leasestore_audit a ORDER BY a.id DESC LIMIT 1)) AS token) AS t
 `

@@ -55,3 +55,27 @@ func TestRoleWithoutTheSequenceOpensAndReads(t *testing.T) {
 		})
 	}
 }
+
+// A role that may not use the schema its search_path names (USAGE never
+// granted, or revoked while the service runs) sees none of the store's
+// objects: Open told it that no schema of the search_path exists and to
+// run `leasectl migrate up`, which would not help (the schema exists, and
+// migrating as that role fails). Open and Health name the GRANT instead.
+func TestRoleWithoutUsageOnTheSchemaIsToldTheGrant(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	roleDSN := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage)
+	grant := "GRANT USAGE ON SCHEMA " + schemaOf(t, dsn) + " TO it"
+	wantGrant := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), grant) ||
+			strings.Contains(err.Error(), "migrate up") {
+			t.Fatalf("%s: %v; want unavailable naming %q, not migrate up", what, err, grant)
+		}
+	}
+	b := openBackend(t, roleDSN, nil)
+	mustExec(t, rawConn(t, dsn), "REVOKE USAGE ON SCHEMA "+schemaOf(t, dsn)+" FROM "+roleName(t, roleDSN))
+	wantGrant("health", b.Health(ctxT(t)))
+	_, err := postgres.Open(ctxT(t), roleDSN, nil)
+	wantGrant("open", err)
+}

@@ -532,12 +532,29 @@ SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0)`)
 // another cluster (see the migration's leasestore_audit_new_era).
 const newEraSQL = `SELECT leasestore_audit_new_era()`
 
-// schemaSQL reads the connection's current schema and whether goose's
-// version table exists in it (the same test goose makes).
+// schemaSQL reads the connection's current schema, whether goose's
+// version table exists in it (the same test goose makes), and the first
+// schema of the search_path before it (or anywhere in it, when there is
+// none) that exists but that the session's role may not use (NULL when
+// none): current_schema() passes over such a schema. The search_path is
+// split as the server splits it (commas, "$user", double quotes, unquoted
+// names folded to lower case), but for a comma inside a quoted name.
 const schemaSQL = `
+WITH path AS (
+    SELECT p.i, CASE WHEN e.s IN ('$user', '"$user"') THEN current_user::text
+                     WHEN e.s LIKE '"%"' THEN replace(substr(e.s, 2, length(e.s) - 2), '""', '"')
+                     ELSE lower(e.s) END AS name
+    FROM regexp_split_to_table(current_setting('search_path'), ',') WITH ORDINALITY AS p(entry, i)
+    CROSS JOIN LATERAL (SELECT btrim(p.entry) AS s) AS e
+)
 SELECT current_schema(),
        EXISTS (SELECT FROM pg_catalog.pg_tables
-               WHERE schemaname = current_schema() AND tablename = 'leasestore_goose_db_version')`
+               WHERE schemaname = current_schema() AND tablename = 'leasestore_goose_db_version'),
+       (SELECT n.nspname
+        FROM path JOIN pg_catalog.pg_namespace n ON n.nspname = path.name
+        WHERE NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+          AND path.i < coalesce((SELECT min(c.i) FROM path c WHERE c.name = current_schema()), 2147483647)
+        ORDER BY path.i LIMIT 1)`
 
 // schemaVersionSQL reads the applied migration version: goose deletes a
 // version's row when it rolls it back, so the maximum is the current one.

@@ -60,7 +60,8 @@ func TestRoleWithoutTheSequenceOpensAndReads(t *testing.T) {
 // granted, or revoked while the service runs) sees none of the store's
 // objects: Open told it that no schema of the search_path exists and to
 // run `leasectl migrate up`, which would not help (the schema exists, and
-// migrating as that role fails). Open and Health name the GRANT instead.
+// migrating as that role fails, or, with public next in the search_path,
+// makes a second store there). Open and Health name the GRANT instead.
 func TestRoleWithoutUsageOnTheSchemaIsToldTheGrant(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
@@ -78,4 +79,13 @@ func TestRoleWithoutUsageOnTheSchemaIsToldTheGrant(t *testing.T) {
 	wantGrant("health", b.Health(ctxT(t)))
 	_, err := postgres.Open(ctxT(t), roleDSN, nil)
 	wantGrant("open", err)
+	// With public after it in the search_path, the connection uses public,
+	// where there is no store: migrating would make one there.
+	schema := schemaOf(t, dsn)
+	withPublic := strings.Replace(roleDSN, "search_path%3D"+schema, "search_path%3D"+schema+"%2Cpublic", 1)
+	if withPublic == roleDSN {
+		t.Fatalf("no search_path=%s in %s", schema, roleDSN)
+	}
+	_, err = postgres.Open(ctxT(t), withPublic, nil)
+	wantGrant("open with public next in the search_path", err)
 }

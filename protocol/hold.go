@@ -32,6 +32,9 @@ type HoldConfig struct {
 // every loss when the store cannot signal, is heard at the next renewal
 // (refused, or none successful before the lease would run out by the
 // local clock, which is never later than the store's).
+// A [Runtime.Close] of the store it was taken through (a [*Runtime])
+// ends it at once too, with a cause matching [ErrLeaseLost] and
+// [ErrClosed]: nothing renews the lease after that.
 // Work done under the lease should use [Held.Context] and pass
 // [Held.Token] to every fenced resource.
 //
@@ -158,17 +161,35 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	// The local deadline is measured from before the acquire (or the renew
 	// confirming a replay) was sent, so it can only be earlier than the
 	// backend's view of the expiry.
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
+	var listeners sync.WaitGroup
+	listeners.Go(func() {
 		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(LeaseLost(why)) })
-	}()
+	})
+	if c, ok := s.(closingSignaller); ok {
+		// The runtime's Close ends the hold at once: nothing renews the
+		// lease from then on (and the renewal in flight is cut short, so
+		// that Close need not wait for it).
+		listeners.Go(func() {
+			select {
+			case <-c.closingSignal():
+				cancel(LeaseLost(&Error{Status: StatusClosed, Key: req.Key,
+					Message: "the store was closed while the lease was held: it is renewed no more and runs out after its TTL"}))
+			case <-hctx.Done():
+			}
+		})
+	}
 	go func() {
 		h.renewLoop(sent.Add(req.TTL), every, timeout)
-		<-watched
+		listeners.Wait()
 		close(h.done)
 	}()
 	return h, nil
+}
+
+// closingSignaller is a store that tells its holders it is closing:
+// [*Runtime].
+type closingSignaller interface {
+	closingSignal() <-chan struct{}
 }
 
 // WatchLease hears at once that l is lost: it subscribes to l's key when s

@@ -91,6 +91,7 @@ type Runtime struct {
 	drained   chan struct{} // closed when closed && inflight == 0
 	closeDone chan struct{} // closed when the backend's Close returned
 	closeErr  error         // set before closeDone is closed
+	closing   chan struct{} // closed when the first Close starts
 	sweep     *sweepLoop    // the background sweep; nil when there is none
 	delays    []NamespaceLockDelay
 }
@@ -110,6 +111,7 @@ func New(b Backend, cfg *Config) *Runtime {
 		newReqID:  cfg.NewRequestID,
 		drained:   make(chan struct{}),
 		closeDone: make(chan struct{}),
+		closing:   make(chan struct{}),
 	}
 	for _, d := range cfg.LockDelays {
 		if err := d.Validate(); err != nil {
@@ -440,7 +442,10 @@ func (r *Runtime) Do(ctx context.Context, op Op, fn func(ctx context.Context, b 
 
 // Close stops the runtime: operations that start afterwards answer closed,
 // operations in flight may finish until ctx is done, and then the backend is
-// closed, exactly once. Calling Close again waits (bounded by its own ctx)
+// closed, exactly once. Every [Held] of the runtime ends as Close starts,
+// its context cancelled with a cause matching [ErrLeaseLost] and
+// [ErrClosed] (its renewal in flight cut short), without a release: its
+// lease runs out after its TTL unless released first. Calling Close again waits (bounded by its own ctx)
 // for the first call and returns its error. If ctx ends before in-flight
 // operations finish, the backend is closed anyway, given a grace of its own
 // of up to 5s, and the error includes ctx's.
@@ -449,6 +454,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	first := !r.closed
 	if first {
 		r.closed = true
+		close(r.closing)
 		if r.inflight == 0 {
 			close(r.drained)
 		}
@@ -488,6 +494,10 @@ func (r *Runtime) Close(ctx context.Context) error {
 	close(r.closeDone)
 	return r.closeErr
 }
+
+// closingSignal returns a channel closed when the first Close starts:
+// [Hold] ends its Held then.
+func (r *Runtime) closingSignal() <-chan struct{} { return r.closing }
 
 // backendCloseGrace bounds the backend's Close when the caller's close
 // context was already done.

@@ -65,7 +65,12 @@ func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Befo
 
 // LockDelayPrefix starts the message of an acquire's conflict that the
 // lock-delay of an ended lease, not a live lease, caused
-// ([Result.KeptByLockDelay]); no other message starts with it.
+// ([Result.KeptByLockDelay]): a store's, and the one [AcquireWait] answers
+// when it gives up waiting on such a key. A conflict with a live lease
+// never starts with it. Outside this package, leasectl keeps it on the
+// result of such a wait that an interrupt stopped (status "interrupted",
+// outside the vocabulary, which KeptByLockDelay does not match), so that
+// its output still tells the ended lease from a live one.
 const LockDelayPrefix = "lock-delay: "
 
 // KeptByLockDelay reports whether r is an acquire's conflict caused by the

@@ -31,6 +31,15 @@ const (
 // run then hears a loss only from a renewal or its release.
 func servedForRun(t *testing.T, dir string, deaf bool) string {
 	t.Helper()
+	url, _ := servedForRunCut(t, dir, deaf)
+	return url
+}
+
+// servedForRunCut is servedForRun, and a function that cuts the store
+// off: the server stops listening and drops its connections, so that
+// every later request meets a refused connection.
+func servedForRunCut(t *testing.T, dir string, deaf bool) (url string, cut func()) {
+	t.Helper()
 	tg, err := parseDSN("sqlite:" + filepath.Join(dir, "served.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +77,7 @@ func servedForRun(t *testing.T, dir string, deaf bool) string {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, srv.Close
 }
 
 // TestRunWhoseTokenIsWithdrawnBeforeItsReleaseExits7: a served store that
@@ -129,4 +138,87 @@ func TestRunWhoseGroupOutlivesTheKillHearsAnUnheardLoss(t *testing.T) {
 		t.Fatalf("run heard the revoke from the store (the test's premise is that it does not)\nstderr: %s", o.stderr)
 	}
 	wantCode(t, o, ExitLost)
+}
+
+// TestRunWhoseReleaseGetsNoAnswerExits5: the lease is revoked while CMD
+// runs and no signal tells run (the server refuses its notification
+// stream; the next renewal is 20s away), then the store is cut off and
+// CMD ends 0: the release gets no answer, so run cannot tell whether the
+// lease was held until CMD ended. It must exit 5 (the store did not
+// answer: the outcome is unknown), saying so on stderr, not CMD's 0, which
+// claims that CMD ran under the lease throughout. It exited 0.
+func TestRunWhoseReleaseGetsNoAnswerExits5(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, cut := servedForRunCut(t, dir, true)
+	started, ended := filepath.Join(dir, "started"), filepath.Join(dir, "end")
+	done := make(chan outcome, 1)
+	go func() {
+		done <- runCLI(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "--timeout", "2s", "run", "k", "--ttl", "1m", "--",
+			"sh", "-c", `echo $$ > "$0"; while [ ! -e "$1" ]; do sleep 0.01; done; exit 0`, started, ended)
+	}()
+	readPidFile(t, started)
+	wantCode(t, runCLI(t, env{EnvDSN: url, EnvAPIToken: runAdminToken}, "revoke", "k", "--reason", "test"), 0)
+	cut()
+	if err := os.WriteFile(ended, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not end within 30s of its command")
+	}
+	if strings.Contains(o.stderr, "lease was lost; stopping") {
+		t.Fatalf("run heard the revoke (the test's premise is that it does not)\nstderr: %s", o.stderr)
+	}
+	wantCode(t, o, ExitUnavailable)
+	if !strings.Contains(o.stderr, "unknown") || !strings.Contains(o.stderr, "release") {
+		t.Errorf("run's stderr does not say that the release got no answer and the outcome is unknown:\n%s", o.stderr)
+	}
+}
+
+// TestRunWhoseGroupOutlivesTheKillAndWhoseReadGetsNoAnswerExits5: as
+// TestRunWhoseGroupOutlivesTheKillHearsAnUnheardLoss, run does not release
+// (a process of CMD's group outlived SIGKILL) and reads the key instead to
+// learn of a loss no signal told it; here the store is cut off after the
+// revoke, so the read gets no answer and run cannot tell whether the lease
+// was held until CMD ended. It must exit 5, saying so on stderr, not CMD's
+// 0. It exited 0.
+func TestRunWhoseGroupOutlivesTheKillAndWhoseReadGetsNoAnswerExits5(t *testing.T) {
+	// Not in a terminal, whatever the test runs in (not parallel: the
+	// variables are the package's).
+	controllingTerminal = filepath.Join(t.TempDir(), "no-tty")
+	groupKill, killWait = syscall.SIGURG, time.Second
+	t.Cleanup(func() {
+		controllingTerminal, groupKill, killWait = "/dev/tty", syscall.SIGKILL, 5*time.Second
+	})
+	dir := t.TempDir()
+	url, cut := servedForRunCut(t, dir, true)
+	pidfile, revoked := filepath.Join(dir, "stubborn.pid"), filepath.Join(dir, "revoked")
+	done := make(chan outcome, 1)
+	go func() {
+		done <- runCLI(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "--timeout", "2s", "run", "stubborn",
+			"--ttl", "1m", "--grace", "200ms", "--",
+			"sh", "-c", `(trap '' TERM; exec sleep 300) >/dev/null 2>&1 & echo $! > "$0"; `+
+				`while [ ! -e "$1" ]; do sleep 0.01; done; exit 0`, pidfile, revoked)
+	}()
+	pid := readPidFile(t, pidfile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	wantCode(t, runCLI(t, env{EnvDSN: url, EnvAPIToken: runAdminToken}, "revoke", "stubborn", "--reason", "test"), 0)
+	cut()
+	if err := os.WriteFile(revoked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := awaitRun(t, done, pid, 30*time.Second, "a group outliving the kill")
+	if !strings.Contains(o.stderr, "still run after SIGKILL") {
+		t.Fatalf("the group did not outlive the kill (the test's premise)\nstderr: %s", o.stderr)
+	}
+	if strings.Contains(o.stderr, "lease was lost; stopping") {
+		t.Fatalf("run heard the revoke (the test's premise is that it does not)\nstderr: %s", o.stderr)
+	}
+	wantCode(t, o, ExitUnavailable)
+	if !strings.Contains(o.stderr, "unknown") {
+		t.Errorf("run's stderr does not say that the outcome is unknown:\n%s", o.stderr)
+	}
 }

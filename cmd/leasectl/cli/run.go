@@ -95,14 +95,19 @@ exits 6 whatever the store answers. When a served store (an http(s) DSN)
 refused the renewals' bearer token (HTTP 401 or 403: the token was
 withdrawn from its tokens file while CMD ran), or the release's when CMD
 ended first, the loss is the same and run exits 7, naming
-LEASESTORE_API_TOKEN (the lease runs out after its TTL).
+LEASESTORE_API_TOKEN (the lease runs out after its TTL). When CMD ended
+with no loss heard and the release gets no answer (the store cut off),
+run cannot tell whether the lease was held until CMD ended (a revoke the
+store could not signal goes unheard): it says so on stderr, with CMD's
+exit code, and exits 5.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
 when it ends get SIGTERM (SIGKILL after --grace) before the release,
 which after a SIGKILL waits (up to 5s) until none of them is left; when
 some still run then, run does not release and the lease runs out after
-its TTL (run reads the key instead, and exits 6 when the lease is gone).
+its TTL (run reads the key instead, and exits 6 when the lease is gone,
+5 when the read gets no answer).
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2) are passed on to the group. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
@@ -584,10 +589,14 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			"key", req.Key.String(), "token", h.Token(), "waited", killWait.String())
 		if !lost {
 			// No release tells of a loss no signal or renewal told of.
-			if cause := a.lostUnheard(ctx, s, h); cause != nil {
+			cause, unanswered := a.lostUnheard(ctx, s, h)
+			switch {
+			case cause != nil:
 				a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 					"cause", a.red.redact(cause.Error()))
 				lost, lostCause = true, cause
+			case unanswered != nil:
+				return a.outcomeUnknown("the read of the key got no answer", req, h, done == nil, code, unanswered)
 			}
 		}
 		if lost {
@@ -625,8 +634,10 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 				"key", req.Key.String(), "token", h.Token(), "cause", a.red.redact(err.Error()))
 			return refused
 		}
-		a.log.Warn("run: releasing the lease failed; it expires after its TTL", "key", req.Key.String(),
-			"err", a.red.redact(err.Error()))
+		// No answer (the store cut off): the lease may have been lost
+		// while CMD ran, unheard (a revoke the store could not signal),
+		// or held to the end. CMD's code would claim the latter.
+		return a.outcomeUnknown("the release got no answer", req, h, done == nil, code, err)
 	} else {
 		a.log.Debug("run: released the lease", "key", req.Key.String(), "token", h.Token())
 	}
@@ -641,10 +652,12 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 // store's signal nor a renewal told it of while CMD ran: the loss h heard
 // since, or else one a read of the key (bounded by --timeout) finds (no
 // live lease, or another's; a served store refusing the bearer token). It
-// returns nil when the key still holds h's lease or the read told nothing.
-func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) error {
+// returns lost nil when the key still holds h's lease, and unanswered, the
+// read's error, when the read got no answer (timeout, unavailable): then
+// whether the lease was lost is unknown.
+func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) (lost, unanswered error) {
 	if cause := context.Cause(h.Context()); errors.Is(cause, protocol.ErrLeaseLost) {
-		return cause
+		return cause, nil
 	}
 	gctx, cancel := a.opContext(context.WithoutCancel(ctx))
 	defer cancel()
@@ -652,13 +665,33 @@ func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) error
 	res, err := s.rt.Get(gctx, protocol.GetRequest{Key: l.Key})
 	switch {
 	case err == nil && res.Lease != nil && res.Lease.Token == h.Token():
-		return nil
+		return nil, nil
 	case err == nil && res.Lease != nil:
-		return fmt.Errorf("run: %s holds %s with token %d", res.Lease.Owner, l.Key, res.Lease.Token)
+		return fmt.Errorf("run: %s holds %s with token %d", res.Lease.Owner, l.Key, res.Lease.Token), nil
 	case protocol.StatusOf(err) == protocol.StatusNotFound, authFailure(err) != nil:
-		return err
+		return err, nil
+	case err != nil:
+		return nil, err
 	}
-	return nil
+	return nil, nil
+}
+
+// outcomeUnknown is run's end when, with no loss heard, the store did not
+// answer the call that would tell whether the lease was held until CMD
+// ended (what, the release or the read of the key; err its error): a
+// loss the store could not signal (a revoke while it was cut off) would
+// have gone unheard. It says so on stderr, with CMD's exit code when CMD
+// ended (ended), and exits 5, as for any answer the store did not give,
+// rather than CMD's code, which would claim the lease held throughout.
+func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protocol.Held, ended bool, code int, err error) error {
+	attrs := []any{"key", req.Key.String(), "token", h.Token()}
+	if ended {
+		attrs = append(attrs, "command_exit", code)
+	}
+	attrs = append(attrs, "err", a.red.redact(err.Error()))
+	a.log.Error("run: "+what+", so whether the lease was held until the command ended is unknown (a revoke the store "+
+		"could not signal goes unheard); exiting 5, not the command's code. A lease still held runs out after its TTL", attrs...)
+	return exitCode(ExitUnavailable)
 }
 
 // lostExit is run's end after its lease was lost for cause: exit 7 naming

@@ -24,7 +24,7 @@
 // executed. Label values come only from these closed sets, so the number of
 // series stays small whatever the keys and owners are. The scheduler's
 // metrics carry the targets' namespace, the event kind (acquired, busy,
-// lost, handed_over, released, round) and, for the gauges, the worker's
+// lost, handed_over, released, round, membership_lost) and, for the gauges, the worker's
 // identity: one series per scheduler the process runs, never per target.
 //
 // Like protocol, this package must not import any database driver or any
@@ -111,7 +111,7 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 		}, []string{"backend"}),
 		schedEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: SchedulerEventsTotalName,
-			Help: "Scheduler events (acquired, busy, lost, handed_over, released, round) by the targets' namespace.",
+			Help: "Scheduler events (acquired, busy, lost, handed_over, released, round, membership_lost) by the targets' namespace.",
 		}, []string{"namespace", "event"}),
 		schedOwned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: SchedulerOwnedTargetsName,

@@ -11,21 +11,21 @@ import (
 	"github.com/leasestore/leasestore/scheduler"
 )
 
-// membershipLost is the kind of the event a lost membership lease sends
-// (its value is a metric's label).
-const membershipLost scheduler.EventKind = "membership_lost"
-
 // quietRuntime is a store that does not signal (no Notifier): a worker
 // learns of the revoke of its membership from its next renewal.
 type quietRuntime struct{ protocol.Store }
 
 // A worker that loses its membership lease tells its observer, as it
-// does of every other change of its state: membership_lost with the
-// lease's token and a cause matching ErrLeaseLost, whether the store
-// signalled the revoke, a renewal was refused, or the lease was not
-// renewed before it would run out by the worker's clock. It told nothing.
+// does of every other change of its state: EventMembershipLost
+// ("membership_lost") with the lease's token and a cause matching
+// ErrLeaseLost, whether the store signalled the revoke, a renewal was
+// refused, or the lease was not renewed before it would run out by the
+// worker's clock. It told nothing.
 func TestMembershipLossIsObserved(t *testing.T) {
 	t.Parallel()
+	if scheduler.EventMembershipLost != "membership_lost" { // a metric's label
+		t.Fatalf("EventMembershipLost is %q, want membership_lost", scheduler.EventMembershipLost)
+	}
 	member := protocol.Key{Namespace: scheduler.DefaultNamespace + scheduler.WorkersSuffix, Name: "w1"}
 	for _, c := range []struct {
 		name  string
@@ -50,7 +50,7 @@ func TestMembershipLossIsObserved(t *testing.T) {
 			var mu sync.Mutex
 			var lost []scheduler.Event
 			obs := scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
-				if ev.Kind == membershipLost {
+				if ev.Kind == scheduler.EventMembershipLost {
 					mu.Lock()
 					lost = append(lost, ev)
 					mu.Unlock()

@@ -25,6 +25,13 @@ const (
 	EventReleased EventKind = "released"
 	// EventRound: a round ended; the gauges are current.
 	EventRound EventKind = "round"
+	// EventMembershipLost: the worker's membership lease was lost (the
+	// store signalled its end, a renewal was refused, or it was not
+	// renewed before it would run out by the local clock): the worker no
+	// longer counts itself a member, claims no target, and joins again at
+	// once. Its target leases are kept. Sent when the loss is heard, not
+	// at the end of the round; Token is the membership lease's.
+	EventMembershipLost EventKind = "membership_lost"
 )
 
 // Event is one thing a scheduler did, with its state right after it.
@@ -32,9 +39,9 @@ type Event struct {
 	Kind      EventKind
 	Worker    string // the scheduler's identity
 	Namespace string // the targets' namespace
-	Target    string // "" for a round
-	Token     int64  // the lease's token; 0 for busy and round
-	Cause     error  // lost, handed_over: why; nil otherwise
+	Target    string // "" for a round and a membership loss
+	Token     int64  // the lease's token (the membership lease's for membership_lost); 0 for busy and round
+	Cause     error  // lost, handed_over, membership_lost: why (lost and membership_lost match protocol.ErrLeaseLost); nil otherwise
 
 	Owned   int // targets held and worked on (not being given up)
 	Share   int // the fair share at the last round

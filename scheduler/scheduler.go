@@ -462,10 +462,10 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 			s.loseLocked(l, err, false)
 		} else if s.membership == m {
 			s.log.Warn("scheduler: membership lease lost; joining again", "err", err)
-			s.dropMembershipLocked()
+			s.loseMembershipLocked(m, err)
 		}
 		s.mu.Unlock()
-		s.flush() // the observer hears of the loss with the handler, not at the round's end
+		s.flush() // the observer hears of the loss with the handler (or the membership), not at the round's end
 	})
 
 	s.mu.Lock()
@@ -683,6 +683,7 @@ func (s *Scheduler) join(parent context.Context) {
 	if m != nil {
 		return
 	}
+	s.flush() // a lapse heard here, before the join's calls
 	ctx, cancel := context.WithTimeout(parent, s.set.opTimeout)
 	defer cancel()
 	if lapsed != 0 {
@@ -761,14 +762,16 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 		defer close(m.watched)
 		protocol.WatchLease(ctx, s.store, l, s.set.opTimeout, func(why error) {
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			if s.membership != m {
+				s.mu.Unlock()
 				return
 			}
 			s.log.Warn("scheduler: membership lease lost; joining again", "token", m.token, "err", why)
-			s.dropMembershipLocked()
+			s.loseMembershipLocked(m, why)
 			s.rejoin = true
 			s.poke()
+			s.mu.Unlock()
+			s.flush()
 		})
 	})
 }
@@ -782,17 +785,20 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 // may have been lost).
 func (s *Scheduler) onMemberDeadline(m *membership) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.membership != m {
+		s.mu.Unlock()
 		return
 	}
 	if d := time.Until(m.deadline); d > 0 {
 		m.timer.Reset(d)
+		s.mu.Unlock()
 		return
 	}
 	s.lapseLocked(m)
 	s.rejoin = true
 	s.poke()
+	s.mu.Unlock()
+	s.flush()
 }
 
 // lapseLocked gives up the membership lease m, the current one, by the
@@ -802,7 +808,17 @@ func (s *Scheduler) lapseLocked(m *membership) {
 	s.log.Warn("scheduler: membership lease not renewed before it would run out by the local clock; no longer a member, joining again",
 		"token", m.token)
 	s.lapsed = m.token
+	s.loseMembershipLocked(m, errors.New("not renewed before it would run out by the local clock"))
+}
+
+// loseMembershipLocked forgets m, the current membership lease, lost
+// for why, and queues [EventMembershipLost] (flush passes it on). Called
+// with s.mu held.
+func (s *Scheduler) loseMembershipLocked(m *membership, why error) {
 	s.dropMembershipLocked()
+	ev := s.eventLocked(EventMembershipLost, nil, protocol.LeaseLost(why))
+	ev.Token = m.token
+	s.events = append(s.events, ev)
 }
 
 // dropMembershipLocked forgets the membership lease, if any, and stops

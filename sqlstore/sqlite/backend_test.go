@@ -406,12 +406,12 @@ func TestNewBorrowsDB(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM leasestore_leases`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("rows through the borrowed db: %d, %v; want 1", n, err)
 	}
-	// The closed backend answers unavailable, not a panic.
+	// The closed backend answers closed, not a panic.
 	_, err = b.Get(ctx, protocol.GetRequest{Key: key("a"), RequestID: "g"})
-	expectUnavailable(t, "get after Close", err, "closed")
+	expectStatus(t, "get after Close", err, protocol.StatusClosed, "closed")
 }
 
-// Open owns its *sql.DB: operations after Close answer unavailable.
+// Open owns its *sql.DB: operations after Close answer closed.
 func TestOpenOwnsDB(t *testing.T) {
 	ctx := ctxT(t)
 	b, err := sqlite.Open(ctx, migratedFile(t), nil)
@@ -425,8 +425,8 @@ func TestOpenOwnsDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("a"), Owner: "w", TTL: time.Minute, RequestID: "r"})
-	expectUnavailable(t, "acquire after Close", err, "closed")
-	expectUnavailable(t, "health after Close", b.Health(ctx), "closed")
+	expectStatus(t, "acquire after Close", err, protocol.StatusClosed, "closed")
+	expectStatus(t, "health after Close", b.Health(ctx), protocol.StatusClosed, "closed")
 }
 
 // Names are compared byte-wise; the prefix filter must select exactly the

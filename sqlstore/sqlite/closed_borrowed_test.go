@@ -11,10 +11,10 @@ import (
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
-// Backend.Close's doc: "Close is idempotent; operations after Close fail
-// with unavailable". A Backend from New leaves the borrowed *sql.DB open,
-// and a write after Close must still be refused, not re-prepared on that
-// db and committed: the caller closed the backend to stop it writing.
+// Backend.Close's doc: "every call from then on ... fails with closed".
+// A Backend from New leaves the borrowed *sql.DB open, and a write after
+// Close must still be refused, not re-prepared on that db and committed:
+// the caller closed the backend to stop it writing.
 func TestWritesAfterCloseOfABorrowingBackendAreRefused(t *testing.T) {
 	ctx := ctxT(t)
 	b, db, held := closedBorrowingBackend(t)
@@ -31,8 +31,8 @@ func TestWritesAfterCloseOfABorrowingBackendAreRefused(t *testing.T) {
 	}
 	for _, name := range []string{"acquire", "renew", "revoke"} {
 		res, err := ops[name]()
-		if protocol.StatusOf(err) != protocol.StatusUnavailable {
-			t.Errorf("%s after Close: status %q, err %v; want unavailable", name, res.Status, err)
+		if protocol.StatusOf(err) != protocol.StatusClosed {
+			t.Errorf("%s after Close: status %q, err %v; want closed", name, res.Status, err)
 		}
 	}
 	var rows int
@@ -75,8 +75,8 @@ func TestEveryOperationAfterCloseOfABorrowingBackendIsRefused(t *testing.T) {
 		},
 	}
 	for name, op := range ops {
-		if err := op(); protocol.StatusOf(err) != protocol.StatusUnavailable {
-			t.Errorf("%s after Close: %v; want unavailable", name, err)
+		if err := op(); protocol.StatusOf(err) != protocol.StatusClosed {
+			t.Errorf("%s after Close: %v; want closed", name, err)
 		}
 	}
 	var rows int

@@ -20,19 +20,40 @@ import (
 	"github.com/leasestore/leasestore/sqlstore"
 )
 
-// interpret is [interpretError] for b's file. SQLite's complaint about a
-// table or column the statement names is first checked against the
-// file's schema version, and so is the refusal of a newer schema's serving
-// guard: a schema migrated down (or up past what this release serves)
-// under a running release is refused naming both versions and the fix, as
-// Open and Health refuse it.
-// closedError is the refusal of an operation (op) that finds the Backend
-// closed (Close began): nothing is read or written.
-func (b *Backend) closedError(op protocol.Op) error {
-	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "sqlite database %q: the backend was closed", b.file)
+// closedError is the refusal of a call (op) that finds the Backend closed
+// (Close began): closed, the status of a closed store, as nothing is read
+// or written.
+func (b *Backend) closedError(op protocol.Op) error { return b.closedBy(op, nil) }
+
+// closedBy is closedError with cause, the error of a statement that
+// Close closed under a call.
+func (b *Backend) closedBy(op protocol.Op, cause error) error {
+	return backendkit.NewError(op, protocol.StatusClosed, cause, "sqlite database %q: the backend was closed", b.file)
 }
 
+// callRefusal returns the refusal of a call (op) at its start, before it
+// reads anything: closed once Close began, or that of a Backend whose
+// files were replaced (fileGuard.refused); nil otherwise. Writes are
+// refused where they run (writeAlone, writeBatch).
+func (b *Backend) callRefusal(op protocol.Op) error {
+	if b.closed.Load() {
+		return b.closedError(op)
+	}
+	return b.guard.refused(op)
+}
+
+// interpret is [interpretError] for b's file. A statement that failed
+// because Close closed it or the *sql.DB under it (a call that began
+// before Close) answers closed, as a call after Close does. SQLite's
+// complaint about a table or column the statement names is first checked
+// against the file's schema version, and so is the refusal of a newer
+// schema's serving guard: a schema migrated down (or up past what this
+// release serves) under a running release is refused naming both versions
+// and the fix, as Open and Health refuse it.
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	if b.closed.Load() && closedHandle(err) {
+		return b.closedBy(op, err)
+	}
 	if missingSchemaObject(err) || servingGuard(err) {
 		if refusal, rerr := b.schemaRefusal(ctx); rerr == nil && refusal != nil {
 			refusal.Op, refusal.Err = op, err
@@ -155,11 +176,17 @@ func interpretError(ctx context.Context, op protocol.Op, file string, err error)
 			}
 		}
 	}
-	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") ||
-		strings.Contains(err.Error(), "statement is closed") {
+	if closedHandle(err) {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the backend was closed", where)
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", where)
+}
+
+// closedHandle reports whether err is database/sql's refusal of a closed
+// statement, connection or *sql.DB.
+func closedHandle(err error) bool {
+	return errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || strings.Contains(err.Error(), "database is closed") ||
+		strings.Contains(err.Error(), "statement is closed")
 }
 
 // shmRegion is the size by which SQLite grows a file's -shm index, the

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -115,9 +114,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	n := &b.notify
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
-	if n.closed {
+	if n.closed || b.closed.Load() {
 		n.mu.Unlock()
-		return nil, nil, backendkit.NewError("", protocol.StatusClosed, nil, "sqlite: the backend was closed")
+		return nil, nil, b.closedError("")
 	}
 	if n.keys == nil {
 		n.keys = make(map[protocol.Key]map[chan struct{}]struct{})

@@ -349,7 +349,7 @@ func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(pr
 // none or it expired, carrying the ended lease while its lock-delay keeps
 // the key. It reads without taking the write lock, in one statement.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
-	if err := b.guard.refused(protocol.OpGet); err != nil {
+	if err := b.callRefusal(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}
 	now := b.clock()
@@ -394,7 +394,7 @@ func (b *Backend) getLease(ctx context.Context, key protocol.Key, now time.Time)
 // List returns one page of req.Namespace's leases, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
 	const op = protocol.OpList
-	if err := b.guard.refused(op); err != nil {
+	if err := b.callRefusal(op); err != nil {
 		return protocol.ListResult{}, err
 	}
 	now := b.clock()
@@ -445,7 +445,7 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 // trail) fails, matching [audit.ErrPruned] (see [audit.CheckPruned]).
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	const op = protocol.OpAudit
-	if err := b.guard.refused(op); err != nil {
+	if err := b.callRefusal(op); err != nil {
 		return audit.Page{}, err
 	}
 	if err := q.Validate(); err != nil {
@@ -555,10 +555,7 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}
-	if b.closed.Load() {
-		return nil, b.closedError(protocol.OpNamespaces)
-	}
-	if err := b.guard.refused(protocol.OpNamespaces); err != nil {
+	if err := b.callRefusal(protocol.OpNamespaces); err != nil {
 		return nil, err
 	}
 	rows, err := b.db.QueryContext(ctx, qNamespaces, after, micros(b.clock()), limit)

@@ -58,7 +58,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if err := backendkit.CheckPruneCutOff(r.Before, b.clock()); err != nil {
 		return audit.PruneResult{}, err
 	}
-	if err := b.guard.refused(audit.OpPrune); err != nil {
+	if err := b.callRefusal(audit.OpPrune); err != nil {
 		return audit.PruneResult{}, err
 	}
 	if prior, err := scanRecorded(b.stmts.findRequest.QueryRowContext(ctx, "", r.RequestID)); err == nil && prior.ID != 0 {

@@ -628,9 +628,9 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // waits for the freeing of the request id of a prune that stopped early,
 // when that went on after the prune answered (at most five seconds; see
 // [Backend.PruneAudit]), then for the writes in flight, alone or batched
-// (a write waiting for the file's write lock too); every operation from
-// then on fails with unavailable, and nothing is written once it
-// returned. Close is idempotent.
+// (a write waiting for the file's write lock too); every call from then
+// on (Subscribe included) fails with closed, matching [protocol.ErrClosed],
+// and nothing is written once it returned. Close is idempotent.
 func (b *Backend) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		b.drops.Wait()

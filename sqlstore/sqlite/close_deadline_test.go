@@ -67,6 +67,7 @@ func TestCloseAnswersByItsDeadline(t *testing.T) {
 	if !errors.Is(cerr, context.DeadlineExceeded) || !strings.Contains(cerr.Error(), "write") {
 		t.Errorf("Close cut off by its deadline: %v; want an error matching context.DeadlineExceeded that says it left a write", cerr)
 	}
+	t.Logf("Close cut off: %v", cerr)
 	if _, err := b.Get(ctx, protocol.GetRequest{Key: key("k")}); !errors.Is(err, protocol.ErrClosed) {
 		t.Errorf("get after a Close cut off by its deadline: %v; want closed", err)
 	}
@@ -76,6 +77,9 @@ func TestCloseAnswersByItsDeadline(t *testing.T) {
 
 	// The write ends once the lock is free; nothing was committed.
 	aerr := <-done
+	if !errors.Is(aerr, protocol.ErrClosed) {
+		t.Errorf("the acquire that waited for the write lock as Close began: %v; want closed (nothing written)", aerr)
+	}
 	var n int
 	if err := other.QueryRowContext(ctx, `SELECT count(*) FROM leasestore_audit WHERE request_id = 'r1'`).Scan(&n); err != nil {
 		t.Fatal(err)

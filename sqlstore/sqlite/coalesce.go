@@ -127,6 +127,10 @@ func (b *Backend) write(ctx context.Context, op protocol.Op, fn change) (protoco
 // after returns, and the caller must not read it on an error.
 func (b *Backend) writeThen(ctx context.Context, op protocol.Op, fn change,
 	after func(protocol.Result, error) (protocol.Result, error)) (protocol.Result, error) {
+	if b.closed.Load() {
+		// Not queued behind a batch that Close waits for.
+		return protocol.Result{}, b.closedError(op)
+	}
 	p := &pendingWrite{ctx: ctx, op: op, fn: fn, after: after}
 	var (
 		res protocol.Result
@@ -205,8 +209,12 @@ func statementContext(ctx context.Context) context.Context { return context.With
 
 // writeAlone runs fn in one BEGIN IMMEDIATE transaction (the DSN's
 // _txlock, see OpenDB), once the path is seen to name the files this
-// Backend opened (identity.go).
+// Backend opened (identity.go). A write that finds the Backend closed,
+// before it waits for the write lock or once it holds it, writes nothing.
 func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (protocol.Result, error) {
+	if b.closed.Load() {
+		return protocol.Result{}, b.closedError(op) // not waiting behind Close's Lock
+	}
 	b.alone.RLock() // Close waits for it (see Backend.alone)
 	defer b.alone.RUnlock()
 	if b.closed.Load() {
@@ -220,6 +228,9 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 		return protocol.Result{}, b.interpret(ctx, op, err)
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if b.closed.Load() {
+		return protocol.Result{}, b.closedError(op) // Close began while it waited for the lock
+	}
 	res, commit, err := fn(statementContext(ctx), tx, b.clock())
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, op, err)
@@ -311,6 +322,13 @@ func (b *Backend) writeBatch(ctx context.Context, batch []*pendingWrite) {
 				p.state.CompareAndSwap(writeQueued, writeAnswered) // else its caller left it out
 			}
 			return
+		}
+		if b.closed.Load() {
+			// Close began while the batch waited for the lock: none is
+			// written, and each is answered closed above.
+			_ = tx.Rollback()
+			cancel()
+			continue
 		}
 		b.runBatch(ctx, tx, live)
 		cancel()

@@ -120,16 +120,22 @@ type Backend struct {
 
 	drops backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
 
-	// closed is set as Close begins: every operation from then on is
-	// refused (closedError), also on a *sql.DB given to New, which stays
-	// open and where database/sql would prepare a closed statement again
-	// for a transaction.
+	// closed is set by Close once the freeing of prunes' request ids
+	// ended (drops), or when its context ends first: every call from then
+	// on is refused (closedError), also on a *sql.DB given to New, which
+	// stays open and where database/sql would prepare a closed statement
+	// again for a transaction.
 	closed atomic.Bool
 	// alone is held shared by each write run alone (writeAlone) and taken
-	// by Close, once closed is set, to wait for them: the Coalescer's Wait
-	// (waitWrites) waits for batches only.
+	// by Close's work (shut), once closed is set, to wait for them: the
+	// Coalescer's Wait (waitWrites) waits for batches only.
 	alone     sync.RWMutex
 	closeOnce sync.Once
+	// closeDone is closed once Close's work (shut) ended, closeErr set;
+	// closeStep says what it waits for meanwhile, for a Close whose
+	// context ends first.
+	closeDone chan struct{}
+	closeStep atomic.Pointer[string]
 	closeErr  error
 }
 
@@ -440,7 +446,8 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{db: db, owned: owned, now: cfg.testNow, betweenPruneBatches: cfg.testBetweenPruneBatches}
+	b := &Backend{db: db, owned: owned, now: cfg.testNow, betweenPruneBatches: cfg.testBetweenPruneBatches,
+		closeDone: make(chan struct{})}
 	maxBatch := maxWriteBatch
 	if cfg.NoCoalescing {
 		maxBatch = 1
@@ -627,29 +634,74 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // use to be returned. A *sql.DB given to [New] is left open. Close first
 // waits for the freeing of the request id of a prune that stopped early,
 // when that went on after the prune answered (at most five seconds; see
-// [Backend.PruneAudit]), then for the writes in flight, alone or batched
-// (a write waiting for the file's write lock too); every call from then
-// on (Subscribe included) fails with closed, matching [protocol.ErrClosed],
-// and nothing is written once it returned. Close is idempotent.
-func (b *Backend) Close(context.Context) error {
-	b.closeOnce.Do(func() {
-		b.drops.Wait()
-		b.closed.Store(true)
-		b.waitWrites()
-		// Every write run alone has ended once this lock is held; one that
-		// comes later waits for the statements to close and sees closed.
-		b.alone.Lock()
-		defer b.alone.Unlock()
-		b.notify.close()
-		err := errors.Join(b.stmts.close(), b.guard.close())
-		if b.owned {
-			err = errors.Join(err, b.db.Close())
-		}
-		if err != nil {
-			b.closeErr = fmt.Errorf("sqlite: close %q: %w", b.file, err)
-		}
-	})
-	return b.closeErr
+// [Backend.PruneAudit]), then for the writes in flight, alone or batched;
+// a write that was waiting for the file's write lock is then refused,
+// writing nothing. Every call from then on (Subscribe included) fails with
+// closed, matching [protocol.ErrClosed].
+//
+// Close returns once all that is done, and nothing is written after it
+// returned nil; or when ctx ends first (at once when it has ended
+// already), with a timeout error that matches ctx's and says what Close
+// was waiting for: the Backend then refuses every call all the same, and
+// closes what it owns in the background once that wait ends (a write
+// that had begun may still commit). Close is idempotent: a later call
+// waits, until its own ctx ends, for the first to finish and returns its
+// error.
+func (b *Backend) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() { go b.shut() })
+	select {
+	case <-b.closeDone:
+		return b.closeErr
+	case <-ctx.Done():
+	}
+	b.closed.Store(true) // also while a prune's request id is being freed: that write is refused
+	select {
+	case <-b.closeDone:
+		return b.closeErr
+	default:
+	}
+	step := "its start"
+	if p := b.closeStep.Load(); p != nil {
+		step = *p
+	}
+	return backendkit.NewError(protocol.OpClose, protocol.StatusTimeout, ctx.Err(),
+		"sqlite database %q: the context ended while Close waited for %s; every call is refused from now on, "+
+			"and Close finishes in the background once that wait ends (call Close again to wait for it)", b.file, step)
+}
+
+// The steps of shut, as a Close cut off by its context names them.
+var (
+	stepPruneClaims = "a prune's freeing of its request id (a write of its own, at most 5s)"
+	stepWrites      = "the writes in flight (one may wait for the file's write lock, which another connection holds, " +
+		"and one that began may still commit)"
+	stepPoller = "the poller that wakes waiters to let go of its connection"
+	stepDB     = "the connections of the *sql.DB in use (a read in flight) to be returned"
+)
+
+// shut is Close's work, in a goroutine of its own: it waits for what is
+// in flight, closes what the Backend owns, sets closeErr and closes
+// closeDone.
+func (b *Backend) shut() {
+	defer close(b.closeDone)
+	b.closeStep.Store(&stepPruneClaims)
+	b.drops.Wait()
+	b.closed.Store(true)
+	b.closeStep.Store(&stepWrites)
+	b.waitWrites()
+	// Every write run alone has ended once this lock is held; one that
+	// comes later sees closed.
+	b.alone.Lock()
+	defer b.alone.Unlock()
+	b.closeStep.Store(&stepPoller)
+	b.notify.close()
+	err := errors.Join(b.stmts.close(), b.guard.close())
+	if b.owned {
+		b.closeStep.Store(&stepDB)
+		err = errors.Join(err, b.db.Close())
+	}
+	if err != nil {
+		b.closeErr = fmt.Errorf("sqlite: close %q: %w", b.file, err)
+	}
 }
 
 // statements are prepared once per Backend; database/sql prepares each

@@ -47,8 +47,9 @@ var pruneBatch int64 = 5000
 // [backendkit.CheckPruneCutOff]) answers invalid. While a trigger that
 // the migrations created is missing or altered (above all
 // leasestore_audit_pruned_through, which marks what a prune removed for
-// the followers behind it), or, at this release's schema, a trigger they
-// did not make is on the store's tables, every batch is refused before
+// the followers behind it), or a trigger they did not make is on the
+// store's tables (on a newer schema, one not named leasestore_, which
+// this release takes for that schema's own), every batch is refused before
 // it removes anything, with unavailable naming the trigger and the fix,
 // as Health refuses the file.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {

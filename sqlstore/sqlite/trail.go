@@ -37,7 +37,9 @@ type queryer interface {
 // not those of [migrations.SQLiteTriggers], text for text at this
 // release's schema version and by name at a newer one (whose migrations
 // may rewrite a trigger, not drop one while this release may serve it),
-// or that holds a committed prune window (a prune's transaction calls it
+// that has a trigger on the store's tables that they did not make (at a
+// newer version, one not named leasestore_), or that holds a committed
+// prune window (a prune's transaction calls it
 // before it opens its own); a schema older
 // than this release's is refused as such. nil when all is in place; err
 // when it could not read them.
@@ -89,24 +91,28 @@ func (b *Backend) storeRefusal(ctx context.Context, q queryer, op protocol.Op) (
 	if len(missing) > 0 || len(altered) > 0 {
 		return triggersError(op, b.file, missing, altered), nil
 	}
-	if version == migrations.LatestVersion {
-		// A trigger of someone else's on the store's tables can change or
-		// drop its writes (RAISE(IGNORE) in a BEFORE INSERT on the trail
-		// drops a record, whose change then fails: recordID). A newer
-		// schema may make triggers of its own: judged at this release's
-		// version only. SQLite keeps the table's name as the trigger's
-		// statement spelt it, and names are case-insensitive: ON
-		// LEASESTORE_LEASES is on the store's table too.
-		var foreign []string
-		for name, table := range tables {
-			if strings.HasPrefix(strings.ToLower(table), "leasestore_") && !slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {
-				foreign = append(foreign, name+" on "+table)
-			}
+	// A trigger of someone else's on the store's tables can change or
+	// drop its writes (RAISE(IGNORE) in a BEFORE INSERT on the trail
+	// drops a record, whose change then fails: recordID). A newer schema
+	// may make triggers of its own, every one named leasestore_ as all
+	// its objects are: on one, an unknown trigger so named is taken for
+	// its own, as the PostgreSQL backend takes it; any other is refused.
+	// SQLite keeps the table's name as the trigger's statement spelt it,
+	// and names are case-insensitive: ON LEASESTORE_LEASES is on the
+	// store's table too.
+	var foreign []string
+	for name, table := range tables {
+		if !strings.HasPrefix(strings.ToLower(table), "leasestore_") || slices.ContainsFunc(want, func(t migrations.Trigger) bool { return t.Name == name }) {
+			continue
 		}
-		if len(foreign) > 0 {
-			slices.Sort(foreign)
-			return foreignTriggersError(op, b.file, foreign), nil
+		if version > migrations.LatestVersion && strings.HasPrefix(strings.ToLower(name), "leasestore_") {
+			continue
 		}
+		foreign = append(foreign, name+" on "+table)
+	}
+	if len(foreign) > 0 {
+		slices.Sort(foreign)
+		return foreignTriggersError(op, b.file, foreign), nil
 	}
 	if pruneFrom.Valid {
 		return pruneWindowError(op, b.file, pruneFrom.Int64), nil

@@ -49,3 +49,45 @@ func TestWaiterOnAOneConnectionDBLeavesWritesServed(t *testing.T) {
 			"%q, %v after %v; want acquired", res.Status, err, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// TestWaiterAfterTheDBWasLimitedToOneConnection: New refuses a *sql.DB
+// limited to one connection, but the limit is the caller's to change
+// afterwards (db.SetMaxOpenConns(1) made after New). A subscription, the
+// start of every wait, must then be refused, naming the fix, rather than
+// let its poller keep the one connection while every write waits for it
+// until its deadline; or writes must be served. A refused Subscribe costs
+// a waiter its signals (protocol.AcquireWait then polls, a holder hears a
+// loss at its renewals), not its writes.
+func TestWaiterAfterTheDBWasLimitedToOneConnection(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.OpenDB(migratedFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	b, err := sqlite.New(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	db.SetMaxOpenConns(1)
+
+	_, cancel, err := b.Subscribe(ctxT(t), key("k"))
+	if err != nil {
+		expectStatus(t, "Subscribe on a *sql.DB limited to one connection after New", err, protocol.StatusInvalid,
+			"SetMaxOpenConns(2)")
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+		wantStatus(t, "acquire after the refused Subscribe", res, err, protocol.StatusAcquired)
+		return
+	}
+	defer cancel()
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	start := time.Now()
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+	if err != nil || res.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire of a free key while a waiter is subscribed, on a *sql.DB limited to one connection after New "+
+			"(Subscribe accepted it): %q, %v after %v; want acquired, or Subscribe refused naming the fix",
+			res.Status, err, time.Since(start).Round(time.Millisecond))
+	}
+}

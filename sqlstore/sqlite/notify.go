@@ -109,12 +109,22 @@ func (n *notifier) signalAll() {
 // revoke committed afterwards by any connection to the file is sure to be
 // signalled: through this Backend at once, from other connections within
 // about [Config].NotifyInterval (while the poller's reads fail, by a
-// signal to every waiter once one succeeds again).
+// signal to every waiter once one succeeds again). On a *sql.DB given to
+// [New] and limited afterwards to fewer than [MinOpenConns] connections
+// it is refused with invalid, naming the fix: its poller would keep the
+// one connection while every write waited for it (protocol.AcquireWait
+// then polls).
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	if b.closed.Load() {
+		return nil, nil, b.closedError("")
+	}
+	if err := connsRefusal(b.db, "subscribe"); err != nil {
+		return nil, nil, err
+	}
 	n := &b.notify
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
-	if n.closed || b.closed.Load() {
+	if n.closed || b.closed.Load() { // Close began meanwhile
 		n.mu.Unlock()
 		return nil, nil, b.closedError("")
 	}

@@ -398,17 +398,14 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // while anyone waits for a key (a blocking acquire, a holder's watch),
 // the poller that wakes them keeps a connection to itself, and with one
 // every write would wait for it until its deadline. Keep the limit at
-// MinOpenConns or more after New too.
+// MinOpenConns or more after New too: below it, [Backend.Subscribe] (the
+// start of every wait) is refused the same way, and waiters poll.
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqlite: nil *sql.DB")
 	}
-	if n := db.Stats().MaxOpenConnections; n > 0 && n < MinOpenConns {
-		return nil, backendkit.NewError("", protocol.StatusInvalid, nil,
-			"sqlite: new: the *sql.DB is limited to %d connection(s) (SetMaxOpenConns), but the backend needs %d: "+
-				"while anyone waits for a key, the poller that wakes them keeps one, and every write would wait for it "+
-				"until its deadline: keep the limit OpenDB sets (its busy timeout and immediate transactions keep "+
-				"concurrent writers from failing), or call db.SetMaxOpenConns(%d) or more", n, MinOpenConns, MinOpenConns)
+	if err := connsRefusal(db, "new"); err != nil {
+		return nil, err
 	}
 	if cfg != nil && cfg.BusyTimeout != 0 {
 		return nil, errors.New("sqlite: new: Config.BusyTimeout configures the *sql.DB Open makes; " +
@@ -421,6 +418,23 @@ func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 // limited to: one the poller that wakes waiters keeps while anyone waits,
 // and one that every other statement takes in turn.
 const MinOpenConns = 2
+
+// connsRefusal returns the refusal (invalid) of db when it is limited to
+// fewer than [MinOpenConns] connections, by what ("new", "subscribe");
+// nil otherwise. It reads db.Stats, which takes no connection: New checks
+// it, and so does each Subscribe, the start of every wait, for a limit
+// lowered after New.
+func connsRefusal(db *sql.DB, what string) error {
+	n := db.Stats().MaxOpenConnections
+	if n <= 0 || n >= MinOpenConns {
+		return nil
+	}
+	return backendkit.NewError("", protocol.StatusInvalid, nil,
+		"sqlite: %s: the *sql.DB is limited to %d connection(s) (SetMaxOpenConns), but the backend needs %d: "+
+			"while anyone waits for a key, the poller that wakes them keeps one, and every write would wait for it "+
+			"until its deadline: keep the limit OpenDB sets (its busy timeout and immediate transactions keep "+
+			"concurrent writers from failing), or call db.SetMaxOpenConns(%d) or more", what, n, MinOpenConns, MinOpenConns)
+}
 
 // synchronousFull is PRAGMA synchronous's FULL.
 const synchronousFull = 2

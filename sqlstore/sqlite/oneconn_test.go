@@ -91,3 +91,54 @@ func TestWaiterAfterTheDBWasLimitedToOneConnection(t *testing.T) {
 			res.Status, err, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// TestWaiterBeforeTheDBWasLimitedToOneConnection: the limit lowered while
+// a wait's poller already runs (keeping a connection of its own). Writes
+// must be served all the same: the poller lets go of the connection, its
+// waiters keep the signals of this Backend's own releases, and the next
+// Subscribe is refused naming the fix.
+func TestWaiterBeforeTheDBWasLimitedToOneConnection(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.OpenDB(migratedFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	b, err := sqlite.New(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	ch, cancel, err := b.Subscribe(ctxT(t), key("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	db.SetMaxOpenConns(1)
+
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	start := time.Now()
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a"})
+	if err != nil || res.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire of a free key while a waiter subscribed before the *sql.DB was limited to one connection: "+
+			"%q, %v after %v; want acquired", res.Status, err, time.Since(start).Round(time.Millisecond))
+	}
+	select { // a signal of the poller's as it let go, if any
+	case <-ch:
+	default:
+	}
+	if _, err := b.Release(ctxT(t), protocol.ReleaseRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, RequestID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(time.Second):
+		t.Error("the waiter heard no signal of a release through the same Backend")
+	}
+	_, cancel2, err := b.Subscribe(ctxT(t), key("k2"))
+	if err == nil {
+		cancel2()
+	}
+	expectStatus(t, "a new Subscribe", err, protocol.StatusInvalid, "SetMaxOpenConns(2)")
+}

@@ -34,7 +34,9 @@ var _ protocol.Notifier = (*Backend)(nil)
 // unseen) and, while anyone waits, reads a new baseline on a new
 // connection after a pause (pollMinBackoff doubling to pollMaxBackoff);
 // once that succeeds it signals every waiter again, for the commits it did
-// not look at in between. It never leaves a waiter without a poller.
+// not look at in between. It never leaves a waiter without a poller,
+// but on a *sql.DB limited below MinOpenConns after New, where it lets
+// go of its connection rather than keep every write waiting (see run).
 type notifier struct {
 	b        *Backend
 	interval time.Duration
@@ -153,6 +155,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 				delete(n.keys, key)
 			}
 			n.count--
+			if n.count == 0 && n.poll == nil {
+				n.owned = nil // no poller will look at them
+			}
 		})
 	}
 	select {
@@ -169,7 +174,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 }
 
 // run is the poller's goroutine: it reads the baseline, closes p.ready,
-// and polls until nobody waits or the Backend closes. A failed first
+// and polls until nobody waits, the Backend closes or its *sql.DB is
+// limited below MinOpenConns (connsRefusal), letting go of its
+// connection. A failed first
 // baseline fails the subscribers that waited for it and ends the run (the
 // next Subscribe starts another). A later failed read signals every
 // waiter (a release may have gone unseen), lets the connection go and,
@@ -208,6 +215,16 @@ func (n *notifier) run(p *poller) {
 			return
 		}
 		n.mu.Unlock()
+		if connsRefusal(n.b.db, "") != nil {
+			// The *sql.DB was limited below MinOpenConns after New: kept,
+			// the connection would have every write wait for it. The
+			// waiters keep this Backend's signals, and are woken now (the
+			// commits of others go unseen from here on: they recheck);
+			// the next Subscribe is refused, naming the fix.
+			n.end(p)
+			n.signalAll()
+			return
+		}
 		if conn == nil {
 			if time.Now().Before(retry) {
 				continue

@@ -399,7 +399,9 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 // the poller that wakes them keeps a connection to itself, and with one
 // every write would wait for it until its deadline. Keep the limit at
 // MinOpenConns or more after New too: below it, [Backend.Subscribe] (the
-// start of every wait) is refused the same way, and waiters poll.
+// start of every wait) is refused the same way, and waiters poll; a
+// poller already running lets go of its connection, and its waiters hear
+// only this Backend's releases until they recheck.
 func New(ctx context.Context, db *sql.DB, cfg *Config) (*Backend, error) {
 	if db == nil {
 		return nil, errors.New("sqlite: nil *sql.DB")

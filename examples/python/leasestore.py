@@ -17,8 +17,13 @@ carrying that ended lease (expires_at the time it ended, lock_delay set), as
 acquire's conflict does. Answers that say the request did not reach the
 store raise LeaseError: unauthorized (401) and forbidden (403), which a retry
 does not mend, and unavailable, timeout, closed (503, 504), which a retry with
-the same request_id may. Durations take the API's grammar (90s, 15m, 1h30m, 2d)
-and times RFC 3339 or a duration back from now (since="1h").
+the same request_id may. An answer the client cannot read (not a JSON object;
+a result, page, lease or record without a field it needs, or with one of
+another type; a format version other than 1: a server of another release,
+or something in front of it) raises LeaseError unavailable naming what is
+wrong, the field above all, carrying a change's request id; a field it does
+not know (a newer server's) is ignored. Durations take the API's grammar
+(90s, 15m, 1h30m, 2d) and times RFC 3339 or a duration back from now (since="1h").
 
 Every change (acquire, renew, release, revoke, each renewal of renew_many)
 carries a request id: the caller's request_id, else one the client makes
@@ -74,6 +79,41 @@ RENEW_MANY_MAX_BODY_BYTES = 64 << 10
 _FOLLOW_CURSOR = re.compile(r"a1\.(0|[1-9][0-9]*)")
 _SUBSCRIBED_AFTER = re.compile(r'after cursor "(a1\.(?:0|[1-9][0-9]*))"')
 _PRUNED_PREFIX = "behind a prune: "
+
+
+class _Malformed(ValueError):
+    """What makes something the server sent unreadable (a field missing, or of another type), raised
+    while reading it; the Client turns it into a LeaseError unavailable naming the thing and the why."""
+
+
+def _object(d, what: str) -> dict:
+    """d, which must be a JSON object (what names it in the error)."""
+    if not isinstance(d, dict):
+        raise _Malformed(f"{what} is not a JSON object")
+    return d
+
+
+# _field's default for a field that must be present; the JSON types of the fields the client
+# reads, by the Python types json.loads makes.
+_REQUIRED = object()
+_JSON_TYPES = {str: "a string", int: "an integer", bool: "true or false", list: "an array", dict: "an object"}
+
+
+def _field(d: dict, name: str, what: str, kind: type, nullable: bool = False, default=_REQUIRED):
+    """The field name of the JSON object d (what names d in errors), which must be of kind (or null
+    when nullable); an absent field is default when one is given, else an error naming it."""
+    if name not in d:
+        if default is not _REQUIRED:
+            return default
+        raise _Malformed(f"{what} has no field {name!r}")
+    v = d[name]
+    if v is None and nullable:
+        return None
+    # bool is an int in Python, never in JSON.
+    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+        raise _Malformed(f"{what}'s field {name!r} is {json.dumps(v)[:40]}, not {_JSON_TYPES[kind]}"
+                         + (" or null" if nullable else ""))
+    return v
 
 
 def _known(cls, d: dict) -> dict:
@@ -151,7 +191,21 @@ class Lease:
 
     @classmethod
     def from_json(cls, d: Optional[dict]) -> Optional["Lease"]:
-        return None if d is None else cls(**_known(cls, d))
+        """The lease the JSON object d describes (None for null). A field it does not know (a newer
+        server's) is ignored; a field missing or of another type, or a format version other than 1,
+        raises ValueError naming it (the client raises LeaseError unavailable)."""
+        if d is None:
+            return None
+        what = "the lease"
+        d = _object(d, what)
+        lease = cls(*(_field(d, name, what, str) for name in ("namespace", "key", "owner")),
+                    _field(d, "token", what, int),
+                    *(_field(d, name, what, str, nullable=True) for name in ("acquired_at", "renewed_at", "expires_at")),
+                    _field(d, "version", what, int),
+                    _field(d, "lock_delay", what, str, nullable=True, default=None))
+        if lease.version != 1:
+            raise _Malformed(f"the lease has format version {lease.version}: this client reads only version 1")
+        return lease
 
 
 @dataclass
@@ -164,8 +218,13 @@ class Result:
 
     @classmethod
     def from_json(cls, d: dict, request_id: str = "") -> "Result":
-        """request_id: the one sent, for an answer that carries none."""
-        return cls(d["status"], d.get("replayed", False), d.get("request_id") or request_id, d.get("message", ""),
+        """The result the JSON object d describes. request_id: the one sent, for an answer that
+        carries none. A field missing (status) or of another type, or a lease that does not read,
+        raises ValueError naming it (the client raises LeaseError unavailable)."""
+        what = "the result"
+        d = _object(d, what)
+        return cls(_field(d, "status", what, str), _field(d, "replayed", what, bool, default=False),
+                   _field(d, "request_id", what, str, default="") or request_id, _field(d, "message", what, str, default=""),
                    Lease.from_json(d.get("lease")))
 
     @property
@@ -246,15 +305,20 @@ class Client:
             if stream:
                 return resp.status, resp
             with resp:
-                return resp.status, json.loads(resp.read())
+                raw = resp.read()
+            code = resp.status
         except urllib.error.HTTPError as e:
             with e:
                 raw = e.read()
             try:
-                return e.code, json.loads(raw)
-            except ValueError:  # not the API's answer: a proxy's, say
-                raise failure("timeout" if e.code == 504 else "unavailable", e.code,
-                              raw[:200].decode(errors="replace")) from None
+                out = json.loads(raw)
+            except ValueError:
+                out = None
+            if isinstance(out, dict):
+                return e.code, out
+            # Not the API's answer: a proxy's, say.
+            raise failure("timeout" if e.code == 504 else "unavailable", e.code,
+                          raw[:200].decode(errors="replace")) from None
         except urllib.error.URLError as e:
             # Raised while connecting or sending: the request did not reach the server whole.
             if isinstance(e.reason, (TimeoutError, socket.timeout)):
@@ -270,6 +334,23 @@ class Client:
                 raise failure("timeout", 0, f"the connection broke before the answer ({e!r}); the effect is "
                                             "unknown: retry with the same request id to learn it") from None
             raise failure("unavailable", 0, f"the connection broke before the answer: {e!r}") from None
+        try:
+            out = json.loads(raw)
+        except ValueError as e:
+            raise self._unreadable("an answer", raw.decode(errors="replace"), f"not JSON: {e}", code,
+                                   request_id, request_ids) from None
+        return code, self._read(code, out, lambda d: _object(d, "the answer"), request_id, request_ids)
+
+    @classmethod
+    def _read(cls, code: int, out, read: Callable, request_id: Optional[str] = None,
+              request_ids: Optional[List[str]] = None):
+        """read(out), out an answer's JSON (a page, a result), or the LeaseError unavailable of an
+        answer the client cannot read (read raised _Malformed: a field missing or of another type),
+        carrying the change's request_id or request_ids: a retry with them learns its outcome."""
+        try:
+            return read(out)
+        except _Malformed as e:
+            raise cls._unreadable("an answer", json.dumps(out), e, code, request_id, request_ids) from None
 
     @staticmethod
     def _check(code: int, body: dict, request_id: Optional[str] = None,
@@ -283,7 +364,8 @@ class Client:
         body = {k: v for k, v in body.items() if v is not None}
         body["request_id"] = rid = body.get("request_id") or new_request_id()
         code, out = self._request("POST", path, body, request_id=rid)
-        return Result.from_json(self._check(code, out, rid), rid)
+        self._check(code, out, rid)
+        return self._read(code, out, lambda d: Result.from_json(d, rid), rid)
 
     @staticmethod
     def _leases_path(namespace: str, key: Optional[str] = None) -> str:
@@ -337,14 +419,25 @@ class Client:
                 e.request_ids = ids
                 raise
             self._check(code, out, request_ids=ids)
-            if out["status"] != "found":
-                raise LeaseError(out["status"], code, out.get("message", ""), request_ids=ids)
-            results.extend(Result.from_json(r, i) for r, i in zip(out["results"], batch_ids))
+            results.extend(self._read(code, out, lambda d: self._renewals(d, batch_ids, code, ids), request_ids=ids))
         return results
+
+    @staticmethod
+    def _renewals(d: dict, ids: List[str], code: int, all_ids: List[str]) -> List[Result]:
+        """The results of a renew-many answer d to the renewals of request ids ids, in order."""
+        what = "the renew-many page"
+        status = _field(d, "status", what, str)
+        if status != "found":
+            raise LeaseError(status, code, str(d.get("message", "")), request_ids=all_ids)
+        results = _field(d, "results", what, list)
+        if len(results) != len(ids):
+            raise _Malformed(f"{what} has {len(results)} results for {len(ids)} renewal{'' if len(ids) == 1 else 's'}")
+        return [Result.from_json(r, i) for r, i in zip(results, ids)]
 
     def get(self, namespace: str, key: str) -> Result:
         code, out = self._request("GET", self._leases_path(namespace, key))
-        return Result.from_json(self._check(code, out))
+        self._check(code, out)
+        return self._read(code, out, Result.from_json)
 
     def list(self, namespace: str, prefix: str = "", owner: str = "", include_expired: bool = False,
              limit: int = 0, cursor: str = "") -> Page:
@@ -352,16 +445,34 @@ class Client:
             "prefix": prefix, "owner": owner, "include_expired": "true" if include_expired else "",
             "limit": limit or "", "cursor": cursor})
         self._check(code, out)
-        if out["status"] != "found":
-            raise LeaseError(out["status"], code, out.get("message", ""))
-        return Page([Lease.from_json(l) for l in out["leases"]], out["next_cursor"])
+        return self._read(code, out, lambda d: self._page(d, code, "the list page", "leases", Lease.from_json))
+
+    @staticmethod
+    def _page(d: dict, code: int, what: str, name: str, item: Callable) -> "Page":
+        """The page d (what names it) of items in its field name, each read by item; a status other
+        than found raises LeaseError of it."""
+        status = _field(d, "status", what, str)
+        if status != "found":
+            raise LeaseError(status, code, str(d.get("message", "")))
+        return Page([item(x) for x in _field(d, name, what, list)], _field(d, "next_cursor", what, str))
 
     def namespaces(self, after: str = "", limit: int = 0) -> List[str]:
         code, out = self._request("GET", "/v1/namespaces", query={"after": after, "limit": limit or ""})
         self._check(code, out)
-        if out["status"] != "found":
-            raise LeaseError(out["status"], code, out.get("message", ""))
-        return out["namespaces"]
+        return self._read(code, out, lambda d: self._namespaces(d, code))
+
+    @staticmethod
+    def _namespaces(d: dict, code: int) -> List[str]:
+        """The namespaces of the namespace page d; a status other than found raises LeaseError of it."""
+        what = "the namespace page"
+        status = _field(d, "status", what, str)
+        if status != "found":
+            raise LeaseError(status, code, str(d.get("message", "")))
+        names = _field(d, "namespaces", what, list)
+        for n in names:
+            if not isinstance(n, str):
+                raise _Malformed(f"{what} holds {json.dumps(n)[:40]}, not a namespace (a string)")
+        return names
 
     def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "") -> Page:
         """since: RFC 3339, a date, or a duration back from now ("1h"). A record the client cannot
@@ -370,10 +481,8 @@ class Client:
         code, out = self._request("GET", "/v1/audit", query={"namespace": namespace, "key": key, "since": since,
                                                               "limit": limit or "", "cursor": cursor})
         self._check(code, out)
-        if out["status"] != "found":
-            raise LeaseError(out["status"], code, out.get("message", ""))
-        records = [self._record(r, "an audit record", json.dumps(r), code) for r in out["records"]]
-        return Page(records, out["next_cursor"])
+        return self._read(code, out, lambda d: self._page(d, code, "the audit page", "records",
+                                                          lambda r: self._record(r, "an audit record", json.dumps(r), code)))
 
     def health(self) -> bool:
         """True when the served store is healthy (GET /readyz). The bearer
@@ -418,14 +527,15 @@ class Client:
                     data.append(line[5:].lstrip())
 
     @staticmethod
-    def _unreadable(what: str, data: str, why, code: int = 200) -> LeaseError:
-        """The error of something the server sent (what: "a record event", "an audit record") that
-        the client cannot read: a protocol error (a server of another release), which the server
-        would send again."""
+    def _unreadable(what: str, data: str, why, code: int = 200, request_id: Optional[str] = None,
+                    request_ids: Optional[List[str]] = None) -> LeaseError:
+        """The error of something the server sent (what: "a record event", "an audit record", "an
+        answer") that the client cannot read: a protocol error (a server of another release), which
+        the server would send again. request_id or request_ids: a change's."""
         snippet = data if len(data) <= 120 else data[:120] + "..."
         return LeaseError("unavailable", code, f"the server sent {what} this client cannot read "
                                                f"(data {snippet!r}), a protocol error: run client and server "
-                                               f"of one release: {why}")
+                                               f"of one release: {why}", request_id, request_ids)
 
     @classmethod
     def _malformed(cls, name: str, data: str, why) -> LeaseError:

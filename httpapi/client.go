@@ -3,12 +3,16 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +31,9 @@ type ClientConfig struct {
 	Token string
 	// HTTPClient sends the requests; the Client borrows it and never closes
 	// it. Default: a client of the Client's own, with a pooled transport
-	// (HTTP/2 over TLS) whose idle connections Close closes.
+	// (HTTP/2 over TLS) whose idle connections Close closes, trusting the
+	// CAs of the base URL's cacert parameter when it has one (which is
+	// refused beside an HTTPClient: put the CA in its transport's RootCAs).
 	HTTPClient *http.Client
 	// MaxAttempts bounds the tries of one operation when the server could
 	// not be reached or the connection broke before an answer; each retry
@@ -69,8 +75,17 @@ var (
 )
 
 // NewClient returns a client of the API at baseURL (http://HOST:PORT or
-// https://HOST:PORT, optionally with a path prefix). cfg may be nil. No
-// connection is made until the first operation.
+// https://HOST:PORT, optionally with a path prefix), leasectl's DSN of a
+// served store. cfg may be nil. No connection is made until the first
+// operation.
+//
+// An https base URL may name the CAs to trust for the server's
+// certificate, instead of the system's, in its one parameter
+// cacert=FILE (a PEM file of one or more CA certificates, as etcdctl's
+// --cacert and an etcds:// DSN's cacert): a server whose certificate a
+// private CA signed. NewClient reads the file; one that cannot be read or
+// holds no certificate is refused, naming the parameter, before anything
+// is sent.
 func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -79,19 +94,25 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("httpapi: base URL: scheme %q: want http or https", u.Scheme)
 	}
-	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, errors.New("httpapi: base URL: want http(s)://HOST:PORT[/PREFIX], without user, query or fragment")
+	if u.Host == "" || u.Fragment != "" || u.User != nil {
+		return nil, errors.New("httpapi: base URL: want http(s)://HOST:PORT[/PREFIX][?cacert=FILE], without user or fragment")
 	}
+	if cfg == nil {
+		cfg = &ClientConfig{}
+	}
+	roots, err := baseCAs(u, cfg)
+	if err != nil {
+		return nil, err
+	}
+	u.RawQuery, u.ForceQuery = "", false
 	// The prefix is kept as it was typed, its escapes included (a proxy's
 	// "/lease%20store", a %2F inside a segment, beside characters typed
 	// unescaped, which url.Parse's RawPath would drop), and url appends
 	// escaped paths to it.
-	u.RawPath = strings.TrimSuffix(typedPath(baseURL), "/")
+	typed, _, _ := strings.Cut(baseURL, "?")
+	u.RawPath = strings.TrimSuffix(typedPath(typed), "/")
 	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
 		return nil, errors.New("httpapi: base URL: malformed path")
-	}
-	if cfg == nil {
-		cfg = &ClientConfig{}
 	}
 	c := &Client{base: u, hc: cfg.HTTPClient, token: cfg.Token, attempts: cfg.MaxAttempts}
 	if c.attempts <= 0 {
@@ -101,10 +122,63 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 256
 		t.MaxIdleConns = 256
+		if roots != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: roots}
+		}
 		c.owned = t
 		c.hc = &http.Client{Transport: t}
 	}
 	return c, nil
+}
+
+// ParamCACert is the parameter of an https base URL that names the PEM
+// file of the CAs to trust for the server's certificate (see [NewClient]).
+const ParamCACert = "cacert"
+
+// baseCAs reads the query of the base URL u (for a client configured by
+// cfg): nil for none, else the CAs of its cacert parameter, its only one.
+// Every way it cannot serve is an error naming the parameter.
+func baseCAs(u *url.URL, cfg *ClientConfig) (*x509.CertPool, error) {
+	if u.RawQuery == "" {
+		return nil, nil
+	}
+	const want = "the one parameter is cacert=FILE, the PEM file of a private CA's certificate (https only)"
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: base URL: query does not parse (%v): %s, its value escaped as a URL query's", err, want)
+	}
+	for name := range q {
+		if name != ParamCACert {
+			return nil, fmt.Errorf("httpapi: base URL: unknown parameter %q: %s", name, want)
+		}
+	}
+	files := q[ParamCACert]
+	switch {
+	case len(files) > 1:
+		return nil, errors.New("httpapi: base URL: cacert given twice: give it once (the file may hold several CA certificates)")
+	case files[0] == "":
+		return nil, errors.New("httpapi: base URL: cacert is empty: name the PEM file of the CA's certificate")
+	case u.Scheme != "https":
+		return nil, errors.New("httpapi: base URL: cacert names the CA of the server's TLS certificate, which only https:// has: write https://")
+	case cfg.HTTPClient != nil:
+		return nil, errors.New("httpapi: base URL: cacert beside ClientConfig.HTTPClient, whose transport the client borrows " +
+			"and does not change: put the CA in that transport's TLSClientConfig.RootCAs, or give no HTTPClient")
+	}
+	file := files[0]
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named below
+		}
+		return nil, fmt.Errorf("httpapi: base URL: cacert=%s: %w: name a readable PEM file of the CA's certificate", file, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("httpapi: base URL: cacert=%s holds no PEM certificate (-----BEGIN CERTIFICATE-----): "+
+			"name the file of the CA's certificate, not a key", file)
+	}
+	return roots, nil
 }
 
 // Name implements [protocol.Backend]: "http".

@@ -54,8 +54,9 @@ func untrustedCertificate(err error) (string, bool) {
 	msg := "httpapi: the server's TLS certificate is not trusted"
 	var ua x509.UnknownAuthorityError
 	if errors.As(err, &ua) {
-		msg += ": no CA this process trusts signed it. To trust a private CA, give its certificate (PEM) " +
-			"in SSL_CERT_FILE (Linux and other Unix systems; on macOS and Windows add it to the system's " +
+		msg += ": no CA this client trusts signed it (the system's, or those of the base URL's cacert when it has one). " +
+			"To trust a private CA, name its certificate (PEM) in the https base URL, leasectl's DSN, as ?cacert=FILE; " +
+			"or give it in SSL_CERT_FILE (Linux and other Unix systems; on macOS and Windows add it to the system's " +
 			"trust store), or from Go in the RootCAs of the transport of ClientConfig.HTTPClient"
 	}
 	return msg, true

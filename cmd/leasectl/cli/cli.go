@@ -431,7 +431,7 @@ in the working directory:
                                              and ?cacert=&cert=&key=&dial-timeout= as etcdctl's)
   http://HOST:PORT or https://HOST:PORT        a store served by 'leasectl serve'; the bearer token
                                              comes from $LEASESTORE_API_TOKEN; a certificate of a
-                                             private CA: SSL_CERT_FILE=CA.pem (Linux)
+                                             private CA: https://HOST:PORT?cacert=CA.pem
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;

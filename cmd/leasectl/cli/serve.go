@@ -90,8 +90,9 @@ refused (exit 2), naming the file and its date. SIGHUP reloads the pair too
 it loads, matches and is valid; otherwise the error is logged, naming the
 file, and the pair in force stays. A certificate in use that expires is
 logged (error level, once, naming the file and its NotAfter). Clients
-trust a certificate of a private CA through SSL_CERT_FILE=CA.pem (leasectl
-on Linux) or the system's trust store (macOS, Windows).
+trust a certificate of a private CA named in their DSN
+(--dsn https://HOST:PORT?cacert=CA.pem), through SSL_CERT_FILE=CA.pem
+(Linux) or in the system's trust store (macOS, Windows).
 
 --lock-delay NS=DURATION (repeatable) sets a namespace default of the
 lock-delay: an acquire (or run) in a namespace that the namespace glob NS

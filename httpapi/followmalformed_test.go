@@ -34,6 +34,8 @@ func TestFollowEndsAtAMalformedEvent(t *testing.T) {
 		{"record not JSON", "record", `{"id":`, []string{"record event", `{\"id\":`}},
 		{"record version", "record", strings.Replace(good, `"version":1`, `"version":99`, 1),
 			[]string{"record event", "format version 99"}},
+		{"record without a field", "record", strings.Replace(good, `"actor":"",`, "", 1), []string{"record event", `"actor"`}},
+		{"record without token", "record", strings.Replace(good, `"token":1,`, "", 1), []string{"record event", `"token"`}},
 		{"subscribed not JSON", "subscribed", `{"status":`, []string{"subscribed event", `{\"status\":`}},
 		{"subscribed keep_alive", "subscribed", `{"status":"subscribed","message":"following","keep_alive":"soon"}`,
 			[]string{"subscribed event", `keep_alive "soon"`}},

@@ -343,6 +343,9 @@ func (c *Client) result(ctx context.Context, op protocol.Op, key protocol.Key, c
 	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
 		return protocol.Result{}, err
 	}
+	if err := wire.Missing(body, &out); err != nil {
+		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	}
 	res, err := out.Protocol(op)
 	if err != nil {
 		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
@@ -436,6 +439,9 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 	}
 	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
 		return protocol.ListResult{}, err
+	}
+	if err := wire.Missing(body, &out); err != nil {
+		return protocol.ListResult{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
 	res, err := out.Protocol()
 	if err != nil {
@@ -553,7 +559,11 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 		// invalid: the backends report a bad query as an error too.
 		return audit.Page{}, backendkit.NewError(op, status, nil, "%s", out.Message)
 	}
-	page, err := out.Audit()
+	err = wire.Missing(body, &out)
+	var page audit.Page
+	if err == nil {
+		page, err = out.Audit()
+	}
 	if err != nil {
 		return audit.Page{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}

@@ -58,6 +58,9 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 	if status != protocol.StatusFound {
 		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
 	}
+	if err := wire.Missing(body, &out); err != nil {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	}
 	return out.Namespaces, nil
 }
 
@@ -137,6 +140,9 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 	}
 	if status != protocol.StatusFound {
 		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
+	}
+	if err := wire.Missing(raw, &out); err != nil {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
 	}
 	if len(out.Results) != len(reqs) {
 		return nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered %d results for %d renewals",
@@ -371,7 +377,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 			if err := json.Unmarshal(data, &wr); err != nil {
 				return cursor, malformedEvent(opFollow, name, data, err), true
 			}
-			rec, err := wr.Audit()
+			err := wire.Missing(data, &wr)
+			var rec audit.Record
+			if err == nil {
+				rec, err = wr.Audit()
+			}
 			if err != nil {
 				return cursor, malformedEvent(opFollow, name, data, err), true
 			}

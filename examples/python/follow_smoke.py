@@ -73,9 +73,10 @@ def cursor_id(cursor):
 # reconnect (it would read the same event again). Its GET /v1/audit answers
 # a page holding Hostile.record.
 class Hostile(http.server.BaseHTTPRequestHandler):
-    event, data, follows, record, lease = "", "", 0, "", ""
+    event, data, follows, record, lease, paths = "", "", 0, "", "", []
 
     def do_GET(self):
+        Hostile.paths.append(self.path)
         if not self.path.startswith("/v1/audit/follow"):
             body = ('{"status":"found","records":[%s],"next_cursor":""}' % Hostile.record).encode()
             if self.path.startswith("/v1/leases/"):
@@ -160,6 +161,18 @@ except Exception as e:  # the step reports which
     got = e
 check(isinstance(got, list) and [(l.key, l.token) for l in got] == [("k", 1)],
       "list() reads a lease with a field it does not know, ignoring the field", repr(got))
+# The follow takes the op and owner filters of GET /v1/audit/follow.
+Hostile.paths = []
+follow = Client("http://%s:%d" % hostile.server_address).follow("py", key="k", op="acquire,release", owner="w", cursor="a1.0")
+try:
+    got = next(follow)
+except Exception as e:  # the step reports which
+    got = e
+finally:
+    follow.close()
+sent = Hostile.paths[0] if Hostile.paths else ""
+check(isinstance(got, Record) and "op=acquire%2Crelease" in sent and "owner=w" in sent and "namespace=py" in sent,
+      "follow() sends its op and owner filters", repr(got), sent)
 hostile.shutdown()
 
 # A restart: the follow reconnects after the last record it yielded, and

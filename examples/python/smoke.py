@@ -115,6 +115,12 @@ check(isinstance(many, list) and [m.status for m in many] == ["not_found"] * 100
 # the audit trail, since an hour ago, and of one key
 ops = [rec.op for rec in reader.audit(namespace=NS, key="job/1", since="1h").items]
 check(ops == ["acquire", "renew", "renew", "revoke", "acquire", "renew", "release"], "audit of job/1", ops)
+# ... filtered by op and owner, newest first, as GET /v1/audit takes them
+ops = [(rec.op, rec.owner) for rec in reader.audit(namespace=NS, key="job/1", op="acquire,release", owner="worker-b",
+                                                  order="newest").items]
+check(ops == [("release", "worker-b"), ("acquire", "worker-b")], "audit of job/1: worker-b's acquires and releases, newest first", ops)
+ops = [rec.op for rec in reader.audit(namespace=NS, key="job/1", op=["renew", "revoke"], order="oldest").items]
+check(ops == ["renew", "renew", "revoke", "renew"], "audit of job/1: renewals and revokes (ops as a list), oldest first", ops)
 
 # refused tokens: 403 for a reader's write, 401 for a removed token; neither retryable
 try:

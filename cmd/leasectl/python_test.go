@@ -18,7 +18,7 @@ import (
 // library only) driving a real leasectl serve on a free port with a tokens
 // file: acquire, renew (keeping the TTL), a conflict, a fenced write, revoke,
 // list, namespaces, renew many (past one request's 1,000 renewals and 64 KiB
-// of body too), release, audit, a reader's 403, a removed
+// of body too), release, audit (filtered by op, owner and order too), a reader's 403, a removed
 // token's 401, a notify wait, request ids (the client's own, carried by a
 // refusal, replayed by a retry) and an acquire whose answer is lost while
 // smoke.py holds the SQLite file's write lock (LEASESTORE_SQLITE_PATH): a

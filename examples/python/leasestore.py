@@ -123,6 +123,13 @@ def _known(cls, d: dict) -> dict:
     return {k: v for k, v in d.items() if k in names}
 
 
+def _ops(op) -> str:
+    """An op filter as the API takes it: comma-separated ("" for none), from a string or a list."""
+    if not op:
+        return ""
+    return op if isinstance(op, str) else ",".join(op)
+
+
 def new_request_id() -> str:
     """A new request id: a UUIDv7 (48 bits of Unix milliseconds, then
     random bits) in 32 hex digits, as the Go client's protocol.NewRequestID."""
@@ -474,12 +481,17 @@ class Client:
                 raise _Malformed(f"{what} holds {json.dumps(n)[:40]}, not a namespace (a string)")
         return names
 
-    def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "") -> Page:
-        """since: RFC 3339, a date, or a duration back from now ("1h"). A record the client cannot
-        read (a format version it does not know, a field missing) raises LeaseError unavailable naming
-        it, as in follow(); a field it does not know is ignored."""
+    def audit(self, namespace: str = "", key: str = "", since: str = "", limit: int = 0, cursor: str = "",
+              op=None, owner: str = "", order: str = "") -> Page:
+        """since: RFC 3339, a date, or a duration back from now ("1h"). op: the operations whose
+        records to read (acquire, renew, release, revoke, prune), a list or a comma-separated string;
+        owner: one lease owner's records (exact match); order: "newest" pages from the newest record,
+        "oldest" (the default) from the oldest. A record the client cannot read (a format version it
+        does not know, a field missing) raises LeaseError unavailable naming it, as in follow(); a
+        field it does not know is ignored."""
         code, out = self._request("GET", "/v1/audit", query={"namespace": namespace, "key": key, "since": since,
-                                                              "limit": limit or "", "cursor": cursor})
+                                                              "limit": limit or "", "cursor": cursor,
+                                                              "op": _ops(op), "owner": owner, "order": order})
         self._check(code, out)
         return self._read(code, out, lambda d: self._page(d, code, "the audit page", "records",
                                                           lambda r: self._record(r, "an audit record", json.dumps(r), code)))
@@ -583,8 +595,10 @@ class Client:
             yield name
 
     def follow(self, namespace: str = "", key: str = "", cursor: str = "", since: str = "",
-               on_position: Optional[Callable[[str], None]] = None, retries: int = 10) -> Iterator[Record]:
-        """The audit trail's records as they commit (from now, or after cursor, or since), each once.
+               on_position: Optional[Callable[[str], None]] = None, retries: int = 10,
+               op=None, owner: str = "") -> Iterator[Record]:
+        """The audit trail's records as they commit (from now, or after cursor, or since), each once;
+        op and owner select records as audit()'s do.
 
         The follow keeps the cursor it would go on from: after the last record, or the stream's
         last position event when that is further (how far the server read past records this
@@ -597,7 +611,8 @@ class Client:
         read (a protocol error)."""
         resume, tries, opened = cursor, 0, False
         while True:
-            query = {"namespace": namespace, "key": key, "cursor": resume, "since": "" if resume else since}
+            query = {"namespace": namespace, "key": key, "cursor": resume, "since": "" if resume else since,
+                     "op": _ops(op), "owner": owner}
             events = self._events("/v1/audit/follow", query)
             began, news = time.monotonic(), False
             try:

@@ -55,6 +55,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -264,12 +265,53 @@ class Page:
 
 
 class Client:
-    """A client of one server. Not thread-safe per call; create one per thread."""
+    """A client of one server. Not thread-safe per call; create one per thread.
+
+    base_url is leasectl's DSN of the served store: http://HOST:PORT or https://HOST:PORT, with a
+    path prefix when a proxy mounts the API under one. An https one may name the CAs to trust for
+    the server's certificate instead of the system's, as leasectl's and the Go client's do, in its
+    one parameter cacert=FILE (a PEM file; the path escaped as a URL query value): a certificate
+    that a private CA signed. The file is read here: one that cannot be read or holds no
+    certificate, an empty or repeated cacert, cacert on http://, and any other parameter raise
+    ValueError naming it, before anything is sent."""
 
     def __init__(self, base_url: str, token: Optional[str] = None, timeout: float = 10.0):
-        self.base = base_url.rstrip("/")
+        self.base, self._tls = self._parse_base(base_url)
         self.token = token
         self.timeout = timeout
+
+    @staticmethod
+    def _parse_base(base_url: str):
+        """The base URL without its query, and the TLS context of its cacert (None without one)."""
+        parts = urllib.parse.urlsplit(base_url)
+        base = urllib.parse.urlunsplit(parts._replace(query="")).rstrip("/")
+        if not parts.query:
+            return base, None
+        want = "the one parameter is cacert=FILE, the PEM file of a private CA's certificate (https only)"
+        try:
+            params = urllib.parse.parse_qs(parts.query, keep_blank_values=True, strict_parsing=True)
+        except ValueError as e:
+            raise ValueError(f"base URL: the query does not parse ({e}): {want}") from None
+        for name in params:
+            if name != "cacert":
+                raise ValueError(f"base URL: unknown parameter {name!r}: {want}")
+        files = params["cacert"]
+        if len(files) > 1:
+            raise ValueError("base URL: cacert given twice: give it once (the file may hold several CA certificates)")
+        if not files[0]:
+            raise ValueError("base URL: cacert is empty: name the PEM file of the CA's certificate")
+        if parts.scheme != "https":
+            raise ValueError("base URL: cacert names the CA of the server's TLS certificate, which only https:// has: "
+                             "write https://")
+        try:
+            return base, ssl.create_default_context(cafile=files[0])
+        except ssl.SSLError as e:
+            raise ValueError(f"base URL: cacert={files[0]} holds no PEM certificate that loads ({e.reason or e}): "
+                             "name the file of the CA's certificate, not a key") from None
+        except OSError as e:  # FileNotFoundError, IsADirectoryError, PermissionError
+            why = e.strerror or str(e)
+            raise ValueError(f"base URL: cacert={files[0]}: {why}: name a readable PEM file of the CA's "
+                             "certificate") from None
 
     # -- plumbing ---------------------------------------------------------
 
@@ -308,7 +350,7 @@ class Client:
         # A stream is silent between keep-alives (15s): read it with a longer timeout.
         wait = max(self.timeout, 60) if stream else self.timeout + 1
         try:
-            resp = urllib.request.urlopen(req, timeout=wait)
+            resp = urllib.request.urlopen(req, timeout=wait, context=self._tls)
             if stream:
                 return resp.status, resp
             with resp:
@@ -330,6 +372,10 @@ class Client:
             # Raised while connecting or sending: the request did not reach the server whole.
             if isinstance(e.reason, (TimeoutError, socket.timeout)):
                 raise failure("timeout", 0, f"the server could not be reached in time: {e.reason}") from None
+            if isinstance(e.reason, ssl.SSLCertVerificationError):
+                raise failure("unavailable", 0, f"the server's TLS certificate is not trusted ({e.reason.verify_message}): "
+                                                "to trust a private CA, name its certificate (PEM) in the https base "
+                                                "URL as ?cacert=FILE, as in leasectl's DSN") from None
             raise failure("unavailable", 0, f"the server could not be reached: {e.reason}") from None
         except (TimeoutError, socket.timeout) as e:  # one class since Python 3.10
             # Sent, and no answer within the timeout: the change may have been made.

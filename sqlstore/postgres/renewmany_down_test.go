@@ -1,0 +1,61 @@
+package postgres_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// RenewMany while the server cannot be reached answers no renewal: the
+// runtime's error says so (protocol.Runtime.RenewMany: "the error is nil
+// when the store answered; when it could not ... the error is the *Error
+// of the first"; protocol.BulkRenewer returns an error only when it could
+// not answer at all, as etcd's does when every renewal failed), so that a
+// caller that checks the error alone does not take the call for answered.
+func TestRenewManyWithTheServerUnreachableFails(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	ns := pgtest.Namespace()
+	k := keysIn(ns)
+	var link partition
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.ConnConfig.DialFunc = link.dial
+	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b, err := postgres.New(ctxT(t), pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := protocol.New(b, nil)
+	t.Cleanup(func() { link.heal(); _ = rt.Close(ctxT(t)) })
+	var reqs []protocol.RenewRequest
+	for i := range 3 {
+		res, err := rt.Acquire(ctxT(t), protocol.AcquireRequest{Key: k(fmt.Sprintf("k%d", i)), Owner: "w", TTL: time.Hour})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+		reqs = append(reqs, protocol.RenewRequest{Key: res.Lease.Key, Owner: "w", Token: res.Lease.Token, TTL: time.Hour})
+	}
+	link.cut()
+	results, err := rt.RenewMany(ctxT(t), reqs)
+	for i, r := range results {
+		if r.Status != protocol.StatusUnavailable {
+			t.Fatalf("renewal %d with the server unreachable: %s (%s), want unavailable", i, r.Status, r.Message)
+		}
+	}
+	if err == nil {
+		t.Fatalf("renew many with the server unreachable: no error, though no renewal was answered (%s: %s)",
+			results[0].Status, results[0].Message)
+	}
+	wantErrStatus(t, "renew many with the server unreachable", err, protocol.StatusUnavailable)
+}

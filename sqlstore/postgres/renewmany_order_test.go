@@ -13,9 +13,9 @@ import (
 // the later one left it and its answer tells the lease the store holds.
 // Here the first renewal's request id is in an insert of another session
 // still in progress (a copy of the request sent again, say): the batch
-// cannot tell its outcome and runs it again alone once that session ends
-// (it rolls back), which must not put it after the second renewal, which
-// the batch committed.
+// cannot tell its outcome and runs it again alone, where it waits until
+// that session ends (it rolls back); the second renewal must not commit
+// before it.
 func TestRenewManyKeepsTheOrderOfOneKeysRenewals(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
@@ -50,18 +50,19 @@ func TestRenewManyKeepsTheOrderOfOneKeysRenewals(t *testing.T) {
 		res, err := b.RenewMany(ctx, reqs)
 		done <- answer{res, err}
 	}()
-	// Once the second renewal committed and the first waits for the other
-	// session, that session rolls back.
+	// Once the first renewal waits for the other session alone (not the
+	// batch's millisecond), that session rolls back.
 	admin := rawConn(t, dsn)
-	for count(t, admin, `SELECT count(*) FROM leasestore_audit WHERE namespace = $1 AND request_id = 'second'`, ns) == 0 ||
-		waitsOn(ctx, other) == 0 {
+	for count(t, admin, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE NOT l.granted AND $1 = ANY(pg_blocking_pids(l.pid)) AND a.query NOT LIKE '%leasestore_change_batch%'`,
+		other.PgConn().PID()) == 0 {
 		select {
 		case a := <-done:
 			t.Fatalf("renew many answered before the other session ended: %+v %v", a.res, a.err)
 		case <-time.After(time.Millisecond):
 		}
 		if ctx.Err() != nil {
-			t.Fatal("the second renewal never committed while the first waited")
+			t.Fatal("the first renewal never waited alone for the other session")
 		}
 	}
 	if err := tx.Rollback(ctx); err != nil {

@@ -424,6 +424,7 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
+	again := make([]bool, len(reqs)) // the batch could not tell: it runs again alone
 	for i, p := range batch {
 		if err == nil && p.err == nil && p.o != nil {
 			res, raced, cerr := classifyRenew(reqs[i])(p.o)
@@ -440,13 +441,43 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 			out[i] = backendkit.Unanswered(p.err)
 			continue
 		}
-		res, rerr := b.Renew(ctx, reqs[i])
+		again[i] = true
+	}
+	for i := range batch {
+		if again[i] && answeredLater(batch, again, i) {
+			// Run again now, it would follow a later renewal of its key. The
+			// batch function holds back the later ones of a renewal that
+			// failed; this one changed nothing for no reason its outcome
+			// tells, which a batch that holds the key's lock never meets.
+			again[i] = false
+			out[i] = backendkit.Unanswered(backendkit.NewError(protocol.OpRenew, protocol.StatusUnavailable, nil,
+				"postgres: the batch could not tell this renewal's outcome and renewed a later one of its key; "+
+					"retry with the same request id"))
+		}
+	}
+	// In order: a key's renewals that run again go one after the other.
+	for i, req := range reqs {
+		if !again[i] {
+			continue
+		}
+		res, rerr := b.Renew(ctx, req)
 		if rerr != nil {
 			res = backendkit.Unanswered(rerr)
 		}
 		out[i] = res
 	}
 	return out, nil
+}
+
+// answeredLater reports whether a renewal of batch after the i-th, of its
+// key, was answered by the batch (again says which were not).
+func answeredLater(batch []*pendingOp, again []bool, i int) bool {
+	for j := i + 1; j < len(batch); j++ {
+		if batch[j].key == batch[i].key && !again[j] {
+			return true
+		}
+	}
+	return false
 }
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.

@@ -1037,7 +1037,11 @@ SELECT (SELECT count(*) FROM aside), (SELECT count(*) FROM gone)`)
 // turn, in the order given, each in a subtransaction of its own (a plpgsql
 // block with an exception handler): an error rolls back that operation
 // alone and comes back in its row (err_state, err_message,
-// err_constraint); the others go on. Each operation runs the statement of
+// err_constraint); the others go on, save the later operations of its
+// key, which come back busy without running: an operation that failed may
+// run again alone (busy, a concurrent request with its request id), and
+// its key's later ones must not commit before it (RenewMany runs them
+// after it, in order: TestRenewManyKeepsTheOrderOfOneKeysRenewals). Each operation runs the statement of
 // its kind above (its change and its audit record in one statement, see
 // batchRecordCTE; a change that came back without its record fails,
 // recordMissingSQL), minus the lock (held already), a release or revoke
@@ -1093,6 +1097,7 @@ DECLARE
     v_delay interval;
     v_rid   text;
     v_busy  bigint[];
+    v_failed bigint[] := '{}';
     v_lock_timeout text;
 BEGIN
     SELECT coalesce(array_agg(u.i), '{}') INTO v_busy
@@ -1123,6 +1128,13 @@ BEGIN
         o_err_state := NULL; o_err_message := NULL; o_err_constraint := NULL; v_sub := NULL; v_rec := NULL;
         IF i = ANY (v_busy) THEN
             o_err_state := 'LS002'; o_err_message := 'the key is locked by another transaction';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        IF cardinality(v_failed) > 0
+           AND EXISTS (SELECT FROM unnest(v_failed) AS f(j) WHERE p_ns[f.j] = v_ns AND p_name[f.j] = v_name) THEN
+            -- An earlier operation of the key failed: this one follows it.
+            o_err_state := 'LS002'; o_err_message := 'an earlier operation of the key in the batch failed';
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -1215,6 +1227,7 @@ BEGIN
             IF o_err_state = '55P03' THEN
                 o_err_state := 'LS002'; -- lock_timeout: another transaction holds the key's row
             END IF;
+            v_failed := v_failed || i::bigint;
             o_owner := NULL; o_token := NULL; o_acquired_at := NULL; o_renewed_at := NULL;
             o_expires_at := NULL; o_version := NULL; o_lock_delay := NULL; o_fresh := NULL; o_outcome := NULL;
         END;

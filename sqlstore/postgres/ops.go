@@ -380,22 +380,23 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // its own audit record, in order, and answers one result per request. A
 // renewal the batch could not tell (its row changed under it, a concurrent
 // request with its request id) runs again alone; so does every renewal when
-// the statement failed as a whole while the deadline allows. It implements
-// [protocol.BulkRenewer].
+// the statement failed as a whole while the deadline allows. A renewal
+// that got no answer (its statement failed as the deadline passed, or its
+// run alone did) answers its error in its result
+// ([backendkit.Unanswered]), and the renewals of the statements that
+// committed keep theirs. It implements [protocol.BulkRenewer].
 //
 // A batch of more than 64 renewals has more subtransactions than a server
 // process keeps in its cache: while it runs (milliseconds for a thousand),
 // other sessions' snapshots check its transaction ids in pg_subtrans.
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
-	out := make([]protocol.Result, 0, len(reqs))
-	for len(reqs) > 0 {
-		n := min(len(reqs), maxRenewBatch)
-		got, err := b.renewMany(ctx, reqs[:n])
-		if err != nil {
-			return nil, err
+	out := make([]protocol.Result, len(reqs))
+	errs := make([]error, len(reqs)) // the error of each renewal that got no answer
+	for start := 0; start < len(reqs); start += maxRenewBatch {
+		end := min(len(reqs), start+maxRenewBatch)
+		if err := b.renewMany(ctx, reqs[start:end], out[start:end], errs[start:end]); err != nil && start == 0 {
+			return nil, err // the first statement failed as the deadline passed: no renewal was answered
 		}
-		out = append(out, got...)
-		reqs = reqs[n:]
 	}
 	return out, nil
 }
@@ -405,8 +406,11 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 // (max_locks_per_transaction times max_connections) is shared.
 const maxRenewBatch = 1000
 
-func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
-	out := make([]protocol.Result, len(reqs))
+// renewMany renews reqs in one statement and sets each one's result in
+// out, and in errs the error of each that got no answer. When the
+// statement failed as a whole as the deadline passed, every renewal
+// answers that error, which it returns.
+func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, out []protocol.Result, errs []error) error {
 	batch := make([]*pendingOp, len(reqs))
 	for i, req := range reqs {
 		batch[i] = &pendingOp{op: protocol.OpRenew, key: req.Key, st: renewSQL, a: b.renewArgs(req)}
@@ -422,7 +426,10 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		})
 	}
 	if err != nil && ctx.Err() != nil {
-		return nil, err
+		for i := range reqs {
+			out[i], errs[i] = backendkit.Unanswered(err), err
+		}
+		return err
 	}
 	again := make([]bool, len(reqs)) // the batch could not tell: it runs again alone
 	for i, p := range batch {
@@ -438,7 +445,7 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		}
 		if err == nil && p.err != nil && !errors.Is(p.err, errRunAlone) && !errors.Is(p.err, errRequestIDRace) &&
 			!errors.Is(p.err, errSerialization) {
-			out[i] = backendkit.Unanswered(p.err)
+			out[i], errs[i] = backendkit.Unanswered(p.err), p.err
 			continue
 		}
 		again[i] = true
@@ -450,9 +457,10 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 			// failed; this one changed nothing for no reason its outcome
 			// tells, which a batch that holds the key's lock never meets.
 			again[i] = false
-			out[i] = backendkit.Unanswered(backendkit.NewError(protocol.OpRenew, protocol.StatusUnavailable, nil,
+			errs[i] = backendkit.NewError(protocol.OpRenew, protocol.StatusUnavailable, nil,
 				"postgres: the batch could not tell this renewal's outcome and renewed a later one of its key; "+
-					"retry with the same request id"))
+					"retry with the same request id")
+			out[i] = backendkit.Unanswered(errs[i])
 		}
 	}
 	// In order: a key's renewals that run again go one after the other.
@@ -462,11 +470,11 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 		}
 		res, rerr := b.Renew(ctx, req)
 		if rerr != nil {
-			res = backendkit.Unanswered(rerr)
+			res, errs[i] = backendkit.Unanswered(rerr), rerr
 		}
 		out[i] = res
 	}
-	return out, nil
+	return nil
 }
 
 // answeredLater reports whether a renewal of batch after the i-th, of its

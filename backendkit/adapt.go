@@ -21,7 +21,8 @@ import (
 // class); once it waited maxWait (twice the smoothed latency of a lone
 // round trip) and one of them overran, a round trip starts for it over the
 // limit: a slot held by an operation whose key keeps it waiting holds no
-// one else up.
+// one else up. A fixed one ([Coalescer.Unstick]) measures the same and
+// keeps its limit.
 //
 // Not safe for concurrent use: the Coalescer calls it under its mutex.
 type adaptive struct {
@@ -32,6 +33,7 @@ type adaptive struct {
 	best   [latencyClasses]float64 // best of the current window
 	prev   [latencyClasses]float64 // best of the previous window
 	window time.Time               // when the current window started
+	fixed  bool                    // the limit stays (Coalescer.Unstick): only latency is measured
 }
 
 const (
@@ -73,6 +75,9 @@ func (a *adaptive) observe(n int, d time.Duration, now time.Time) int {
 		// A round trip that waited on a key's lock says nothing of the
 		// server's load: at most 8 times the smoothed latency counts.
 		a.smooth[k] = 0.8*a.smooth[k] + 0.2*math.Min(x, 8*a.smooth[k])
+	}
+	if a.fixed {
+		return int(a.limit)
 	}
 	if r := a.smooth[k] / base; r < growBelow {
 		a.limit = math.Min(float64(a.max), a.limit+1/a.limit)

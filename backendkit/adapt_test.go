@@ -70,6 +70,46 @@ func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
 	}
 }
 
+// With a fixed limit that Unstick bounds, an operation queued while the
+// only slot is held (an operation its key keeps waiting) goes in a round
+// trip of its own after the max wait, as with an adaptive limit; at the
+// hard maximum it waits for the slot. Round trips that take their best
+// time leave the limit as given.
+func TestUnstickQueueWaitsAtMostMaxWait(t *testing.T) {
+	for _, hardMax := range []int{2, 1} {
+		ran := make(chan int, 1)
+		c := NewCoalescer(1, 8, time.Minute, func(_ context.Context, ops []int) { ran <- len(ops) })
+		c.Unstick(hardMax)
+		release := holdSlot(t, c)
+		done := make(chan Outcome, 1)
+		enqueue(t, c, 1, done)
+		select {
+		case n := <-ran:
+			if hardMax == 1 {
+				t.Fatalf("max 1: a batch of %d ran while the only slot was held", n)
+			}
+		case <-time.After(map[int]time.Duration{1: 300 * time.Millisecond, 2: 5 * time.Second}[hardMax]):
+			if hardMax == 2 {
+				t.Fatal("max 2: the queued operation still waits for the held slot after 5s")
+			}
+		}
+		release()
+		if hardMax == 1 {
+			<-ran
+		}
+		if got := <-done; got != Ran {
+			t.Fatalf("Do = %v, want Ran", got)
+		}
+		c.Wait()
+		for range 400 {
+			c.Do(t.Context(), 0, func() {}, false)
+		}
+		if l := c.Limit(); l != 1 {
+			t.Fatalf("max %d: limit %d after 400 quick round trips, want the fixed 1", hardMax, l)
+		}
+	}
+}
+
 // With an adaptive limit, an operation queued while the slots' round trips
 // are on time waits for one of those slots, however long it waited: a
 // round trip over the limit would only split the batches. Here the only

@@ -26,6 +26,9 @@ import (
 // more round trips at once while the server answers them as fast as it
 // answers one, fewer and larger batches once they queue there; and a queued
 // operation waits at most a few round trips' time for a slot.
+// [Coalescer.Unstick] keeps the limit fixed and gives the queue that
+// bound alone: a slot held by an operation its key keeps waiting holds no
+// one else up.
 // [Coalescer.Gather] lets a slot wait briefly after a batch for its
 // callers' next operations (see gather.go); Gather(0), at any time,
 // turns that off.
@@ -39,7 +42,7 @@ type Coalescer[T any] struct {
 	queue    []*queued[T]
 	running  int         // batch goroutines running (c.mu); Wait waits until none
 	idle     *sync.Cond  // on c.mu: signalled when running drops to 0
-	adapt    *adaptive   // nil: limit stays fixed
+	adapt    *adaptive   // nil: limit stays fixed, and the queue waits for a slot however long
 	kick     *time.Timer // adaptive: starts a round trip for the queue (see kicked)
 	trips    []trip      // adaptive: the round trips running
 	gather   gathering   // after a batch, waiting for its callers' next operations
@@ -372,6 +375,22 @@ func (c *Coalescer[T]) handPanic(batch []*queued[T], p any) bool {
 func (c *Coalescer[T]) Adapt(max int) {
 	c.adapt = newAdaptive(c.limit, max)
 	c.limit = int(c.adapt.limit) // within max from the first Do on
+	c.kick = time.AfterFunc(time.Hour, c.kicked)
+	c.kick.Stop()
+}
+
+// Unstick keeps the limit given to [NewCoalescer] and bounds how long a
+// queued operation waits for a slot as [Coalescer.Adapt] does: once it
+// waited twice a lone round trip's measured latency and a round trip in
+// flight overran (took more than twice the usual latency of its size: a
+// slot held by an operation its key keeps waiting), a round trip starts
+// for the queue over the limit, up to hardMax in flight (the backend's
+// connections; at least the limit). Round trips that run on time keep the
+// queue waiting for their slots. Call it before the first Do, instead of
+// Adapt.
+func (c *Coalescer[T]) Unstick(hardMax int) {
+	c.adapt = newAdaptive(c.limit, max(hardMax, c.limit))
+	c.adapt.fixed = true
 	c.kick = time.AfterFunc(time.Hour, c.kicked)
 	c.kick.Stop()
 }

@@ -53,7 +53,7 @@ func TestBatchCommitFailureAnswersNothingUncommitted(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.MigratedDSN(t)
 			admin := rawConn(t, dsn)
-			b := openBackend(t, dsn, &postgres.Config{MaxInFlight: 1})
+			b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxInFlight: 1}))
 			// After Open, which refuses triggers on the trail that are not the store's own.
 			mustExec(t, admin, fmt.Sprintf(failBatchCommitSQL, code))
 			ctx := ctxT(t)

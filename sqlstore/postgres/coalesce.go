@@ -15,7 +15,9 @@ import (
 
 // Coalescing (group commit). At most [Config.MaxInFlight] state-changing
 // round trips of a Backend are in flight at once (by default a limit that
-// follows measured latency). An operation that finds a
+// follows measured latency), not counting those started over it for a
+// queue that waited behind a round trip that overran (a key holding it
+// up; see newCoalescer). An operation that finds a
 // free slot runs its own statement at once, as if there were no coalescer:
 // one caller never waits for anyone. An operation that finds every slot
 // taken waits in a queue; when a slot frees, everything queued (up to
@@ -84,11 +86,19 @@ type coalescer struct {
 
 // newCoalescer returns the coalescer of b: at most limit round trips in
 // flight, or, with limit 0, a limit that adapts between DefaultMaxInFlight
-// and poolSize (backendkit.Coalescer.Adapt).
-func newCoalescer(b *Backend, limit, poolSize int) *coalescer {
+// and poolSize (backendkit.Coalescer.Adapt). Either way the queue goes in
+// a round trip over the limit, within poolSize, once it waited and a round
+// trip in flight overran (backendkit.Coalescer.Unstick): slots held by
+// operations their keys keep waiting hold no one else up
+// (TestStuckSlotsHoldNoOneUp, TestStuckSlotsHoldNoOneUpWithAFixedLimit);
+// a fixed limit's queue only with unstick, which only tests turn off.
+func newCoalescer(b *Backend, limit, poolSize int, unstick bool) *coalescer {
 	c := &coalescer{b: b}
 	if limit > 0 {
 		c.q = backendkit.NewCoalescer(limit, maxBatch, statementTimeout, c.run)
+		if unstick {
+			c.q.Unstick(max(poolSize, 1))
+		}
 	} else {
 		c.q = backendkit.NewCoalescer(DefaultMaxInFlight, maxBatch, statementTimeout, c.run)
 		c.q.Adapt(max(poolSize, 1))
@@ -102,7 +112,7 @@ func (c *coalescer) do(ctx context.Context, p *pendingOp) (*outcome, error) {
 	switch c.q.Do(ctx, p, func() { p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a) }, false) {
 	case backendkit.NotSent:
 		return nil, backendkit.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
-			"postgres: the deadline passed while the operation waited for a connection; it was not sent")
+			"postgres: the deadline passed while the operation waited in the coalescing queue for a round trip to carry it; it was not sent")
 	case backendkit.Running:
 		return nil, backendkit.NewError(p.op, protocol.StatusTimeout, ctx.Err(),
 			"postgres: the deadline passed while the operation's batch ran")

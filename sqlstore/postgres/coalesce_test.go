@@ -32,7 +32,7 @@ type answer struct {
 }
 
 // batchOf makes ops go to the server as one batch, in order: the backend
-// (MaxInFlight 1) is kept busy by an acquire of a key whose advisory lock
+// (MaxInFlight 1, WithHeldQueue) is kept busy by an acquire of a key whose advisory lock
 // another connection holds, each op is started once the one before waits
 // in the queue, and then the lock is let go. It returns the answers by
 // name.
@@ -134,7 +134,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestCoalescedBatchSemantics(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxConns: 4, MaxInFlight: 1}))
 	ctx := ctxT(t)
 	pool := rawPool(t, dsn)
 	if _, err := pool.Exec(ctx, `
@@ -281,7 +281,7 @@ func TestCoalescedBatchSemantics(t *testing.T) {
 func TestCoalescedCallerGivesUp(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxConns: 4, MaxInFlight: 1}))
 	for i := range 5 {
 		ctx := ctxT(t)
 		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("solo"), Owner: "o", TTL: time.Minute, RequestID: protocol.RandomRequestID()})
@@ -334,7 +334,7 @@ func TestCoalescedCallerGivesUp(t *testing.T) {
 func TestRefusedBatchFunctionStopsGathering(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxConns: 4, MaxInFlight: 1}))
 	postgres.RefuseBatchFunction(b)
 	acq := func(name string) queuedOp {
 		return queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {

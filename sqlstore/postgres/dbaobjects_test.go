@@ -87,7 +87,7 @@ func TestChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
 func TestCoalescedChangesAreNeverCommittedWithoutTheirRecord(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxInFlight: 1}))
 	owner := rawConn(t, dsn)
 	names := []string{"rec-" + protocol.RandomRequestID()[:12], "rec-" + protocol.RandomRequestID()[:12]}
 	ops := []queuedOp{{name: "delete", inline: true, run: func(context.Context) (protocol.Result, error) {

@@ -22,6 +22,20 @@ func WithTestClock(cfg *Config, now func() time.Time) *Config {
 	return cfg
 }
 
+// WithHeldQueue returns cfg (a new Config when nil) whose fixed
+// MaxInFlight keeps queued operations waiting for a slot however long, as
+// before a round trip that overran let the queue go over the limit: a
+// test forms a batch of the operations it queues behind a slot it holds
+// (an operation on a key it keeps locked). It exists only in this
+// package's test binary.
+func WithHeldQueue(cfg *Config) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cfg.testHeldQueue = true
+	return cfg
+}
+
 // SetPruneBatch sets how many records one prune transaction removes, until
 // the test ends.
 func SetPruneBatch(t interface{ Cleanup(func()) }, n int64) {

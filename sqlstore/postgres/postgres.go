@@ -43,7 +43,8 @@
 //
 // Operations that wait at the same moment share a round trip and a commit:
 // a backend keeps at most [Config.MaxInFlight] state-changing round trips
-// in flight, an operation that finds one free runs its own statement at
+// in flight (not counting those a key holds up: the queue goes over the
+// cap behind them), an operation that finds one free runs its own statement at
 // once (a lone caller never waits), and the operations that queued while
 // all were taken go to the server together, applied in order by a
 // temporary function of the connection, each in a subtransaction of its
@@ -165,18 +166,22 @@ type Config struct {
 	// your pool). Default: the DSN's pool_max_conns, else pgxpool's
 	// default (the larger of 4 and the number of CPUs).
 	MaxConns int32
-	// MaxInFlight caps the state-changing round trips (acquire, renew,
-	// release, revoke) the backend has in flight at once. Operations that
-	// arrive while all are taken wait and then go to the server together,
-	// as one statement and one commit (coalescing; see coalesce.go), each
-	// still atomic, fenced, audited and idempotent on its own. An operation
-	// that finds a free slot never waits. Default (0): the cap adapts to
-	// measured latency, up to the pool's size while the server answers
-	// more round trips as fast as one, down to [DefaultMaxInFlight] when
-	// it queues them; a queued operation waits for a slot while the round
-	// trips in flight take their usual time, and once one overran (a key
-	// holding it up) a round trip starts for the queue after twice a lone
-	// round trip's latency (see backendkit.Coalescer.Adapt).
+	// MaxInFlight caps the ordinary state-changing round trips (acquire,
+	// renew, release, revoke) the backend has in flight at once.
+	// Operations that arrive while all are taken wait and then go to the
+	// server together, as one statement and one commit (coalescing; see
+	// coalesce.go), each still atomic, fenced, audited and idempotent on
+	// its own. An operation that finds a free slot never waits. Default
+	// (0): the cap adapts to measured latency, up to the pool's size while
+	// the server answers more round trips as fast as one, down to
+	// [DefaultMaxInFlight] when it queues them (see
+	// backendkit.Coalescer.Adapt). Fixed or adaptive, stuck round trips do
+	// not count against it: a queued operation waits for a slot while the
+	// round trips in flight take their usual time, and once one overran (a
+	// key holding it up) a round trip starts for the queue, over the cap
+	// but within the pool's size, after twice a lone round trip's latency,
+	// so operations waiting on their keys delay no operation on another
+	// key (see backendkit.Coalescer.Unstick).
 	MaxInFlight int
 	// NoCoalescing sends every operation as its own statement (as many at
 	// once as the pool allows), for comparison. Default: false, operations
@@ -216,6 +221,10 @@ type Config struct {
 	// export_test.go) after each prune batch that committed and was not
 	// the prune's last, before the next begins.
 	testBetweenPruneBatches func()
+	// testHeldQueue keeps a fixed MaxInFlight's queue waiting for a slot
+	// however long, in this package's tests that form a batch behind a
+	// slot they hold (see export_test.go).
+	testHeldQueue bool
 }
 
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
@@ -384,7 +393,7 @@ func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config, pooled bool) *Backen
 		listen: listener{idle: cfg.ListenerIdle, dsn: cfg.ListenDSN}}
 	b.noBatch.Store(pooled) // the batch function is a temporary object
 	if !cfg.NoCoalescing && !pooled {
-		b.co = newCoalescer(b, cfg.MaxInFlight, int(pool.Config().MaxConns))
+		b.co = newCoalescer(b, cfg.MaxInFlight, int(pool.Config().MaxConns), !cfg.testHeldQueue)
 	}
 	return b
 }

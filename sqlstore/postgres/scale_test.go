@@ -189,7 +189,7 @@ func TestRenewAfterSetAsideIsListed(t *testing.T) {
 func TestBatchedRenewAfterSetAsideIsListed(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxConns: 4, MaxInFlight: 1}))
 	ns := pgtest.Namespace()
 	key := keysIn(ns)
 	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})

@@ -16,13 +16,15 @@ import (
 // Two operations queue behind the one slot, the first on a key another
 // session keeps locked, the second on a free key; when the slot frees they
 // go together, and the free key's acquire must not wait for the locked
-// key's (which waits until its own deadline).
+// key's (which waits until its own deadline). The queue is held
+// (WithHeldQueue) so that the two go together, as they do when both queue
+// within the wait after which a round trip over the limit takes the queue.
 func TestStuckKeyDelaysNoOtherKeyWithoutTheBatchFunction(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	ns := pgtest.Namespace()
 	key := keysIn(ns)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, MaxInFlight: 1})
+	b := openBackend(t, dsn, postgres.WithHeldQueue(&postgres.Config{MaxConns: 4, MaxInFlight: 1}))
 	postgres.RefuseBatchFunction(b)
 	acq := func(name string) queuedOp {
 		return queuedOp{name: name, run: func(ctx context.Context) (protocol.Result, error) {

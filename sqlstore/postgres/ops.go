@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -191,11 +192,18 @@ type outcome struct {
 // can.
 func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, st statement, a args,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
+	return b.changeVia(ctx, b.co, op, key, st, a, classify)
+}
+
+// changeVia is change whose first attempt goes through co, or alone when
+// co is nil.
+func (b *Backend) changeVia(ctx context.Context, co *coalescer, op protocol.Op, key protocol.Key, st statement, a args,
+	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
 	for attempt := 1; ; attempt++ {
 		var o *outcome
 		err := retrySerialization(ctx, op, func() (err error) {
-			if attempt == 1 && b.co != nil {
-				o, err = b.co.do(ctx, &pendingOp{op: op, key: key, st: st, a: a})
+			if attempt == 1 && co != nil {
+				o, err = co.do(ctx, &pendingOp{op: op, key: key, st: st, a: a})
 			} else {
 				o, err = b.runChange(ctx, op, key, st, a)
 			}
@@ -378,9 +386,13 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // RenewMany renews reqs in one statement per thousand (the batch function of
 // coalescing; see coalesce.go), each in a subtransaction of its own with
 // its own audit record, in order, and answers one result per request. A
-// renewal the batch could not tell (its row changed under it, a concurrent
-// request with its request id) runs again alone; so does every renewal when
-// the statement failed as a whole while the deadline allows. A renewal
+// renewal the batch could not tell (its key locked by another session, a
+// concurrent request with its request id) runs again alone, and so do its
+// key's later ones, after it; so does every renewal when the statement
+// failed as a whole while the deadline allows. Those runs alone go at once
+// for different keys (as many as the pool has connections), one after
+// the other for one key, so a key whose lock another session holds until
+// the deadline delays no renewal of another key. A renewal
 // that got no answer (its statement failed as the deadline passed, or its
 // run alone did) answers its error in its result
 // ([backendkit.Unanswered]), and the renewals of the statements that
@@ -463,18 +475,58 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, o
 			out[i] = backendkit.Unanswered(errs[i])
 		}
 	}
-	// In order: a key's renewals that run again go one after the other.
-	for i, req := range reqs {
-		if !again[i] {
-			continue
+	var idx []int
+	for i := range again {
+		if again[i] {
+			idx = append(idx, i)
 		}
-		res, rerr := b.Renew(ctx, req)
-		if rerr != nil {
-			res, errs[i] = backendkit.Unanswered(rerr), rerr
-		}
-		out[i] = res
 	}
+	renew := b.renewAlone
+	if len(reqs) == 1 || b.noBatch.Load() {
+		renew = b.Renew // no batch was sent: coalesced as any renewal
+	}
+	b.renewEach(ctx, reqs, idx, out, errs, renew)
 	return nil
+}
+
+// renewAlone renews req as Renew does, its statement sent alone (it runs
+// again after a batch).
+func (b *Backend) renewAlone(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	return b.changeVia(ctx, nil, protocol.OpRenew, req.Key, renewSQL, b.renewArgs(req), classifyRenew(req))
+}
+
+// renewEach renews reqs[i] with renew for each i of idx, setting out[i],
+// and errs[i] when it failed. The renewals of different keys run at once,
+// at most as many as the pool has connections; those of one key one after
+// the other, in order: a key whose lock another session holds delays its
+// own later renewals, and no other key's.
+func (b *Backend) renewEach(ctx context.Context, reqs []protocol.RenewRequest, idx []int, out []protocol.Result,
+	errs []error, renew func(context.Context, protocol.RenewRequest) (protocol.Result, error)) {
+	byKey := map[protocol.Key][]int{}
+	var keys []protocol.Key
+	for _, i := range idx {
+		k := reqs[i].Key
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	sem := make(chan struct{}, max(int(b.pool.Config().MaxConns), 1))
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, i := range byKey[k] {
+				res, err := renew(ctx, reqs[i])
+				if err != nil {
+					res, errs[i] = backendkit.Unanswered(err), err
+				}
+				out[i] = res
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // answeredLater reports whether a renewal of batch after the i-th, of its

@@ -31,7 +31,7 @@ import (
 // safe. After a batch, its slot waits a moment for the batch's callers'
 // next operations (backendkit.Coalescer.Gather), so that callers in a
 // loop share round trips instead of taking turns; not once the server
-// refused the batch function (then a batch's operations run one by one,
+// refused the batch function (then each operation of a batch runs alone,
 // and a wait would save no round trip).
 //
 // A batch runs in a goroutine of the coalescer's, under a deadline of its
@@ -123,12 +123,23 @@ func (c *coalescer) do(ctx context.Context, p *pendingOp) (*outcome, error) {
 // wait waits for the batches in flight (Close).
 func (c *coalescer) wait() { c.q.Wait() }
 
-// run sends batch and answers each of its operations.
+// run sends batch and answers each of its operations. Without the batch
+// function (the server refused it) every operation of a batch of several
+// goes back to its caller to run alone, in the caller's goroutine and
+// under its deadline, as one whose key is busy does: run here one after
+// the other, an operation waiting on its key held up the others
+// (TestStuckKeyDelaysNoOtherKeyWithoutTheBatchFunction).
 func (c *coalescer) run(ctx context.Context, batch []*pendingOp) {
-	if len(batch) == 1 || c.b.noBatch.Load() {
+	switch {
+	case len(batch) == 1:
+		p := batch[0]
+		p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a)
+		return
+	case c.b.noBatch.Load():
 		for _, p := range batch {
-			p.o, p.err = c.b.runChange(ctx, p.op, p.key, p.st, p.a)
+			p.o, p.err = nil, errRunAlone
 		}
+		c.alone.Add(int64(len(batch)))
 		return
 	}
 	c.batches.Add(1)
@@ -210,8 +221,8 @@ func (b *Backend) sendBatch(ctx context.Context, batch []*pendingOp) error {
 		if _, err := conn.Exec(ctx, fnSQL); err != nil {
 			if errors.As(err, &pe) && pe.Code == "42501" {
 				// No TEMP privilege on the database: never batch, and
-				// never gather (operations run one by one, so a wait
-				// for the callers saves no round trip).
+				// never gather (operations run alone, so a wait for
+				// the callers saves no round trip).
 				b.noBatch.Store(true)
 				if b.co != nil { // nil: a bulk renew without coalescing
 					b.co.q.Gather(0)

@@ -1,7 +1,10 @@
 package postgres_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +61,69 @@ func TestRenewManyWithTheServerUnreachableFails(t *testing.T) {
 			results[0].Status, results[0].Message)
 	}
 	wantErrStatus(t, "renew many with the server unreachable", err, protocol.StatusUnavailable)
+}
+
+// The same over HTTP: POST /v1/renew-many while the served store's server
+// cannot be reached answers no renewal, so the request as a whole failed,
+// and DESIGN.md's HTTP codes say how: 503 for unavailable, the body's
+// status unavailable, each renewal's result unavailable too. It answered
+// 200 "found", as if the store had answered.
+func TestRenewManyWithTheServerUnreachableOverHTTP(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	ns := pgtest.Namespace()
+	var link partition
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.ConnConfig.DialFunc = link.dial
+	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b, err := postgres.New(ctxT(t), pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.heal)
+	url := serveHTTP(t, b, false, nil)
+	var renewals []string
+	for i := range 3 {
+		res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: fmt.Sprintf("k%d", i)},
+			Owner: "w", TTL: time.Hour, RequestID: fmt.Sprintf("a%d", i)})
+		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
+		renewals = append(renewals, fmt.Sprintf(`{"namespace":%q,"key":%q,"owner":"w","token":%d,"ttl":"1h"}`,
+			ns, res.Lease.Key.Name, res.Lease.Token))
+	}
+	link.cut()
+	resp, err := http.Post(url+"/v1/renew-many", "application/json",
+		strings.NewReader(`{"renewals":[`+strings.Join(renewals, ",")+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Results []struct {
+			Status string `json:"status"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatalf("renew many over HTTP: %d, body: %v", resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || page.Status != string(protocol.StatusUnavailable) {
+		t.Fatalf("renew many over HTTP with the server unreachable: %d %q (%s), want 503 unavailable",
+			resp.StatusCode, page.Status, page.Message)
+	}
+	if len(page.Results) != len(renewals) {
+		t.Fatalf("%d results for %d renewals", len(page.Results), len(renewals))
+	}
+	for i, r := range page.Results {
+		if r.Status != string(protocol.StatusUnavailable) {
+			t.Fatalf("renewal %d over HTTP with the server unreachable: %s, want unavailable", i, r.Status)
+		}
+	}
 }

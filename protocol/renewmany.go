@@ -48,9 +48,10 @@ var _ BulkRenewer = (*Runtime)(nil)
 // is nil when the store answered; when it could not (timeout, unavailable,
 // closed), every request sent has that status in its result, and the error
 // is the *Error of the first. A backend whose renewals travel apart (etcd,
-// a served store split over requests) may also answer some requests
-// timeout or unavailable in their results with a nil error: each request
-// fails alone, so check every result's status. More than [MaxRenewMany] requests are
+// a served store split over requests, PostgreSQL's statements of a
+// thousand and the renewals it runs again alone) may also answer some
+// requests timeout or unavailable in their results with a nil error: each
+// request fails alone, so check every result's status. More than [MaxRenewMany] requests are
 // refused as a whole (invalid, nothing sent). RenewMany is safe for
 // concurrent use.
 func (r *Runtime) RenewMany(ctx context.Context, reqs []RenewRequest) ([]Result, error) {

@@ -396,7 +396,10 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // that got no answer (its statement failed as the deadline passed, or its
 // run alone did) answers its error in its result
 // ([backendkit.Unanswered]), and the renewals of the statements that
-// committed keep theirs. It implements [protocol.BulkRenewer].
+// committed keep theirs. It returns an error (and no results) only when
+// no renewal was answered, the first one's (the server unreachable, the
+// deadline passed before any answer), as etcd's does. It implements
+// [protocol.BulkRenewer].
 //
 // A batch of more than 64 renewals has more subtransactions than a server
 // process keeps in its cache: while it runs (milliseconds for a thousand),
@@ -406,9 +409,15 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 	errs := make([]error, len(reqs)) // the error of each renewal that got no answer
 	for start := 0; start < len(reqs); start += maxRenewBatch {
 		end := min(len(reqs), start+maxRenewBatch)
-		if err := b.renewMany(ctx, reqs[start:end], out[start:end], errs[start:end]); err != nil && start == 0 {
-			return nil, err // the first statement failed as the deadline passed: no renewal was answered
+		b.renewMany(ctx, reqs[start:end], out[start:end], errs[start:end])
+	}
+	for _, err := range errs {
+		if err == nil {
+			return out, nil
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errs[0] // no renewal was answered: the call fails as a whole
 	}
 	return out, nil
 }
@@ -421,8 +430,8 @@ const maxRenewBatch = 1000
 // renewMany renews reqs in one statement and sets each one's result in
 // out, and in errs the error of each that got no answer. When the
 // statement failed as a whole as the deadline passed, every renewal
-// answers that error, which it returns.
-func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, out []protocol.Result, errs []error) error {
+// answers that error.
+func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, out []protocol.Result, errs []error) {
 	batch := make([]*pendingOp, len(reqs))
 	for i, req := range reqs {
 		batch[i] = &pendingOp{op: protocol.OpRenew, key: req.Key, st: renewSQL, a: b.renewArgs(req)}
@@ -441,7 +450,7 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, o
 		for i := range reqs {
 			out[i], errs[i] = backendkit.Unanswered(err), err
 		}
-		return err
+		return
 	}
 	again := make([]bool, len(reqs)) // the batch could not tell: it runs again alone
 	for i, p := range batch {
@@ -486,7 +495,6 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, o
 		renew = b.Renew // no batch was sent: coalesced as any renewal
 	}
 	b.renewEach(ctx, reqs, idx, out, errs, renew)
-	return nil
 }
 
 // renewAlone renews req as Renew does, its statement sent alone (it runs

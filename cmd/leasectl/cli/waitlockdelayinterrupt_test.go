@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -25,7 +27,7 @@ func TestInterruptedWaitShowsTheLockDelay(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
-			o := runCLIFor(t, 300*time.Millisecond, e, append([]string{"-o", "json"}, args...)...)
+			o := runCLIInterruptedOnLog(t, "waiting: ", e, append([]string{"-o", "json"}, args...)...)
 			wantCode(t, o, ExitInterrupted)
 			m := o.json(t)
 			msg, _ := m["message"].(string)
@@ -38,7 +40,7 @@ func TestInterruptedWaitShowsTheLockDelay(t *testing.T) {
 				t.Errorf("interrupted wait on a key kept by a lock-delay: message %q, want it to start %q, say it stopped "+
 					"waiting and when the key is free, and not call the ended lease held", msg, protocol.LockDelayPrefix)
 			}
-			o = runCLIFor(t, 300*time.Millisecond, e, args...)
+			o = runCLIInterruptedOnLog(t, "waiting: ", e, args...)
 			wantCode(t, o, ExitInterrupted)
 			if out := o.stdout + o.stderr; !strings.Contains(out, "acquires answer conflict until") ||
 				strings.Contains(out, "if it is revoked or runs out") || !strings.Contains(out, "(ended ") {
@@ -46,4 +48,34 @@ func TestInterruptedWaitShowsTheLockDelay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runCLIInterruptedOnLog is runCLI interrupted (as main cancels the context
+// on SIGINT) once stderr holds line, a log line the command writes when it
+// has reached the state to interrupt (a wait's "waiting: "): an interrupt
+// after a fixed time could land while the store was still opening, on a
+// loaded machine, and test another path. It fails the test when line does
+// not come within 30s.
+func runCLIInterruptedOnLog(t *testing.T, line string, e env, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() { done <- Execute(ctx, args, nil, &stdout, &stderr, e.get) }()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(stderr.String(), line) {
+		select {
+		case code := <-done:
+			t.Fatalf("leasectl %v exited %d before logging %q\nstdout: %s\nstderr: %s", args, code, line, stdout.String(), stderr.String())
+		case <-deadline:
+			cancel()
+			<-done
+			t.Fatalf("leasectl %v: no %q on stderr within 30s\nstdout: %s\nstderr: %s", args, line, stdout.String(), stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	code := <-done
+	return outcome{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }

@@ -74,3 +74,28 @@ func TestKeyValueDSN(t *testing.T) {
 		t.Fatalf("a bare path: %v", err)
 	}
 }
+
+// A KEY whose namespace part (before the first '/') or name part (after
+// it) is empty is refused with the KEY to write instead. It said only
+// "namespace: must not be empty" (leasectl get /etc) or "key: must not
+// be empty" (leasectl get jobs/), naming neither the part of KEY that was
+// read so nor the way to write the name meant.
+func TestEmptyKeyPartSaysWhatToWrite(t *testing.T) {
+	t.Parallel()
+	e := sqliteEnv(t)
+	for _, c := range []struct {
+		key  string
+		want []string // each in stderr
+	}{
+		{"/lead", []string{`"/lead"`, "default//lead", "-n"}},
+		{"trail/", []string{`"trail/"`, "default/trail/"}},
+	} {
+		o := runCLI(t, e, "acquire", c.key, "--owner", "w")
+		wantCode(t, o, ExitUsage)
+		for _, w := range c.want {
+			if !strings.Contains(o.stderr, w) {
+				t.Errorf("acquire %s: stderr lacks %q:\n%s", c.key, w, o.stderr)
+			}
+		}
+	}
+}

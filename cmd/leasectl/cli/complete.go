@@ -70,7 +70,7 @@ func (a *app) completeKeys(cmd *cobra.Command, args []string, toComplete string)
 		return nil, none
 	}
 	defer done()
-	k, err := keyArg(cmd, ns, toComplete)
+	k, err := splitKeyArg(cmd, ns, toComplete)
 	if err != nil {
 		return nil, none
 	}

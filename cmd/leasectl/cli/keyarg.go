@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,8 +16,32 @@ import (
 // protocol.KeyFromString reads it; a KEY without "/" is a name in the
 // default namespace. With -n NS, NS is the namespace as written (no
 // escapes, as in JSON) and KEY the name in it, as written (it may hold
-// slashes). A malformed escape in KEY's namespace is invalid input.
+// slashes). A malformed escape in KEY's namespace, or an empty namespace
+// or name part ("/x", "x/"), is invalid input, refused with the KEY to
+// write for that text as a name in the default namespace.
 func keyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
+	k, err := splitKeyArg(cmd, ns, arg)
+	if err != nil || cmd.Flags().Changed("namespace") {
+		return k, err
+	}
+	var part string
+	switch {
+	case k.Namespace == "" && strings.HasPrefix(arg, "/"):
+		part = "no namespace before its first /"
+	case k.Name == "" && strings.Contains(arg, "/"):
+		part = "no name after its first /"
+	default:
+		return k, nil
+	}
+	meant := protocol.Key{Namespace: protocol.DefaultNamespace, Name: arg}.String()
+	return protocol.Key{}, &failure{status: string(protocol.StatusInvalid), err: fmt.Errorf(
+		"key %q: %s: write %s for the name %s in namespace %s, or give the namespace with -n and the name as KEY",
+		arg, part, meant, arg, protocol.DefaultNamespace)}
+}
+
+// splitKeyArg reads KEY as keyArg does, but takes an empty namespace or
+// name part as it comes: completion reads "NS/" as every name in NS.
+func splitKeyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
 	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
 		return protocol.Key{Namespace: ns, Name: arg}, nil
 	}

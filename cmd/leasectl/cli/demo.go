@@ -332,14 +332,26 @@ func (d *demo) hold(ctx context.Context, worker, shard string) (*holder, error) 
 }
 
 // race has four workers race for three shards; each tries the shards in
-// its own order and keeps the first it gets.
+// its own order and keeps the first it gets. The story is told once the
+// race is over, in the order the calls returned except that a conflict
+// with a holder comes after that holder's acquire, and a worker's "found
+// every shard held" after every acquire: told as each call returned, a
+// conflict could come before the acquire it met.
 func (d *demo) race(ctx context.Context) (map[string]*holder, string, error) {
 	d.say("")
 	d.say("1. Four workers race for three shards, each wanting one.")
 	shards := []string{"shard-a", "shard-b", "shard-c"}
+	// raceEvent is one call's outcome: an acquire (holder empty), a
+	// conflict with holder, or a worker that found every shard held
+	// (shard empty).
+	type raceEvent struct {
+		worker, shard, holder string
+		token                 int64
+	}
 	var (
 		mu      sync.Mutex
 		holders = map[string]*holder{}
+		events  []raceEvent
 		losers  []string
 		errs    []error
 		wg      sync.WaitGroup
@@ -353,29 +365,50 @@ func (d *demo) race(ctx context.Context) (map[string]*holder, string, error) {
 				shard := shards[(i+j)%len(shards)]
 				h, err := d.hold(ctx, worker, shard)
 				var pe *protocol.Error
+				mu.Lock()
 				switch {
 				case err == nil:
-					d.say("   %s acquired %s with token %d", worker, shard, h.held.Token())
-					mu.Lock()
+					events = append(events, raceEvent{worker: worker, shard: shard, token: h.held.Token()})
 					holders[shard] = h
 					mu.Unlock()
 					return
 				case errors.As(err, &pe) && pe.Status == protocol.StatusConflict && pe.Lease != nil:
-					d.say("   %s wanted %s: conflict, %s holds it with token %d", worker, shard, pe.Lease.Owner, pe.Lease.Token)
+					events = append(events, raceEvent{worker: worker, shard: shard, holder: pe.Lease.Owner, token: pe.Lease.Token})
+					mu.Unlock()
 				default:
-					mu.Lock()
 					errs = append(errs, fmt.Errorf("demo: %s acquires %s: %w", worker, shard, err))
 					mu.Unlock()
 					return
 				}
 			}
-			d.say("   %s found every shard held; it will wait for one", worker)
 			mu.Lock()
+			events = append(events, raceEvent{worker: worker})
 			losers = append(losers, worker)
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	told := map[raceEvent]bool{}
+	tellAcquire := func(match func(raceEvent) bool) {
+		for _, ev := range events {
+			if ev.holder == "" && ev.shard != "" && !told[ev] && match(ev) {
+				told[ev] = true
+				d.say("   %s acquired %s with token %d", ev.worker, ev.shard, ev.token)
+			}
+		}
+	}
+	for _, ev := range events {
+		switch {
+		case ev.shard == "":
+			tellAcquire(func(raceEvent) bool { return true })
+			d.say("   %s found every shard held; it will wait for one", ev.worker)
+		case ev.holder != "":
+			tellAcquire(func(a raceEvent) bool { return a.worker == ev.holder && a.shard == ev.shard && a.token == ev.token })
+			d.say("   %s wanted %s: conflict, %s holds it with token %d", ev.worker, ev.shard, ev.holder, ev.token)
+		default:
+			tellAcquire(func(a raceEvent) bool { return a == ev })
+		}
+	}
 	if len(errs) > 0 {
 		return holders, "", failWith(errors.Join(errs...))
 	}

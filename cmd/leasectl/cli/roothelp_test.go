@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -215,5 +216,35 @@ func checkSynopsis(t *testing.T, file, block string, all bool) {
 		if !seen[c.CommandPath()] {
 			t.Errorf("%s's synopsis has no line for %s", file, c.CommandPath())
 		}
+	}
+}
+
+// The root help's table of DSN forms reads as two columns: every
+// description, and every line that goes on with one, starts at the same
+// column. The http line's started two columns right of the others, and
+// the lines that went on one column left.
+func TestRootHelpDSNTableIsAligned(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, env{}, "--help")
+	wantCode(t, o, ExitOK)
+	_, table, _ := strings.Cut(o.stdout, "in the working directory:\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	cols := map[int]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		// The description starts after the first run of two or more
+		// spaces past the form, or after the indent of a line going on.
+		trimmed := strings.TrimLeft(line, " ")
+		col := len(line) - len(trimmed)
+		if col == 2 {
+			i := strings.Index(trimmed, "  ")
+			if i < 0 {
+				t.Fatalf("DSN line without a description: %q", line)
+			}
+			col += i + len(trimmed[i:]) - len(strings.TrimLeft(trimmed[i:], " "))
+		}
+		cols[col] = true
+	}
+	if len(cols) != 1 {
+		t.Errorf("the root help's DSN descriptions start at columns %v, want one:\n%s", slices.Sorted(maps.Keys(cols)), table)
 	}
 }

@@ -426,12 +426,12 @@ in the working directory:
   sqlite:PATH                                 SQLite file, created and migrated on first use
   postgres://USER:PASSWORD@HOST:PORT/DB?...   PostgreSQL (pgx connection string; postgresql://
   or host=HOST user=USER dbname=DB ...        and libpq's key=value form too); never migrated
-                                             implicitly: run 'leasectl migrate up'
+                                              implicitly: run 'leasectl migrate up'
   etcd://HOST:PORT[,HOST:PORT...]/PREFIX      etcd cluster (etcds:// for TLS; USER:PASSWORD@
-                                             and ?cacert=&cert=&key=&dial-timeout= as etcdctl's)
-  http://HOST:PORT or https://HOST:PORT        a store served by 'leasectl serve'; the bearer token
-                                             comes from $LEASESTORE_API_TOKEN; a certificate of a
-                                             private CA: https://HOST:PORT?cacert=CA.pem
+                                              and ?cacert=&cert=&key=&dial-timeout= as etcdctl's)
+  http://HOST:PORT or https://HOST:PORT       a store served by 'leasectl serve'; the bearer token
+                                              comes from $LEASESTORE_API_TOKEN; a certificate of a
+                                              private CA: https://HOST:PORT?cacert=CA.pem
 
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;

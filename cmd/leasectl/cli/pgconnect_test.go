@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -35,6 +36,34 @@ func TestPostgresRefusedConnectionNamesTheFix(t *testing.T) {
 			}
 			if strings.Contains(o.stderr, "refused the statement") {
 				t.Errorf("%s --dsn %s: stderr %q calls a refused connection a refused statement", strings.Join(args, " "), dsn, o.stderr)
+			}
+		}
+	}
+}
+
+// A DSN whose host and port nothing answers at (no server running there,
+// a wrong port, a host that does not resolve) is refused naming what to
+// check (exit 5). It said "postgres: cannot connect" and the driver's
+// words only.
+func TestPostgresUnreachableNamesTheFix(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := l.Addr().String()
+	l.Close()
+	for _, dsn := range []string{
+		"postgres://root@" + free + "/test?sslmode=disable",
+		"postgres://root@leasestore-no-such-host.invalid:5432/test?sslmode=disable",
+	} {
+		for _, args := range [][]string{{"get", "k"}, {"migrate", "status"}} {
+			o := runCLI(t, env{}, append(args, "--dsn", dsn, "--timeout", "3s")...)
+			wantCode(t, o, ExitUnavailable)
+			for _, w := range []string{"host and port", "server"} {
+				if !strings.Contains(o.stderr, w) {
+					t.Errorf("%s --dsn %s: stderr %q lacks %q", strings.Join(args, " "), dsn, o.stderr, w)
+				}
 			}
 		}
 	}

@@ -242,6 +242,12 @@ func interpretError(op protocol.Op, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), pgconn.Timeout(err):
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
+	case errors.As(err, &ce) && isNetError(err):
+		// Nothing answered at the DSN's address: refused, unreachable, or
+		// a host name that does not resolve.
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"postgres: cannot connect: check the DSN's host and port, and that the server runs and listens "+
+				"there (its listen_addresses and port)")
 	case errors.As(err, &ce):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: cannot connect")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isNetError(err):

@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A command whose context is cancelled before it has an answer exits 130
@@ -48,7 +47,7 @@ func TestInterruptedWait(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
-			o := runCLIFor(t, 500*time.Millisecond, e, append([]string{"-o", "json"}, args...)...)
+			o := runCLIInterruptedOnLog(t, "waiting: ", e, append([]string{"-o", "json"}, args...)...)
 			wantCode(t, o, ExitInterrupted)
 			m := o.json(t)
 			l, _ := m["lease"].(map[string]any)
@@ -56,7 +55,7 @@ func TestInterruptedWait(t *testing.T) {
 				!strings.Contains(m["message"].(string), "stopped waiting") {
 				t.Fatalf("interrupted wait printed %v, want status interrupted with the holder", m)
 			}
-			o = runCLIFor(t, 500*time.Millisecond, e, args...)
+			o = runCLIInterruptedOnLog(t, "waiting: ", e, args...)
 			wantCode(t, o, ExitInterrupted)
 			if !strings.Contains(o.stdout+o.stderr, "interrupted") || strings.Contains(o.stdout+o.stderr, "conflict") {
 				t.Fatalf("interrupted wait in a table: stdout %q stderr %q, want interrupted, not conflict", o.stdout, o.stderr)

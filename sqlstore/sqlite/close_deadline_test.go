@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -115,4 +116,70 @@ func openFiles(t *testing.T, path string) []string {
 		}
 	}
 	return out
+}
+
+// TestCloseWithAnEndedContextClosesAnIdleBackend: Close given a context
+// that has ended already (a shutdown whose budget is spent, a Runtime
+// whose in-flight operations used up its context) answered timeout at
+// once, saying it left "its start", on a Backend with nothing in flight,
+// whose shutdown waits for nothing: the caller was told the Backend might
+// still hold its file, and the file stayed open until the background
+// shutdown ended. With nothing in flight Close must finish and answer nil,
+// from Open (the file closed when it returns) and from New (the borrowed
+// *sql.DB left open).
+func TestCloseWithAnEndedContextClosesAnIdleBackend(t *testing.T) {
+	t.Parallel()
+	for _, from := range []string{"Open", "New"} {
+		t.Run(from, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			path := migratedFile(t)
+			var (
+				b   *sqlite.Backend
+				db  *sql.DB
+				err error
+			)
+			if from == "Open" {
+				b, err = sqlite.Open(ctx, path, nil)
+			} else {
+				db = rawDB(t, path)
+				b, err = sqlite.New(ctx, db, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Calls that ended: nothing is in flight.
+			res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "r1"})
+			if err != nil || res.Status != protocol.StatusAcquired {
+				t.Fatalf("acquire: %v %v", res.Status, err)
+			}
+			if _, err := b.Get(ctx, protocol.GetRequest{Key: key("k")}); err != nil {
+				t.Fatal(err)
+			}
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			start := time.Now()
+			if err := b.Close(ended); err != nil {
+				t.Fatalf("Close with a context that had ended, nothing in flight: %v (after %v); want nil: the shutdown waits for nothing",
+					err, time.Since(start).Round(time.Millisecond))
+			}
+			if _, err := b.Get(ctx, protocol.GetRequest{Key: key("k")}); !errors.Is(err, protocol.ErrClosed) {
+				t.Errorf("get after Close: %v; want closed", err)
+			}
+			if err := b.Close(ended); err != nil {
+				t.Errorf("second Close with an ended context: %v; want the first's nil", err)
+			}
+			if from == "New" {
+				if err := db.PingContext(ctx); err != nil {
+					t.Errorf("the *sql.DB given to New was closed: %v", err)
+				}
+				return
+			}
+			if runtime.GOOS == "linux" {
+				if fds := openFiles(t, path); len(fds) > 0 {
+					t.Errorf("after Close answered nil, the process still has %s open", strings.Join(fds, ", "))
+				}
+			}
+		})
+	}
 }

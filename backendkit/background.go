@@ -14,6 +14,7 @@ import (
 type Background struct {
 	mu      sync.Mutex
 	closing bool
+	running int // work in progress (mu), for TryWait
 	wg      sync.WaitGroup
 }
 
@@ -26,10 +27,16 @@ func (b *Background) Go(fn func()) <-chan struct{} {
 		return nil
 	}
 	b.wg.Add(1)
+	b.running++
 	done := make(chan struct{})
 	go func() {
 		defer b.wg.Done()
 		defer close(done)
+		defer func() {
+			b.mu.Lock()
+			b.running--
+			b.mu.Unlock()
+		}()
 		fn()
 	}()
 	return done
@@ -41,6 +48,15 @@ func (b *Background) Wait() {
 	b.closing = true
 	b.mu.Unlock()
 	b.wg.Wait()
+}
+
+// TryWait refuses new work, as Wait does, and reports whether no work is
+// in progress (then Wait returns at once), without waiting.
+func (b *Background) TryWait() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = true
+	return b.running == 0
 }
 
 // GoAwait runs fn as Go does and waits for it until ctx ends and grace

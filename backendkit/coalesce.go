@@ -409,6 +409,17 @@ func (c *Coalescer[T]) QueueLen() int {
 	return len(c.queue)
 }
 
+// TryWait is Wait that does not wait: it reports whether no batch is in
+// flight (then Wait would have returned at once).
+func (c *Coalescer[T]) TryWait() bool {
+	if c.kick != nil {
+		c.kick.Stop()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running == 0
+}
+
 // Wait waits for the batches in flight (a backend's Close), also for one
 // that starts while it waits.
 func (c *Coalescer[T]) Wait() {

@@ -342,3 +342,21 @@ func (n *notifier) close() {
 		<-p.done
 	}
 }
+
+// tryClose is close when no poller runs (or the one that ran ended): it
+// reports whether it closed n, without waiting.
+func (n *notifier) tryClose() bool {
+	n.mu.Lock()
+	n.closed = true
+	p := n.poll
+	n.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.done:
+		default:
+			return false
+		}
+	}
+	n.signalAll()
+	return true
+}

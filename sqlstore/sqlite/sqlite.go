@@ -129,14 +129,11 @@ type Backend struct {
 	// alone is held shared by each write run alone (writeAlone) and taken
 	// by Close's work (shut), once closed is set, to wait for them: the
 	// Coalescer's Wait (waitWrites) waits for batches only.
-	alone     sync.RWMutex
-	closeOnce sync.Once
-	// closeDone is closed once Close's work (shut) ended, closeErr set;
-	// closeStep says what it waits for meanwhile, for a Close whose
-	// context ends first.
-	closeDone chan struct{}
-	closeStep atomic.Pointer[string]
-	closeErr  error
+	alone sync.RWMutex
+	// closer runs Close's work (shut) once, in a goroutine, and lets a
+	// Close whose context ends answer while that work waits for what is
+	// in flight.
+	closer backendkit.Closer
 }
 
 var (
@@ -462,8 +459,7 @@ func newBackend(ctx context.Context, db *sql.DB, cfg *Config, owned bool) (*Back
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	b := &Backend{db: db, owned: owned, now: cfg.testNow, betweenPruneBatches: cfg.testBetweenPruneBatches,
-		closeDone: make(chan struct{})}
+	b := &Backend{db: db, owned: owned, now: cfg.testNow, betweenPruneBatches: cfg.testBetweenPruneBatches}
 	maxBatch := maxWriteBatch
 	if cfg.NoCoalescing {
 		maxBatch = 1
@@ -656,37 +652,30 @@ func (b *Backend) probeWrite(ctx context.Context) error {
 // closed, matching [protocol.ErrClosed].
 //
 // Close returns once all that is done, and nothing is written after it
-// returned nil; or when ctx ends first (at once when it has ended
-// already), with a timeout error that matches ctx's and says what Close
-// was waiting for: the Backend then refuses every call all the same, and
-// closes what it owns in the background once that wait ends (a write
-// that had begun may still commit). Close is idempotent: a later call
-// waits, until its own ctx ends, for the first to finish and returns its
-// error.
+// returned nil. When ctx ends first (or had ended already) while Close
+// waits for something in flight (one of the above, a waiter's poller, a
+// read holding a connection of an owned *sql.DB), Close returns at once
+// with a timeout error that matches ctx's and says what it was waiting
+// for: the Backend then refuses every call all the same, and closes what
+// it owns in the background once that wait ends (a write that had begun
+// may still commit). With nothing in flight there is nothing to wait for:
+// Close closes the Backend and returns nil whatever ctx says. Close is
+// idempotent: a later call waits, in the same way, for the first to
+// finish and returns its error.
 func (b *Backend) Close(ctx context.Context) error {
-	b.closeOnce.Do(func() { go b.shut() })
-	select {
-	case <-b.closeDone:
-		return b.closeErr
-	case <-ctx.Done():
+	left, err := b.closer.Close(ctx, b.shut)
+	if left == "" {
+		return err
 	}
 	b.closed.Store(true) // also while a prune's request id is being freed: that write is refused
-	select {
-	case <-b.closeDone:
-		return b.closeErr
-	default:
-	}
-	step := "its start"
-	if p := b.closeStep.Load(); p != nil {
-		step = *p
-	}
 	return backendkit.NewError(protocol.OpClose, protocol.StatusTimeout, ctx.Err(),
 		"sqlite database %q: the context ended while Close waited for %s; every call is refused from now on, "+
-			"and Close finishes in the background once that wait ends (call Close again to wait for it)", b.file, step)
+			"and Close finishes in the background once that wait ends (call Close again to wait for it)", b.file, left)
 }
 
-// The steps of shut, as a Close cut off by its context names them.
-var (
+// The steps of shut that wait for what is in flight, as a Close cut off
+// by its context names them.
+const (
 	stepPruneClaims = "a prune's freeing of its request id (a write of its own, at most 5s)"
 	stepWrites      = "the writes in flight (one may wait for the file's write lock, which another connection holds, " +
 		"and one that began may still commit)"
@@ -694,30 +683,34 @@ var (
 	stepDB     = "the connections of the *sql.DB in use (a read in flight) to be returned"
 )
 
-// shut is Close's work, in a goroutine of its own: it waits for what is
-// in flight, closes what the Backend owns, sets closeErr and closes
-// closeDone.
-func (b *Backend) shut() {
-	defer close(b.closeDone)
-	b.closeStep.Store(&stepPruneClaims)
-	b.drops.Wait()
+// shut is Close's work, in a goroutine of its own (see Backend.closer):
+// it waits for what is in flight, each wait a step of b.closer, and
+// closes what the Backend owns.
+func (b *Backend) shut() error {
+	b.closer.Await(stepPruneClaims, b.drops.TryWait, b.drops.Wait)
 	b.closed.Store(true)
-	b.closeStep.Store(&stepWrites)
-	b.waitWrites()
+	b.closer.Await(stepWrites, b.writer.q.TryWait, b.waitWrites)
 	// Every write run alone has ended once this lock is held; one that
 	// comes later sees closed.
-	b.alone.Lock()
+	b.closer.Await(stepWrites, b.alone.TryLock, b.alone.Lock)
 	defer b.alone.Unlock()
-	b.closeStep.Store(&stepPoller)
-	b.notify.close()
+	b.closer.Await(stepPoller, b.notify.tryClose, b.notify.close)
 	err := errors.Join(b.stmts.close(), b.guard.close())
 	if b.owned {
-		b.closeStep.Store(&stepDB)
-		err = errors.Join(err, b.db.Close())
+		var dbErr error
+		b.closer.Await(stepDB, func() bool {
+			if b.db.Stats().InUse > 0 {
+				return false
+			}
+			dbErr = b.db.Close()
+			return true
+		}, func() { dbErr = b.db.Close() })
+		err = errors.Join(err, dbErr)
 	}
 	if err != nil {
-		b.closeErr = fmt.Errorf("sqlite: close %q: %w", b.file, err)
+		return fmt.Errorf("sqlite: close %q: %w", b.file, err)
 	}
+	return nil
 }
 
 // statements are prepared once per Backend; database/sql prepares each

@@ -111,3 +111,71 @@ func openOn(t *testing.T, c *etcdcluster.Cluster, cfg *etcd.Config) *etcd.Backen
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	return b
 }
+
+// TestCloseAnswersByItsDeadlineWhileAWatchIsMadeAgain: a subscription's
+// watch ended (its member lost the leader: two members down) and is being
+// made again on the last member, which does not answer (frozen). Close
+// waited for the subscription's goroutine, which waited for the watch to
+// be made, until the member answered or the subscriber cancelled, however
+// long, whatever Close's context said. Close must answer by its deadline,
+// the subscription get its last signal, and later calls answer closed.
+func TestCloseAnswersByItsDeadlineWhileAWatchIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	c, err := etcdcluster.Start(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t.Cleanup(func() { c.Resume(0) }) // before Stop
+	ctx := t.Context()
+	b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/close-watch/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, cancel, err := b.Subscribe(ctx, key("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	c.Kill(1)
+	c.Kill(2)
+	select {
+	case <-ch: // the watch ended: no leader
+	case <-time.After(20 * time.Second):
+		t.Fatal("the subscription got no signal within 20s of its member losing the leader: nothing tested")
+	}
+	c.Pause(0)
+	// The watch is made again after a pause of at most 2s, and waits for
+	// the frozen member.
+	time.Sleep(2500 * time.Millisecond)
+
+	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer ccancel()
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close(cctx) }()
+	var cerr error
+	select {
+	case cerr = <-closed:
+	case <-time.After(5 * time.Second):
+		cancel() // lets the old Close return
+		c.Resume(0)
+		t.Fatalf("Close with a 300ms context, while a subscription's watch is made again on a member that does not answer: "+
+			"still running after 5s (it returned %v after the subscriber cancelled); want by its deadline", <-closed)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close with a 300ms context, while a subscription's watch is made again on a member that does not answer: "+
+			"returned after %v (%v); want by its deadline", took.Round(time.Millisecond), cerr)
+	}
+	if cerr != nil && !errors.Is(cerr, protocol.ErrTimeout) {
+		t.Errorf("Close: %v; want nil, or timeout naming what it left", cerr)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Error("the subscription got no last signal within 5s of Close")
+	}
+	if _, err := b.Get(ctx, protocol.GetRequest{Key: key("k")}); !errors.Is(err, protocol.ErrClosed) {
+		t.Errorf("get after Close: %v; want closed", err)
+	}
+}

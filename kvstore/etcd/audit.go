@@ -375,7 +375,7 @@ func (b *Backend) dropClaim(ctx context.Context, claim string, rev int64) <-chan
 		// A failure leaves the claim: the request id stays used.
 		_, _ = b.kv.Txn(dctx).If(clientv3.Compare(clientv3.CreateRevision(claim), "=", rev)).Then(clientv3.OpDelete(claim)).Commit()
 	}
-	if !b.goTracked(func() { drop(context.WithoutCancel(ctx)) }) {
+	if b.closed.Load() || b.claimDrops.Go(func() { drop(context.WithoutCancel(ctx)) }) == nil {
 		drop(ctx)
 	}
 	return done

@@ -120,11 +120,21 @@ type Backend struct {
 	dropsMu sync.Mutex
 	drops   map[string]chan struct{} // claim key: closed when its drop (dropClaim) is done
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-	tracked   backendkit.Background // notify and claim-drop goroutines, started by goTracked
-	stop      chan struct{}         // closed by Close
-	release   func()                // Open's: ends the client's base context
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	tracked    backendkit.Background // the watches' goroutines (notify.go), started by goTracked
+	claimDrops backendkit.Background // prunes' claims being freed after their prune answered (dropClaim)
+	stop       chan struct{}         // closed by Close
+	// watching is the context of the watches (Subscribe), ended by Close
+	// (endWatches), so that a watch being made again on a cluster that
+	// does not answer ends at once.
+	watching   context.Context
+	endWatches context.CancelFunc
+	release    func() // Open's: ends the client's base context
+	// closer runs Close's work (shut) once, in a goroutine, and lets a
+	// Close whose context ends answer while that work waits for what is
+	// in flight.
+	closer backendkit.Closer
 }
 
 var (
@@ -261,6 +271,7 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), keys.prefix),
 		stop:  make(chan struct{}),
 	}
+	b.watching, b.endWatches = context.WithCancel(context.Background())
 	if cfg.testStamps != nil {
 		b.now = cfg.testStamps
 	}
@@ -468,21 +479,54 @@ func (b *Backend) Health(ctx context.Context) error {
 	return b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 }
 
-// Close stops the Backend's watches and, when the Backend came from Open,
-// closes its client. It is idempotent.
-func (b *Backend) Close(context.Context) error {
-	var err error
+// Close stops the Backend's watches (each subscription gets its last
+// signal) and, when the Backend came from Open, closes its client. It
+// first waits for the freeing of the request id of a prune that stopped
+// early, when that went on after the prune answered (at most five
+// seconds; see [Backend.PruneAudit]). Every call from the moment Close
+// begins answers closed, matching [protocol.ErrClosed]; so does an
+// operation in flight when the client is closed.
+//
+// Close returns once all that is done. When ctx ends first (or had ended
+// already) while Close waits for such a freeing (a write to a cluster that
+// may not answer), Close returns at once with a timeout error that
+// matches ctx's and says what it was waiting for: the Backend stays
+// closed, and closes its client in the background once that wait ends.
+// With nothing in flight there is nothing to wait for: Close closes the
+// Backend and returns nil whatever ctx says. Close is idempotent: a later
+// call waits, in the same way, for the first to finish and returns its
+// error.
+func (b *Backend) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
-		close(b.stop)
-		b.tracked.Wait()
-		if b.owned {
-			err = b.cli.Close()
-		}
-		if b.release != nil {
-			b.release()
-		}
+		close(b.stop) // before endWatches: a watch that ends with it signals its last
+		b.endWatches()
 	})
+	left, err := b.closer.Close(ctx, b.shut)
+	if left == "" {
+		return err
+	}
+	return backendkit.NewError(protocol.OpClose, protocol.StatusTimeout, ctx.Err(),
+		"%s: the context ended while Close waited for %s; every call answers closed from now on, "+
+			"and Close finishes in the background once that wait ends (call Close again to wait for it)", b.shown, left)
+}
+
+// stepClaimDrops is the step of shut that waits for what is in flight,
+// as a Close cut off by its context names it.
+const stepClaimDrops = "a prune's freeing of its request id (a write to the cluster, at most 5s)"
+
+// shut is Close's work, in a goroutine of its own (see Backend.closer).
+func (b *Backend) shut() error {
+	b.closer.Await(stepClaimDrops, b.claimDrops.TryWait, b.claimDrops.Wait)
+	// The watches end at once: Close ended their contexts and stop.
+	b.tracked.Wait()
+	var err error
+	if b.owned {
+		err = b.cli.Close()
+	}
+	if b.release != nil {
+		b.release()
+	}
 	return err
 }
 

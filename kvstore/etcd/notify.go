@@ -34,7 +34,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	if err := b.open(protocol.OpAcquire); err != nil {
 		return nil, nil, err
 	}
-	wctx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	// Close ends wctx too: a watch being made again (on a cluster that does
+	// not answer) ends with it.
+	wctx, cancelWatch := context.WithCancel(clientv3.WithRequireLeader(b.watching))
 	watch := func() clientv3.WatchChan {
 		return b.cli.Watch(wctx, b.keys.lease(key), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	}
@@ -43,6 +45,9 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	case first, ok := <-wch:
 		if !ok || first.Err() != nil || !first.Created {
 			cancelWatch()
+			if b.closed.Load() { // Close ended the watch
+				return nil, nil, errClosed(protocol.OpAcquire)
+			}
 			var err error
 			if ok {
 				err = first.Err()
@@ -67,6 +72,13 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	// Subscribe answers closed: never one started as Close waits.
 	tracked := b.goTracked(func() {
 		defer cancelWatch()
+		defer func() {
+			select {
+			case <-b.stop:
+				signal() // the waiter's next attempt answers closed
+			default:
+			}
+		}()
 		pause, live := notifyPause, true
 		for {
 			select {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/migrations"
@@ -96,6 +97,8 @@ func errEraRowUnmoved() error {
 //     unavailable, naming the causes and their fixes;
 //   - read_only_sql_transaction (a standby, or a read-only role):
 //     unavailable, saying so;
+//   - the pool closed (a call that began as Close closed it, or a pool
+//     given to New that its owner closed): closed, nothing was sent;
 //   - a passed deadline or a cancelled context, and the server's
 //     deadlines: query_canceled by statement_timeout, lock_not_available
 //     (lock_timeout): timeout, naming the setting;
@@ -240,6 +243,10 @@ func interpretError(op protocol.Op, err error) error {
 	}
 	var ce *pgconn.ConnectError
 	switch {
+	case errors.Is(err, puddle.ErrClosedPool):
+		// A call that began as Close closed the pool: nothing was sent.
+		return backendkit.NewError(op, protocol.StatusClosed, err,
+			"postgres: the pool was closed (by the Backend's Close, or, for a pool given to New, by its owner)")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), pgconn.Timeout(err):
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "postgres: the deadline passed")
 	case errors.As(err, &ce) && isNetError(err):

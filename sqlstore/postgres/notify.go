@@ -131,6 +131,9 @@ func (l *listener) idleFor() time.Duration {
 // afterwards, through any pool or process, notifies this process.
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	l := &b.listen
+	if err := b.callRefusal(""); err != nil {
+		return nil, nil, err
+	}
 	if b.pooled && l.dsn == "" {
 		return nil, nil, errNoSignals
 	}

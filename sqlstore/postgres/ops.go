@@ -192,6 +192,9 @@ type outcome struct {
 // can.
 func (b *Backend) change(ctx context.Context, op protocol.Op, key protocol.Key, st statement, a args,
 	classify func(o *outcome) (res protocol.Result, raced bool, err error)) (protocol.Result, error) {
+	if err := b.callRefusal(op); err != nil {
+		return protocol.Result{}, err
+	}
 	return b.changeVia(ctx, b.co, op, key, st, a, classify)
 }
 
@@ -405,6 +408,9 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // process keeps in its cache: while it runs (milliseconds for a thousand),
 // other sessions' snapshots check its transaction ids in pg_subtrans.
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	if err := b.callRefusal(protocol.OpRenew); err != nil {
+		return nil, err
+	}
 	out := make([]protocol.Result, len(reqs))
 	errs := make([]error, len(reqs)) // the error of each renewal that got no answer
 	for start := 0; start < len(reqs); start += maxRenewBatch {
@@ -592,6 +598,9 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 // Get reads the live lease at req.Key; not_found carries the ended lease
 // while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if err := b.callRefusal(protocol.OpGet); err != nil {
+		return protocol.Result{}, err
+	}
 	var (
 		now   time.Time
 		row   leaseCols
@@ -617,6 +626,9 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 
 // List reads one page of the leases of req.Namespace, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if err := b.callRefusal(protocol.OpList); err != nil {
+		return protocol.ListResult{}, err
+	}
 	after, limit, err := backendkit.ListStart(req)
 	if err != nil {
 		return protocol.ListResult{}, err
@@ -666,6 +678,9 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // fails matching [audit.ErrPruned] (see [audit.CheckPruned]). It
 // implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	if err := b.callRefusal(protocol.OpAudit); err != nil {
+		return audit.Page{}, err
+	}
 	if err := q.Validate(); err != nil {
 		return audit.Page{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query")
 	}
@@ -782,6 +797,9 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]), in one statement.
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := b.callRefusal(protocol.OpNamespaces); err != nil {
+		return nil, err
+	}
 	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
 		return nil, err
 	}

@@ -238,6 +238,7 @@ type Backend struct {
 	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
 	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
 	closeOnce sync.Once
+	closed    atomic.Bool           // set as Close begins: every call then answers closed (callRefusal)
 	drops     backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
 	// tests only (export_test.go): run instead of changeBatchFnSQL
 	testBatchFnSQL string
@@ -872,6 +873,9 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // that fencing depends on hold (see [Open]); a fencing sequence left behind
 // the issued tokens is repaired on the way.
 func (b *Backend) Health(ctx context.Context) error {
+	if err := b.callRefusal(protocol.OpHealth); err != nil {
+		return err
+	}
 	return b.checkSettings(ctx, protocol.OpHealth)
 }
 
@@ -879,9 +883,12 @@ func (b *Backend) Health(ctx context.Context) error {
 // connection was returned (operations have deadlines, so this is bounded);
 // a borrowed pool is left open. It first waits for the freeing of the
 // request id of a prune that stopped early, when that went on after the
-// prune answered (at most five seconds; see [Backend.PruneAudit]). Close
-// is idempotent and always returns nil.
+// prune answered (at most five seconds; see [Backend.PruneAudit]). Every
+// call from the moment Close begins (Subscribe included) answers closed,
+// matching [protocol.ErrClosed]: nothing is sent, on a borrowed pool too.
+// Close is idempotent and always returns nil.
 func (b *Backend) Close(context.Context) error {
+	b.closed.Store(true)
 	b.closeOnce.Do(func() {
 		b.listen.close()
 		if b.co != nil {
@@ -893,6 +900,20 @@ func (b *Backend) Close(context.Context) error {
 		}
 	})
 	return nil
+}
+
+// callRefusal returns closed, for a call (op) at its start, once Close
+// began; nil otherwise.
+func (b *Backend) callRefusal(op protocol.Op) error {
+	if b.closed.Load() {
+		return errClosed(op)
+	}
+	return nil
+}
+
+// errClosed is the answer of a call (op) once Close began.
+func errClosed(op protocol.Op) error {
+	return backendkit.NewError(op, protocol.StatusClosed, nil, "postgres: the backend was closed")
 }
 
 // clock returns the injected time (UTC, truncated to the microsecond as the

@@ -42,6 +42,9 @@ var pruneBatch int64 = 5000
 // keeps the id refused as used. A cut-off
 // after the server's time is refused (see [backendkit.CheckPruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
+	if err := b.callRefusal(audit.OpPrune); err != nil {
+		return audit.PruneResult{}, err
+	}
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
 	}

@@ -19,6 +19,9 @@ const maxSweep = 1 << 29
 // and [protocol.Sweeper]).
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
 	var res protocol.SweepResult
+	if err := b.callRefusal(protocol.OpSweep); err != nil {
+		return res, err
+	}
 	if max <= 0 {
 		return res, nil
 	}

@@ -29,6 +29,9 @@ var _ protocol.TokenRaiser = (*Backend)(nil)
 // leasestore_audit_era (row-level security on it, or the row deleted),
 // which would move the tokens and not the ids.
 func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
+	if err := b.callRefusal(protocol.OpRaiseTokens); err != nil {
+		return 0, err
+	}
 	if err := protocol.CheckTokenRaise(by); err != nil {
 		return 0, err
 	}

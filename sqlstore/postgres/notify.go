@@ -471,6 +471,25 @@ func (l *listener) dispatch(n *pgconn.Notification, schema string) {
 	l.signal(protocol.Key{Namespace: p[1], Name: p[2]}, false)
 }
 
+// tryClose is close when no goroutine serves the listener (or the last
+// one ended): it reports whether it closed l, without waiting.
+func (l *listener) tryClose() bool {
+	l.mu.Lock()
+	l.closed = true
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		cancel()
+		return true
+	default:
+		return false
+	}
+}
+
 // close stops the listener, closes its connection and signals every
 // waiter, so that their next attempt answers closed. It also waits for a
 // listener that let go of its connection, idle, to have closed it.

@@ -113,7 +113,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -230,16 +229,19 @@ type Config struct {
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
 // Close closes the pool only when the backend owns it (made by [Open]).
 type Backend struct {
-	pool      *pgxpool.Pool
-	ownsPool  bool
-	now       func() time.Time
-	listen    listener    // wakes waiters of released and revoked keys (notify.go)
-	co        *coalescer  // nil with Config.NoCoalescing
-	noBatch   atomic.Bool // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
-	pooled    bool        // a pooler that keeps no sessions is in front (pooler.go)
-	closeOnce sync.Once
-	closed    atomic.Bool           // set as Close begins: every call then answers closed (callRefusal)
-	drops     backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
+	pool     *pgxpool.Pool
+	ownsPool bool
+	now      func() time.Time
+	listen   listener              // wakes waiters of released and revoked keys (notify.go)
+	co       *coalescer            // nil with Config.NoCoalescing
+	noBatch  atomic.Bool           // the server refused the batch function (no TEMP privilege), or a pooler is in front: never batch
+	pooled   bool                  // a pooler that keeps no sessions is in front (pooler.go)
+	closed   atomic.Bool           // set as Close begins: every call then answers closed (callRefusal)
+	drops    backendkit.Background // prunes' claims being freed after their prune answered (prune.go)
+	// closer runs Close's work (shut) once, in a goroutine, and lets a
+	// Close whose context ends answer while that work waits for what is
+	// in flight.
+	closer backendkit.Closer
 	// tests only (export_test.go): run instead of changeBatchFnSQL
 	testBatchFnSQL string
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
@@ -880,25 +882,60 @@ func (b *Backend) Health(ctx context.Context) error {
 }
 
 // Close closes the pool when the backend owns it, waiting until every
-// connection was returned (operations have deadlines, so this is bounded);
-// a borrowed pool is left open. It first waits for the freeing of the
-// request id of a prune that stopped early, when that went on after the
-// prune answered (at most five seconds; see [Backend.PruneAudit]). Every
-// call from the moment Close begins (Subscribe included) answers closed,
-// matching [protocol.ErrClosed]: nothing is sent, on a borrowed pool too.
-// Close is idempotent and always returns nil.
-func (b *Backend) Close(context.Context) error {
+// connection was returned (pgxpool's Close); a borrowed pool is left open.
+// It first closes the connection that listens for released keys, if one
+// is open, and waits for the coalesced batches in flight and for the
+// freeing of the request id of a prune that stopped early, when that went
+// on after the prune answered (at most five seconds; see
+// [Backend.PruneAudit]). Every call from the moment Close begins
+// (Subscribe included) answers closed, matching [protocol.ErrClosed]:
+// nothing is sent, on a borrowed pool too.
+//
+// Close returns once all that is done. When ctx ends first (or had ended
+// already) while Close waits for something in flight (one of the above,
+// an operation holding a connection of the owned pool), Close returns at
+// once with a timeout error that matches ctx's and says what it was
+// waiting for: the Backend stays closed, and closes its pool in the
+// background once that wait ends. With nothing in flight there is nothing
+// to wait for: Close closes the Backend and returns nil whatever ctx
+// says. Close is idempotent: a later call waits, in the same way, for the
+// first to finish and returns its error.
+func (b *Backend) Close(ctx context.Context) error {
 	b.closed.Store(true)
-	b.closeOnce.Do(func() {
-		b.listen.close()
-		if b.co != nil {
-			b.co.wait()
-		}
-		b.drops.Wait()
-		if b.ownsPool {
-			b.pool.Close()
-		}
-	})
+	left, err := b.closer.Close(ctx, b.shut)
+	if left == "" {
+		return err
+	}
+	return backendkit.NewError(protocol.OpClose, protocol.StatusTimeout, ctx.Err(),
+		"postgres: the context ended while Close waited for %s; every call answers closed from now on, "+
+			"and Close finishes in the background once that wait ends (call Close again to wait for it)", left)
+}
+
+// The steps of shut that wait for what is in flight, as a Close cut off
+// by its context names them.
+const (
+	stepListener    = "the connection that listens for released keys to close"
+	stepBatches     = "the coalesced batches in flight"
+	stepPruneClaims = "a prune's freeing of its request id (a statement of its own, at most 5s)"
+	stepPool        = "the pool's connections in use (operations in flight) to be returned"
+)
+
+// shut is Close's work, in a goroutine of its own (see Backend.closer).
+func (b *Backend) shut() error {
+	b.closer.Await(stepListener, b.listen.tryClose, b.listen.close)
+	if b.co != nil {
+		b.closer.Await(stepBatches, b.co.q.TryWait, b.co.wait)
+	}
+	b.closer.Await(stepPruneClaims, b.drops.TryWait, b.drops.Wait)
+	if b.ownsPool {
+		b.closer.Await(stepPool, func() bool {
+			if b.pool.Stat().AcquiredConns() > 0 {
+				return false
+			}
+			b.pool.Close() // closes the idle connections
+			return true
+		}, b.pool.Close)
+	}
 	return nil
 }
 

@@ -226,7 +226,7 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			pause := time.Duration(attempt*attempt) * 20 * time.Millisecond
 			select {
 			case <-ctx.Done():
-				return 0, nil, transportError(ctx, op, lastErr)
+				return 0, nil, c.transportError(ctx, op, lastErr)
 			case <-time.After(pause):
 			}
 		}
@@ -239,7 +239,7 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			break // a certificate refused once is refused on every retry
 		}
 	}
-	return 0, nil, transportError(ctx, op, lastErr)
+	return 0, nil, c.transportError(ctx, op, lastErr)
 }
 
 // typedPath returns the path of baseURL (a URL with a host and no query

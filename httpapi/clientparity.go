@@ -322,13 +322,13 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	deadline, _ := octx.Deadline()
 	req, err := c.newRequest(sctx, http.MethodGet, c.url("/v1/audit/follow", v), nil, "text/event-stream", deadline)
 	if err != nil {
-		return cursor, transportError(octx, opFollow, err), false
+		return cursor, c.transportError(octx, opFollow, err), false
 	}
 	stopOpening := context.AfterFunc(octx, cancel)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		stopOpening()
-		return cursor, transportError(octx, opFollow, err), false
+		return cursor, c.transportError(octx, opFollow, err), false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -356,7 +356,7 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		err = context.DeadlineExceeded
 	}
 	if err != nil {
-		return cursor, transportError(octx, opFollow, err), false
+		return cursor, c.transportError(octx, opFollow, err), false
 	}
 	if st.window, err = streamStart(opFollow, name, data); err != nil {
 		return cursor, err, isMalformed(err)

@@ -24,9 +24,10 @@ import (
 // transportError reports a request that got no answer: timeout when the
 // caller's deadline passed or the caller gave up (or the network timed
 // out), unavailable otherwise (refused, reset, DNS, TLS; a certificate the
-// client does not trust says so). The effect of a
+// client does not trust says so), naming the base URL's host and port and
+// that `leasectl serve` must run and listen there. The effect of a
 // state change is unknown either way: retry with the same request id.
-func transportError(ctx context.Context, op protocol.Op, err error) error {
+func (c *Client) transportError(ctx context.Context, op protocol.Op, err error) error {
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -40,7 +41,21 @@ func transportError(ctx context.Context, op protocol.Op, err error) error {
 	if msg, ok := untrustedCertificate(err); ok {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s", msg)
 	}
-	return backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached")
+	return backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server could not be reached at %s: "+
+		"check the base URL's (leasectl's DSN's) host and port, and that the server (`leasectl serve`) runs and listens there", c.hostPort())
+}
+
+// hostPort returns the host and port of the base URL, the scheme's default
+// port when it names none.
+func (c *Client) hostPort() string {
+	if c.base.Port() != "" {
+		return c.base.Host
+	}
+	port := "80"
+	if c.base.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(c.base.Hostname(), port)
 }
 
 // untrustedCertificate returns the message for err when the client

@@ -192,7 +192,7 @@ func (s *subscription) open(ctx context.Context) (*stream, error) {
 	st, err := s.c.openStream(sctx, octx, s.key)
 	if !stopOpening() && err == nil {
 		st.close()
-		err = transportError(octx, opNotify, nil)
+		err = s.c.transportError(octx, opNotify, nil)
 	}
 	if err != nil {
 		scancel()
@@ -213,17 +213,17 @@ func (c *Client) openStream(ctx, octx context.Context, key protocol.Key) (*strea
 	deadline, _ := octx.Deadline()
 	req, err := c.newRequest(ctx, http.MethodGet, c.url(NotifyPath(key), nil), nil, "text/event-stream", deadline)
 	if err != nil {
-		return nil, transportError(octx, opNotify, err)
+		return nil, c.transportError(octx, opNotify, err)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, transportError(octx, opNotify, err)
+		return nil, c.transportError(octx, opNotify, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEventLine))
 		if err != nil {
-			return nil, transportError(octx, opNotify, err)
+			return nil, c.transportError(octx, opNotify, err)
 		}
 		return nil, notifyRefusal(resp.StatusCode, body)
 	}
@@ -235,7 +235,7 @@ func (c *Client) openStream(ctx, octx context.Context, key protocol.Key) (*strea
 	name, data, err := st.next()
 	if err != nil {
 		_ = resp.Body.Close()
-		return nil, transportError(octx, opNotify, err)
+		return nil, c.transportError(octx, opNotify, err)
 	}
 	if st.window, err = streamStart(opNotify, name, data); err != nil {
 		_ = resp.Body.Close()

@@ -40,7 +40,17 @@ or revoked is never reported expired). The leases watched are those it
 reads taken or renewed and those live when it starts.
 --no-renewals leaves renewals out; --op prints only the ops named
 (acquire, renew, release, revoke, expire; repeat it or separate by commas;
-renew not with --no-renewals).`,
+renew not with --no-renewals).
+
+Order: changes print in the trail's order (by id, as they committed),
+not sorted by at, with --since and from now alike. An expire event is
+computed, not recorded: it prints after every change of its key up to the
+one that set the expiry and before any later change of the key: just
+before the acquire that took the key over, or, when none, once the store
+confirmed it (two --interval after its at at the earliest). Changes of
+other keys timed after the expiry may print before it, so
+at can go backwards at an expire event, and its id (that of the change
+that set the expiry) is an earlier one. Sort by at yourself for time order.`,
 		Example: `  leasectl watch nightly-report
   leasectl watch -n billing -o json | jq -r '"\(.op) \(.key) \(.owner)"'
   leasectl watch scan/10.0.0.0-24 --since 1h

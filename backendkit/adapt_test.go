@@ -42,32 +42,7 @@ func TestAdaptiveLimitFollowsLatency(t *testing.T) {
 // (an operation its key keeps waiting) goes in a round trip of its own
 // after the max wait; at the hard maximum it waits for the slot.
 func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
-	for _, hardMax := range []int{2, 1} {
-		ran := make(chan int, 1)
-		c := NewCoalescer(1, 8, time.Minute, func(_ context.Context, ops []int) { ran <- len(ops) })
-		c.Adapt(hardMax)
-		release := holdSlot(t, c)
-		done := make(chan Outcome, 1)
-		enqueue(t, c, 1, done)
-		select {
-		case n := <-ran:
-			if hardMax == 1 {
-				t.Fatalf("max 1: a batch of %d ran while the only slot was held", n)
-			}
-		case <-time.After(map[int]time.Duration{1: 300 * time.Millisecond, 2: 5 * time.Second}[hardMax]):
-			if hardMax == 2 {
-				t.Fatal("max 2: the queued operation still waits for the held slot after 5s")
-			}
-		}
-		release()
-		if hardMax == 1 {
-			<-ran
-		}
-		if got := <-done; got != Ran {
-			t.Fatalf("Do = %v, want Ran", got)
-		}
-		c.Wait()
-	}
+	queueWaitsAtMostMaxWait(t, func(c *Coalescer[int], hardMax int) { c.Adapt(hardMax) })
 }
 
 // With a fixed limit that Unstick bounds, an operation queued while the
@@ -76,10 +51,30 @@ func TestAdaptiveQueueWaitsAtMostMaxWait(t *testing.T) {
 // hard maximum it waits for the slot. Round trips that take their best
 // time leave the limit as given.
 func TestUnstickQueueWaitsAtMostMaxWait(t *testing.T) {
+	queueWaitsAtMostMaxWait(t, func(c *Coalescer[int], hardMax int) { c.Unstick(hardMax) })
+	for _, hardMax := range []int{2, 1} {
+		c := NewCoalescer(1, 8, time.Minute, func(context.Context, []int) {})
+		c.Unstick(hardMax)
+		for range 400 {
+			c.Do(t.Context(), 0, func() {}, false)
+		}
+		if l := c.Limit(); l != 1 {
+			t.Fatalf("max %d: limit %d after 400 quick round trips, want the fixed 1", hardMax, l)
+		}
+		c.Wait()
+	}
+}
+
+// queueWaitsAtMostMaxWait checks, for a limit of 1 that bound makes bounded
+// (Adapt or Unstick) with hard maximums 2 and 1, that an operation queued
+// behind the held slot runs in a round trip of its own after the max wait
+// when the maximum allows, and waits for the slot when it does not.
+func queueWaitsAtMostMaxWait(t *testing.T, bound func(c *Coalescer[int], hardMax int)) {
+	t.Helper()
 	for _, hardMax := range []int{2, 1} {
 		ran := make(chan int, 1)
 		c := NewCoalescer(1, 8, time.Minute, func(_ context.Context, ops []int) { ran <- len(ops) })
-		c.Unstick(hardMax)
+		bound(c, hardMax)
 		release := holdSlot(t, c)
 		done := make(chan Outcome, 1)
 		enqueue(t, c, 1, done)
@@ -101,12 +96,6 @@ func TestUnstickQueueWaitsAtMostMaxWait(t *testing.T) {
 			t.Fatalf("Do = %v, want Ran", got)
 		}
 		c.Wait()
-		for range 400 {
-			c.Do(t.Context(), 0, func() {}, false)
-		}
-		if l := c.Limit(); l != 1 {
-			t.Fatalf("max %d: limit %d after 400 quick round trips, want the fixed 1", hardMax, l)
-		}
 	}
 }
 

@@ -163,6 +163,9 @@ type handle struct {
 	release func(ctx context.Context, name, owner string, token int64) error
 	app     string
 	close   func()
+	// coalescing reads leasestore's coalescing counters on PostgreSQL;
+	// nil for the other subjects.
+	coalescing func() postgres.CoalescingStats
 }
 
 const ttl = time.Minute
@@ -253,7 +256,8 @@ func leasestoreSubject(ctx context.Context, dsn, sfx string, inFlight int) (*sub
 					_, err := rt.Release(ctx, protocol.ReleaseRequest{Key: protocol.Key{Namespace: "bench", Name: n}, Owner: owner, Token: token})
 					return err
 				},
-				close: func() { _ = rt.Close(context.Background()) },
+				close:      func() { _ = rt.Close(context.Background()) },
+				coalescing: b.Coalescing,
 			}, nil
 		},
 		prep: func(ctx context.Context, mode string) error {
@@ -380,6 +384,11 @@ type result struct {
 	p50, p99           time.Duration
 	serverUS, clientUS float64 // CPU per operation; -1 when not measured
 	errors             int64
+	// leasestore on PostgreSQL: the operations per batched statement and
+	// the share of operations batched while counting, and the limit of
+	// round trips in flight at its end; batch -1 when not measured.
+	batch, batchedShare float64
+	limit               int
 }
 
 // measure runs one subject at callers for o.warm then o.round.
@@ -431,6 +440,10 @@ func measure(ctx context.Context, o options, s *subject, callers int, dsn string
 	}
 	time.Sleep(o.warm)
 	pids := serverPIDs(ctx, dsn, h.app)
+	var co0, co1 postgres.CoalescingStats
+	if h.coalescing != nil {
+		co0 = h.coalescing()
+	}
 	cpu0, self0 := serverCPU(pids), proccpu.Self()
 	counting.Store(true)
 	t0 := time.Now()
@@ -441,6 +454,9 @@ func measure(ctx context.Context, o options, s *subject, callers int, dsn string
 	counting.Store(false)
 	elapsed := time.Since(t0)
 	cpu1, self1 := serverCPU(pids), proccpu.Self()
+	if h.coalescing != nil {
+		co1 = h.coalescing()
+	}
 	stopped.Store(true)
 	wg.Wait()
 	var all []time.Duration
@@ -448,10 +464,17 @@ func measure(ctx context.Context, o options, s *subject, callers int, dsn string
 		all = append(all, l...)
 	}
 	slices.Sort(all)
-	r := result{errors: errs.Load(), serverUS: -1, clientUS: -1}
+	r := result{errors: errs.Load(), serverUS: -1, clientUS: -1, batch: -1}
 	n := ops.Load()
 	if n == 0 {
 		return r, fmt.Errorf("%s: no operation completed", s.name)
+	}
+	if h.coalescing != nil {
+		batches, batched := co1.Batches-co0.Batches, co1.Batched-co0.Batched
+		r.batch, r.batchedShare, r.limit = 0, float64(batched)/float64(n), co1.Limit
+		if batches > 0 {
+			r.batch = float64(batched) / float64(batches)
+		}
 	}
 	r.opsPerSec = float64(n) / elapsed.Seconds()
 	r.p50, r.p99 = all[len(all)/2], all[min(len(all)-1, len(all)*99/100)]
@@ -507,8 +530,8 @@ func serverCPU(pids []int) time.Duration {
 // prints one table per level.
 func sitting(ctx context.Context, o options, title, dsn string, subjects []*subject, levels []int, base string) error {
 	fmt.Printf("\n### %s\n\n", title)
-	fmt.Println("| callers | subject | ops/s median | min–max | × " + base + " (median of rounds) | p50 ms | p99 ms | server CPU µs/op | client CPU µs/op | errors | load before → after |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| callers | subject | ops/s median | min–max | × " + base + " (median of rounds) | p50 ms | p99 ms | server CPU µs/op | client CPU µs/op | batch size, share batched, limit | errors | load before → after |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range levels {
 		before := loadavg()
 		got := map[string][]result{}
@@ -538,15 +561,30 @@ func sitting(ctx context.Context, o options, title, dsn string, subjects []*subj
 				errs += r.errors
 			}
 			ops := field(rs, func(r result) float64 { return r.opsPerSec })
-			fmt.Printf("| %d | %s | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %s | %d | %s → %s |\n", c, s.name,
+			fmt.Printf("| %d | %s | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %s | %s | %s | %d | %s → %s |\n", c, s.name,
 				median(ops), slices.Min(ops), slices.Max(ops), median(ratios),
 				median(field(rs, func(r result) float64 { return float64(r.p50) / 1e6 })),
 				median(field(rs, func(r result) float64 { return float64(r.p99) / 1e6 })),
 				cpu(field(rs, func(r result) float64 { return r.serverUS })),
-				cpu(field(rs, func(r result) float64 { return r.clientUS })), errs, before, after)
+				cpu(field(rs, func(r result) float64 { return r.clientUS })), batching(rs), errs, before, after)
 		}
 	}
 	return nil
+}
+
+// batching returns the medians of a leasestore subject's batch size and
+// share of operations batched, and the limits its rounds ended with; "–"
+// for the other subjects.
+func batching(rs []result) string {
+	if slices.ContainsFunc(rs, func(r result) bool { return r.batch < 0 }) {
+		return "–"
+	}
+	limits := make([]string, len(rs))
+	for i, r := range rs {
+		limits[i] = strconv.Itoa(r.limit)
+	}
+	return fmt.Sprintf("%.1f, %.0f%%, %s", median(field(rs, func(r result) float64 { return r.batch })),
+		100*median(field(rs, func(r result) float64 { return r.batchedShare })), strings.Join(limits, "/"))
 }
 
 func field(rs []result, f func(result) float64) []float64 {

@@ -84,6 +84,33 @@ type coalescer struct {
 	alone   atomic.Int64 // operations of batches that ran again alone
 }
 
+// CoalescingStats is what a Backend's coalescing did since Open (see
+// [Backend.Coalescing]).
+type CoalescingStats struct {
+	// Limit is the current limit of round trips in flight (it adapts
+	// unless Config.MaxInFlight fixed it); 0 with Config.NoCoalescing.
+	Limit int
+	// Batches counts the statements that carried more than one
+	// operation, Batched the operations in them; every other operation
+	// ran in a statement of its own.
+	Batches, Batched int64
+	// Alone counts the operations of batches that ran again on their
+	// own (their key was busy, their batch failed as a whole, ...).
+	Alone int64
+}
+
+// Coalescing returns what the backend's coalescing did since Open: for
+// monitoring and benchmarks (`bench/peers` prints the mean batch from
+// it). Safe for concurrent use; the counters are read one after the
+// other, not as one snapshot.
+func (b *Backend) Coalescing() CoalescingStats {
+	if b.co == nil {
+		return CoalescingStats{}
+	}
+	return CoalescingStats{Limit: b.co.q.Limit(), Batches: b.co.batches.Load(), Batched: b.co.batched.Load(),
+		Alone: b.co.alone.Load()}
+}
+
 // newCoalescer returns the coalescer of b: at most limit round trips in
 // flight, or, with limit 0, a limit that adapts between DefaultMaxInFlight
 // and poolSize (backendkit.Coalescer.Adapt). Either way the queue goes in

@@ -194,20 +194,13 @@ func (b *Backend) ReleaseWithoutWake(ctx context.Context, req protocol.ReleaseRe
 // CoalesceStats returns how many statements of more than one operation the
 // backend sent, and how many operations they held.
 func CoalesceStats(b *Backend) (batches, ops, alone int64) {
-	if b.co == nil {
-		return 0, 0, 0
-	}
-	return b.co.batches.Load(), b.co.batched.Load(), b.co.alone.Load()
+	s := b.Coalescing()
+	return s.Batches, s.Batched, s.Alone
 }
 
 // InFlightLimit returns the coalescer's current limit of round trips in
 // flight (0 without coalescing).
-func InFlightLimit(b *Backend) int {
-	if b.co == nil {
-		return 0
-	}
-	return b.co.q.Limit()
-}
+func InFlightLimit(b *Backend) int { return b.Coalescing().Limit }
 
 // RefuseBatchFunction makes b's connections fail to create the batch
 // function as a server without TEMP privilege on the database refuses it

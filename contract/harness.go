@@ -65,7 +65,9 @@ type Harness struct {
 	// and closes that runtime (and so the backend) when the test ends.
 	Backend protocol.Backend
 	// Second is another handle on the same store, as a second process would
-	// have it (for SQL: a separate pool or *sql.DB). The suite closes it too.
+	// have it (for SQL: a separate pool or *sql.DB). The suite closes it too;
+	// one lifecycle case closes it directly (not through its runtime) and
+	// checks that every call it offers answers closed ([ExpectClosed]).
 	Second protocol.Backend
 	// Audit reads the store's audit trail. It must not depend on Second:
 	// the suite closes Second early in its lifecycle cases and still reads

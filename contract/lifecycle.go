@@ -81,6 +81,19 @@ func lifecycleCases() []testCase {
 			e.release(e.b, l)
 			e.acquire(e.b, "job", "w2", leaseTTL)
 		}},
+		{"closed_backend_answers_closed", func(e *env) {
+			// The backend itself, not a runtime (which answers closed
+			// without asking its backend): closed after its own Close,
+			// for every call it offers.
+			l := e.acquire(e.b, "job", "w1", leaseTTL)
+			if err := e.h.Second.Close(e.closeCtx()); err != nil {
+				e.t.Fatalf("close the second handle: %v", err)
+			}
+			ExpectClosed(e.t, e.h.Second, l)
+			// The store and the other handle are not affected.
+			e.expectLease("get through the first handle", e.get(e.a, "job"), l)
+			e.release(e.a, l)
+		}},
 		{"close_races_operations", func(e *env) {
 			// Operations racing with Close answer their real outcome or
 			// closed: never unavailable or timeout.

@@ -187,7 +187,9 @@ func (c *Client) Name() string { return "http" }
 // Close ends the client's notification streams (signalling their
 // subscribers), waiting within ctx for them to end, and closes the idle
 // connections of the client's own transport. It does not affect the
-// server or its store.
+// server or its store. From the moment Close begins, every call of the
+// client answers closed without sending anything, and a follow ends with
+// closed when it next reconnects or polls.
 func (c *Client) Close(ctx context.Context) error {
 	c.closed.Store(true)
 	err := c.closeSubscriptions(ctx)

@@ -193,8 +193,8 @@ func (p *pollBudget) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, 
 // yielding what it reads and telling passed (nil: nobody) how far each
 // read went, and returns the cursor it reads on from: after the last
 // record yielded, or past the records its reads passed over; ended is set
-// when following must stop (the caller stopped ranging, ctx ended, or the
-// cursor is behind a prune).
+// when following must stop (the caller stopped ranging, ctx ended, the
+// cursor is behind a prune, or the client was closed).
 func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), yield func(audit.Record, error) bool) (cursor string, ended bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -206,7 +206,7 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 	}}
 	budget := &pollBudget{c: c, left: followRetryPolls, since: q.Since, spent: cancel}
 	for rec, err := range audit.Watch(wctx, budget, q, cfg) {
-		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) {
+		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed {
 			return q.Cursor, true
 		}
 		if err == nil {
@@ -223,9 +223,10 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
 // and the stream goes on, except a refusal (invalid query, 401, 403), a
-// cursor behind a prune (matching audit.ErrPruned), and a subscribed,
+// cursor behind a prune (matching audit.ErrPruned), a subscribed,
 // record or position event the client cannot read (a protocol error: the
-// server would send it again), which end it. When
+// server would send it again), and a client that was closed (status
+// closed, yielded when it reconnects or polls), which end it. When
 // the route answers 404 (a server older than it, or a proxy in front of
 // the server during a deploy), the client polls as [audit.Watch] does,
 // trying the stream again after every 25 polls (5s at
@@ -252,6 +253,10 @@ func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func
 		}
 		backoff := reconnectMinBackoff
 		for ctx.Err() == nil {
+			if c.closed.Load() {
+				yield(audit.Record{}, clientClosed(opFollow))
+				return
+			}
 			opened := time.Now()
 			cursor, err, final := c.followOnce(ctx, q, passed, yield)
 			q.Cursor = cursor

@@ -224,16 +224,13 @@ func refusedStatus(status protocol.Status) bool {
 	return status == StatusUnauthorized || status == StatusForbidden
 }
 
-// clientClosed reports an operation of a closed client: unavailable, as
-// another backend whose client was closed answers, except a subscription,
-// which answers closed (no later one can succeed: [protocol.WatchLease]
-// stops at once).
+// clientClosed reports a call of a closed client: closed (DESIGN.md's
+// status for a closed store: nothing was sent), so that a caller stops at
+// once rather than retry, as a retry after unavailable would, a client
+// that never answers again ([protocol.WatchLease] and the scheduler stop;
+// a follow ends).
 func clientClosed(op protocol.Op) error {
-	status := protocol.StatusUnavailable
-	if op == opNotify {
-		status = protocol.StatusClosed
-	}
-	return backendkit.NewError(op, status, nil, "httpapi: the client was closed")
+	return backendkit.NewError(op, protocol.StatusClosed, nil, "httpapi: the client was closed")
 }
 
 // notifyRefusal returns the error for a subscription the server answered

@@ -162,7 +162,8 @@ func TestCloseClosesAnOwnedPool(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Closed, not unavailable: nothing was sent, as on the SQLite and etcd
-	// backends and as Close's doc says (TestEveryCallAfterCloseAnswersClosed).
+	// backends and as Close's doc says (the contract case
+	// Lifecycle/closed_backend_answers_closed).
 	_, err = b.Get(ctxT(t), protocol.GetRequest{Key: key("k"), RequestID: "g2"})
 	wantErrStatus(t, "get after close", err, protocol.StatusClosed)
 }

@@ -38,6 +38,11 @@
 //     another worker took first (at most until that lease's expiry), and
 //     waits for the end of a lock-delay that keeps a target.
 //
+// A store closed under a running worker never answers again: at its first
+// closed answer the worker loses every lease and its membership, releases
+// nothing, and [Scheduler.Run] returns, once the handlers returned, an
+// error matching protocol.ErrClosed. Close the store after Run returned.
+//
 // Fencing: a lease lost by one worker may be taken by another while the
 // first one's handler is still finishing, so two handlers of one target may
 // briefly overlap; their tokens differ, and a resource that refuses writes

@@ -14,7 +14,8 @@ const (
 	// conflict); the target is backed off.
 	EventBusy EventKind = "busy"
 	// EventLost: a lease was lost (the store signalled its end, a renewal
-	// was refused, or it was not renewed before it would run out); its
+	// was refused, it was not renewed before it would run out, or the
+	// store was closed: the cause then matches protocol.ErrClosed); its
 	// handler's context was cancelled. It is sent when the handler is
 	// cancelled, not at the end of the round.
 	EventLost EventKind = "lost"
@@ -29,7 +30,9 @@ const (
 	// store signalled its end, a renewal was refused, or it was not
 	// renewed before it would run out by the local clock): the worker no
 	// longer counts itself a member, claims no target, and joins again at
-	// once. Its target leases are kept. Sent when the loss is heard, not
+	// once. Its target leases are kept. (When the store was closed, the
+	// cause matches protocol.ErrClosed, and the worker stops instead: see
+	// [Scheduler.Run].) Sent when the loss is heard, not
 	// at the end of the round; Token is the membership lease's.
 	EventMembershipLost EventKind = "membership_lost"
 )

@@ -556,8 +556,9 @@ func testStoppedResendNamesWhenAResendsLeaseRunsOut(t *testing.T, releaseUnanswe
 // nothing: the lease the lost acquire may have taken is warned about at
 // shutdown, not dropped as if refused, whether the store closed just
 // before the stop or between a round's list and its claim (whose resend
-// of the lost acquire answered closed). The old scheduler took "closed"
-// for a refusal and said nothing.
+// of the lost acquire answered closed, which stops the worker by
+// itself). The old scheduler took "closed" for a refusal and said
+// nothing.
 func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 	t.Parallel()
 	for _, c := range []string{"at the stop", "before a claim"} {
@@ -582,10 +583,15 @@ func TestOrphanResentToAClosedStoreIsWarnedAbout(t *testing.T) {
 				}
 			} else {
 				// The next acquire of t (a round's claim retrying it, its
-				// list answered) meets a closed store.
-				store.beforeNext(target("t"), func() { _ = store.Store.Close(context.Background()) })
-				eventually(t, "a claim's resend of t answers closed", func() (bool, string) {
-					return logLine(logs.String(), "claiming no more this round", "target=t ", "closed") != "", "not yet"
+				// list answered) meets a closed store, and the worker
+				// stops at that answer (TestAClosedStoreStopsTheWorker).
+				var closed atomic.Bool
+				store.beforeNext(target("t"), func() {
+					_ = store.Store.Close(context.Background())
+					closed.Store(true)
+				})
+				eventually(t, "a claim's resend of t meets the closed store", func() (bool, string) {
+					return closed.Load(), "not yet"
 				})
 			}
 			stop()

@@ -50,7 +50,13 @@ type Scheduler struct {
 	// Guarded by mu.
 	lapsed int64
 
+	// stop ends Run's context (not its handlers'): at the store's first
+	// answer of status closed, closedBy (see noteClosed). Set by Run
+	// before any store call.
+	stop context.CancelCauseFunc
+
 	mu         sync.Mutex
+	closedBy   error             // the store's first answer of status closed; nil while none
 	leases     map[string]*lease // by target
 	membership *membership       // nil while the worker is not a member
 	workers    int
@@ -172,8 +178,8 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("scheduler: new: %w", errors.Join(errs...))
 	}
-	return &Scheduler{
-		store: store, id: identity, targets: targets, handler: handler, set: set,
+	sched := &Scheduler{
+		id: identity, targets: targets, handler: handler, set: set,
 		log:     set.log.With("worker", identity, "namespace", set.ns),
 		member:  protocol.Key{Namespace: set.workersNS, Name: identity},
 		wake:    make(chan struct{}, 1),
@@ -181,7 +187,9 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 		backoff: map[string]backoffState{},
 		pending: map[string]string{},
 		orphans: map[protocol.Key]orphan{},
-	}, nil
+	}
+	sched.store = closeSensor(store, sched.noteClosed)
+	return sched, nil
 }
 
 // Run works until ctx ends, then shuts down: it cancels every handler
@@ -199,12 +207,26 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // cancellation, each bounded by [Config].OpTimeout, the
 // releases of the targets all at once. Run returns
 // only after every handler has returned and every watch of a lease's end
-// has ended, and returns an error only when it was called before.
+// has ended, and returns an error only when it was called before, or when
+// the store was closed under it.
+//
+// A store that answers closed (closed while Run works: close it only
+// after Run returned) never answers again: at its first such answer,
+// whichever call got it (a lease's watch, when the store signals its
+// subscribers as it closes, as the shipped backends do; else the next
+// round's), Run cuts the round short, loses every lease (each handler
+// cancelled with a cause matching [protocol.ErrLeaseLost] and
+// [protocol.ErrClosed], [EventLost]) and the membership
+// ([EventMembershipLost]), releases nothing (nothing can be sent: each
+// lease runs out after its TTL, which it logs), waits for every handler
+// to return and returns an error matching [protocol.ErrClosed].
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run may be called only once")
 	}
 	s.base = context.WithoutCancel(ctx)
+	ctx, s.stop = context.WithCancelCause(ctx)
+	defer s.stop(nil)
 	s.log.Info("scheduler: starting", "workers_namespace", s.set.workersNS, "ttl", s.set.ttl, "renew_every", s.set.every)
 	next := time.NewTimer(0)
 	defer next.Stop()
@@ -212,6 +234,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if why := s.storeClosed(); why != nil {
+				return s.closedShutdown(why)
+			}
 			s.shutdown(next)
 			return nil
 		case <-s.wake:

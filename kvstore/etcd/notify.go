@@ -28,7 +28,9 @@ const (
 // once it is back ch gets another signal, for a deletion while no watch
 // was live. When the Backend is closed (or the client given to [New]),
 // ch gets one last signal and no more; once Close has begun, Subscribe
-// answers closed (Close waits for the watches it let start).
+// answers closed (Close waits for the watches it let start). ctx bounds
+// the making of the first watch: when it ends first (a cluster that does
+// not answer), Subscribe answers timeout matching ctx's error.
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	if err := b.open(protocol.OpAcquire); err != nil {
@@ -40,9 +42,18 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	watch := func() clientv3.WatchChan {
 		return b.cli.Watch(wctx, b.keys.lease(key), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	}
+	// etcd's client hands the first watch back only once the cluster
+	// created it, waiting on wctx alone: the caller's context ends it too
+	// until then, so that Subscribe answers by the caller's deadline on a
+	// cluster that does not answer.
+	callerEnded := context.AfterFunc(ctx, cancelWatch)
 	wch := watch()
 	select {
 	case first, ok := <-wch:
+		if !callerEnded() && ctx.Err() != nil { // the caller's context ended the watch
+			cancelWatch()
+			return nil, nil, b.interpret(ctx, protocol.OpAcquire, ctx.Err())
+		}
 		if !ok || first.Err() != nil || !first.Created {
 			cancelWatch()
 			if b.closed.Load() { // Close ended the watch
@@ -55,9 +66,11 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 			return nil, nil, backendkit.NewError(protocol.OpAcquire, protocol.StatusUnavailable, err, "%s: cannot watch the key", b.shown)
 		}
 	case <-ctx.Done():
+		callerEnded()
 		cancelWatch()
 		return nil, nil, b.interpret(ctx, protocol.OpAcquire, ctx.Err())
 	case <-b.stop:
+		callerEnded()
 		cancelWatch()
 		return nil, nil, errClosed(protocol.OpAcquire)
 	}

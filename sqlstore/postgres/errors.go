@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
@@ -335,7 +336,10 @@ func privilegeFix(msg string) string {
 // servingFunctions and the prune's claim functions of migration 8) names,
 // after GRANT: every privilege any command needs
 // (docs/postgres-settings.md#privileges), so that one GRANT answers them
-// all; "" for another kind or function, or no name.
+// all; "" for another kind or function, or no name. A schema's name is
+// quoted, so that the statement runs as given whatever the name (upper
+// case, a dash, a space, a double quote); the other objects are the
+// store's own, named in lower case.
 func grantFor(kind, name string) string {
 	switch {
 	case name == "":
@@ -344,7 +348,7 @@ func grantFor(kind, name string) string {
 	case kind == "table":
 		return "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
 	case kind == "schema":
-		return "USAGE ON SCHEMA " + name
+		return "USAGE ON SCHEMA " + pgx.Identifier{name}.Sanitize()
 	case kind == "function" && (name == "leasestore_audit_prune_claim" || name == "leasestore_audit_prune_unclaim"):
 		return pruneClaimGrant
 	case kind == "function":

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
@@ -66,7 +68,7 @@ func TestRoleWithoutUsageOnTheSchemaIsToldTheGrant(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	roleDSN := pgtest.GrantedRoleDSN(t, dsn, grantTables, grantSeqUsage)
-	grant := "GRANT USAGE ON SCHEMA " + schemaOf(t, dsn) + " TO it"
+	grant := "GRANT USAGE ON SCHEMA " + pgx.Identifier{schemaOf(t, dsn)}.Sanitize() + " TO it"
 	wantGrant := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), grant) ||

@@ -339,14 +339,15 @@ func (c *Client) result(ctx context.Context, op protocol.Op, key protocol.Key, c
 		return protocol.Result{}, err
 	}
 	var out wire.Result
-	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+	absent, err := wire.Decode(body, &out)
+	if err != nil || out.Status == "" {
 		return protocol.Result{}, badAnswer(op, code, body)
 	}
 	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
 		return protocol.Result{}, err
 	}
-	if err := wire.Missing(body, &out); err != nil {
-		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	if absent != nil {
+		return protocol.Result{}, backendkit.NewError(op, protocol.StatusUnavailable, absent, "httpapi: the server's answer does not parse")
 	}
 	res, err := out.Protocol(op)
 	if err != nil {
@@ -436,14 +437,15 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 		return protocol.ListResult{}, err
 	}
 	var out wire.ListPage
-	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+	absent, err := wire.Decode(body, &out)
+	if err != nil || out.Status == "" {
 		return protocol.ListResult{}, badAnswer(op, code, body)
 	}
 	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
 		return protocol.ListResult{}, err
 	}
-	if err := wire.Missing(body, &out); err != nil {
-		return protocol.ListResult{}, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	if absent != nil {
+		return protocol.ListResult{}, backendkit.NewError(op, protocol.StatusUnavailable, absent, "httpapi: the server's answer does not parse")
 	}
 	res, err := out.Protocol()
 	if err != nil {
@@ -550,7 +552,8 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 		return audit.Page{}, err
 	}
 	var out wire.AuditPage
-	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+	absent, err := wire.Decode(body, &out)
+	if err != nil || out.Status == "" {
 		return audit.Page{}, badAnswer(op, code, body)
 	}
 	status := protocol.Status(out.Status)
@@ -561,7 +564,7 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 		// invalid: the backends report a bad query as an error too.
 		return audit.Page{}, backendkit.NewError(op, status, nil, "%s", out.Message)
 	}
-	err = wire.Missing(body, &out)
+	err = absent
 	var page audit.Page
 	if err == nil {
 		page, err = out.Audit()

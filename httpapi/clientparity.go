@@ -45,7 +45,8 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 		return nil, err
 	}
 	var out wire.NamespacePage
-	if err := json.Unmarshal(body, &out); err != nil || out.Status == "" {
+	absent, err := wire.Decode(body, &out)
+	if err != nil || out.Status == "" {
 		return nil, badAnswer(op, code, body)
 	}
 	status := protocol.Status(out.Status)
@@ -58,8 +59,8 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 	if status != protocol.StatusFound {
 		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
 	}
-	if err := wire.Missing(body, &out); err != nil {
-		return nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	if absent != nil {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, absent, "httpapi: the server's answer does not parse")
 	}
 	return out.Namespaces, nil
 }
@@ -131,7 +132,8 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 		return nil, err
 	}
 	var out wire.RenewManyPage
-	if err := json.Unmarshal(raw, &out); err != nil || out.Status == "" {
+	absent, err := wire.Decode(raw, &out)
+	if err != nil || out.Status == "" {
 		return nil, badAnswer(op, code, raw)
 	}
 	status := protocol.Status(out.Status)
@@ -141,8 +143,8 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 	if status != protocol.StatusFound {
 		return nil, backendkit.NewError(op, status, nil, "server: %s", out.Message)
 	}
-	if err := wire.Missing(raw, &out); err != nil {
-		return nil, backendkit.NewError(op, protocol.StatusUnavailable, err, "httpapi: the server's answer does not parse")
+	if absent != nil {
+		return nil, backendkit.NewError(op, protocol.StatusUnavailable, absent, "httpapi: the server's answer does not parse")
 	}
 	if len(out.Results) != len(reqs) {
 		return nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered %d results for %d renewals",
@@ -379,10 +381,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 		switch name {
 		case eventRecord:
 			var wr wire.Record
-			if err := json.Unmarshal(data, &wr); err != nil {
+			absent, err := wire.Decode(data, &wr)
+			if err != nil {
 				return cursor, malformedEvent(opFollow, name, data, err), true
 			}
-			err := wire.Missing(data, &wr)
+			err = absent
 			var rec audit.Record
 			if err == nil {
 				rec, err = wr.Audit()

@@ -13,11 +13,7 @@
 package wire
 
 import (
-	"cmp"
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
@@ -331,60 +327,4 @@ func (p AuditPage) Audit() (audit.Page, error) {
 		out.Records = append(out.Records, ar)
 	}
 	return out, nil
-}
-
-// Missing returns an error naming the first member that the JSON text data,
-// an answer decoded into shape (a pointer to one of this package's types),
-// lacks though the type requires it: a field without omitempty, at any
-// depth (a pointer field may be null, not absent), as the OpenAPI document
-// requires it. json.Unmarshal leaves such a field zero, as though the sender
-// had sent a fencing token 0 or an empty owner. Members the type does not
-// have (a newer sender's) are not looked at.
-func Missing(data []byte, shape any) error {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	return missing(v, reflect.TypeOf(shape), "")
-}
-
-// missing is Missing of the decoded JSON value v and type t, at path.
-func missing(v any, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil // null, or what json.Unmarshal refused already
-		}
-		for f := range t.Fields() {
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" || !f.IsExported() {
-				continue
-			}
-			name = cmp.Or(name, f.Name)
-			member, ok := obj[name]
-			switch {
-			case !ok && strings.Contains(opts, "omitempty"):
-			case !ok && path == "":
-				return fmt.Errorf("no field %q", name)
-			case !ok:
-				return fmt.Errorf("%s: no field %q", path, name)
-			default:
-				if err := missing(member, f.Type, strings.TrimPrefix(path+"."+name, ".")); err != nil {
-					return err
-				}
-			}
-		}
-	case reflect.Slice:
-		items, _ := v.([]any)
-		for i, item := range items {
-			if err := missing(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

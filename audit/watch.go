@@ -5,6 +5,8 @@ import (
 	"errors"
 	"iter"
 	"time"
+
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // DefaultWatchInterval is how often [Watch] reads the trail while it is
@@ -44,10 +46,12 @@ type WatchConfig struct {
 //
 // Each record is yielded with a nil error; resume a later watch after it
 // with q.Cursor = EncodeCursor(rec.ID). A read that fails is yielded as
-// (Record{}, err) and retried after the interval; an invalid q, and a
-// cursor behind a prune (an error matching [ErrPruned]: the records after
-// it are gone), are yielded once and end the stream. The stream ends without an error when ctx
-// ends, or when the caller stops ranging.
+// (Record{}, err) and retried after the interval; an invalid q, a cursor
+// behind a prune (an error matching [ErrPruned]: the records after it are
+// gone) and a reader that answers closed (an error matching
+// [protocol.ErrClosed]: its handle or runtime was closed, and it never
+// answers again) are yielded once and end the stream. The stream ends
+// without an error when ctx ends, or when the caller stops ranging.
 //
 // When r streams the trail itself (a [Follower], or a [RuntimeReader] of a
 // backend that is one, such as httpapi.Client), Watch is its Follow, and
@@ -87,7 +91,7 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				heldSince = time.Time{}
 			}
 			if err != nil {
-				if !yield(Record{}, err) || errors.Is(err, ErrPruned) {
+				if !yield(Record{}, err) || errors.Is(err, ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed {
 					return
 				}
 			}
@@ -125,7 +129,7 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 // that q selects after q.Cursor (from the start when empty), oldest first,
 // each once, until ctx ends or the caller stops ranging; a failure is
 // yielded as (Record{}, err) and the stream goes on when it can (an
-// invalid q is yielded once and ends it).
+// invalid q, and an answer of status closed, are yielded once and end it).
 type Follower interface {
 	Follow(ctx context.Context, q Query) iter.Seq2[Record, error]
 }

@@ -42,14 +42,14 @@ const retryNotice = time.Second
 // failureLog logs the failures a follow (audit --follow, watch) yields
 // that it goes on after, as "read failed; retrying", and never one it
 // ends on (a refused token, a cursor behind a prune, an event the client
-// cannot read, an etcd revision compacted): that one is final, and the
-// command fails with it (failWith). Only the follower knows which a
-// failure is, and tells it by what follows: so a failure is held until the
-// follow yields again (it went on: logged), ends (final: not logged), or
-// went on for retryNotice without either (logged then). A record the
-// follower reports as altered outside leasestore (etcd's ErrTampered) is
-// no failed read: it is logged at once, as an error the follow goes on
-// after.
+// cannot read, an etcd revision compacted, a closed store): that one is
+// final, and the command fails with it (failWith). Only the follower
+// knows which a failure is, and tells it by what follows: so a failure is
+// held until the follow yields again (it went on: logged), ends (final:
+// not logged), or went on for retryNotice without either (logged then).
+// A record the follower reports as altered outside leasestore (etcd's
+// ErrTampered) is no failed read: it is logged at once, as an error the
+// follow goes on after.
 type failureLog struct {
 	a       *app
 	what    string // the command, heading each line

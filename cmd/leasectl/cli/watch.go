@@ -145,8 +145,8 @@ func (a *app) heldBackNotice() func(time.Duration) {
 // those records as expired). The first read must succeed; a later failure
 // the watch goes on after is logged as retried, and one it ends on (an
 // invalid query or token, an etcd follower whose revision was compacted, a
-// cursor behind a prune, an event the client cannot read) fails the
-// command, unlogged (see failureLog).
+// cursor behind a prune, an event the client cannot read, a closed store:
+// exit 5) fails the command, unlogged (see failureLog).
 func (a *app) followWithExpiries(ctx context.Context, s *store, q audit.Query, cfg *audit.WatchConfig,
 	expiries *expiryWatch, emit func(audit.Record)) error {
 	if err := a.probeAudit(ctx, s.audit, q); err != nil {

@@ -34,7 +34,10 @@ type HoldConfig struct {
 // local clock, which is never later than the store's).
 // A [Runtime.Close] of the store it was taken through (a [*Runtime])
 // ends it at once too, with a cause matching [ErrLeaseLost] and
-// [ErrClosed]: nothing renews the lease after that.
+// [ErrClosed]: nothing renews the lease after that. So does the close of
+// any store under it that signals its subscribers as it closes (every
+// shipped backend; a Runtime over one, or a wrapper that passes Subscribe
+// on): the get that follows the signal answers closed (see [WatchLease]).
 // Work done under the lease should use [Held.Context] and pass
 // [Held.Token] to every fenced resource.
 //
@@ -198,14 +201,18 @@ type closingSignaller interface {
 // just before it), it reads the key with a get bounded by timeout. When
 // the key has no live lease or another lease holds it, it calls lost
 // once, with why (matching [ErrNotFound] when no lease is live), and
-// returns. A get that
-// fails (timeout, unavailable) tells nothing: the holder's renewals
-// decide. A subscription that fails (a server's stream cap, a listener
-// connection that cannot be opened now) is made again, after a pause
-// from 50ms doubling up to 5s, with jitter, so that the store's signal
-// tells of a loss again as soon as it can. It returns when ctx ends, or at
-// once when s cannot signal ([ErrNoNotifier]) or is closed: then renewals
-// alone tell the loss.
+// returns. A store closed under the subscription signals it as it closes
+// (every shipped one does), and its get then answers closed: it never
+// answers again, so the lease can be neither confirmed nor renewed, and
+// WatchLease reports that as the end too, at once (why matching
+// [ErrClosed]). A get that fails otherwise (timeout, unavailable) tells
+// nothing: the holder's renewals decide. A subscription that fails (a
+// server's stream cap, a listener connection that cannot be opened now)
+// is made again, after a pause from 50ms doubling up to 5s, with jitter,
+// so that the store's signal tells of a loss again as soon as it can. It
+// returns when ctx ends, or at once when s cannot signal ([ErrNoNotifier])
+// or is closed before the subscription is made: then renewals alone tell
+// the loss.
 //
 // [Hold] and the scheduler call it for every lease they hold; it is for
 // code that keeps a lease alive itself. It costs a subscription (on
@@ -256,8 +263,8 @@ const (
 	watchMaxPause = 5 * time.Second
 )
 
-// stillHeld reads l's key and returns why l is lost, nil when l still
-// holds it or the read told nothing.
+// stillHeld reads l's key and returns why l is lost (the store answered
+// closed included), nil when l still holds it or the read told nothing.
 func stillHeld(ctx context.Context, s Store, l Lease, timeout time.Duration) error {
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -271,8 +278,16 @@ func stillHeld(ctx context.Context, s Store, l Lease, timeout time.Duration) err
 		return fmt.Errorf("the store signalled its end; %s holds the key with token %d", res.Lease.Owner, res.Lease.Token)
 	case StatusOf(err) == StatusNotFound:
 		return fmt.Errorf("the store signalled its end (revoked, released or run out): %w", err)
+	case StatusOf(err) == StatusClosed:
+		return closedUnder(err)
 	}
 	return nil
+}
+
+// closedUnder returns why a lease is lost when its store answered closed
+// (err): it matches [ErrClosed].
+func closedUnder(err error) error {
+	return fmt.Errorf("the store was closed while the lease was held: it is renewed no more and runs out after its TTL: %w", err)
 }
 
 // confirm renews the lease of a replayed acquire of req, under a fresh

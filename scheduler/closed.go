@@ -86,6 +86,12 @@ func (c notifyingSensor) Subscribe(ctx context.Context, key protocol.Key) (<-cha
 	return ch, cancel, err
 }
 
+// closedStore reports whether a lease's watch (protocol.WatchLease) ended
+// because the store answered closed. Its get went through the sensor,
+// which noted that answer: the shutdown on it (closedShutdown) loses every
+// lease and the membership, so the watch's report is left to it.
+func closedStore(why error) bool { return protocol.StatusOf(why) == protocol.StatusClosed }
+
 // noteClosed records the store's first answer of status closed, err, and
 // ends Run's context: the round under way stops and Run shuts down as
 // [Scheduler.closedShutdown] says.

@@ -786,6 +786,9 @@ func (s *Scheduler) joinedLocked(l protocol.Lease, sent time.Time) {
 	s.watches.Go(func() {
 		defer close(m.watched)
 		protocol.WatchLease(ctx, s.store, l, s.set.opTimeout, func(why error) {
+			if closedStore(why) {
+				return
+			}
 			s.mu.Lock()
 			if s.membership != m {
 				s.mu.Unlock()
@@ -1427,6 +1430,9 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 	// given up and its handler finishes; renewals are the fallback.
 	s.watches.Go(func() {
 		protocol.WatchLease(wctx, s.store, pl, s.set.opTimeout, func(why error) {
+			if closedStore(why) {
+				return
+			}
 			s.mu.Lock()
 			s.loseLocked(l, why, false)
 			s.mu.Unlock()

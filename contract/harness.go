@@ -74,6 +74,24 @@ type Harness struct {
 	// the trail afterwards. The first handle, when it implements
 	// audit.Reader, is the natural choice.
 	Audit audit.Reader
+	// ServesLockDelays says that the handles are clients of stores served
+	// elsewhere (httpapi clients), whose serving runtimes have the
+	// namespace defaults of the lock-delay [HandleLockDelays] gives (the
+	// first handle's the first, the second's the second). Otherwise the
+	// suite's cases on those defaults put runtimes of their own, with
+	// them, over the handles.
+	ServesLockDelays bool
+}
+
+// HandleLockDelays returns the namespace defaults of the lock-delay that
+// the suite's cases on defaults run under, one list per handle, as two
+// servers on one store with different `serve --lock-delay` (or one
+// restarted with another) have them: a namespace under
+// "contract-default-" takes 7s through the first handle and 30s through
+// the second. No other case uses such a namespace.
+func HandleLockDelays() (first, second []protocol.NamespaceLockDelay) {
+	return []protocol.NamespaceLockDelay{{Namespaces: "contract-default-*", Delay: 7 * time.Second}},
+		[]protocol.NamespaceLockDelay{{Namespaces: "contract-default-*", Delay: 30 * time.Second}}
 }
 
 // Factory makes a fresh, isolated store for one test and returns handles on

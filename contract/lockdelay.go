@@ -23,6 +23,23 @@ func (e *env) acquireDelayed(rt *protocol.Runtime, name, owner string) protocol.
 	return l
 }
 
+// defaultRuntimes returns runtimes over the harness's two handles whose
+// namespace defaults of the lock-delay are [HandleLockDelays]'s (the
+// handles' own when the harness serves them), and moves the env to a
+// namespace those defaults cover.
+func (e *env) defaultRuntimes() (first, second *protocol.Runtime) {
+	e.ns = "contract-default-" + strings.TrimPrefix(newNamespace(), "contract-")
+	if e.h.ServesLockDelays {
+		return e.a, e.b
+	}
+	d1, d2 := HandleLockDelays()
+	// Not closed: closing a runtime closes its backend, which e.a and e.b
+	// own and close.
+	noSweep := &protocol.SweepConfig{Every: -1}
+	return protocol.New(e.h.Backend, &protocol.Config{DefaultTimeout: opTimeout, LockDelays: d1, Sweep: noSweep}),
+		protocol.New(e.h.Second, &protocol.Config{DefaultTimeout: opTimeout, LockDelays: d2, Sweep: noSweep})
+}
+
 // expectDelayed checks that an acquire of name answers conflict carrying
 // ended (the lease whose lock-delay keeps the key, ExpiresAt at endedAt)
 // with a message saying so, and writes nothing; and that a get answers
@@ -99,6 +116,61 @@ func lockDelayCases() []testCase {
 			if res.Lease.LockDelay != lockDelay {
 				e.t.Fatalf("replayed acquire: lock-delay %v, want the first answer's %v", res.Lease.LockDelay, lockDelay)
 			}
+		}},
+		{"retry_after_the_default_changed", func(e *env) {
+			// An acquire that asks for no lock-delay takes the namespace
+			// default of the runtime serving it (7s through the first
+			// handle). Its retry, the same request with the same request id,
+			// that reaches a runtime with another default (30s through the
+			// second: a restart with another `serve --lock-delay`, or
+			// another server on the store) replays the first answer,
+			// lock-delay included: the default is the server's setting, not
+			// a parameter of the request. A retry asking for a lock-delay
+			// of its own is compared with the one the first attempt's lease
+			// got: the same replays, another is invalid. Nothing is written.
+			first, second := e.defaultRuntimes()
+			const firstDefault = 7 * time.Second
+			req := e.acquireReq("job", "w1", leaseTTL)
+			l := e.acquireWith(first, req)
+			if l.LockDelay != firstDefault {
+				e.t.Fatalf("acquire without a lock-delay through the first handle: lock-delay %v, want its default %v", l.LockDelay, firstDefault)
+			}
+			before := e.snapshot("job")
+			retry := func(what string, rt *protocol.Runtime, delay time.Duration, want protocol.Status) {
+				e.t.Helper()
+				r := req
+				r.LockDelay = delay
+				res, err := rt.Acquire(e.ctx, r)
+				e.expect(what, res, err, want)
+				e.unchanged(what, before)
+				if want == protocol.StatusInvalid {
+					return
+				}
+				if !res.Replayed || res.Lease == nil || res.Lease.Token != l.Token || res.Lease.LockDelay != l.LockDelay {
+					e.t.Fatalf("%s: %+v (lease %s), want a replay of token %d with the first answer's lock-delay %v",
+						what, res, fmtLease(res.Lease), l.Token, l.LockDelay)
+				}
+				e.expectLease(what, res.Lease, l)
+			}
+			retry("retry through a runtime with another default", second, 0, protocol.StatusAcquired)
+			retry("retry through the first runtime", first, 0, protocol.StatusAcquired)
+			retry("retry asking for the lock-delay the lease got", second, firstDefault, protocol.StatusAcquired)
+			retry("retry asking for the second runtime's default", second, 30*time.Second, protocol.StatusInvalid)
+			retry("retry asking for another lock-delay", first, lockDelay, protocol.StatusInvalid)
+
+			// An acquire that asked for a lock-delay of its own (as a
+			// release that filled the default in before the backend saw
+			// it recorded one): a retry asking for none replays it.
+			req = e.acquireReq("asked", "w1", leaseTTL)
+			req.LockDelay = lockDelay
+			l = e.acquireWith(second, req)
+			if l.LockDelay != lockDelay {
+				e.t.Fatalf("acquire asking for %v: lock-delay %v", lockDelay, l.LockDelay)
+			}
+			before = e.snapshot("asked")
+			retry("retry asking for none of an acquire that asked for one", first, 0, protocol.StatusAcquired)
+			retry("retry asking for the same", first, lockDelay, protocol.StatusAcquired)
+			retry("retry asking for another", second, firstDefault, protocol.StatusInvalid)
 		}},
 		{"kept_by_replayed_changes", func(e *env) {
 			// A retry of a renew, a release or a revoke answers the lease as

@@ -31,12 +31,15 @@ import (
 // server's own business (its runtime sweeps; leasectl prunes): when the
 // store can, the harness's first handle sweeps and its reader prunes the
 // served store directly, and the suite checks what clients see over HTTP
-// afterwards.
+// afterwards. The servers have the namespace defaults of the lock-delay
+// of [contract.HandleLockDelays], as two servers with different
+// `serve --lock-delay` on one store.
 func Harness(t *testing.T, first, second protocol.Backend, reader audit.Reader) contract.Harness {
 	t.Helper()
-	c1 := Serve(t, first, reader)
-	c2 := Serve(t, second, nil)
-	h := contract.Harness{Backend: c1, Second: c2, Audit: c1}
+	d1, d2 := contract.HandleLockDelays()
+	c1 := serve(t, first, reader, d1)
+	c2 := serve(t, second, nil, d2)
+	h := contract.Harness{Backend: c1, Second: c2, Audit: c1, ServesLockDelays: true}
 	if s, ok := first.(protocol.Sweeper); ok {
 		h.Backend = sweepingClient{Client: c1, sweeper: s}
 	}
@@ -51,9 +54,16 @@ func Harness(t *testing.T, first, second protocol.Backend, reader audit.Reader) 
 // the trail, and returns a client of it.
 func Serve(t testing.TB, b protocol.Backend, reader audit.Reader) *httpapi.Client {
 	t.Helper()
+	return serve(t, b, reader, nil)
+}
+
+// serve is [Serve] with the served runtime's namespace defaults of the
+// lock-delay.
+func serve(t testing.TB, b protocol.Backend, reader audit.Reader, delays []protocol.NamespaceLockDelay) *httpapi.Client {
+	t.Helper()
 	// The suite's manual clock moves by hours: a background sweep would
 	// remove rows the cases still look at.
-	rt := protocol.New(b, &protocol.Config{DefaultTimeout: 30 * time.Second, Sweep: &protocol.SweepConfig{Every: -1}})
+	rt := protocol.New(b, &protocol.Config{DefaultTimeout: 30 * time.Second, Sweep: &protocol.SweepConfig{Every: -1}, LockDelays: delays})
 	if reader != nil {
 		reader = audit.RuntimeReader(rt) // as leasectl serve reads it
 	}

@@ -78,9 +78,10 @@ func SameFingerprint(stored, fingerprint string) bool {
 // times: acquired_at is then At for acquire and zero otherwise, renewed_at
 // At for acquire and renew and zero otherwise, and expires_at zero for
 // release and revoke. Records written before schema version 5 (or by a
-// release before it) lack the lock-delay: it is then zero (the runtime
-// fills a replayed acquire's from the request). Otherwise the result is
-// invalid: the request id was reused with other parameters.
+// release before it) lack the lock-delay: it is then zero ([ReplayAcquire]
+// fills a replayed acquire's from the parameters matched). Otherwise the
+// result is invalid: the request id was reused with other parameters. An
+// acquire is replayed with [ReplayAcquire].
 //
 // The caller writes nothing in either case. A backend that reads records
 // of several format versions refuses unknown ones before it calls Replay.
@@ -109,6 +110,55 @@ func Replay(rec Recorded, op protocol.Op, fingerprint string) protocol.Result {
 		l.RenewedAt = rec.At
 	}
 	return protocol.Result{Status: rec.Status, Lease: l, Replayed: true}
+}
+
+// ReplayAcquire is [Replay] for an acquire req whose request id is in the
+// trail as rec. The lock-delay is compared with the lease the first attempt
+// got, rec.LockDelay: a retry asking for none (req.LockDelay zero: the
+// namespace default, whatever it is now) matches any, one asking for D
+// only D. Records written by releases that counted the default in the
+// fingerprint (as req.LockDelay) match too: by rec.LockDelay, or, in a
+// record written before schema version 5, which lacks it, by
+// req.DefaultLockDelay, the default now; such a record's lease is
+// answered with the lock-delay the matched fingerprint names.
+func ReplayAcquire(rec Recorded, req protocol.AcquireRequest) protocol.Result {
+	fp, delay := acquireMatch(rec, req)
+	res := Replay(rec, protocol.OpAcquire, fp)
+	if res.Replayed && res.Lease.LockDelay == 0 {
+		res.Lease.LockDelay = delay
+	}
+	return res
+}
+
+// acquireMatch returns the fingerprint of req, as it asks or as a release
+// that counted the lock-delay in would have taken it, that rec's matches,
+// with the lock-delay it names (req's own fingerprint when none does).
+func acquireMatch(rec Recorded, req protocol.AcquireRequest) (fingerprint string, lockDelay time.Duration) {
+	asked := req.LockDelay.Truncate(time.Microsecond)
+	fp := Fingerprint(req)
+	if SameFingerprint(rec.ParamsHash, fp) {
+		return fp, asked
+	}
+	var alt []time.Duration // the lock-delays to try in req's fingerprint
+	if req.LockDelay == 0 {
+		alt = []time.Duration{rec.LockDelay, req.DefaultLockDelay}
+	} else if rec.LockDelay == asked {
+		alt = []time.Duration{0} // the first attempt asked for none and got D
+	}
+	for _, d := range alt {
+		if d == 0 && req.LockDelay == 0 {
+			continue // req's own fingerprint
+		}
+		r := req
+		r.LockDelay = d
+		if f := Fingerprint(r); SameFingerprint(rec.ParamsHash, f) {
+			if d == 0 {
+				return f, asked // the lease got D (rec.LockDelay)
+			}
+			return f, d.Truncate(time.Microsecond)
+		}
+	}
+	return fp, asked
 }
 
 // LeasePage turns rows fetched with LIMIT limit+1, ordered by name, into a

@@ -2,7 +2,10 @@ package backendkit_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +252,100 @@ func TestUnanswered(t *testing.T) {
 		if res.Status != c.st || res.Message != c.text || res.Lease != nil {
 			t.Errorf("Unanswered(%v) = %+v, want %s with message %q", c.err, res, c.st, c.text)
 		}
+	}
+}
+
+// previousAcquireHash is the fingerprint an earlier release stored for an
+// acquire whose lock-delay was delay, the namespace default filled in
+// before the backend saw the request or the one it asked for, computed
+// as that release did (SHA-256 over op, key, owner, TTL and, for a
+// non-zero delay, "lock_delay=NANOSECONDS", joined by NUL), so that a
+// change of Fingerprint cannot hide a record it no longer matches.
+func previousAcquireHash(req protocol.AcquireRequest, delay time.Duration) string {
+	parts := []string{string(protocol.OpAcquire), req.Key.Encode(), req.Owner, strconv.FormatInt(int64(req.TTL), 10)}
+	if delay != 0 {
+		parts = append(parts, "lock_delay="+strconv.FormatInt(int64(delay), 10))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
+}
+
+// TestReplayAcquire: an acquire's retry is compared on its lock-delay with
+// the lease the first attempt got, never with the namespace default now:
+// asking for none matches any, asking for D only D. Records written by a
+// release that hashed the default in replay for retries of the same
+// request, also once the default changed (by the record's lock-delay) and,
+// in a record written before schema 5 (no lock-delay in it), while the
+// default is the same (as that release replayed them).
+func TestReplayAcquire(t *testing.T) {
+	const dflt, other = 7 * time.Second, 30 * time.Second
+	none := protocol.AcquireRequest{Key: k, Owner: "w1", TTL: time.Minute, RequestID: "rid"}
+	asking := func(d, def time.Duration) protocol.AcquireRequest {
+		r := none
+		r.LockDelay, r.DefaultLockDelay = d, def
+		return r
+	}
+	if backendkit.Fingerprint(none) != previousAcquireHash(none, 0) || backendkit.Fingerprint(asking(dflt, other)) != previousAcquireHash(none, dflt) {
+		t.Fatal("an acquire's fingerprint is not the previous release's for the lock-delay it asks for: " +
+			"its records would not replay during a rolling deploy")
+	}
+	record := func(hash string, got time.Duration) backendkit.Recorded {
+		l := protocol.Lease{Key: k, Owner: "w1", Token: 7, AcquiredAt: at, RenewedAt: at, ExpiresAt: exp, Version: 1, LockDelay: got}
+		return backendkit.NewRecorded(at, protocol.OpAcquire, protocol.StatusAcquired, l, "rid", hash, "w1", "")
+	}
+	for _, c := range []struct {
+		what  string
+		rec   backendkit.Recorded
+		retry protocol.AcquireRequest
+		want  time.Duration // the replayed lease's lock-delay; -1: invalid
+	}{
+		// Written by this release: the request asked for none, the lease got the default.
+		{"none, default changed", record(backendkit.Fingerprint(none), dflt), asking(0, other), dflt},
+		{"none, no default now", record(backendkit.Fingerprint(none), dflt), asking(0, 0), dflt},
+		{"asking for what the lease got", record(backendkit.Fingerprint(none), dflt), asking(dflt, other), dflt},
+		{"asking for what the lease got, finer than stored", record(backendkit.Fingerprint(none), dflt), asking(dflt+999, 0), dflt},
+		{"asking for the default now", record(backendkit.Fingerprint(none), dflt), asking(other, other), -1},
+		{"none, none got", record(backendkit.Fingerprint(none), 0), asking(0, other), 0},
+		{"asking for one, none got", record(backendkit.Fingerprint(none), 0), asking(dflt, 0), -1},
+		// Written by this release: the request asked for one.
+		{"asked, retried asking for none", record(backendkit.Fingerprint(asking(dflt, 0)), dflt), asking(0, other), dflt},
+		{"asked, retried asking for another", record(backendkit.Fingerprint(asking(dflt, 0)), dflt), asking(other, 0), -1},
+		// Written by the previous release, the default filled in (7s).
+		{"previous, default unchanged", record(previousAcquireHash(none, dflt), dflt), asking(0, dflt), dflt},
+		{"previous, default changed", record(previousAcquireHash(none, dflt), dflt), asking(0, other), dflt},
+		{"previous, default gone", record(previousAcquireHash(none, dflt), dflt), asking(0, 0), dflt},
+		{"previous, asking for what it got", record(previousAcquireHash(none, dflt), dflt), asking(dflt, other), dflt},
+		{"previous, no default then", record(previousAcquireHash(none, 0), 0), asking(0, other), 0},
+		// Written before schema 5 (no lock-delay in the record): only the
+		// default now can tell, as the previous release replayed them.
+		{"before schema 5, default unchanged", record(previousAcquireHash(none, dflt), 0), asking(0, dflt), dflt},
+		{"before schema 5, asking for it", record(previousAcquireHash(none, dflt), 0), asking(dflt, 0), dflt},
+		{"before schema 5, default changed", record(previousAcquireHash(none, dflt), 0), asking(0, other), -1},
+	} {
+		res := backendkit.ReplayAcquire(c.rec, c.retry)
+		if c.want < 0 {
+			if res.Status != protocol.StatusInvalid || res.Replayed {
+				t.Errorf("%s: %s %q, want invalid", c.what, res.Status, res.Message)
+			}
+			continue
+		}
+		if res.Status != protocol.StatusAcquired || !res.Replayed || res.Lease == nil || res.Lease.Token != 7 || res.Lease.LockDelay != c.want {
+			t.Errorf("%s: %s %q (lease %+v), want a replay of token 7 with lock-delay %v", c.what, res.Status, res.Message, res.Lease, c.want)
+		}
+	}
+	// The other parameters still count, whatever the lock-delay.
+	rec := record(previousAcquireHash(none, dflt), dflt)
+	for _, r := range []protocol.AcquireRequest{
+		{Key: k, Owner: "w2", TTL: time.Minute, RequestID: "rid"},
+		{Key: k, Owner: "w1", TTL: 2 * time.Minute, RequestID: "rid", DefaultLockDelay: dflt},
+		{Key: protocol.Key{Namespace: "ns", Name: "other"}, Owner: "w1", TTL: time.Minute, RequestID: "rid", LockDelay: dflt},
+	} {
+		if res := backendkit.ReplayAcquire(rec, r); res.Status != protocol.StatusInvalid {
+			t.Errorf("retry %+v of another acquire: %s, want invalid", r, res.Status)
+		}
+	}
+	if res := backendkit.ReplayAcquire(backendkit.NewRecorded(at, protocol.OpRenew, protocol.StatusRenewed,
+		protocol.Lease{Key: k, Owner: "w1", Token: 7}, "rid", backendkit.Fingerprint(none), "w1", ""), none); res.Status != protocol.StatusInvalid {
+		t.Errorf("an acquire with a renew's id: %s, want invalid", res.Status)
 	}
 }

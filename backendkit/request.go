@@ -18,7 +18,10 @@ type Change interface {
 // Fingerprint returns a hash (64 hex digits) of a state-changing request's
 // parameters, everything but its request id. A backend stores it (see
 // [StoredFingerprint]) beside the request id so that a repeated id with
-// other parameters is recognised and refused as invalid.
+// other parameters is recognised and refused as invalid. An acquire's
+// parameters hold the lock-delay it asks for (LockDelay), never the
+// namespace default (DefaultLockDelay), which a retry may meet changed;
+// [ReplayAcquire] compares an acquire's retry with its record.
 func Fingerprint[R Change](req R) string {
 	switch r := any(req).(type) {
 	case protocol.AcquireRequest:

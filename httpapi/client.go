@@ -363,11 +363,18 @@ func (c *Client) result(ctx context.Context, op protocol.Op, key protocol.Key, c
 	return res, nil
 }
 
-// Acquire implements [protocol.Backend].
+// Acquire implements [protocol.Backend]. A namespace default of the
+// client's runtime (r.DefaultLockDelay) is sent as the request's
+// lock_delay, the only one the API carries: to the server it is one the
+// client asked for. Without one the server's default applies.
 func (c *Client) Acquire(ctx context.Context, r protocol.AcquireRequest) (protocol.Result, error) {
+	delay := r.LockDelay
+	if delay == 0 {
+		delay = r.DefaultLockDelay
+	}
 	return c.result(ctx, protocol.OpAcquire, r.Key, call{method: http.MethodPost, path: "/v1/acquire", requestID: r.RequestID,
 		body: acquireBody{Namespace: r.Key.Namespace, Key: r.Key.Name, Owner: r.Owner, TTL: r.TTL.String(), RequestID: r.RequestID,
-			LockDelay: wire.OptDuration(r.LockDelay)}})
+			LockDelay: wire.OptDuration(delay)}})
 }
 
 // Renew implements [protocol.Backend].

@@ -159,11 +159,20 @@ func (s *Store) current(k protocol.Key) *protocol.Lease {
 // used before: res is then the recorded outcome flagged Replayed, or invalid
 // when the id was used with another operation or other parameters.
 func (s *Store) replay(op protocol.Op, namespace, requestID, paramsHash string) (res protocol.Result, done bool) {
-	i, ok := s.requests[requestKey{namespace, requestID}]
+	rec, ok := s.prior(namespace, requestID)
 	if !ok {
 		return protocol.Result{}, false
 	}
-	return backendkit.Replay(s.records[i], op, paramsHash), true
+	return backendkit.Replay(rec, op, paramsHash), true
+}
+
+// prior returns the record of (namespace, request id), if it was used.
+func (s *Store) prior(namespace, requestID string) (backendkit.Recorded, bool) {
+	i, ok := s.requests[requestKey{namespace, requestID}]
+	if !ok {
+		return backendkit.Recorded{}, false
+	}
+	return s.records[i], true
 }
 
 // change is one state change to record in the audit trail.
@@ -194,8 +203,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 	}
 	defer s.mu.Unlock()
 	hash := backendkit.Fingerprint(req)
-	if res, done := s.replay(protocol.OpAcquire, req.Key.Namespace, req.RequestID, hash); done {
-		return res, nil
+	if rec, ok := s.prior(req.Key.Namespace, req.RequestID); ok {
+		return backendkit.ReplayAcquire(rec, req), nil
 	}
 	cur := s.current(req.Key)
 	if d, ok := s.delayed[req.Key]; ok && cur == nil {

@@ -140,12 +140,27 @@ type ListResult struct {
 // loss has time to stop before anyone else starts. A release by the holder
 // frees the key at once. Zero takes the [Runtime]'s namespace default
 // ([Config].LockDelays), none unless configured.
+//
+// The request's parameters, which a retry with the same RequestID must
+// repeat (another request under a used id is invalid), are Key, Owner, TTL
+// and LockDelay: the lock-delay asked for, not the default. A retry is
+// compared on its lock-delay with the lease the first attempt got: zero
+// matches any (the default may have changed since: a restart, another
+// server), another only the same.
 type AcquireRequest struct {
 	Key       Key
 	Owner     string
 	TTL       time.Duration
 	RequestID string
 	LockDelay time.Duration
+	// DefaultLockDelay is the lease's lock-delay when LockDelay is zero:
+	// the namespace default, which the [Runtime] sets from its
+	// [Config].LockDelays (a namespace without one there keeps the value
+	// given) for the backend. It is not a parameter of the request. A
+	// backend that forwards requests to a store served elsewhere (an
+	// httpapi client) sends it as the request's lock-delay, the only one
+	// the API carries.
+	DefaultLockDelay time.Duration
 }
 
 // RenewRequest extends the lease identified by Key, Owner and Token to expire
@@ -215,8 +230,13 @@ func validateRenewTTL(ttl time.Duration) error {
 }
 
 func validateLockDelay(d time.Duration) error {
+	return validateDelay("lock delay", d)
+}
+
+// validateDelay checks a lock-delay named field.
+func validateDelay(field string, d time.Duration) error {
 	if d < 0 || d > MaxLockDelay {
-		return fmt.Errorf("lock delay: %v is outside [0, %v]", d, MaxLockDelay)
+		return fmt.Errorf("%s: %v is outside [0, %v]", field, d, MaxLockDelay)
 	}
 	return nil
 }
@@ -232,16 +252,22 @@ func validateRequestID(id string) error {
 	return textfield.Validate("request id", id, MaxRequestIDLen)
 }
 
-// StoredLockDelay is r.LockDelay as every backend stores it and answers
-// it: truncated to the microsecond, the precision of the lease's times.
+// StoredLockDelay is the lease's lock-delay (r.LockDelay, or
+// r.DefaultLockDelay when that is zero) as every backend stores it and
+// answers it: truncated to the microsecond, the precision of the lease's
+// times.
 func (r AcquireRequest) StoredLockDelay() time.Duration {
+	if r.LockDelay == 0 {
+		return r.DefaultLockDelay.Truncate(time.Microsecond)
+	}
 	return r.LockDelay.Truncate(time.Microsecond)
 }
 
 // Validate checks every field, including the request id.
 func (r AcquireRequest) Validate() error {
 	return errors.Join(r.Key.Validate(), textfield.Validate("owner", r.Owner, MaxOwnerLen),
-		validateTTL(r.TTL), validateLockDelay(r.LockDelay), validateRequestID(r.RequestID))
+		validateTTL(r.TTL), validateLockDelay(r.LockDelay), validateDelay("default lock delay", r.DefaultLockDelay),
+		validateRequestID(r.RequestID))
 }
 
 // Validate checks every field, including the request id.

@@ -36,7 +36,9 @@ type Config struct {
 	Sweep *SweepConfig
 	// LockDelays are namespace defaults of the lock-delay: an acquire
 	// whose LockDelay is zero takes the Delay of the first entry whose
-	// Namespaces glob matches its namespace. Default: none,
+	// Namespaces glob matches its namespace ([AcquireRequest].DefaultLockDelay:
+	// not a parameter of the request, so changing them does not turn a
+	// retry invalid). Default: none,
 	// so a lease has a lock-delay only when its acquire asks for one.
 	// [New] panics on a malformed glob or a delay outside [0, MaxLockDelay];
 	// check them first with [NamespaceLockDelay.Validate].
@@ -330,21 +332,25 @@ func (r *Runtime) change(ctx context.Context, op Op, key Key, reqID string, inva
 // and the result carries that lease. While the lock-delay of a lease that
 // was revoked or ran out keeps the key, the status is conflict too, and the
 // result carries that ended lease ([Lease.DelayedAt]). A zero
-// req.LockDelay takes the namespace's default ([Config].LockDelays).
+// req.LockDelay takes the namespace's default ([Config].LockDelays), which
+// the backend gets as req.DefaultLockDelay, apart from the request's
+// parameters: a retry reaching a runtime with another default replays.
 func (r *Runtime) Acquire(ctx context.Context, req AcquireRequest) (Result, error) {
 	req.RequestID = r.requestID(req.RequestID)
 	if req.LockDelay == 0 {
-		req.LockDelay = lockDelayOf(r.delays, req.Key.Namespace)
+		if d := lockDelayOf(r.delays, req.Key.Namespace); d != 0 {
+			req.DefaultLockDelay = d
+		}
 	}
 	return r.change(ctx, OpAcquire, req.Key, req.RequestID, req.Validate(), req.Owner, "", func(ctx context.Context) (Result, error) {
 		res, err := r.backend.Acquire(ctx, req)
-		if res.Replayed && res.Status == StatusAcquired && res.Lease != nil && res.Lease.LockDelay == 0 {
+		if res.Replayed && res.Status == StatusAcquired && res.Lease != nil && res.Lease.LockDelay == 0 && req.LockDelay != 0 {
 			// A replay is read from the audit record, which holds the
 			// lock-delay only since schema 5. The first attempt's lease
 			// took req's: the parameters the replay matched include it,
-			// at the microseconds every backend stores. (A served store's
-			// runtime may have filled it from its namespace default: kept.)
-			res.Lease.LockDelay = req.StoredLockDelay()
+			// at the microseconds every backend stores. (A default is no
+			// parameter: what it was then, the backend may know.)
+			res.Lease.LockDelay = req.LockDelay.Truncate(time.Microsecond)
 		}
 		return res, err
 	})

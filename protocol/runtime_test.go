@@ -1054,7 +1054,8 @@ func TestRuntimeErrorsSayKeyAndCauseOnce(t *testing.T) {
 }
 
 // A zero lock-delay takes the first matching namespace default; a
-// request's own wins.
+// request's own wins. The backend gets the default apart from the
+// request's lock-delay (DefaultLockDelay), which stays what was asked.
 func TestRuntimeLockDelayDefaults(t *testing.T) {
 	b := &fakeBackend{}
 	rt := New(b, &Config{LockDelays: []NamespaceLockDelay{{Namespaces: "jobs-*", Delay: 15 * time.Second}, {Namespaces: "*", Delay: time.Second}}})
@@ -1065,8 +1066,10 @@ func TestRuntimeLockDelayDefaults(t *testing.T) {
 	}{{"jobs-a", 0, 15 * time.Second}, {"other", 0, time.Second}, {"jobs-a", 2 * time.Second, 2 * time.Second}} {
 		_, _ = rt.Acquire(context.Background(), AcquireRequest{Key: Key{Namespace: c.ns, Name: "k"}, Owner: "o", TTL: time.Minute, LockDelay: c.own})
 		calls := b.callList()
-		if got := calls[len(calls)-1].req.(AcquireRequest).LockDelay; got != c.want {
-			t.Errorf("%s with lock-delay %v: the backend got %v, want %v", c.ns, c.own, got, c.want)
+		got := calls[len(calls)-1].req.(AcquireRequest)
+		if got.StoredLockDelay() != c.want || got.LockDelay != c.own {
+			t.Errorf("%s with lock-delay %v: the backend got lock-delay %v (default %v), want %v asked, %v in all",
+				c.ns, c.own, got.LockDelay, got.DefaultLockDelay, c.own, c.want)
 		}
 	}
 	if err := (NamespaceLockDelay{Namespaces: "[", Delay: time.Second}).Validate(); err == nil {

@@ -87,3 +87,13 @@ func Replay(rec backendkit.Recorded, op protocol.Op, fingerprint string) (protoc
 	}
 	return backendkit.Replay(rec, op, fingerprint), nil
 }
+
+// ReplayAcquire is [backendkit.ReplayAcquire] for a record read from
+// [AuditTable], refusing a record of an unknown format version first as
+// [Replay] does.
+func ReplayAcquire(rec backendkit.Recorded, req protocol.AcquireRequest) (protocol.Result, error) {
+	if err := CheckRecordVersion(protocol.OpAcquire, rec.Version); err != nil {
+		return protocol.Result{}, err
+	}
+	return backendkit.ReplayAcquire(rec, req), nil
+}

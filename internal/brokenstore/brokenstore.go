@@ -247,7 +247,7 @@ func (h *Handle) Acquire(ctx context.Context, req protocol.AcquireRequest) (prot
 		r := req
 		r.RequestID = id
 		if s.kind == LockDelayIgnored {
-			r.LockDelay = 0
+			r.LockDelay, r.DefaultLockDelay = 0, 0
 		}
 		return h.Backend.Acquire(ctx, r)
 	}
@@ -306,8 +306,8 @@ func (s *Store) acquired(req protocol.AcquireRequest, res protocol.Result) {
 		return
 	}
 	real := res.Lease.Token
-	if s.kind == LockDelayIgnored && req.LockDelay > 0 {
-		ks.delays[real] = req.LockDelay.Truncate(time.Microsecond)
+	if s.kind == LockDelayIgnored && req.StoredLockDelay() > 0 {
+		ks.delays[real] = req.StoredLockDelay()
 	}
 	cause := ks.ended
 	if cause == "" && ks.has {

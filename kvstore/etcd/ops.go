@@ -301,7 +301,11 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
 		}
 		if !resp.Succeeded {
-			return b.replay(protocol.OpAcquire, resp.Responses[0].GetResponseRange().Kvs, fp)
+			rec, err := b.prior(protocol.OpAcquire, resp.Responses[0].GetResponseRange().Kvs)
+			if err != nil {
+				return protocol.Result{}, err
+			}
+			return backendkit.ReplayAcquire(rec, req), nil
 		}
 		inner := resp.Responses[0].GetResponseTxn()
 		if !inner.Succeeded {
@@ -384,14 +388,23 @@ func (b *Backend) staleGrant(err error, ids ...clientv3.LeaseID) bool {
 
 // replay answers a request whose id is in the trail as kvs' record.
 func (b *Backend) replay(op protocol.Op, kvs []*mvccpb.KeyValue, fp string) (protocol.Result, error) {
+	rec, err := b.prior(op, kvs)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	return backendkit.Replay(rec, op, fp), nil
+}
+
+// prior decodes kvs' record, that of a request id found in the trail.
+func (b *Backend) prior(op protocol.Op, kvs []*mvccpb.KeyValue) (backendkit.Recorded, error) {
 	if len(kvs) == 0 {
-		return protocol.Result{}, errInternal(op, "%s: the idempotency record vanished during the operation", b.shown)
+		return backendkit.Recorded{}, errInternal(op, "%s: the idempotency record vanished during the operation", b.shown)
 	}
 	rec, err := decodeAudit(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision)
 	if err != nil {
-		return protocol.Result{}, interpretError(context.Background(), op, b.shown, err)
+		return backendkit.Recorded{}, interpretError(context.Background(), op, b.shown, err)
 	}
-	return backendkit.Replay(rec, op, fp), nil
+	return rec, nil
 }
 
 // holderChange is a renew, release or revoke: how to classify the current

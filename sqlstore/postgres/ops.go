@@ -331,10 +331,10 @@ func interval(ttl time.Duration) pgtype.Interval {
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
-	a["owner"], a["ttl"], a["lock_delay"] = req.Owner, interval(req.TTL), interval(req.LockDelay)
+	a["owner"], a["ttl"], a["lock_delay"] = req.Owner, interval(req.TTL), interval(req.StoredLockDelay())
 	return b.change(ctx, protocol.OpAcquire, req.Key, acquireSQL, a, func(o *outcome) (protocol.Result, bool, error) {
 		if o.prior != nil {
-			res, err := sqlstore.Replay(*o.prior, protocol.OpAcquire, fp)
+			res, err := sqlstore.ReplayAcquire(*o.prior, req)
 			return res, false, err
 		}
 		if o.after != nil {

@@ -30,8 +30,10 @@ type change func(ctx context.Context, tx *sql.Tx, now time.Time) (res protocol.R
 
 // replay looks (namespace, requestID) up in the audit trail. done reports
 // that the request was answered from it (a replay, or invalid for a reused
-// id); the caller then writes nothing.
-func (b *Backend) replay(ctx context.Context, tx *sql.Tx, op protocol.Op, namespace, requestID, fingerprint string) (res protocol.Result, done bool, err error) {
+// id), which answer gives from the record (sqlstore.Replay or
+// ReplayAcquire); the caller then writes nothing.
+func (b *Backend) replay(ctx context.Context, tx *sql.Tx, namespace, requestID string,
+	answer func(backendkit.Recorded) (protocol.Result, error)) (res protocol.Result, done bool, err error) {
 	rec, err := scanRecorded(tx.StmtContext(ctx, b.stmts.findRequest).QueryRowContext(ctx, namespace, requestID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return protocol.Result{}, false, nil
@@ -39,7 +41,7 @@ func (b *Backend) replay(ctx context.Context, tx *sql.Tx, op protocol.Op, namesp
 	if err != nil {
 		return protocol.Result{}, false, err
 	}
-	res, err = sqlstore.Replay(rec, op, fingerprint)
+	res, err = answer(rec)
 	return res, err == nil, err
 }
 
@@ -96,7 +98,8 @@ func (b *Backend) blocking(ctx context.Context, tx *sql.Tx, key protocol.Key, no
 // reported as an error rather than guessed at.
 func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key protocol.Key, requestID, fp string,
 	check func(*protocol.Lease) protocol.Status) (protocol.Result, bool, error) {
-	if res, done, err := b.replay(ctx, tx, op, key.Namespace, requestID, fp); done || err != nil {
+	replay := func(rec backendkit.Recorded) (protocol.Result, error) { return sqlstore.Replay(rec, op, fp) }
+	if res, done, err := b.replay(ctx, tx, key.Namespace, requestID, replay); done || err != nil {
 		return res, false, err
 	}
 	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), op, key)
@@ -161,7 +164,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds(),
 			req.RequestID).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
-			if res, done, err := b.replay(ctx, tx, op, req.Key.Namespace, req.RequestID, fp); done || err != nil {
+			replay := func(rec backendkit.Recorded) (protocol.Result, error) { return sqlstore.ReplayAcquire(rec, req) }
+			if res, done, err := b.replay(ctx, tx, req.Key.Namespace, req.RequestID, replay); done || err != nil {
 				return res, false, err
 			}
 			cur, err := b.blocking(ctx, tx, req.Key, now)

@@ -6,6 +6,13 @@
 // opened afresh. The replay answers the first attempt's lease with
 // lock-delay 0, as releases before schema 5 did, and does not fail.
 //
+// It also writes the record of an acquire as a release that counted the
+// namespace default in its fingerprint wrote it (the default handed to
+// the backend as the request's lock-delay) and retries it asking for none:
+// it replays with the lock-delay the lease got, the default changed or not
+// while the record holds the lock-delay, and, once it does not, while the
+// default is the same.
+//
 // For tests only; it imports no database driver. Both SQL backends' tests
 // use it.
 package replaycompat
@@ -59,6 +66,18 @@ func Check(ctx context.Context, t *testing.T, ns string, open func() protocol.Ba
 		}
 		cases[i].first = res
 	}
+	// A release that counted the default in handed it to the backend as
+	// the request's lock-delay.
+	acquire("defaulted")
+	retry := func(what string, b protocol.Backend, def time.Duration) {
+		t.Helper()
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("defaulted"), Owner: "w", TTL: time.Minute,
+			RequestID: "defaulted-a", DefaultLockDelay: def})
+		if err != nil || res.Status != protocol.StatusAcquired || !res.Replayed || res.Lease == nil || res.Lease.LockDelay != lockDelay {
+			t.Fatalf("%s: %+v, %v; want replayed acquired with lock-delay %v", what, res, err, lockDelay)
+		}
+	}
+	retry("retry of an acquire that took the default, under another default", b, 7*time.Second)
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +94,7 @@ func Check(ctx context.Context, t *testing.T, ns string, open func() protocol.Ba
 				c.what, res, res.Lease, err, c.want, want)
 		}
 	}
+	retry("retry of an acquire that took the default, its record without lock-delay", b, lockDelay)
 }
 
 // same reports whether a and b are the same lease, their times compared

@@ -13,8 +13,10 @@ package schedulertest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -29,6 +31,22 @@ type Harness struct {
 	// Resource is a resource fenced by tokens, empty at the start, in the
 	// same database as the store where there is one.
 	Resource Resource
+	// LateExpiry is how late, never early, the store may judge that a
+	// lease ran out or that a lock-delay ended, as its documentation states
+	// (etcd: about 3 s, DESIGN.md and docs/etcd.md); zero for a store that
+	// judges both at their time by its clock. The cases that time a take
+	// after an expiry or a lock-delay's end (Takeover, LockDelayBackOff,
+	// MembershipRevokeLockDelay) allow that much more, and only that; a
+	// take before the store's time still fails.
+	LateExpiry time.Duration
+}
+
+// lateness describes h.LateExpiry for a bound's message: "" when zero.
+func (h Harness) lateness() string {
+	if h.LateExpiry == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" + the store's documented lateness of %v", h.LateExpiry)
 }
 
 // Factory makes a fresh, isolated store (and resource) for one case. It

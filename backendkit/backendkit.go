@@ -258,21 +258,27 @@ func Found(cur, ended *protocol.Lease, now time.Time) protocol.Result {
 	case cur != nil && cur.LiveAt(now):
 		return protocol.Result{Status: protocol.StatusFound, Lease: cur}
 	case cur != nil && cur.DelayedAt(now):
-		return Delayed(cur)
+		return Delayed(cur, now)
 	case ended != nil && now.Before(ended.FreeAt()):
-		return Delayed(ended)
+		return Delayed(ended, now)
 	}
 	return protocol.Result{Status: protocol.StatusNotFound}
 }
 
-// Delayed is the result of a get when no lease is live and the lock-delay
-// of ended (ExpiresAt the time it ended) keeps the key: not_found, as
-// there is no live lease, carrying the ended lease as an acquire's
-// conflict does, with a message saying when the key is free.
-func Delayed(ended *protocol.Lease) protocol.Result {
+// Delayed is the result of a get at now when no lease is live and the
+// lock-delay of ended (ExpiresAt the time it ended) keeps the key:
+// not_found, as there is no live lease, carrying the ended lease as an
+// acquire's conflict does, with a message saying when the key is free
+// (at or after that time, on a store that judges it late, never early,
+// that the delay ended then and the store has not yet freed the key).
+func Delayed(ended *protocol.Lease, now time.Time) protocol.Result {
+	free := ended.FreeAt().UTC().Format(time.RFC3339Nano)
+	msg := "no live lease; lock-delay until " + free
+	if !now.Before(ended.FreeAt()) {
+		msg = "no live lease; the lock-delay ended at " + free + ", but " + notYetFree
+	}
 	return protocol.Result{Status: protocol.StatusNotFound, Lease: ended, Message: fmt.Sprintf(
-		"no live lease; lock-delay until %s (lease of %s, token %d, ended at %s)",
-		ended.FreeAt().UTC().Format(time.RFC3339Nano), ended.Owner, ended.Token, ended.ExpiresAt.UTC().Format(time.RFC3339Nano))}
+		"%s (lease of %s, token %d, ended at %s)", msg, ended.Owner, ended.Token, ended.ExpiresAt.UTC().Format(time.RFC3339Nano))}
 }
 
 // ListStart returns where a page of req starts: the name to resume after

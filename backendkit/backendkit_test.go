@@ -218,6 +218,33 @@ func TestFoundWithinALockDelay(t *testing.T) {
 	}
 }
 
+// A store that judges the end of a lock-delay late, never early (etcd),
+// may still keep the key at or after FreeAt: the conflict's and the get's
+// messages then say that the delay ended then and the store has not yet
+// freed the key, not that the key is free at a time already past.
+func TestLockDelayMessagesPastTheEnd(t *testing.T) {
+	ended := protocol.Lease{Key: k, Owner: "w1", Token: 8, ExpiresAt: exp, LockDelay: time.Second}
+	free := ended.FreeAt().Format(time.RFC3339Nano)
+	for _, c := range []struct {
+		now       time.Time
+		want, not string
+	}{
+		{ended.FreeAt().Add(-time.Microsecond), "the key is free at " + free, "not yet"},
+		{ended.FreeAt(), "its lock-delay ended at " + free + ", but the store has not yet freed the key", "free at"},
+		{ended.FreeAt().Add(2 * time.Second), "its lock-delay ended at " + free + ", but the store has not yet freed the key", "free at"},
+	} {
+		msg := backendkit.LockDelayMessage(ended, c.now)
+		if !strings.HasPrefix(msg, protocol.LockDelayPrefix) || !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
+			t.Errorf("conflict at %s: %q; want %q after the prefix %q, without %q", c.now.Format(time.RFC3339Nano), msg, c.want, protocol.LockDelayPrefix, c.not)
+		}
+	}
+	r := backendkit.Delayed(&ended, ended.FreeAt().Add(time.Second))
+	if want := "no live lease; the lock-delay ended at " + free + ", but the store has not yet freed the key"; r.Status != protocol.StatusNotFound ||
+		r.Lease == nil || !strings.HasPrefix(r.Message, want) || strings.Contains(r.Message, "until") || !strings.Contains(r.Message, "(lease of w1, token 8, ended at ") {
+		t.Errorf("get past the end: %s %q; want not_found carrying the lease, message starting %q", r.Status, r.Message, want)
+	}
+}
+
 func TestListStart(t *testing.T) {
 	after, limit, err := backendkit.ListStart(protocol.ListRequest{Namespace: "ns"})
 	if after != "" || limit != protocol.DefaultListLimit || err != nil {

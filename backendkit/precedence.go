@@ -73,17 +73,30 @@ func CheckAcquire(cur *protocol.Lease, now time.Time) protocol.Status {
 func Conflict(cur *protocol.Lease, now time.Time) protocol.Result {
 	res := protocol.Result{Status: protocol.StatusConflict, Lease: cur}
 	if cur != nil && cur.DelayedAt(now) {
-		res.Message = LockDelayMessage(*cur)
+		res.Message = LockDelayMessage(*cur, now)
 	}
 	return res
 }
 
 // LockDelayMessage is the message of a conflict with l, an ended lease
-// whose lock-delay keeps the key; it starts with [protocol.LockDelayPrefix].
-func LockDelayMessage(l protocol.Lease) string {
-	return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; the key is free at %s",
-		l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
+// whose lock-delay keeps the key at now; it starts with
+// [protocol.LockDelayPrefix]. It says when the key is free; at or after
+// that time (a store that judges the end of a lock-delay late, never
+// early, as etcd does) it says instead that the delay ended then and the
+// store has not yet freed the key.
+func LockDelayMessage(l protocol.Lease, now time.Time) string {
+	ended, free := l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano)
+	if now.Before(l.FreeAt()) {
+		return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; the key is free at %s",
+			l.Owner, l.Token, ended, free)
+	}
+	return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; its lock-delay ended at %s, but %s",
+		l.Owner, l.Token, ended, free, notYetFree)
 }
+
+// notYetFree ends the messages of a lock-delay a store keeps past its
+// end: one that judges that end late, never early (etcd), has not yet.
+const notYetFree = "the store has not yet freed the key (it sees the end of a lock-delay late, never early)"
 
 // CheckNamespacesLimit returns an invalid-input error unless limit is
 // within 1 and [protocol.MaxListLimit]; a [protocol.NamespaceLister] calls

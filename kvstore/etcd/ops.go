@@ -344,7 +344,7 @@ func (b *Backend) conflict(st keyState, k protocol.Key, in instant) (protocol.Re
 			return protocol.Result{}, err
 		}
 		if ended != nil {
-			return protocol.Result{Status: protocol.StatusConflict, Lease: ended, Message: backendkit.LockDelayMessage(*ended)}, nil
+			return protocol.Result{Status: protocol.StatusConflict, Lease: ended, Message: backendkit.LockDelayMessage(*ended, in.now)}, nil
 		}
 	}
 	return backendkit.Refused(protocol.StatusConflict, cur), nil
@@ -706,5 +706,5 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	case ended == nil:
 		return protocol.Result{Status: protocol.StatusNotFound}, nil
 	}
-	return backendkit.Delayed(ended), nil
+	return backendkit.Delayed(ended, in.now), nil
 }

@@ -242,8 +242,9 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 	fp := backendkit.Fingerprint(req)
 	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now, Version: protocol.LeaseFormatVersion}
 	var acq, exp, delay int64
+	var setAside bool
 	err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
-		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &exp, &delay)
+		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &exp, &delay, &setAside)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
 			return backendkit.CheckHolder(cur, req.Owner, req.Token, now)
@@ -251,6 +252,11 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 	}
 	if err != nil {
 		return protocol.Result{}, false, err
+	}
+	if setAside {
+		if _, err := tx.StmtContext(ctx, b.stmts.putBack).ExecContext(ctx, req.Key.Namespace, req.Key.Name); err != nil {
+			return protocol.Result{}, false, err
+		}
 	}
 	l.AcquiredAt, l.ExpiresAt = fromMicros(acq), fromMicros(exp)
 	l.LockDelay = time.Duration(delay) * time.Microsecond

@@ -161,16 +161,24 @@ WHERE name = 'leasestore_audit'`
 	// ?4 token) from ?5 now by ?6 the TTL (µs; 0 keeps the lease's own,
 	// expires_at - renewed_at); ?7 the lease format version, ?8 the
 	// request id (new). It returns the lease's acquired_at, expires_at and
-	// lock-delay.
-	// It clears swept_token: a process whose clock lags another's may renew
-	// a lease the other's sweeper already set aside, and the renewed lease
-	// must be back in the live indexes.
+	// lock-delay, and whether the row is set aside (swept_token = token,
+	// see migration 3): a process whose clock lags another's may renew a
+	// lease the other's sweeper already set aside, and the renewed lease
+	// must be back in the live indexes, which qPutBack then does. qRenew
+	// does not assign swept_token itself: SQLite rewrites the entries of
+	// every partial index whose WHERE reads a column an UPDATE assigns,
+	// changed or not, so each renew would write a page of both live
+	// indexes more (each page a frame of the log, written and synced).
 	qRenew = `
 UPDATE leasestore_leases
-SET renewed_at = ?5, expires_at = ?5 + CASE WHEN ?6 = 0 THEN expires_at - renewed_at ELSE ?6 END, swept_token = NULL
+SET renewed_at = ?5, expires_at = ?5 + CASE WHEN ?6 = 0 THEN expires_at - renewed_at ELSE ?6 END
 WHERE namespace = ?1 AND name = ?2 AND owner = ?3 AND token = ?4 AND expires_at > ?5 AND version = ?7
   AND NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = ?1 AND a.request_id = ?8)
-RETURNING acquired_at, expires_at, ` + leaseDelay
+RETURNING acquired_at, expires_at, ` + leaseDelay + `, swept_token IS token`
+
+	// qPutBack puts the row at (?1 namespace, ?2 name), which qRenew
+	// renewed while it was set aside, back in the live indexes.
+	qPutBack = `UPDATE leasestore_leases SET swept_token = NULL WHERE namespace = ?1 AND name = ?2`
 
 	// qRelease deletes the live lease (?1 namespace, ?2 name, ?3 owner,
 	// ?4 token) at ?5 now; ?6 the lease format version, ?7 the request id

@@ -876,7 +876,7 @@ var errReplayEnded = errors.New("the lease it took has ended")
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
 	sent := time.Now()
 	res, err := s.store.Acquire(ctx, s.acquireRequest(key, reqID))
-	if errors.Is(err, protocol.ErrClosed) {
+	if closedAnswer(err) {
 		return protocol.Lease{}, sent, err // not sent: an earlier attempt's id stays
 	}
 	if unknown(err) {
@@ -945,7 +945,16 @@ func unknown(err error) bool {
 // noOutcome reports whether err tells nothing of a change: its outcome is
 // unknown, or the store was closed and did not judge it.
 func noOutcome(err error) bool {
-	return unknown(err) || errors.Is(err, protocol.ErrClosed)
+	return unknown(err) || closedAnswer(err)
+}
+
+// closedAnswer reports whether err is the store's answer closed: the
+// call was not sent. It reads err's own status, not its chain: a timeout
+// whose context's cause matches [protocol.ErrClosed] (the stop at the
+// store's close, or a Held of another store that was closed) left its
+// call's outcome unknown, and errors.Is would take it for closed.
+func closedAnswer(err error) bool {
+	return protocol.StatusOf(err) == protocol.StatusClosed
 }
 
 // listAll returns the live leases of a namespace, every page.

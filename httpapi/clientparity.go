@@ -228,7 +228,9 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // cursor behind a prune (matching audit.ErrPruned), a subscribed,
 // record or position event the client cannot read (a protocol error: the
 // server would send it again), and a client that was closed (status
-// closed, yielded when it reconnects or polls), which end it. When
+// closed, yielded when it reconnects or polls), which end it. The
+// server's store closed is yielded as unavailable, as the client's other
+// calls answer it, and the client reconnects. When
 // the route answers 404 (a server older than it, or a proxy in front of
 // the server during a deploy), the client polls as [audit.Watch] does,
 // trying the stream again after every 25 polls (5s at
@@ -426,7 +428,10 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 			if err := prunedError(opFollow, ev.Message); err != nil && status == protocol.StatusUnavailable {
 				return cursor, err, true // the cursor stays behind the prune: following again cannot help
 			}
-			err := backendkit.NewError(opFollow, status, nil, "server: %s", ev.Message)
+			var err error = backendkit.NewError(opFollow, status, nil, "server: %s", ev.Message)
+			if status == protocol.StatusClosed { // the server's store, not this client: follow again
+				err = serverClosed(opFollow, ev.Message)
+			}
 			if name == eventEnd {
 				return cursor, err, false
 			}

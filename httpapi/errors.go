@@ -140,9 +140,18 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 		}
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
 	case protocol.StatusClosed:
-		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
+		return serverClosed(op, msg)
 	}
 	return nil
+}
+
+// serverClosed returns the error for the server's answer closed (msg its
+// message), in a response or a stream's event: unavailable, for the
+// server's store is closed, not this client, which answers again once the
+// server (or another behind the same address) serves. Only the client's
+// own Close answers closed (clientClosed).
+func serverClosed(op protocol.Op, msg string) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
 }
 
 // prunedError returns the error matching audit.ErrPruned that the server's

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -13,7 +15,9 @@ import (
 // json.Unmarshal does, and in the same pass notes the members that v's
 // type requires (a field without omitempty, at any depth; a pointer field
 // may be null, not absent, as the OpenAPI document requires): absent names
-// the first one data lacks, in the order of the type's fields, or is nil.
+// the first one data lacks, or has null where the OpenAPI document does
+// not allow it (a member of a type other than a pointer, an array or an
+// array's item), in the order of the type's fields, or is nil.
 // json.Unmarshal would leave such a field zero, as though the sender had
 // sent a fencing token 0 or an empty owner; the caller refuses the answer
 // once its status said it should have the shape (an error's answer has
@@ -51,7 +55,7 @@ func Decode(data []byte, v any) (absent, err error) {
 			return nil, err
 		}
 		*out = ListPage{Status: in.Status.v, Leases: wireAll(in.Leases), NextCursor: in.NextCursor.v, Message: in.Message}
-		if err := required("", "status", in.Status.set); err != nil {
+		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
 		if err := requiredArray(data, "leases", in.Leases != nil); err != nil {
@@ -60,7 +64,7 @@ func Decode(data []byte, v any) (absent, err error) {
 		if err := eachAbsent(in.Leases, "leases"); err != nil {
 			return err, nil
 		}
-		return required("", "next_cursor", in.NextCursor.set), nil
+		return required("", "next_cursor", in.NextCursor.got()), nil
 	case *AuditPage:
 		var in auditPageIn
 		if err := json.Unmarshal(data, &in); err != nil {
@@ -68,7 +72,7 @@ func Decode(data []byte, v any) (absent, err error) {
 		}
 		*out = AuditPage{Status: in.Status.v, Records: wireAll(in.Records), NextCursor: in.NextCursor.v, Message: in.Message,
 			HeldBack: in.HeldBack, FollowCursor: in.FollowCursor}
-		if err := required("", "status", in.Status.set); err != nil {
+		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
 		if err := requiredArray(data, "records", in.Records != nil); err != nil {
@@ -77,24 +81,32 @@ func Decode(data []byte, v any) (absent, err error) {
 		if err := eachAbsent(in.Records, "records"); err != nil {
 			return err, nil
 		}
-		return required("", "next_cursor", in.NextCursor.set), nil
+		return required("", "next_cursor", in.NextCursor.got()), nil
 	case *NamespacePage:
 		var in namespacePageIn
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, err
 		}
 		*out = NamespacePage{Status: in.Status.v, Namespaces: in.Namespaces, Message: in.Message}
-		if err := required("", "status", in.Status.set); err != nil {
+		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
-		return requiredArray(data, "namespaces", in.Namespaces != nil), nil
+		if err := requiredArray(data, "namespaces", in.Namespaces != nil); err != nil {
+			return err, nil
+		}
+		if slices.Contains(in.Namespaces, "") {
+			// A null item reads as "" (which no namespace is), so only
+			// data tells it from an empty string.
+			return nullItem(data, "namespaces"), nil
+		}
+		return nil, nil
 	case *RenewManyPage:
 		var in renewManyPageIn
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, err
 		}
 		*out = RenewManyPage{Status: in.Status.v, Results: wireAll(in.Results), Message: in.Message}
-		if err := required("", "status", in.Status.set); err != nil {
+		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
 		if err := requiredArray(data, "results", in.Results != nil); err != nil {
@@ -108,7 +120,7 @@ func Decode(data []byte, v any) (absent, err error) {
 // The types below mirror the shapes above for Decode: each required
 // member is a [member], which records that it appeared; optional members
 // are as in the shape. A slice of objects holds pointers, so that a null
-// item (which requires nothing) is told from an object. TestDecodeMirrors
+// item (which the OpenAPI document does not allow) is told from an object. TestDecodeMirrors
 // checks that they have the shapes' members.
 type (
 	leaseIn struct {
@@ -178,19 +190,21 @@ func (l *leaseIn) wire() Lease {
 		RenewedAt: l.RenewedAt.v, ExpiresAt: l.ExpiresAt.v, Version: l.Version.v, LockDelay: l.LockDelay}
 }
 
+func (l *leaseIn) null() bool { return l == nil }
+
 func (l *leaseIn) absent(path string) error {
 	if l == nil {
 		return nil
 	}
 	for _, m := range [...]struct {
 		name string
-		set  bool
+		got  presence
 	}{
-		{"namespace", l.Namespace.set}, {"key", l.Key.set}, {"owner", l.Owner.set}, {"token", l.Token.set},
-		{"acquired_at", l.AcquiredAt.set}, {"renewed_at", l.RenewedAt.set}, {"expires_at", l.ExpiresAt.set},
-		{"version", l.Version.set},
+		{"namespace", l.Namespace.got()}, {"key", l.Key.got()}, {"owner", l.Owner.got()}, {"token", l.Token.got()},
+		{"acquired_at", l.AcquiredAt.got()}, {"renewed_at", l.RenewedAt.got()}, {"expires_at", l.ExpiresAt.got()},
+		{"version", l.Version.got()},
 	} {
-		if err := required(path, m.name, m.set); err != nil {
+		if err := required(path, m.name, m.got); err != nil {
 			return err
 		}
 	}
@@ -209,18 +223,20 @@ func (r *resultIn) wire() Result {
 	return out
 }
 
+func (r *resultIn) null() bool { return r == nil }
+
 func (r *resultIn) absent(path string) error {
 	if r == nil {
 		return nil
 	}
 	for _, m := range [...]struct {
 		name string
-		set  bool
+		got  presence
 	}{
-		{"status", r.Status.set}, {"replayed", r.Replayed.set}, {"request_id", r.RequestID.set},
-		{"message", r.Message.set}, {"lease", r.Lease.set},
+		{"status", r.Status.got()}, {"replayed", r.Replayed.got()}, {"request_id", r.RequestID.got()},
+		{"message", r.Message.got()}, {"lease", r.Lease.got()},
 	} {
-		if err := required(path, m.name, m.set); err != nil {
+		if err := required(path, m.name, m.got); err != nil {
 			return err
 		}
 	}
@@ -236,19 +252,21 @@ func (r *recordIn) wire() Record {
 		Version: r.Version.v, ExpiresAt: r.ExpiresAt}
 }
 
+func (r *recordIn) null() bool { return r == nil }
+
 func (r *recordIn) absent(path string) error {
 	if r == nil {
 		return nil
 	}
 	for _, m := range [...]struct {
 		name string
-		set  bool
+		got  presence
 	}{
-		{"id", r.ID.set}, {"at", r.At.set}, {"op", r.Op.set}, {"namespace", r.Namespace.set}, {"key", r.Key.set},
-		{"owner", r.Owner.set}, {"token", r.Token.set}, {"request_id", r.RequestID.set}, {"actor", r.Actor.set},
-		{"reason", r.Reason.set}, {"status", r.Status.set}, {"version", r.Version.set},
+		{"id", r.ID.got()}, {"at", r.At.got()}, {"op", r.Op.got()}, {"namespace", r.Namespace.got()}, {"key", r.Key.got()},
+		{"owner", r.Owner.got()}, {"token", r.Token.got()}, {"request_id", r.RequestID.got()}, {"actor", r.Actor.got()},
+		{"reason", r.Reason.got()}, {"status", r.Status.got()}, {"version", r.Version.got()},
 	} {
-		if err := required(path, m.name, m.set); err != nil {
+		if err := required(path, m.name, m.got); err != nil {
 			return err
 		}
 	}
@@ -256,41 +274,88 @@ func (r *recordIn) absent(path string) error {
 }
 
 // eachAbsent is the first absent member of items, whose paths are
-// path[i].
-func eachAbsent[T interface{ absent(string) error }](items []T, path string) error {
+// path[i], or the first null item (an object of the array: the OpenAPI
+// document allows no null there).
+func eachAbsent[T interface {
+	absent(string) error
+	null() bool
+}](items []T, path string) error {
 	for i, item := range items {
-		if err := item.absent(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if item.null() {
+			return fmt.Errorf("%s is null", at)
+		}
+		if err := item.absent(at); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// required is the error naming member name of the object at path when
-// set is false.
-func required(path, name string, set bool) error {
-	switch {
-	case set:
+// presence is how a required member appeared in an object.
+type presence uint8
+
+const (
+	present    presence = iota // with a value (null, for a nullable member)
+	missing                    // not at all
+	nullNotNil                 // as null, which the OpenAPI document does not allow for it
+)
+
+// required is the error naming member name of the object at path when it
+// is missing, or null though not nullable (json.Unmarshal leaves such a
+// member zero, as it leaves a missing one).
+func required(path, name string, got presence) error {
+	var err error
+	switch got {
+	case present:
 		return nil
-	case path == "":
-		return fmt.Errorf("no field %q", name)
+	case missing:
+		err = fmt.Errorf("no field %q", name)
+	default:
+		err = fmt.Errorf("field %q is null", name)
 	}
-	return fmt.Errorf("%s: no field %q", path, name)
+	if path == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // requiredArray is [required] of member name of the object data, which
 // holds an array that Decode decoded into a slice: one that is not nil
 // appeared; a nil one was null or absent, which only data tells (the
 // slice is empty then, so reading the object's members again costs
-// little).
+// little). An array is not nullable.
 func requiredArray(data []byte, name string, notNil bool) error {
+	got := present
 	if !notNil {
+		got = missing
 		var members map[string]json.RawMessage
 		if json.Unmarshal(data, &members) == nil {
-			_, notNil = members[name]
+			if raw, ok := members[name]; ok {
+				got = nullNotNil
+				if string(raw) != "null" {
+					got = present // [] (json.Unmarshal makes it an empty slice, not nil)
+				}
+			}
 		}
 	}
-	return required("", name, notNil)
+	return required("", name, got)
+}
+
+// nullItem is the error naming the first null item of the array member
+// name of the object data (see [eachAbsent]), nil when it has none.
+func nullItem(data []byte, name string) error {
+	var members map[string]json.RawMessage
+	var items []json.RawMessage
+	if json.Unmarshal(data, &members) != nil || json.Unmarshal(members[name], &items) != nil {
+		return nil
+	}
+	for i, item := range items {
+		if string(item) == "null" {
+			return fmt.Errorf("%s[%d] is null", name, i)
+		}
+	}
+	return nil
 }
 
 // wireAll is the shapes of items, nil for nil.
@@ -314,21 +379,39 @@ func join(path, name string) string {
 }
 
 // member is a required member of an object: set records that it appeared
-// (null included). It decodes as json.Unmarshal decodes v, taking the
-// common literals (a string without escapes, an integer, a boolean)
-// without calling it.
+// (null included), badNull that it appeared as null though T is not a
+// pointer (the OpenAPI document's nullable members are the shapes'
+// pointers). It decodes as json.Unmarshal decodes v, taking the common
+// literals (a string without escapes, an integer, a boolean) without
+// calling it.
 type member[T any] struct {
-	v   T
-	set bool
+	v       T
+	set     bool
+	badNull bool
 }
 
 // UnmarshalJSON implements [json.Unmarshaler].
 func (m *member[T]) UnmarshalJSON(b []byte) error {
 	m.set = true
+	m.badNull = false
 	if literal(b, &m.v) {
 		return nil
 	}
+	if string(b) == "null" {
+		m.badNull = reflect.TypeFor[T]().Kind() != reflect.Pointer
+	}
 	return json.Unmarshal(b, &m.v)
+}
+
+// got is how m appeared.
+func (m *member[T]) got() presence {
+	switch {
+	case !m.set:
+		return missing
+	case m.badNull:
+		return nullNotNil
+	}
+	return present
 }
 
 // literal decodes b into v, as json.Unmarshal would, when b is a literal

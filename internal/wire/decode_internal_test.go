@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,8 +19,10 @@ import (
 
 // genericMissing is the check Decode replaced, kept as its reference: the
 // first member that the JSON text data, an answer decoded into shape, lacks
-// though shape's type requires it, found by decoding data a second time
-// into generic values and walking the type.
+// though shape's type requires it, or has null though it is not a pointer
+// (the OpenAPI document's nullable members; an array's items are never
+// null), found by decoding data a second time into generic values and
+// walking the type.
 func genericMissing(data []byte, shape any) error {
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -50,6 +54,10 @@ func genericMissingAt(v any, t reflect.Type, path string) error {
 				return fmt.Errorf("no field %q", name)
 			case !ok:
 				return fmt.Errorf("%s: no field %q", path, name)
+			case member == nil && !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer && path == "":
+				return fmt.Errorf("field %q is null", name)
+			case member == nil && !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer:
+				return fmt.Errorf("%s: field %q is null", path, name)
 			default:
 				if err := genericMissingAt(member, f.Type, strings.TrimPrefix(path+"."+name, ".")); err != nil {
 					return err
@@ -59,6 +67,9 @@ func genericMissingAt(v any, t reflect.Type, path string) error {
 	case reflect.Slice:
 		items, _ := v.([]any)
 		for i, item := range items {
+			if item == nil && t.Elem().Kind() != reflect.Pointer {
+				return fmt.Errorf("%s[%d] is null", path, i)
+			}
 			if err := genericMissingAt(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
@@ -150,6 +161,8 @@ func decodeSeeds(t testing.TB) [][]byte {
 	}
 	return append(seeds, []byte(`null`), []byte(` null `), []byte(`{"leases":null,"records":null,"results":null,"namespaces":null}`),
 		[]byte(`{"status":"found","leases":[null,{}],"next_cursor":""}`), []byte(`{"status":"found","results":[null],"lease":null}`),
+		[]byte(`{"status":"found","namespaces":["a",null,""]}`), []byte(`{"status":"found","namespaces":["",""]}`),
+		[]byte(`{"status":"found","leases":null,"records":[],"results":[],"namespaces":[],"next_cursor":null}`),
 		[]byte(`{"status":null,"replayed":null,"request_id":null,"message":null,"lease":{"token":null,"acquired_at":null}}`),
 		[]byte(`{"status":"\u0066ound","request_id":"r\u00e9","message":"m","lease":{"owner":"é","token":-0}}`),
 		[]byte("{\"status\":\"found\",\"message\":\"\xff\",\"lease\":{\"key\":\"a\xc3\"}}"),
@@ -320,5 +333,62 @@ func TestDecodeReadsAMemberAsJSONDoes(t *testing.T) {
 	absent, err := Decode([]byte(`{"Status":"found","replayed":false,"request_id":"r","message":"","lease":null}`), &r)
 	if err != nil || absent != nil || r.Status != "found" {
 		t.Fatalf("Decode: %+v, absent %v, %v; want status found read, nothing absent", r, absent, err)
+	}
+}
+
+// TestDecodeNullableAsOpenAPI: Decode takes a shape's pointer members for
+// the nullable ones and refuses null in any other required member; the
+// OpenAPI document (httpapi's openapi.json) must say the same of each.
+func TestDecodeNullableAsOpenAPI(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "httpapi", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string                   `json:"required"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range decodeShapes {
+		schema, ok := doc.Components.Schemas[s.shape.Name()]
+		if !ok {
+			t.Errorf("openapi.json has no schema %s", s.shape.Name())
+			continue
+		}
+		for f := range s.shape.Fields() {
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if strings.Contains(opts, "omitempty") {
+				continue
+			}
+			if !slices.Contains(schema.Required, name) {
+				t.Errorf("%s.%s is required in Go, not in openapi.json", s.shape.Name(), name)
+			}
+			var p struct {
+				Type  any `json:"type"`
+				OneOf []struct {
+					Type string `json:"type"`
+				} `json:"oneOf"`
+			}
+			if err := json.Unmarshal(schema.Properties[name], &p); err != nil {
+				t.Fatalf("%s.%s: %v", s.shape.Name(), name, err)
+			}
+			nullable := false
+			if types, ok := p.Type.([]any); ok {
+				nullable = slices.Contains(types, any("null"))
+			}
+			for _, o := range p.OneOf {
+				nullable = nullable || o.Type == "null"
+			}
+			if pointer := f.Type.Kind() == reflect.Pointer; pointer != nullable {
+				t.Errorf("%s.%s: a %s in Go (nullable: %t), nullable in openapi.json: %t", s.shape.Name(), name, f.Type, pointer, nullable)
+			}
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/leasestore/leasestore/internal/pgschema"
 )
 
 // EnsureSchema creates, on PostgreSQL, the schema the connection's
@@ -12,7 +14,10 @@ import (
 // leasestore in the DSN (options=-csearch_path=NAME) is the operator's own,
 // and migrating is what sets the store up. It returns the schema it
 // created, "" when one existed. A user without the CREATE privilege on the
-// database gets an error naming the statement a DBA should run. [Up] calls
+// database gets an error naming the statement a DBA should run; a user
+// that may not use the schema, which exists (current_schema() passes over
+// it as over a missing one), an error naming the GRANT of USAGE on it, as
+// the PostgreSQL backend's Open and Health name it. [Up] calls
 // it; call it yourself only to learn whether a schema was created.
 func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 	var current sql.NullString
@@ -31,6 +36,15 @@ func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 		return "", fmt.Errorf("migrations: the search_path (%s) names no schema to migrate into: "+
 			"add one to the DSN, as in ?options=-csearch_path%%3Dleasestore", path)
 	}
+	// current_schema() passes over a schema the role may not use as over
+	// a missing one; creating it would do nothing, so the fix is a GRANT.
+	var unusable bool
+	if err := db.QueryRowContext(ctx, unusableSchemaSQL, name).Scan(&unusable); err != nil {
+		return "", fmt.Errorf("migrations: read whether schema %q of the search_path exists: %w", name, err)
+	}
+	if unusable {
+		return "", fmt.Errorf("migrations: %s, then migrate up again", pgschema.Unusable(name))
+	}
 	stmt := "CREATE SCHEMA IF NOT EXISTS " + quoteIdent(name)
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
 		return "", fmt.Errorf("migrations: schema %q of the search_path does not exist and this user cannot create it: "+
@@ -38,6 +52,11 @@ func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	return name, nil
 }
+
+// unusableSchemaSQL reads whether schema $1 exists and the session's role
+// may not use it.
+const unusableSchemaSQL = `SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace n
+               WHERE n.nspname = $1 AND NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE'))`
 
 // firstSchema returns the first schema named in a search_path setting,
 // skipping "$user", with quotes removed and unquoted names folded to lower
@@ -76,6 +95,4 @@ func firstSchema(path string) string {
 
 // quoteIdent quotes name as a PostgreSQL identifier. (This package imports
 // no driver, so not pgx.Identifier.)
-func quoteIdent(name string) string {
-	return `"` + strings.ReplaceAll(strings.ReplaceAll(name, "\x00", ""), `"`, `""`) + `"`
-}
+func quoteIdent(name string) string { return pgschema.QuoteIdent(name) }

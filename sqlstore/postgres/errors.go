@@ -8,11 +8,11 @@ import (
 	"net"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/pgschema"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -318,6 +318,13 @@ func isMissingSchema(err error) bool {
 	return errors.As(err, &pe) && missingSchemaObject(pe)
 }
 
+// unusableSchema is the error of op for a role that may not use schema
+// name, which the connection's search_path names (see [pgschema.Unusable],
+// which migrate up gives too).
+func unusableSchema(op protocol.Op, name string) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s", pgschema.Unusable(name))
+}
+
 // privilegeFix names the GRANT that answers a permission error whose
 // message is msg ("permission denied for sequence leasestore_fencing_seq").
 func privilegeFix(msg string) string {
@@ -348,7 +355,7 @@ func grantFor(kind, name string) string {
 	case kind == "table":
 		return "SELECT, INSERT, UPDATE, DELETE ON TABLE " + name
 	case kind == "schema":
-		return "USAGE ON SCHEMA " + pgx.Identifier{name}.Sanitize()
+		return pgschema.UsageGrant(name)
 	case kind == "function" && (name == "leasestore_audit_prune_claim" || name == "leasestore_audit_prune_unclaim"):
 		return pruneClaimGrant
 	case kind == "function":

@@ -833,10 +833,7 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 	if unusable != nil && !exists {
 		// The store is not in the schema the connection uses, and the
 		// search_path names one before it that the role may not use.
-		return backendkit.NewError("", protocol.StatusUnavailable, nil,
-			"postgres: the DSN's role may not use schema %s, which the connection's search_path names, so it sees "+
-				"none of the store's objects: run GRANT %s TO it (docs/postgres-settings.md#privileges lists what "+
-				"each command needs)", *unusable, grantFor("schema", *unusable))
+		return unusableSchema("", *unusable)
 	}
 	if schema == nil {
 		return backendkit.NewError("", protocol.StatusUnavailable, nil,

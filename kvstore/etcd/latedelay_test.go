@@ -83,3 +83,51 @@ func TestLateLockDelayIsNotCalledFree(t *testing.T) {
 			"no late window to check (%d conflicts, %d gets in it)", lateConflicts, lateGets)
 	}
 }
+
+// TestLateExpiryIsExplained: the cluster sees a lease expire late, never
+// early. In that window, after expires_at by the clock and before the
+// cluster removed the liveness entry, an acquire answers conflict with a
+// lease that has expired; its message must say that the lease expired then
+// and the store has not yet freed the key, not leave the caller with a
+// conflict it cannot tell from one with a live lease.
+func TestLateExpiryIsExplained(t *testing.T) {
+	t.Parallel()
+	prefix := etcdcluster.Shared(t).Prefix(t)
+	rt := protocol.New(open(t, &etcd.Config{Prefix: prefix}), nil)
+	ctx := t.Context()
+	var lateConflicts int
+	for try := 0; try < 3 && lateConflicts == 0; try++ {
+		k := key("late-expiry-" + string(rune('a'+try)))
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "a", TTL: time.Second}); err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			sent := time.Now()
+			res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "b", TTL: time.Minute})
+			if err == nil {
+				break
+			}
+			if res.Status != protocol.StatusConflict || res.Lease == nil {
+				t.Fatalf("acquire of a held key: %v, want a conflict carrying the lease", err)
+			}
+			if sent.After(res.Lease.ExpiresAt) {
+				lateConflicts++
+				at := res.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano)
+				if !strings.Contains(res.Message, "expired at "+at) || !strings.Contains(res.Message, "not yet") {
+					t.Fatalf("acquire sent %v after the lease expired at %s (the cluster not yet past it): message %q; "+
+						"want it to say the lease expired at %s and the store has not yet freed the key",
+						sent.Sub(res.Lease.ExpiresAt).Round(time.Millisecond), at, res.Message, at)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the key was still held 15s after the lease's expiry")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("answers in the late window: %d conflicts", lateConflicts)
+	if lateConflicts == 0 {
+		t.Fatal("in 3 tries the cluster ended every lease within 20ms of its expiry by the clock: no late window to check")
+	}
+}

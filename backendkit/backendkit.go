@@ -275,7 +275,7 @@ func Delayed(ended *protocol.Lease, now time.Time) protocol.Result {
 	free := ended.FreeAt().UTC().Format(time.RFC3339Nano)
 	msg := "no live lease; lock-delay until " + free
 	if !now.Before(ended.FreeAt()) {
-		msg = "no live lease; the lock-delay ended at " + free + ", but " + notYetFree
+		msg = "no live lease; the lock-delay ended at " + free + ", but " + protocol.LateLockDelayNote
 	}
 	return protocol.Result{Status: protocol.StatusNotFound, Lease: ended, Message: fmt.Sprintf(
 		"%s (lease of %s, token %d, ended at %s)", msg, ended.Owner, ended.Token, ended.ExpiresAt.UTC().Format(time.RFC3339Nano))}

@@ -245,6 +245,23 @@ func TestLockDelayMessagesPastTheEnd(t *testing.T) {
 	}
 }
 
+// A store that sees expiry late, never early (etcd), may answer conflict
+// with a lease past its ExpiresAt: the message then says it expired then
+// and the store has not yet freed the key; before, there is none (the
+// default says until when it is held), and never the lock-delay prefix.
+func TestExpiredMessagePastExpiry(t *testing.T) {
+	l := protocol.Lease{Key: k, Owner: "w1", Token: 8, ExpiresAt: exp, LockDelay: time.Second}
+	if msg := backendkit.ExpiredMessage(l, exp.Add(-time.Microsecond)); msg != "" {
+		t.Errorf("conflict while live: %q, want none", msg)
+	}
+	want := "the lease of w1 (token 8) expired at " + exp.UTC().Format(time.RFC3339Nano) + ", but the store has not yet freed the key"
+	for _, now := range []time.Time{exp, exp.Add(2 * time.Second)} {
+		if msg := backendkit.ExpiredMessage(l, now); !strings.HasPrefix(msg, want) || strings.HasPrefix(msg, protocol.LockDelayPrefix) {
+			t.Errorf("conflict at %s: %q; want it to start %q", now.Format(time.RFC3339Nano), msg, want)
+		}
+	}
+}
+
 func TestListStart(t *testing.T) {
 	after, limit, err := backendkit.ListStart(protocol.ListRequest{Namespace: "ns"})
 	if after != "" || limit != protocol.DefaultListLimit || err != nil {

@@ -1,7 +1,6 @@
 package backendkit
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -83,20 +82,25 @@ func Conflict(cur *protocol.Lease, now time.Time) protocol.Result {
 // [protocol.LockDelayPrefix]. It says when the key is free; at or after
 // that time (a store that judges the end of a lock-delay late, never
 // early, as etcd does) it says instead that the delay ended then and the
-// store has not yet freed the key.
+// store has not yet freed the key ([protocol.Lease.LockDelayText]).
 func LockDelayMessage(l protocol.Lease, now time.Time) string {
-	ended, free := l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano)
-	if now.Before(l.FreeAt()) {
-		return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; the key is free at %s",
-			l.Owner, l.Token, ended, free)
-	}
-	return fmt.Sprintf(protocol.LockDelayPrefix+"the lease of %s (token %d) ended at %s; its lock-delay ended at %s, but %s",
-		l.Owner, l.Token, ended, free, notYetFree)
+	return protocol.LockDelayPrefix + l.LockDelayText(now)
 }
 
-// notYetFree ends the messages of a lock-delay a store keeps past its
-// end: one that judges that end late, never early (etcd), has not yet.
-const notYetFree = "the store has not yet freed the key (it sees the end of a lock-delay late, never early)"
+// ExpiredMessage is the message of a conflict with l, a lease the store
+// still holds live, answered at now: "" while l is live at now (the
+// default message says until when it is held); at or after its ExpiresAt
+// (a store that sees expiry late, never early, as etcd does) that the
+// lease expired then and the store has not yet freed the key
+// ([protocol.Lease.ExpiredText]). It never starts with
+// [protocol.LockDelayPrefix]: the store's verdict is a live lease. A
+// backend that judges expiry by the clock it answers at never needs it.
+func ExpiredMessage(l protocol.Lease, now time.Time) string {
+	if l.LiveAt(now) {
+		return ""
+	}
+	return l.ExpiredText()
+}
 
 // CheckNamespacesLimit returns an invalid-input error unless limit is
 // within 1 and [protocol.MaxListLimit]; a [protocol.NamespaceLister] calls

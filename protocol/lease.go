@@ -63,6 +63,37 @@ func (l Lease) FreeAt() time.Time { return l.ExpiresAt.Add(l.LockDelay) }
 // live.
 func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Before(l.FreeAt()) }
 
+// LockDelayText describes l, an ended lease whose lock-delay keeps the
+// key, as judged at now: when the lease ended and when the key is free;
+// at or after that time (a store that judges the end of a lock-delay
+// late, never early, as etcd does) that the delay ended then and the store
+// has not yet freed the key, rather than that the key is free at a time
+// already past. A lock-delay conflict's message ([LockDelayPrefix]) and
+// the message of a wait that gave up on such a key say it.
+func (l Lease) LockDelayText(now time.Time) string {
+	ended, free := l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano)
+	if now.Before(l.FreeAt()) {
+		return fmt.Sprintf("the lease of %s (token %d) ended at %s; the key is free at %s", l.Owner, l.Token, ended, free)
+	}
+	return fmt.Sprintf("the lease of %s (token %d) ended at %s; its lock-delay ended at %s, but %s",
+		l.Owner, l.Token, ended, free, LateLockDelayNote)
+}
+
+// LateLockDelayNote ends the messages about a lock-delay a store keeps
+// past its end: one that judges that end late, never early (etcd), has
+// not yet freed the key.
+const LateLockDelayNote = "the store has not yet freed the key (it sees the end of a lock-delay late, never early)"
+
+// ExpiredText describes l, a lease the store still holds live although
+// its ExpiresAt has passed (a store that sees expiry late, never early,
+// as etcd does): that it expired then and the store has not yet freed the
+// key. A conflict with such a lease, and a wait that gave up on it, say
+// it rather than that the key is held until a time already past.
+func (l Lease) ExpiredText() string {
+	return fmt.Sprintf("the lease of %s (token %d) expired at %s, but the store has not yet freed the key "+
+		"(it sees expiry late, never early)", l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
 // LockDelayPrefix starts the message of an acquire's conflict that the
 // lock-delay of an ended lease, not a live lease, caused
 // ([Result.KeptByLockDelay]): a store's, and the one [AcquireWait] answers

@@ -332,7 +332,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 }
 
 // conflict is the answer to an acquire that st refused at in: the live
-// lease, or the ended lease whose lock-delay keeps the key.
+// lease (with a message saying it expired, when the cluster still holds it
+// past its expires_at), or the ended lease whose lock-delay keeps the key.
 func (b *Backend) conflict(st keyState, k protocol.Key, in instant) (protocol.Result, error) {
 	cur, live, err := b.leaseOf(protocol.OpAcquire, k, st, in)
 	if err != nil {
@@ -347,7 +348,13 @@ func (b *Backend) conflict(st keyState, k protocol.Key, in instant) (protocol.Re
 			return protocol.Result{Status: protocol.StatusConflict, Lease: ended, Message: backendkit.LockDelayMessage(*ended, in.now)}, nil
 		}
 	}
-	return backendkit.Refused(protocol.StatusConflict, cur), nil
+	res := backendkit.Refused(protocol.StatusConflict, cur)
+	if cur != nil && live {
+		// Live by the cluster, which sees expiry late, never early: past
+		// its expires_at by the clock, say so rather than "held until".
+		res.Message = backendkit.ExpiredMessage(*cur, in.now)
+	}
+	return res, nil
 }
 
 // livenessPut returns the put of k's liveness entry for a lease that

@@ -257,7 +257,11 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 // waitEnded turns the last conflict of a wait whose ctx ended into its
 // result: conflict with the holder, and an error matching both
 // [ErrConflict] and ctx's cause. A conflict the store said a lock-delay
-// caused stays one ([Result.KeptByLockDelay]).
+// caused stays one ([Result.KeptByLockDelay]). Its message, judged at the
+// time the wait gives up, says when the key is free (or until when the
+// holder's lease is live), or, past that on a store that sees it late,
+// that the store has not yet freed the key ([Lease.LockDelayText],
+// [Lease.ExpiredText]).
 func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
 	why := "cancelled"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -265,16 +269,22 @@ func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error
 	}
 	l := last.Lease
 	gaveUp := fmt.Sprintf("gave up waiting after %s (%s)", time.Since(start).Round(time.Millisecond), why)
-	if last.KeptByLockDelay() {
+	// The key is not named: Error's Key does (its rule: the message names
+	// neither the key nor the cause). A store that judges expiry and the
+	// end of a lock-delay late, never early (etcd), may have answered
+	// past them: then the message says so, judged now, not that the key
+	// is free at (or held until) a time already past.
+	now := time.Now()
+	switch {
+	case last.KeptByLockDelay():
 		// The store said the lock-delay of an ended lease, not a live one,
 		// keeps the key: keep that verdict, and say when the key is free.
-		last.Message = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", LockDelayPrefix, gaveUp,
-			l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
-	} else {
-		// The key is not named: Error's Key does (its rule: the message
-		// names neither the key nor the cause).
+		last.Message = LockDelayPrefix + gaveUp + ": " + l.LockDelayText(now)
+	case l.LiveAt(now):
 		last.Message = fmt.Sprintf("%s: held by %s with token %d until %s",
 			gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	default:
+		last.Message = gaveUp + ": " + l.ExpiredText()
 	}
 	cause := context.Cause(ctx)
 	if !errors.Is(cause, ctx.Err()) {

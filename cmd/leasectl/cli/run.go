@@ -358,15 +358,23 @@ func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest
 // the acquire sent again met: conflict, which interruptedWait turns into
 // interrupted after an interrupt, as for a wait stopped while asleep. A
 // conflict the store said a lock-delay caused stays one
-// ([protocol.Error.KeptByLockDelay]), saying when the key is free. The
-// message does not name the key: the result's Key does.
+// ([protocol.Error.KeptByLockDelay]), saying when the key is free (or,
+// past that, that the store has not yet freed it). The message does not
+// name the key: the result's Key does.
 func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, met *protocol.Error) protocol.Result {
 	l := *met.Lease
 	gaveUp := fmt.Sprintf("gave up waiting after --wait-timeout %v", w.timeout)
-	msg := fmt.Sprintf("%s: held by %s with token %d until %s", gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
-	if met.KeptByLockDelay() {
-		msg = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", protocol.LockDelayPrefix, gaveUp,
-			l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
+	// Judged now: past the end of the lock-delay or the expiry (a store
+	// that sees them late, never early), it says the store has not yet
+	// freed the key rather than a time already past.
+	var msg string
+	switch now := time.Now(); {
+	case met.KeptByLockDelay():
+		msg = protocol.LockDelayPrefix + gaveUp + ": " + l.LockDelayText(now)
+	case l.LiveAt(now):
+		msg = fmt.Sprintf("%s: held by %s with token %d until %s", gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	default:
+		msg = gaveUp + ": " + l.ExpiredText()
 	}
 	return protocol.Result{Op: protocol.OpAcquire, Status: protocol.StatusConflict, Key: req.Key, Lease: &l,
 		RequestID: req.RequestID, Message: msg}

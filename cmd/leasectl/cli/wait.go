@@ -83,20 +83,26 @@ func (a *app) acquireWaiting(cmd *cobra.Command, req protocol.AcquireRequest, ch
 // not --wait-timeout's) ended, the wait was interrupted, and the command
 // exits 130: its status says so too, interrupted, keeping the holder it
 // waited for in the lease. A conflict the store said a lock-delay caused
-// keeps [protocol.LockDelayPrefix] and says when the key is free, as the
-// wait's own message does ([keptByLockDelay]). Any other result is res.
+// keeps [protocol.LockDelayPrefix] and says when the key is free (or,
+// past that, that the store has not yet freed it), as the wait's own
+// message does ([keptByLockDelay]). Any other result is res.
 func interruptedWait(ctx context.Context, res protocol.Result) protocol.Result {
 	l := res.Lease
 	if ctx.Err() == nil || res.Status != protocol.StatusConflict || l == nil {
 		return res
 	}
 	const stopped = "stopped waiting (Ctrl-C or SIGTERM)"
-	if res.KeptByLockDelay() {
-		res.Message = fmt.Sprintf("%s%s: the lease of %s (token %d) ended at %s; the key is free at %s", protocol.LockDelayPrefix,
-			stopped, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano))
-	} else {
+	// Judged now: past the end of the lock-delay or the expiry (a store
+	// that sees them late, never early), it says the store has not yet
+	// freed the key rather than a time already past.
+	switch now := time.Now(); {
+	case res.KeptByLockDelay():
+		res.Message = protocol.LockDelayPrefix + stopped + ": " + l.LockDelayText(now)
+	case l.LiveAt(now):
 		res.Message = fmt.Sprintf("%s: the key is held by %s with token %d until %s", stopped, l.Owner, l.Token,
 			l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	default:
+		res.Message = stopped + ": " + l.ExpiredText()
 	}
 	res.Status = protocol.Status(StatusInterrupted)
 	return res

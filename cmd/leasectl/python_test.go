@@ -39,22 +39,9 @@ func TestPythonClient(t *testing.T) {
 	db := filepath.Join(dir, "py.db")
 	s := startServe(t, dir, "sqlite:"+db, nil, "--tokens",
 		writeTokens(t, dir, writer+" writer py\n"+admin+" admin *\n"+reader+" reader py\n"))
-	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "smoke.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script)
-	cmd.Dir = filepath.Dir(script)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "LEASESTORE_URL="+s.url,
+	runPython(t, python, "smoke.py", 2*time.Minute, "LEASESTORE_URL="+s.url,
 		"WRITER_TOKEN="+writer, "ADMIN_TOKEN="+admin, "READER_TOKEN="+reader, "REMOVED_TOKEN="+removed,
 		"LEASESTORE_SQLITE_PATH="+db)
-	out, err := cmd.CombinedOutput()
-	t.Logf("smoke.py:\n%s", out)
-	if err != nil {
-		t.Fatalf("smoke.py: %v", err)
-	}
 }
 
 // TestPythonMalformedAnswers runs examples/python/answers_smoke.py: a
@@ -69,20 +56,7 @@ func TestPythonClient(t *testing.T) {
 func TestPythonMalformedAnswers(t *testing.T) {
 	t.Parallel()
 	python := lookPython(t)
-	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "answers_smoke.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script)
-	cmd.Dir = filepath.Dir(script)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("answers_smoke.py:\n%s", out)
-	if err != nil {
-		t.Fatalf("answers_smoke.py: %v", err)
-	}
+	runPython(t, python, "answers_smoke.py", time.Minute)
 }
 
 // TestPythonCacert runs examples/python/tls_smoke.py against leasectl
@@ -101,37 +75,9 @@ func TestPythonCacert(t *testing.T) {
 	cert, key := ca.Server(t)
 	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "py.db"), nil,
 		"--tls-cert", cert, "--tls-key", key, "--tokens", writeTokens(t, dir, writer+" writer py\n"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var accepted atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close() })
-	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "tls_smoke.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script)
-	cmd.Dir = filepath.Dir(script)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "LEASESTORE_URL="+s.url, "LEASESTORE_CA="+ca.CertFile,
+	ln, accepted := countingListener(t)
+	runPython(t, python, "tls_smoke.py", time.Minute, "LEASESTORE_URL="+s.url, "LEASESTORE_CA="+ca.CertFile,
 		"WRITER_TOKEN="+writer, "BAD_URL=https://"+ln.Addr().String(), "SSL_CERT_FILE="+filepath.Join(dir, "no-such-bundle.pem"))
-	out, err := cmd.CombinedOutput()
-	t.Logf("tls_smoke.py:\n%s", out)
-	if err != nil {
-		t.Fatalf("tls_smoke.py: %v", err)
-	}
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("the refused clients' port took %d connections; want none", n)
 	}
@@ -161,15 +107,7 @@ func TestPythonFollowAcrossRestarts(t *testing.T) {
 	tokens := writeTokens(t, dir, writer+" writer py\n")
 	s := startServe(t, dir, dsn, nil, "--tokens", tokens)
 	addr := strings.TrimPrefix(s.url, "http://")
-	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "follow_smoke.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, script)
-	cmd.Dir = filepath.Dir(script)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "LEASESTORE_URL="+s.url, "WRITER_TOKEN="+writer)
+	cmd := pythonCommand(t, python, "follow_smoke.py", 2*time.Minute, "LEASESTORE_URL="+s.url, "WRITER_TOKEN="+writer)
 	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -255,6 +193,58 @@ func TestHTTPAPIPythonLines(t *testing.T) {
 
 // lookPython returns python3's path, skipping the test without one, except
 // when CI is set, where it fails.
+// pythonCommand returns the command that runs examples/python/script
+// with python in the script's directory, env added to the test's own
+// environment, ended by the test's cleanup or after timeout.
+func pythonCommand(t *testing.T, python, script string, timeout time.Duration, env ...string) *exec.Cmd {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, python, path)
+	cmd.Dir = filepath.Dir(path)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
+	return cmd
+}
+
+// runPython runs examples/python/script as pythonCommand makes it, logs
+// its output and fails the test when it exits other than 0.
+func runPython(t *testing.T, python, script string, timeout time.Duration, env ...string) {
+	t.Helper()
+	out, err := pythonCommand(t, python, script, timeout, env...).CombinedOutput()
+	t.Logf("%s:\n%s", script, out)
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+}
+
+// countingListener listens on a free loopback port, closes every
+// connection it accepts and counts them: the address a refused client
+// names, to show that it sent nothing.
+func countingListener(t *testing.T) (net.Listener, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := &atomic.Int64{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln, accepted
+}
+
 func lookPython(t *testing.T) string {
 	t.Helper()
 	python, err := exec.LookPath("python3")

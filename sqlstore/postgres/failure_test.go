@@ -147,22 +147,21 @@ func (p *partition) heal() {
 	p.down = false
 }
 
-// TestLostAnswerThenRetry cuts the network between client and server while
-// a renew is blocked on the server, then lets the server go on: the
-// statement commits although the client saw only unavailable. A retry with the same request
-// id answers the outcome that took effect, flagged as a replay.
-func TestLostAnswerThenRetry(t *testing.T) {
-	t.Parallel()
-	dsn := pgtest.MigratedDSN(t)
-	app := appName(t)
-	var link partition
+// behindPartition returns a backend made by New on a pool of its own to
+// dsn whose connections go through a partition the test can cut, the
+// partition, and the pool's configuration; tune, when not nil, changes
+// the configuration first. The test's cleanup closes the pool.
+func behindPartition(t *testing.T, dsn string, tune func(*pgxpool.Config)) (*postgres.Backend, *partition, *pgxpool.Config) {
+	t.Helper()
+	link := &partition{}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcfg.ConnConfig.RuntimeParams["application_name"] = app
 	pcfg.ConnConfig.DialFunc = link.dial
-	pcfg.MaxConns = 1
+	if tune != nil {
+		tune(pcfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +171,21 @@ func TestLostAnswerThenRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, link, pcfg
+}
+
+// TestLostAnswerThenRetry cuts the network between client and server while
+// a renew is blocked on the server, then lets the server go on: the
+// statement commits although the client saw only unavailable. A retry with the same request
+// id answers the outcome that took effect, flagged as a replay.
+func TestLostAnswerThenRetry(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	app := appName(t)
+	b, link, _ := behindPartition(t, dsn, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["application_name"] = app
+		c.MaxConns = 1
+	})
 	acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
 	wantStatus(t, "acquire", acq, err, protocol.StatusAcquired)
 	req := protocol.RenewRequest{Key: key("k"), Owner: "o", Token: acq.Lease.Token, TTL: time.Hour, RequestID: "r"}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
@@ -99,21 +97,7 @@ WHERE a.application_name = $1 AND l.locktype = 'advisory'`, app)
 func TestHTTPErrorsNameNoConnectionDetails(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	var link partition
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg.ConnConfig.DialFunc = link.dial
-	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	b, err := postgres.New(ctxT(t), pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, link, pcfg := behindPartition(t, dsn, nil)
 	log := &syncbuf.Buffer{}
 	url := serveHTTP(t, b, true, log)
 	link.cut()

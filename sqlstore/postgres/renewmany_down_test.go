@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
-	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // RenewMany while the server cannot be reached answers no renewal: the
@@ -26,21 +23,7 @@ func TestRenewManyWithTheServerUnreachableFails(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	ns := pgtest.Namespace()
 	k := keysIn(ns)
-	var link partition
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg.ConnConfig.DialFunc = link.dial
-	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	b, err := postgres.New(ctxT(t), pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, link, _ := behindPartition(t, dsn, nil)
 	rt := protocol.New(b, nil)
 	t.Cleanup(func() { link.heal(); _ = rt.Close(ctxT(t)) })
 	var reqs []protocol.RenewRequest
@@ -72,21 +55,7 @@ func TestRenewManyWithTheServerUnreachableOverHTTP(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	ns := pgtest.Namespace()
-	var link partition
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg.ConnConfig.DialFunc = link.dial
-	pool, err := pgxpool.NewWithConfig(ctxT(t), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	b, err := postgres.New(ctxT(t), pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, link, _ := behindPartition(t, dsn, nil)
 	t.Cleanup(link.heal)
 	url := serveHTTP(t, b, false, nil)
 	var renewals []string

@@ -130,11 +130,36 @@ func TestStuckKeyDelaysNoOtherKey(t *testing.T) {
 // waits for them (here: until its own 5 s deadline).
 func TestStuckSlotsHoldNoOneUp(t *testing.T) {
 	t.Parallel()
+	b, key, unstick := stuckSlots(t, &postgres.Config{MaxConns: 4})
+	if limit := postgres.InFlightLimit(b); limit != 2 {
+		t.Fatalf("limit %d with both stuck operations in flight, want the floor, 2 (the test's premise)", limit)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("free"), Owner: "o", TTL: time.Minute,
+		RequestID: protocol.RandomRequestID()})
+	cancel()
+	took := time.Since(start)
+	wantStatus(t, "acquire of a free key", res, err, protocol.StatusAcquired)
+	if took > 2*time.Second {
+		t.Errorf("the free key's acquire took %v behind two stuck slots, want well under 2s", took)
+	}
+	unstick()
+}
+
+// stuckSlots opens a backend with cfg (its ApplicationName set here) and
+// starts acquires of the keys s1 and s2 of a namespace of its own, which
+// another session keeps locked, and returns once both wait on their keys:
+// the backend, the namespace's keys, and unstick, which lets the two go
+// and checks that they then acquired.
+func stuckSlots(t *testing.T, cfg *postgres.Config) (b *postgres.Backend, key func(string) protocol.Key, unstick func()) {
+	t.Helper()
 	dsn := pgtest.MigratedDSN(t)
 	ns := pgtest.Namespace()
-	key := keysIn(ns)
+	key = keysIn(ns)
 	app := "stuck-slots-" + ns
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 4, ApplicationName: app})
+	cfg.ApplicationName = app
+	b = openBackend(t, dsn, cfg)
 	locker := rawConn(t, dsn)
 	for _, name := range []string{"s1", "s2"} {
 		mustExec(t, locker, `SELECT pg_advisory_lock(1818583411, hashtext($1))`, ns+"/"+name)
@@ -160,23 +185,12 @@ func TestStuckSlotsHoldNoOneUp(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if limit := postgres.InFlightLimit(b); limit != 2 {
-		t.Fatalf("limit %d with both stuck operations in flight, want the floor, 2 (the test's premise)", limit)
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("free"), Owner: "o", TTL: time.Minute,
-		RequestID: protocol.RandomRequestID()})
-	cancel()
-	took := time.Since(start)
-	wantStatus(t, "acquire of a free key", res, err, protocol.StatusAcquired)
-	if took > 2*time.Second {
-		t.Errorf("the free key's acquire took %v behind two stuck slots, want well under 2s", took)
-	}
-	mustExec(t, locker, `SELECT pg_advisory_unlock_all()`)
-	for range 2 {
-		if err := <-stuck; err != nil {
-			t.Errorf("stuck operation after the locks went: %v", err)
+	return b, key, func() {
+		mustExec(t, locker, `SELECT pg_advisory_unlock_all()`)
+		for range 2 {
+			if err := <-stuck; err != nil {
+				t.Errorf("stuck operation after the locks went: %v", err)
+			}
 		}
 	}
 }

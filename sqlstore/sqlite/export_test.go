@@ -116,3 +116,15 @@ func writeAfterInsert(ctx context.Context, b *Backend, name string, then func() 
 	})
 	return werr
 }
+
+// SinceStart returns the id a read of the records at or after since
+// starts after (qSinceStart with the backend's slack): every record at or
+// below it is older than since.
+func (b *Backend) SinceStart(ctx context.Context, since time.Time) (int64, error) {
+	var start int64
+	err := b.stmts.sinceStart.QueryRowContext(ctx, micros(since)-int64(sinceSlack/time.Microsecond)).Scan(&start)
+	return start, err
+}
+
+// SinceSlack is sinceSlack, for tests.
+const SinceSlack = sinceSlack

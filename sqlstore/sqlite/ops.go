@@ -463,15 +463,21 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	}
 	after, before, _ := q.IDRange() // validated above
 	since := int64(math.MinInt64)
+	var start int64 // every record at or below it is older than since
 	if !q.Since.IsZero() {
 		since = micros(q.SinceMicro())
+		// Start at the records of that time, not at the start of the
+		// trail (newest first: stop there).
+		if err := b.stmts.sinceStart.QueryRowContext(ctx, since-int64(sinceSlack/time.Microsecond)).Scan(&start); err != nil {
+			return audit.Page{}, b.interpret(ctx, op, err)
+		}
 	}
 	ops := ""
 	if len(q.Ops) > 0 {
 		ops = "," + audit.FormatOps(q.Ops) + "," // see qAudit
 	}
 	limit := q.EffectiveLimit()
-	a := []any{after, q.Namespace, since, limit + 1, before, ops, q.Owner}
+	a := []any{max(after, start), q.Namespace, since, limit + 1, before, ops, q.Owner}
 	st := b.stmts.audit
 	switch {
 	case q.Key != "" && q.Newest:

@@ -56,6 +56,16 @@ import (
 // SQLITE_BUSY, when its context allows that long.
 const DefaultBusyTimeout = 5 * time.Second
 
+// sinceSlack is how much earlier than its place in the trail a record's
+// time may be: a write reads its time once it holds the file's write lock,
+// but a *sql.DB given to [New] without _txlock=immediate reads it before
+// waiting for the lock (its busy timeout), and the clocks of the processes
+// writing the file may step back a little. A read of the records since T
+// starts at a record older than T - sinceSlack (qSinceStart); a record
+// written more out of order than that may be left out of such a read
+// (cursor and follower reads are exact).
+const sinceSlack = time.Minute
+
 // maxConns bounds the connections of a *sql.DB from [OpenDB]. Writes use one
 // at a time (see coalesce.go); the others serve concurrent reads, which
 // WAL lets proceed beside a writer. Each connection has its own page cache,
@@ -718,7 +728,7 @@ func (b *Backend) shut() error {
 type statements struct {
 	findRequest, acquire, bumpFencing, renew, release, revoke                                         *sql.Stmt
 	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey, auditNewest, auditKeyNewest *sql.Stmt
-	keepDelay, currentDelay, getLease, prunedThrough, auditTop, putBack                               *sql.Stmt
+	keepDelay, currentDelay, getLease, prunedThrough, auditTop, putBack, sinceStart                   *sql.Stmt
 }
 
 func (s *statements) fields() []struct {
@@ -734,7 +744,7 @@ func (s *statements) fields() []struct {
 		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList}, {&s.listOwner, qListOwner}, {&s.listAll, qListAll},
 		{&s.audit, qAudit}, {&s.auditKey, qAuditKey}, {&s.auditNewest, qAuditNewest}, {&s.auditKeyNewest, qAuditKeyNewest}, {&s.keepDelay, qKeepDelay}, {&s.currentDelay, qCurrentDelay},
 		{&s.getLease, qGetLease}, {&s.prunedThrough, qPrunedThrough}, {&s.auditTop, qAuditTop},
-		{&s.putBack, qPutBack},
+		{&s.putBack, qPutBack}, {&s.sinceStart, qSinceStart},
 	}
 }
 

@@ -320,15 +320,16 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		// One migration back (version 9 changes nothing on SQLite), two
-		// (version 8, the prunes' claims on their request ids, gone) and
-		// three (version 7, the marks of what prunes removed, gone):
-		// operations go on, and Health and a prune (a read from a cursor
-		// too, once the marks are gone) name the versions. Four back
-		// (version 6 changes nothing on SQLite): the same. Five back (the
-		// audit's lock_delay gone): the writes fail; six back (the leases'
-		// lock-delay columns gone): reads too.
-		for back := 1; back <= 4; back++ {
+		// One migration back (version 10, the trail's time index back),
+		// two (version 9 changes nothing on SQLite), three (version 8, the
+		// prunes' claims on their request ids, gone) and four (version 7,
+		// the marks of what prunes removed, gone): operations go on, and
+		// Health and a prune (a read from a cursor too, once the marks are
+		// gone) name the versions. Five back (version 6 changes nothing on
+		// SQLite): the same. Six back (the audit's lock_delay gone): the
+		// writes fail; seven back (the leases' lock-delay columns gone):
+		// reads too.
+		for back := 1; back <= 5; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -340,12 +341,12 @@ func TestSchemaChecked(t *testing.T) {
 			expectUnavailable(t, "Health", b.Health(ctx), want)
 			_, err = b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: fmt.Sprint("p", back)})
 			expectUnavailable(t, "prune", err, want)
-			if back >= 3 {
+			if back >= 4 {
 				_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
 				expectUnavailable(t, "audit read from a cursor", err, want)
 			}
 		}
-		for back := 5; back <= 6; back++ {
+		for back := 6; back <= 7; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -353,7 +354,7 @@ func TestSchemaChecked(t *testing.T) {
 				"leasectl migrate up"}
 			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
 			expectUnavailable(t, "acquire", err, want...)
-			if back == 6 {
+			if back == 7 {
 				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
 				expectUnavailable(t, "get", err, want...)
 			}

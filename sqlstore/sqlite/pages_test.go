@@ -25,12 +25,14 @@ import (
 //     transaction of the change; sqlite_autoindex_leasestore_audit_1 is
 //     UNIQUE (namespace, request_id), through which every write tells a
 //     new request id from a used one (idempotency); leasestore_audit_key
-//     serves a key's history and leasestore_audit_at prunes by time.
+//     serves a key's history. (No time index: reads by time and prunes
+//     walk the primary key, and migration 10 dropped the one no
+//     statement read.)
 //   - sqlite_sequence: AUTOINCREMENT's counter of record ids, so that ids
 //     never go back even after a prune removed every record.
 func TestWritesCommitOnePageOfEachBTreeTheyNeed(t *testing.T) {
 	t.Parallel()
-	audit := []string{"leasestore_audit", "leasestore_audit_at", "leasestore_audit_key",
+	audit := []string{"leasestore_audit", "leasestore_audit_key",
 		"sqlite_autoindex_leasestore_audit_1", "sqlite_sequence"}
 	want := map[string][]string{
 		"acquire": append([]string{"leasestore_fencing", "leasestore_leases", "leasestore_leases_live",

@@ -308,8 +308,12 @@ func CheckPrune(r audit.PruneRequest) error {
 // remove the records of operations that just committed, and the retry of
 // one whose answer was lost would run again instead of replaying. An
 // [audit.Pruner] calls it with its store's time before removing anything.
+// The cut-off is judged to the microsecond, as every store keeps its
+// records' times and compares them with it: digits below (time.Now()
+// taken just before the call, which the store read in the same
+// microsecond) do not put it after the store's time.
 func CheckPruneCutOff(before, now time.Time) error {
-	if before.After(now) {
+	if before.Truncate(time.Microsecond).After(now) {
 		return NewError(audit.OpPrune, protocol.StatusInvalid, nil,
 			"audit prune: the cut-off %s is after the store's time %s: give a time in the past",
 			before.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))

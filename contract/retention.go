@@ -106,6 +106,21 @@ func retentionCases() []testCase {
 				e.t.Fatalf("retry of the acquire: replayed=%v lease %v, want the replay of token %d", res.Replayed, res.Lease, l.Token)
 			}
 		}},
+		{"prune_up_to_the_store_time_with_nanoseconds", func(e *env) {
+			// A cut-off of the store's own time is not after it, also
+			// when it has digits below the microsecond that a SQL store
+			// does not keep: time.Now() taken just before the call was
+			// refused when the store read its clock in the same
+			// microsecond.
+			p := pruner(e)
+			e.acquire(e.a, "k", "w1", leaseTTL)
+			e.clock.Advance(time.Second + 69*time.Nanosecond)
+			res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()})
+			if err != nil || res.Removed != 1 {
+				e.t.Fatalf("prune up to the store's time %s: %+v, %v; want the acquire's record removed",
+					e.clock.Now().Format(time.RFC3339Nano), res, err)
+			}
+		}},
 		{"a_cursor_behind_a_prune_fails", func(e *env) {
 			// A follower whose cursor lies before records a prune removed
 			// went on past them as if they had never been: the read, and a

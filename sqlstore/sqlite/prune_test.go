@@ -120,21 +120,3 @@ func heldPruneStore(t *testing.T, path string) (*sqlite.Backend, *prunerace.Gate
 	clock.Advance(time.Minute)
 	return b, gate, clock
 }
-
-// A prune up to the store's own time is allowed, also when the caller's
-// time has digits below the microsecond that the store does not keep: a
-// cut-off of time.Now() taken just before the call was refused as "after
-// the store's time" when the store read its clock in the same microsecond.
-func TestPruneUpToTheStoresTimeWithNanoseconds(t *testing.T) {
-	t.Parallel()
-	clock := newClock()
-	b := open(t, migratedFile(t), clock)
-	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Minute, RequestID: "a1"})
-	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
-	clock.Advance(time.Second + 69*time.Nanosecond)
-	pr, err := b.PruneAudit(ctxT(t), audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: "p1"})
-	if err != nil || pr.Removed != 1 {
-		t.Fatalf("prune before the store's time %v (ns %d): %+v, %v; want the acquire's record removed",
-			clock.Now(), clock.Now().Nanosecond(), pr, err)
-	}
-}

@@ -46,6 +46,47 @@ func TestNestedPrefixRefused(t *testing.T) {
 	}
 }
 
+// TestStoreAboveExistingStoreRefused: creating a store whose lease or
+// audit entries would hold an existing store (one under PREFIX/k/... or
+// PREFIX/a/..., opened first) is refused (invalid, naming the key found
+// there) and writes no format record: the store above would read the
+// one below as its own (a namespace "k/ns" in its list, an acquire of it
+// taking the other store's lease entries), and the store below could no
+// longer be opened (TestNestedPrefixRefused), as two leasectl processes
+// on the two prefixes found.
+func TestStoreAboveExistingStoreRefused(t *testing.T) {
+	t.Parallel()
+	c := etcdcluster.Shared(t)
+	ctx := t.Context()
+	for _, below := range []string{"k", "a/team/", "k/x/a/y"} {
+		outer := c.Prefix(t)
+		inner := open(t, &etcd.Config{Prefix: outer + below})
+		if _, err := protocol.New(inner, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: outer})
+		if err == nil {
+			_ = b.Close(context.Background())
+			t.Errorf("a store under %s was created above the store under %s", outer, inner.Prefix())
+		} else if !errors.Is(err, protocol.ErrInvalid) || !contains(err, inner.Prefix()) {
+			t.Errorf("open under %s above the store under %s: %v; want invalid naming a key under %s", outer, inner.Prefix(), err, inner.Prefix())
+		}
+		meta, err := inner.Client().Get(ctx, outer+"meta", clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.Count != 0 {
+			t.Errorf("the open under %s wrote its format record %s; want none written", outer, outer+"meta")
+		}
+		again, err := etcd.Open(ctx, &etcd.Config{Endpoints: c.Endpoints(), Prefix: outer + below})
+		if err != nil {
+			t.Errorf("reopen the store under %s after the open above it: %v", inner.Prefix(), err)
+			continue
+		}
+		_ = again.Close(context.Background())
+	}
+}
+
 // TestDestroyKeepsNestedStore: destroying a store (`leasectl migrate down
 // --destroy-data`) deletes its own entries (meta, leases, trail) and
 // leaves a store whose prefix lies below it elsewhere (which opening

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -295,7 +296,7 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 // audit record it cannot decode) and delete them with its own. Only the
 // prefixes above whose next segment is "k" or "a" are looked up, in one
 // transaction (none for most prefixes). A store created later above an
-// existing one is not detected (docs/etcd.md).
+// existing one is refused by ensureFormat (foreignEntry).
 //
 // The format records looked up lie outside the prefix: a user whose role
 // may use only the prefix (as docs/etcd.md advises) may not read them.
@@ -347,7 +348,8 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 
 // ensureFormat reads the store's meta entry and refuses another format
 // version; with create, it records FormatVersion when the entry is
-// missing (a new store). It reports whether it wrote the entry. When the
+// missing (a new store), unless the store's entry ranges already hold a
+// key (foreignEntry). It reports whether it wrote the entry. When the
 // cluster refuses the transaction that may write it, as a change (a role
 // that may only read the prefix, the NOSPACE alarm), an existing store is
 // checked by a read, so that it opens to be read (Health says why
@@ -360,24 +362,64 @@ func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, 
 		_, err := b.readFormat(ctx)
 		return false, err
 	}
-	val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
-	resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
-		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
+	absent := clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)
+	first := func(p string) clientv3.Op {
+		return clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+	}
+	resp, err := b.kv.Txn(ctx).If(absent).Then(first(b.keys.leases()), first(b.keys.audits())).
+		Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
 	if err != nil {
-		if refusesChanges(err) {
-			if found, rerr := b.readFormat(ctx); found {
-				return false, rerr
-			}
-		}
-		return false, b.interpret(ctx, protocol.OpHealth, err)
+		return false, b.formatRefused(ctx, err)
 	}
 	if resp.Succeeded {
-		return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+		if err := b.foreignEntry(resp.Responses); err != nil {
+			return false, err
+		}
+		val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+		empty := func(p string) clientv3.Cmp { return clientv3.Compare(clientv3.CreateRevision(p), "=", 0).WithPrefix() }
+		resp, err = b.kv.Txn(ctx).If(absent, empty(b.keys.leases()), empty(b.keys.audits())).
+			Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
+		if err != nil {
+			return false, b.formatRefused(ctx, err)
+		}
+		if resp.Succeeded {
+			return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+		}
+		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return false, errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, and another client wrote under %sk/ or %sa/ while it was being created: choose another prefix",
+				b.keys.prefix, b.keys.prefix, b.keys.prefix))
+		}
 	}
 	if err := b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value); err != nil {
 		return false, err
 	}
 	return false, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+}
+
+// foreignEntry refuses to create a store whose entry ranges (PREFIX/k/,
+// PREFIX/a/) already hold a key, named from answers, the first key of
+// each: the store would read it as its own, and it is most likely
+// another store's, under a longer prefix (which could no longer be
+// opened: checkOutside).
+func (b *Backend) foreignEntry(answers []*pb.ResponseOp) error {
+	for _, a := range answers {
+		if kvs := a.GetResponseRange().Kvs; len(kvs) > 0 {
+			return errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, but its entries' ranges hold %q (another store's, under a longer prefix?), which a store there would read and delete as its own: choose another prefix, or remove the keys under %sk/ and %sa/",
+				b.keys.prefix, kvs[0].Key, b.keys.prefix, b.keys.prefix))
+		}
+	}
+	return nil
+}
+
+// formatRefused interprets ensureFormat's failed transaction: when the
+// cluster refused it as a change, a store found by a read answers.
+func (b *Backend) formatRefused(ctx context.Context, err error) error {
+	if refusesChanges(err) {
+		if found, rerr := b.readFormat(ctx); found {
+			return rerr
+		}
+	}
+	return b.interpret(ctx, protocol.OpHealth, err)
 }
 
 // readFormat checks the store's format version and revision mark by a

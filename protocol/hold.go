@@ -401,6 +401,15 @@ func (h *Held) release(ctx context.Context) error {
 	return err
 }
 
+// nextTick returns when a renewal loop whose renewal was sent at sent
+// (on a tick) tries next: a tick later, or now when that tick has passed.
+func nextTick(sent time.Time, every time.Duration) time.Time {
+	if next := sent.Add(every); next.After(time.Now()) {
+		return next
+	}
+	return time.Now()
+}
+
 // renewLoop renews every interval until the lease is released or lost.
 // deadline is when the lease runs out by the local clock: TTL after the last
 // successful acquire or renewal was sent. The lease is lost at deadline
@@ -439,8 +448,10 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 		case h.ctx.Err() != nil:
 			return
 		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
-			// The effect is unknown: keep trying while the lease may still be live.
-			if !time.Now().Add(every).Before(deadline) {
+			// The effect is unknown: keep trying while the lease may still
+			// be live. The next try is the next tick: at once when this
+			// one took the interval or more (the ticker holds that tick).
+			if !nextTick(sent, every).Before(deadline) {
 				h.cancel(lostByClock(fmt.Errorf("no successful renewal before the lease ran out: %w", err)))
 				return
 			}

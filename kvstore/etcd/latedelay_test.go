@@ -87,16 +87,31 @@ func TestLateLockDelayIsNotCalledFree(t *testing.T) {
 // TestLateExpiryIsExplained: the cluster sees a lease expire late, never
 // early. In that window, after expires_at by the clock and before the
 // cluster removed the liveness entry, an acquire answers conflict with a
-// lease that has expired; its message must say that the lease expired then
-// and the store has not yet freed the key, not leave the caller with a
-// conflict it cannot tell from one with a live lease.
+// lease that has expired, and a get finds it; their messages must say that
+// the lease expired then and the store has not yet freed the key, not
+// leave the caller with a conflict it cannot tell from one with a live
+// lease, or a get saying the key is held until a time already past.
 func TestLateExpiryIsExplained(t *testing.T) {
 	t.Parallel()
 	prefix := etcdcluster.Shared(t).Prefix(t)
 	rt := protocol.New(open(t, &etcd.Config{Prefix: prefix}), nil)
 	ctx := t.Context()
-	var lateConflicts int
-	for try := 0; try < 3 && lateConflicts == 0; try++ {
+	var lateConflicts, lateGets int
+	// late checks one answer carrying the lease, sent at sent.
+	late := func(what string, sent time.Time, res protocol.Result) bool {
+		t.Helper()
+		if !sent.After(res.Lease.ExpiresAt) {
+			return false // live by the clock: "held until" is true
+		}
+		at := res.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		if !strings.Contains(res.Message, "expired at "+at) || !strings.Contains(res.Message, "not yet") {
+			t.Fatalf("%s sent %v after the lease expired at %s (the cluster not yet past it): message %q; "+
+				"want it to say the lease expired at %s and the store has not yet freed the key",
+				what, sent.Sub(res.Lease.ExpiresAt).Round(time.Millisecond), at, res.Message, at)
+		}
+		return true
+	}
+	for try := 0; try < 3 && (lateConflicts == 0 || lateGets == 0); try++ {
 		k := key("late-expiry-" + string(rune('a'+try)))
 		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "a", TTL: time.Second}); err != nil {
 			t.Fatalf("acquire: %v", err)
@@ -104,6 +119,14 @@ func TestLateExpiryIsExplained(t *testing.T) {
 		deadline := time.Now().Add(15 * time.Second)
 		for {
 			sent := time.Now()
+			got, err := rt.Get(ctx, protocol.GetRequest{Key: k})
+			if err != nil && !errors.Is(err, protocol.ErrNotFound) {
+				t.Fatalf("get: %v", err)
+			}
+			if got.Lease != nil && late("get", sent, got) {
+				lateGets++
+			}
+			sent = time.Now()
 			res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "b", TTL: time.Minute})
 			if err == nil {
 				break
@@ -111,14 +134,8 @@ func TestLateExpiryIsExplained(t *testing.T) {
 			if res.Status != protocol.StatusConflict || res.Lease == nil {
 				t.Fatalf("acquire of a held key: %v, want a conflict carrying the lease", err)
 			}
-			if sent.After(res.Lease.ExpiresAt) {
+			if late("acquire", sent, res) {
 				lateConflicts++
-				at := res.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano)
-				if !strings.Contains(res.Message, "expired at "+at) || !strings.Contains(res.Message, "not yet") {
-					t.Fatalf("acquire sent %v after the lease expired at %s (the cluster not yet past it): message %q; "+
-						"want it to say the lease expired at %s and the store has not yet freed the key",
-						sent.Sub(res.Lease.ExpiresAt).Round(time.Millisecond), at, res.Message, at)
-				}
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("the key was still held 15s after the lease's expiry")
@@ -126,8 +143,9 @@ func TestLateExpiryIsExplained(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	t.Logf("answers in the late window: %d conflicts", lateConflicts)
-	if lateConflicts == 0 {
-		t.Fatal("in 3 tries the cluster ended every lease within 20ms of its expiry by the clock: no late window to check")
+	t.Logf("answers in the late window: %d conflicts, %d gets", lateConflicts, lateGets)
+	if lateConflicts == 0 || lateGets == 0 {
+		t.Fatalf("in 3 tries the cluster ended every lease within 20ms of its expiry by the clock: "+
+			"no late window to check (%d conflicts, %d gets in it)", lateConflicts, lateGets)
 	}
 }

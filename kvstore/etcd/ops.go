@@ -704,7 +704,9 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	}
 	b.cache.put(req.Key, st)
 	if live {
-		return protocol.Result{Status: protocol.StatusFound, Lease: cur}, nil
+		// Past its expires_at by the clock, say so rather than "held
+		// until" (the cluster sees expiry late, never early).
+		return protocol.Result{Status: protocol.StatusFound, Lease: cur, Message: backendkit.ExpiredMessage(*cur, in.now)}, nil
 	}
 	ended, err := b.delayed(protocol.OpGet, req.Key, st, in)
 	switch {

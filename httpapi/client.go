@@ -65,8 +65,45 @@ type Client struct {
 	attempts int
 	closed   atomic.Bool
 
-	mu   sync.Mutex
-	subs map[*subscription]struct{} // the live subscriptions, ended by Close
+	mu      sync.Mutex
+	subs    map[*subscription]struct{} // the live subscriptions, ended by Close
+	follows map[*followStream]struct{} // the open follow streams, cut by Close
+}
+
+// followStream is an open follow stream of the client: cancel cuts it.
+type followStream struct{ cancel context.CancelFunc }
+
+// openFollow notes a follow stream that cancel cuts, for Close; false
+// when Close has begun (then the stream must not be opened).
+func (c *Client) openFollow(cancel context.CancelFunc) (*followStream, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return nil, false
+	}
+	f := &followStream{cancel: cancel}
+	if c.follows == nil {
+		c.follows = make(map[*followStream]struct{})
+	}
+	c.follows[f] = struct{}{}
+	return f, true
+}
+
+// closeFollow forgets a follow stream that ended.
+func (c *Client) closeFollow(f *followStream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.follows, f)
+}
+
+// cutFollows cuts every open follow stream (Close).
+func (c *Client) cutFollows() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for f := range c.follows {
+		f.cancel()
+	}
+	c.follows = nil
 }
 
 var (
@@ -185,13 +222,14 @@ func baseCAs(u *url.URL, cfg *ClientConfig) (*x509.CertPool, error) {
 func (c *Client) Name() string { return "http" }
 
 // Close ends the client's notification streams (signalling their
-// subscribers), waiting within ctx for them to end, and closes the idle
+// subscribers), waiting within ctx for them to end, cuts its follow
+// streams (each follow then ends with closed), and closes the idle
 // connections of the client's own transport. It does not affect the
 // server or its store. From the moment Close begins, every call of the
-// client answers closed without sending anything, and a follow ends with
-// closed when it next reconnects or polls.
+// client answers closed without sending anything.
 func (c *Client) Close(ctx context.Context) error {
 	c.closed.Store(true)
+	c.cutFollows()
 	err := c.closeSubscriptions(ctx)
 	if c.owned != nil {
 		c.owned.CloseIdleConnections()

@@ -264,6 +264,11 @@ func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func
 			opened := time.Now()
 			cursor, err, final := c.followOnce(ctx, q, passed, yield)
 			q.Cursor = cursor
+			if c.closed.Load() && (err != nil || !final) {
+				// Close cut the stream (or began as it ended).
+				yield(audit.Record{}, clientClosed(opFollow))
+				return
+			}
 			switch {
 			case errors.Is(err, errNoRoute):
 				var ended bool
@@ -326,6 +331,11 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	f, open := c.openFollow(cancel)
+	if !open {
+		return cursor, clientClosed(opFollow), true
+	}
+	defer c.closeFollow(f)
 	octx, ocancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
 	defer ocancel()
 	deadline, _ := octx.Deadline()

@@ -26,6 +26,10 @@ const (
 	// qSchemaTable tells whether goose's version table exists: ?1 its name.
 	qSchemaTable = `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1`
 
+	// qTables lists the file's tables but SQLite's own (sqlite_sequence,
+	// sqlite_stat1, ...), by name.
+	qTables = `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`
+
 	// qSchemaVersion reads the applied migration version, as goose does.
 	// The table name is a constant of the migrations package, not input.
 	qSchemaVersion = `SELECT coalesce(max(version_id), 0) FROM leasestore_goose_db_version`

@@ -194,10 +194,13 @@ var (
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
 func OpenDB(path string) (*sql.DB, error) {
-	return openDB(path, DefaultBusyTimeout)
+	return openDB(path, DefaultBusyTimeout, nil)
 }
 
-func openDB(path string, busy time.Duration) (*sql.DB, error) {
+// openDB is [OpenDB] with the busy timeout busy. check, when not nil, runs
+// on the *sql.DB before the file is switched to WAL (the first write), and
+// its error is returned, the *sql.DB closed.
+func openDB(path string, busy time.Duration, check func(context.Context, *sql.DB, string) error) (*sql.DB, error) {
 	dsn, file, err := dataSourceName(path, busy)
 	if err != nil {
 		return nil, err
@@ -212,11 +215,90 @@ func openDB(path string, busy time.Duration) (*sql.DB, error) {
 	// the file, rather than in the first operation.
 	ctx, cancel := context.WithTimeout(context.Background(), busy+time.Second)
 	defer cancel()
+	if check != nil {
+		if err := check(ctx, db, file); err != nil {
+			_ = db.Close()
+			return nil, interpretError(ctx, "", file, err)
+		}
+	}
 	if err := enableWAL(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, interpretError(ctx, "", file, err)
 	}
 	return db, nil
+}
+
+// refuseWithoutStore refuses, before [Open] writes anything to it, a
+// file without leasestore's version table (an empty file, another
+// application's database), which [Backend.checkStore] would refuse once
+// the file had been switched to WAL.
+func refuseWithoutStore(ctx context.Context, db *sql.DB, file string) error {
+	var n int
+	if err := db.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return sqlstore.SchemaVersionError(0, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", file))
+	}
+	return nil
+}
+
+// CheckFirstUse returns nil when path (a file name or a "file:" URI, as
+// for [OpenDB]) names no file yet, an empty file or database, or a file
+// holding leasestore's version table (at any version: migrations.Up
+// brings it up). For a database of another application, whose tables
+// are none of them leasestore's version table, it returns an
+// *[protocol.Error] of status unavailable naming those tables and
+// `leasectl migrate up`, which adds leasestore's tables to it when that
+// is meant. It reads the file and writes nothing to it. A tool that
+// creates and migrates a store on first use (leasectl) calls it before
+// [OpenDB], which switches the file to WAL, and migrations.Up.
+func CheckFirstUse(ctx context.Context, path string) error {
+	dsn, file, err := dataSourceName(path, DefaultBusyTimeout)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+		return nil // OpenDB creates a missing file, or says why it cannot
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return interpretError(ctx, "", file, err)
+	}
+	defer db.Close()
+	tables, err := otherTables(ctx, db)
+	if err != nil {
+		return interpretError(ctx, "", file, err)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	return backendkit.NewError("", protocol.StatusUnavailable, nil,
+		"sqlite database %q holds tables of another application (%s) and no leasestore store, which is created "+
+			"on first use only in a new or empty file: point --dsn at another file, or, to keep leasestore's "+
+			"tables in this database, run `leasectl migrate up --dsn sqlite:%s` first", file, strings.Join(tables, ", "), path)
+}
+
+// otherTables returns the tables of db (but SQLite's own) when none of
+// them is leasestore's version table, and nil when it is among them.
+func otherTables(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, qTables)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		if name == migrations.VersionTable {
+			return nil, nil
+		}
+		tables = append(tables, name)
+	}
+	return tables, rows.Err()
 }
 
 // enableWAL switches the file to WAL, or checks that it is in WAL already,
@@ -357,7 +439,9 @@ func pinnedPragma(p string) bool {
 //
 // Open does not migrate: a file without leasestore's schema, or with an
 // older one, is refused with an *[protocol.Error] of status unavailable
-// naming `leasectl migrate up`. Use [OpenDB], migrations.Up and [New] to
+// naming `leasectl migrate up` (one without leasestore's version table,
+// such as another application's database, before anything is written to
+// it). Use [OpenDB], migrations.Up and [New] to
 // create and migrate a file from code. A file whose triggers or prune
 // window are not as the migrations left them is refused too, as Health
 // refuses it; a fencing counter lowered behind the tokens the file holds
@@ -380,7 +464,7 @@ func Open(ctx context.Context, path string, cfg *Config) (*Backend, error) {
 				"sqlite: no leasestore store at %s: create and migrate it with `leasectl migrate up --dsn sqlite:%s` (or OpenDB and migrations.Up)", file, file)
 		}
 	}
-	db, err := openDB(path, busy)
+	db, err := openDB(path, busy, refuseWithoutStore)
 	if err != nil {
 		return nil, err
 	}

@@ -365,7 +365,9 @@ func dsnHasParam(dsn, name string) bool {
 // sqliteAttempts bounds openSQLite's attempts.
 const sqliteAttempts = 5
 
-// openSQLite opens, migrates if needed, and wraps the SQLite file of t.
+// openSQLite opens, migrates if needed, and wraps the SQLite file of t. It
+// migrates a new or empty file and a leasestore store of an older schema,
+// and refuses another application's database (sqlite.CheckFirstUse).
 //
 // SQLite has no migration lock, and a file that does not exist yet is
 // switched to WAL by the first connection: two leasectl processes meeting a
@@ -409,6 +411,11 @@ func (a *app) openSQLite(ctx context.Context, t target, acc access, cfg *sqlite.
 // failure may be a collision with another process.
 func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) (db *sql.DB, b *sqlite.Backend, retry bool, err error) {
 	busy := func(err error) bool { return protocol.StatusOf(err) == protocol.StatusTimeout && ctx.Err() == nil }
+	// First use migrates a new or empty file, never another application's
+	// database: refused before OpenDB switches it to WAL.
+	if err := sqlite.CheckFirstUse(ctx, t.path); err != nil {
+		return nil, nil, busy(err), err
+	}
 	db, err = sqlite.OpenDB(t.path)
 	if err != nil {
 		return nil, nil, busy(err), err

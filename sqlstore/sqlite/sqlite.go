@@ -205,6 +205,9 @@ func openDB(path string, busy time.Duration, check func(context.Context, *sql.DB
 	if err != nil {
 		return nil, err
 	}
+	if err := notRegular(file); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, interpretError(context.Background(), "", file, err)
@@ -258,6 +261,9 @@ func CheckFirstUse(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	if err := notRegular(file); err != nil {
+		return err
+	}
 	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
 		return nil // OpenDB creates a missing file, or says why it cannot
 	}
@@ -277,6 +283,31 @@ func CheckFirstUse(ctx context.Context, path string) error {
 		"sqlite database %q holds tables of another application (%s) and no leasestore store, which is created "+
 			"on first use only in a new or empty file: point --dsn at another file, or, to keep leasestore's "+
 			"tables in this database, run `leasectl migrate up --dsn sqlite:%s` first", file, strings.Join(tables, ", "), path)
+}
+
+// notRegular refuses a file that exists and is no regular file (after
+// symbolic links): SQLite answers a directory with "unable to open" and
+// a named pipe or a device with "disk I/O error", and a reader of a named
+// pipe (leasectl's check for a read-only file) blocks until a writer
+// comes.
+func notRegular(file string) error {
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // a missing file is created; another failure is SQLite's to tell
+	}
+	kind := "special file"
+	switch mode := fi.Mode(); {
+	case mode.IsDir():
+		kind = "directory"
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "named pipe"
+	case mode&fs.ModeSocket != 0:
+		kind = "socket"
+	case mode&fs.ModeDevice != 0:
+		kind = "device"
+	}
+	return backendkit.NewError("", protocol.StatusUnavailable, nil,
+		"sqlite database %q is not a regular file but a %s: name a SQLite database file, or a new file in an existing directory", file, kind)
 }
 
 // otherTables returns the tables of db (but SQLite's own) when none of

@@ -444,9 +444,15 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) 
 
 // sqliteReadOnly reports whether the SQLite file at path exists and this
 // user cannot write it or its directory. It fails, saying so, when the
-// file exists and cannot be read. A "file:" URI is left to SQLite.
+// file exists and cannot be read. A "file:" URI is left to SQLite, and
+// a path naming no regular file to OpenDB, which refuses it.
 func sqliteReadOnly(path string) (bool, error) {
 	if strings.HasPrefix(path, "file:") {
+		return false, nil
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		// Opening a named pipe to read it would block until a writer
+		// comes: OpenDB refuses it, saying what it is.
 		return false, nil
 	}
 	f, err := os.Open(path)

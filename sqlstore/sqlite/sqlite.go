@@ -381,16 +381,23 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 			if file, err = url.PathUnescape(u.Opaque); err != nil {
 				return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
 			}
-			// An in-memory database's name names no file: kept as it is.
-			if file != ":memory:" && u.Query().Get("mode") != "memory" {
-				abs, err := filepath.Abs(filepath.FromSlash(file))
-				if err != nil {
-					return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
-				}
-				u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: u.RawQuery}
+			if file == ":memory:" {
+				return "", "", inMemoryError(path)
 			}
+			abs, err := filepath.Abs(filepath.FromSlash(file))
+			if err != nil {
+				return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+			}
+			u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: u.RawQuery}
+		}
+		if u.Query().Get("mode") == "memory" {
+			return "", "", inMemoryError(path)
 		}
 	} else {
+		if path == ":memory:" {
+			// SQLite's name of an in-memory database, not a file name.
+			return "", "", inMemoryError(path)
+		}
 		// A URI rather than a plain name, so that characters such as '?'
 		// and '#' in the path are escaped instead of being taken for
 		// parameters.
@@ -427,6 +434,12 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 	q.Set("_foreign_keys", "1")
 	u.RawQuery = q.Encode()
 	return u.String(), file, nil
+}
+
+// inMemoryError refuses path, a name of an in-memory database.
+func inMemoryError(path string) error {
+	return fmt.Errorf("sqlite: %q names an in-memory database, which no other connection or process shares "+
+		"and which cannot be in WAL: name a file (leasestore.db), or use the memstore package in tests", path)
 }
 
 // withoutFileLocks returns the parameter of a "file:" URI's query q that

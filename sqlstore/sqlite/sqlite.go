@@ -285,29 +285,37 @@ func CheckFirstUse(ctx context.Context, path string) error {
 			"tables in this database, run `leasectl migrate up --dsn sqlite:%s` first", file, strings.Join(tables, ", "), path)
 }
 
-// notRegular refuses a file that exists and is no regular file (after
-// symbolic links): SQLite answers a directory with "unable to open" and
-// a named pipe or a device with "disk I/O error", and a reader of a named
-// pipe (leasectl's check for a read-only file) blocks until a writer
-// comes.
+// notRegular refuses a file, or its -wal or -shm, that exists and is no
+// regular file (after symbolic links): SQLite answers a directory with
+// "unable to open", "disk I/O error" or a read-only store, and a named
+// pipe or a device with "disk I/O error", and a reader of a named pipe
+// (leasectl's check for a read-only file) blocks until a writer comes.
 func notRegular(file string) error {
-	fi, err := os.Stat(file)
-	if err != nil || fi.Mode().IsRegular() {
-		return nil // a missing file is created; another failure is SQLite's to tell
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(file + suffix)
+		if err != nil || fi.Mode().IsRegular() {
+			continue // a missing file is created; another failure is SQLite's to tell
+		}
+		kind := "special file"
+		switch mode := fi.Mode(); {
+		case mode.IsDir():
+			kind = "directory"
+		case mode&fs.ModeNamedPipe != 0:
+			kind = "named pipe"
+		case mode&fs.ModeSocket != 0:
+			kind = "socket"
+		case mode&fs.ModeDevice != 0:
+			kind = "device"
+		}
+		if suffix == "" {
+			return backendkit.NewError("", protocol.StatusUnavailable, nil,
+				"sqlite database %q is not a regular file but a %s: name a SQLite database file, or a new file in an existing directory", file, kind)
+		}
+		return backendkit.NewError("", protocol.StatusUnavailable, nil,
+			"sqlite database %q: %s, where SQLite keeps the file's %s, is not a regular file but a %s: move it away",
+			file, file+suffix, map[string]string{"-wal": "write-ahead log", "-shm": "WAL index"}[suffix], kind)
 	}
-	kind := "special file"
-	switch mode := fi.Mode(); {
-	case mode.IsDir():
-		kind = "directory"
-	case mode&fs.ModeNamedPipe != 0:
-		kind = "named pipe"
-	case mode&fs.ModeSocket != 0:
-		kind = "socket"
-	case mode&fs.ModeDevice != 0:
-		kind = "device"
-	}
-	return backendkit.NewError("", protocol.StatusUnavailable, nil,
-		"sqlite database %q is not a regular file but a %s: name a SQLite database file, or a new file in an existing directory", file, kind)
+	return nil
 }
 
 // otherTables returns the tables of db (but SQLite's own) when none of

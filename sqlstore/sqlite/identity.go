@@ -110,10 +110,18 @@ func (g *fileGuard) open(ctx context.Context, db *sql.DB, file string) error {
 	return nil
 }
 
-// close ends the checks and closes the keeper.
+// close ends the checks and closes the keeper, unless the path no longer
+// names the files opened (changed): the keeper is then left open until the
+// process exits. The last connection of a process to close a WAL file
+// checkpoints the log it has open into the file, and this process's log
+// is then one that was removed, holding pages of a history the other
+// processes no longer see: written over the file, they would undo (or
+// tear) what the others committed since. The open keeper holds the
+// file's shared lock, so no other connection of this process is the last.
 func (g *fileGuard) close() error {
+	stale := g.keeper != nil && g.changed(true) != nil
 	g.closed.Store(true)
-	if g.keeper == nil {
+	if g.keeper == nil || stale {
 		return nil
 	}
 	return g.keeper.Close()

@@ -60,6 +60,11 @@ func parseDSN(dsn string) (target, error) {
 			return target{}, usageError("dsn: %s names the file /%s at the root of the file system: "+
 				"write sqlite:%s for a file in the working directory (or sqlite:/%s if you mean the root)", dsn, name, name, name)
 		}
+		if name, ok := strings.CutPrefix(path, "~/"); ok {
+			// The shell expands ~ only at the start of a word.
+			return target{}, usageError("dsn: %s: the shell does not expand ~ after sqlite:, so this names a directory "+
+				"called \"~\": write sqlite:$HOME/%s (or sqlite:./~/%s if you mean that directory)", dsn, name, name)
+		}
 		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
 	case strings.HasPrefix(dsn, "http://"), strings.HasPrefix(dsn, "https://"):
 		return target{raw: dsn, shown: redactDSN(dsn), remote: true}, nil

@@ -17,9 +17,9 @@ import (
 func TestOpenDirectoryUnavailable(t *testing.T) {
 	dir := t.TempDir()
 	_, err := sqlite.OpenDB(dir)
-	expectUnavailable(t, "OpenDB on a directory", err, dir, "cannot be opened")
+	expectUnavailable(t, "OpenDB on a directory", err, dir, "is not a regular file but a directory")
 	_, err = sqlite.Open(ctxT(t), dir, nil)
-	expectUnavailable(t, "Open on a directory", err, dir, "cannot be opened")
+	expectUnavailable(t, "Open on a directory", err, dir, "is not a regular file but a directory")
 
 	missing := filepath.Join(dir, "no", "such", "dir", "x.db")
 	_, err = sqlite.Open(ctxT(t), missing, nil)

@@ -2,38 +2,15 @@ package sqlite_test
 
 import (
 	"bytes"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/leasestore/leasestore/internal/testkit/appdb"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
-
-// appDatabase makes, at path, the database of another application: a
-// table of its own, a row in it, in SQLite's default (rollback) journal
-// mode, and returns its bytes.
-func appDatabase(t *testing.T, path string) []byte {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'ann')`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // Open refuses a file without leasestore's schema, and writes nothing to
 // it: a database of another application (a --dsn or path pointing at the
@@ -48,7 +25,7 @@ func TestOpenWritesNothingToAFileWithoutTheSchema(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{filepath.Join(dir, "app.db"): appDatabase(t, filepath.Join(dir, "app.db")), empty: {}}
+	files := map[string][]byte{filepath.Join(dir, "app.db"): appdb.Write(t, filepath.Join(dir, "app.db")), empty: {}}
 	for path, before := range files {
 		b, err := sqlite.Open(ctx, path, nil)
 		if err == nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leasestore/leasestore/internal/testkit/appdb"
 )
 
 // leasectl creates and migrates a SQLite store on first use: a new or
@@ -19,20 +21,7 @@ import (
 func TestFirstUseLeavesAnotherApplicationsDatabaseAlone(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'ann')`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := appdb.Write(t, path)
 	e := env{EnvDSN: "sqlite:" + path}
 	for _, args := range [][]string{{"acquire", "k", "--owner", "w"}, {"get", "k"}, {"list"}, {"health"}} {
 		o := runCLI(t, e, args...)
@@ -53,7 +42,7 @@ func TestFirstUseLeavesAnotherApplicationsDatabaseAlone(t *testing.T) {
 	// The fix the refusal names works, and keeps the application's table.
 	wantCode(t, runCLI(t, e, "migrate", "up"), ExitOK)
 	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "w"), ExitOK)
-	db, err = sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}

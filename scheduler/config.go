@@ -94,7 +94,9 @@ type Config struct {
 	// OpTimeout bounds each store operation (list, acquire, release). A
 	// renewal gets OpTimeout too, or longer while its lease's local
 	// deadline (TTL after the last successful renewal was sent) is further
-	// away. It must be shorter than TTL: a round waits for each call.
+	// away; after each OpTimeout without an answer another renewal is sent
+	// beside it, so that one hung renewal does not cost the lease. It must
+	// be shorter than TTL: a round waits for each call.
 	// Default: RenewEvery, or, when that would let a late renewal land
 	// after the lease ran out, TTL − RenewEvery × 1.1 if that is at least
 	// half of RenewEvery (TTL 30s, RenewEvery 15s: 13.5s).

@@ -394,25 +394,69 @@ type renewOutcome struct {
 // one writer.
 const renewConcurrency = 64
 
-// renew renews items, one store call each, up to renewConcurrency at a
-// time, the first items first, each bounded by its deadline and ctx, and
-// calls onRefused(i, err) as soon as item i's renewal is refused (see
-// refused), while the round's other renewals may still wait. It is the one
-// place to change should the protocol offer a bulk renew.
+// renew renews items, up to renewConcurrency at a time, the first items
+// first, each bounded by its deadline and ctx (see renewOne), and calls
+// onRefused(i, err) as soon as item i's renewal is refused (see refused),
+// while the round's other renewals may still wait. It is the one place to
+// change should the protocol offer a bulk renew.
 func (s *Scheduler) renew(ctx context.Context, items []renewItem, onRefused func(i int, err error)) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	concurrently(len(items), func(i int) {
-		it := items[i]
-		ctx, cancel := context.WithDeadline(ctx, it.deadline)
-		defer cancel()
-		out[i].sent = time.Now()
-		out[i].res, out[i].err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+		out[i] = s.renewOne(ctx, items[i])
 		if refused(out[i].err) {
 			onRefused(i, out[i].err)
 		}
 	})
 	return out
 }
+
+// renewOne renews it, bounded by its deadline and ctx. A renewal without
+// an answer after OpTimeout is left waiting (a slow store's late answer
+// still keeps the lease) and another is sent beside it, every OpTimeout
+// while one waits: a renewal hung on a broken connection (an etcd member
+// whose leader was killed) does not take the lease, nor the round, with
+// it. It returns the first success or refusal, with when that renewal was
+// sent, else the last answer once none waits.
+func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
+	ctx, cancel := context.WithDeadline(ctx, it.deadline)
+	defer cancel()
+	// Renewals still waiting when renewOne returns are cut short and
+	// leave their answers here.
+	answers := make(chan renewOutcome, maxRenewAttempts)
+	waiting := 0
+	send := func() {
+		waiting++
+		go func() {
+			o := renewOutcome{sent: time.Now()}
+			o.res, o.err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+			answers <- o
+		}()
+	}
+	send()
+	again := time.NewTimer(s.set.opTimeout)
+	defer again.Stop()
+	var last renewOutcome
+	for waiting > 0 {
+		select {
+		case o := <-answers:
+			waiting--
+			if !unknown(o.err) {
+				return o
+			}
+			last = o
+		case <-again.C:
+			if ctx.Err() == nil && waiting < maxRenewAttempts {
+				send()
+			}
+			again.Reset(s.set.opTimeout)
+		}
+	}
+	return last
+}
+
+// maxRenewAttempts bounds the renewals of one lease in flight at once
+// (see renewOne).
+const maxRenewAttempts = 4
 
 // concurrently calls f(0) to f(n-1), up to renewConcurrency at a time, the
 // first first, and returns when every call returned.
@@ -448,7 +492,8 @@ func refused(err error) bool {
 // a success once the round ended; an unknown outcome leaves it to the
 // lease's local deadline. A renewal is given OpTimeout, or longer while its
 // lease's local deadline is further away: on a slow store a late renewal
-// still keeps the lease, and past the deadline it is lost anyway. When ctx
+// still keeps the lease, and past the deadline it is lost anyway; one
+// without an answer after OpTimeout gets another beside it (renewOne). When ctx
 // ends the renewals under way are given up, their outcomes unknown.
 func (s *Scheduler) renewAll(ctx context.Context) {
 	s.mu.Lock()

@@ -31,9 +31,12 @@ type ClientConfig struct {
 	Token string
 	// HTTPClient sends the requests; the Client borrows it and never closes
 	// it. Default: a client of the Client's own, with a pooled transport
-	// (HTTP/2 over TLS) whose idle connections Close closes, trusting the
-	// CAs of the base URL's cacert parameter when it has one (which is
-	// refused beside an HTTPClient: put the CA in its transport's RootCAs).
+	// (HTTP/2 over TLS, a connection that goes quiet pinged so that a dead
+	// one is closed within seconds) whose idle connections Close closes,
+	// trusting the CAs of the base URL's cacert parameter when it has one
+	// (which is refused beside an HTTPClient: put the CA in its
+	// transport's RootCAs). A transport given here should set
+	// http.Transport.HTTP2's SendPingTimeout for the same end.
 	HTTPClient *http.Client
 	// MaxAttempts bounds the tries of one operation when the server could
 	// not be reached or the connection broke before an answer; each retry
@@ -159,6 +162,12 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 256
 		t.MaxIdleConns = 256
+		// HTTP/2 sends every request over one connection: one that went
+		// dead without closing (a server host gone, a route dropped) would
+		// take each renewal sent after, and so the leases, with it. A ping
+		// after a quiet spell finds it dead and closes it; the requests on
+		// it fail (the client retries them) and the next go over a new one.
+		t.HTTP2 = &http.HTTP2Config{SendPingTimeout: http2PingAfter, PingTimeout: http2PingTimeout}
 		if roots != nil {
 			t.TLSClientConfig = &tls.Config{RootCAs: roots}
 		}
@@ -167,6 +176,14 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	}
 	return c, nil
 }
+
+// An HTTP/2 connection of the client's own transport from which nothing
+// came for http2PingAfter is pinged, and closed when no answer comes
+// within http2PingTimeout: a dead one is found within their sum.
+const (
+	http2PingAfter   = 2 * time.Second
+	http2PingTimeout = 2 * time.Second
+)
 
 // ParamCACert is the parameter of an https base URL that names the PEM
 // file of the CAs to trust for the server's certificate (see [NewClient]).

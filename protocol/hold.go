@@ -182,7 +182,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		})
 	}
 	go func() {
-		h.renewLoop(sent.Add(req.TTL), every, timeout)
+		h.renewLoop(sent, every, timeout)
 		listeners.Wait()
 		close(h.done)
 	}()
@@ -402,7 +402,7 @@ func (h *Held) release(ctx context.Context) error {
 }
 
 // nextTick returns when a renewal loop whose renewal was sent at sent
-// (on a tick) tries next: a tick later, or now when that tick has passed.
+// tries next: an interval later, or now when that has passed.
 func nextTick(sent time.Time, every time.Duration) time.Time {
 	if next := sent.Add(every); next.After(time.Now()) {
 		return next
@@ -411,14 +411,17 @@ func nextTick(sent time.Time, every time.Duration) time.Time {
 }
 
 // renewLoop renews every interval until the lease is released or lost.
-// deadline is when the lease runs out by the local clock: TTL after the last
-// successful acquire or renewal was sent. The lease is lost at deadline
-// whatever happens meanwhile: neither a renewal still in flight then (a
-// RenewTimeout longer than the lease has left) nor a renewal due later (a
-// RenewEvery at or above the TTL) keeps it.
-func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
+// sent is when the acquire (or the renewal confirming its replay) was
+// sent: the first renewal is an interval after it, at once when an acquire
+// answered late left less. The lease runs out by the local clock (its
+// deadline) TTL after the last successful acquire or renewal was sent,
+// and is lost then whatever happens meanwhile: neither a renewal still in
+// flight then (a RenewTimeout longer than the lease has left) nor a
+// renewal due later (a RenewEvery at or above the TTL) keeps it.
+func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
+	deadline := sent.Add(h.req.TTL)
+	next := time.NewTimer(time.Until(nextTick(sent, every)))
+	defer next.Stop()
 	ranOut := func() { h.cancel(lostByClock(errors.New("not renewed before it would run out by the local clock"))) }
 	lapse := time.AfterFunc(time.Until(deadline), ranOut)
 	defer lapse.Stop()
@@ -426,9 +429,9 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 		select {
 		case <-h.ctx.Done():
 			return
-		case <-ticker.C:
+		case <-next.C:
 		}
-		sent := time.Now()
+		sent = time.Now()
 		ctx, cancel := context.WithTimeout(h.ctx, timeout)
 		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL})
 		cancel()
@@ -449,8 +452,8 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 			return
 		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
 			// The effect is unknown: keep trying while the lease may still
-			// be live. The next try is the next tick: at once when this
-			// one took the interval or more (the ticker holds that tick).
+			// be live. The next try is an interval after this one was
+			// sent: at once when this one took the interval or more.
 			if !nextTick(sent, every).Before(deadline) {
 				h.cancel(lostByClock(fmt.Errorf("no successful renewal before the lease ran out: %w", err)))
 				return
@@ -459,5 +462,6 @@ func (h *Held) renewLoop(deadline time.Time, every, timeout time.Duration) {
 			h.cancel(LeaseLost(err))
 			return
 		}
+		next.Reset(time.Until(nextTick(sent, every)))
 	}
 }

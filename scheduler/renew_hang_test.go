@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -89,5 +90,101 @@ func TestHungRenewalIsTriedAgainWhileTheLeaseHasTimeLeft(t *testing.T) {
 	}
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("t's lease renewed after the hung renewal is lost: %v", context.Cause(ctx))
+	}
+}
+
+// stuckRenewals passes calls to a store, but once armed, every renewal of
+// target t's lease of that moment waits until its context ends (a row
+// lock another session holds on t's key) and answers timeout late, after
+// a further pause (the driver's cancellation coming back); the first
+// renewal of u's lease that succeeds after arming closes uRenewed, and
+// stuckEnded is closed when the first of t's stuck renewals answered.
+type stuckRenewals struct {
+	protocol.Store
+	late       time.Duration
+	mu         sync.Mutex
+	stuck      int64 // t's token while armed; 0 before
+	uRenewed   chan struct{}
+	stuckEnded chan struct{}
+	armed      bool
+}
+
+func (s *stuckRenewals) arm(token int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stuck, s.armed = token, true
+}
+
+func (s *stuckRenewals) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	s.mu.Lock()
+	armed, stuck := s.armed, req.Key.Namespace == scheduler.DefaultNamespace && req.Key.Name == "t" && req.Token == s.stuck
+	s.mu.Unlock()
+	if stuck {
+		<-ctx.Done()
+		time.Sleep(s.late)
+		s.mu.Lock()
+		select {
+		case <-s.stuckEnded:
+		default:
+			close(s.stuckEnded)
+		}
+		s.mu.Unlock()
+		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusTimeout},
+			&protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusTimeout, Key: req.Key, Message: "waited for a row lock", Err: ctx.Err()}
+	}
+	res, err := s.Store.Renew(ctx, req)
+	if err == nil && armed && req.Key.Namespace == scheduler.DefaultNamespace && req.Key.Name == "u" {
+		s.mu.Lock()
+		select {
+		case <-s.uRenewed:
+		default:
+			close(s.uRenewed)
+		}
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+// Each lease of a renewal round is handled on its own: a renewal that
+// succeeded keeps its lease from when it was sent, even while another
+// renewal of the same round is stuck (its key locked) past the leases'
+// previous local deadline. Only t, whose renewals never succeed, is lost;
+// u and the membership, renewed in the same round, are kept.
+func TestRenewedLeaseIsKeptWhileAnotherRenewalOfTheRoundIsStuck(t *testing.T) {
+	t.Parallel()
+	store := &stuckRenewals{Store: newStore(t), late: ttl / 6, uRenewed: make(chan struct{}), stuckEnded: make(chan struct{})}
+	var mu sync.Mutex
+	ctxs := map[string]context.Context{}
+	tokens := map[string]int64{}
+	s, err := scheduler.New(store, "w1", scheduler.Static("t", "u"), func(ctx context.Context, target string, token int64) {
+		mu.Lock()
+		if ctxs[target] == nil {
+			ctxs[target], tokens[target] = ctx, token
+		}
+		mu.Unlock()
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t and u", holds(s, "t", "u"))
+	eventually(t, "t's and u's handlers run", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return ctxs["t"] != nil && ctxs["u"] != nil, fmt.Sprint(len(ctxs), " handlers")
+	})
+	mu.Lock()
+	tCtx, uCtx := ctxs["t"], ctxs["u"]
+	store.arm(tokens["t"])
+	mu.Unlock()
+	<-store.uRenewed
+	<-store.stuckEnded
+	<-tCtx.Done()
+	if uCtx.Err() != nil {
+		t.Errorf("u's lease, renewed in the round where t's renewal stuck, is lost: %v", context.Cause(uCtx))
+	}
+	if !s.Snapshot().Member {
+		t.Errorf("the membership, renewed in the round where t's renewal stuck, lapsed: %s", s.Snapshot().Problem)
 	}
 }

@@ -396,16 +396,14 @@ const renewConcurrency = 64
 
 // renew renews items, up to renewConcurrency at a time, the first items
 // first, each bounded by its deadline and ctx (see renewOne), and calls
-// onRefused(i, err) as soon as item i's renewal is refused (see refused),
-// while the round's other renewals may still wait. It is the one place to
-// change should the protocol offer a bulk renew.
-func (s *Scheduler) renew(ctx context.Context, items []renewItem, onRefused func(i int, err error)) []renewOutcome {
+// onAnswer(i, out) as soon as item i's renewal has its outcome, while the
+// round's other renewals may still wait. It is the one place to change
+// should the protocol offer a bulk renew.
+func (s *Scheduler) renew(ctx context.Context, items []renewItem, onAnswer func(i int, out renewOutcome)) []renewOutcome {
 	out := make([]renewOutcome, len(items))
 	concurrently(len(items), func(i int) {
 		out[i] = s.renewOne(ctx, items[i])
-		if refused(out[i].err) {
-			onRefused(i, out[i].err)
-		}
+		onAnswer(i, out[i])
 	})
 	return out
 }
@@ -484,13 +482,15 @@ func refused(err error) bool {
 }
 
 // renewAll renews every lease held, membership included, the leases
-// closest to their local deadline first, and applies the outcomes: a
-// refusal loses the lease at once, when its answer arrives, not when the
-// round's slowest renewal returned: the handler is cancelled and the
-// observer hears [EventLost] then (TestRefusedRenewalIsNotHeldUpByASlowRenewal,
-// TestRefusedRenewalIsObservedAtOnce);
-// a success once the round ended; an unknown outcome leaves it to the
-// lease's local deadline. A renewal is given OpTimeout, or longer while its
+// closest to their local deadline first, and applies each outcome when
+// its answer arrives, not when the round's slowest renewal returned: a
+// refusal loses the lease, the handler is cancelled and the observer
+// hears [EventLost] then (TestRefusedRenewalIsNotHeldUpByASlowRenewal,
+// TestRefusedRenewalIsObservedAtOnce); a success moves the lease's local
+// deadline then, so that a renewal stuck past the leases' previous
+// deadline costs only its own lease
+// (TestRenewedLeaseIsKeptWhileAnotherRenewalOfTheRoundIsStuck); an
+// unknown outcome leaves it to the lease's local deadline. A renewal is given OpTimeout, or longer while its
 // lease's local deadline is further away: on a slow store a late renewal
 // still keeps the lease, and past the deadline it is lost anyway; one
 // without an answer after OpTimeout gets another beside it (renewOne). When ctx
@@ -526,27 +526,11 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 		}
 		return nil
 	}
-	outs := s.renew(ctx, items, func(i int, err error) {
-		s.mu.Lock()
-		if l := leaseOf(i); l != nil {
-			s.loseLocked(l, err, false)
-		} else if s.membership == m {
-			s.log.Warn("scheduler: membership lease lost; joining again", "err", err)
-			s.loseMembershipLocked(m, err)
-		}
-		s.mu.Unlock()
-		s.flush() // the observer hears of the loss with the handler (or the membership), not at the round's end
-	})
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	unknown := 0
-	var firstErr error
-	for i, out := range outs {
-		l := leaseOf(i)
+	outs := s.renew(ctx, items, func(i int, out renewOutcome) {
 		switch {
 		case out.err == nil && out.res.Lease != nil:
-			if l != nil {
+			s.mu.Lock()
+			if l := leaseOf(i); l != nil {
 				if out.sent.Add(s.set.ttl).After(l.deadline) {
 					l.deadline = out.sent.Add(s.set.ttl)
 				}
@@ -554,8 +538,26 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 			} else if s.membership == m {
 				m.deadline, m.expiresAt = out.sent.Add(s.set.ttl), out.res.Lease.ExpiresAt
 			}
-		case refused(out.err): // applied when it came (renew's onRefused)
-		default:
+			s.mu.Unlock()
+		case refused(out.err):
+			s.mu.Lock()
+			if l := leaseOf(i); l != nil {
+				s.loseLocked(l, out.err, false)
+			} else if s.membership == m {
+				s.log.Warn("scheduler: membership lease lost; joining again", "err", out.err)
+				s.loseMembershipLocked(m, out.err)
+			}
+			s.mu.Unlock()
+			s.flush() // the observer hears of the loss with the handler (or the membership), not at the round's end
+		}
+	})
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unknown := 0
+	var firstErr error
+	for _, out := range outs {
+		if !(out.err == nil && out.res.Lease != nil) && !refused(out.err) { // successes and refusals were applied when they came
 			unknown++
 			if firstErr == nil {
 				firstErr = out.err

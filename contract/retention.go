@@ -121,6 +121,43 @@ func retentionCases() []testCase {
 					e.clock.Now().Format(time.RFC3339Nano), res, err)
 			}
 		}},
+		{"a_follower_from_the_tail_of_an_empty_namespace_hears_a_prune", func(e *env) {
+			// A follower that starts at the end of a namespace with no
+			// records yet, in a trail that has others' (leasectl watch -n
+			// NS, audit --follow -n NS), and whose first read comes after
+			// records of that namespace were written and pruned meanwhile,
+			// must not skip them silently: its read fails matching
+			// audit.ErrPruned, as a follower whose cursor is behind a prune
+			// does. audit.Tail answered "", the start, which no prune
+			// check covers.
+			p := pruner(e)
+			e.ns = "other"
+			e.acquire(e.a, "o", "w1", leaseTTL)
+			e.ns = "fresh"
+			q := audit.Query{Namespace: e.ns, Follow: true}
+			cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			for _, k := range []string{"k1", "k2", "k3"} {
+				e.acquire(e.a, k, "w1", leaseTTL)
+			}
+			e.clock.Advance(time.Second)
+			if _, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()}); err != nil {
+				e.t.Fatal(err)
+			}
+			e.acquire(e.a, "k4", "w1", leaseTTL)
+			q.Cursor = cursor
+			page, err := e.audit.ReadAudit(e.ctx, q)
+			if !errors.Is(err, audit.ErrPruned) {
+				var got []string
+				for _, r := range page.Records {
+					got = append(got, r.Key)
+				}
+				e.t.Fatalf("the follower's first read from the tail (%q) of a namespace empty when it started, after k1..k3 "+
+					"were written and pruned: %v, %v; want it refused as behind a prune (audit.ErrPruned)", cursor, got, err)
+			}
+		}},
 		{"a_cursor_behind_a_prune_fails", func(e *env) {
 			// A follower whose cursor lies before records a prune removed
 			// went on past them as if they had never been: the read, and a

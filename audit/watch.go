@@ -200,9 +200,12 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 
 // Tail returns the cursor after the last record of the trail that q
 // selects (q.Cursor, q.Since and q.Newest are ignored), so that [Watch] from it
-// yields only the changes committed from now on. An empty trail answers
-// "", the start. Each read is bounded by cfg's ReadTimeout (cfg may be
-// nil).
+// yields only the changes committed from now on. When the trail holds no
+// record q selects, it answers how far a follower's read of the whole
+// trail went ([Page.FollowCursor]), past the records q does not select,
+// and "", the start, when the trail is empty (a follower from there does
+// not hear of records written and pruned before its first read). Each
+// read is bounded by cfg's ReadTimeout (cfg may be nil).
 //
 // Readers page oldest first only, so the end is found by reading back from
 // now in growing windows (1s, 8s, about a minute, ... then the whole
@@ -220,7 +223,7 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 		if window > 100*365*24*time.Hour {
 			probe.Since = time.Time{}
 		}
-		last := ""
+		last, passed := "", ""
 		probe.Cursor = ""
 		for {
 			rctx, cancel := context.WithTimeout(ctx, c.ReadTimeout)
@@ -233,6 +236,7 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 				last = EncodeCursor(page.Records[n-1].ID)
 				probe.Cursor = last
 			}
+			passed = page.FollowCursor
 			if page.NextCursor == "" || len(page.Records) < probe.EffectiveLimit() {
 				break
 			}
@@ -241,7 +245,15 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 			return last, nil
 		}
 		if probe.Since.IsZero() {
-			return "", nil
+			// Nothing q selects: the end is how far the read of the whole
+			// trail went (past the others' records), so that a prune of
+			// records q selects written after now is seen (ErrPruned), not
+			// skipped; the start when the trail is empty too, or the
+			// reader does not tell.
+			if id, err := DecodeCursor(passed); err != nil || id == 0 {
+				return "", nil
+			}
+			return passed, nil
 		}
 	}
 }

@@ -158,6 +158,28 @@ func retentionCases() []testCase {
 					"were written and pruned: %v, %v; want it refused as behind a prune (audit.ErrPruned)", cursor, got, err)
 			}
 		}},
+		{"prune_in_the_microsecond_of_a_commit_keeps_its_record", func(e *env) {
+			// A cut-off in the same microsecond as the store's time, past
+			// it by digits the store does not keep, is allowed (see
+			// above) but is not after a record the store stamped with that
+			// time: the acquire that just committed keeps its record, as
+			// it does with the cut-off at the store's time, so that the
+			// retry of an acquire whose answer was lost replays.
+			p := pruner(e)
+			e.clock.Advance(time.Second + 69*time.Nanosecond)
+			req := e.acquireReq("k", "w1", leaseTTL)
+			l := e.acquireWith(e.a, req)
+			res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()})
+			if err != nil || res.Removed != 0 {
+				e.t.Fatalf("prune up to %s, in the microsecond of the acquire's commit: %+v, %v; want nothing removed",
+					e.clock.Now().Format(time.RFC3339Nano), res, err)
+			}
+			again, err := e.a.Acquire(e.ctx, req)
+			e.expect("retry of the acquire after the prune", again, err, protocol.StatusAcquired)
+			if !again.Replayed || again.Lease == nil || again.Lease.Token != l.Token {
+				e.t.Fatalf("retry of the acquire: replayed=%v lease %v, want the replay of token %d", again.Replayed, again.Lease, l.Token)
+			}
+		}},
 		{"a_cursor_behind_a_prune_fails", func(e *env) {
 			// A follower whose cursor lies before records a prune removed
 			// went on past them as if they had never been: the read, and a

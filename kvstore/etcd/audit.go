@@ -218,6 +218,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if err := backendkit.CheckPruneCutOff(r.Before, b.instant().now); err != nil {
 		return audit.PruneResult{}, err
 	}
+	// Records keep their times to the microsecond, and the cut-off is
+	// judged so (CheckPruneCutOff): compared so too, or a cut-off within
+	// the microsecond of a record just written would remove it.
+	before := r.Before.Truncate(time.Microsecond)
 	own, claim := b.keys.audit("", r.RequestID), b.keys.claim(r.RequestID)
 	if err := b.awaitClaimDrop(ctx, claim); err != nil { // a retry of a prune this Backend cut off
 		return audit.PruneResult{}, err
@@ -242,7 +246,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err != nil {
 				return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 			}
-			if ok && rec.At.Before(r.Before) {
+			if ok && rec.At.Before(before) {
 				victims = append(victims, victim{key: string(kv.Key), ns: rec.Namespace, rev: kv.CreateRevision})
 			}
 		}

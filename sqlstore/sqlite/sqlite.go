@@ -398,7 +398,9 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 			}
 			u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: u.RawQuery}
 		}
-		if u.Query().Get("mode") == "memory" {
+		if q := u.Query(); q.Get("mode") == "memory" || q.Get("vfs") == "memdb" {
+			// An in-memory database: mode=memory, or the memdb VFS
+			// (file:/NAME?vfs=memdb, shared by one process's connections).
 			return "", "", inMemoryError(path)
 		}
 	} else {

@@ -227,8 +227,9 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // and the stream goes on, except a refusal (invalid query, 401, 403), a
 // cursor behind a prune (matching audit.ErrPruned), a subscribed,
 // record or position event the client cannot read (a protocol error: the
-// server would send it again), and a client that was closed (status
-// closed, yielded when it reconnects or polls), which end it. The
+// server would send it again), and the client's Close (status closed,
+// yielded at once, whether the follow streams, polls or pauses), which
+// end it. The
 // server's store closed is yielded as unavailable, as the client's other
 // calls answer it, and the client reconnects. When
 // the route answers 404 (a server older than it, or a proxy in front of
@@ -255,24 +256,52 @@ func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func
 			yield(audit.Record{}, backendkit.NewError(protocol.OpAudit, protocol.StatusInvalid, err, "audit: bad query"))
 			return
 		}
+		// Close cuts the follow wherever it is (streaming, polling or
+		// pausing between reconnects): it cancels lctx, the follow's own.
+		lctx, lcancel := context.WithCancel(ctx)
+		defer lcancel()
+		f, open := c.openFollow(lcancel)
+		if !open {
+			yield(audit.Record{}, clientClosed(opFollow))
+			return
+		}
+		defer c.closeFollow(f)
+		stopped, told := false, false // the caller stopped ranging; closed was yielded
+		yieldOn := func(r audit.Record, err error) bool {
+			told = told || protocol.StatusOf(err) == protocol.StatusClosed
+			if !yield(r, err) {
+				stopped = true
+				return false
+			}
+			return true
+		}
+		// endClosed ends the follow with closed once Close began, unless
+		// the caller stopped ranging.
+		endClosed := func() bool {
+			if !c.closed.Load() {
+				return false
+			}
+			if !stopped && !told {
+				yield(audit.Record{}, clientClosed(opFollow))
+			}
+			return true
+		}
 		backoff := reconnectMinBackoff
 		for ctx.Err() == nil {
-			if c.closed.Load() {
-				yield(audit.Record{}, clientClosed(opFollow))
+			if endClosed() {
 				return
 			}
 			opened := time.Now()
-			cursor, err, final := c.followOnce(ctx, q, passed, yield)
+			cursor, err, final := c.followOnce(lctx, q, passed, yieldOn)
 			q.Cursor = cursor
-			if c.closed.Load() && (err != nil || !final) {
-				// Close cut the stream (or began as it ended).
-				yield(audit.Record{}, clientClosed(opFollow))
+			if endClosed() || stopped {
 				return
 			}
 			switch {
 			case errors.Is(err, errNoRoute):
 				var ended bool
-				if q.Cursor, ended = c.poll(ctx, q, passed, yield); ended {
+				if q.Cursor, ended = c.poll(lctx, q, passed, yieldOn); ended {
+					endClosed()
 					return
 				}
 				backoff = reconnectMinBackoff
@@ -292,8 +321,9 @@ func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func
 			}
 			pause := time.NewTimer(backoff)
 			select {
-			case <-ctx.Done():
+			case <-lctx.Done():
 				pause.Stop()
+				endClosed()
 				return
 			case <-pause.C:
 			}
@@ -331,11 +361,6 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f, open := c.openFollow(cancel)
-	if !open {
-		return cursor, clientClosed(opFollow), true
-	}
-	defer c.closeFollow(f)
 	octx, ocancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
 	defer ocancel()
 	deadline, _ := octx.Deadline()

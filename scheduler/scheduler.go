@@ -387,7 +387,8 @@ type renewOutcome struct {
 	err  error
 }
 
-// renewConcurrency bounds the renewals of a round in flight at once. A
+// renewConcurrency bounds the leases of a round being renewed at once
+// (each with up to maxRenewAttempts renewals in flight, see renewOne). A
 // backend that coalesces concurrent operations (PostgreSQL's, by default)
 // then sends most of a round's renewals in a few round trips
 // (BenchmarkRenewRound in sqlstore/postgres); SQLite queues them for its

@@ -198,8 +198,9 @@ func OpenDB(path string) (*sql.DB, error) {
 }
 
 // openDB is [OpenDB] with the busy timeout busy. check, when not nil, runs
-// on the *sql.DB before the file is switched to WAL (the first write), and
-// its error is returned, the *sql.DB closed.
+// before the file is switched to WAL (the first write), on a *sql.DB of
+// its own that only reads (readOnlyDataSourceName), closed before the
+// *sql.DB returned is opened; its error is returned.
 func openDB(path string, busy time.Duration, check func(context.Context, *sql.DB, string) error) (*sql.DB, error) {
 	dsn, file, err := dataSourceName(path, busy)
 	if err != nil {
@@ -208,27 +209,40 @@ func openDB(path string, busy time.Duration, check func(context.Context, *sql.DB
 	if err := notRegular(file); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, interpretError(context.Background(), "", file, err)
-	}
-	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns)
 	// sql.Open connects lazily: connect now so a bad path fails here, naming
 	// the file, rather than in the first operation.
 	ctx, cancel := context.WithTimeout(context.Background(), busy+time.Second)
 	defer cancel()
 	if check != nil {
-		if err := check(ctx, db, file); err != nil {
-			_ = db.Close()
+		if err := checkReadOnly(ctx, path, busy, check); err != nil {
 			return nil, interpretError(ctx, "", file, err)
 		}
 	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, interpretError(ctx, "", file, err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	if err := enableWAL(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, interpretError(ctx, "", file, err)
 	}
 	return db, nil
+}
+
+// checkReadOnly runs check on a *sql.DB that opens path read-only
+// (readOnlyDataSourceName), and closes it.
+func checkReadOnly(ctx context.Context, path string, busy time.Duration, check func(context.Context, *sql.DB, string) error) error {
+	dsn, file, err := readOnlyDataSourceName(path, busy)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	return errors.Join(check(ctx, db, file), db.Close())
 }
 
 // refuseWithoutStore refuses, before [Open] writes anything to it, a
@@ -253,11 +267,13 @@ func refuseWithoutStore(ctx context.Context, db *sql.DB, file string) error {
 // are none of them leasestore's version table, it returns an
 // *[protocol.Error] of status unavailable naming those tables and
 // `leasectl migrate up`, which adds leasestore's tables to it when that
-// is meant. It reads the file and writes nothing to it. A tool that
+// is meant. It reads the file through a read-only connection and writes
+// nothing to it nor to its -wal (SQLite may create the -shm, the -wal's
+// index, which it rebuilds from the -wal). A tool that
 // creates and migrates a store on first use (leasectl) calls it before
 // [OpenDB], which switches the file to WAL, and migrations.Up.
 func CheckFirstUse(ctx context.Context, path string) error {
-	dsn, file, err := dataSourceName(path, DefaultBusyTimeout)
+	_, file, err := dataSourceName(path, DefaultBusyTimeout)
 	if err != nil {
 		return err
 	}
@@ -267,13 +283,11 @@ func CheckFirstUse(ctx context.Context, path string) error {
 	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
 		return nil // OpenDB creates a missing file, or says why it cannot
 	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return interpretError(ctx, "", file, err)
-	}
-	defer db.Close()
-	tables, err := otherTables(ctx, db)
-	if err != nil {
+	var tables []string
+	if err := checkReadOnly(ctx, path, DefaultBusyTimeout, func(ctx context.Context, db *sql.DB, _ string) (err error) {
+		tables, err = otherTables(ctx, db)
+		return err
+	}); err != nil {
 		return interpretError(ctx, "", file, err)
 	}
 	if len(tables) == 0 {
@@ -370,16 +384,42 @@ func enableWAL(ctx context.Context, db *sql.DB) error {
 // dataSourceName turns path (a file name or a "file:" URI) into the
 // driver's DSN, and returns the file name for messages.
 func dataSourceName(path string, busy time.Duration) (dsn, file string, err error) {
+	u, file, err := dataSourceURI(path, busy)
+	if err != nil {
+		return "", "", err
+	}
+	return u.String(), file, nil
+}
+
+// readOnlyDataSourceName is [dataSourceName] with mode=ro, for a check
+// that reads a file before it is known to be a leasestore store. A
+// read-write connection that is the last of the process on a file in WAL
+// mode checkpoints the file's -wal into it and deletes the -wal as it
+// closes, even one that only read, and so changes another application's
+// database (its commits still in its -wal); a read-only one leaves both as
+// they were.
+func readOnlyDataSourceName(path string, busy time.Duration) (dsn, file string, err error) {
+	u, file, err := dataSourceURI(path, busy)
+	if err != nil {
+		return "", "", err
+	}
+	q := u.Query()
+	q.Set("mode", "ro")
+	u.RawQuery = q.Encode()
+	return u.String(), file, nil
+}
+
+// dataSourceURI is [dataSourceName]'s DSN as a URL.
+func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, err error) {
 	if path == "" {
-		return "", "", errors.New("sqlite: empty database path")
+		return nil, "", errors.New("sqlite: empty database path")
 	}
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	var u *url.URL
 	if strings.HasPrefix(path, "file:") {
 		if u, err = url.Parse(path); err != nil {
-			return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+			return nil, "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
 		}
 		file = u.Path
 		if u.Opaque != "" {
@@ -387,40 +427,40 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 			// Opaque. Decoded, as SQLite decodes it, and made absolute as
 			// a plain name is, so the file looked for is the one opened.
 			if file, err = url.PathUnescape(u.Opaque); err != nil {
-				return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+				return nil, "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
 			}
 			if file == ":memory:" {
-				return "", "", inMemoryError(path)
+				return nil, "", inMemoryError(path)
 			}
 			abs, err := filepath.Abs(filepath.FromSlash(file))
 			if err != nil {
-				return "", "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
+				return nil, "", fmt.Errorf("sqlite: database URI %q: %w", path, err)
 			}
 			u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true, RawQuery: u.RawQuery}
 		}
 		if q := u.Query(); q.Get("mode") == "memory" || q.Get("vfs") == "memdb" {
 			// An in-memory database: mode=memory, or the memdb VFS
 			// (file:/NAME?vfs=memdb, shared by one process's connections).
-			return "", "", inMemoryError(path)
+			return nil, "", inMemoryError(path)
 		}
 	} else {
 		if path == ":memory:" {
 			// SQLite's name of an in-memory database, not a file name.
-			return "", "", inMemoryError(path)
+			return nil, "", inMemoryError(path)
 		}
 		// A URI rather than a plain name, so that characters such as '?'
 		// and '#' in the path are escaped instead of being taken for
 		// parameters.
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			return "", "", fmt.Errorf("sqlite: database path %q: %w", path, err)
+			return nil, "", fmt.Errorf("sqlite: database path %q: %w", path, err)
 		}
 		u = &url.URL{Scheme: "file", Path: filepath.ToSlash(abs), OmitHost: true}
 		file = path
 	}
 	q := u.Query()
 	if param := withoutFileLocks(q); param != "" {
-		return "", "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
+		return nil, "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
 			"or a service and a sqlite3 shell) from committing at once and issuing one fencing token twice: remove it", path, param)
 	}
 	// The driver's aliases win over the keys set below, and journal_mode
@@ -443,7 +483,7 @@ func dataSourceName(path string, busy time.Duration) (dsn, file string, err erro
 	q.Set("_synchronous", "FULL")
 	q.Set("_foreign_keys", "1")
 	u.RawQuery = q.Encode()
-	return u.String(), file, nil
+	return u, file, nil
 }
 
 // inMemoryError refuses path, a name of an in-memory database.

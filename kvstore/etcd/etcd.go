@@ -31,7 +31,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -296,7 +295,7 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 // audit record it cannot decode) and delete them with its own. Only the
 // prefixes above whose next segment is "k" or "a" are looked up, in one
 // transaction (none for most prefixes). A store created later above an
-// existing one is refused by ensureFormat (foreignEntry).
+// existing one is refused by ensureFormat (nestedStore).
 //
 // The format records looked up lie outside the prefix: a user whose role
 // may use only the prefix (as docs/etcd.md advises) may not read them.
@@ -348,67 +347,144 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 
 // ensureFormat reads the store's meta entry and refuses another format
 // version; with create, it records FormatVersion when the entry is
-// missing (a new store), unless the store's entry ranges already hold a
-// key (foreignEntry). It reports whether it wrote the entry. When the
-// cluster refuses the transaction that may write it, as a change (a role
-// that may only read the prefix, the NOSPACE alarm), an existing store is
-// checked by a read, so that it opens to be read (Health says why
-// changes fail); a missing one is that refusal. Every way, it reads the
-// store's revision mark in the same transaction and refuses a store whose
-// mark is not below the cluster's revision (checkMark).
+// missing (a new store), unless another store lies in the store's entry
+// ranges (nestedStore). It reports whether it wrote the entry. The write
+// applies only while no key of the entry ranges was written since they
+// were read; when one was, ensureFormat reads again, up to createAttempts
+// times in all. When the cluster refuses the transaction that may write
+// it, as a change (a role that may only read the prefix, the NOSPACE
+// alarm), an existing store is checked by a read, so that it opens to be
+// read (Health says why changes fail); a missing one is that refusal.
+// Every way, it reads the store's revision mark in the same transaction
+// and refuses a store whose mark is not below the cluster's revision
+// (checkMark).
 func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, err error) {
 	meta, mark := b.keys.meta(), b.keys.revMark()
 	if !create {
 		_, err := b.readFormat(ctx)
 		return false, err
 	}
-	absent := clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)
-	first := func(p string) clientv3.Op {
-		return clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())
-	}
-	resp, err := b.kv.Txn(ctx).If(absent).Then(first(b.keys.leases()), first(b.keys.audits())).
-		Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
-	if err != nil {
-		return false, b.formatRefused(ctx, err)
-	}
-	if resp.Succeeded {
-		if err := b.foreignEntry(resp.Responses); err != nil {
-			return false, err
-		}
-		val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
-		empty := func(p string) clientv3.Cmp { return clientv3.Compare(clientv3.CreateRevision(p), "=", 0).WithPrefix() }
-		resp, err = b.kv.Txn(ctx).If(absent, empty(b.keys.leases()), empty(b.keys.audits())).
-			Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
+	for attempt := 1; ; attempt++ {
+		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(meta), "=", 0)).
+			Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
 		if err != nil {
 			return false, b.formatRefused(ctx, err)
 		}
 		if resp.Succeeded {
-			return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+			if resp, err = b.createFormat(ctx); err != nil {
+				return false, err
+			}
+			if resp.Succeeded {
+				return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
+			}
+			if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+				if attempt == createAttempts {
+					return false, errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, and other clients wrote under %sk/ or %sa/ while it was being created, %d times: try again",
+						b.keys.prefix, b.keys.prefix, b.keys.prefix, createAttempts))
+				}
+				continue
+			}
 		}
-		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
-			return false, errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, and another client wrote under %sk/ or %sa/ while it was being created: choose another prefix",
-				b.keys.prefix, b.keys.prefix, b.keys.prefix))
+		if err := b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value); err != nil {
+			return false, err
 		}
+		return false, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 	}
-	if err := b.checkFormat(resp.Responses[0].GetResponseRange().Kvs[0].Value); err != nil {
-		return false, err
-	}
-	return false, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 }
 
-// foreignEntry refuses to create a store whose entry ranges (PREFIX/k/,
-// PREFIX/a/) already hold a key, named from answers, the first key of
-// each: the store would read it as its own, and it is most likely
-// another store's, under a longer prefix (which could no longer be
-// opened: checkOutside).
-func (b *Backend) foreignEntry(answers []*pb.ResponseOp) error {
-	for _, a := range answers {
-		if kvs := a.GetResponseRange().Kvs; len(kvs) > 0 {
-			return errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, but its entries' ranges hold %q (another store's, under a longer prefix?), which a store there would read and delete as its own: choose another prefix, or remove the keys under %sk/ and %sa/",
-				b.keys.prefix, kvs[0].Key, b.keys.prefix, b.keys.prefix))
+// createAttempts bounds how often ensureFormat reads the store's entry
+// ranges again because a key was written there between its read and its
+// write of the format record.
+const createAttempts = 4
+
+// createFormat refuses a store with another store in its entry ranges
+// (nestedStore) and else writes the format record, in a transaction that
+// applies only while the record is missing and no key of the entry ranges
+// was written since nestedStore read them; it answers the record and the
+// revision mark (the Else branch: the record and the mark too).
+func (b *Backend) createFormat(ctx context.Context) (*clientv3.TxnResponse, error) {
+	var inner string
+	var rev int64
+	err := atOneRevision(func() error {
+		var err error
+		inner, rev, err = b.nestedStore(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if inner != "" {
+		return nil, errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, but the store under %s lies in its entries (%sk/ and %sa/): a store there would read and delete that store's entries as its own: choose another prefix",
+			b.keys.prefix, inner, b.keys.prefix, b.keys.prefix))
+	}
+	meta, mark := b.keys.meta(), b.keys.revMark()
+	val, _ := json.Marshal(formatRecord{Format: FormatVersion, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+	conds := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(meta), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(b.keys.leases()), "<", rev+1).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(b.keys.audits()), "<", rev+1).WithPrefix(),
+	}
+	resp, err := b.kv.Txn(ctx).If(conds...).
+		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
+	if err != nil {
+		return nil, b.formatRefused(ctx, err)
+	}
+	return resp, nil
+}
+
+// nestedStore looks through the keys of the store's entry ranges
+// (PREFIX/k/, PREFIX/a/), keys only a page at a time, at one revision rev,
+// for another store's format record (isFormatRecord), and returns that
+// store's prefix ("" when none). Any other key there is another client's
+// and stays beside the store (Destroy keeps such keys too).
+func (b *Backend) nestedStore(ctx context.Context) (inner string, rev int64, _ error) {
+	for _, family := range []string{b.keys.leases(), b.keys.audits()} {
+		start, end := family, clientv3.GetPrefixRangeEnd(family)
+		for {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(scanPage)}
+			if rev != 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := b.kv.Get(ctx, start, opts...)
+			if err != nil {
+				return "", 0, b.interpret(ctx, protocol.OpHealth, err)
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			for _, kv := range resp.Kvs {
+				if q, err := b.isFormatRecord(ctx, string(kv.Key), rev); q != "" || err != nil {
+					return q, rev, err
+				}
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
 	}
-	return nil
+	return "", rev, nil
+}
+
+// isFormatRecord returns the prefix of the store whose format record key
+// is, as of rev, or "" when key is none: the key of a store's format
+// record is its canonical prefix (a valid one: checkPrefix) followed by
+// "meta", and its value a formatRecord. Keys holding control characters
+// (every lease entry, audit record and mark) are ruled out without a read.
+func (b *Backend) isFormatRecord(ctx context.Context, key string, rev int64) (string, error) {
+	q, ok := strings.CutSuffix(key, metaSuffix)
+	if !ok || canonicalPrefix(q) != q || checkPrefix(q) != nil {
+		return "", nil
+	}
+	g, err := b.kv.Get(ctx, key, clientv3.WithRev(rev))
+	if err != nil {
+		return "", b.interpret(ctx, protocol.OpHealth, err)
+	}
+	var f formatRecord
+	if len(g.Kvs) == 0 || json.Unmarshal(g.Kvs[0].Value, &f) != nil || f.Format <= 0 {
+		return "", nil
+	}
+	return q, nil
 }
 
 // formatRefused interprets ensureFormat's failed transaction: when the

@@ -111,6 +111,11 @@ type Backend struct {
 	now    func() time.Time
 	manual bool // expiry by the test clock (Config.testNow), not etcd leases
 
+	// outside holds the format records of stores above that checkOutside
+	// found missing when the backend was made; the transaction creating
+	// the store requires them missing still (createFormat).
+	outside []string
+
 	expiry leasePool // etcd leases by expiry second and TTL (leases.go)
 	cache  stateCache
 
@@ -280,7 +285,8 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 	}
 	b.expiry.cli = cli
 	b.cache.init()
-	if err := b.checkOutside(ctx); err != nil {
+	var err error
+	if b.outside, err = b.checkOutside(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := b.ensureFormat(ctx, !cfg.NoInit); err != nil {
@@ -295,14 +301,17 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 // audit record it cannot decode) and delete them with its own. Only the
 // prefixes above whose next segment is "k" or "a" are looked up, in one
 // transaction (none for most prefixes). A store created later above an
-// existing one is refused by ensureFormat (nestedStore).
+// existing one is refused by ensureFormat (nestedStore); one created
+// above while this one is being created, by the transaction creating it,
+// which requires the format records read here (absent) missing still.
 //
 // The format records looked up lie outside the prefix: a user whose role
 // may use only the prefix (as docs/etcd.md advises) may not read them.
 // When the cluster refuses the transaction so, each is read alone and
 // those the user may not read are not checked: a store there is the
-// concern of its own users, not one this user can see or change.
-func (b *Backend) checkOutside(ctx context.Context) error {
+// concern of its own users, not one this user can see or change. It
+// returns the format records it read and found missing.
+func (b *Backend) checkOutside(ctx context.Context) (absent []string, _ error) {
 	p := b.keys.prefix
 	var outer []string
 	var gets []clientv3.Op
@@ -313,9 +322,9 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 		}
 	}
 	if len(gets) == 0 {
-		return nil
+		return nil, nil
 	}
-	counts := make([]int64, len(gets))
+	counts := make([]int64, len(gets)) // -1: the user may not read it
 	resp, err := b.kv.Txn(ctx).Then(gets...).Commit()
 	switch {
 	case err == nil:
@@ -326,23 +335,27 @@ func (b *Backend) checkOutside(ctx context.Context) error {
 		for i, o := range outer {
 			g, err := b.kv.Get(ctx, newLayout(o).meta(), clientv3.WithCountOnly())
 			if errors.Is(err, rpctypes.ErrPermissionDenied) {
+				counts[i] = -1
 				continue
 			}
 			if err != nil {
-				return b.interpret(ctx, protocol.OpHealth, err)
+				return nil, b.interpret(ctx, protocol.OpHealth, err)
 			}
 			counts[i] = g.Count
 		}
 	default:
-		return b.interpret(ctx, protocol.OpHealth, err)
+		return nil, b.interpret(ctx, protocol.OpHealth, err)
 	}
 	for i, n := range counts {
+		if n == 0 {
+			absent = append(absent, newLayout(outer[i]).meta())
+		}
 		if n > 0 {
-			return errInvalid(fmt.Sprintf("etcd: prefix %s lies in the entries of the store under %s, which would read and delete them as its own: choose a prefix outside %sk/ and %sa/",
+			return nil, errInvalid(fmt.Sprintf("etcd: prefix %s lies in the entries of the store under %s, which would read and delete them as its own: choose a prefix outside %sk/ and %sa/",
 				p, outer[i], outer[i], outer[i]))
 		}
 	}
-	return nil
+	return absent, nil
 }
 
 // ensureFormat reads the store's meta entry and refuses another format
@@ -378,6 +391,9 @@ func (b *Backend) ensureFormat(ctx context.Context, create bool) (created bool, 
 				return true, b.checkMark(protocol.OpHealth, resp.Responses[1].GetResponseRange().Kvs, resp.Header.Revision)
 			}
 			if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+				if _, err := b.checkOutside(ctx); err != nil {
+					return false, err // a store above was created meanwhile
+				}
 				if attempt == createAttempts {
 					return false, errInvalid(fmt.Sprintf("etcd: prefix %s holds no store, and other clients wrote under %sk/ or %sa/ while it was being created, %d times: try again",
 						b.keys.prefix, b.keys.prefix, b.keys.prefix, createAttempts))
@@ -399,9 +415,12 @@ const createAttempts = 4
 
 // createFormat refuses a store with another store in its entry ranges
 // (nestedStore) and else writes the format record, in a transaction that
-// applies only while the record is missing and no key of the entry ranges
-// was written since nestedStore read them; it answers the record and the
-// revision mark (the Else branch: the record and the mark too).
+// applies only while the record is missing, no key of the entry ranges
+// was written since nestedStore read them, and the format records of the
+// stores above that checkOutside found missing (b.outside) are missing
+// still: of two stores created at once, one below the other, one is
+// refused. It answers the record and the revision mark (the Else branch:
+// the record and the mark too).
 func (b *Backend) createFormat(ctx context.Context) (*clientv3.TxnResponse, error) {
 	var inner string
 	var rev int64
@@ -423,6 +442,9 @@ func (b *Backend) createFormat(ctx context.Context) (*clientv3.TxnResponse, erro
 		clientv3.Compare(clientv3.CreateRevision(meta), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(b.keys.leases()), "<", rev+1).WithPrefix(),
 		clientv3.Compare(clientv3.ModRevision(b.keys.audits()), "<", rev+1).WithPrefix(),
+	}
+	for _, above := range b.outside {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(above), "=", 0))
 	}
 	resp, err := b.kv.Txn(ctx).If(conds...).
 		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()

@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,13 +10,11 @@ import (
 )
 
 // answersLate takes each acquire at once but answers it only after delay
-// (a store whose answers queue behind others, a slow link back); renewed
-// is closed when a renewal succeeds.
+// (a store whose answers queue behind others, a slow link back).
 type answersLate struct {
 	protocol.Backend
-	delay   time.Duration
-	renewed chan struct{}
-	once    atomic.Bool
+	renewSignal
+	delay time.Duration
 }
 
 func (b *answersLate) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
@@ -27,11 +24,7 @@ func (b *answersLate) Acquire(ctx context.Context, req protocol.AcquireRequest) 
 }
 
 func (b *answersLate) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
-	res, err := b.Backend.Renew(ctx, req)
-	if err == nil && b.once.CompareAndSwap(false, true) {
-		close(b.renewed)
-	}
-	return res, err
+	return b.noteRenew(b.Backend.Renew(ctx, req))
 }
 
 // An acquire answered late leaves the lease less than the TTL by the
@@ -40,22 +33,9 @@ func (b *answersLate) Renew(ctx context.Context, req protocol.RenewRequest) (pro
 // interval after Hold returned, which here is when the lease runs out.
 func TestHoldRenewsALateAnsweredAcquireInTime(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const ttl = 3 * time.Second
-	b := &answersLate{Backend: memstore.New(nil), delay: 2 * ttl / 3, renewed: make(chan struct{})}
-	rt := protocol.New(b, nil)
-	defer rt.Close(ctx)
-	h, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: holdKey(t), Owner: "w1", TTL: ttl}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(ctx)
-	select {
-	case <-b.renewed:
-	case <-h.Context().Done():
-		t.Fatalf("lost with no renewal tried, the acquire answered with a third of the TTL left: %v", context.Cause(h.Context()))
-	}
-	if err := h.Context().Err(); err != nil {
-		t.Fatalf("the lease renewed in time is lost: %v", context.Cause(h.Context()))
-	}
+	b := &answersLate{Backend: memstore.New(nil), renewSignal: newRenewSignal(), delay: 2 * ttl / 3}
+	holdUntilRenewed(t, b, &b.renewSignal, ttl, func() string {
+		return "lost with no renewal tried, the acquire answered with a third of the TTL left"
+	})
 }

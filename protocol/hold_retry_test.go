@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,12 +14,11 @@ import (
 // hangsOnce answers its first renewal only when the renewal's context
 // ends, as timeout (the renewal an etcd member takes while the cluster
 // elects a new leader, held until the deadline), and the later ones as the
-// store does; renewed is closed when one of those succeeds.
+// store does.
 type hangsOnce struct {
 	protocol.Backend
-	renews  atomic.Int64
-	renewed chan struct{}
-	once    atomic.Bool
+	renewSignal
+	renews atomic.Int64
 }
 
 func (b *hangsOnce) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
@@ -26,11 +26,7 @@ func (b *hangsOnce) Renew(ctx context.Context, req protocol.RenewRequest) (proto
 		<-ctx.Done()
 		return protocol.Result{}, &protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusTimeout, Message: "the deadline passed", Err: ctx.Err()}
 	}
-	res, err := b.Backend.Renew(ctx, req)
-	if err == nil && b.once.CompareAndSwap(false, true) {
-		close(b.renewed)
-	}
-	return res, err
+	return b.noteRenew(b.Backend.Renew(ctx, req))
 }
 
 // A renewal that hangs for its whole timeout is retried while the lease
@@ -41,22 +37,8 @@ func (b *hangsOnce) Renew(ctx context.Context, req protocol.RenewRequest) (proto
 // cluster answering again within a second.
 func TestHoldRetriesAHungRenewalWhileTheLeaseHasTimeLeft(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	b := &hangsOnce{Backend: memstore.New(nil), renewed: make(chan struct{})}
-	rt := protocol.New(b, nil)
-	defer rt.Close(ctx)
-	h, err := protocol.Hold(ctx, rt, protocol.AcquireRequest{Key: holdKey(t), Owner: "w1", TTL: 1500 * time.Millisecond}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(ctx)
-	select {
-	case <-b.renewed:
-	case <-h.Context().Done():
-		t.Fatalf("lost after %d renewal(s), the first hanging for its timeout with a third of the TTL left: %v",
-			b.renews.Load(), context.Cause(h.Context()))
-	}
-	if err := h.Context().Err(); err != nil {
-		t.Fatalf("the lease renewed after the hung renewal is lost: %v", context.Cause(h.Context()))
-	}
+	b := &hangsOnce{Backend: memstore.New(nil), renewSignal: newRenewSignal()}
+	holdUntilRenewed(t, b, &b.renewSignal, 1500*time.Millisecond, func() string {
+		return fmt.Sprintf("lost after %d renewal(s), the first hanging for its timeout with a third of the TTL left", b.renews.Load())
+	})
 }

@@ -134,6 +134,25 @@ func ExpectClosed(t testing.TB, b protocol.Backend, held protocol.Lease) {
 // the suite's clock and by the wall clock alike, so that it is valid.
 var pruneBefore = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// AcquireCloseExpectClosed acquires a lease through b (key "held" of
+// namespace ns), closes b and runs [ExpectClosed] with that lease: the
+// whole check for a handle the harness does not make. It fails t when the
+// acquire or the Close does.
+func AcquireCloseExpectClosed(t testing.TB, b protocol.Backend, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
+	defer cancel()
+	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: ns, Name: "held"}, Owner: "w",
+		TTL: leaseTTL, RequestID: "before-close"})
+	if err != nil || held.Status != protocol.StatusAcquired {
+		t.Fatalf("acquire before Close: %v %v", held.Status, err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ExpectClosed(t, b, *held.Lease)
+}
+
 // closedChecker checks the answers of a closed handle (see [ExpectClosed]).
 type closedChecker struct{ t testing.TB }
 

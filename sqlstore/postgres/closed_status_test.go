@@ -3,11 +3,9 @@ package postgres_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/leasestore/leasestore/contract"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
-	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
@@ -23,13 +21,6 @@ func TestEveryCallAfterCloseOnABorrowedPoolAnswersClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Minute, RequestID: "r0"})
-	if err != nil || held.Status != protocol.StatusAcquired {
-		t.Fatalf("acquire before Close: %v %v", held.Status, err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	contract.ExpectClosed(t, b, *held.Lease)
+	contract.AcquireCloseExpectClosed(t, b, key("held").Namespace)
 	_ = b.Close(context.Background())
 }

@@ -24,14 +24,7 @@ func TestEveryCallAfterCloseOnABorrowedDBAnswersClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("held"), Owner: "w", TTL: time.Minute, RequestID: "r0"})
-	if err != nil || held.Status != protocol.StatusAcquired {
-		t.Fatalf("acquire before Close: %v %v", held.Status, err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	contract.ExpectClosed(t, b, *held.Lease)
+	contract.AcquireCloseExpectClosed(t, b, key("held").Namespace)
 	_ = b.Close(context.Background())
 }
 

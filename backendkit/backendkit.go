@@ -303,22 +303,25 @@ func CheckPrune(r audit.PruneRequest) error {
 	return nil
 }
 
-// CheckPruneCutOff refuses, as invalid, a prune whose cut-off is after
-// now, the store's time (the clock its records are stamped by): it would
-// remove the records of operations that just committed, and the retry of
-// one whose answer was lost would run again instead of replaying. An
-// [audit.Pruner] calls it with its store's time before removing anything.
-// The cut-off is judged to the microsecond, as every store keeps its
-// records' times and compares them with it: digits below (time.Now()
-// taken just before the call, which the store read in the same
-// microsecond) do not put it after the store's time.
-func CheckPruneCutOff(before, now time.Time) error {
-	if before.Truncate(time.Microsecond).After(now) {
-		return NewError(audit.OpPrune, protocol.StatusInvalid, nil,
+// PruneCutOff returns a prune's cut-off as every store keeps and compares
+// its records' times, to the microsecond, and refuses, as invalid, one
+// after now, the store's time (the clock its records are stamped by): it
+// would remove the records of operations that just committed, and the
+// retry of one whose answer was lost would run again instead of
+// replaying. Digits below the microsecond (time.Now() taken just before
+// the call, which the store read in the same microsecond) neither put the
+// cut-off after the store's time nor, once cut, reach a record of that
+// microsecond. An [audit.Pruner] calls it with its store's time before
+// removing anything, and removes the records before the cut-off it
+// returns.
+func PruneCutOff(before, now time.Time) (time.Time, error) {
+	cut := before.Truncate(time.Microsecond)
+	if cut.After(now) {
+		return time.Time{}, NewError(audit.OpPrune, protocol.StatusInvalid, nil,
 			"audit prune: the cut-off %s is after the store's time %s: give a time in the past",
 			before.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 	}
-	return nil
+	return cut, nil
 }
 
 // PruneIDUsed is the refusal of a prune whose request id is already in

@@ -207,7 +207,7 @@ const pruneBatch = 100
 // them all, the other removes nothing and answers invalid, as a prune
 // whose request id is in the trail does (see [backendkit.PruneIDUsed]).
 // A cut-off after the backend's clock, which stamps the records, is
-// refused (see [backendkit.CheckPruneCutOff]).
+// refused (see [backendkit.PruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -215,13 +215,10 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if err := b.open(audit.OpPrune); err != nil {
 		return audit.PruneResult{}, err
 	}
-	if err := backendkit.CheckPruneCutOff(r.Before, b.instant().now); err != nil {
+	var err error
+	if r.Before, err = backendkit.PruneCutOff(r.Before, b.instant().now); err != nil {
 		return audit.PruneResult{}, err
 	}
-	// Records keep their times to the microsecond, and the cut-off is
-	// judged so (CheckPruneCutOff): compared so too, or a cut-off within
-	// the microsecond of a record just written would remove it.
-	before := r.Before.Truncate(time.Microsecond)
 	own, claim := b.keys.audit("", r.RequestID), b.keys.claim(r.RequestID)
 	if err := b.awaitClaimDrop(ctx, claim); err != nil { // a retry of a prune this Backend cut off
 		return audit.PruneResult{}, err
@@ -246,7 +243,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err != nil {
 				return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 			}
-			if ok && rec.At.Before(before) {
+			if ok && rec.At.Before(r.Before) {
 				victims = append(victims, victim{key: string(kv.Key), ns: rec.Namespace, rev: kv.CreateRevision})
 			}
 		}

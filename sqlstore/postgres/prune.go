@@ -40,7 +40,7 @@ var pruneBatch int64 = 5000
 // answers then, and a claim it took is freed in the background, which
 // [Backend.Close] waits for); a claim left by a prune whose process died
 // keeps the id refused as used. A cut-off
-// after the server's time is refused (see [backendkit.CheckPruneCutOff]).
+// after the server's time is refused (see [backendkit.PruneCutOff]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := b.callRefusal(audit.OpPrune); err != nil {
 		return audit.PruneResult{}, err
@@ -51,12 +51,13 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	var (
 		used bool
 		now  time.Time
+		err  error
 	)
 	a := args{"request_id": r.RequestID, "now": b.clock()}
 	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(a)...).Scan(&used, &now); err != nil {
 		return audit.PruneResult{}, interpretCallError(ctx, audit.OpPrune, err)
 	}
-	if err := backendkit.CheckPruneCutOff(r.Before, now); err != nil {
+	if r.Before, err = backendkit.PruneCutOff(r.Before, now); err != nil {
 		return audit.PruneResult{}, err
 	}
 	if used {

@@ -44,7 +44,7 @@ var pruneBatch int64 = 5000
 // A prune that stops early frees its claim, so that it can be sent again
 // with its id; a claim left by a prune whose process died keeps the id
 // refused as used. A cut-off after the backend's clock (see
-// [backendkit.CheckPruneCutOff]) answers invalid. While a trigger that
+// [backendkit.PruneCutOff]) answers invalid. While a trigger that
 // the migrations created is missing or altered (above all
 // leasestore_audit_pruned_through, which marks what a prune removed for
 // the followers behind it), or a trigger they did not make is on the
@@ -56,7 +56,8 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
 	}
-	if err := backendkit.CheckPruneCutOff(r.Before, b.clock()); err != nil {
+	var err error
+	if r.Before, err = backendkit.PruneCutOff(r.Before, b.clock()); err != nil {
 		return audit.PruneResult{}, err
 	}
 	if err := b.callRefusal(audit.OpPrune); err != nil {

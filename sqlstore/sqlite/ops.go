@@ -466,8 +466,12 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	var start int64 // every record at or below it is older than since
 	if !q.Since.IsZero() {
 		since = micros(q.SinceMicro())
+	}
+	if !q.Since.IsZero() && (after == 0 || q.Newest) {
 		// Start at the records of that time, not at the start of the
-		// trail (newest first: stop there).
+		// trail (newest first: stop there). A page from a cursor (each
+		// poll of a follower) reads on from it without the search, as on
+		// PostgreSQL.
 		if err := b.stmts.sinceStart.QueryRowContext(ctx, since-int64(sinceSlack/time.Microsecond)).Scan(&start); err != nil {
 			return audit.Page{}, b.interpret(ctx, op, err)
 		}

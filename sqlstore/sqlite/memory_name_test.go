@@ -13,10 +13,12 @@ import (
 // file. A plain ":memory:" was taken for a file name and made a file
 // called ":memory:" in the working directory, which the next run found
 // again with its leases; "file::memory:" and mode=memory were refused
-// naming a fix for a file ("open the file read-write once").
+// naming a fix for a file ("open the file read-write once"), as was the
+// memdb VFS ("file:/NAME?vfs=memdb", shared by one process's connections).
 func TestOpenDBRefusesAnInMemoryName(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, name := range []string{":memory:", "file::memory:", "file:leases.db?mode=memory"} {
+	for _, name := range []string{":memory:", "file::memory:", "file:leases.db?mode=memory",
+		"file:/leases.db?vfs=memdb", "file:leases.db?vfs=memdb"} {
 		db, err := sqlite.OpenDB(name)
 		if err == nil {
 			_ = db.Close()

@@ -21,6 +21,8 @@ const (
 	WorkersSuffix = ".workers"
 	// DefaultTTL is the TTL of every lease the scheduler takes.
 	DefaultTTL = 15 * time.Second
+	// DefaultExtraRenewals is the default of [Config].ExtraRenewals.
+	DefaultExtraRenewals = 4
 )
 
 // Handler works on one target while the scheduler holds its lease. token is
@@ -95,12 +97,25 @@ type Config struct {
 	// renewal gets OpTimeout too, or longer while its lease's local
 	// deadline (TTL after the last successful renewal was sent) is further
 	// away; after each OpTimeout without an answer another renewal is sent
-	// beside it, so that one hung renewal does not cost the lease. It must
-	// be shorter than TTL: a round waits for each call.
+	// beside it, within ExtraRenewals, so that one hung renewal does not
+	// cost the lease. It must be shorter than TTL: a round waits for each
+	// call.
 	// Default: RenewEvery, or, when that would let a late renewal land
 	// after the lease ran out, TTL − RenewEvery × 1.1 if that is at least
 	// half of RenewEvery (TTL 30s, RenewEvery 15s: 13.5s).
 	OpTimeout time.Duration
+	// ExtraRenewals bounds the extra renewals in flight at once, over all
+	// the worker's leases: those sent beside a renewal still without an
+	// answer after OpTimeout (see OpTimeout; at most three beside each,
+	// one per OpTimeout). They are a safety net for a hung renewal, not a
+	// multiplier: on a store that answers every renewal a little later
+	// than OpTimeout, the worker sends one renewal per lease and at most
+	// ExtraRenewals more, not several per lease. A renewal due an extra
+	// while the budget is spent sends it as soon as one of those in
+	// flight answers. A negative value sends none: a hung renewal then
+	// costs its lease (lost when it would run out by the local clock) and
+	// holds the round until then. Default: [DefaultExtraRenewals] (4).
+	ExtraRenewals int
 	// MaxBackoff caps the wait before a target that another worker took
 	// first (a conflict) is tried again; the wait starts at RenewEvery and
 	// doubles with each conflict in a row, with jitter. A target kept by
@@ -130,6 +145,7 @@ type settings struct {
 	lockDelay     time.Duration
 	opTimeout     time.Duration
 	maxBackoff    time.Duration
+	extraRenewals int // 0: none
 	log           *slog.Logger
 	observer      Observer
 }
@@ -184,7 +200,8 @@ func (c *Config) resolve() (settings, error) {
 		c = &Config{}
 	}
 	s := settings{ns: c.Namespace, workersNS: c.WorkersNamespace, ttl: c.TTL, every: c.RenewEvery,
-		opTimeout: c.OpTimeout, maxBackoff: c.MaxBackoff, log: c.Logger, observer: c.Observer, lockDelay: c.LockDelay}
+		opTimeout: c.OpTimeout, maxBackoff: c.MaxBackoff, log: c.Logger, observer: c.Observer, lockDelay: c.LockDelay,
+		extraRenewals: c.ExtraRenewals}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
 	}
@@ -202,6 +219,12 @@ func (c *Config) resolve() (settings, error) {
 	}
 	if s.maxBackoff == 0 {
 		s.maxBackoff = s.ttl
+	}
+	switch {
+	case s.extraRenewals == 0:
+		s.extraRenewals = DefaultExtraRenewals
+	case s.extraRenewals < 0:
+		s.extraRenewals = 0
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -21,13 +21,16 @@
 //     returned, and is then shown lost); so of its membership lease: the
 //     worker then no longer counts itself a member and joins again at
 //     once;
-//   - renews every lease it holds (membership included); a renewal the store
-//     refuses loses that lease at once, and a lease that was not renewed
-//     before it would run out by the local clock is lost then, even while
-//     the store does not answer (a membership lease too: the worker then
-//     no longer counts itself a member, claims nothing, and tries at once
-//     to join again, renewing that lease first, whose answers alone may
-//     have been lost);
+//   - renews every lease it holds (membership included), sending another
+//     renewal beside one without an answer after [Config].OpTimeout (at
+//     most [Config].ExtraRenewals such extra renewals in flight over all
+//     its leases, so that a slow store's load is not multiplied); a
+//     renewal the store refuses loses that lease at once, and a lease that
+//     was not renewed before it would run out by the local clock is lost
+//     then, even while the store does not answer (a membership lease too:
+//     the worker then no longer counts itself a member, claims nothing,
+//     and tries at once to join again, renewing that lease first, whose
+//     answers alone may have been lost);
 //   - hands over targets beyond its share when workers join (cancels their
 //     handlers and releases each lease once its handler returned), gives up
 //     targets that left the set, and releases everything on shutdown;

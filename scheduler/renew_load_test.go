@@ -68,8 +68,7 @@ func TestSlowStoreGetsABoundedNumberOfExtraRenewals(t *testing.T) {
 	const (
 		targets   = 16
 		opTimeout = 400 * time.Millisecond
-		// extras is the default of Config.ExtraRenewals.
-		extras = 4
+		extras    = scheduler.DefaultExtraRenewals // Config.ExtraRenewals
 	)
 	store := &slowRenewals{Store: newStore(t), delay: opTimeout * 3 / 2}
 	var names []string
@@ -107,5 +106,107 @@ func TestSlowStoreGetsABoundedNumberOfExtraRenewals(t *testing.T) {
 	defer mu.Unlock()
 	if len(lost) > 0 {
 		t.Errorf("leases lost on a store that answers every renewal in time, if late: %v", lost)
+	}
+}
+
+// hangsFirstRenewals passes calls to a store, but once armed, the first
+// renewal of each target lease waits until its context ends and answers
+// timeout (renewals on a broken connection); the later ones answer after
+// a pause of slow.
+type hangsFirstRenewals struct {
+	protocol.Store
+	slow    time.Duration
+	mu      sync.Mutex
+	armed   bool
+	hung    map[string]bool // targets whose renewal hung
+	renewed map[string]bool // targets renewed after theirs hung
+}
+
+func (s *hangsFirstRenewals) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed = true
+}
+
+func (s *hangsFirstRenewals) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if req.Key.Namespace != scheduler.DefaultNamespace {
+		return s.Store.Renew(ctx, req)
+	}
+	s.mu.Lock()
+	hang := s.armed && !s.hung[req.Key.Name]
+	if hang {
+		s.hung[req.Key.Name] = true
+	}
+	after := s.hung[req.Key.Name]
+	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return protocol.Result{Op: protocol.OpRenew, Status: protocol.StatusTimeout},
+			&protocol.Error{Op: protocol.OpRenew, Status: protocol.StatusTimeout, Key: req.Key, Message: "the deadline passed", Err: ctx.Err()}
+	}
+	if after {
+		time.Sleep(s.slow)
+	}
+	res, err := s.Store.Renew(ctx, req)
+	if err == nil && after {
+		s.mu.Lock()
+		s.renewed[req.Key.Name] = true
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+// Twice as many renewals hanging at once as the budget of extra renewals
+// (Config.ExtraRenewals) all get their extra renewal in time, each extra
+// one taking a while (a tenth of OpTimeout): a renewal due one while the
+// budget is spent sends it as soon as a place comes free (an extra
+// renewal that answers), not an OpTimeout later, when with the default
+// OpTimeout the lease would have run out.
+func TestHungRenewalsBeyondTheBudgetAreAllTriedAgain(t *testing.T) {
+	t.Parallel()
+	targets := 2 * scheduler.DefaultExtraRenewals
+	store := &hangsFirstRenewals{Store: newStore(t), slow: ttl / 30, hung: map[string]bool{}, renewed: map[string]bool{}}
+	var names []string
+	for i := range targets {
+		names = append(names, fmt.Sprintf("t%02d", i))
+	}
+	var mu sync.Mutex
+	ctxs := map[string]context.Context{}
+	s, err := scheduler.New(store, "w1", scheduler.Static(names...), func(ctx context.Context, target string, _ int64) {
+		mu.Lock()
+		ctxs[target] = ctx
+		mu.Unlock()
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds every target", holds(s, names...))
+	eventually(t, "every handler runs", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ctxs) == targets, fmt.Sprint(len(ctxs), " handlers")
+	})
+	store.arm()
+	eventually(t, "every lease renewed after its renewal hung, or one lost", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ctx := range ctxs {
+			if ctx.Err() != nil {
+				return true, ""
+			}
+		}
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return len(store.renewed) == targets, fmt.Sprint(len(store.renewed), " renewed after a hung renewal")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for target, ctx := range ctxs {
+		if ctx.Err() != nil {
+			t.Errorf("%s's lease lost while its renewal hung, beside %d others, the budget of extra renewals being %d: %v",
+				target, targets-1, scheduler.DefaultExtraRenewals, context.Cause(ctx))
+		}
 	}
 }

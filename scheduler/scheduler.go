@@ -35,6 +35,9 @@ type Scheduler struct {
 	started atomic.Bool
 	wake    chan struct{} // a handler returned or a lease was lost
 	base    context.Context
+	// extra holds a place for each extra renewal in flight (see renewOne);
+	// its capacity is [Config].ExtraRenewals; nil when that is none.
+	extra chan struct{}
 	// watches counts the goroutines listening for the store's signal of a
 	// lease's end (targets' and memberships'); the shutdown waits for
 	// them, so that Run returns only once none calls the store.
@@ -187,6 +190,9 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 		backoff: map[string]backoffState{},
 		pending: map[string]string{},
 		orphans: map[protocol.Key]orphan{},
+	}
+	if set.extraRenewals > 0 {
+		sched.extra = make(chan struct{}, set.extraRenewals)
 	}
 	sched.store = closeSensor(store, sched.noteClosed)
 	return sched, nil
@@ -388,7 +394,8 @@ type renewOutcome struct {
 }
 
 // renewConcurrency bounds the leases of a round being renewed at once
-// (each with up to maxRenewAttempts renewals in flight, see renewOne). A
+// (each with up to maxRenewAttempts renewals in flight, the extra ones
+// within the worker's budget, see renewOne). A
 // backend that coalesces concurrent operations (PostgreSQL's, by default)
 // then sends most of a round's renewals in a few round trips
 // (BenchmarkRenewRound in sqlstore/postgres); SQLite queues them for its
@@ -412,10 +419,14 @@ func (s *Scheduler) renew(ctx context.Context, items []renewItem, onAnswer func(
 // renewOne renews it, bounded by its deadline and ctx. A renewal without
 // an answer after OpTimeout is left waiting (a slow store's late answer
 // still keeps the lease) and another is sent beside it, every OpTimeout
-// while one waits: a renewal hung on a broken connection (an etcd member
-// whose leader was killed) does not take the lease, nor the round, with
-// it. It returns the first success or refusal, with when that renewal was
-// sent, else the last answer once none waits.
+// while one waits, each taking a place of the worker's budget of extra
+// renewals in flight ([Config].ExtraRenewals; when it is spent, as soon as
+// a place comes free): a renewal hung on a broken connection (an etcd
+// member whose leader was killed) does not take the lease, nor the round,
+// with it, and a store that answers every renewal a little late gets one
+// renewal per lease and the budget, not several per lease. It returns the
+// first success or refusal, with when that renewal was sent, else the
+// last answer once none waits.
 func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 	ctx, cancel := context.WithDeadline(ctx, it.deadline)
 	defer cancel()
@@ -423,17 +434,21 @@ func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 	// leave their answers here.
 	answers := make(chan renewOutcome, maxRenewAttempts)
 	waiting := 0
-	send := func() {
+	send := func(extra bool) {
 		waiting++
 		go func() {
 			o := renewOutcome{sent: time.Now()}
 			o.res, o.err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+			if extra {
+				<-s.extra // its place in the budget, held until the store answered
+			}
 			answers <- o
 		}()
 	}
-	send()
+	send(false)
 	again := time.NewTimer(s.set.opTimeout)
 	defer again.Stop()
+	var budget chan<- struct{} // s.extra while an extra renewal is due, else nil
 	var last renewOutcome
 	for waiting > 0 {
 		select {
@@ -444,9 +459,18 @@ func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 			}
 			last = o
 		case <-again.C:
-			if ctx.Err() == nil && waiting < maxRenewAttempts {
-				send()
+			if ctx.Err() == nil && waiting < maxRenewAttempts && s.extra != nil {
+				budget = s.extra // the timer waits until it is sent
+			} else {
+				again.Reset(s.set.opTimeout)
 			}
+		case budget <- struct{}{}:
+			budget = nil
+			if ctx.Err() != nil {
+				<-s.extra
+				continue
+			}
+			send(true)
 			again.Reset(s.set.opTimeout)
 		}
 	}

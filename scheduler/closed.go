@@ -119,8 +119,8 @@ func (s *Scheduler) storeClosed() error {
 // answers again, so nothing is sent. Every lease still held or given up is
 // lost (its handler cancelled, cause matching ErrLeaseLost and ErrClosed;
 // EventLost), the membership too (EventMembershipLost); once every handler
-// returned and every watch ended, it logs what it could not release (each
-// lease runs out after its TTL) and returns Run's error.
+// returned and every watch and renewal ended, it logs what it could not
+// release (each lease runs out after its TTL) and returns Run's error.
 func (s *Scheduler) closedShutdown(why error) error {
 	s.stopping = true
 	s.log.Warn("scheduler: the store was closed: it answers no more; losing every lease without a release and stopping", "err", why)
@@ -171,6 +171,7 @@ func (s *Scheduler) closedShutdown(why error) error {
 		s.log.Warn("scheduler: the membership lease was not released: the store was closed; it runs out after its TTL", "token", token)
 	}
 	s.watches.Wait()
+	s.waitRenewals()
 	s.log.Info("scheduler: stopped: the store was closed")
 	return fmt.Errorf("scheduler: the store was closed while the worker ran: every lease was lost, none released (each runs out after its TTL): %w", why)
 }

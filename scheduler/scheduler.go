@@ -42,6 +42,9 @@ type Scheduler struct {
 	// lease's end (targets' and memberships'); the shutdown waits for
 	// them, so that Run returns only once none calls the store.
 	watches sync.WaitGroup
+	// renewals counts the renewals under way (see renewOne), those cut
+	// short included: the shutdown waits for them too.
+	renewals sync.WaitGroup
 
 	// rejoin: the store signalled the end of the membership lease, or it
 	// was not renewed before its local deadline; Run looks again at once,
@@ -212,9 +215,12 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 // shutdown run on a context that keeps ctx's values but not its
 // cancellation, each bounded by [Config].OpTimeout, the
 // releases of the targets all at once. Run returns
-// only after every handler has returned and every watch of a lease's end
-// has ended, and returns an error only when it was called before, or when
-// the store was closed under it.
+// only after every handler has returned, every watch of a lease's end
+// has ended and every renewal it sent has returned (those cut short too:
+// a store that ignores a call's context ending holds Run until it
+// answers, which the worker warns about after OpTimeout), so that the
+// store may be closed then; it returns an error only when it was called
+// before, or when the store was closed under it.
 //
 // A store that answers closed (closed while Run works: close it only
 // after Run returned) never answers again: at its first such answer,
@@ -426,7 +432,8 @@ func (s *Scheduler) renew(ctx context.Context, items []renewItem, onAnswer func(
 // with it, and a store that answers every renewal a little late gets one
 // renewal per lease and the budget, not several per lease. It returns the
 // first success or refusal, with when that renewal was sent, else the
-// last answer once none waits.
+// last answer once none waits; the renewals still waiting then are cut
+// short, and Run waits for them before it returns (waitRenewals).
 func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 	ctx, cancel := context.WithDeadline(ctx, it.deadline)
 	defer cancel()
@@ -436,14 +443,14 @@ func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 	waiting := 0
 	send := func(extra bool) {
 		waiting++
-		go func() {
+		s.renewals.Go(func() {
 			o := renewOutcome{sent: time.Now()}
 			o.res, o.err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
 			if extra {
 				<-s.extra // its place in the budget, held until the store answered
 			}
 			answers <- o
-		}()
+		})
 	}
 	send(false)
 	again := time.NewTimer(s.set.opTimeout)
@@ -1596,7 +1603,29 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	// Every lease is forgotten (its watch cancelled): each watch ends
 	// once its store call under way returns.
 	s.watches.Wait()
+	s.waitRenewals()
 	s.log.Info("scheduler: stopped")
+}
+
+// waitRenewals waits for the renewals still under way: those cut short
+// when a renewal of their lease got its outcome (see renewOne), which a
+// store that ignores its context's end may still be working on. Run
+// returns only then, so that the store may be closed once it returned.
+// It warns when they have not ended after OpTimeout.
+func (s *Scheduler) waitRenewals() {
+	done := make(chan struct{})
+	go func() {
+		s.renewals.Wait()
+		close(done)
+	}()
+	wait := time.NewTimer(s.set.opTimeout)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-wait.C:
+		s.log.Warn("scheduler: waiting for renewals cut short that the store still works on: it ignores their context's end")
+		<-done
+	}
 }
 
 // eventLocked builds an event with the current counts. Called with s.mu held.

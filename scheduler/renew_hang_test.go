@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -186,5 +187,38 @@ func TestRenewedLeaseIsKeptWhileAnotherRenewalOfTheRoundIsStuck(t *testing.T) {
 	}
 	if !s.Snapshot().Member {
 		t.Errorf("the membership, renewed in the round where t's renewal stuck, lapsed: %s", s.Snapshot().Problem)
+	}
+}
+
+// With ExtraRenewals negative no renewal is sent beside one without an
+// answer: a hung renewal costs its lease at its local deadline, as the
+// Config documents.
+func TestNoExtraRenewalsLeavesAHungRenewalAlone(t *testing.T) {
+	t.Parallel()
+	store := &hangsOneRenewal{Store: newStore(t), renewed: make(chan struct{})}
+	handlerCtx := make(chan context.Context, 1)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
+		select {
+		case handlerCtx <- ctx:
+		default:
+		}
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: ttl, ExtraRenewals: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	ctx := <-handlerCtx
+	store.arm()
+	select {
+	case <-store.renewed:
+		t.Fatal("t's lease renewed beside its hung renewal with ExtraRenewals -1 (none)")
+	case <-ctx.Done():
+		if cause := context.Cause(ctx); !errors.Is(cause, protocol.ErrLeaseLost) {
+			t.Errorf("t's handler ended by %v; want its lease lost by the local clock", cause)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("t's lease neither lost nor renewed after its renewal hung")
 	}
 }

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A read (get, list, describe) that gets no answer before --timeout exits
+// 5 saying the deadline passed, without telling the user to "retry with
+// the same request id to learn the outcome": a read changes nothing, so
+// there is no outcome to learn, and these commands take no --request-id.
+// A change (acquire) that gets no answer keeps that advice: its effect is
+// unknown.
+func TestReadTimeoutDoesNotAskForTheRequestID(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn // held open, never answered
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	dsn := "http://" + l.Addr().String()
+	for _, args := range [][]string{{"get", "k"}, {"list"}, {"describe", "k"}} {
+		o := runCLI(t, env{}, append(args, "--dsn", dsn, "--timeout", "300ms", "-o", "json")...)
+		wantCode(t, o, ExitUnavailable)
+		msg, _ := o.json(t)["message"].(string)
+		if !strings.Contains(msg, "deadline passed") || strings.Contains(msg, "request id") {
+			t.Errorf("%s timed out: message %q, want the deadline named and no advice to retry with the same request id",
+				strings.Join(args, " "), msg)
+		}
+	}
+	o := runCLI(t, env{}, "acquire", "k", "--owner", "o", "--dsn", dsn, "--timeout", "300ms", "-o", "json")
+	wantCode(t, o, ExitUnavailable)
+	if msg, _ := o.json(t)["message"].(string); !strings.Contains(msg, "retry with the same request id") {
+		t.Errorf("acquire timed out: message %q, want the advice to retry with the same request id", msg)
+	}
+}

@@ -264,7 +264,9 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 // [Lease.ExpiredText]).
 func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error) {
 	why := "cancelled"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// The cause too: a caller may end the wait with a deadline of its own
+	// as the cause of a cancel (leasectl run's --wait-timeout).
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		why = "the deadline passed"
 	}
 	l := last.Lease

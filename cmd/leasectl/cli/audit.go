@@ -107,6 +107,29 @@ func completeOps(_ *cobra.Command, _ []string, toComplete string) ([]string, cob
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
+// opsFlag is --op of audit and audit export: comma-separated ops, and
+// given again, more of them (as watch's --op), never the last one alone.
+// Its String is the comma-separated list, as the next page's command
+// writes it.
+type opsFlag struct{ s *string }
+
+func (f opsFlag) String() string {
+	if f.s == nil {
+		return ""
+	}
+	return *f.s
+}
+
+func (f opsFlag) Set(v string) error {
+	if *f.s != "" {
+		v = *f.s + "," + v
+	}
+	*f.s = v
+	return nil
+}
+
+func (f opsFlag) Type() string { return "string" }
+
 func (a *app) auditCommand() *cobra.Command {
 	var (
 		q         audit.Query
@@ -217,7 +240,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (15m, 2d), an RFC 3339 time or a date")
 	intVar(f, &q.Limit, "limit", audit.DefaultLimit, "page size, at most 1000 (0: the default, 100)")
 	f.StringVar(&q.Cursor, "cursor", "", "next_cursor of the previous page")
-	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
+	f.Var(opsFlag{&ops}, "op", "only records of these operations, comma-separated or repeated: acquire, renew, release, revoke, prune")
 	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")
 	f.StringVar(&order, "order", "", "newest or oldest first (default: newest; with --follow oldest, which is the only order it takes)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")

@@ -175,7 +175,7 @@ namespace, with the prune records that belong to none. --since takes a duration 
 	f.StringVar(&key, "key", "", "only records of this key: NS/NAME, or NAME (in -n's namespace, else default)")
 	f.StringVar(&since, "since", "", "only records at or after this: a duration back from now (24h) or an RFC 3339 time")
 	f.StringVar(&q.Cursor, "cursor", "", "resume after this record: a1.ID, ID the id of the last line kept")
-	f.StringVar(&ops, "op", "", "only records of these operations, comma-separated: acquire, renew, release, revoke, prune")
+	f.Var(opsFlag{&ops}, "op", "only records of these operations, comma-separated or repeated: acquire, renew, release, revoke, prune")
 	f.StringVar(&q.Owner, "owner", "", "only records of this lease owner (exact)")
 	_ = cmd.RegisterFlagCompletionFunc("op", completeOps)
 	return cmd

@@ -124,12 +124,12 @@ func (r *Runtime) renewMany(ctx context.Context, reqs []RenewRequest) (results [
 	ctx, cancel := r.withDeadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil {
-		return fail(interrupted(ctx, "", nil))
+		return fail(interrupted(ctx, OpRenew, "", nil))
 	}
 	if br, ok := r.backend.(BulkRenewer); ok {
 		got, err := br.RenewMany(ctx, reqs)
 		if err != nil {
-			return fail(failure(ctx, err))
+			return fail(failure(ctx, OpRenew, err))
 		}
 		if len(got) != len(reqs) {
 			return fail(&Error{Status: StatusUnavailable,
@@ -141,7 +141,7 @@ func (r *Runtime) renewMany(ctx context.Context, reqs []RenewRequest) (results [
 	for i, req := range reqs {
 		res, err := r.backend.Renew(ctx, req)
 		if err != nil {
-			res, _ = faulted(failure(ctx, err))
+			res, _ = faulted(failure(ctx, OpRenew, err))
 		}
 		results[i] = res
 	}

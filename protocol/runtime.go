@@ -194,7 +194,7 @@ func (r *Runtime) requestID(id string) string {
 func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID string, invalid error,
 	fn func(context.Context) (Result, error)) (Result, error) {
 	start := time.Now()
-	res, fault := r.run(ctx, invalid, fn)
+	res, fault := r.run(ctx, op, invalid, fn)
 	res.Op, res.Key, res.RequestID = op, key, reqID
 	if res.Message == "" {
 		res.Message = describe(op, res)
@@ -211,11 +211,11 @@ func (r *Runtime) call(ctx context.Context, op Op, key Key, reqID string, invali
 	return res, e
 }
 
-// run validates and runs one operation. When the store gave no answer
+// run validates and runs one operation, op. When the store gave no answer
 // (invalid input, closed, a deadline, a backend error) fault says why:
 // its status, a message and the cause, and the result carries the status
 // and [Error.Detail].
-func (r *Runtime) run(ctx context.Context, invalid error, fn func(context.Context) (Result, error)) (Result, *Error) {
+func (r *Runtime) run(ctx context.Context, op Op, invalid error, fn func(context.Context) (Result, error)) (Result, *Error) {
 	if invalid != nil {
 		return faulted(&Error{Status: StatusInvalid, Err: invalid})
 	}
@@ -226,11 +226,11 @@ func (r *Runtime) run(ctx context.Context, invalid error, fn func(context.Contex
 	ctx, cancel := r.withDeadline(ctx)
 	defer cancel()
 	if ctx.Err() != nil {
-		return faulted(interrupted(ctx, "", nil))
+		return faulted(interrupted(ctx, op, "", nil))
 	}
 	res, err := fn(ctx)
 	if err != nil {
-		return faulted(failure(ctx, err))
+		return faulted(failure(ctx, op, err))
 	}
 	if !res.Status.Known() {
 		return faulted(&Error{Status: StatusUnavailable,
@@ -249,8 +249,9 @@ func faulted(f *Error) (Result, *Error) {
 // [interrupted]); a status outside the vocabulary, or a success reported
 // as an error, is unavailable. A backend's *Error gives its message and
 // its cause; the runtime's *Error wraps that cause, not the backend's
-// *Error, so that it matches exactly one sentinel.
-func failure(ctx context.Context, err error) *Error {
+// *Error, so that it matches exactly one sentinel. op is the operation
+// (see [interrupted]).
+func failure(ctx context.Context, op Op, err error) *Error {
 	status := StatusOf(err)
 	if status.Success() || !status.Known() {
 		status = StatusUnavailable
@@ -261,7 +262,7 @@ func failure(ctx context.Context, err error) *Error {
 		msg, cause = e.Message, e.Err
 	}
 	if ctx.Err() != nil {
-		return interrupted(ctx, msg, cause)
+		return interrupted(ctx, op, msg, cause)
 	}
 	return &Error{Status: status, Message: msg, Err: cause}
 }
@@ -272,8 +273,10 @@ func failure(ctx context.Context, err error) *Error {
 // message says which happened (then the backend's message, when there is
 // one), and the cause matches ctx's error (context.Canceled or
 // context.DeadlineExceeded) and its [context.Cause] (a signal, say) as
-// well as the backend's cause, when there is one.
-func interrupted(ctx context.Context, msg string, cause error) *Error {
+// well as the backend's cause, when there is one. The message advises
+// retrying with the same request id to learn the outcome, except for a
+// read (op get, list, health, audit), which has none.
+func interrupted(ctx context.Context, op Op, msg string, cause error) *Error {
 	why := context.Cause(ctx)
 	lead := "the deadline passed before the store answered"
 	if errors.Is(ctx.Err(), context.Canceled) {
@@ -285,7 +288,9 @@ func interrupted(ctx context.Context, msg string, cause error) *Error {
 	case !errors.Is(cause, why):
 		cause = fmt.Errorf("%w: %w", why, cause)
 	}
-	lead += "; retry with the same request id to learn the outcome"
+	if !op.reads() {
+		lead += "; retry with the same request id to learn the outcome"
+	}
 	if msg != "" {
 		lead += ": " + msg
 	}
@@ -434,7 +439,7 @@ const OpAudit Op = "audit"
 // fn's chain (invalid, say), else unavailable.
 func (r *Runtime) Do(ctx context.Context, op Op, fn func(ctx context.Context, b Backend) error) error {
 	start := time.Now()
-	_, fault := r.run(ctx, nil, func(ctx context.Context) (Result, error) {
+	_, fault := r.run(ctx, op, nil, func(ctx context.Context) (Result, error) {
 		return Result{Status: StatusFound}, fn(ctx, r.backend)
 	})
 	if fault == nil {

@@ -111,6 +111,16 @@ const (
 	OpClose   Op = "close"
 )
 
+// reads reports whether o only reads (get, list, health, a read of the
+// audit trail): such an operation cut off has no effect to learn.
+func (o Op) reads() bool {
+	switch o {
+	case OpGet, OpList, OpHealth, OpAudit:
+		return true
+	}
+	return false
+}
+
 // Error is the typed error for every non-success outcome. It carries the
 // status, the operation, the key and, for conflict, stale_token and not_owner,
 // the lease currently held. It matches the status's sentinel with

@@ -155,7 +155,7 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 			// attempt would take the key for a caller that gave up). The
 			// first answers as Acquire on a cancelled context does.
 			if res.Lease == nil {
-				e := interrupted(ctx, "", nil)
+				e := interrupted(ctx, OpAcquire, "", nil)
 				e.Op, e.Key = OpAcquire, req.Key
 				return Result{Op: OpAcquire, Status: e.Status, Key: req.Key, RequestID: req.RequestID,
 					Message: e.Detail()}, time.Time{}, e

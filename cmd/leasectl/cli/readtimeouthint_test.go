@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -15,32 +13,7 @@ import (
 // unknown.
 func TestReadTimeoutDoesNotAskForTheRequestID(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn // held open, never answered
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	dsn := "http://" + l.Addr().String()
+	dsn := blackHole(t)
 	for _, args := range [][]string{{"get", "k"}, {"list"}, {"describe", "k"}} {
 		o := runCLI(t, env{}, append(args, "--dsn", dsn, "--timeout", "300ms", "-o", "json")...)
 		wantCode(t, o, ExitUnavailable)

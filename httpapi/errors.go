@@ -34,7 +34,11 @@ func (c *Client) transportError(ctx context.Context, op protocol.Op, err error) 
 	var ne net.Error
 	switch {
 	case ctx.Err() != nil:
-		return backendkit.NewError(op, protocol.StatusTimeout, errors.Join(ctx.Err(), err), "httpapi: no answer from the server before the deadline")
+		when := "before the deadline"
+		if errors.Is(ctx.Err(), context.Canceled) {
+			when = "before the caller gave up"
+		}
+		return backendkit.NewError(op, protocol.StatusTimeout, errors.Join(ctx.Err(), err), "httpapi: no answer from the server %s", when)
 	case errors.As(err, &ne) && ne.Timeout():
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "httpapi: the connection to the server timed out")
 	}

@@ -158,6 +158,103 @@ func retentionCases() []testCase {
 					"were written and pruned: %v, %v; want it refused as behind a prune (audit.ErrPruned)", cursor, got, err)
 			}
 		}},
+		{"a_follower_from_the_tail_of_an_empty_trail_hears_a_prune", func(e *env) {
+			// The same on a store whose trail holds no record at all
+			// (leasectl watch or audit --follow before the store's first
+			// change): audit.Tail answered "", the start, from which no
+			// read checks for a prune, so the records written and pruned
+			// before the follower's first read were skipped without a
+			// sign. The follower of the whole trail and that of a
+			// namespace: their first read, and a watch from their cursor,
+			// fail matching audit.ErrPruned.
+			p := pruner(e)
+			if n := e.auditCount(); n != 0 {
+				e.t.Fatalf("a new store's trail holds %d records; want none", n)
+			}
+			followers := []audit.Query{{Follow: true}, {Namespace: e.ns, Follow: true}}
+			for i, q := range followers {
+				cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
+				if err != nil {
+					e.t.Fatalf("tail of %+v: %v", q, err)
+				}
+				followers[i].Cursor = cursor
+			}
+			for _, k := range []string{"k1", "k2", "k3", "k4", "k5"} {
+				e.acquire(e.a, k, "w1", leaseTTL)
+			}
+			e.clock.Advance(time.Second)
+			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 5 {
+				e.t.Fatalf("prune: %+v, %v; want the acquires of k1..k5 removed", res, err)
+			}
+			e.acquire(e.a, "k6", "w1", leaseTTL)
+			for _, q := range followers {
+				page, err := e.audit.ReadAudit(e.ctx, q)
+				if !errors.Is(err, audit.ErrPruned) {
+					e.t.Fatalf("the first read of a follower (namespace %q) from the tail (%q) of an empty trail, after k1..k5 "+
+						"were written and pruned: %v, %v; want it refused as behind a prune (audit.ErrPruned)",
+						q.Namespace, q.Cursor, recordKeys(page.Records), err)
+				}
+				recs, errs := e.watchFor(q, 1)
+				if len(recs) != 0 || len(errs) != 1 || !errors.Is(errs[0], audit.ErrPruned) {
+					e.t.Fatalf("watch (namespace %q) from the tail (%q) of an empty trail, after k1..k5 were written and pruned: "+
+						"records %v, errors %v; want one error matching audit.ErrPruned, then the end", q.Namespace, q.Cursor, recordKeys(recs), errs)
+				}
+			}
+		}},
+		{"a_follower_from_the_tail_of_an_empty_trail_sees_every_later_record", func(e *env) {
+			// Without a prune, the follower of the whole trail and that of
+			// a namespace from the tail of an empty trail see every record
+			// written after, in order, and no error.
+			if n := e.auditCount(); n != 0 {
+				e.t.Fatalf("a new store's trail holds %d records; want none", n)
+			}
+			followers := []audit.Query{{Follow: true}, {Namespace: e.ns, Follow: true}}
+			for i, q := range followers {
+				cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
+				if err != nil {
+					e.t.Fatalf("tail of %+v: %v", q, err)
+				}
+				followers[i].Cursor = cursor
+			}
+			for _, k := range []string{"k1", "k2", "k3"} {
+				e.acquire(e.a, k, "w1", leaseTTL)
+			}
+			for _, q := range followers {
+				recs, errs := e.watchFor(q, 3)
+				if got := recordKeys(recs); len(errs) != 0 || strings.Join(got, ",") != "k1,k2,k3" {
+					e.t.Fatalf("watch (namespace %q) from the tail (%q) of an empty trail: records %v, errors %v; want k1, k2, k3",
+						q.Namespace, q.Cursor, got, errs)
+				}
+			}
+		}},
+		{"a_watch_from_the_start_reads_what_a_prune_left", func(e *env) {
+			// Reading from the start (no cursor) is the ordinary way to
+			// read a pruned trail: a read and a watch of the namespace,
+			// and a watch of the whole trail, get what the prune left
+			// (and its record), not audit.ErrPruned.
+			p := pruner(e)
+			for _, k := range []string{"k1", "k2"} {
+				e.acquire(e.a, k, "w1", leaseTTL)
+			}
+			e.clock.Advance(time.Second)
+			cut := e.clock.Now()
+			e.acquire(e.a, "k3", "w1", leaseTTL)
+			e.clock.Advance(time.Second)
+			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 2 {
+				e.t.Fatalf("prune: %+v, %v; want the acquires of k1 and k2 removed", res, err)
+			}
+			if got := recordKeys(e.readAudit(audit.Query{Namespace: e.ns}).Records); strings.Join(got, ",") != "k3" {
+				e.t.Fatalf("read of the namespace from the start after the prune: %v; want k3", got)
+			}
+			recs, errs := e.watchFor(audit.Query{Namespace: e.ns}, 1)
+			if got := recordKeys(recs); len(errs) != 0 || strings.Join(got, ",") != "k3" {
+				e.t.Fatalf("watch of the namespace from the start after the prune: records %v, errors %v; want k3", got, errs)
+			}
+			recs, errs = e.watchFor(audit.Query{}, 2)
+			if len(errs) != 0 || len(recs) != 2 || recs[0].Key != "k3" || recs[1].Op != audit.OpPrune {
+				e.t.Fatalf("watch of the trail from the start after the prune: records %+v, errors %v; want k3's acquire and the prune's record", recs, errs)
+			}
+		}},
 		{"prune_in_the_microsecond_of_a_commit_keeps_its_record", func(e *env) {
 			// A cut-off in the same microsecond as the store's time, past
 			// it by digits the store does not keep, is allowed (see
@@ -429,4 +526,40 @@ func (f *keyFollower) next(e *env) watched {
 		e.t.Fatal("the follower's watch yielded nothing")
 	}
 	return watched{}
+}
+
+// watchFor watches q with audit.Watch until it yielded n records or ended
+// (as it does after an error matching audit.ErrPruned), and returns what
+// it yielded. A read held back on PostgreSQL (a transaction of
+// the shared cluster in progress) waits: the deadline is two minutes.
+func (e *env) watchFor(q audit.Query, n int) ([]audit.Record, []error) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
+	defer cancel()
+	var (
+		recs []audit.Record
+		errs []error
+	)
+	for rec, err := range audit.Watch(ctx, e.audit, q, &audit.WatchConfig{Interval: 10 * time.Millisecond}) {
+		if err != nil {
+			errs = append(errs, err) // ErrPruned and closed end the watch
+			continue
+		}
+		if recs = append(recs, rec); len(recs) == n {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		e.t.Fatalf("watch %+v: no end within 2 minutes; yielded records %v, errors %v", q, recordKeys(recs), errs)
+	}
+	return recs, errs
+}
+
+// recordKeys returns the key names of recs, in order.
+func recordKeys(recs []audit.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Key
+	}
+	return out
 }

@@ -44,7 +44,7 @@ func Harness(t *testing.T, first, second protocol.Backend, reader audit.Reader) 
 		h.Backend = sweepingClient{Client: c1, sweeper: s}
 	}
 	if p, ok := reader.(audit.Pruner); ok {
-		h.Audit = pruningReader{Reader: c1, pruner: p}
+		h.Audit = pruningFollower{pruningReader{Reader: c1, pruner: p}, c1}
 	}
 	return h
 }
@@ -106,6 +106,15 @@ type pruningReader struct {
 
 func (p pruningReader) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	return p.pruner.PruneAudit(ctx, r)
+}
+
+// pruningFollower is a pruningReader that streams the trail as its client
+// does, so that audit.Watch over it follows through GET /v1/audit/follow,
+// as leasectl watch and audit --follow over an http DSN do, rather than
+// poll GET /v1/audit.
+type pruningFollower struct {
+	pruningReader
+	audit.PositionFollower
 }
 
 // Woken checks that a blocking acquire over HTTP is woken by the

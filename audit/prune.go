@@ -71,18 +71,20 @@ var ErrPruned = errors.New("the records after the cursor were pruned")
 const PrunedPrefix = "behind a prune: "
 
 // CheckPruned returns the error matching [ErrPruned] for a read of q,
-// oldest first from a cursor above 0, when the cursor's id is below
-// through: the greatest id a prune removed in q's scope (its namespace's,
-// or the whole trail's when q names none). Otherwise, a read without a
-// cursor (or from "a1.0", the start), newest first, or from a cursor at or
-// after through, it returns nil: reading from the start after a prune is
-// the ordinary way to read a pruned trail.
+// oldest first from a cursor, when the cursor's id is below through: the
+// greatest id a prune removed in q's scope (its namespace's, or the whole
+// trail's when q names none). A cursor of id 0 ("a1.0", what [Tail] answers
+// for an empty trail) is a position like any other: a reader there has
+// read no record, so a prune has removed records it would have read.
+// Otherwise, a read without a cursor (the start), newest first, or from a
+// cursor at or after through, it returns nil: reading from the start after
+// a prune is the ordinary way to read a pruned trail.
 func CheckPruned(q Query, through int64) error {
 	if q.Newest || q.Cursor == "" {
 		return nil
 	}
 	after, err := DecodeCursor(q.Cursor)
-	if err != nil || after == 0 || after >= through {
+	if err != nil || after >= through {
 		return nil
 	}
 	scope := "the trail"

@@ -202,10 +202,13 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 // selects (q.Cursor, q.Since and q.Newest are ignored), so that [Watch] from it
 // yields only the changes committed from now on. When the trail holds no
 // record q selects, it answers how far a follower's read of the whole
-// trail went ([Page.FollowCursor]), past the records q does not select,
-// and "", the start, when the trail is empty (a follower from there does
-// not hear of records written and pruned before its first read). Each
-// read is bounded by cfg's ReadTimeout (cfg may be nil).
+// trail went ([Page.FollowCursor]), past the records q does not select:
+// "a1.0" when the trail is empty (etcd: the revision read), a position
+// that, unlike "", the start, is checked against prunes, so that a
+// follower from there hears of records written and pruned before its
+// first read ([ErrPruned]). It answers "" only when the trail holds no
+// record q selects and r tells no FollowCursor. Each read is bounded by
+// cfg's ReadTimeout (cfg may be nil).
 //
 // Readers page oldest first only, so the end is found by reading back from
 // now in growing windows (1s, 8s, about a minute, ... then the whole
@@ -246,11 +249,11 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 		}
 		if probe.Since.IsZero() {
 			// Nothing q selects: the end is how far the read of the whole
-			// trail went (past the others' records), so that a prune of
-			// records q selects written after now is seen (ErrPruned), not
-			// skipped; the start when the trail is empty too, or the
+			// trail went (past the others' records; "a1.0" in an empty
+			// trail), so that a prune of records q selects written after
+			// now is seen (ErrPruned), not skipped; the start when the
 			// reader does not tell.
-			if id, err := DecodeCursor(passed); err != nil || id == 0 {
+			if _, err := DecodeCursor(passed); err != nil {
 				return "", nil
 			}
 			return passed, nil

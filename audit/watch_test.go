@@ -79,6 +79,30 @@ func TestWatchOneKeyResumesByCursor(t *testing.T) {
 	}
 }
 
+// Tail of an empty trail is position 0, a1.0, not "", the start (which no
+// read checks for a prune), and a watch from it sees the records written
+// after it.
+func TestTailOfAnEmptyTrailIsPositionZero(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	backend := memstore.New(nil)
+	rt := protocol.New(backend, nil)
+	defer rt.Close(ctx)
+	for _, q := range []audit.Query{{}, {Namespace: "ns"}, {Namespace: "ns", Key: "k"}} {
+		tail, err := audit.Tail(ctx, backend, q, nil)
+		if err != nil || tail != audit.EncodeCursor(0) {
+			t.Fatalf("tail of %+v in an empty trail: %q, %v; want %q", q, tail, err, audit.EncodeCursor(0))
+		}
+	}
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "o", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, audit.Watch(ctx, backend, audit.Query{Namespace: "ns", Cursor: audit.EncodeCursor(0)}, &audit.WatchConfig{Interval: time.Millisecond}), 1)
+	if got[0].Op != protocol.OpAcquire || got[0].Key != "k" {
+		t.Fatalf("watch from a1.0: %+v; want the acquire of k", got)
+	}
+}
+
 // failingReader fails its first reads, then reads through.
 type failingReader struct {
 	audit.Reader

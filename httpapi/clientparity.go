@@ -219,7 +219,10 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 }
 
 // Follow implements [audit.Follower] over GET /v1/audit/follow (from the
-// start of the trail when q has neither Cursor nor Since): the server
+// start of the trail when q has neither Cursor nor Since: its first page
+// read with GET /v1/audit, the stream from where that read left off, since
+// the route without a cursor starts at the end and a cursor of a1.0 is a
+// position behind any prune): the server
 // streams each record as it commits, so a watcher over HTTP neither polls
 // nor lags a poll interval. When the stream breaks, the client reconnects
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
@@ -332,6 +335,41 @@ func (c *Client) FollowPositions(ctx context.Context, q audit.Query, passed func
 	}
 }
 
+// followStart reads the first page of q from the beginning of the trail
+// (GET /v1/audit without a cursor, which every server reads from the
+// beginning, whatever a prune removed), yielding its records and telling
+// passed (when not nil) where the read left off past them, and returns the
+// cursor to stream from: where the read left off (its page's follow
+// cursor: "a1.0" in an empty trail), else after its last record, else
+// "a1.0" (a server that tells no follow cursor reads a1.0 as the
+// beginning). final and err are as [Client.followOnce]'s.
+func (c *Client) followStart(ctx context.Context, q audit.Query, passed func(string),
+	yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
+	rctx, cancel := context.WithTimeout(ctx, protocol.DefaultTimeout) // as the stream's opening
+	page, err := c.ReadAudit(rctx, q)
+	cancel()
+	if err != nil {
+		var refused *RefusedError
+		return "", err, protocol.StatusOf(err) == protocol.StatusInvalid || errors.As(err, &refused)
+	}
+	for _, rec := range page.Records {
+		if !yield(rec, nil) {
+			return cursor, nil, true
+		}
+		cursor = audit.EncodeCursor(rec.ID)
+	}
+	if next := page.Resume(cursor); next != cursor {
+		cursor = next
+		if passed != nil {
+			passed(cursor)
+		}
+	}
+	if cursor == "" {
+		cursor = audit.EncodeCursor(0)
+	}
+	return cursor, nil, false
+}
+
 // errNoRoute reports a server without GET /v1/audit/follow.
 var errNoRoute = errors.New("httpapi: the server has no audit follow route")
 
@@ -345,9 +383,14 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 	yield func(audit.Record, error) bool) (cursor string, err error, final bool) {
 	cursor = q.Cursor
 	if cursor == "" && q.Since.IsZero() {
-		// The route starts at the end of the trail without a cursor; the
-		// interface starts at its beginning.
-		q.Cursor = audit.EncodeCursor(0)
+		// The interface starts at the beginning of the trail, which the
+		// route cannot name: without a cursor it starts at the end, and
+		// a1.0 is a position, behind any prune. Read the beginning, then
+		// stream from where that read left off.
+		if cursor, err, final = c.followStart(ctx, q, passed, yield); err != nil || final {
+			return cursor, err, final
+		}
+		q.Cursor = cursor
 	}
 	v := url.Values{}
 	for name, val := range map[string]string{"namespace": q.Namespace, "key": q.Key, "cursor": q.Cursor,

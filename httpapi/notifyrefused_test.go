@@ -115,7 +115,9 @@ func TestFollowEndsWhenItsTokenIsRefused(t *testing.T) {
 		follows.Store(0)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		var errs []error
-		for rec, err := range c.Follow(ctx, audit.Query{Namespace: "scan"}) {
+		// From a1.0 (the trail's start: it was never pruned), so that the
+		// stream, not a first read of the start, meets the refusal.
+		for rec, err := range c.Follow(ctx, audit.Query{Namespace: "scan", Cursor: audit.EncodeCursor(0)}) {
 			switch {
 			case err != nil:
 				errs = append(errs, err)

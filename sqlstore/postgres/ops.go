@@ -722,7 +722,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			st = readAuditKeyNewestSQL
 		}
 	default:
-		st, a["after"], a["follow"] = readAuditSQL, afterID, q.Follow
+		st, a["after"], a["follow"], a["from_cursor"] = readAuditSQL, afterID, q.Follow, q.Cursor != ""
 		if q.Key != "" {
 			st = readAuditKeySQL
 		}

@@ -21,8 +21,9 @@ import (
 // follower of a namespace whose cursor was behind a prune resumed past the
 // records the prune removed (readAuditSQL's a.id > @after), without an
 // error and without any sign of the gap. Now the read fails, unavailable
-// and matching audit.ErrPruned; a cursor at the last record removed, a
-// quiet namespace's follower and a read from the start read as before.
+// and matching audit.ErrPruned (so does one from a1.0, a position, not the
+// start); a cursor at the last record removed, a quiet namespace's
+// follower and a read from the start (no cursor) read as before.
 // Each test has a schema of its own.
 func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	t.Parallel()
@@ -71,13 +72,18 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	key.Key = "k"
 	_, err = b.ReadAudit(ctx, key)
 	wantPruned(t, "follower of ns/k at "+key.Cursor, audit.Page{}, err)
+	// a1.0 is a position (audit.Tail's of an empty trail), not the start:
+	// a reader there has read none of the records the prune removed.
+	zero := audit.Query{Cursor: audit.EncodeCursor(0)}
+	_, err = b.ReadAudit(ctx, zero)
+	wantPruned(t, "read of the whole trail at "+zero.Cursor, audit.Page{}, err)
 
 	for _, ok := range []audit.Query{
 		{Namespace: "ns", Cursor: audit.EncodeCursor(ids["r2"])},
 		{Namespace: "quiet", Cursor: audit.EncodeCursor(ids["q"])},
 		{Namespace: "ns"},
 		{Namespace: "ns", Since: clock.Now().Add(-time.Hour)},
-		{Cursor: audit.EncodeCursor(0)},
+		{},
 		{Namespace: "ns", Newest: true, Cursor: audit.EncodeNewestCursor(ids["l"] + 1)},
 	} {
 		p, err := b.ReadAudit(ctx, ok)

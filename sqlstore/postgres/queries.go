@@ -407,7 +407,7 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 // records. A follower (@follow) reads only below the horizon: the oldest
 // transaction in progress, as an id (see the package doc). The first row
 // carries the horizon and whether a committed record at or above it is held
-// back, (from a cursor, @after above 0) the greatest id a prune removed
+// back, (from a cursor, @from_cursor, a1.0 included) the greatest id a prune removed
 // in @ns (migration 7), read in the same snapshot as the page, and how far
 // a follower's page passed: the greatest id below the horizon that the
 // snapshot sees, so that a follower of a filtered query reads on past the
@@ -423,7 +423,7 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 var readAuditSQL = compile(`
 WITH h AS MATERIALIZED (
     SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
-           CASE WHEN @after::bigint > 0 THEN leasestore_audit_pruned_through(@ns) ELSE 0 END AS pruned,
+           CASE WHEN @from_cursor::boolean THEN leasestore_audit_pruned_through(@ns) ELSE 0 END AS pruned,
            least(x.horizon - 1, x.top) AS passed
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
                  coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top
@@ -448,7 +448,7 @@ ORDER BY a.id`)
 var readAuditKeySQL = compile(`
 WITH h AS MATERIALIZED (
     SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
-           CASE WHEN @after::bigint > 0 THEN leasestore_audit_pruned_through(@ns) ELSE 0 END AS pruned,
+           CASE WHEN @from_cursor::boolean THEN leasestore_audit_pruned_through(@ns) ELSE 0 END AS pruned,
            least(x.horizon - 1, x.top) AS passed
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
                  coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top

@@ -516,9 +516,9 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err := rows.Err(); err != nil {
 		return audit.Page{}, b.interpret(ctx, op, err)
 	}
-	if after > 0 && !q.Newest {
+	if q.Cursor != "" && !q.Newest {
 		// Read after the page: a prune that removed records after the
-		// cursor before the page was read is seen here. One that commits
+		// cursor (a1.0 included) before the page was read is seen here. One that commits
 		// between the two reads fails a page that lost nothing, early.
 		var through int64
 		if err := b.stmts.prunedThrough.QueryRowContext(ctx, q.Namespace).Scan(&through); err != nil {

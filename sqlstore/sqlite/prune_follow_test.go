@@ -20,8 +20,9 @@ import (
 // namespace's follower never sees it). DESIGN.md: a follower paging by
 // cursor never skips a record; etcd's follower stops with ErrCompacted
 // rather than leave a silent gap. Now such a read fails, unavailable and
-// matching audit.ErrPruned, naming the fix; a cursor at or after what went,
-// a read from the start, and a quiet namespace's follower read as before.
+// matching audit.ErrPruned, naming the fix (so does one from a1.0, a
+// position, not the start); a cursor at or after what went, a read from
+// the start (no cursor), and a quiet namespace's follower read as before.
 func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	ctx := ctxT(t)
 	clock := newClock()
@@ -64,6 +65,11 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	all.Namespace = ""
 	_, err = b.ReadAudit(ctx, all)
 	wantPruned(t, "follower of the whole trail at "+all.Cursor, audit.Page{}, err)
+	// a1.0 is a position (audit.Tail's of an empty trail), not the start:
+	// a follower there has read none of the records the prune removed.
+	zero := audit.Query{Follow: true, Cursor: audit.EncodeCursor(0)}
+	_, err = b.ReadAudit(ctx, zero)
+	wantPruned(t, "follower of the whole trail at "+zero.Cursor, audit.Page{}, err)
 
 	// audit.Watch yields the failure once and ends, rather than retry it.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -85,7 +91,7 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 		{Namespace: "ns", Follow: true, Cursor: audit.EncodeCursor(ids["r2"])},
 		{Namespace: "quiet", Follow: true, Cursor: audit.EncodeCursor(ids["q"])},
 		{Namespace: "ns", Follow: true},
-		{Follow: true, Cursor: audit.EncodeCursor(0)},
+		{Follow: true},
 		{Namespace: "ns", Newest: true, Cursor: audit.EncodeNewestCursor(ids["l"] + 1)},
 	} {
 		p, err := b.ReadAudit(ctx, ok)

@@ -233,6 +233,13 @@ func parseTTL(s string) (time.Duration, error) {
 	}
 	d, err := durations.Parse(s)
 	if err != nil {
+		if n, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
+			if secs := time.Duration(n * float64(time.Second)); secs < protocol.MinTTL || secs > protocol.MaxTTL {
+				// The parser's hint (write Ns) would be refused in turn.
+				return 0, fmt.Errorf("ttl: %q has no unit: write a duration from %v to %v, such as \"30s\" or \"15m\"",
+					s, protocol.MinTTL, protocol.MaxTTL)
+			}
+		}
 		return 0, fmt.Errorf("ttl: %w", err)
 	}
 	if d == 0 {

@@ -170,9 +170,12 @@ type renewManyBody struct {
 // store's bulk renewal when it has one (one round trip on PostgreSQL).
 func (h *Handler) serveRenewMany(x *exchange) {
 	serve(h, x, route[[]protocol.RenewRequest]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
-		decode: func(_ *exchange, body []byte, idem string) ([]protocol.RenewRequest, string, error) {
+		decode: func(x *exchange, body []byte, idem string) ([]protocol.RenewRequest, string, error) {
 			var b renewManyBody
 			if err := decodeJSON(body, &b); err != nil {
+				return nil, "", err
+			}
+			if err := noQuery(x, "renew many"); err != nil {
 				return nil, "", err
 			}
 			if idem != "" {

@@ -711,6 +711,9 @@ func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte
 	serve(h, x, route[Req]{op: op, shape: resultShape,
 		decode: func(x *exchange, body []byte, idem string) (Req, string, error) {
 			req, err := decode(body, idem)
+			if err == nil {
+				err = noQuery(x, op)
+			}
 			key, id := ident(req)
 			x.requestID = cmp.Or(id, x.requestID)
 			return req, key.Namespace, err
@@ -719,6 +722,17 @@ func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte
 			res, _ := run(ctx, req)
 			h.answer(x, res)
 		}})
+}
+
+// noQuery refuses a query string on a POST route, which reads its
+// parameters from the JSON body only: a client that wrote ?ttl=1h or
+// ?request_id=... believes it sent them, and the request would run
+// without them.
+func noQuery(x *exchange, op protocol.Op) error {
+	if x.r.URL.RawQuery != "" {
+		return fmt.Errorf("query: %s takes no query parameters: send them in the JSON body", op)
+	}
+	return nil
 }
 
 // answer sends a lease operation's result.

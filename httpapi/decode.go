@@ -82,8 +82,10 @@ func decodeJSON(body []byte, v any) error {
 			return errors.New("body: empty: want a JSON object")
 		case errors.As(err, &syn):
 			return fmt.Errorf("body: malformed JSON at byte %d: %v", syn.Offset, syn)
+		case errors.As(err, &typ) && typ.Field == "":
+			return fmt.Errorf("body: want a JSON %s, got %s", jsonKind(typ.Type), typ.Value)
 		case errors.As(err, &typ):
-			return fmt.Errorf("body: field %q: want a JSON %s, got %s", typ.Field, typ.Type, typ.Value)
+			return fmt.Errorf("body: field %q: want a JSON %s, got %s", typ.Field, jsonKind(typ.Type), typ.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return fmt.Errorf("body: unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 		}
@@ -96,6 +98,29 @@ func decodeJSON(body []byte, v any) error {
 		return fmt.Errorf("body: the \\u escape at byte %d is half a UTF-16 surrogate pair: a string must be valid Unicode", at)
 	}
 	return exactMembers(json.NewDecoder(bytes.NewReader(body)), reflect.TypeOf(v).Elem(), "")
+}
+
+// jsonKind names, in JSON's terms, the kind of value that decodes into t:
+// a client knows objects and integers, not the server's Go types.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "value"
 }
 
 // exactMembers reads one JSON value (well-formed, and decoded into a value

@@ -311,8 +311,25 @@ func decodeRenew(body []byte, idem string) (protocol.RenewRequest, error) {
 	if err != nil {
 		return protocol.RenewRequest{RequestID: id}, err
 	}
+	if b.Token == 0 && !hasToken(body) {
+		return protocol.RenewRequest{RequestID: id}, errTokenRequired
+	}
 	return protocol.RenewRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, Token: b.Token,
 		TTL: ttl, RequestID: id}, nil
+}
+
+// errTokenRequired refuses a renewal or release whose body has no token
+// (or a null one): "must be positive, got 0" would send its sender
+// looking for a 0 it never wrote.
+var errTokenRequired = errors.New("token: required: the lease's token, as its acquire answered it")
+
+// hasToken reports whether body, a JSON object that decodeJSON took,
+// gives a token that is not null.
+func hasToken(body []byte) bool {
+	var b struct {
+		Token *json.RawMessage `json:"token"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.Token != nil
 }
 
 func decodeRelease(body []byte, idem string) (protocol.ReleaseRequest, error) {
@@ -323,6 +340,9 @@ func decodeRelease(body []byte, idem string) (protocol.ReleaseRequest, error) {
 	id, err := requestID(b.RequestID, idem)
 	if err != nil {
 		return protocol.ReleaseRequest{}, err
+	}
+	if b.Token == 0 && !hasToken(body) {
+		return protocol.ReleaseRequest{RequestID: id}, errTokenRequired
 	}
 	return protocol.ReleaseRequest{Key: protocol.Key{Namespace: b.Namespace, Name: b.Key}, Owner: b.Owner, Token: b.Token,
 		RequestID: id}, nil

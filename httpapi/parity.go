@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -160,6 +161,33 @@ func (h *Handler) serveNamespaces(x *exchange) {
 		}})
 }
 
+// renewMany is a request of POST /v1/renew-many: its renewals, and which
+// of them gave no token (nil when all did).
+type renewMany struct {
+	reqs    []protocol.RenewRequest
+	noToken []bool
+}
+
+// tokensMissing reports, for each of the n renewals of a renew-many body
+// that decodeJSON took, whether it gives no token (or a null one).
+func tokensMissing(body []byte, n int) []bool {
+	var b struct {
+		Renewals []struct {
+			Token *json.RawMessage `json:"token"`
+		} `json:"renewals"`
+	}
+	out := make([]bool, n)
+	if json.Unmarshal(body, &b) != nil {
+		return out
+	}
+	for i, r := range b.Renewals {
+		if i < n {
+			out[i] = r.Token == nil
+		}
+	}
+	return out
+}
+
 // renewManyBody is the body of POST /v1/renew-many.
 type renewManyBody struct {
 	Renewals []renewBody `json:"renewals"`
@@ -168,37 +196,46 @@ type renewManyBody struct {
 // serveRenewMany renews each renewal as POST /v1/renew would (each with
 // its own outcome, audit record and request id) in one request: the
 // store's bulk renewal when it has one (one round trip on PostgreSQL).
+//
+// A renewal without a token is sent on with token 0, so that it fails
+// alone as any other invalid renewal does, and its result says the token
+// is required (errTokenRequired) rather than that 0 is not positive.
 func (h *Handler) serveRenewMany(x *exchange) {
-	serve(h, x, route[[]protocol.RenewRequest]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
-		decode: func(x *exchange, body []byte, idem string) ([]protocol.RenewRequest, string, error) {
+	serve(h, x, route[renewMany]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
+		decode: func(x *exchange, body []byte, idem string) (renewMany, string, error) {
 			var b renewManyBody
 			if err := decodeJSON(body, &b); err != nil {
-				return nil, "", err
+				return renewMany{}, "", err
 			}
 			if err := noQuery(x, "renew many"); err != nil {
-				return nil, "", err
+				return renewMany{}, "", err
 			}
 			if idem != "" {
-				return nil, "", errors.New("renew many: the Idempotency-Key header names one request: give each renewal its request_id")
+				return renewMany{}, "", errors.New("renew many: the Idempotency-Key header names one request: give each renewal its request_id")
 			}
 			switch {
 			case len(b.Renewals) == 0:
-				return nil, "", errors.New("renewals: none: want 1 to " + strconv.Itoa(MaxRenewManyRequest))
+				return renewMany{}, "", errors.New("renewals: none: want 1 to " + strconv.Itoa(MaxRenewManyRequest))
 			case len(b.Renewals) > MaxRenewManyRequest:
-				return nil, "", fmt.Errorf("renewals: %d, at most %d in one request", len(b.Renewals), MaxRenewManyRequest)
+				return renewMany{}, "", fmt.Errorf("renewals: %d, at most %d in one request", len(b.Renewals), MaxRenewManyRequest)
 			}
 			reqs := make([]protocol.RenewRequest, len(b.Renewals))
+			var noToken []bool
 			for i, r := range b.Renewals {
+				if r.Token == 0 && noToken == nil {
+					noToken = tokensMissing(body, len(reqs))
+				}
 				ttl, err := parseTTL(r.TTL)
 				if err != nil {
-					return nil, "", fmt.Errorf("renewals[%d]: %w", i, err)
+					return renewMany{}, "", fmt.Errorf("renewals[%d]: %w", i, err)
 				}
 				reqs[i] = protocol.RenewRequest{Key: protocol.Key{Namespace: r.Namespace, Name: r.Key}, Owner: r.Owner,
 					Token: r.Token, TTL: ttl, RequestID: r.RequestID}
 			}
-			return reqs, reqs[0].Key.Namespace, nil
+			return renewMany{reqs: reqs, noToken: noToken}, reqs[0].Key.Namespace, nil
 		},
-		run: func(ctx context.Context, x *exchange, reqs []protocol.RenewRequest) {
+		run: func(ctx context.Context, x *exchange, many renewMany) {
+			reqs := many.reqs
 			var seen []string
 			for _, r := range reqs {
 				if ns := r.Key.Namespace; !slices.Contains(seen, ns) {
@@ -232,6 +269,9 @@ func (h *Handler) serveRenewMany(x *exchange) {
 			}
 			out := wire.RenewManyPage{Status: string(status), Results: make([]wire.Result, len(results))}
 			for i, res := range results {
+				if res.Status == protocol.StatusInvalid && i < len(many.noToken) && many.noToken[i] {
+					res.Message = errTokenRequired.Error()
+				}
 				out.Results[i] = wire.FromResult(res, h.storeMessage(x, res.Status, res.Message))
 			}
 			if err != nil {

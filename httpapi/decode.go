@@ -448,8 +448,8 @@ func decodeAudit(q url.Values) (audit.Query, error) {
 		Ops: audit.ParseOps(q.Get("op")), Owner: q.Get("owner")}
 	var err error
 	if s := q.Get("since"); s != "" {
-		if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {
-			return audit.Query{}, fmt.Errorf("since: %w", err)
+		if out.Since, err = parseSince(s); err != nil {
+			return audit.Query{}, err
 		}
 	}
 	if out.Limit, err = parseLimit(q.Get("limit")); err != nil {
@@ -462,6 +462,24 @@ func decodeAudit(q url.Values) (audit.Query, error) {
 		return audit.Query{}, err
 	}
 	return out, out.Validate()
+}
+
+// parseSince reads the since parameter: a time, or a duration back from
+// now. A query string reads + as a space, so the offset of an RFC 3339
+// time sent unescaped (2026-01-02T15:04:05+01:00) arrives as " 01:00":
+// the refusal then names the escape.
+func parseSince(s string) (time.Time, error) {
+	t, err := durations.ParseTime(s, time.Now())
+	if err == nil {
+		return t, nil
+	}
+	if strings.Contains(s, " ") {
+		if _, perr := durations.ParseTime(strings.ReplaceAll(s, " ", "+"), time.Now()); perr == nil {
+			return time.Time{}, fmt.Errorf("since: %q: a + in a query string reads as a space: write it %%2B (since=%s)",
+				s, strings.ReplaceAll(s, " ", "%2B"))
+		}
+	}
+	return time.Time{}, fmt.Errorf("since: %w", err)
 }
 
 // parseOrder reads the order parameter of GET /v1/audit: newest, or

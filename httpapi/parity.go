@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -315,8 +314,8 @@ func (h *Handler) serveFollow(x *exchange) {
 				Ops: audit.ParseOps(q.Get("op")), Owner: q.Get("owner")}
 			if s := q.Get("since"); s != "" {
 				var err error
-				if out.Since, err = durations.ParseTime(s, time.Now()); err != nil {
-					return audit.Query{}, "", fmt.Errorf("since: %w", err)
+				if out.Since, err = parseSince(s); err != nil {
+					return audit.Query{}, "", err
 				}
 			}
 			return out, out.Namespace, out.Validate()

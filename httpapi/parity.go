@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -118,6 +119,12 @@ func (h *Handler) serveNamespaces(x *exchange) {
 				err = fmt.Errorf("limit: %d is outside [0, %d]", limit, protocol.MaxListLimit)
 			case limit == 0: // as list and audit take it
 				limit = protocol.DefaultListLimit
+			}
+			// after is a namespace, or a place between two: text no
+			// namespace can hold (not UTF-8, NUL) is refused here, not
+			// by the store (PostgreSQL refuses it as an error of its own).
+			if a := q.Get("after"); err == nil && a != "" {
+				err = textfield.Validate("after", a, protocol.MaxNamespaceLen)
 			}
 			return namespacesQuery{after: q.Get("after"), limit: limit}, "", err
 		},

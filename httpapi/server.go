@@ -566,6 +566,14 @@ func (h *Handler) authorize(x *exchange, p *Principal, op protocol.Op, verb, nam
 // readBody reads the request body, answering 413 past MaxBodyBytes and
 // 408 when it did not arrive within the body timeout.
 func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
+	if x.r.ContentLength > limit {
+		// Declared too large: refused before a byte is read (and before
+		// an Expect: 100-continue is answered), not after the body
+		// timeout spent waiting for a body that would be refused.
+		h.refusal(x, protocol.StatusInvalid, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("body: Content-Length %d is larger than the limit of %d bytes", x.r.ContentLength, limit), sh)
+		return nil, false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, limit))
 	var tooBig *http.MaxBytesError
 	var ne net.Error

@@ -72,6 +72,9 @@ func decodeJSON(body []byte, v any) error {
 	if !utf8.Valid(body) {
 		return errors.New("body: not valid UTF-8: JSON text is UTF-8")
 	}
+	if bytes.HasPrefix(body, []byte("\ufeff")) {
+		return errors.New("body: starts with a byte order mark (U+FEFF): send the JSON without it")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -49,6 +49,27 @@ var (
 	ErrInvalid     = errors.New("lease: invalid")
 )
 
+// ErrUnauthenticated and ErrForbidden match the errors of a store that
+// refused the caller's credentials, or their permission for the request:
+//
+//   - ErrUnauthenticated: the credentials were refused: a PostgreSQL DSN's
+//     role or password (or pg_hba.conf), an etcd DSN's user or password, a
+//     served store's bearer token (HTTP 401);
+//   - ErrForbidden: the credentials may not do that: a PostgreSQL role
+//     without a privilege on the store's objects, an etcd role without
+//     permission on the store's prefix, a bearer token whose role or
+//     namespaces do not allow it (HTTP 403).
+//
+// Such an error has status unavailable (the store did not serve the
+// request; it matches [ErrUnavailable] too), but it is no outage: a retry
+// is refused the same way until the credentials or the grants are changed,
+// so a caller that retries on unavailable should stop on these. leasectl
+// exits 7 on them, never 5. The error's message names what to fix.
+var (
+	ErrUnauthenticated = errors.New("lease: unauthenticated")
+	ErrForbidden       = errors.New("lease: forbidden")
+)
+
 // Success reports whether s means that the operation took effect or answered
 // (acquired, renewed, released, revoked, found).
 func (s Status) Success() bool {

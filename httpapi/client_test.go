@@ -152,8 +152,9 @@ func TestClientRetriesWithTheSameRequestID(t *testing.T) {
 
 // TestClientRefusedIsUnavailable: 401 and 403 reach the caller as
 // unavailable (the store was not reached), with the server's reason,
-// matching ErrUnauthorized or ErrForbidden so that a caller can tell a bad
-// token from an outage.
+// matching ErrUnauthorized or ErrForbidden, and protocol.ErrUnauthenticated
+// or protocol.ErrForbidden, so that a caller can tell a bad token from an
+// outage.
 func TestClientRefusedIsUnavailable(t *testing.T) {
 	t.Parallel()
 	toks, err := httpapi.ParseTokens(strings.NewReader(tokensFile()))
@@ -163,6 +164,8 @@ func TestClientRefusedIsUnavailable(t *testing.T) {
 	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
 	key := protocol.Key{Namespace: "scan", Name: "k"}
 	sentinel := map[string]error{"401": httpapi.ErrUnauthorized, "403": httpapi.ErrForbidden}
+	shared := map[string]error{"401": protocol.ErrUnauthenticated, "403": protocol.ErrForbidden}
+	other := map[string]error{"401": protocol.ErrForbidden, "403": protocol.ErrUnauthenticated}
 	for tok, want := range map[string]string{"": "401", "an-unknown-token-0123": "401", readerToken: "403", writerToken: ""} {
 		rt := newClient(t, s.url, &httpapi.ClientConfig{Token: tok})
 		_, err := rt.Acquire(t.Context(), protocol.AcquireRequest{Key: key, Owner: "o", TTL: time.Minute})
@@ -178,6 +181,11 @@ func TestClientRefusedIsUnavailable(t *testing.T) {
 		var refused *httpapi.RefusedError
 		if !errors.Is(err, sentinel[want]) || !errors.As(err, &refused) || refused.Code != httpCode(want) {
 			t.Fatalf("token %q: %v (%#v), want an error matching %v", tok, err, refused, sentinel[want])
+		}
+		// The protocol's sentinels too, which every backend's refusal of
+		// its credentials or their permission matches.
+		if !errors.Is(err, shared[want]) || errors.Is(err, other[want]) {
+			t.Fatalf("token %q: %v, want an error matching %v (and not %v)", tok, err, shared[want], other[want])
 		}
 	}
 	c, err := httpapi.NewClient(s.url, &httpapi.ClientConfig{Token: readerToken})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
 	"github.com/leasestore/leasestore/internal/testkit/testca"
 )
@@ -189,5 +191,71 @@ func TestEtcdAuditFollowSince(t *testing.T) {
 		if want == "recent" {
 			result(t, c.runJSON(t, 0, "acquire", "new", "--owner", "w"), "acquired")
 		}
+	}
+}
+
+// TestEtcdRefusedCredentialsExit7: on a cluster with authentication on,
+// a wrong password, and a user whose role may only read the prefix, are
+// refusals of the DSN's credentials or their permission, not an outage:
+// exit 7 (status unauthorized, forbidden), naming the fix, as for a
+// served store's 401 and 403 (DESIGN.md). They exited 5.
+func TestEtcdRefusedCredentialsExit7(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cl, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	cli, err := cl.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const prefix = "/creds/"
+	for _, step := range []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := cli.RoleGrantPermission(ctx, "reader", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := cli.UserAdd(ctx, "reader", "readerpw"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "reader", "reader"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user, password string) leasectl {
+		u, err := url.Parse(cl.DSN(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(user, password)
+		return leasectl{dir: t.TempDir(), dsn: u.String()}
+	}
+	as("root", "rootpw").runJSON(t, 0, "migrate", "up")
+	for _, tc := range []struct {
+		c      leasectl
+		args   []string
+		status string
+		names  string
+	}{
+		{as("root", "wr0ngpw"), []string{"get", "k"}, "unauthorized", "the DSN's user and password"},
+		{as("root", "wr0ngpw"), []string{"health"}, "unauthorized", "the DSN's user and password"},
+		{as("reader", "readerpw"), []string{"acquire", "k", "--owner", "w"}, "forbidden", "etcdctl role grant-permission"},
+		{as("reader", "readerpw"), []string{"health"}, "forbidden", "etcdctl role grant-permission"},
+	} {
+		r := tc.c.run(t, append(tc.args, "-o", "json")...)
+		if r.code != 7 || r.obj(t)["status"] != tc.status || !strings.Contains(r.stdout, tc.names) || strings.Contains(r.stdout+r.stderr, "wr0ngpw") {
+			t.Errorf("%v: want exit 7, status %s, naming %q, without the password:\n%s", tc.args, tc.status, tc.names, r)
+		}
+	}
+	if r := as("reader", "readerpw").run(t, "get", "k"); r.code != 4 {
+		t.Errorf("get by a user whose role may read: want exit 4 (not found):\n%s", r)
 	}
 }

@@ -48,6 +48,50 @@ func TestAuthFromDSN(t *testing.T) {
 	if !errors.Is(err, protocol.ErrUnavailable) || !strings.Contains(err.Error(), "authentication") || strings.Contains(err.Error(), "wr0ngPassw0rd") {
 		t.Fatalf("open with a wrong password: %v, want unavailable saying authentication failed, without the password", err)
 	}
+	// A refusal no retry mends, not an outage (leasectl exits 7).
+	if !errors.Is(err, protocol.ErrUnauthenticated) || errors.Is(err, protocol.ErrForbidden) || !strings.Contains(err.Error(), "the DSN's user and password") {
+		t.Fatalf("open with a wrong password: %v, want it to match protocol.ErrUnauthenticated, naming the DSN's user and password", err)
+	}
+
+	// A user the cluster lets in whose role may not use the prefix (no
+	// permission at all), or may only read it, is refused for its
+	// permission: ErrForbidden, naming the grant.
+	root := rootClient(t, host, "r00t-Pw:@/")
+	const prefix = "/auth/"
+	for _, step := range []func() error{
+		func() error { _, err := root.RoleAdd(ctx, "none"); return err },
+		func() error { _, err := root.UserAdd(ctx, "none", "nonepw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "none", "none"); return err },
+		func() error { _, err := root.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(ctx, "reader", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := root.UserAdd(ctx, "reader", "readerpw"); return err },
+		func() error { _, err := root.UserGrantRole(ctx, "reader", "reader"); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantForbidden := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, protocol.ErrUnavailable) || !errors.Is(err, protocol.ErrForbidden) || errors.Is(err, protocol.ErrUnauthenticated) ||
+			!strings.Contains(err.Error(), "etcdctl role grant-permission") {
+			t.Fatalf("%s: %v, want unavailable matching protocol.ErrForbidden, naming etcdctl role grant-permission", what, err)
+		}
+	}
+	_, err = etcd.Open(ctx, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "none", Password: "nonepw"})
+	wantForbidden("open by a user whose role has no permission on the prefix", err)
+	b, err = etcd.Open(ctx, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "reader", Password: "readerpw"})
+	if err != nil {
+		t.Fatalf("open by a user whose role may read the prefix: %v", err)
+	}
+	rt = protocol.New(b, nil)
+	defer rt.Close(context.Background())
+	_, err = rt.Acquire(ctx, protocol.AcquireRequest{Key: key("k2"), Owner: "o", TTL: time.Minute})
+	wantForbidden("acquire by a user whose role may only read the prefix", err)
+	wantForbidden("health of a user whose role may only read the prefix", rt.Health(ctx))
 }
 
 // authCluster starts a one-member cluster of the test's own with

@@ -11,8 +11,10 @@ import (
 
 // A DSN naming a database that does not exist, or a role the server does
 // not let in, is refused when connecting: the message says so and names
-// the fix (exit 5, unavailable, as before). It said "the server refused
-// the statement".
+// the fix. It said "the server refused the statement". A database that
+// does not exist is unavailable (exit 5, as before); a role the server
+// does not let in is a refusal of the DSN's credentials, not an outage:
+// exit 7, as for a served store's 401 (DESIGN.md).
 func TestPostgresRefusedConnectionNamesTheFix(t *testing.T) {
 	t.Parallel()
 	u, err := url.Parse(pgtest.ServerDSN(t))
@@ -22,13 +24,14 @@ func TestPostgresRefusedConnectionNamesTheFix(t *testing.T) {
 	noDB, noRole := *u, *u
 	noDB.Path = "/leasestore_no_such_database"
 	noRole.User = url.User("leasestore_no_such_role")
+	code := map[string]int{noDB.String(): ExitUnavailable, noRole.String(): ExitAuth}
 	for dsn, want := range map[string][]string{
 		noDB.String():   {"refused the connection", "database", "create"},
 		noRole.String(): {"refused the connection", "role", "pg_hba"},
 	} {
 		for _, args := range [][]string{{"get", "k"}, {"migrate", "status"}, {"migrate", "up"}} {
 			o := runCLI(t, env{}, append(args, "--dsn", dsn)...)
-			wantCode(t, o, ExitUnavailable)
+			wantCode(t, o, code[dsn])
 			for _, w := range want {
 				if !strings.Contains(o.stderr, w) {
 					t.Errorf("%s --dsn %s: stderr %q lacks %q", strings.Join(args, " "), dsn, o.stderr, w)

@@ -70,3 +70,37 @@ func DecodeListCursor(cursor string) (string, error) {
 func NewError(op protocol.Op, status protocol.Status, cause error, format string, args ...any) *protocol.Error {
 	return &protocol.Error{Op: op, Status: status, Err: cause, Message: fmt.Sprintf(format, args...)}
 }
+
+// Unauthenticated returns the cause of an unavailable [protocol.Error]
+// for a store that refused the caller's credentials (a DSN's role, user
+// or password): it matches [protocol.ErrUnauthenticated] and cause, and
+// reads as cause does ("unauthenticated" when cause is nil).
+func Unauthenticated(cause error) error {
+	return &refusal{sentinel: protocol.ErrUnauthenticated, word: "unauthenticated", cause: cause}
+}
+
+// Forbidden returns the cause of an unavailable [protocol.Error] for a
+// store that refused the caller's credentials the permission the request
+// needs (a privilege, a role's permission on a prefix): it matches
+// [protocol.ErrForbidden] and cause, and reads as cause does ("forbidden"
+// when cause is nil).
+func Forbidden(cause error) error {
+	return &refusal{sentinel: protocol.ErrForbidden, word: "forbidden", cause: cause}
+}
+
+// refusal is the cause made by [Unauthenticated] and [Forbidden].
+type refusal struct {
+	sentinel error
+	word     string
+	cause    error
+}
+
+func (r *refusal) Error() string {
+	if r.cause == nil {
+		return r.word
+	}
+	return r.cause.Error()
+}
+
+func (r *refusal) Is(target error) bool { return target == r.sentinel }
+func (r *refusal) Unwrap() error        { return r.cause }

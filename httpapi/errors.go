@@ -88,7 +88,9 @@ func untrustedCertificate(err error) (string, bool) {
 // error has status unavailable in the protocol's vocabulary (the store was
 // not reached) and a [*RefusedError] as its cause: a caller that retries
 // on unavailable should stop on these, since a retry is refused again
-// (leasectl exits 7).
+// (leasectl exits 7). They also match [protocol.ErrUnauthenticated] and
+// [protocol.ErrForbidden], which every backend's refusal of its
+// credentials or their permission matches.
 var (
 	ErrUnauthorized = errors.New("httpapi: no bearer token, or one the server does not know (HTTP 401)")
 	ErrForbidden    = errors.New("httpapi: the bearer token may not do that (HTTP 403)")
@@ -110,9 +112,17 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the server refused the request (HTTP %d %s): %s", e.Code, e.Status, e.Message)
 }
 
-// Is reports whether target is the sentinel of e's status.
+// Is reports whether target is the sentinel of e's status: ErrUnauthorized
+// or [protocol.ErrUnauthenticated] for 401, ErrForbidden or
+// [protocol.ErrForbidden] for 403.
 func (e *RefusedError) Is(target error) bool {
-	return (target == ErrUnauthorized && e.Status == StatusUnauthorized) || (target == ErrForbidden && e.Status == StatusForbidden)
+	switch e.Status {
+	case StatusUnauthorized:
+		return target == ErrUnauthorized || target == protocol.ErrUnauthenticated
+	case StatusForbidden:
+		return target == ErrForbidden || target == protocol.ErrForbidden
+	}
+	return false
 }
 
 // answerError returns the error for an answer whose status means the store

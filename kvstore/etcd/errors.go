@@ -43,7 +43,11 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // passed or it was cancelled (the effect of a change is then unknown: a
 // retry with the same request id tells), unavailable for everything else
 // (no leader, no quorum, a member unreachable, authentication refused), with
-// a message naming the cluster and what to do. A *protocol.Error passes
+// a message naming the cluster and what to do. A refusal of the DSN's user
+// or password (authentication failed, no user given) also matches
+// [protocol.ErrUnauthenticated], and of its role's permission on the
+// store's keys [protocol.ErrForbidden]: no retry mends them (leasectl
+// exits 7). A *protocol.Error passes
 // through with op filled in; a tampered audit record, a cluster whose
 // revision went back and a store whose revision mark is not below the
 // cluster's revision (revision.go) are unavailable.
@@ -84,9 +88,18 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrTimeout),
 		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the cluster has no leader or lost quorum; retry with the same request id", where)
-	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrPermissionDenied),
-		errors.Is(err, rpctypes.ErrInvalidAuthToken), errors.Is(err, rpctypes.ErrUserEmpty):
-		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: authentication or permission refused: check the user, password and its role's read-write permission on the prefix", where)
+	case errors.Is(err, rpctypes.ErrAuthFailed):
+		return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
+			"%s: authentication failed: check the DSN's user and password (etcd://USER:PASSWORD@HOST:PORT/PREFIX, percent-encoded)", where)
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
+			"%s: the cluster has authentication on and the DSN names no user: give the DSN's user and password (etcd://USER:PASSWORD@HOST:PORT/PREFIX)", where)
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Forbidden(err), "%s: %s", where, permissionFix)
+	case errors.Is(err, rpctypes.ErrInvalidAuthToken):
+		// The client fetches a new token and retries by itself; one that
+		// still fails is the cluster's trouble (its tokens, a restart).
+		return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: the cluster refused the client's authentication token; retry with the same request id", where)
 	case errors.Is(err, rpctypes.ErrNoSpace):
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the cluster refuses changes (NOSPACE alarm: its database reached its quota): compact and defragment it, then run 'etcdctl alarm disarm'", where)
@@ -102,12 +115,20 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the cluster answered", where)
 		case codes.Canceled:
 			return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the operation was cancelled", where)
-		case codes.Unauthenticated, codes.PermissionDenied:
-			return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: authentication or permission refused", where)
+		case codes.Unauthenticated:
+			return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
+				"%s: authentication refused: check the DSN's user and password", where)
+		case codes.PermissionDenied:
+			return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Forbidden(err), "%s: %s", where, permissionFix)
 		}
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: %s", where, "the cluster could not be reached or refused the operation")
 }
+
+// permissionFix is what a refusal for the user's role's permission says:
+// the grant that answers it (docs/etcd.md).
+const permissionFix = "the DSN's user's role lacks permission on the store's keys: grant it read-write on the prefix " +
+	"(etcdctl role grant-permission ROLE readwrite --prefix=true PREFIX; read, for a user that only reads)"
 
 // refusesChanges reports whether err is the cluster refusing a change it
 // would read: the user's role may not write, or the NOSPACE alarm.

@@ -120,11 +120,15 @@ func errEraRowUnmoved() error {
 //     naming the ALTER SEQUENCE that fixes it (see sequenceError);
 //   - a permission error (42501 "permission denied for ...") on a table,
 //     the sequence, the schema or one of the store's functions:
-//     unavailable, naming the GRANT that gives the privilege
+//     unavailable matching [protocol.ErrForbidden] (see [forbidden]),
+//     naming the GRANT that gives the privilege
 //     (docs/postgres-settings.md lists them; see grantFor);
 //   - a connection the server refused for its database (3D000: it does
-//     not exist) or its role (28000, 28P01: unknown, no password, wrong
-//     password, pg_hba.conf): unavailable, naming what to check;
+//     not exist): unavailable, naming what to check;
+//   - a connection the server refused for its role (28000, 28P01:
+//     unknown, no password, wrong password, pg_hba.conf): unavailable
+//     matching [protocol.ErrUnauthenticated], naming the DSN's role and
+//     password and pg_hba.conf;
 //   - insufficient resources, each named with its fix: a limit of
 //     connections (53300: max_connections, a role's or database's
 //     CONNECTION LIMIT), a full disk (53100), memory (53200; "out of
@@ -192,7 +196,7 @@ func interpretError(op protocol.Op, err error) error {
 					"run ALTER SEQUENCE leasestore_fencing_seq NO MAXVALUE")
 		case code == "42501" && strings.HasPrefix(pe.Message, "permission denied for "):
 			// Not the append-only triggers' refusal, which shares the code.
-			return backendkit.NewError(op, protocol.StatusUnavailable, err, "postgres: %s", privilegeFix(pe.Message))
+			return forbidden(op, err, "postgres: %s", privilegeFix(pe.Message))
 		case missingSchemaObject(pe):
 			return backendkit.NewError(op, protocol.StatusUnavailable, err,
 				"postgres: the leasestore schema is missing from the connection's search_path: "+
@@ -204,7 +208,7 @@ func interpretError(op protocol.Op, err error) error {
 					"check the database name in the DSN, or create the database (createdb, CREATE DATABASE)")
 		case code == "28000" || code == "28P01":
 			// invalid_authorization_specification, invalid_password: answered at connection.
-			return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
 				"postgres: the server refused the connection: check the DSN's role and password, "+
 					"and that pg_hba.conf lets that role connect to that database from this host")
 		case code == "53300":
@@ -322,7 +326,17 @@ func isMissingSchema(err error) bool {
 // name, which the connection's search_path names (see [pgschema.Unusable],
 // which migrate up gives too).
 func unusableSchema(op protocol.Op, name string) error {
-	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "postgres: %s", pgschema.Unusable(name))
+	return forbidden(op, nil, "postgres: %s", pgschema.Unusable(name))
+}
+
+// forbidden is the error of op refused for the DSN's role's privileges
+// (a 42501 permission error, cause; a privilege Health finds missing; a
+// schema the role may not use): unavailable, matching
+// [protocol.ErrForbidden] (a retry is refused again until a GRANT, so no
+// caller retries it as an outage; leasectl exits 7), the message naming
+// the GRANT.
+func forbidden(op protocol.Op, cause error, format string, args ...any) *protocol.Error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Forbidden(cause), format, args...)
 }
 
 // privilegeFix names the GRANT that answers a permission error whose

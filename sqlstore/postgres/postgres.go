@@ -783,7 +783,7 @@ func committedWindow(cutOff string) string {
 		"trigger lets any DELETE of those audit records through, and any role may take or free a prune's request id"
 }
 
-// privilegesError is Health's refusal of a role that lacks privileges
+// privilegesError is Health's refusal ([forbidden]) of a role that lacks privileges
 // the writes need, given among settingsSQL's objects as
 // privilege/object/privilege, naming each and the GRANT that gives it
 // (privilegeFix's, which a write that met the missing privilege names
@@ -814,7 +814,7 @@ func privilegesError(op protocol.Op, objects []string) error {
 	if len(lacks) == 0 {
 		return nil
 	}
-	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+	return forbidden(op, nil,
 		"postgres: the DSN's role lacks privileges the writes need (%s), so writes fail: run %s "+
 			"(docs/postgres-settings.md#privileges lists what each command needs)",
 		strings.Join(lacks, ", "), strings.Join(grants, "; "))

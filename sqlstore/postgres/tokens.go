@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -78,7 +77,7 @@ func (b *Backend) RaiseTokens(ctx context.Context, by int64) (int64, error) {
 func raiseError(ctx context.Context, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" && strings.HasPrefix(pe.Message, "permission denied for table ") {
-		return backendkit.NewError(protocol.OpRaiseTokens, protocol.StatusUnavailable, err,
+		return forbidden(protocol.OpRaiseTokens, err,
 			"postgres: fencing raise moves the audit trail's ids too (the offset in leasestore_audit_era, "+
 				"under a lock of leasestore_audit that keeps writers out meanwhile), and %s", privilegeFix(pe.Message))
 	}

@@ -193,8 +193,9 @@ type benchRun struct {
 	errors   atomic.Int64 // operations whose outcome the workload does not expect
 	tokens   []int64      // renew: the token of each key, held by owner "bench"
 
-	// refused is closed when a served store refused an operation's bearer
-	// token (HTTP 401/403): the run stops and bench fails with refusal (exit
+	// refused is closed when a store refused an operation's credentials
+	// or their permission (a served store's bearer token, HTTP 401/403;
+	// the DSN's role, user, password or grants): the run stops and bench fails with refusal (exit
 	// 7), as every command does; a bad token is neither load nor an outage.
 	refused    chan struct{}
 	refuseOnce sync.Once
@@ -340,8 +341,9 @@ expected outcome, counted apart; errors counts operations whose outcome the
 workload does not expect: timeout, unavailable, a release or renew that did
 not take effect, and so on. Operations cut short by an interrupt are not
 errors. bench exits 0 when it ran to its end, whatever the error count,
-except that a served store (http DSN) refusing the bearer token of any
-operation (HTTP 401 or 403) stops bench at once with exit 7, as every
+except that a store refusing the credentials of any operation or their
+permission (a served store's bearer token, HTTP 401 or 403; the DSN's
+role, user, password or grants) stops bench at once with exit 7, as every
 command, naming the refusal.
 
 A list of concurrencies (-c 1,8,32) runs one measurement per value, in

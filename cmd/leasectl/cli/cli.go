@@ -12,7 +12,8 @@
 // healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
 // stale_token, not_owner, expired; 5 timeout, unavailable, closed; 6 (run)
 // the lease was lost while the command ran; 7 unauthorized or forbidden (a
-// served store refused the bearer token); 130
+// served store refused the bearer token, or a database or etcd cluster the
+// DSN's credentials or their privileges); 130
 // interrupted (Ctrl-C); 141 stdout closed under the command (silent); 1
 // anything else (status "error"), a failed write to stdout included.
 //
@@ -50,7 +51,7 @@ const (
 	ExitRefused     = 4 // not_found, stale_token, not_owner, expired
 	ExitUnavailable = 5 // timeout, unavailable, closed
 	ExitLost        = 6 // run: the lease was lost while the command ran
-	ExitAuth        = 7 // unauthorized or forbidden: a served store refused the bearer token (HTTP 401/403)
+	ExitAuth        = 7 // unauthorized or forbidden: the bearer token (HTTP 401/403), the DSN's credentials or their grants refused
 	// ExitInterrupted is what a command ends with when its context was
 	// cancelled (Ctrl-C) before it finished: 128+SIGINT, as a shell reports
 	// a process that SIGINT ended.
@@ -100,7 +101,9 @@ const (
 	// StatusUnauthorized and StatusForbidden: a served store (--dsn
 	// http://...) refused the request for its bearer token, $LEASESTORE_API_TOKEN:
 	// none or an unknown one (HTTP 401), or one not allowed to do that
-	// (HTTP 403). Exit 7, never 5: a bad token is not an outage.
+	// (HTTP 403); or a database refused the DSN's role, user or password
+	// (unauthorized) or their privileges, permission (forbidden). Exit 7,
+	// never 5: a bad credential is not an outage.
 	StatusUnauthorized = "unauthorized"
 	StatusForbidden    = "forbidden"
 	// StatusInterrupted: Ctrl-C (or the caller's context) ended the command
@@ -191,12 +194,18 @@ func failWith(err error) error {
 	return &failure{status: string(status), err: err, msg: string(status) + ": " + describeErr(err)}
 }
 
-// authFailure returns the failure (exit 7) of err when it is a served
-// store's refusal of the bearer token, naming the variable that carries
-// it; nil otherwise.
+// authFailure returns the failure (exit 7) of err when it is a store's
+// refusal of the credentials or their permission: a served store's of the
+// bearer token (naming the variable that carries it), or a backend's of
+// the DSN's role, user, password or grants (matching
+// protocol.ErrUnauthenticated or ErrForbidden, its message naming the
+// fix); nil otherwise.
 func authFailure(err error) error {
 	var refused *httpapi.RefusedError
 	if !errors.As(err, &refused) {
+		if status := authStatus(err); status != "" {
+			return &failure{status: status, err: err, msg: status + ": " + describeErr(err)}
+		}
 		return nil
 	}
 	switch refused.Status {
@@ -208,6 +217,18 @@ func authFailure(err error) error {
 			"token in %s (HTTP 403: %s)", EnvAPIToken, refused.Message)}
 	}
 	return nil
+}
+
+// authStatus returns the status (unauthorized, forbidden) of err when it
+// matches protocol.ErrUnauthenticated or ErrForbidden, "" otherwise.
+func authStatus(err error) string {
+	switch {
+	case errors.Is(err, protocol.ErrUnauthenticated):
+		return StatusUnauthorized
+	case errors.Is(err, protocol.ErrForbidden):
+		return StatusForbidden
+	}
+	return ""
 }
 
 // describeErr renders err for people: a *protocol.Error's message and
@@ -436,7 +457,8 @@ in the working directory:
 Exit codes: 0 success; 2 invalid input or usage; 3 conflict;
 4 not_found, stale_token, not_owner, expired; 5 timeout, unavailable, closed;
 6 (run) the lease was lost while the command ran; 7 unauthorized or
-forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403);
+forbidden (a served store refused $LEASESTORE_API_TOKEN: HTTP 401/403; a
+database or etcd cluster refused the DSN's credentials or their grants);
 130 interrupted (Ctrl-C); 141 stdout closed (leasectl demo | head);
 1 anything else (a failed write to stdout too: a full disk).`,
 		Example: `  leasectl acquire scan/10.0.0.0-24 --owner worker-1 --ttl 30s

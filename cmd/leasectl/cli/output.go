@@ -70,7 +70,8 @@ func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 
 // printOutcome prints a lease operation's outcome: its result
 // (printResult), or, when err is a served store's refusal of the bearer
-// token (HTTP 401/403), that refusal, which exits 7.
+// token (HTTP 401/403) or a store's of the DSN's credentials or their
+// grants, that refusal, which exits 7.
 func (a *app) printOutcome(res protocol.Result, err error) error {
 	return a.printOutcomeRevokedAt(res, err, time.Time{})
 }

@@ -95,7 +95,9 @@ exits 6 whatever the store answers. When a served store (an http(s) DSN)
 refused the renewals' bearer token (HTTP 401 or 403: the token was
 withdrawn from its tokens file while CMD ran), or the release's when CMD
 ended first, the loss is the same and run exits 7, naming
-LEASESTORE_API_TOKEN (the lease runs out after its TTL). When CMD ended
+LEASESTORE_API_TOKEN (the lease runs out after its TTL); so does a
+database or etcd cluster that refused the DSN's credentials or their
+grants, naming the fix. When CMD ended
 with no loss heard and the release gets no answer (the store cut off),
 run cannot tell whether the lease was held until CMD ended (a revoke the
 store could not signal goes unheard): it says so on stderr, with CMD's
@@ -704,8 +706,9 @@ func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protoc
 
 // lostExit is run's end after its lease was lost for cause: exit 7 naming
 // the bearer token when a served store refused it (the renewals were
-// refused with 401 or 403: the token was withdrawn while CMD ran), exit 6
-// otherwise.
+// refused with 401 or 403: the token was withdrawn while CMD ran), or the
+// fix when the store refused the DSN's credentials or their grants
+// (authFailure); exit 6 otherwise.
 func lostExit(cause error) error {
 	if refused := authFailure(cause); refused != nil {
 		return refused

@@ -585,12 +585,16 @@ func fileUnchanged(path, abs string, opened os.FileInfo) func(cause error) error
 }
 
 // storeError wraps an open failure with the (masked) DSN and its status:
-// timeout when the deadline passed, the status of a *protocol.Error,
-// unavailable otherwise.
+// timeout when the deadline passed, unauthorized or forbidden for a refusal
+// of the DSN's credentials or their privileges (exit 7), the status of a
+// *protocol.Error, unavailable otherwise.
 func (a *app) storeError(t target, err error) error {
-	status := protocol.StatusOf(err)
+	status := string(protocol.StatusOf(err))
+	if s := authStatus(err); s != "" {
+		status = s // exit 7: the DSN's credentials or their privileges, no outage
+	}
 	return &failure{
-		status: string(status),
+		status: status,
 		err:    fmt.Errorf("store: open %s: %w", t.shown, err),
 		msg:    fmt.Sprintf("store: open %s: %s: %s", t.shown, status, describeErr(err)),
 	}

@@ -31,7 +31,10 @@ type HoldConfig struct {
 // an expiry (etcd alone signals the end of its etcd lease): that, and
 // every loss when the store cannot signal, is heard at the next renewal
 // (refused, or none successful before the lease would run out by the
-// local clock, which is never later than the store's).
+// local clock, which is never later than the store's). A renewal the
+// store refuses for the credentials or their permission ([ErrUnauthenticated],
+// [ErrForbidden]) is a refusal too: a retry would be refused again, so
+// the lease is lost at once (it stays in the store until its TTL).
 // A [Runtime.Close] of the store it was taken through (a [*Runtime])
 // ends it at once too, with a cause matching [ErrLeaseLost] and
 // [ErrClosed]: nothing renews the lease after that. So does the close of
@@ -117,7 +120,10 @@ func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 //
 // When req.RequestID is empty Hold makes one; when the acquire's outcome is
 // unknown (timeout, unavailable) the error names it, so that the caller can
-// call Hold again with it and learn whether the lease was taken.
+// call Hold again with it and learn whether the lease was taken. An
+// acquire the store refused for the credentials or their permission
+// ([ErrUnauthenticated], [ErrForbidden]) took nothing and is refused again:
+// its error does not ask for another call.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
 	if req.RequestID == "" {
 		req.RequestID = newRequestIDFor(s)
@@ -131,7 +137,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	} else {
 		res, err = s.Acquire(ctx, req)
 	}
-	if st := StatusOf(err); st == StatusTimeout || st == StatusUnavailable {
+	if st := StatusOf(err); (st == StatusTimeout || st == StatusUnavailable) && !credentialsRefused(err) {
 		return nil, fmt.Errorf("%w (request id %s: call Hold again with it to learn the outcome)", err, req.RequestID)
 	}
 	if err != nil {
@@ -294,12 +300,14 @@ func closedUnder(err error) error {
 // request id, and returns the renewed lease.
 func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
 	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL})
-	switch StatusOf(err) {
-	case "":
-	case StatusNotFound, StatusStaleToken, StatusNotOwner, StatusExpired:
+	switch st := StatusOf(err); {
+	case credentialsRefused(err):
+		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d): %w", req.RequestID, token, err)
+	case st == "":
+	case st == StatusNotFound, st == StatusStaleToken, st == StatusNotOwner, st == StatusExpired:
 		return Lease{}, fmt.Errorf("lease: replayed acquire %s no longer holds token %d, acquire with a new request id: %w",
 			req.RequestID, token, err)
-	case StatusTimeout, StatusUnavailable:
+	case st == StatusTimeout, st == StatusUnavailable:
 		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d), retry with the same request id: %w",
 			req.RequestID, token, err)
 	default:
@@ -352,8 +360,9 @@ func (h *Held) Done() <-chan struct{} { return h.done }
 //
 // Release may be called again, from any goroutine: once a release had a
 // known outcome, later calls answer it; after an unknown one (timeout,
-// unavailable) the next call sends the release again under the same
-// request id, so that the store answers what the first one did.
+// unavailable, but not a refusal of the credentials, which is final) the
+// next call sends the release again under the same request id, so that
+// the store answers what the first one did.
 func (h *Held) Release(ctx context.Context) error {
 	h.relMu.Lock()
 	defer h.relMu.Unlock()
@@ -379,7 +388,7 @@ func (h *Held) Release(ctx context.Context) error {
 		return cause
 	}
 	err := h.release(ctx)
-	if st := StatusOf(err); st != StatusTimeout && st != StatusUnavailable {
+	if st := StatusOf(err); (st != StatusTimeout && st != StatusUnavailable) || credentialsRefused(err) {
 		h.released, h.relErr = true, err
 	}
 	return err
@@ -450,7 +459,7 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 			}
 		case h.ctx.Err() != nil:
 			return
-		case res.Status == StatusTimeout || res.Status == StatusUnavailable:
+		case (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !credentialsRefused(err):
 			// The effect is unknown: keep trying while the lease may still
 			// be live. The next try is an interval after this one was
 			// sent: at once when this one took the interval or more.

@@ -63,12 +63,19 @@ var (
 // Such an error has status unavailable (the store did not serve the
 // request; it matches [ErrUnavailable] too), but it is no outage: a retry
 // is refused the same way until the credentials or the grants are changed,
-// so a caller that retries on unavailable should stop on these. leasectl
-// exits 7 on them, never 5. The error's message names what to fix.
+// so a caller that retries on unavailable should stop on these ([Hold]
+// does: a renewal so refused loses the lease). leasectl exits 7 on them,
+// never 5. The error's message names what to fix.
 var (
 	ErrUnauthenticated = errors.New("lease: unauthenticated")
 	ErrForbidden       = errors.New("lease: forbidden")
 )
+
+// credentialsRefused reports whether err matches [ErrUnauthenticated] or
+// [ErrForbidden]: a refusal that a retry meets again.
+func credentialsRefused(err error) bool {
+	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden)
+}
 
 // Success reports whether s means that the operation took effect or answered
 // (acquired, renewed, released, revoked, found).

@@ -259,3 +259,27 @@ func TestEtcdRefusedCredentialsExit7(t *testing.T) {
 		t.Errorf("get by a user whose role may read: want exit 4 (not found):\n%s", r)
 	}
 }
+
+// TestEtcdMigrateStatusShowsAppliedAt: migrate status on an etcd store
+// shows when its format version was recorded (the meta entry's
+// created_at) under APPLIED AT, and in applied_at with -o json, as it
+// does for PostgreSQL's and SQLite's migrations. It left both empty.
+func TestEtcdMigrateStatusShowsAppliedAt(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: etcdDSN(t)}
+	before := time.Now().UTC().Truncate(time.Second)
+	c.runJSON(t, 0, "migrate", "up")
+	after := time.Now().UTC()
+	st := c.runJSON(t, 0, "migrate", "status")
+	ms := st["migrations"].([]any)
+	applied, _ := ms[0].(map[string]any)["applied_at"].(string)
+	at, err := time.Parse(time.RFC3339Nano, applied)
+	if len(ms) != 1 || err != nil || at.Before(before) || at.After(after) {
+		t.Fatalf("migrate status after up: %v; want applied_at the time of migrate up (between %s and %s)",
+			st, before.Format(time.RFC3339), after.Format(time.RFC3339))
+	}
+	r := c.run(t, "migrate", "status")
+	if r.code != 0 || !strings.Contains(r.stdout, "APPLIED AT") || !strings.Contains(r.stdout, at.Format("2006-01-02")) {
+		t.Fatalf("migrate status (table): want the time under APPLIED AT:\n%s", r)
+	}
+}

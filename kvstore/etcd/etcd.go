@@ -873,6 +873,28 @@ func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error)
 	return leases, records, nil
 }
 
+// Created reads when the store's format version was recorded (its meta
+// entry's created_at, to the second, UTC): zero when the prefix holds no
+// store or its meta entry does not say.
+func (b *Backend) Created(ctx context.Context) (time.Time, error) {
+	g, err := b.kv.Get(ctx, b.keys.meta())
+	if err != nil {
+		return time.Time{}, b.interpret(ctx, protocol.OpHealth, err)
+	}
+	if len(g.Kvs) == 0 {
+		return time.Time{}, nil
+	}
+	var f formatRecord
+	if err := json.Unmarshal(g.Kvs[0].Value, &f); err != nil {
+		return time.Time{}, b.checkFormat(g.Kvs[0].Value)
+	}
+	at, err := time.Parse(time.RFC3339, f.CreatedAt)
+	if err != nil {
+		return time.Time{}, nil
+	}
+	return at, nil
+}
+
 // Format reads the store's format version: 0 when the prefix holds no store.
 func (b *Backend) Format(ctx context.Context) (int, error) {
 	g, err := b.kv.Get(ctx, b.keys.meta())

@@ -30,7 +30,7 @@ func (a *app) migrateEtcd(ctx context.Context, t target, direction string, destr
 	recorded := false
 	if errors.Is(err, etcd.ErrNoStore) {
 		if direction != "up" {
-			return a.printEtcdMigration(t, direction, nil, 0)
+			return a.printEtcdMigration(t, direction, nil, 0, time.Time{})
 		}
 		cfg.NoInit, recorded = false, true
 		b, err = etcd.Open(ctx, &cfg)
@@ -45,7 +45,7 @@ func (a *app) migrateEtcd(ctx context.Context, t target, direction string, destr
 		if recorded {
 			done = []*gooseResult{{version: etcd.FormatVersion, source: etcdFormatSource(), duration: time.Since(start)}}
 		}
-		return a.printEtcdMigration(t, direction, done, etcd.FormatVersion)
+		return a.printEtcdMigration(t, direction, done, etcd.FormatVersion, time.Time{})
 	case "down":
 		leases, records, err := b.Counts(ctx)
 		if err != nil {
@@ -59,19 +59,28 @@ func (a *app) migrateEtcd(ctx context.Context, t target, direction string, destr
 		if _, err := b.Destroy(ctx); err != nil {
 			return a.storeError(t, err)
 		}
-		return a.printEtcdMigration(t, direction, []*gooseResult{{version: etcd.FormatVersion, source: etcdFormatSource(), duration: time.Since(start)}}, 0)
+		return a.printEtcdMigration(t, direction, []*gooseResult{{version: etcd.FormatVersion, source: etcdFormatSource(), duration: time.Since(start)}}, 0, time.Time{})
 	default:
-		return a.printEtcdMigration(t, direction, nil, etcd.FormatVersion)
+		created, err := b.Created(ctx)
+		if err != nil {
+			return a.storeError(t, err)
+		}
+		return a.printEtcdMigration(t, direction, nil, etcd.FormatVersion, created)
 	}
 }
 
-// printEtcdMigration prints what migrate did or found on an etcd store.
-func (a *app) printEtcdMigration(t target, direction string, done []*gooseResult, version int64) error {
+// printEtcdMigration prints what migrate did or found on an etcd store;
+// for status, created is when its format version was recorded (zero when
+// unknown).
+func (a *app) printEtcdMigration(t target, direction string, done []*gooseResult, version int64, created time.Time) error {
 	if direction == "status" {
 		state := "pending"
 		applied := ""
 		if version > 0 {
 			state = "applied"
+			if !created.IsZero() {
+				applied = timeJSON(created)
+			}
 		}
 		out := migrateStatusJSON{Status: StatusOK, Dialect: string(t.dialect), Version: version, Latest: etcd.FormatVersion,
 			Migrations: []migrationStateJSON{{Version: etcd.FormatVersion, Source: etcdFormatSource(), State: state, AppliedAt: applied}}}

@@ -35,7 +35,7 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 		}
 		return backendkit.NewError(op, protocol.StatusUnavailable, err, msg, b.shown)
 	}
-	return interpretError(ctx, op, b.shown, err)
+	return interpretError(ctx, op, b.shown, b.cli.Username != "", err)
 }
 
 // interpretError is the one place where this backend turns client and
@@ -47,11 +47,15 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // or password (authentication failed, no user given) also matches
 // [protocol.ErrUnauthenticated], and of its role's permission on the
 // store's keys [protocol.ErrForbidden]: no retry mends them (leasectl
-// exits 7). A *protocol.Error passes
+// exits 7). "User name is empty" is such a refusal only when the client
+// has no user (hasUser false): to a client with one it is the cluster's
+// answer while the client authenticates again under a request (its token
+// expired, or a member does not know it), which the next try mends. A
+// *protocol.Error passes
 // through with op filled in; a tampered audit record, a cluster whose
 // revision went back and a store whose revision mark is not below the
 // cluster's revision (revision.go) are unavailable.
-func interpretError(ctx context.Context, op protocol.Op, where string, err error) error {
+func interpretError(ctx context.Context, op protocol.Op, where string, hasUser bool, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -91,6 +95,9 @@ func interpretError(ctx context.Context, op protocol.Op, where string, err error
 	case errors.Is(err, rpctypes.ErrAuthFailed):
 		return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
 			"%s: authentication failed: check the DSN's user and password (etcd://USER:PASSWORD@HOST:PORT/PREFIX, percent-encoded)", where)
+	case errors.Is(err, rpctypes.ErrUserEmpty) && hasUser:
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the cluster did not know the client's authentication while the client authenticated again; retry with the same request id", where)
 	case errors.Is(err, rpctypes.ErrUserEmpty):
 		return backendkit.NewError(op, protocol.StatusUnavailable, backendkit.Unauthenticated(err),
 			"%s: the cluster has authentication on and the DSN names no user: give the DSN's user and password (etcd://USER:PASSWORD@HOST:PORT/PREFIX)", where)

@@ -223,7 +223,7 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 	if !stop() { // ctx ended, and the client's context with it
 		_ = b.Close(context.Background())
 		release()
-		return nil, interpretError(ctx, protocol.OpHealth, b.shown, ctx.Err())
+		return nil, interpretError(ctx, protocol.OpHealth, b.shown, cfg.Username != "", ctx.Err())
 	}
 	b.release = release
 	return b, nil
@@ -238,12 +238,12 @@ func connectError(ctx context.Context, cfg *Config, dial time.Duration, err erro
 		if errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
 			err = cause // the client's context ended with ctx
 		}
-		return interpretError(ctx, protocol.OpHealth, where, err)
+		return interpretError(ctx, protocol.OpHealth, where, cfg.Username != "", err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 		return errFirstContact(ctx, cfg, dial, err)
 	}
-	return interpretError(ctx, protocol.OpHealth, where, err)
+	return interpretError(ctx, protocol.OpHealth, where, cfg.Username != "", err)
 }
 
 // New opens the store under cfg.Prefix on cli, which stays the caller's:

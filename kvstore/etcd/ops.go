@@ -409,7 +409,7 @@ func (b *Backend) prior(op protocol.Op, kvs []*mvccpb.KeyValue) (backendkit.Reco
 	}
 	rec, err := decodeAudit(string(kvs[0].Key), kvs[0].Value, kvs[0].CreateRevision)
 	if err != nil {
-		return backendkit.Recorded{}, interpretError(context.Background(), op, b.shown, err)
+		return backendkit.Recorded{}, interpretError(context.Background(), op, b.shown, b.cli.Username != "", err)
 	}
 	return rec, nil
 }

@@ -33,3 +33,15 @@ func TestUserEmptyWithAUserIsNoRefusal(t *testing.T) {
 			"protocol.ErrUnauthenticated, and not saying the DSN names no user", cli.Username, err)
 	}
 }
+
+// TestUserEmptyWithoutAUserIsARefusal: to a client without a user, on a
+// cluster with authentication on, "user name is empty" is the refusal of
+// the DSN's missing credentials, which no retry mends.
+func TestUserEmptyWithoutAUserIsARefusal(t *testing.T) {
+	ctx := context.Background()
+	b := &Backend{cli: clientv3.NewCtxClient(ctx), shown: "etcd 127.0.0.1:2379 prefix /p/"}
+	err := b.interpret(ctx, protocol.OpRenew, rpctypes.ErrUserEmpty)
+	if !errors.Is(err, protocol.ErrUnauthenticated) || !strings.Contains(err.Error(), "names no user") {
+		t.Fatalf("user name is empty, from a client without a user: %v; want it matching protocol.ErrUnauthenticated, saying the DSN names no user", err)
+	}
+}

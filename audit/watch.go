@@ -48,9 +48,11 @@ type WatchConfig struct {
 // with q.Cursor = EncodeCursor(rec.ID). A read that fails is yielded as
 // (Record{}, err) and retried after the interval; an invalid q, a cursor
 // behind a prune (an error matching [ErrPruned]: the records after it are
-// gone) and a reader that answers closed (an error matching
+// gone), a reader that answers closed (an error matching
 // [protocol.ErrClosed]: its handle or runtime was closed, and it never
-// answers again) are yielded once and end the stream. The stream ends
+// answers again) and one that refuses the credentials or their permission
+// ([protocol.ErrUnauthenticated], [protocol.ErrForbidden]: refused again
+// until they change) are yielded once and end the stream. The stream ends
 // without an error when ctx ends, or when the caller stops ranging.
 //
 // When r streams the trail itself (a [Follower], or a [RuntimeReader] of a
@@ -91,7 +93,8 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				heldSince = time.Time{}
 			}
 			if err != nil {
-				if !yield(Record{}, err) || errors.Is(err, ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed {
+				if !yield(Record{}, err) || errors.Is(err, ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed ||
+					errors.Is(err, protocol.ErrUnauthenticated) || errors.Is(err, protocol.ErrForbidden) {
 					return
 				}
 			}

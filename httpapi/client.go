@@ -264,7 +264,10 @@ type call struct {
 }
 
 // do sends c and returns the answer's code and body, retrying transport
-// failures with the same request (and so the same request id).
+// failures with the same request (and so the same request id). A change
+// (POST) whose retry is refused for its token (401, 403) fails as
+// unavailable without matching the refusal: the attempt whose answer was
+// lost may have taken effect, so its outcome is unknown.
 func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, error) {
 	if c.closed.Load() {
 		return 0, nil, clientClosed(op)
@@ -288,6 +291,17 @@ func (c *Client) do(ctx context.Context, op protocol.Op, cl call) (int, []byte, 
 			}
 		}
 		code, body, err := c.once(ctx, cl, target, payload)
+		if err == nil && attempt > 1 && cl.method == http.MethodPost && (code == http.StatusUnauthorized || code == http.StatusForbidden) {
+			// The refusal of a retry says nothing of the attempt before it,
+			// whose answer was lost: it may have taken effect.
+			again := "retry it with the same request ids"
+			if cl.requestID != "" {
+				again = "retry with the same request id " + cl.requestID
+			}
+			return 0, nil, backendkit.NewError(op, protocol.StatusUnavailable, lastErr,
+				"httpapi: the answer to the request was lost and its retry was refused (HTTP %d: the token was withdrawn or "+
+					"limited meanwhile), so whether the request took effect is unknown: %s once the token may do it", code, again)
+		}
 		if err == nil {
 			return code, body, nil
 		}

@@ -168,17 +168,7 @@ func retentionCases() []testCase {
 			// namespace: their first read, and a watch from their cursor,
 			// fail matching audit.ErrPruned.
 			p := pruner(e)
-			if n := e.auditCount(); n != 0 {
-				e.t.Fatalf("a new store's trail holds %d records; want none", n)
-			}
-			followers := []audit.Query{{Follow: true}, {Namespace: e.ns, Follow: true}}
-			for i, q := range followers {
-				cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
-				if err != nil {
-					e.t.Fatalf("tail of %+v: %v", q, err)
-				}
-				followers[i].Cursor = cursor
-			}
+			followers := e.followersFromAnEmptyTail()
 			for _, k := range []string{"k1", "k2", "k3", "k4", "k5"} {
 				e.acquire(e.a, k, "w1", leaseTTL)
 			}
@@ -205,17 +195,7 @@ func retentionCases() []testCase {
 			// Without a prune, the follower of the whole trail and that of
 			// a namespace from the tail of an empty trail see every record
 			// written after, in order, and no error.
-			if n := e.auditCount(); n != 0 {
-				e.t.Fatalf("a new store's trail holds %d records; want none", n)
-			}
-			followers := []audit.Query{{Follow: true}, {Namespace: e.ns, Follow: true}}
-			for i, q := range followers {
-				cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
-				if err != nil {
-					e.t.Fatalf("tail of %+v: %v", q, err)
-				}
-				followers[i].Cursor = cursor
-			}
+			followers := e.followersFromAnEmptyTail()
 			for _, k := range []string{"k1", "k2", "k3"} {
 				e.acquire(e.a, k, "w1", leaseTTL)
 			}
@@ -526,6 +506,24 @@ func (f *keyFollower) next(e *env) watched {
 		e.t.Fatal("the follower's watch yielded nothing")
 	}
 	return watched{}
+}
+
+// followersFromAnEmptyTail checks that the store's trail is empty and
+// returns two followers, of the whole trail and of e's namespace, each
+// from audit.Tail's cursor.
+func (e *env) followersFromAnEmptyTail() []audit.Query {
+	if n := e.auditCount(); n != 0 {
+		e.t.Fatalf("a new store's trail holds %d records; want none", n)
+	}
+	followers := []audit.Query{{Follow: true}, {Namespace: e.ns, Follow: true}}
+	for i, q := range followers {
+		cursor, err := audit.Tail(e.ctx, e.audit, q, nil)
+		if err != nil {
+			e.t.Fatalf("tail of %+v: %v", q, err)
+		}
+		followers[i].Cursor = cursor
+	}
+	return followers
 }
 
 // watchFor watches q with audit.Watch until it yielded n records or ended

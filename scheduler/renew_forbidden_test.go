@@ -37,20 +37,7 @@ func (s *forbiddenRenewals) Renew(ctx context.Context, req protocol.RenewRequest
 func TestForbiddenRenewalCancelsTheHandlerWithItsRefusal(t *testing.T) {
 	t.Parallel()
 	store := &forbiddenRenewals{Store: newStore(t)}
-	handlerCtx := make(chan context.Context, 1)
-	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
-		select {
-		case handlerCtx <- ctx:
-		default:
-		}
-		<-ctx.Done()
-	}, &scheduler.Config{TTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, s)
-	eventually(t, "holds t", holds(s, "t"))
-	ctx := <-handlerCtx
+	ctx := holdingT(t, store, &scheduler.Config{TTL: ttl})
 	store.refuse.Store(true)
 	<-ctx.Done()
 	if cause := context.Cause(ctx); !errors.Is(cause, protocol.ErrForbidden) {

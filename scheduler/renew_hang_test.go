@@ -67,20 +67,7 @@ func (s *hangsOneRenewal) Renew(ctx context.Context, req protocol.RenewRequest) 
 func TestHungRenewalIsTriedAgainWhileTheLeaseHasTimeLeft(t *testing.T) {
 	t.Parallel()
 	store := &hangsOneRenewal{Store: newStore(t), renewed: make(chan struct{})}
-	handlerCtx := make(chan context.Context, 1)
-	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
-		select {
-		case handlerCtx <- ctx:
-		default:
-		}
-		<-ctx.Done()
-	}, &scheduler.Config{TTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, s)
-	eventually(t, "holds t", holds(s, "t"))
-	ctx := <-handlerCtx
+	ctx := holdingT(t, store, &scheduler.Config{TTL: ttl})
 	store.arm()
 	select {
 	case <-store.renewed:
@@ -196,20 +183,7 @@ func TestRenewedLeaseIsKeptWhileAnotherRenewalOfTheRoundIsStuck(t *testing.T) {
 func TestNoExtraRenewalsLeavesAHungRenewalAlone(t *testing.T) {
 	t.Parallel()
 	store := &hangsOneRenewal{Store: newStore(t), renewed: make(chan struct{})}
-	handlerCtx := make(chan context.Context, 1)
-	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
-		select {
-		case handlerCtx <- ctx:
-		default:
-		}
-		<-ctx.Done()
-	}, &scheduler.Config{TTL: ttl, ExtraRenewals: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, s)
-	eventually(t, "holds t", holds(s, "t"))
-	ctx := <-handlerCtx
+	ctx := holdingT(t, store, &scheduler.Config{TTL: ttl, ExtraRenewals: -1})
 	store.arm()
 	select {
 	case <-store.renewed:
@@ -221,4 +195,25 @@ func TestNoExtraRenewalsLeavesAHungRenewalAlone(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("t's lease neither lost nor renewed after its renewal hung")
 	}
+}
+
+// holdingT starts a worker w1 of store with cfg whose one target t's
+// handler waits for its context's end, waits until it holds t and
+// returns that handler's context.
+func holdingT(t *testing.T, store protocol.Store, cfg *scheduler.Config) context.Context {
+	t.Helper()
+	handlerCtx := make(chan context.Context, 1)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
+		select {
+		case handlerCtx <- ctx:
+		default:
+		}
+		<-ctx.Done()
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	eventually(t, "holds t", holds(s, "t"))
+	return <-handlerCtx
 }

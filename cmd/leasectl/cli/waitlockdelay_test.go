@@ -43,9 +43,11 @@ func TestWaitLogsTheLockDelay(t *testing.T) {
 	e := sqliteEnv(t)
 	wantCode(t, runCLI(t, e, "acquire", "k", "--owner", "holder", "--lock-delay", "1h"), ExitOK)
 	wantCode(t, runCLI(t, e, "revoke", "k", "--reason", "test"), ExitOK)
+	// Long enough for the wait to log before it gives up on a loaded
+	// machine (100ms was not, now and then, under CI's load).
 	for _, args := range [][]string{
-		{"acquire", "k", "--owner", "w", "--wait", "--wait-timeout", "100ms"},
-		{"run", "k", "--owner", "w", "--wait", "--wait-timeout", "100ms", "--", "true"},
+		{"acquire", "k", "--owner", "w", "--wait", "--wait-timeout", "1s"},
+		{"run", "k", "--owner", "w", "--wait", "--wait-timeout", "1s", "--", "true"},
 	} {
 		o := runCLI(t, e, args...)
 		wantCode(t, o, ExitConflict)

@@ -158,7 +158,12 @@ func TestWatchReportsNoExpiryOfAReleaseHeldBack(t *testing.T) {
 	if !w.waitFor(t, true, "following", 10*time.Second) {
 		t.Fatalf("watch did not start:\n%s", w.errs.String())
 	}
-	o := runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", "500ms", "-o", "token")
+	// The release must come before the lease's expiry: its own leasectl
+	// process, opening the store, takes a while on a loaded machine (500ms
+	// was too short under CI's load).
+	const ttl = 3 * time.Second
+	acquired := time.Now()
+	o := runCLI(t, e, "acquire", "k", "-n", "w", "--owner", "o", "--ttl", ttl.String(), "-o", "token")
 	wantCode(t, o, 0)
 	tok := strings.TrimSpace(o.stdout)
 	if !w.waitFor(t, false, `"op":"acquire"`, 10*time.Second) {
@@ -179,7 +184,7 @@ func TestWatchReportsNoExpiryOfAReleaseHeldBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, runCLI(t, e, "release", "k", "-n", "w", "--owner", "o", "--token", tok), 0)
-	time.Sleep(time.Second) // the lease's expires_at, and the watch's margin, pass
+	time.Sleep(time.Until(acquired.Add(ttl + time.Second))) // the lease's expires_at, and the watch's margin, pass
 	heldBack := !strings.Contains(w.out.String(), `"op":"release"`)
 	if err := tx.Rollback(t.Context()); err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 			}
 			if err != nil {
 				if !yield(Record{}, err) || errors.Is(err, ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed ||
-					errors.Is(err, protocol.ErrUnauthenticated) || errors.Is(err, protocol.ErrForbidden) {
+					protocol.CredentialsRefused(err) {
 					return
 				}
 			}

@@ -137,7 +137,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	} else {
 		res, err = s.Acquire(ctx, req)
 	}
-	if st := StatusOf(err); (st == StatusTimeout || st == StatusUnavailable) && !credentialsRefused(err) {
+	if st := StatusOf(err); (st == StatusTimeout || st == StatusUnavailable) && !CredentialsRefused(err) {
 		return nil, fmt.Errorf("%w (request id %s: call Hold again with it to learn the outcome)", err, req.RequestID)
 	}
 	if err != nil {
@@ -301,7 +301,7 @@ func closedUnder(err error) error {
 func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
 	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL})
 	switch st := StatusOf(err); {
-	case credentialsRefused(err):
+	case CredentialsRefused(err):
 		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d): %w", req.RequestID, token, err)
 	case st == "":
 	case st == StatusNotFound, st == StatusStaleToken, st == StatusNotOwner, st == StatusExpired:
@@ -388,7 +388,7 @@ func (h *Held) Release(ctx context.Context) error {
 		return cause
 	}
 	err := h.release(ctx)
-	if st := StatusOf(err); (st != StatusTimeout && st != StatusUnavailable) || credentialsRefused(err) {
+	if st := StatusOf(err); (st != StatusTimeout && st != StatusUnavailable) || CredentialsRefused(err) {
 		h.released, h.relErr = true, err
 	}
 	return err
@@ -459,7 +459,7 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 			}
 		case h.ctx.Err() != nil:
 			return
-		case (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !credentialsRefused(err):
+		case (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !CredentialsRefused(err):
 			// The effect is unknown: keep trying while the lease may still
 			// be live. The next try is an interval after this one was
 			// sent: at once when this one took the interval or more.

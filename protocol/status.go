@@ -71,9 +71,11 @@ var (
 	ErrForbidden       = errors.New("lease: forbidden")
 )
 
-// credentialsRefused reports whether err matches [ErrUnauthenticated] or
-// [ErrForbidden]: a refusal that a retry meets again.
-func credentialsRefused(err error) bool {
+// CredentialsRefused reports whether err matches [ErrUnauthenticated] or
+// [ErrForbidden]: a refusal of the credentials or their permission, which
+// a retry meets again and which applied nothing. [Hold], the scheduler and
+// audit.Watch stop on it instead of retrying as for an outage.
+func CredentialsRefused(err error) bool {
 	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden)
 }
 

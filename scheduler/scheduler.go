@@ -513,16 +513,6 @@ func refused(err error) bool {
 	return false
 }
 
-// credentialsRefused reports whether err is the store's refusal of the
-// credentials or their permission (an unavailable error matching
-// protocol.ErrUnauthenticated or ErrForbidden): it applied nothing and
-// refuses a retry the same way, so a renewal so refused loses its lease at
-// once, as protocol.Hold's does, instead of being retried as an outage
-// until the lease's local deadline.
-func credentialsRefused(err error) bool {
-	return errors.Is(err, protocol.ErrUnauthenticated) || errors.Is(err, protocol.ErrForbidden)
-}
-
 // renewAll renews every lease held, membership included, the leases
 // closest to their local deadline first, and applies each outcome when
 // its answer arrives, not when the round's slowest renewal returned: a
@@ -581,7 +571,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 				m.deadline, m.expiresAt = out.sent.Add(s.set.ttl), out.res.Lease.ExpiresAt
 			}
 			s.mu.Unlock()
-		case refused(out.err) || credentialsRefused(out.err):
+		case refused(out.err) || protocol.CredentialsRefused(out.err): // a renewal refused for its credentials too: no retry mends it
 			s.mu.Lock()
 			if l := leaseOf(i); l != nil {
 				s.loseLocked(l, out.err, false)
@@ -599,7 +589,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	unknown := 0
 	var firstErr error
 	for _, out := range outs {
-		if !(out.err == nil && out.res.Lease != nil) && !refused(out.err) && !credentialsRefused(out.err) { // successes and refusals were applied when they came
+		if !(out.err == nil && out.res.Lease != nil) && !refused(out.err) && !protocol.CredentialsRefused(out.err) { // successes and refusals were applied when they came
 			unknown++
 			if firstErr == nil {
 				firstErr = out.err
@@ -1023,10 +1013,10 @@ func (s *Scheduler) acquireRequest(key protocol.Key, reqID string) protocol.Acqu
 }
 
 // unknown reports whether err leaves the outcome of a change unknown. A
-// refusal of the credentials or their permission (credentialsRefused) is
+// refusal of the credentials or their permission (protocol.CredentialsRefused) is
 // not: the store applied nothing.
 func unknown(err error) bool {
-	if credentialsRefused(err) {
+	if protocol.CredentialsRefused(err) {
 		return false
 	}
 	switch protocol.StatusOf(err) {

@@ -275,9 +275,11 @@ type app struct {
 // command's streams; getenv reads the environment (os.Getenv in main).
 // Cancelling ctx (main does on SIGINT and SIGTERM) stops a running
 // command: audit --follow, watch, bench and serve end cleanly with exit 0; any other
-// command that had not finished exits [ExitInterrupted]. A lease command
-// interrupted inside the store still prints its result (status timeout: the
-// effect is unknown, retry with the same request id to learn it).
+// command that had not finished exits [ExitInterrupted], with status
+// interrupted. A change (acquire, renew, release, revoke) interrupted
+// inside the store prints its result instead (status timeout: the effect
+// is unknown, retry with the same request id to learn it); a read (get,
+// list, describe) has no effect to learn and says interrupted.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if getenv == nil {
 		getenv = func(string) string { return "" }

@@ -49,6 +49,9 @@ shown (and, while a lock-delay keeps the key, the ended lease, as get shows it).
 			}
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Get(ctx, req)
+				if cut := readCutOff(cmd.Context(), res.Status, err); cut != nil {
+					return cut
+				}
 				if !answered(res.Status) {
 					return a.printOutcome(res, err)
 				}

@@ -48,7 +48,9 @@ func blackHole(t *testing.T) string {
 // cancelled, and nowhere that a deadline passed: --timeout (30s here) was
 // far off. It said "cancelled by the caller before the store answered ...:
 // httpapi: no answer from the server before the deadline: context
-// canceled".
+// canceled". A change (acquire) prints its timeout result, saying it was
+// cancelled; a read (get) says interrupted, as every interrupted command
+// does (TestInterruptedReadSaysInterrupted in cmd/leasectl).
 func TestHTTPInterruptedDoesNotBlameADeadline(t *testing.T) {
 	t.Parallel()
 	dsn := blackHole(t)
@@ -61,9 +63,15 @@ func TestHTTPInterruptedDoesNotBlameADeadline(t *testing.T) {
 		cancel()
 		o := outcome{stdout: stdout.String(), stderr: stderr.String(), code: code}
 		wantCode(t, o, ExitInterrupted)
-		msg, _ := o.json(t)["message"].(string)
-		if !strings.Contains(msg, "cancelled") || strings.Contains(msg, "deadline") {
-			t.Errorf("%s interrupted: message %q, want it cancelled and no deadline named", strings.Join(args, " "), msg)
+		m := o.json(t)
+		msg, _ := m["message"].(string)
+		said, status := "cancelled", "timeout"
+		if args[0] == "get" {
+			said, status = "interrupted", StatusInterrupted
+		}
+		if m["status"] != status || !strings.Contains(msg, said) || strings.Contains(msg, "deadline") {
+			t.Errorf("%s interrupted: status %v, message %q, want status %s, the message saying %s and naming no deadline",
+				strings.Join(args, " "), m["status"], msg, status, said)
 		}
 	}
 }

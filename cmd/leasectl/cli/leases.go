@@ -229,6 +229,9 @@ conflict), not_found shows that ended lease and when the key is free.`,
 			check := func() error { probe := req; probe.RequestID = orProbe(""); return probe.Validate() }
 			return a.withStore(cmd, readAccess, check, func(ctx context.Context, s *store) error {
 				res, err := s.rt.Get(ctx, req)
+				if cut := readCutOff(cmd.Context(), res.Status, err); cut != nil {
+					return cut
+				}
 				return a.printOutcome(res, err)
 			})
 		},
@@ -284,6 +287,8 @@ a live lease, by namespace and then key.`,
 					var err error
 					if res, err = s.rt.List(ctx, req); authFailure(err) != nil {
 						return authFailure(err)
+					} else if cut := readCutOff(cmd.Context(), res.Status, err); cut != nil {
+						return cut
 					}
 				}
 				if res.Status != protocol.StatusFound {

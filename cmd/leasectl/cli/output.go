@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -74,6 +75,20 @@ func (a *app) printText(s string) { _, _ = a.stdout.Write([]byte(s)) }
 // grants, that refusal, which exits 7.
 func (a *app) printOutcome(res protocol.Result, err error) error {
 	return a.printOutcomeRevokedAt(res, err, time.Time{})
+}
+
+// readCutOff returns the error of a read (get, list, describe) that
+// Ctrl-C (ctx, the command's context, cancelled) cut off before the store
+// answered, unprinted, so that Execute reports it as it reports every
+// command interrupted so (audit, health): status interrupted, exit 130.
+// A change cut off prints its timeout result instead (printOutcome), the
+// request id to retry with to learn the outcome; a read has no outcome to
+// learn. nil when err is nil, the store answered (status), or ctx is live.
+func readCutOff(ctx context.Context, status protocol.Status, err error) error {
+	if err == nil || answered(status) || ctx.Err() == nil {
+		return nil
+	}
+	return failWith(err)
 }
 
 // printOutcomeRevokedAt is printOutcome for a revoke whose time by the

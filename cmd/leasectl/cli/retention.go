@@ -39,7 +39,9 @@ it, and lets prune delete only records older than its cut-off. The prune
 leaves a record of its own (op prune, status pruned, the actor, and how many
 records went before which time), written with the last batch. A cut-off
 after the store's time is refused (exit 2): it would remove the records
-that retries of just-committed operations replay from.
+that retries of just-committed operations replay from. So is one at or
+before 0001-01-01T00:00:00Z (Go's zero time, what a script prints for a
+time it never set): no record is older, so it would remove nothing.
 
 Nothing is removed without --yes. Export what you must keep first
 (leasectl audit export). --before is a duration back from now (720h) or an
@@ -54,6 +56,14 @@ RFC 3339 time.`,
 			cut, err := durations.ParseTime(before, time.Now())
 			if err != nil {
 				return usageError("--before: %v", err)
+			}
+			if !cut.After(time.Time{}) {
+				// Given, so not "required" (audit.PruneRequest takes the
+				// zero time for a cut-off never set), but nothing is older:
+				// most likely a time a script never set, which Go prints so.
+				return usageError("--before %s: that is not after 0001-01-01T00:00:00Z, the earliest time there is "+
+					"(what a program prints for a time it never set): no record is older, so the prune would remove nothing; "+
+					"give the cut-off you mean: a duration back from now (720h) or an RFC 3339 time", before)
 			}
 			if !yes {
 				return usageError("prune removes every audit record before %s for good: add --yes to go ahead",

@@ -57,6 +57,39 @@ func ConnectionError(err error) error {
 	return interpretError("", err)
 }
 
+// MigrationError interprets an error of a migration run outside a Backend
+// (leasectl migrate, migrations.Up, Down and Status on a *sql.DB of its
+// own): a permission error (42501) is unavailable matching
+// [protocol.ErrForbidden], as a Backend's is (leasectl exits 7), its
+// message naming the fix for a migration, which creates, alters and drops
+// the store's objects: run it as the schema's owner, or GRANT CREATE ON
+// the schema (the server refused to create in it), or as the owner of the
+// object the server named ("must be owner of ..."). Any other error
+// (nil too) gives nil: the caller reports it as it is.
+func MigrationError(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return nil
+	}
+	const owner = "run leasectl migrate as the schema's owner (or a role that is a member of it)"
+	switch object, isOwner := strings.CutPrefix(pe.Message, "must be owner of "); {
+	case isOwner:
+		return forbidden("", err, "postgres: migrations alter and drop the store's objects, which only their owner may, and the "+
+			"DSN's role does not own %s: run leasectl migrate as the role that ran the earlier migrations (or a role that is "+
+			"a member of it) (docs/postgres-settings.md#privileges)", object)
+	case strings.HasPrefix(pe.Message, "permission denied for schema "):
+		name := strings.TrimPrefix(pe.Message, "permission denied for schema ")
+		return forbidden("", err, "postgres: the DSN's role may not create objects in schema %s, as migrations do: %s, "+
+			"or have the owner run GRANT CREATE ON SCHEMA %s TO it (docs/postgres-settings.md#privileges)",
+			name, owner, pgschema.QuoteIdent(name))
+	case strings.HasPrefix(pe.Message, "permission denied for "):
+		return forbidden("", err, "postgres: the DSN's role lacks a privilege that migrations need on %s: %s "+
+			"(docs/postgres-settings.md#privileges)", strings.TrimPrefix(pe.Message, "permission denied for "), owner)
+	}
+	// Not a privilege (the append-only triggers' refusal shares the code).
+	return nil
+}
+
 // eraRowFix says how to put leasestore_audit_era's row back.
 const eraRowFix = "restore the row as migrations/postgres/00002_fencing_floor_and_replays.sql creates it and move it " +
 	"past the trail's ids (INSERT INTO leasestore_audit_era (id, id_offset) VALUES (1, 0); SELECT leasestore_audit_new_era())"

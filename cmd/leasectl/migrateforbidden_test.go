@@ -87,3 +87,49 @@ func TestMigrateRefusedForPrivilegesExits7(t *testing.T) {
 		t.Errorf("migrate status as a role that may not read the version table: want exit 7, forbidden, naming the table\n%s", r)
 	}
 }
+
+// TestMigrateUpWithoutUsageExits7: migrate up as a role that may not use
+// the schema its search_path names (no USAGE) is refused for the role's
+// privileges too: exit 7, status forbidden, naming the GRANT of USAGE, as
+// Open and Health do (DESIGN.md's exit 7: "no USAGE on the schema"), and
+// nothing is created. It exited 1.
+func TestMigrateUpWithoutUsageExits7(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := pgtest.DSN(t)
+	roleDSN := pgtest.GrantedRoleDSN(t, dsn)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	role, err := pgx.ParseConfig(roleDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := admin.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "REVOKE USAGE ON SCHEMA "+pgx.Identifier{schema}.Sanitize()+" FROM "+
+		pgx.Identifier{role.User}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	c := leasectl{dir: t.TempDir(), dsn: roleDSN}
+	r := c.run(t, "migrate", "up", "-o", "json")
+	if r.code != 7 {
+		t.Fatalf("migrate up as a role without USAGE on schema %s: exit %d, want 7\n%s", schema, r.code, r)
+	}
+	if m := r.obj(t); m["status"] != "forbidden" || !strings.Contains(m["message"].(string), `GRANT USAGE ON SCHEMA "`+schema+`"`) {
+		t.Errorf("migrate up as a role without USAGE on schema %s: %v, want status forbidden naming the GRANT of USAGE", schema, m)
+	}
+	var objects int
+	if err := admin.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace)
+		+ (SELECT count(*) FROM pg_proc WHERE pronamespace = $1::regnamespace)`, schema).Scan(&objects); err != nil {
+		t.Fatal(err)
+	}
+	if objects != 0 {
+		t.Errorf("a refused migrate up left %d objects in schema %s", objects, schema)
+	}
+}

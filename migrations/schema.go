@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,7 +44,7 @@ func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 		return "", fmt.Errorf("migrations: read whether schema %q of the search_path exists: %w", name, err)
 	}
 	if unusable {
-		return "", fmt.Errorf("migrations: %s, then migrate up again", pgschema.Unusable(name))
+		return "", &unusableSchemaError{msg: fmt.Sprintf("migrations: %s, then migrate up again", pgschema.Unusable(name))}
 	}
 	stmt := "CREATE SCHEMA IF NOT EXISTS " + quoteIdent(name)
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
@@ -52,6 +53,20 @@ func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	return name, nil
 }
+
+// ErrSchemaUnusable is matched (errors.Is) by the error of [EnsureSchema]
+// (and so [Up]) when the session's role may not use the schema its
+// search_path names (no USAGE): a refusal of the role's privileges, which
+// a GRANT fixes and a retry does not (leasectl exits 7, forbidden). The
+// error's text names the GRANT.
+var ErrSchemaUnusable = errors.New("migrations: the role may not use the schema")
+
+// unusableSchemaError is the error of EnsureSchema for a schema the role
+// may not use: msg names the GRANT; it matches ErrSchemaUnusable.
+type unusableSchemaError struct{ msg string }
+
+func (e *unusableSchemaError) Error() string        { return e.msg }
+func (e *unusableSchemaError) Is(target error) bool { return target == ErrSchemaUnusable }
 
 // unusableSchemaSQL reads whether schema $1 exists and the session's role
 // may not use it.

@@ -191,13 +191,17 @@ func pendingMigrations(d migrations.Dialect) ([]migrationStateJSON, error) {
 // table, or another deploy holding the migration lock: raise --timeout);
 // forbidden (exit 7, as for every command) when PostgreSQL refused the
 // DSN's role a privilege the migrations need, naming the fix
-// (postgres.MigrationError); otherwise a plain error (exit 1).
+// (postgres.MigrationError), or the role may not use the schema
+// (migrations.ErrSchemaUnusable); otherwise a plain error (exit 1).
 func migrationError(ctx context.Context, t target, err error) error {
 	if ctx.Err() != nil {
 		return &failure{status: string(protocol.StatusTimeout), err: fmt.Errorf("migrate %s: --timeout passed (a "+
 			"migration that builds an index on a large table takes longer, version 6 seconds a few million rows, and "+
 			"another deploy may hold the schema's migration lock while it migrates: raise --timeout, e.g. --timeout 10m; "+
 			"an index build cut short is redone by the next migrate up): %w", t.shown, err)}
+	}
+	if errors.Is(err, migrations.ErrSchemaUnusable) {
+		return &failure{status: StatusForbidden, err: err, msg: fmt.Sprintf("%s: migrate %s: %v", StatusForbidden, t.shown, err)}
 	}
 	if t.dialect == migrations.Postgres {
 		if refused := postgres.MigrationError(err); refused != nil {

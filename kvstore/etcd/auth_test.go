@@ -99,6 +99,13 @@ func TestAuthFromDSN(t *testing.T) {
 // password, stopped when the test ends, and returns its host:port.
 func authCluster(t *testing.T, password string) string {
 	t.Helper()
+	return strings.TrimPrefix(startAuthCluster(t, password).Members[0].ClientURL, "http://")
+}
+
+// startAuthCluster is authCluster returning the cluster, for a test that
+// kills and restarts its member.
+func startAuthCluster(t *testing.T, password string) *etcdcluster.Cluster {
+	t.Helper()
 	ctx := t.Context()
 	c, err := etcdcluster.Start(ctx, &etcdcluster.Options{Members: 1})
 	if err != nil {
@@ -120,7 +127,7 @@ func authCluster(t *testing.T, password string) string {
 			t.Fatal(err)
 		}
 	}
-	return strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	return c
 }
 
 // rootClient returns a client of authCluster's host as its user root,

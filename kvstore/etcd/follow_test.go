@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -354,6 +357,141 @@ func TestFollowRidesOutQuorumLoss(t *testing.T) {
 	case <-r.ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower did not end after Close")
+	}
+}
+
+// TestFollowEndsOnACredentialsRefusal: a follower whose credentials the
+// cluster refuses after its first read (its role's read permission on
+// the prefix revoked, or its user's password changed, while it follows)
+// yields the refusal once, matching protocol.ErrForbidden or
+// protocol.ErrUnauthenticated, and its stream ends, as it does when the
+// first read is refused and as audit.Watch does on the SQL stores: no
+// retry mends it (`leasectl audit --follow` exits 7). It used to yield
+// the refusal and watch again, every 2s at last, forever. etcd checks a
+// watch's permission only when the watch is made, so the member restarts:
+// the followers' watches are made again, as after a leader change. (A
+// one-member cluster of the test's own, with authentication on.)
+func TestFollowEndsOnACredentialsRefusal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := startAuthCluster(t, "rootpw")
+	host := strings.TrimPrefix(c.Members[0].ClientURL, "http://")
+	root := rootClient(t, host, "rootpw")
+	const prefix = "/followauth/"
+	for _, name := range []string{"revoked", "moved"} {
+		for _, step := range []func() error{
+			func() error { _, err := root.RoleAdd(ctx, name); return err },
+			func() error {
+				_, err := root.RoleGrantPermission(ctx, name, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
+				return err
+			},
+			func() error { _, err := root.UserAdd(ctx, name, name+"pw"); return err },
+			func() error { _, err := root.UserGrantRole(ctx, name, name); return err },
+		} {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rt := protocol.New(openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "root", Password: "rootpw"}), nil)
+	acquire := func(name string) int64 {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := rt.Acquire(actx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute})
+		if err != nil {
+			t.Fatalf("acquire %s: %v", name, err)
+		}
+		return res.Lease.Token
+	}
+	first := acquire("first")
+
+	// follow starts user's follower; its items arrive on the channel,
+	// closed when the stream ends.
+	follow := func(user string) <-chan followItem {
+		b := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: user, Password: user + "pw"})
+		items := make(chan followItem, 100)
+		fctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		go func() {
+			defer close(items)
+			for rec, err := range b.Follow(fctx, audit.Query{}) {
+				select {
+				case items <- followItem{rec, err}:
+				case <-fctx.Done():
+					return
+				}
+			}
+		}()
+		select {
+		case it := <-items:
+			if it.err != nil || it.rec.ID != first {
+				t.Fatalf("%s's follower gave %+v %v first, want the record %d", user, it.rec, it.err, first)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s's follower gave nothing in 30s", user)
+		}
+		return items
+	}
+	revoked, moved := follow("revoked"), follow("moved")
+
+	if _, err := root.RoleRevokePermission(ctx, "revoked", prefix, clientv3.GetPrefixRangeEnd(prefix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UserChangePassword(ctx, "moved", "otherpw"); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(0)
+	if err := c.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	// Back once it serves root a linearizable read (WaitHealthy's
+	// client has no user).
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		gctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := root.Get(gctx, prefix)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the member did not serve root 30s after its restart: %v", err)
+		}
+	}
+	acquire("after")
+	for _, f := range []struct {
+		user  string
+		items <-chan followItem
+		want  error
+	}{{"revoked", revoked, protocol.ErrForbidden}, {"moved", moved, protocol.ErrUnauthenticated}} {
+		// Failures while the member was down may come first; the
+		// refusal comes once the watch is made again, and ends the
+		// stream at once.
+		var refusals, others []error
+		deadline := time.After(5 * time.Second)
+	drain:
+		for {
+			select {
+			case it, open := <-f.items:
+				if !open {
+					break drain
+				}
+				if it.err == nil {
+					t.Errorf("%s's follower gave record %d (%s %s) after its credentials were refused", f.user, it.rec.ID, it.rec.Op, it.rec.Key)
+				} else if protocol.CredentialsRefused(it.err) {
+					refusals = append(refusals, it.err)
+				} else {
+					others = append(others, it.err)
+				}
+			case <-deadline:
+				t.Errorf("%s's follower still followed 5s after the member was back and a record was written; it yielded the refusals %v and the other failures %v",
+					f.user, refusals, others)
+				break drain
+			}
+		}
+		if len(refusals) != 1 || !errors.Is(refusals[0], f.want) {
+			t.Errorf("%s's follower yielded the refusals %v; want one, matching %v", f.user, refusals, f.want)
+		}
 	}
 }
 

@@ -429,8 +429,11 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // while the trail is quiet, so that a quiet trail on a cluster that
 // writes and compacts other keys is not resumed from a compacted
 // revision. A
-// failure of the first read is yielded and ends the stream; so does Close
-// (an error matching protocol.ErrClosed).
+// failure of the first read is yielded and ends the stream; so does a
+// refusal of the credentials or their permission at any time (an error
+// matching [protocol.ErrUnauthenticated] or [protocol.ErrForbidden]: the
+// user's password changed, its role's permission revoked, met when the
+// watch is made again), and Close (an error matching protocol.ErrClosed).
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	return b.FollowPositions(ctx, q, nil)
 }
@@ -504,7 +507,10 @@ func (b *Backend) FollowPositions(ctx context.Context, q audit.Query, passed fun
 			if ctx.Err() != nil {
 				return
 			}
-			if !yield(audit.Record{}, err) {
+			// A refusal of the credentials or their permission is met
+			// again by every new watch: it ends the stream, as on the
+			// first read.
+			if !yield(audit.Record{}, err) || protocol.CredentialsRefused(err) {
 				return
 			}
 			select {

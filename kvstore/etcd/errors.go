@@ -51,6 +51,8 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // has no user (hasUser false): to a client with one it is the cluster's
 // answer while the client authenticates again under a request (its token
 // expired, or a member does not know it), which the next try mends. A
+// member's refusal to make a watch, which the client passes on as text,
+// is read as the client's error of that text (watchRefusal). A
 // *protocol.Error passes
 // through with op filled in; a tampered audit record, a cluster whose
 // revision went back and a store whose revision mark is not below the
@@ -88,6 +90,7 @@ func interpretError(ctx context.Context, op protocol.Op, where string, hasUser b
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		return backendkit.NewError(op, protocol.StatusTimeout, err, "%s: the deadline passed before the cluster answered", where)
 	}
+	err = watchRefusal(err)
 	switch {
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrTimeout),
 		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost):
@@ -130,6 +133,26 @@ func interpretError(ctx context.Context, op protocol.Op, where string, hasUser b
 		}
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, err, "%s: %s", where, "the cluster could not be reached or refused the operation")
+}
+
+// watchRefusal returns the client's error for a cluster's refusal to make
+// a watch (permission denied, user name is empty, ...), which the client
+// passes on as text only: the member's status error as a string, "rpc
+// error: code = PermissionDenied desc = etcdserver: permission denied".
+// Any other err is returned as it is.
+func watchRefusal(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	code, desc, ok := strings.Cut(err.Error(), " desc = ")
+	if !ok || !strings.HasPrefix(code, "rpc error: code = ") {
+		return err
+	}
+	var known rpctypes.EtcdError
+	if mapped := rpctypes.Error(errors.New(desc)); errors.As(mapped, &known) {
+		return mapped
+	}
+	return err
 }
 
 // permissionFix is what a refusal for the user's role's permission says:

@@ -50,15 +50,7 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 	if err := b.open(protocol.OpAudit); err != nil {
 		return audit.Page{}, 0, err
 	}
-	var (
-		rows []audit.Record
-		rev  int64
-	)
-	err := atOneRevision(func() error {
-		var err error
-		rows, rev, err = b.auditRows(ctx, q)
-		return err
-	})
+	rows, rev, err := atOneRevisionOf(func() ([]audit.Record, int64, error) { return b.auditRows(ctx, q) })
 	if err != nil {
 		return audit.Page{}, 0, err
 	}

@@ -422,13 +422,7 @@ const createAttempts = 4
 // refused. It answers the record and the revision mark (the Else branch:
 // the record and the mark too).
 func (b *Backend) createFormat(ctx context.Context) (*clientv3.TxnResponse, error) {
-	var inner string
-	var rev int64
-	err := atOneRevision(func() error {
-		var err error
-		inner, rev, err = b.nestedStore(ctx)
-		return err
-	})
+	inner, rev, err := atOneRevisionOf(func() (string, int64, error) { return b.nestedStore(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -715,13 +709,7 @@ const destroyAttempts = 4
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 	var n int64
 	for attempt := 1; ; attempt++ {
-		var ranges [][2]string
-		var rev int64
-		err := atOneRevision(func() error {
-			var err error
-			ranges, rev, err = b.entryRanges(ctx)
-			return err
-		})
+		ranges, rev, err := atOneRevisionOf(func() ([][2]string, int64, error) { return b.entryRanges(ctx) })
 		if err != nil {
 			return n, err
 		}

@@ -90,6 +90,16 @@ func atOneRevision(read func() error) error {
 	}
 }
 
+// atOneRevisionOf is atOneRevision for a read that answers a value and
+// the revision it read at: it returns those of its last run.
+func atOneRevisionOf[T any](read func() (T, int64, error)) (v T, rev int64, err error) {
+	err = atOneRevision(func() (err error) {
+		v, rev, err = read()
+		return err
+	})
+	return v, rev, err
+}
+
 // List returns one page of the namespace's leases ordered by name (etcd
 // orders keys byte by byte), read at one revision.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
@@ -149,17 +159,13 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 	if after != "" {
 		first = all + after + "\x01"
 	}
-	var out []string
-	err := atOneRevision(func() error {
-		var err error
-		out, err = b.namespaces(ctx, first, end, limit)
-		return err
-	})
+	out, _, err := atOneRevisionOf(func() ([]string, int64, error) { return b.namespaces(ctx, first, end, limit) })
 	return out, err
 }
 
-// namespaces is one read of Namespaces from start, at one revision.
-func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) ([]string, error) {
+// namespaces is one read of Namespaces from start, at one revision, which
+// it returns.
+func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) ([]string, int64, error) {
 	all := b.keys.leases()
 	in := b.instant()
 	var out []string
@@ -171,7 +177,7 @@ func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) 
 		}
 		resp, err := b.kv.Get(ctx, start, opts...)
 		if err != nil {
-			return nil, b.interpret(ctx, protocol.OpNamespaces, err)
+			return nil, 0, b.interpret(ctx, protocol.OpNamespaces, err)
 		}
 		rev = resp.Header.Revision
 		if len(resp.Kvs) == 0 {
@@ -189,14 +195,14 @@ func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) 
 				return !found
 			})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if found {
 			out = append(out, ns)
 		}
 		start = all + ns + "\x01"
 	}
-	return out, nil
+	return out, rev, nil
 }
 
 // Sweep removes the entries of up to max leases that expired more than

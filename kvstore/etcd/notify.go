@@ -30,7 +30,9 @@ const (
 // ch gets one last signal and no more; once Close has begun, Subscribe
 // answers closed (Close waits for the watches it let start). ctx bounds
 // the making of the first watch: when it ends first (a cluster that does
-// not answer), Subscribe answers timeout matching ctx's error.
+// not answer), Subscribe answers timeout matching ctx's error. A cluster
+// that refuses the first watch answers as it does any call: a refusal of
+// the user's permission matches [protocol.ErrForbidden].
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	if err := b.open(protocol.OpAcquire); err != nil {
@@ -59,11 +61,10 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 			if b.closed.Load() { // Close ended the watch
 				return nil, nil, errClosed(protocol.OpAcquire)
 			}
-			var err error
-			if ok {
-				err = first.Err()
+			if ok && first.Err() != nil { // the cluster's answer: a refusal of the user's permission, no leader, ...
+				return nil, nil, b.interpret(ctx, protocol.OpAcquire, first.Err())
 			}
-			return nil, nil, backendkit.NewError(protocol.OpAcquire, protocol.StatusUnavailable, err, "%s: cannot watch the key", b.shown)
+			return nil, nil, backendkit.NewError(protocol.OpAcquire, protocol.StatusUnavailable, nil, "%s: cannot watch the key", b.shown)
 		}
 	case <-ctx.Done():
 		callerEnded()

@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/contract"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// TestFollowerStartedAfterAPruneIsNotBehindIt: while a transaction of the
+// cluster older than the pruned records stays open (another application's
+// session idle in transaction), a follower that starts after the prune
+// (its first page oldest first, or audit.Tail) got a cursor at the
+// horizon, below the ids the prune removed, and its next read failed
+// "behind a prune" although it missed nothing: those records were gone
+// before it first read. Both read on, and read a record written after
+// them; a second prune, after their first read, still refuses them.
+func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	dsn := pgtest.MigratedDSN(t)
+	clock := contract.NewClock()
+	b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
+
+	idle := rawConn(t, dsn) // an older transaction that holds an xid, left open
+	mustExec(t, idle, "BEGIN")
+	var xid string
+	if err := idle.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"k0", "k1", "k2"} {
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "w", TTL: time.Hour, RequestID: "a" + name})
+		wantStatus(t, "acquire "+name, res, err, protocol.StatusAcquired)
+		if i < 2 {
+			rel, err := b.Release(ctx, protocol.ReleaseRequest{Key: key(name), Owner: "w", Token: res.Lease.Token, RequestID: "r" + name})
+			wantStatus(t, "release "+name, rel, err, protocol.StatusReleased)
+		}
+	}
+	all, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Limit: audit.MaxLimit})
+	if err != nil || len(all.Records) != 5 {
+		t.Fatalf("trail of ns: %+v, %v; want 5 records", all.Records, err)
+	}
+	through := all.Records[4].ID
+	clock.Advance(time.Minute)
+	prune := func(id string) {
+		t.Helper()
+		if _, err := b.PruneAudit(ctx, audit.PruneRequest{Before: clock.Now(), Actor: "ops", RequestID: id}); err != nil {
+			t.Fatalf("prune %s: %v", id, err)
+		}
+	}
+	prune("prune-1")
+
+	first, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true})
+	if err != nil || len(first.Records) != 0 {
+		t.Fatalf("a follower's first page after the prune: %+v, %v; want no record", first, err)
+	}
+	fromPage := first.Resume("")
+	fromTail, err := audit.Tail(ctx, b, audit.Query{Namespace: "ns"}, nil)
+	if err != nil {
+		t.Fatalf("tail after the prune: %v", err)
+	}
+	for _, c := range []string{fromPage, fromTail} {
+		// The open transaction (xid xid) keeps the horizon below the ids
+		// pruned: the case this test is about.
+		if id, err := audit.DecodeCursor(c); err != nil || id >= through {
+			t.Fatalf("cursor %q (%v) is not below the pruned id %d: transaction %s did not hold the horizon", c, err, through, xid)
+		}
+		if _, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true, Cursor: c}); err != nil {
+			t.Fatalf("a follower that started after the prune, reading on from %q: %v; want it served: it missed nothing", c, err)
+		}
+	}
+
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("after"), Owner: "w", TTL: time.Hour, RequestID: "after"})
+	wantStatus(t, "acquire after", res, err, protocol.StatusAcquired)
+	mustExec(t, idle, "ROLLBACK")
+	for _, c := range []string{fromPage, fromTail} {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // other tests' transactions may hold the horizon a while
+		var got []string
+		for rec, err := range audit.Watch(wctx, b, audit.Query{Namespace: "ns", Cursor: c}, nil) {
+			if err != nil {
+				t.Fatalf("watch from %q: %v", c, err)
+			}
+			got = append(got, rec.RequestID)
+			break
+		}
+		cancel()
+		if len(got) != 1 || got[0] != "after" {
+			t.Fatalf("watch from %q: read %q; want the record written after it (after)", c, got)
+		}
+	}
+
+	// A prune after the follower's first read removes a record after its
+	// cursor: it is behind that one.
+	clock.Advance(time.Minute)
+	prune("prune-2")
+	for _, c := range []string{fromPage, fromTail} {
+		page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true, Cursor: c})
+		wantPruned(t, "follower at "+c+" after a second prune", page, err)
+	}
+}

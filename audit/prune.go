@@ -79,6 +79,10 @@ const PrunedPrefix = "behind a prune: "
 // Otherwise, a read without a cursor (the start), newest first, or from a
 // cursor at or after through, it returns nil: reading from the start after
 // a prune is the ordinary way to read a pruned trail.
+//
+// A cursor's prune count ([EncodePrunedCursor]) is not read here: a backend
+// that keeps no count (SQLite, etcd) refuses such a cursor below through
+// as any other; see [CheckPrunedCount].
 func CheckPruned(q Query, through int64) error {
 	if q.Newest || q.Cursor == "" {
 		return nil
@@ -87,6 +91,26 @@ func CheckPruned(q Query, through int64) error {
 	if err != nil || after >= through {
 		return nil
 	}
+	return prunedError(q, through)
+}
+
+// CheckPrunedCount is [CheckPruned] for a backend that also counts the
+// prune batches that removed records of q's scope (PostgreSQL): prunes is
+// that count, read in the same snapshot as through. A cursor that carries
+// a count ([EncodePrunedCursor]) was issued below through to a reader that
+// had missed nothing; it is refused only when a batch removed records
+// since, that is when the count differs from prunes. A cursor without one
+// keeps [CheckPruned]'s rule.
+func CheckPrunedCount(q Query, through, prunes int64) error {
+	if n, ok := CursorPrunes(q.Cursor); ok && !q.Newest && n == prunes {
+		return nil
+	}
+	return CheckPruned(q, through)
+}
+
+// prunedError is the error matching [ErrPruned] for a read of q from a
+// cursor below through.
+func prunedError(q Query, through int64) error {
 	scope := "the trail"
 	if q.Namespace != "" {
 		scope = fmt.Sprintf("namespace %q", q.Namespace)

@@ -274,6 +274,27 @@ const (
 // oldest first.
 func EncodeCursor(id int64) string { return cursorPrefix + strconv.FormatInt(id, 10) }
 
+// EncodePrunedCursor returns the cursor that resumes after the record with
+// id, oldest first, as [EncodeCursor], carrying prunes: the count of prune
+// batches that had removed records of the reader's scope when the cursor
+// was issued, read in the same snapshot as the page ("a1.ID.PRUNES"). A
+// backend issues it for a follower whose position lies below the greatest
+// id a prune removed although it missed nothing (on PostgreSQL, the
+// horizon of a cluster whose oldest transaction predates the prune), so
+// that reading on from it is refused only when a prune ran since (see
+// [CheckPrunedCount]).
+func EncodePrunedCursor(id, prunes int64) string {
+	return EncodeCursor(id) + "." + strconv.FormatInt(prunes, 10)
+}
+
+// CursorPrunes returns the prune count an oldest-first cursor from
+// [EncodePrunedCursor] carries; ok is false for any other cursor (one from
+// [EncodeCursor], a newest-first one, "" or a malformed one).
+func CursorPrunes(c string) (prunes int64, ok bool) {
+	_, prunes, counted, err := decodeCursor(c)
+	return prunes, err == nil && counted
+}
+
 // EncodeNewestCursor returns the cursor that resumes before the record
 // with id, newest first ([Query.Newest]).
 func EncodeNewestCursor(id int64) string { return newestCursorPrefix + strconv.FormatInt(id, 10) }
@@ -292,17 +313,31 @@ func (q Query) NextCursor(id int64) string {
 func IsNewestCursor(c string) bool { return strings.HasPrefix(c, newestCursorPrefix) }
 
 // DecodeCursor returns the record id an oldest-first cursor from
-// [EncodeCursor] resumes after. A newest-first cursor is an error (see
-// [Query.IDRange], which reads both).
+// [EncodeCursor] or [EncodePrunedCursor] resumes after. A newest-first
+// cursor is an error (see [Query.IDRange], which reads both).
 func DecodeCursor(c string) (int64, error) {
+	id, _, _, err := decodeCursor(c)
+	return id, err
+}
+
+// decodeCursor reads an oldest-first cursor: its id and, when it carries
+// one, its prune count (counted).
+func decodeCursor(c string) (id, prunes int64, counted bool, err error) {
 	if strings.HasPrefix(c, newestCursorPrefix) {
-		return 0, errors.New("cursor: from a newest-first page; read it newest first")
+		return 0, 0, false, errors.New("cursor: from a newest-first page; read it newest first")
 	}
 	rest, ok := strings.CutPrefix(c, cursorPrefix)
 	if !ok {
-		return 0, errors.New("cursor: not an audit cursor")
+		return 0, 0, false, errors.New("cursor: not an audit cursor")
 	}
-	return parseCursorID(rest)
+	rest, count, counted := strings.Cut(rest, ".")
+	if id, err = parseCursorID(rest); err == nil && counted {
+		prunes, err = parseCursorID(count)
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return id, prunes, counted, nil
 }
 
 // parseCursorID reads the id of a cursor, its prefix removed.

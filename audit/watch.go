@@ -210,8 +210,12 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 // that, unlike "", the start, is checked against prunes, so that a
 // follower from there hears of records written and pruned before its
 // first read ([ErrPruned]). It answers "" only when the trail holds no
-// record q selects and r tells no FollowCursor. Each read is bounded by
-// cfg's ReadTimeout (cfg may be nil).
+// record q selects and r tells no FollowCursor. A position is answered as
+// the reader's FollowCursor names it, so that it keeps what the reader
+// adds: on PostgreSQL, below what a prune removed, the prune count
+// ([EncodePrunedCursor]) that keeps a follower that started after the
+// prune ahead of it. Each read is bounded by cfg's ReadTimeout (cfg may
+// be nil).
 //
 // Readers page oldest first only, so the end is found by reading back from
 // now in growing windows (1s, 8s, about a minute, ... then the whole
@@ -229,7 +233,7 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 		if window > 100*365*24*time.Hour {
 			probe.Since = time.Time{}
 		}
-		last, passed := "", ""
+		last, passed, lastID := "", "", int64(0)
 		probe.Cursor = ""
 		for {
 			rctx, cancel := context.WithTimeout(ctx, c.ReadTimeout)
@@ -239,7 +243,8 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 				return "", err
 			}
 			if n := len(page.Records); n > 0 {
-				last = EncodeCursor(page.Records[n-1].ID)
+				lastID = page.Records[n-1].ID
+				last = EncodeCursor(lastID)
 				probe.Cursor = last
 			}
 			passed = page.FollowCursor
@@ -248,6 +253,11 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 			}
 		}
 		if last != "" {
+			if at, err := DecodeCursor(passed); err == nil && at == lastID {
+				// The same position, as the reader issued it: on
+				// PostgreSQL with the prune count it may carry.
+				return passed, nil
+			}
 			return last, nil
 		}
 		if probe.Since.IsZero() {

@@ -626,4 +626,4 @@ const ServingGuardPrefix = "leasestore_serving"
 
 // LatestVersion is the version of the newest embedded migration, the same
 // for every dialect. A backend checks the database is at this version.
-const LatestVersion = 10
+const LatestVersion = 11

@@ -428,8 +428,10 @@ const pruneClaimGrant = "EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, 
 // record whose id went back (leasestore_audit_went_back, named by every
 // change statement too), the new era of ids that follows it
 // (leasestore_audit_new_era, called when the ids went back) and the
-// horizon of prunes that audit reads from a cursor name
-// (leasestore_audit_pruned_through). PostgreSQL lets PUBLIC execute a new
+// horizon of prunes and their count that audit reads from a cursor and
+// follower's reads name (leasestore_audit_pruned_mark; the releases before
+// schema 11 name leasestore_audit_pruned_through, kept in the grant for a
+// role that serves both during a rolling deploy). PostgreSQL lets PUBLIC execute a new
 // function, unless the schema owner's default privileges keep it private:
 // then a role needs them all, and the permission error on any one names
 // servingFunctionsGrant, which gives them all at once. The server checks
@@ -444,6 +446,7 @@ var servingFunctions = []string{
 	"leasestore_audit_went_back()",
 	"leasestore_audit_new_era()",
 	"leasestore_audit_pruned_through(text)",
+	"leasestore_audit_pruned_mark(text)",
 }
 
 // servingFunctionsGrant is what follows GRANT to let a role execute

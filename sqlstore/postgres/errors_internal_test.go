@@ -49,7 +49,7 @@ func TestInterpretError(t *testing.T) {
 		{"no privilege on a store function", &pgconn.PgError{Code: "42501", Message: "permission denied for function leasestore_outcome"},
 			protocol.StatusUnavailable, "run GRANT EXECUTE ON FUNCTION leasestore_outcome(text, text, text), " +
 				"leasestore_outcome_fresh(text, text, text), leasestore_audit_went_back(), leasestore_audit_new_era(), " +
-				"leasestore_audit_pruned_through(text) TO it"},
+				"leasestore_audit_pruned_through(text), leasestore_audit_pruned_mark(text) TO it"},
 		{"no privilege on a function named like a store function", &pgconn.PgError{Code: "42501",
 			Message: "permission denied for function leasestore_outcome_x"}, protocol.StatusUnavailable, "lacks a privilege: grant it those docs"},
 		{"no privilege on something else", &pgconn.PgError{Code: "42501", Message: "permission denied for function f"},

@@ -17,7 +17,7 @@ import (
 // once, as one GRANT on a table names every privilege of it.
 const servingFunctionsGrant = "GRANT EXECUTE ON FUNCTION leasestore_outcome(text, text, text), " +
 	"leasestore_outcome_fresh(text, text, text), leasestore_audit_went_back(), leasestore_audit_new_era(), " +
-	"leasestore_audit_pruned_through(text) TO it"
+	"leasestore_audit_pruned_through(text), leasestore_audit_pruned_mark(text) TO it"
 
 // A role with the grants docs/postgres-settings.md lists, but which may
 // not execute one of the store's functions (a DBA revoked PUBLIC's
@@ -66,9 +66,9 @@ func TestMissingExecuteOnAStoreFunctionNamesItsGrant(t *testing.T) {
 			wantGrant(t, "acquire", err)
 		})
 	}
-	t.Run("leasestore_audit_pruned_through, read by an audit read from a cursor", func(t *testing.T) {
+	t.Run("leasestore_audit_pruned_mark, read by an audit read from a cursor", func(t *testing.T) {
 		t.Parallel()
-		_, roleDSN := setup(t, "leasestore_audit_pruned_through(text)")
+		_, roleDSN := setup(t, "leasestore_audit_pruned_mark(text)")
 		b := openBackend(t, roleDSN, nil)
 		acquireKeys(t, b, key, 2, time.Minute)
 		page, err := b.ReadAudit(ctxT(t), audit.Query{Namespace: "ns", Limit: 1})

@@ -92,7 +92,8 @@
 // leasestore_compat, the sequence leasestore_fencing_seq, functions
 // leasestore_outcome, leasestore_outcome_fresh, leasestore_audit_refuse,
 // leasestore_audit_went_back, leasestore_audit_new_era,
-// leasestore_audit_keep_pruned and leasestore_audit_pruned_through, and
+// leasestore_audit_keep_pruned, leasestore_audit_pruned_through and
+// leasestore_audit_pruned_mark, and
 // goose's leasestore_goose_db_version) live
 // in the connection's schema: the first schema of its search_path. To give
 // leasestore a schema of its own, put it in the DSN, for example

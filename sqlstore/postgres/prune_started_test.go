@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/contract"
+	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -19,7 +20,8 @@ import (
 // horizon, below the ids the prune removed, and its next read failed
 // "behind a prune" although it missed nothing: those records were gone
 // before it first read. Both read on, and read a record written after
-// them; a second prune, after their first read, still refuses them.
+// them, and so do audit.Tail and a follow from the start over the HTTP API;
+// a second prune, after their first read, still refuses them.
 func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -64,7 +66,43 @@ func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tail after the prune: %v", err)
 	}
-	for _, c := range []string{fromPage, fromTail} {
+	// Over the HTTP API: audit.Tail through GET /v1/audit (leasectl watch),
+	// and a follow from the start (its first page, then the stream).
+	client, err := httpapi.NewClient(serveHTTP(t, b, true, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close(context.Background()) })
+	fromHTTPTail, err := audit.Tail(ctx, client, audit.Query{Namespace: "ns"}, nil)
+	if err != nil {
+		t.Fatalf("tail over HTTP after the prune: %v", err)
+	}
+	started, followed := make(chan struct{}), make(chan string, 1)
+	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer fcancel()
+	go func() {
+		once := false
+		for rec, err := range client.FollowPositions(fctx, audit.Query{Namespace: "ns"}, func(string) {
+			if !once {
+				once = true
+				close(started)
+			}
+		}) {
+			if err != nil {
+				followed <- "error: " + err.Error()
+			} else {
+				followed <- rec.RequestID
+			}
+			return
+		}
+		followed <- "the follow ended"
+	}()
+	select {
+	case <-started: // its first page was read, the open transaction holding the horizon
+	case s := <-followed:
+		t.Fatalf("follow over HTTP from the start: %s before its first page told where it read on from", s)
+	}
+	for _, c := range []string{fromPage, fromTail, fromHTTPTail} {
 		// The open transaction (xid xid) keeps the horizon below the ids
 		// pruned: the case this test is about.
 		if id, err := audit.DecodeCursor(c); err != nil || id >= through {
@@ -78,7 +116,10 @@ func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
 	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("after"), Owner: "w", TTL: time.Hour, RequestID: "after"})
 	wantStatus(t, "acquire after", res, err, protocol.StatusAcquired)
 	mustExec(t, idle, "ROLLBACK")
-	for _, c := range []string{fromPage, fromTail} {
+	if got := <-followed; got != "after" {
+		t.Fatalf("follow over HTTP from the start: %s; want the record written after it (after)", got)
+	}
+	for _, c := range []string{fromPage, fromTail, fromHTTPTail} {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // other tests' transactions may hold the horizon a while
 		var got []string
 		for rec, err := range audit.Watch(wctx, b, audit.Query{Namespace: "ns", Cursor: c}, nil) {
@@ -98,7 +139,7 @@ func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
 	// cursor: it is behind that one.
 	clock.Advance(time.Minute)
 	prune("prune-2")
-	for _, c := range []string{fromPage, fromTail} {
+	for _, c := range []string{fromPage, fromTail, fromHTTPTail} {
 		page, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true, Cursor: c})
 		wantPruned(t, "follower at "+c+" after a second prune", page, err)
 	}

@@ -320,16 +320,17 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		// One migration back (version 10, the trail's time index back),
-		// two (version 9 changes nothing on SQLite), three (version 8, the
-		// prunes' claims on their request ids, gone) and four (version 7,
-		// the marks of what prunes removed, gone): operations go on, and
-		// Health and a prune (a read from a cursor too, once the marks are
-		// gone) name the versions. Five back (version 6 changes nothing on
-		// SQLite): the same. Six back (the audit's lock_delay gone): the
-		// writes fail; seven back (the leases' lock-delay columns gone):
-		// reads too.
-		for back := 1; back <= 5; back++ {
+		// One migration back (version 11 changes nothing on SQLite), two
+		// (version 10, the trail's time index back), three (version 9
+		// changes nothing on SQLite), four (version 8, the prunes' claims
+		// on their request ids, gone) and five (version 7, the marks of
+		// what prunes removed, gone): operations go on, and Health and a
+		// prune (a read from a cursor too, once the marks are gone) name
+		// the versions. Six back (version 6 changes nothing on SQLite):
+		// the same. Seven back (the audit's lock_delay gone): the writes
+		// fail; eight back (the leases' lock-delay columns gone): reads
+		// too.
+		for back := 1; back <= 6; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -341,12 +342,12 @@ func TestSchemaChecked(t *testing.T) {
 			expectUnavailable(t, "Health", b.Health(ctx), want)
 			_, err = b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: fmt.Sprint("p", back)})
 			expectUnavailable(t, "prune", err, want)
-			if back >= 4 {
+			if back >= 5 {
 				_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
 				expectUnavailable(t, "audit read from a cursor", err, want)
 			}
 		}
-		for back := 6; back <= 7; back++ {
+		for back := 7; back <= 8; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -354,7 +355,7 @@ func TestSchemaChecked(t *testing.T) {
 				"leasectl migrate up"}
 			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
 			expectUnavailable(t, "acquire", err, want...)
-			if back == 7 {
+			if back == 8 {
 				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
 				expectUnavailable(t, "get", err, want...)
 			}

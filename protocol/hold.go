@@ -11,11 +11,16 @@ import (
 )
 
 // HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.
+//
+// [Hold] refuses, as invalid and before acquiring anything, a config that
+// cannot keep the lease: a negative duration, or a RenewEvery not shorter
+// than the TTL (the lease would run out before its first renewal).
 type HoldConfig struct {
-	// RenewEvery is the interval between renewals. Default: a third of the TTL,
-	// so two renewals can fail in a row before the lease runs out.
+	// RenewEvery is the interval between renewals, shorter than the TTL.
+	// Default (zero): a third of the TTL, so two renewals can fail in a
+	// row before the lease runs out.
 	RenewEvery time.Duration
-	// RenewTimeout bounds each renewal. Default: RenewEvery.
+	// RenewTimeout bounds each renewal. Default (zero): RenewEvery.
 	RenewTimeout time.Duration
 	// Wait, when non-nil, makes Hold wait for a key that is held, as
 	// [AcquireWait] does with this config, instead of returning conflict.
@@ -125,6 +130,9 @@ func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 // ([ErrUnauthenticated], [ErrForbidden]) took nothing and is refused again:
 // its error does not ask for another call.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
+	if err := cfg.check(req.TTL); err != nil {
+		return nil, &Error{Op: OpAcquire, Status: StatusInvalid, Key: req.Key, Message: "hold config", Err: err}
+	}
 	if req.RequestID == "" {
 		req.RequestID = newRequestIDFor(s)
 	}
@@ -193,6 +201,26 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		close(h.done)
 	}()
 	return h, nil
+}
+
+// check refuses a config that cannot keep a lease of ttl: each error
+// names the field and the fix. A nil config is the defaults.
+func (c *HoldConfig) check(ttl time.Duration) error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	switch {
+	case c.RenewEvery < 0:
+		errs = append(errs, fmt.Errorf("renew every: %v is negative: set it positive and shorter than the ttl, or zero for the default (a third of the ttl)", c.RenewEvery))
+	case c.RenewEvery >= ttl && ttl > 0:
+		errs = append(errs, fmt.Errorf("renew every: %v is not shorter than the ttl %v: the lease would run out before its first renewal; "+
+			"set it shorter, or zero for the default (a third of the ttl)", c.RenewEvery, ttl))
+	}
+	if c.RenewTimeout < 0 {
+		errs = append(errs, fmt.Errorf("renew timeout: %v is negative: set it positive, or zero for the default (RenewEvery)", c.RenewTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // closingSignaller is a store that tells its holders it is closing:
@@ -299,7 +327,8 @@ func closedUnder(err error) error {
 // confirm renews the lease of a replayed acquire of req, under a fresh
 // request id, and returns the renewed lease.
 func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
-	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL})
+	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL,
+		RequestID: newRequestIDFor(s)})
 	switch st := StatusOf(err); {
 	case CredentialsRefused(err):
 		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d): %w", req.RequestID, token, err)
@@ -424,9 +453,15 @@ func nextTick(sent time.Time, every time.Duration) time.Time {
 // sent: the first renewal is an interval after it, at once when an acquire
 // answered late left less. The lease runs out by the local clock (its
 // deadline) TTL after the last successful acquire or renewal was sent,
-// and is lost then whatever happens meanwhile: neither a renewal still in
-// flight then (a RenewTimeout longer than the lease has left) nor a
-// renewal due later (a RenewEvery at or above the TTL) keeps it.
+// and is lost then whatever happens meanwhile: a renewal still in flight
+// then (a RenewTimeout longer than the lease has left) does not keep it.
+//
+// Each renewal carries a request id of its own, made here (a store that
+// makes none, such as a bare backend, would otherwise take every renewal
+// after the first for a replay of it). A renewal whose outcome is unknown
+// (timeout, unavailable) is sent again under the same id, so that the
+// store answers what it did; a replayed answer renewed the lease when that
+// id was first sent, and the local deadline runs from then.
 func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 	deadline := sent.Add(h.req.TTL)
 	next := time.NewTimer(time.Until(nextTick(sent, every)))
@@ -434,6 +469,10 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 	ranOut := func() { h.cancel(lostByClock(errors.New("not renewed before it would run out by the local clock"))) }
 	lapse := time.AfterFunc(time.Until(deadline), ranOut)
 	defer lapse.Stop()
+	// The renewal's request id, kept while its outcome is unknown, and
+	// when it was first sent.
+	var id string
+	var idSent time.Time
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -441,9 +480,16 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 		case <-next.C:
 		}
 		sent = time.Now()
+		if id == "" {
+			id, idSent = newRequestIDFor(h.store), sent
+		}
 		ctx, cancel := context.WithTimeout(h.ctx, timeout)
-		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL})
+		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL, RequestID: id})
 		cancel()
+		unknown := err != nil && (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !CredentialsRefused(err)
+		if !unknown {
+			id = "" // the outcome is known: the next renewal is a new one
+		}
 		switch {
 		case err == nil:
 			// Renewed. An answer without the lease (a server's "lease":
@@ -453,13 +499,17 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 				h.lease = *res.Lease
 				h.mu.Unlock()
 			}
+			if res.Replayed {
+				// An earlier send of this renewal took effect.
+				sent = idSent
+			}
 			deadline = sent.Add(h.req.TTL)
 			if lapse.Stop() {
 				lapse.Reset(time.Until(deadline))
 			}
 		case h.ctx.Err() != nil:
 			return
-		case (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !CredentialsRefused(err):
+		case unknown:
 			// The effect is unknown: keep trying while the lease may still
 			// be live. The next try is an interval after this one was
 			// sent: at once when this one took the interval or more.

@@ -226,9 +226,16 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 // deadline, which bounds a wait's sleeps, not whether it tries).
 func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
 
-// newRequestIDFor makes a request id as s would: with the runtime's
-// generator when s is a [*Runtime].
-func newRequestIDFor(s Store) string {
+// newRequestIDFor is [RequestIDFor].
+func newRequestIDFor(s Store) string { return RequestIDFor(s) }
+
+// RequestIDFor returns a new request id as s makes them: with the
+// generator of its [Config] (NewRequestID) when s is a [*Runtime], else
+// [NewRequestID]. Code that keeps a lease over any [Store] (Hold, the
+// scheduler) gives each change an id of its own with it: a Store that
+// makes none (a backend used directly) would take every change after the
+// first sent under the empty id for a repeat of it.
+func RequestIDFor(s Store) string {
 	if r, ok := s.(*Runtime); ok {
 		return r.newReqID()
 	}

@@ -25,7 +25,12 @@ import (
 // The scheduler borrows its store: it never closes it. Close the store
 // after Run has returned.
 type Scheduler struct {
-	store   protocol.Store
+	store protocol.Store
+	// newID makes each change's request id, as the store given to New
+	// makes them (protocol.RequestIDFor): a store that makes none, such
+	// as a bare backend, would take every change after the first sent
+	// under the empty id for a repeat of it.
+	newID   func() string
 	id      string
 	targets Targets
 	handler Handler
@@ -197,6 +202,7 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 	if set.extraRenewals > 0 {
 		sched.extra = make(chan struct{}, set.extraRenewals)
 	}
+	sched.newID = func() string { return protocol.RequestIDFor(store) }
 	sched.store = closeSensor(store, sched.noteClosed)
 	return sched, nil
 }
@@ -441,11 +447,19 @@ func (s *Scheduler) renewOne(ctx context.Context, it renewItem) renewOutcome {
 	// leave their answers here.
 	answers := make(chan renewOutcome, maxRenewAttempts)
 	waiting := 0
+	// Every send is the same renewal, under one request id: the store
+	// applies the first that reaches it and answers the others as its
+	// replay, which renewed the lease no earlier than the first send.
+	req := protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl, RequestID: s.newID()}
+	first := time.Now()
 	send := func(extra bool) {
 		waiting++
 		s.renewals.Go(func() {
 			o := renewOutcome{sent: time.Now()}
-			o.res, o.err = s.store.Renew(ctx, protocol.RenewRequest{Key: it.key, Owner: s.id, Token: it.token, TTL: s.set.ttl})
+			o.res, o.err = s.store.Renew(ctx, req)
+			if o.err == nil && o.res.Replayed {
+				o.sent = first
+			}
 			if extra {
 				<-s.extra // its place in the budget, held until the store answered
 			}
@@ -699,9 +713,11 @@ func (s *Scheduler) sendReleases(ctx context.Context, ls []*lease) (apply func()
 		concurrently(len(ls), func(i int) {
 			ctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
 			defer cancel()
-			var res protocol.Result
-			res, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ls[i].releaseID})
-			ids[i] = res.RequestID
+			ids[i] = ls[i].releaseID
+			if ids[i] == "" {
+				ids[i] = s.newID()
+			}
+			_, errs[i] = s.store.Release(ctx, protocol.ReleaseRequest{Key: ls[i].key, Owner: s.id, Token: ls[i].token, RequestID: ids[i]})
 		})
 	}()
 	return func() {
@@ -792,7 +808,7 @@ func (s *Scheduler) join(parent context.Context) {
 	defer cancel()
 	if lapsed != 0 {
 		sent := time.Now()
-		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: lapsed, TTL: s.set.ttl})
+		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: lapsed, TTL: s.set.ttl, RequestID: s.newID()})
 		switch {
 		case err == nil && res.Lease != nil:
 			s.mu.Lock()
@@ -953,6 +969,9 @@ var errReplayEnded = errors.New("the lease it took has ended")
 // membership); otherwise it drops it. When the store refuses the
 // confirming renew, the error wraps errReplayEnded as well as the refusal.
 func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string) (protocol.Lease, time.Time, error) {
+	if reqID == "" {
+		reqID = s.newID()
+	}
 	sent := time.Now()
 	res, err := s.store.Acquire(ctx, s.acquireRequest(key, reqID))
 	if closedAnswer(err) {
@@ -960,9 +979,9 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 	}
 	if unknown(err) {
 		if key == s.member {
-			s.memberReq = res.RequestID
+			s.memberReq = reqID
 		} else {
-			s.pending[key.Name] = res.RequestID
+			s.pending[key.Name] = reqID
 		}
 		return protocol.Lease{}, sent, err
 	}
@@ -981,12 +1000,12 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 		return *res.Lease, sent, nil
 	}
 	sent = time.Now()
-	rr, err := s.store.Renew(ctx, protocol.RenewRequest{Key: key, Owner: s.id, Token: res.Lease.Token, TTL: s.set.ttl})
+	rr, err := s.store.Renew(ctx, protocol.RenewRequest{Key: key, Owner: s.id, Token: res.Lease.Token, TTL: s.set.ttl, RequestID: s.newID()})
 	if noOutcome(err) { // the replay stands; confirm it next time
 		if key == s.member {
-			s.memberReq = res.RequestID
+			s.memberReq = reqID
 		} else {
-			s.pending[key.Name] = res.RequestID
+			s.pending[key.Name] = reqID
 		}
 	}
 	if refused(err) { // the lease the replay took has ended
@@ -1235,7 +1254,7 @@ func (s *Scheduler) resolveOrphan(ctx context.Context, key protocol.Key, o *orph
 		o.runsOut = latest(o.runsOut, time.Now().Add(s.set.ttl))
 	}
 	token = res.Lease.Token
-	_, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token})
+	_, err = s.store.Release(ctx, protocol.ReleaseRequest{Key: key, Owner: s.id, Token: token, RequestID: s.newID()})
 	switch {
 	case err == nil:
 		s.log.Info("scheduler: released the lease an acquire whose answer was lost took, its key no longer wanted",
@@ -1599,7 +1618,7 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	}
 	if token != 0 {
 		ctx, cancel := context.WithTimeout(s.base, s.set.opTimeout)
-		_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: s.member, Owner: s.id, Token: token})
+		_, err := s.store.Release(ctx, protocol.ReleaseRequest{Key: s.member, Owner: s.id, Token: token, RequestID: s.newID()})
 		cancel()
 		if err != nil && !refused(err) {
 			s.log.Warn("scheduler: release of the membership failed; it will expire", "token", token, "err", err)

@@ -46,3 +46,19 @@ func TestNewRefusesALockDelayAnEarlierGlobShadows(t *testing.T) {
 	protocol.New(memstore.New(nil), &protocol.Config{LockDelays: []protocol.NamespaceLockDelay{
 		{Namespaces: "jobs-1", Delay: time.Second}, {Namespaces: "jobs-*", Delay: 15 * time.Second}, {Namespaces: "*", Delay: time.Second}}}).Close(t.Context())
 }
+
+// ValidateLockDelays tells what New would panic on, as an error naming the
+// entry, and takes a list whose every entry can apply.
+func TestValidateLockDelaysNamesTheEntryThatCanNeverApply(t *testing.T) {
+	t.Parallel()
+	err := protocol.ValidateLockDelays([]protocol.NamespaceLockDelay{{Namespaces: "*", Delay: time.Second}, {Namespaces: "jobs-*", Delay: time.Second}})
+	if err == nil || !strings.Contains(err.Error(), `"jobs-*"`) || !strings.Contains(err.Error(), "first") {
+		t.Fatalf("ValidateLockDelays(*, jobs-*) = %v; want an error naming jobs-* and the fix (give it first)", err)
+	}
+	if err := protocol.ValidateLockDelays([]protocol.NamespaceLockDelay{{Delay: time.Second}}); err == nil || !strings.Contains(err.Error(), `"*"`) {
+		t.Fatalf("ValidateLockDelays(empty glob) = %v; want an error naming \"*\" for every namespace", err)
+	}
+	if err := protocol.ValidateLockDelays([]protocol.NamespaceLockDelay{{Namespaces: "jobs-eu", Delay: 0}, {Namespaces: "jobs-*", Delay: time.Second}, {Namespaces: "*", Delay: time.Second}}); err != nil {
+		t.Fatalf("ValidateLockDelays(jobs-eu, jobs-*, *) = %v; want nil", err)
+	}
+}

@@ -40,8 +40,10 @@ type Config struct {
 	// not a parameter of the request, so changing them does not turn a
 	// retry invalid). Default: none,
 	// so a lease has a lock-delay only when its acquire asks for one.
-	// [New] panics on a malformed glob or a delay outside [0, MaxLockDelay];
-	// check them first with [NamespaceLockDelay.Validate].
+	// [New] panics on an empty or malformed glob, a delay outside
+	// [0, MaxLockDelay], or an entry that can never apply (its glob given
+	// earlier, or matched by an earlier one: see [ValidateLockDelays]);
+	// check them first with ValidateLockDelays.
 	LockDelays []NamespaceLockDelay
 }
 
@@ -55,13 +57,47 @@ type NamespaceLockDelay struct {
 	Delay      time.Duration
 }
 
-// Validate checks the glob and the delay. A malformed glob's error
+// Validate checks the glob and the delay. An empty glob, which names no
+// namespace, is refused ("*" names every one). A malformed glob's error
 // matches [path.ErrBadPattern].
 func (d NamespaceLockDelay) Validate() error {
+	if d.Namespaces == "" {
+		return errors.New(`lock delay: the namespace glob is empty and names no namespace: write one, such as jobs-*, or "*" for every namespace`)
+	}
 	if err := nsglob.Validate(d.Namespaces); err != nil {
 		return fmt.Errorf("lock delay: %w", err)
 	}
 	return validateLockDelay(d.Delay)
+}
+
+// ValidateLockDelays checks a list of namespace defaults as
+// [Config].LockDelays takes it: each entry ([NamespaceLockDelay.Validate]),
+// and that each can apply. The first entry whose glob matches a namespace
+// applies, so an entry is refused when its glob is given earlier too, or
+// an earlier glob matches every namespace it does: any entry after "*",
+// or a plain namespace an earlier glob matches ("jobs-*" before "jobs-eu").
+// `leasectl serve --lock-delay` refuses the same entries.
+func ValidateLockDelays(delays []NamespaceLockDelay) error {
+	var errs []error
+	for i, d := range delays {
+		if err := d.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("entry %d: %w", i, err))
+			continue
+		}
+		for j, prev := range delays[:i] {
+			if prev.Namespaces == d.Namespaces {
+				errs = append(errs, fmt.Errorf("lock delay: the namespace glob %q is given twice (entries %d and %d): the first applies, give it once",
+					d.Namespaces, j, i))
+				break
+			}
+			if nsglob.Shadows(prev.Namespaces, d.Namespaces) {
+				errs = append(errs, fmt.Errorf("lock delay: entry %d, %q, can never apply: the earlier entry %d, %q, matches every namespace it does, "+
+					"and the first matching glob applies: give %q first, or drop it", i, d.Namespaces, j, prev.Namespaces, d.Namespaces))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // lockDelayOf returns the default lock-delay of namespace ns.
@@ -115,10 +151,8 @@ func New(b Backend, cfg *Config) *Runtime {
 		closeDone: make(chan struct{}),
 		closing:   make(chan struct{}),
 	}
-	for _, d := range cfg.LockDelays {
-		if err := d.Validate(); err != nil {
-			panic("protocol: New: " + err.Error())
-		}
+	if err := ValidateLockDelays(cfg.LockDelays); err != nil {
+		panic("protocol: New: " + err.Error())
 	}
 	r.delays = slices.Clone(cfg.LockDelays)
 	if r.timeout <= 0 {

@@ -22,6 +22,7 @@ package nsglob
 import (
 	"fmt"
 	"path"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -109,6 +110,20 @@ func classChar(chunk string) (r rune, rest, msg string) {
 		return 0, "", unclosed
 	}
 	return r, chunk[n:], ""
+}
+
+// Shadows reports whether the earlier glob prev matches every namespace
+// that glob does, so that, where the first matching glob applies (the
+// namespace defaults of the lock-delay), glob never applies. It tells the
+// two cases told without solving glob inclusion: prev is made of stars
+// alone, which match every namespace, or glob is a plain namespace (no
+// special character) that prev matches. Equal globs are for the caller,
+// which names them as given twice.
+func Shadows(prev, glob string) bool {
+	if prev != "" && strings.Trim(prev, "*") == "" {
+		return true
+	}
+	return !strings.ContainsAny(glob, `*?[\`) && Match(prev, glob)
 }
 
 // Match reports whether namespace matches pattern, the whole of it. A

@@ -12,8 +12,10 @@ import (
 // lockDelaysFlag is serve's repeatable --lock-delay NS=DURATION: the
 // namespace defaults of the lock-delay of the served store's runtime
 // ([protocol.Config].LockDelays), in the order given (the first glob that
-// matches an acquire's namespace applies). Set refuses a malformed entry
-// when the command line is parsed (exit 2, before the store opens).
+// matches an acquire's namespace applies). Set refuses a malformed entry,
+// and one that can never apply (the check of [protocol.ValidateLockDelays],
+// worded for the flag), when the command line is parsed (exit 2, before
+// the store opens).
 type lockDelaysFlag struct {
 	delays *[]protocol.NamespaceLockDelay
 }
@@ -52,25 +54,13 @@ func (f lockDelaysFlag) Set(s string) error {
 			return fmt.Errorf("the namespace glob %q is given twice (%s and %s): the first applies, give it once", glob,
 				shortDuration(prev.Delay), shortDuration(delay))
 		}
-		if shadows(prev.Namespaces, glob) {
+		if nsglob.Shadows(prev.Namespaces, glob) {
 			return fmt.Errorf("%s can never apply: the earlier %s=%s matches every namespace it does, and the first matching glob applies: give %s first, or drop it",
 				s, prev.Namespaces, shortDuration(prev.Delay), s)
 		}
 	}
 	*f.delays = append(*f.delays, d)
 	return nil
-}
-
-// shadows reports whether the earlier glob prev matches every namespace
-// that glob does, so that glob never applies, in the two cases told
-// without solving glob inclusion: prev is made of stars alone, which
-// match every namespace ([nsglob.Match]), or glob is a plain namespace
-// that prev matches.
-func shadows(prev, glob string) bool {
-	if strings.Trim(prev, "*") == "" {
-		return true
-	}
-	return !strings.ContainsAny(glob, `*?[\`) && nsglob.Match(prev, glob)
 }
 
 func (f lockDelaysFlag) Type() string { return "NS=DURATION" }

@@ -36,7 +36,13 @@ type HoldConfig struct {
 // an expiry (etcd alone signals the end of its etcd lease): that, and
 // every loss when the store cannot signal, is heard at the next renewal
 // (refused, or none successful before the lease would run out by the
-// local clock, which is never later than the store's). A renewal the
+// local clock). The local deadline runs from before the last successful
+// renewal was sent, so it ends before the store's expiry while both
+// clocks run alike, but not always: Go's timers stop while the host is
+// suspended (on Linux), and the store's clock may be stepped forward, so
+// a lease may have run out in the store while its context is still live.
+// The fencing token, checked by the resource, is what protects it from a
+// holder that does not know it lost its lease (see docs/holding.md). A renewal the
 // store refuses for the credentials or their permission ([ErrUnauthenticated],
 // [ErrForbidden]) is a refusal too: a retry would be refused again, so
 // the lease is lost at once (it stays in the store until its TTL).
@@ -176,8 +182,9 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	h := &Held{store: s, req: req, token: lease.Token, timeout: timeout, ctx: hctx, cancel: cancel,
 		done: make(chan struct{}), lease: lease}
 	// The local deadline is measured from before the acquire (or the renew
-	// confirming a replay) was sent, so it can only be earlier than the
-	// backend's view of the expiry.
+	// confirming a replay) was sent, so it is earlier than the backend's
+	// view of the expiry while the two clocks run alike (not across a
+	// suspension of the host, nor a step of the store's clock).
 	var listeners sync.WaitGroup
 	listeners.Go(func() {
 		WatchLease(hctx, s, lease, timeout, func(why error) { cancel(LeaseLost(why)) })

@@ -129,6 +129,8 @@ func (s *Scheduler) closedShutdown(why error) error {
 			Message: "the store was closed while the lease was held: it is renewed no more and runs out after its TTL"}
 	}
 	s.mu.Lock()
+	// Whether the worker held, or may hold, anything the close strands.
+	held := len(s.leases) > 0 || s.membership != nil || s.lapsed != 0 || len(s.pending) > 0 || s.memberReq != "" || len(s.orphans) > 0
 	for _, l := range s.leases {
 		s.loseLocked(l, lost(l.key), false)
 		l.release = false // lost earlier by the local clock too: nothing can be sent
@@ -155,7 +157,9 @@ func (s *Scheduler) closedShutdown(why error) error {
 		}
 		<-s.wake // a handler returned
 	}
-	for _, l := range s.takeUnreleased() {
+	unreleased := s.takeUnreleased()
+	held = held || len(unreleased) > 0
+	for _, l := range unreleased {
 		s.log.Warn("scheduler: a lease given up earlier was not released: the store was closed; it runs out after its TTL",
 			"target", l.target, "token", l.token, "expires_at", l.expiresAt)
 	}
@@ -173,5 +177,8 @@ func (s *Scheduler) closedShutdown(why error) error {
 	s.watches.Wait()
 	s.waitRenewals()
 	s.log.Info("scheduler: stopped: the store was closed")
+	if !held {
+		return fmt.Errorf("scheduler: the store was closed: the worker held no lease, so none was lost: %w", why)
+	}
 	return fmt.Errorf("scheduler: the store was closed while the worker ran: every lease was lost, none released (each runs out after its TTL): %w", why)
 }

@@ -266,7 +266,7 @@ func (c *Config) resolve() (settings, error) {
 		errs = append(errs, fmt.Errorf("max backoff: %v must be positive", s.maxBackoff))
 	}
 	if len(errs) > 0 {
-		return settings{}, fmt.Errorf("scheduler: config: %w", errors.Join(errs...))
+		return settings{}, fmt.Errorf("config: %w", errors.Join(errs...))
 	}
 	return s, nil
 }

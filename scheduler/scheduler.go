@@ -1323,7 +1323,7 @@ func (s *Scheduler) giveUp() {
 		}
 		return cmp.Compare(b.seq, a.seq)
 	})
-	why := fmt.Sprintf("handing over: held %d, over the fair share %d (%d targets, %d workers)", len(active), s.share, s.total, s.workers)
+	why := fmt.Sprintf("handing over: held %d, over the fair share %d (%s, %s)", len(active), s.share, count(s.total, "target"), count(s.workers, "worker"))
 	for _, l := range active[:extra] {
 		s.handOverLocked(l, why, ErrHandedOver)
 	}
@@ -1382,7 +1382,7 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 		}
 		candidates = append(candidates, t)
 	}
-	why := fmt.Sprintf("fair share %d (%d targets, %d workers)", s.share, s.total, s.workers)
+	why := fmt.Sprintf("fair share %d (%s, %s)", s.share, count(s.total, "target"), count(s.workers, "worker"))
 	s.mu.Unlock()
 	if !member {
 		return
@@ -1695,4 +1695,12 @@ const maxJitter = 0.1
 // jitter returns d ±maxJitter (10%).
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - maxJitter + 2*maxJitter*rand.Float64()))
+}
+
+// count writes n of noun: "1 worker", "2 workers".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

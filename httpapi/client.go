@@ -479,9 +479,26 @@ func (c *Client) Revoke(ctx context.Context, r protocol.RevokeRequest) (protocol
 
 // LeasePath returns the escaped path of the lease at k:
 // /v1/leases/{namespace}/{key}, each part percent-encoded (a slash in
-// either as %2F).
+// either as %2F, a part that is exactly "." or ".." as %2E or %2E%2E).
 func LeasePath(k protocol.Key) string {
-	return "/v1/leases/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.Name)
+	return "/v1/leases/" + pathSegment(k.Namespace) + "/" + pathSegment(k.Name)
+}
+
+// pathSegment percent-encodes s as one segment of a path: as
+// url.PathEscape does (a slash as %2F), and a segment that is exactly "."
+// or ".." as %2E or %2E%2E, which the server reads back as "." or "..".
+// Written literally, those are dot segments, which an RFC 3986 client
+// (curl, browsers, url.URL.ResolveReference, Python's urllib3) removes
+// before sending: the key ./x would be asked as GET /v1/leases/x, a list
+// of another namespace.
+func pathSegment(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
 }
 
 // Get implements [protocol.Backend].
@@ -507,7 +524,7 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 		q.Set("limit", strconv.Itoa(r.Limit))
 	}
 	set("cursor", r.Cursor)
-	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/leases/" + url.PathEscape(r.Namespace), query: q,
+	code, body, err := c.do(ctx, op, call{method: http.MethodGet, path: "/v1/leases/" + pathSegment(r.Namespace), query: q,
 		requestID: r.RequestID})
 	if err != nil {
 		return protocol.ListResult{}, err

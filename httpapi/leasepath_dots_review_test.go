@@ -1,8 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
+	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/protocol"
@@ -35,6 +39,40 @@ func TestLeasePathsSurviveDotSegmentRemoval(t *testing.T) {
 				t.Errorf("%s(%s) = %q, which an RFC 3986 client (curl, url.URL.ResolveReference) requests as %q: another route or key",
 					name, k, path, got)
 			}
+		}
+	}
+}
+
+// TestDotSegmentKeysRoundTrip: the escaped paths LeasePath and the
+// Client's list build for a "." or ".." part reach, over a real port, the
+// lease (or namespace) they name: the server reads %2E and %2E%2E back as
+// "." and "..".
+func TestDotSegmentKeysRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, nil)
+	rt := newClient(t, s.url, nil)
+	ctx := context.Background()
+	for _, k := range []protocol.Key{
+		{Namespace: "..", Name: "x"}, {Namespace: ".", Name: "x"},
+		{Namespace: "a", Name: ".."}, {Namespace: "a", Name: "."},
+	} {
+		res, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "o-" + k.String(), TTL: time.Minute})
+		if err != nil {
+			t.Fatalf("acquire %s: %v", k, err)
+		}
+		got, err := rt.Get(ctx, protocol.GetRequest{Key: k})
+		if err != nil || got.Status != protocol.StatusFound || got.Lease.Key != k || got.Lease.Token != res.Lease.Token {
+			t.Errorf("get %s over %s: %+v, %v; want the lease just acquired (token %d)", k, httpapi.LeasePath(k), got, err, res.Lease.Token)
+		}
+		code, body := rawGet(t, s.url, httpapi.LeasePath(k))
+		if code != http.StatusOK || !strings.Contains(body, `"owner":"o-`+k.String()+`"`) {
+			t.Errorf("raw GET %s: %d %s; want 200 with owner o-%s", httpapi.LeasePath(k), code, body, k)
+		}
+	}
+	for _, ns := range []string{".", ".."} {
+		page, err := rt.List(ctx, protocol.ListRequest{Namespace: ns})
+		if err != nil || len(page.Leases) != 1 || page.Leases[0].Key != (protocol.Key{Namespace: ns, Name: "x"}) {
+			t.Errorf("list of namespace %q: %+v, %v; want its one lease, key x", ns, page, err)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/leasestore/leasestore/internal/wire"
@@ -36,7 +35,7 @@ const (
 // /v1/notify/{namespace}/{key}, each part percent-encoded like
 // [LeasePath].
 func NotifyPath(k protocol.Key) string {
-	return "/v1/notify/" + url.PathEscape(k.Namespace) + "/" + url.PathEscape(k.Name)
+	return "/v1/notify/" + pathSegment(k.Namespace) + "/" + pathSegment(k.Name)
 }
 
 // CloseStreams ends every notification stream, each with an "end" event

@@ -421,9 +421,15 @@ class Client:
         return self._read(code, out, lambda d: Result.from_json(d, rid), rid)
 
     @staticmethod
+    def _segment(s: str) -> str:
+        """One path segment, fully percent-encoded; "." and ".." as %2E and %2E%2E, which an
+        RFC 3986 client (urllib3, requests, curl) would otherwise remove as dot segments."""
+        return {".": "%2E", "..": "%2E%2E"}.get(s) or urllib.parse.quote(s, safe="")
+
+    @staticmethod
     def _leases_path(namespace: str, key: Optional[str] = None) -> str:
-        p = "/v1/leases/" + urllib.parse.quote(namespace, safe="")
-        return p if key is None else p + "/" + urllib.parse.quote(key, safe="")
+        p = "/v1/leases/" + Client._segment(namespace)
+        return p if key is None else p + "/" + Client._segment(key)
 
     # -- lease operations ---------------------------------------------------
 
@@ -633,7 +639,7 @@ class Client:
         """The notification stream of a key: yields "subscribed", then "signal" each time the
         lease may have ended (release or revoke), until the server ends the stream (LeaseError of
         the end's status) or the stream breaks (LeaseError unavailable)."""
-        path = "/v1/notify/" + urllib.parse.quote(namespace, safe="") + "/" + urllib.parse.quote(key, safe="")
+        path = "/v1/notify/" + self._segment(namespace) + "/" + self._segment(key)
         for name, data in self._events(path):
             if name == "end":
                 ev = self._event_object(name, data)

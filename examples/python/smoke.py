@@ -84,6 +84,15 @@ check(rel.status == "released", "release", rel)
 again = writer.release(NS, "job/1", owner="worker-b", token=b.lease.token)
 check(again.status == "not_found", "release again is not_found", again)
 
+# a key named "." or "..": its path says %2E / %2E%2E, not a dot segment a client would remove
+check(Client._leases_path("..", ".") == "/v1/leases/%2E%2E/%2E", "dot parts are escaped", Client._leases_path("..", "."))
+for dots in (".", ".."):
+    d = writer.acquire(NS, dots, owner="worker-dots", ttl="30s")
+    g = reader.get(NS, dots)
+    check(d.status == "acquired" and g.status == "found" and g.lease.key == dots and g.lease.token == d.lease.token,
+          f"get of key {dots!r} answers its lease", g)
+    check(writer.release(NS, dots, owner="worker-dots", token=d.lease.token).status == "released", f"release {dots!r}")
+
 # renew many past one request's limits (1,000 renewals, a 64 KiB body): the
 # client splits them; each renewal keeps its own outcome, in order
 def long_key(i):

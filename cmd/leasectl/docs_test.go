@@ -616,3 +616,25 @@ func TestPostgresVersionIsOneStory(t *testing.T) {
 		}
 	}
 }
+
+// The quick start's conflict line says something true when the lease it
+// meets has ended and only its lock-delay keeps the key: "busy: worker-9
+// holds billing/invoice-run until T" named a holder that no longer held
+// it and a time already past.
+func TestLibraryQuickStartDuringALockDelay(t *testing.T) {
+	t.Parallel()
+	exe := buildProgram(t, "quickstartdelay", codeBlock(t, "docs/library.md", "go", "sqlite.OpenDB("))
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	c.runJSON(t, 0, "acquire", "billing/invoice-run", "--owner", "worker-9", "--ttl", "1m", "--lock-delay", "1h")
+	c.runJSON(t, 0, "revoke", "billing/invoice-run", "--reason", "doc test")
+	cmd := exec.Command(exe)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the quick start failed: %v\n%s", err, out)
+	}
+	if s := string(out); !strings.Contains(s, "lock-delay") || strings.Contains(s, "worker-9 holds") {
+		t.Errorf("the quick start, meeting a revoked lease's lock-delay, printed %q; want the lock-delay named, not worker-9 as holder", s)
+	}
+}

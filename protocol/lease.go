@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/textfield"
 )
@@ -247,7 +248,7 @@ type RevokeRequest struct {
 
 func validateTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL {
-		return fmt.Errorf("ttl: %v is outside [%v, %v]", ttl, MinTTL, MaxTTL)
+		return fmt.Errorf("ttl: %s is outside [%s, %s]", durations.Format(ttl), durations.Format(MinTTL), durations.Format(MaxTTL))
 	}
 	return nil
 }

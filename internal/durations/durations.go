@@ -76,6 +76,40 @@ func Parse(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// Format writes d in the grammar Parse reads, as a user would write it:
+// whole days as a leading count (7d, 1d12h), the rest as Go writes it
+// without its trailing zero units (1h30m, 90s as 1m30s, 250ms); 0s for
+// zero. Parse(Format(d)) is d. Messages that quote a duration or a limit
+// to users write it with Format.
+func Format(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	sign := ""
+	if d < 0 {
+		if d == math.MinInt64 {
+			return d.String() // no positive counterpart; never a limit
+		}
+		sign, d = "-", -d
+	}
+	out := sign
+	if days := d / day; days > 0 {
+		out += strconv.FormatInt(int64(days), 10) + "d"
+		d -= days * day
+		if d == 0 {
+			return out
+		}
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return out + s
+}
+
 // goDuration matches what time.ParseDuration reads, without a sign: one
 // or more numbers (with an optional fraction), each followed by a unit.
 var goDuration = regexp.MustCompile(`^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)

@@ -76,3 +76,22 @@ func TestParseTimeTooLong(t *testing.T) {
 		}
 	}
 }
+
+// Format writes what Parse reads, days as a leading count, without Go's
+// trailing zero units.
+func TestFormat(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		0: "0s", time.Millisecond: "1ms", 90 * time.Second: "1m30s", time.Hour: "1h", 90 * time.Minute: "1h30m",
+		24 * time.Hour: "1d", 36 * time.Hour: "1d12h", 7 * 24 * time.Hour: "7d", 24*time.Hour + 30*time.Second: "1d30s",
+		-36 * time.Hour: "-1d12h", 1<<63 - 1: "106751d23h47m16.854775807s",
+	} {
+		got := durations.Format(d)
+		if got != want {
+			t.Errorf("Format(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := durations.Parse(got); err != nil || back != d {
+			t.Errorf("Parse(Format(%v)) = %v, %v", d, back, err)
+		}
+	}
+}

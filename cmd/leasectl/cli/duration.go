@@ -98,7 +98,7 @@ func (f *durationFlag) takes(d time.Duration) bool {
 	return d >= f.min && (f.max == 0 || d <= f.max)
 }
 
-// bounds describes the flag's range: "1ms to 168h", "at least 100ms".
+// bounds describes the flag's range: "1ms to 7d", "at least 100ms".
 func (f *durationFlag) bounds() string {
 	switch {
 	case f.max > 0:
@@ -110,7 +110,7 @@ func (f *durationFlag) bounds() string {
 }
 
 // wanted names a duration the flag takes, and the range: "a duration such
-// as 30s (1ms to 168h)". The example is the flag's default when that is
+// as 30s (1ms to 7d)". The example is the flag's default when that is
 // in range and not zero, else 30s brought into range.
 func (f *durationFlag) wanted() string {
 	ex := f.def
@@ -126,15 +126,6 @@ func (f *durationFlag) wanted() string {
 	return fmt.Sprintf("a duration such as %s (%s)", shortDuration(ex), f.bounds())
 }
 
-// shortDuration writes d as the duration grammar reads it, without Go's
-// trailing zero units: 168h, 1m, 1h30m, 250ms.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// shortDuration writes d as the duration grammar reads it and users
+// write it (durations.Format): 7d, 1d12h, 1m, 1h30m, 250ms.
+func shortDuration(d time.Duration) string { return durations.Format(d) }

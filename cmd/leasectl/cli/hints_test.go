@@ -31,12 +31,12 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			}
 		}
 	}
-	// Days are a unit: 2d is 48h, past the 168h limit is said as such.
+	// Days are a unit: 2d is 48h; past the limit, 7d, is said as such (in days, as typed).
 	ok := runCLI(t, e, "acquire", "days", "--ttl", "2d", "-o", "json")
 	wantCode(t, ok, ExitOK)
 	long := runCLI(t, e, "acquire", "k", "--ttl", "100d")
 	wantCode(t, long, ExitUsage)
-	if !strings.Contains(long.stderr+long.stdout, "168h") {
+	if !strings.Contains(long.stderr+long.stdout, "100d is outside 1ms to 7d") {
 		t.Errorf("--ttl 100d: the answer should name the limit:\n%s%s", long.stdout, long.stderr)
 	}
 }

@@ -98,7 +98,7 @@ that a holder that did not hear of its loss has time to stop.`,
 	f := cmd.Flags()
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
-	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration (1ms to 168h; 90s, 15m, 2h, 1d)")
+	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration (1ms to 7d; 90s, 15m, 2h, 1d)")
 	f.Var(newZeroDurationFlag(&lockDelay, 0, protocol.MaxLockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	w.register(cmd)
@@ -116,7 +116,7 @@ func (a *app) renewCommand() *cobra.Command {
 		Short: "Extend a lease you hold (exit 4 when it is gone or newer)",
 		Long: `Extend the lease (KEY, --owner, --token) to expire --ttl from the store's now;
 without --ttl, its own TTL (the one it was acquired or last renewed with)
-from now. The token does not change. A --ttl given outside 1ms to 168h (0s
+from now. The token does not change. A --ttl given outside 1ms to 7d (0s
 too) is refused, exit 2, as acquire refuses it.
 
 Refusals (exit 4): not_found (no lease), stale_token (a newer lease holds the
@@ -149,7 +149,7 @@ issued), expired (your lease ran out; nobody took it yet: acquire again).`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	intVar(f, &token, "token", 0, "fencing token of the lease (required)")
-	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL).withNote("leave --ttl out to keep the lease's own TTL"), "ttl", "new lease duration from now (1ms to 168h; 90s, 15m, 2h, 1d); default: the lease's own TTL")
+	f.Var(newDurationFlag(&ttl, 0, protocol.MinTTL, protocol.MaxTTL).withNote("leave --ttl out to keep the lease's own TTL"), "ttl", "new lease duration from now (1ms to 7d; 90s, 15m, 2h, 1d); default: the lease's own TTL")
 	f.StringVar(&reqID, "request-id", "", "idempotency key (default: random)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd

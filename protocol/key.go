@@ -113,6 +113,12 @@ func KeyFromString(s string) (Key, error) {
 	if !ok {
 		return Key{}, fmt.Errorf("key: %q has no namespace: write namespace/name, as in %s/%s", s, DefaultNamespace, s)
 	}
+	switch {
+	case nsText == "":
+		return Key{}, fmt.Errorf("key %q: its namespace is empty (nothing before the first '/'): write namespace/name", s)
+	case name == "":
+		return Key{}, fmt.Errorf("key %q: its name is empty (nothing after the first '/'): write namespace/name", s)
+	}
 	ns, err := UnescapeNamespace(nsText)
 	if err != nil {
 		return Key{}, err

@@ -634,6 +634,7 @@ func TestLibraryQuickStartDuringALockDelay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the quick start failed: %v\n%s", err, out)
 	}
+	t.Logf("the quick start printed %q", out)
 	if s := string(out); !strings.Contains(s, "lock-delay") || strings.Contains(s, "worker-9 holds") {
 		t.Errorf("the quick start, meeting a revoked lease's lock-delay, printed %q; want the lock-delay named, not worker-9 as holder", s)
 	}

@@ -49,8 +49,7 @@
 // all were taken go to the server together, applied in order by a
 // temporary function of the connection, each in a subtransaction of its
 // own: each is still atomic, fenced, audited and idempotent, sees the
-// changes of those before it, and fails alone (coalesce.go,
-// changeBatchFnSQL in queries.go). Such a batch is one transaction, so its
+// changes of those before it, and fails alone. Such a batch is one transaction, so its
 // records share one commit; each still has an id of its own (the
 // subtransaction's transaction id). [Config.NoCoalescing] turns it off.
 //
@@ -83,7 +82,7 @@
 // The backend implements [protocol.Notifier] with LISTEN/NOTIFY on a
 // connection of its own, and the release and revoke statements notify only
 // when some process waits for the key, which the database's lock table
-// tells them; see notify.go.
+// tells them.
 //
 // # Schema
 //
@@ -169,9 +168,13 @@ type Config struct {
 	// MaxInFlight caps the ordinary state-changing round trips (acquire,
 	// renew, release, revoke) the backend has in flight at once.
 	// Operations that arrive while all are taken wait and then go to the
-	// server together, as one statement and one commit (coalescing; see
-	// coalesce.go), each still atomic, fenced, audited and idempotent on
-	// its own. An operation that finds a free slot never waits. Default
+	// server together, as one statement and one commit (coalescing: applied
+	// in arrival order, each in a subtransaction of its own, seeing the
+	// changes of those before it and failing alone), each still atomic,
+	// fenced, audited and idempotent on its own; an operation whose batch
+	// could not tell its outcome (the statement failed as a whole, or its
+	// key was held by another transaction) runs again alone, with its
+	// request id. An operation that finds a free slot never waits. Default
 	// (0): the cap adapts to measured latency, up to the pool's size while
 	// the server answers more round trips as fast as one, down to
 	// [DefaultMaxInFlight] when it queues them (see

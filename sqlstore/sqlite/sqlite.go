@@ -22,7 +22,7 @@
 // (protocol.AcquireWait) wakes as soon as the holder lets go: at once for a
 // release through the same Backend, within about [Config].NotifyInterval
 // for one by another process, found by PRAGMA data_version on a connection
-// that polls only while someone waits (notify.go).
+// that polls only while someone waits.
 package sqlite
 
 import (
@@ -67,7 +67,8 @@ const DefaultBusyTimeout = 5 * time.Second
 const sinceSlack = time.Minute
 
 // maxConns bounds the connections of a *sql.DB from [OpenDB]. Writes use one
-// at a time (see coalesce.go); the others serve concurrent reads, which
+// at a time (a Backend runs one write transaction at a time, the writes
+// that wait meanwhile sharing the next); the others serve concurrent reads, which
 // WAL lets proceed beside a writer. Each connection has its own page cache,
 // so more would cost memory for little.
 const maxConns = 4
@@ -97,8 +98,11 @@ type Config struct {
 	// the prune's last, before the next begins.
 	testBetweenPruneBatches func()
 	// NoCoalescing runs every write in a transaction of its own, one
-	// after the other, for comparison (see coalesce.go). Default: false,
-	// writes that wait at the same moment share a transaction.
+	// after the other, for comparison. Default: false: a write that finds
+	// no other running runs its own transaction at once, and the writes
+	// that arrive while one runs share the next transaction (one commit,
+	// one fsync), each in a savepoint of its own, so each sees the writes
+	// before it and fails alone; if that commit fails, they all fail.
 	NoCoalescing bool
 }
 
@@ -116,7 +120,7 @@ type Backend struct {
 	stmts statements
 
 	// writer runs this Backend's write transactions one at a time,
-	// coalescing the writes that wait meanwhile (coalesce.go).
+	// coalescing the writes that wait meanwhile (see writer).
 	writer *writer
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)

@@ -35,7 +35,7 @@ func FuzzQueryCursor(f *testing.F) {
 		default:
 			id, err := audit.DecodeCursor(c)
 			again := audit.EncodeCursor(after)
-			if n, ok := audit.CursorPrunes(c); ok {
+			if n, ok := audit.CursorPrunedBy(c); ok {
 				again = audit.EncodePrunedCursor(after, n)
 			}
 			if err != nil || id != after || before != math.MaxInt64 || again != c || audit.IsNewestCursor(c) {

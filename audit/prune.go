@@ -80,9 +80,9 @@ const PrunedPrefix = "behind a prune: "
 // cursor at or after through, it returns nil: reading from the start after
 // a prune is the ordinary way to read a pruned trail.
 //
-// A cursor's prune count ([EncodePrunedCursor]) is not read here: a backend
-// that keeps no count (SQLite, etcd) refuses such a cursor below through
-// as any other; see [CheckPrunedCount].
+// A cursor's prune batch ([EncodePrunedCursor]) is not read here: a backend
+// that keeps none (SQLite, etcd) refuses such a cursor below through
+// as any other; see [CheckPrunedBy].
 func CheckPruned(q Query, through int64) error {
 	if q.Newest || q.Cursor == "" {
 		return nil
@@ -94,15 +94,18 @@ func CheckPruned(q Query, through int64) error {
 	return prunedError(q, through)
 }
 
-// CheckPrunedCount is [CheckPruned] for a backend that also counts the
-// prune batches that removed records of q's scope (PostgreSQL): prunes is
-// that count, read in the same snapshot as through. A cursor that carries
-// a count ([EncodePrunedCursor]) was issued below through to a reader that
-// had missed nothing; it is refused only when a batch removed records
-// since, that is when the count differs from prunes. A cursor without one
-// keeps [CheckPruned]'s rule.
-func CheckPrunedCount(q Query, through, prunes int64) error {
-	if n, ok := CursorPrunes(q.Cursor); ok && !q.Newest && n == prunes {
+// CheckPrunedBy is [CheckPruned] for a backend that also marks the last
+// prune batch that removed records of the whole trail (PostgreSQL):
+// prunedBy is that batch's id, which never repeats, read in the same
+// snapshot as through, whatever q's scope. A cursor that carries one
+// ([EncodePrunedCursor]) was issued below through to a reader that had
+// missed nothing; it is refused only when a batch removed records anywhere
+// since, that is when its batch differs from prunedBy (being the whole
+// trail's, it never matches a prune of q's scope that its issuer did not
+// see, whichever scope issued it). A cursor without one keeps
+// [CheckPruned]'s rule.
+func CheckPrunedBy(q Query, through, prunedBy int64) error {
+	if n, ok := CursorPrunedBy(q.Cursor); ok && !q.Newest && n == prunedBy {
 		return nil
 	}
 	return CheckPruned(q, through)

@@ -36,10 +36,10 @@ func TestCheckPrunedJudgesEveryCursor(t *testing.T) {
 			t.Errorf("CheckPruned(%+v, %d) = %v; want unavailable matching ErrPruned", c.q, through, err)
 		}
 	}
-	// A cursor with a prune count (PostgreSQL, a follower that started
-	// after a prune at a position below it) is refused only when the
-	// count of prune batches moved since; one without keeps the rule
-	// above, and so does CheckPruned, which reads no count (SQLite, etcd).
+	// A cursor with a prune batch's id (PostgreSQL, a follower that
+	// started after a prune at a position below it) is refused only when
+	// the last batch differs since; one without keeps the rule above, and
+	// so does CheckPruned, which reads no batch (SQLite, etcd).
 	const prunes = 3
 	for _, c := range []struct {
 		q      audit.Query
@@ -54,12 +54,12 @@ func TestCheckPrunedJudgesEveryCursor(t *testing.T) {
 		{audit.Query{Follow: true, Cursor: audit.EncodeCursor(5)}, false},
 		{audit.Query{Follow: true}, false},
 	} {
-		err := audit.CheckPrunedCount(c.q, through, prunes)
+		err := audit.CheckPrunedBy(c.q, through, prunes)
 		if got := err != nil; got != c.pruned {
-			t.Errorf("CheckPrunedCount(%+v, %d, %d) = %v; want pruned %v", c.q, through, prunes, err, c.pruned)
+			t.Errorf("CheckPrunedBy(%+v, %d, %d) = %v; want pruned %v", c.q, through, prunes, err, c.pruned)
 		}
 		if err != nil && !errors.Is(err, audit.ErrPruned) {
-			t.Errorf("CheckPrunedCount(%+v, %d, %d) = %v; want it matching ErrPruned", c.q, through, prunes, err)
+			t.Errorf("CheckPrunedBy(%+v, %d, %d) = %v; want it matching ErrPruned", c.q, through, prunes, err)
 		}
 	}
 	if err := audit.CheckPruned(audit.Query{Cursor: audit.EncodePrunedCursor(4, 3)}, through); err == nil {

@@ -275,24 +275,25 @@ const (
 func EncodeCursor(id int64) string { return cursorPrefix + strconv.FormatInt(id, 10) }
 
 // EncodePrunedCursor returns the cursor that resumes after the record with
-// id, oldest first, as [EncodeCursor], carrying prunes: the count of prune
-// batches that had removed records of the reader's scope when the cursor
-// was issued, read in the same snapshot as the page ("a1.ID.PRUNES"). A
-// backend issues it for a follower whose position lies below the greatest
-// id a prune removed although it missed nothing (on PostgreSQL, the
-// horizon of a cluster whose oldest transaction predates the prune), so
-// that reading on from it is refused only when a prune ran since (see
-// [CheckPrunedCount]).
-func EncodePrunedCursor(id, prunes int64) string {
-	return EncodeCursor(id) + "." + strconv.FormatInt(prunes, 10)
+// id, oldest first, as [EncodeCursor], carrying prunedBy: the id of the
+// last prune batch that had removed records anywhere in the trail when the
+// cursor was issued, read in the same snapshot as the page
+// ("a1.ID.PRUNEDBY"; 0 when no batch had marked one). A backend issues it
+// for a follower whose position lies below the greatest id a prune removed
+// although it missed nothing (on PostgreSQL, the horizon of a cluster
+// whose oldest transaction predates the prune), so that reading on from
+// it is refused only when a prune batch ran since (see [CheckPrunedBy]).
+// A batch's id never repeats, so no later batch matches it.
+func EncodePrunedCursor(id, prunedBy int64) string {
+	return EncodeCursor(id) + "." + strconv.FormatInt(prunedBy, 10)
 }
 
-// CursorPrunes returns the prune count an oldest-first cursor from
+// CursorPrunedBy returns the prune batch's id an oldest-first cursor from
 // [EncodePrunedCursor] carries; ok is false for any other cursor (one from
 // [EncodeCursor], a newest-first one, "" or a malformed one).
-func CursorPrunes(c string) (prunes int64, ok bool) {
-	_, prunes, counted, err := decodeCursor(c)
-	return prunes, err == nil && counted
+func CursorPrunedBy(c string) (prunedBy int64, ok bool) {
+	_, prunedBy, marked, err := decodeCursor(c)
+	return prunedBy, err == nil && marked
 }
 
 // EncodeNewestCursor returns the cursor that resumes before the record
@@ -321,8 +322,8 @@ func DecodeCursor(c string) (int64, error) {
 }
 
 // decodeCursor reads an oldest-first cursor: its id and, when it carries
-// one, its prune count (counted).
-func decodeCursor(c string) (id, prunes int64, counted bool, err error) {
+// one (marked), its prune batch's id ([EncodePrunedCursor]).
+func decodeCursor(c string) (id, prunedBy int64, marked bool, err error) {
 	if strings.HasPrefix(c, newestCursorPrefix) {
 		return 0, 0, false, errors.New("cursor: from a newest-first page; read it newest first")
 	}
@@ -330,14 +331,14 @@ func decodeCursor(c string) (id, prunes int64, counted bool, err error) {
 	if !ok {
 		return 0, 0, false, errors.New("cursor: not an audit cursor")
 	}
-	rest, count, counted := strings.Cut(rest, ".")
-	if id, err = parseCursorID(rest); err == nil && counted {
-		prunes, err = parseCursorID(count)
+	rest, batch, marked := strings.Cut(rest, ".")
+	if id, err = parseCursorID(rest); err == nil && marked {
+		prunedBy, err = parseCursorID(batch)
 	}
 	if err != nil {
 		return 0, 0, false, err
 	}
-	return id, prunes, counted, nil
+	return id, prunedBy, marked, nil
 }
 
 // parseCursorID reads the id of a cursor, its prefix removed.

@@ -86,8 +86,8 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("DecodeCursor(%q) error %q lacks the noun prefix", c, err)
 		}
 	}
-	// A follower's cursor below a prune carries the count of prune
-	// batches (PostgreSQL), strictly: anything else after the id is
+	// A follower's cursor below a prune carries the id of the last prune
+	// batch (PostgreSQL), strictly: anything else after the id is
 	// malformed, and a newest-first cursor carries none.
 	if got := audit.EncodePrunedCursor(7, 3); got != "a1.7.3" {
 		t.Errorf("EncodePrunedCursor(7, 3) = %q, want %q", got, "a1.7.3")
@@ -98,9 +98,9 @@ func TestCursorRoundTrip(t *testing.T) {
 		counted bool
 	}{{"a1.7", 7, 0, false}, {"a1.7.0", 7, 0, true}, {"a1.7.3", 7, 3, true}, {"a1.0.9223372036854775807", 0, math.MaxInt64, true}} {
 		id, err := audit.DecodeCursor(tc.c)
-		n, counted := audit.CursorPrunes(tc.c)
+		n, counted := audit.CursorPrunedBy(tc.c)
 		if err != nil || id != tc.id || n != tc.n || counted != tc.counted {
-			t.Errorf("%q: DecodeCursor = %d, %v; CursorPrunes = %d, %v; want %d, nil; %d, %v", tc.c, id, err, n, counted, tc.id, tc.n, tc.counted)
+			t.Errorf("%q: DecodeCursor = %d, %v; CursorPrunedBy = %d, %v; want %d, nil; %d, %v", tc.c, id, err, n, counted, tc.id, tc.n, tc.counted)
 		}
 	}
 	for _, c := range []string{"a1.7.", "a1.7.x", "a1.7.-1", "a1.7.03", "a1.7.+3", "a1.7.3.1", "a1.7..3", "a1..3", "a1.7.9223372036854775808", "a1n.7.3"} {
@@ -109,8 +109,8 @@ func TestCursorRoundTrip(t *testing.T) {
 		} else if c != "a1n.7.3" && err.Error() != "cursor: malformed" {
 			t.Errorf("DecodeCursor(%q) error %q, want cursor: malformed", c, err)
 		}
-		if _, ok := audit.CursorPrunes(c); ok {
-			t.Errorf("CursorPrunes(%q) ok; want none", c)
+		if _, ok := audit.CursorPrunedBy(c); ok {
+			t.Errorf("CursorPrunedBy(%q) ok; want none", c)
 		}
 		if err := (audit.Query{Cursor: c}).Validate(); err == nil {
 			t.Errorf("a query from cursor %q is valid; want it refused", c)

@@ -212,7 +212,7 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 // first read ([ErrPruned]). It answers "" only when the trail holds no
 // record q selects and r tells no FollowCursor. A position is answered as
 // the reader's FollowCursor names it, so that it keeps what the reader
-// adds: on PostgreSQL, below what a prune removed, the prune count
+// adds: on PostgreSQL, below what a prune removed, the last prune batch
 // ([EncodePrunedCursor]) that keeps a follower that started after the
 // prune ahead of it. Each read is bounded by cfg's ReadTimeout (cfg may
 // be nil).
@@ -255,7 +255,7 @@ func Tail(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, err
 		if last != "" {
 			if at, err := DecodeCursor(passed); err == nil && at == lastID {
 				// The same position, as the reader issued it: on
-				// PostgreSQL with the prune count it may carry.
+				// PostgreSQL with the prune batch it may carry.
 				return passed, nil
 			}
 			return last, nil

@@ -1,5 +1,5 @@
--- leasestore schema version 11 for PostgreSQL: how many prunes, beside
--- how far.
+-- leasestore schema version 11 for PostgreSQL: which prune batch last
+-- removed records, beside how far.
 --
 -- A follower reads only below the horizon, the oldest transaction in
 -- progress in the cluster. One that started after a prune, while any
@@ -11,45 +11,64 @@
 -- first read. Raising its cursor to that id would skip the records that
 -- transactions in flight at the prune commit later with lower ids.
 --
--- leasestore_audit_pruned now also counts, per namespace (the row of
--- namespace '' for the whole trail), the prune batches that removed its
--- records: the statement trigger adds one to each row it writes, once per
--- DELETE. A follower's cursor issued below the greatest id pruned carries
--- the count read in its page's snapshot, and a read from it is refused
--- only when a batch has removed records since (the count differs); a
--- cursor without one keeps the rule of migration 7. The read statements
--- read both through leasestore_audit_pruned_mark, SECURITY DEFINER and
--- executable by whoever may execute leasestore_audit_pruned_through (the
--- grants are copied: PUBLIC by default), which stays as it was: a release
--- before this version serves this schema unchanged (leasestore_compat
--- stays as it is), and the trigger counts its prunes too. Prunes made
--- before this version were not counted: a cursor issued below them
--- carries a count of 0, refused at the next prune. Down drops the count
--- and the function, and restores the trigger of migration 7.
+-- leasestore_audit_pruned now also keeps, per namespace (the row of
+-- namespace '' for the whole trail, which every batch that removes
+-- anything writes), pruned_by: the id of the last prune batch that
+-- removed its records, its transaction id as an audit id (plus the era's
+-- offset, as a record's id), set by the statement trigger once per
+-- DELETE. It never repeats: a later batch, in this era or a later one
+-- (a restore into another cluster), or after this migration went down
+-- and up again, has a greater id. A follower's cursor issued below the
+-- greatest id pruned in its namespace carries the whole trail's
+-- pruned_by read in its page's snapshot (whatever the read's namespace,
+-- so that a cursor handed to a read of another scope never matches a
+-- prune it did not see), and a read from it is refused only when a batch
+-- has removed records anywhere since (the value differs); a cursor
+-- without one keeps the rule of migration 7. The read statements read
+-- both through leasestore_audit_pruned_mark (the namespace's through,
+-- the whole trail's pruned_by), SECURITY DEFINER and executable by
+-- exactly whoever may execute leasestore_audit_pruned_through (PUBLIC's
+-- EXECUTE is revoked, then that function's grants are copied: PUBLIC
+-- again by default), which stays as it was: a release before this
+-- version serves this schema unchanged (leasestore_compat stays as it
+-- is), and the trigger marks its prunes too. Prunes made before this
+-- version left pruned_by 0: a cursor issued below them carries 0,
+-- refused at the next prune. Down drops pruned_by and the function, and
+-- restores the trigger of migration 7.
 
 -- +goose Up
-ALTER TABLE leasestore_audit_pruned ADD COLUMN prunes bigint NOT NULL DEFAULT 0;
+ALTER TABLE leasestore_audit_pruned ADD COLUMN pruned_by bigint NOT NULL DEFAULT 0;
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION leasestore_audit_keep_pruned() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    batch bigint;
 BEGIN
     IF TG_RELID <> 'leasestore_audit'::regclass THEN
         RETURN NULL; -- attached to another table: it marks nothing
     END IF;
-    INSERT INTO leasestore_audit_pruned AS p (namespace, through, prunes)
-    SELECT g.namespace, max(g.id), 1 FROM leasestore_audit_gone g WHERE g.namespace <> '' GROUP BY g.namespace
+    -- This batch's id: its transaction id as an audit id, as a record's.
+    -- Without the era's row (no record can be written then) a row's value
+    -- still moves on: greatest(...) takes one more than it was.
+    SELECT pg_current_xact_id()::text::bigint + e.id_offset INTO batch FROM leasestore_audit_era e;
+    INSERT INTO leasestore_audit_pruned AS p (namespace, through, pruned_by)
+    SELECT g.namespace, max(g.id), coalesce(batch, 1) FROM leasestore_audit_gone g WHERE g.namespace <> '' GROUP BY g.namespace
     UNION ALL
-    SELECT '', max(g.id), 1 FROM leasestore_audit_gone g HAVING count(*) > 0
-    ON CONFLICT (namespace) DO UPDATE SET through = greatest(p.through, excluded.through), prunes = p.prunes + 1;
+    SELECT '', max(g.id), coalesce(batch, 1) FROM leasestore_audit_gone g HAVING count(*) > 0
+    ON CONFLICT (namespace) DO UPDATE SET through = greatest(p.through, excluded.through),
+                                          pruned_by = greatest(p.pruned_by + 1, batch);
     RETURN NULL;
 END;
 $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION leasestore_audit_pruned_mark(p_namespace text, OUT through bigint, OUT prunes bigint)
+-- through: how far prunes removed p_namespace's records ('' the whole
+-- trail's); pruned_by: the whole trail's last batch, whatever p_namespace.
+CREATE FUNCTION leasestore_audit_pruned_mark(p_namespace text, OUT through bigint, OUT pruned_by bigint)
 STABLE LANGUAGE sql SECURITY DEFINER AS $$
-    SELECT coalesce(max(p.through), 0), coalesce(max(p.prunes), 0) FROM leasestore_audit_pruned p WHERE p.namespace = p_namespace
+    SELECT coalesce((SELECT p.through FROM leasestore_audit_pruned p WHERE p.namespace = p_namespace), 0),
+           coalesce((SELECT p.pruned_by FROM leasestore_audit_pruned p WHERE p.namespace = ''), 0)
 $$;
 -- +goose StatementEnd
 
@@ -61,6 +80,10 @@ BEGIN
     EXECUTE format('ALTER FUNCTION leasestore_audit_pruned_mark(text) SET search_path = %I, pg_temp', current_schema());
 END $$;
 -- +goose StatementEnd
+
+-- PostgreSQL lets PUBLIC execute a new function: take that back, then
+-- give it to whoever may execute leasestore_audit_pruned_through.
+REVOKE EXECUTE ON FUNCTION leasestore_audit_pruned_mark(text) FROM PUBLIC;
 
 -- +goose StatementBegin
 DO $$
@@ -105,4 +128,4 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
-ALTER TABLE leasestore_audit_pruned DROP COLUMN prunes;
+ALTER TABLE leasestore_audit_pruned DROP COLUMN pruned_by;

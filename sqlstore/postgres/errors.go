@@ -428,7 +428,7 @@ const pruneClaimGrant = "EXECUTE ON FUNCTION leasestore_audit_prune_claim(text, 
 // record whose id went back (leasestore_audit_went_back, named by every
 // change statement too), the new era of ids that follows it
 // (leasestore_audit_new_era, called when the ids went back) and the
-// horizon of prunes and their count that audit reads from a cursor and
+// horizon of prunes and their last batch that audit reads from a cursor and
 // follower's reads name (leasestore_audit_pruned_mark; the releases before
 // schema 11 name leasestore_audit_pruned_through, kept in the grant for a
 // role that serves both during a rolling deploy). PostgreSQL lets PUBLIC execute a new

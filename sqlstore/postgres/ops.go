@@ -675,9 +675,9 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // one held back) never skips a record; Page.HeldBack says when committed
 // records wait behind it. From a cursor below the greatest id a prune
 // removed in q's namespace (or the trail), read in the page's snapshot, it
-// fails matching [audit.ErrPruned], unless the cursor carries the count of
-// prune batches and none ran since it was issued (see
-// [audit.CheckPrunedCount]): a follower's cursors below that id carry it.
+// fails matching [audit.ErrPruned], unless the cursor carries the id of the
+// whole trail's last prune batch and none ran since it was issued (see
+// [audit.CheckPrunedBy]): a follower's cursors below that id carry it.
 // It implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
 	if err := b.callRefusal(protocol.OpAudit); err != nil {
@@ -733,14 +733,14 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		a["name"] = q.Key
 	}
 	var (
-		recs   []audit.Record
-		held   bool
-		pruned int64 // the greatest id a prune removed in q's namespace (from a cursor, or a follower's)
-		prunes int64 // how many prune batches removed records of q's namespace (likewise)
-		passed int64 // how far a follower's page passed (readAuditSQL)
+		recs     []audit.Record
+		held     bool
+		pruned   int64 // the greatest id a prune removed in q's namespace (from a cursor, or a follower's)
+		prunedBy int64 // the id of the last prune batch that removed records of the whole trail (likewise)
+		passed   int64 // how far a follower's page passed (readAuditSQL)
 	)
 	err := retrySerialization(ctx, protocol.OpAudit, func() error {
-		recs, held, pruned, prunes, passed = recs[:0], false, 0, 0, 0
+		recs, held, pruned, prunedBy, passed = recs[:0], false, 0, 0, 0
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretCallError(ctx, protocol.OpAudit, err)
@@ -750,7 +750,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			row     auditCols
 			seen    bool // a row came: readAuditSQL returns at least one, unless the era's row is unseen
 		)
-		dest := append([]any{&horizon, &held, &pruned, &prunes, &passed}, row.dest()...)
+		dest := append([]any{&horizon, &held, &pruned, &prunedBy, &passed}, row.dest()...)
 		_, err = pgx.ForEachRow(rows, dest, func() error {
 			seen = true
 			if !row.id.Valid {
@@ -774,32 +774,33 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 	if err != nil {
 		return audit.Page{}, err
 	}
-	if err := audit.CheckPrunedCount(q, pruned, prunes); err != nil {
+	if err := audit.CheckPrunedBy(q, pruned, prunedBy); err != nil {
 		return audit.Page{}, err
 	}
 	p := backendkit.FollowPage(recs, q, passed)
 	p.HeldBack = q.Follow && held && len(recs) <= limit
 	if q.Follow {
-		p.NextCursor = countPrunes(p.NextCursor, pruned, prunes)
-		p.FollowCursor = countPrunes(p.FollowCursor, pruned, prunes)
+		p.NextCursor = markPrunedBy(p.NextCursor, pruned, prunedBy)
+		p.FollowCursor = markPrunedBy(p.FollowCursor, pruned, prunedBy)
 	}
 	return p, nil
 }
 
-// countPrunes returns a follower's cursor c, issued in a snapshot where
-// prunes had removed records of its namespace up to id through in prunes
-// batches: c itself when it lies at or after through, else c carrying
-// prunes ([audit.EncodePrunedCursor]). A follower's position lies below
+// markPrunedBy returns a follower's cursor c, issued in a snapshot where
+// prunes had removed records of its namespace up to id through and the
+// last batch that removed any record of the trail was prunedBy: c itself
+// when it lies at or after through, else c carrying prunedBy
+// ([audit.EncodePrunedCursor]). A follower's position lies below
 // through although it missed nothing when it started after a prune while
 // a transaction older than the pruned records was in progress (its
 // position is the horizon, below them); reading on from it is refused
-// only after another prune ([audit.CheckPrunedCount]), not for this one.
-func countPrunes(c string, through, prunes int64) string {
+// only after another prune ([audit.CheckPrunedBy]), not for this one.
+func markPrunedBy(c string, through, prunedBy int64) string {
 	id, err := audit.DecodeCursor(c)
 	if err != nil || id >= through {
 		return c
 	}
-	return audit.EncodePrunedCursor(id, prunes)
+	return audit.EncodePrunedCursor(id, prunedBy)
 }
 
 // listStatement returns the statement that lists what req asks for.

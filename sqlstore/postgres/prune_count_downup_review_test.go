@@ -13,7 +13,7 @@ import (
 )
 
 // Migrate down of 11 drops the prune counts, and up again starts them at
-// 0: a count a follower's cursor (a1.ID.PRUNES) carries from before is
+// 0: a count a follower's cursor (a1.ID.PRUNES, now a1.ID.BATCH) carries from before is
 // reached again by the prunes after, and the read from it is served
 // although a prune after it removed records it had not read. Here the
 // cursor carries 1 (one prune before it), down and up reset the count to
@@ -44,8 +44,12 @@ func TestPruneCountAfterMigrateDownAndUpDoesNotMatchAnOlderCursor(t *testing.T) 
 		t.Fatal(err)
 	}
 	c := first.Resume("")
-	if n, counted := audit.CursorPrunes(c); !counted || n != 1 {
-		t.Fatalf("the follower's first cursor %q: want one counted prune (the horizon held)", c)
+	var trailBy int64
+	if err := idle.QueryRow(ctx, "SELECT pruned_by FROM leasestore_audit_pruned WHERE namespace = ''").Scan(&trailBy); err != nil {
+		t.Fatal(err)
+	}
+	if n, counted := audit.CursorPrunedBy(c); !counted || n != trailBy || n == 0 {
+		t.Fatalf("the follower's first cursor %q: want it to carry prune-1's batch %d (the horizon held)", c, trailBy)
 	}
 	mustExec(t, idle, "ROLLBACK")
 

@@ -11,7 +11,7 @@ import (
 	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
-// A counted cursor (a1.ID.PRUNES) carries the prune count of the scope
+// A counted cursor (a1.ID.PRUNES, now a1.ID.BATCH) carries the prune count of the scope
 // that issued it (the whole trail's, or one namespace's), but does
 // not say which scope. Handed to a read of another scope, whose count
 // happens to equal it, it is served although a prune removed records of
@@ -49,7 +49,7 @@ func TestCountedCursorOfAnotherScopeIsStillBehindAPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := first.Resume("")
-	n, counted := audit.CursorPrunes(c)
+	n, counted := audit.CursorPrunedBy(c)
 	if !counted {
 		t.Fatalf("whole-trail follower's cursor %q carries no count: the horizon was not held", c)
 	}
@@ -59,12 +59,19 @@ func TestCountedCursorOfAnotherScopeIsStillBehindAPrune(t *testing.T) {
 	wantStatus(t, "acquire a/k", res, err, protocol.StatusAcquired)
 	prune("prune-a")
 
-	var aCount int64
-	if err := idle.QueryRow(ctx, "SELECT prunes FROM leasestore_audit_pruned WHERE namespace = 'a'").Scan(&aCount); err != nil {
+	// With counts, namespace a's (1) equalled the cursor's (the trail's
+	// 1); a batch's id never repeats, so a's mark now names prune-a's
+	// batch and a per-namespace comparison would refuse too: what the
+	// cursor must carry is the trail's mark, which prune-a moved on.
+	var aThrough, aBy, trailBy int64
+	if err := idle.QueryRow(ctx, "SELECT through, pruned_by FROM leasestore_audit_pruned WHERE namespace = 'a'").Scan(&aThrough, &aBy); err != nil {
 		t.Fatal(err)
 	}
-	if aCount != n {
-		t.Fatalf("setup: namespace a's count %d differs from the cursor's %d", aCount, n)
+	if err := idle.QueryRow(ctx, "SELECT pruned_by FROM leasestore_audit_pruned WHERE namespace = ''").Scan(&trailBy); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := audit.DecodeCursor(c); aThrough <= at || aBy != trailBy || trailBy == n {
+		t.Fatalf("setup: namespace a pruned through %d by batch %d, the trail by batch %d; want a record of a after cursor %q removed by the trail's last batch", aThrough, aBy, trailBy, c)
 	}
 	// Namespace a's record after c was pruned since c was issued: a read of
 	// a from c is behind that prune.

@@ -408,9 +408,9 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 // transaction in progress, as an id (see the package doc). The first row
 // carries the horizon and whether a committed record at or above it is held
 // back, (from a cursor, @from_cursor, a1.0 included, or for a follower) the
-// greatest id a prune removed in @ns (migration 7) and how many prune
-// batches removed records of @ns (migration 11), read in the same snapshot
-// as the page, and how far
+// greatest id a prune removed in @ns (migration 7) and the id of the last
+// prune batch that removed records of the whole trail, whatever @ns
+// (migration 11), read in the same snapshot as the page, and how far
 // a follower's page passed: the greatest id below the horizon that the
 // snapshot sees, so that a follower of a filtered query reads on past the
 // records it does not select without passing one held back (every id below
@@ -425,15 +425,15 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 var readAuditSQL = compile(`
 WITH h AS MATERIALIZED (
     SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
-           coalesce(m.through, 0) AS pruned, coalesce(m.prunes, 0) AS prunes,
+           coalesce(m.through, 0) AS pruned, coalesce(m.pruned_by, 0) AS pruned_by,
            least(x.horizon - 1, x.top) AS passed
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
                  coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top
           FROM leasestore_audit_era e) AS x
-    LEFT JOIN LATERAL (SELECT m.through, m.prunes FROM leasestore_audit_pruned_mark(@ns) AS m
+    LEFT JOIN LATERAL (SELECT m.through, m.pruned_by FROM leasestore_audit_pruned_mark(@ns) AS m
                        WHERE @from_cursor::boolean OR @follow::boolean) AS m ON true
 )
-SELECT h.horizon, h.held, h.pruned, h.prunes, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
        a.reason, a.status, a.version, a.expires_at
 FROM h
 LEFT JOIN LATERAL (
@@ -452,15 +452,15 @@ ORDER BY a.id`)
 var readAuditKeySQL = compile(`
 WITH h AS MATERIALIZED (
     SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
-           coalesce(m.through, 0) AS pruned, coalesce(m.prunes, 0) AS prunes,
+           coalesce(m.through, 0) AS pruned, coalesce(m.pruned_by, 0) AS pruned_by,
            least(x.horizon - 1, x.top) AS passed
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
                  coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top
           FROM leasestore_audit_era e) AS x
-    LEFT JOIN LATERAL (SELECT m.through, m.prunes FROM leasestore_audit_pruned_mark(@ns) AS m
+    LEFT JOIN LATERAL (SELECT m.through, m.pruned_by FROM leasestore_audit_pruned_mark(@ns) AS m
                        WHERE @from_cursor::boolean OR @follow::boolean) AS m ON true
 )
-SELECT h.horizon, h.held, h.pruned, h.prunes, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
        a.reason, a.status, a.version, a.expires_at
 FROM h
 LEFT JOIN LATERAL (
@@ -481,11 +481,11 @@ ORDER BY a.id`)
 // @since, else 0, so a read with @since stops where older records begin),
 // by id descending. It has no follower's form (a follower reads oldest
 // first), so its horizon and passed columns are 0 and nothing is held back,
-// its pruned and prunes columns 0 (reading back from a cursor meets no gap a prune left), and a page
+// its pruned and pruned_by columns 0 (reading back from a cursor meets no gap a prune left), and a page
 // with no records has no row. readAuditKeyNewestSQL is the same for the key
 // (@ns, @name), through the key index read backwards.
 var readAuditNewestSQL = compile(`
-SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS prunes, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
        a.actor, a.reason, a.status, a.version, a.expires_at
 FROM leasestore_audit a
 WHERE a.id < @before AND a.id > @floor
@@ -497,7 +497,7 @@ ORDER BY a.id DESC
 LIMIT @limit`)
 
 var readAuditKeyNewestSQL = compile(`
-SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS prunes, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
        a.actor, a.reason, a.status, a.version, a.expires_at
 FROM leasestore_audit a
 WHERE a.name = @name AND a.namespace = @ns

@@ -45,7 +45,11 @@ type WatchConfig struct {
 // in order.
 //
 // Each record is yielded with a nil error; resume a later watch after it
-// with q.Cursor = EncodeCursor(rec.ID). A read that fails is yielded as
+// with q.Cursor = EncodeCursor(rec.ID). That cursor carries no prune batch
+// ([EncodePrunedCursor]), so on PostgreSQL resuming from a record below
+// what an earlier prune removed (one committed late by a transaction open
+// during the prune) is refused as behind it: resume from the position
+// [WatchConfig].Passed last told instead, which carries it. A read that fails is yielded as
 // (Record{}, err) and retried after the interval; an invalid q, a cursor
 // behind a prune (an error matching [ErrPruned]: the records after it are
 // gone), a reader that answers closed (an error matching

@@ -76,3 +76,27 @@ func TestReasonCountsInTheSingular(t *testing.T) {
 	}
 	t.Fatalf("the worker holds no target after 5s: %+v", s.Snapshot())
 }
+
+// One bad duration is one error: the settings that default from it (a
+// RenewEvery from the TTL, an OpTimeout from RenewEvery, MaxBackoff from
+// the TTL) are not refused again for the value they took from it.
+func TestNewNamesOnlyTheBadDuration(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  scheduler.Config
+		want string
+	}{
+		{"renew every", scheduler.Config{RenewEvery: -time.Second}, "renew every"},
+		{"ttl", scheduler.Config{TTL: -time.Second}, "ttl"},
+	} {
+		_, err := scheduler.New(memstore.New(nil), "w1", scheduler.Static("t"), func(context.Context, string, int64) {}, &tc.cfg)
+		if err == nil {
+			t.Fatalf("New accepted %s -1s", tc.name)
+		}
+		lines := strings.Split(err.Error(), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], tc.want+":") {
+			t.Errorf("New with %s -1s (the others defaulting): %q; want one error, naming %s only", tc.name, err, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -242,11 +243,16 @@ func (c *Config) resolve() (settings, error) {
 	if s.ns == s.workersNS {
 		errs = append(errs, fmt.Errorf("workers namespace: must differ from the targets' namespace %q", s.ns))
 	}
-	if s.ttl < protocol.MinTTL || s.ttl > protocol.MaxTTL {
-		errs = append(errs, fmt.Errorf("ttl: %v is outside [%v, %v]", s.ttl, protocol.MinTTL, protocol.MaxTTL))
+	// A setting that defaults from one already refused is not refused
+	// again for the value it took from it: one bad duration, one error.
+	badTTL := s.ttl < protocol.MinTTL || s.ttl > protocol.MaxTTL
+	if badTTL {
+		errs = append(errs, fmt.Errorf("ttl: %s is outside [%s, %s]", durations.Format(s.ttl), durations.Format(protocol.MinTTL), durations.Format(protocol.MaxTTL)))
 	}
+	badEvery := s.every <= 0
 	switch {
-	case s.every <= 0:
+	case c.RenewEvery == 0 && badTTL:
+	case badEvery:
 		errs = append(errs, fmt.Errorf("renew every: %v must be positive", s.every))
 	case (c.OpTimeout == 0 || s.opTimeout < s.ttl) && lateRenewalEnd(s.every, s.opTimeout) > s.ttl:
 		// (An OpTimeout set not shorter than the TTL has its own error.)
@@ -256,13 +262,14 @@ func (c *Config) resolve() (settings, error) {
 		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))
 	}
 	switch {
+	case c.OpTimeout == 0 && (badTTL || badEvery):
 	case s.opTimeout <= 0:
 		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))
 	case s.opTimeout >= s.ttl:
 		errs = append(errs, fmt.Errorf("op timeout: %v is not shorter than the ttl %v: one store call waiting that long holds "+
 			"a round, and the next round's renewals, past the leases' expiry; set it shorter (default: RenewEvery)", s.opTimeout, s.ttl))
 	}
-	if s.maxBackoff <= 0 {
+	if s.maxBackoff <= 0 && (c.MaxBackoff != 0 || !badTTL) {
 		errs = append(errs, fmt.Errorf("max backoff: %v must be positive", s.maxBackoff))
 	}
 	if len(errs) > 0 {

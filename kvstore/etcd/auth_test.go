@@ -58,22 +58,8 @@ func TestAuthFromDSN(t *testing.T) {
 	// permission: ErrForbidden, naming the grant.
 	root := rootClient(t, host, "r00t-Pw:@/")
 	const prefix = "/auth/"
-	for _, step := range []func() error{
-		func() error { _, err := root.RoleAdd(ctx, "none"); return err },
-		func() error { _, err := root.UserAdd(ctx, "none", "nonepw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "none", "none"); return err },
-		func() error { _, err := root.RoleAdd(ctx, "reader"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "reader", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := root.UserAdd(ctx, "reader", "readerpw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "reader", "reader"); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addUser(t, root, "none", clientv3.PermissionType(clientv3.PermRead))
+	addUser(t, root, "reader", clientv3.PermissionType(clientv3.PermRead), prefix)
 	wantForbidden := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, protocol.ErrUnavailable) || !errors.Is(err, protocol.ErrForbidden) || errors.Is(err, protocol.ErrUnauthenticated) ||
@@ -141,4 +127,30 @@ func rootClient(t *testing.T, host, password string) *clientv3.Client {
 	}
 	t.Cleanup(func() { _ = root.Close() })
 	return root
+}
+
+// addUser adds through root a user of that name, password name+"pw",
+// whose role of the same name has perm on each of keys (a key ending with
+// "/" stands for every key under it; none: no permission at all).
+func addUser(t *testing.T, root *clientv3.Client, name string, perm clientv3.PermissionType, keys ...string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := root.RoleAdd(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		end := ""
+		if strings.HasSuffix(k, "/") {
+			end = clientv3.GetPrefixRangeEnd(k)
+		}
+		if _, err := root.RoleGrantPermission(ctx, name, k, end, perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := root.UserAdd(ctx, name, name+"pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UserGrantRole(ctx, name, name); err != nil {
+		t.Fatal(err)
+	}
 }

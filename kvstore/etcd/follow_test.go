@@ -379,19 +379,7 @@ func TestFollowEndsOnACredentialsRefusal(t *testing.T) {
 	root := rootClient(t, host, "rootpw")
 	const prefix = "/followauth/"
 	for _, name := range []string{"revoked", "moved"} {
-		for _, step := range []func() error{
-			func() error { _, err := root.RoleAdd(ctx, name); return err },
-			func() error {
-				_, err := root.RoleGrantPermission(ctx, name, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
-				return err
-			},
-			func() error { _, err := root.UserAdd(ctx, name, name+"pw"); return err },
-			func() error { _, err := root.UserGrantRole(ctx, name, name); return err },
-		} {
-			if err := step(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		addUser(t, root, name, clientv3.PermissionType(clientv3.PermRead), prefix)
 	}
 	rt := protocol.New(openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "root", Password: "rootpw"}), nil)
 	acquire := func(name string) int64 {

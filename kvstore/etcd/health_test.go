@@ -28,19 +28,7 @@ func TestHealthFailsWhileWritesFail(t *testing.T) {
 	host := authCluster(t, "rootpw")
 	root := rootClient(t, host, "rootpw")
 	const prefix = "/health/"
-	for _, step := range []func() error{
-		func() error { _, err := root.RoleAdd(ctx, "reader"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "reader", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermRead))
-			return err
-		},
-		func() error { _, err := root.UserAdd(ctx, "reader", "readerpw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "reader", "reader"); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addUser(t, root, "reader", clientv3.PermissionType(clientv3.PermRead), prefix)
 	owner := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "root", Password: "rootpw"})
 	reader := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "reader", Password: "readerpw", NoInit: true})
 	if err := owner.Health(ctx); err != nil {

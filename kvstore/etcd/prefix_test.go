@@ -286,36 +286,13 @@ func TestRoleOnThePrefixOpensAStoreBelowASegmentKOrA(t *testing.T) {
 	ctx := t.Context()
 	host := authCluster(t, "rootpw")
 	root := rootClient(t, host, "rootpw")
-	// user adds a user of that name whose role has perm on each of keys
-	// (a key ending with "/" stands for every key under it).
-	user := func(name string, perm clientv3.PermissionType, keys ...string) {
-		t.Helper()
-		if _, err := root.RoleAdd(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			end := ""
-			if strings.HasSuffix(k, "/") {
-				end = clientv3.GetPrefixRangeEnd(k)
-			}
-			if _, err := root.RoleGrantPermission(ctx, name, k, end, perm); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := root.UserAdd(ctx, name, name+"pw"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := root.UserGrantRole(ctx, name, name); err != nil {
-			t.Fatal(err)
-		}
-	}
 	as := func(name, prefix string) *etcd.Config {
 		return &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: name, Password: name + "pw"}
 	}
 	for i, prefix := range []string{"/apps/a/svc/", "/k/svc/"} {
 		writer, reader := fmt.Sprint("writer", i), fmt.Sprint("reader", i)
-		user(writer, clientv3.PermissionType(clientv3.PermReadWrite), prefix)
-		user(reader, clientv3.PermissionType(clientv3.PermRead), prefix)
+		addUser(t, root, writer, clientv3.PermissionType(clientv3.PermReadWrite), prefix)
+		addUser(t, root, reader, clientv3.PermissionType(clientv3.PermRead), prefix)
 		b := openAt(t, as(writer, prefix))
 		if _, err := protocol.New(b, nil).Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute}); err != nil {
 			t.Errorf("acquire under %s by a user that may read and write it: %v", prefix, err)
@@ -327,7 +304,7 @@ func TestRoleOnThePrefixOpensAStoreBelowASegmentKOrA(t *testing.T) {
 	// record but not /q/meta: its store at /q/a/x/k/y/ lies in /q/a/x/'s
 	// lease entries, which the user can see.
 	openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: "/q/a/x/", Username: "root", Password: "rootpw"})
-	user("inside", clientv3.PermissionType(clientv3.PermReadWrite), "/q/a/x/k/y/", "/q/a/x/meta")
+	addUser(t, root, "inside", clientv3.PermissionType(clientv3.PermReadWrite), "/q/a/x/k/y/", "/q/a/x/meta")
 	if b, err := etcd.Open(ctx, as("inside", "/q/a/x/k/y/")); err == nil {
 		_ = b.Close(context.Background())
 		t.Errorf("open under /q/a/x/k/y/, inside the store under /q/a/x/ whose format record the user may read, accepted")

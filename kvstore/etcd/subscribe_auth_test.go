@@ -23,22 +23,9 @@ func TestSubscribeRefusedForItsCredentialsSaysForbidden(t *testing.T) {
 	host := authCluster(t, "rootpw")
 	root := rootClient(t, host, "rootpw")
 	const prefix = "/sub/"
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	for _, step := range []func() error{
-		func() error { _, err := root.RoleAdd(ctx, "waiter"); return err },
-		func() error {
-			_, err := root.RoleGrantPermission(ctx, "waiter", prefix, end, clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		},
-		func() error { _, err := root.UserAdd(ctx, "waiter", "waiterpw"); return err },
-		func() error { _, err := root.UserGrantRole(ctx, "waiter", "waiter"); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addUser(t, root, "waiter", clientv3.PermissionType(clientv3.PermReadWrite), prefix)
 	b := openAt(t, &etcd.Config{Endpoints: []string{host}, Prefix: prefix, Username: "waiter", Password: "waiterpw"})
-	if _, err := root.RoleRevokePermission(ctx, "waiter", prefix, end); err != nil {
+	if _, err := root.RoleRevokePermission(ctx, "waiter", prefix, clientv3.GetPrefixRangeEnd(prefix)); err != nil {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -91,7 +91,7 @@ func TestGetShowsTheLockDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusNotFound || body.Status != "not_found" || body.Lease == nil || body.Lease.Owner != "o" ||
-		body.Lease.Token != acq.Lease.Token || body.Lease.LockDelay != "1h0m0s" || !strings.Contains(body.Message, "lock-delay until") {
+		body.Lease.Token != acq.Lease.Token || body.Lease.LockDelay != "1h" || !strings.Contains(body.Message, "lock-delay until") {
 		t.Fatalf("GET during the lock-delay: %d %+v (lease %+v), want 404 not_found carrying the ended lease", resp.StatusCode, body, body.Lease)
 	}
 	res, err := newClient(t, srv.URL, nil).Get(t.Context(), protocol.GetRequest{Key: k})

@@ -268,7 +268,7 @@ func validateLockDelay(d time.Duration) error {
 // validateDelay checks a lock-delay named field.
 func validateDelay(field string, d time.Duration) error {
 	if d < 0 || d > MaxLockDelay {
-		return fmt.Errorf("%s: %v is outside [0, %v]", field, d, MaxLockDelay)
+		return fmt.Errorf("%s: %s is outside [0, %s]", field, durations.Format(d), durations.Format(MaxLockDelay))
 	}
 	return nil
 }

@@ -698,8 +698,8 @@ func TestLockDelay(t *testing.T) {
 	eachStore(t, func(t *testing.T, c leasectl) {
 		c.runJSON(t, 0, "acquire", "k", "--owner", "a", "--lock-delay", "1h")
 		got := c.runJSON(t, 0, "get", "k")
-		if l, _ := got["lease"].(map[string]any); l == nil || l["lock_delay"] != "1h0m0s" {
-			t.Fatalf("get: %v, want the lease with lock_delay 1h0m0s", got)
+		if l, _ := got["lease"].(map[string]any); l == nil || l["lock_delay"] != "1h" {
+			t.Fatalf("get: %v, want the lease with lock_delay 1h", got)
 		}
 		if r := c.run(t, "get", "k"); !strings.Contains(r.stdout, "lock-delay") {
 			t.Fatalf("get's table does not show the lock-delay:\n%s", r)

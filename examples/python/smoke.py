@@ -181,11 +181,11 @@ check(taken.status == "acquired", "the waiter acquires", taken)
 # a lock-delay: after a revoke, get answers not_found (no live lease) and
 # carries the ended lease, and acquires answer conflict, until it passes
 d = writer.acquire(NS, "delayed", owner="worker-a", ttl="1h", lock_delay="1h")
-check(d.status == "acquired" and d.lease.lock_delay == "1h0m0s", "acquire with a lock-delay", d)
+check(d.status == "acquired" and d.lease.lock_delay == "1h", "acquire with a lock-delay", d)
 admin.revoke(NS, "delayed", actor="ops", reason="stuck")
 g = reader.get(NS, "delayed")
 check(g.status == "not_found" and g.lease is not None and g.lease.owner == "worker-a" and g.lease.token == d.lease.token
-      and g.lease.lock_delay == "1h0m0s" and "lock-delay until" in g.message,
+      and g.lease.lock_delay == "1h" and "lock-delay until" in g.message,
       "get during the lock-delay: not_found carrying the ended lease", g)
 c = writer.acquire(NS, "delayed", owner="worker-b")
 check(c.status == "conflict" and c.lease.owner == "worker-a", "acquire during the lock-delay conflicts", c)

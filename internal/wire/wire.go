@@ -34,9 +34,9 @@ type Lease struct {
 	RenewedAt  *string `json:"renewed_at"`
 	ExpiresAt  *string `json:"expires_at"` // null when unknown: a replayed release or revoke has none
 	Version    int     `json:"version"`
-	// LockDelay is the lease's lock-delay as a Go duration ("15s"), left
-	// out when the lease has none (so the shape of such a lease is as
-	// before lock-delays).
+	// LockDelay is the lease's lock-delay in the duration grammar ("15s",
+	// "1h30m", "2d"), left out when the lease has none (so the shape of
+	// such a lease is as before lock-delays).
 	LockDelay string `json:"lock_delay,omitempty"`
 }
 
@@ -178,12 +178,13 @@ func FromLease(l protocol.Lease) Lease {
 	}
 }
 
-// OptDuration formats d as a Go duration ("15s"), or "" for zero.
+// OptDuration formats d in the one duration grammar as users write it
+// ("15s", "1h30m", "2d"; durations.Format), or "" for zero.
 func OptDuration(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	return d.String()
+	return durations.Format(d)
 }
 
 // ParseOptDuration reads a duration field that may be absent ("": zero),

@@ -183,14 +183,14 @@ func TestGetShowsTheLockDelay(t *testing.T) {
 	for _, cmd := range []string{"get", "describe"} {
 		o := runCLI(t, e, cmd, "k")
 		for _, want := range []string{"not_found default/k: no live lease; lock-delay until ", "(lease of w1, token 1, ended at ",
-			"owner       w1", "lock-delay  1h0m0s (acquires answer conflict until "} {
+			"owner       w1", "lock-delay  1h (acquires answer conflict until "} {
 			if o.code != 4 || !strings.Contains(o.stdout, want) {
 				t.Errorf("%s during the lock-delay: want exit 4 and %q\n%+v", cmd, want, o)
 			}
 		}
 		j := runCLI(t, e, cmd, "k", "-o", "json").json(t)
 		l, _ := j["lease"].(map[string]any)
-		if j["status"] != "not_found" || l == nil || l["owner"] != "w1" || l["token"] != 1.0 || l["lock_delay"] != "1h0m0s" ||
+		if j["status"] != "not_found" || l == nil || l["owner"] != "w1" || l["token"] != 1.0 || l["lock_delay"] != "1h" ||
 			!strings.Contains(j["message"].(string), "lock-delay until") {
 			t.Errorf("%s -o json during the lock-delay: want not_found carrying the ended lease: %v", cmd, j)
 		}
@@ -198,7 +198,7 @@ func TestGetShowsTheLockDelay(t *testing.T) {
 	// acquire's conflict carries the same ended lease: shown as ended, not
 	// as a live lease that "expired" and "would" keep the key.
 	o := runCLI(t, e, "acquire", "k", "--owner", "w2")
-	for _, want := range []string{"conflict default/k: ", "owner       w1", "(ended ", "lock-delay  1h0m0s (acquires answer conflict until "} {
+	for _, want := range []string{"conflict default/k: ", "owner       w1", "(ended ", "lock-delay  1h (acquires answer conflict until "} {
 		if o.code != 3 || !strings.Contains(o.stdout, want) {
 			t.Errorf("acquire during the lock-delay: want exit 3 and %q\n%+v", want, o)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/internal/durations"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -222,21 +223,21 @@ func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) str
 			// read failed): this clock's now would be wrong by the clocks'
 			// skew, and for a replay by the time since the revoke.
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict for the delay from the revoke's time, which its audit record holds)\n",
-				l.LockDelay)
+				durations.Format(l.LockDelay))
 		case l.LockDelay > 0 && res.Status == protocol.StatusRevoked:
 			// The delay runs from the revoke, not from the former expiry
 			// shown above.
 			free := revokedAt.Add(l.LockDelay)
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s by the store's clock: the revoke's time %s plus the delay; %s)\n",
-				l.LockDelay, timeTable(free), timeTable(revokedAt), delayLeft(free, now))
+				durations.Format(l.LockDelay), timeTable(free), timeTable(revokedAt), delayLeft(free, now))
 		case l.LockDelay > 0 && res.Status == protocol.StatusReleased:
-			fmt.Fprintf(tw, "  lock-delay\t%s (not applied: a release by the holder frees the key at once)\n", l.LockDelay)
+			fmt.Fprintf(tw, "  lock-delay\t%s (not applied: a release by the holder frees the key at once)\n", durations.Format(l.LockDelay))
 		case l.LockDelay > 0 && ended:
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires answer conflict until %s, %s)\n",
-				l.LockDelay, timeTable(l.FreeAt()), timeLeft(l.FreeAt(), now))
+				durations.Format(l.LockDelay), timeTable(l.FreeAt()), timeLeft(l.FreeAt(), now))
 		case l.LockDelay > 0:
 			fmt.Fprintf(tw, "  lock-delay\t%s (acquires wait until %s if it is revoked or runs out)\n",
-				l.LockDelay, timeTable(l.FreeAt()))
+				durations.Format(l.LockDelay), timeTable(l.FreeAt()))
 		}
 	}
 	if res.RequestID != "" && res.Op != protocol.OpGet && res.Op != protocol.OpList {

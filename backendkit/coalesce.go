@@ -22,7 +22,7 @@ import (
 // typically a pointer to the backend's pending operation, which holds the
 // answer); Do returns once it has. A Coalescer is safe for concurrent use.
 //
-// [Coalescer.Adapt] makes the limit follow measured latency (see adapt.go):
+// [Coalescer.Adapt] makes the limit follow measured latency:
 // more round trips at once while the server answers them as fast as it
 // answers one, fewer and larger batches once they queue there; and a queued
 // operation waits at most a few round trips' time for a slot.
@@ -30,7 +30,7 @@ import (
 // bound alone: a slot held by an operation its key keeps waiting holds no
 // one else up.
 // [Coalescer.Gather] lets a slot wait briefly after a batch for its
-// callers' next operations (see gather.go); Gather(0), at any time,
+// callers' next operations; Gather(0), at any time,
 // turns that off.
 type Coalescer[T any] struct {
 	limit, maxBatch int
@@ -370,7 +370,7 @@ func (c *Coalescer[T]) handPanic(batch []*queued[T], p any) bool {
 // Adapt makes the limit follow measured latency between the limit given
 // to [NewCoalescer] (or max, when that is smaller: the limit starts
 // there) and max (the backend's connections), and bounds how
-// long a queued operation waits for a slot (see adapt.go). Call it before
+// long a queued operation waits for a slot. Call it before
 // the first Do.
 func (c *Coalescer[T]) Adapt(max int) {
 	c.adapt = newAdaptive(c.limit, max)

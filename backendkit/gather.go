@@ -58,8 +58,8 @@ const DefaultGatherMax = 200 * time.Microsecond
 const maxGatherSkip = 64
 
 // Gather lets a slot wait, after a batch, for its callers' next
-// operations, at most a quarter of the batch's duration and at most max
-// (see gather.go); 0 turns it off. It may be called at any time, from the
+// operations, at most a quarter of the batch's duration and at most max;
+// 0 turns it off. It may be called at any time, from the
 // batch function too: it applies to batches that end after it (a wait
 // under way runs its course). A backend whose batches stop saving round
 // trips (PostgreSQL refused its batch function) turns it off.

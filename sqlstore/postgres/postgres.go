@@ -8,7 +8,7 @@
 //
 // Every lease operation is one SQL statement, so one network round trip:
 // the idempotency look-up, the conditional change, the fencing token and
-// the audit record are one atomic step (queries.go). Expiry is judged by
+// the audit record are one atomic step. Expiry is judged by
 // the server's clock: a change reads it after it took its key's writer
 // lock, so the time it records is the time it took effect, after any wait
 // (a snapshot's refusal is judged at now(), the statement's start); tests

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,52 @@ func TestMigrateUpWithoutUsageExits7(t *testing.T) {
 	}
 	if objects != 0 {
 		t.Errorf("a refused migrate up left %d objects in schema %s", objects, schema)
+	}
+}
+
+// TestMigrateUpOfAMissingSchemaNamesItsCreation: migrate up into a schema
+// that does not exist yet, as a role that may not create schemas (no
+// CREATE on the database), is refused for the role's privileges (exit 7)
+// naming the fix that applies: have the schema created (the CREATE SCHEMA
+// to run), or GRANT CREATE ON DATABASE. There is no schema whose owner
+// could run it: the message said first "run leasectl migrate as the
+// schema's owner".
+func TestMigrateUpOfAMissingSchemaNamesItsCreation(t *testing.T) {
+	t.Parallel()
+	missing, schema := pgtest.MissingSchemaDSN(t)
+	role, err := pgx.ParseConfig(pgtest.GrantedRoleDSN(t, pgtest.DSN(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role.User)
+	c := leasectl{dir: t.TempDir(), dsn: u.String()}
+	r := c.run(t, "migrate", "up", "-o", "json")
+	if r.code != 7 {
+		t.Fatalf("migrate up into missing schema %s as a role without CREATE on the database: exit %d, want 7\n%s", schema, r.code, r)
+	}
+	m := r.obj(t)
+	said, _ := m["message"].(string)
+	if m["status"] != "forbidden" || !strings.Contains(said, `CREATE SCHEMA IF NOT EXISTS "`+schema+`"`) ||
+		!strings.Contains(said, "GRANT CREATE ON DATABASE") || strings.Contains(said, "schema's owner") {
+		t.Errorf("migrate up into missing schema %s: %v\nwant status forbidden naming the CREATE SCHEMA and GRANT CREATE ON DATABASE, "+
+			"not the owner of a schema that does not exist", schema, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Errorf("a refused migrate up created schema %s", schema)
 	}
 }

@@ -48,8 +48,14 @@ func EnsureSchema(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	stmt := "CREATE SCHEMA IF NOT EXISTS " + quoteIdent(name)
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		// The fix names this role as the schema's owner, so that it may
+		// migrate it (and migrate it down) afterwards.
+		var user string
+		if db.QueryRowContext(ctx, "SELECT current_user").Scan(&user) == nil {
+			stmt += " AUTHORIZATION " + quoteIdent(user)
+		}
 		return "", fmt.Errorf("migrations: schema %q of the search_path does not exist and this user cannot create it: "+
-			"have the database owner run %s (and grant this user CREATE on it), then migrate up again: %w", name, stmt, err)
+			"have the database owner run %s, then migrate up again: %w", name, stmt, err)
 	}
 	return name, nil
 }

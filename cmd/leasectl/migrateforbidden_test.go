@@ -139,7 +139,8 @@ func TestMigrateUpWithoutUsageExits7(t *testing.T) {
 // that does not exist yet, as a role that may not create schemas (no
 // CREATE on the database), is refused for the role's privileges (exit 7)
 // naming the fix that applies: have the schema created (the CREATE SCHEMA
-// to run), or GRANT CREATE ON DATABASE. There is no schema whose owner
+// to run, making the role its owner), or GRANT CREATE ON DATABASE. There
+// is no schema whose owner
 // could run it: the message said first "run leasectl migrate as the
 // schema's owner".
 func TestMigrateUpOfAMissingSchemaNamesItsCreation(t *testing.T) {
@@ -161,7 +162,7 @@ func TestMigrateUpOfAMissingSchemaNamesItsCreation(t *testing.T) {
 	}
 	m := r.obj(t)
 	said, _ := m["message"].(string)
-	if m["status"] != "forbidden" || !strings.Contains(said, `CREATE SCHEMA IF NOT EXISTS "`+schema+`"`) ||
+	if m["status"] != "forbidden" || !strings.Contains(said, `CREATE SCHEMA IF NOT EXISTS "`+schema+`" AUTHORIZATION "`+role.User+`"`) ||
 		!strings.Contains(said, "GRANT CREATE ON DATABASE") || strings.Contains(said, "schema's owner") {
 		t.Errorf("migrate up into missing schema %s: %v\nwant status forbidden naming the CREATE SCHEMA and GRANT CREATE ON DATABASE, "+
 			"not the owner of a schema that does not exist", schema, m)

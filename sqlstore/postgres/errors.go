@@ -63,8 +63,9 @@ func ConnectionError(err error) error {
 // [protocol.ErrForbidden], as a Backend's is (leasectl exits 7), its
 // message naming the fix for a migration, which creates, alters and drops
 // the store's objects: run it as the schema's owner, or GRANT CREATE ON
-// the schema (the server refused to create in it), or as the owner of the
-// object the server named ("must be owner of ..."). Any other error
+// the schema (the server refused to create in it), or GRANT CREATE ON the
+// database (it refused to create the missing schema), or as the owner of
+// the object the server named ("must be owner of ..."). Any other error
 // (nil too) gives nil: the caller reports it as it is.
 func MigrationError(err error) error {
 	var pe *pgconn.PgError
@@ -82,6 +83,13 @@ func MigrationError(err error) error {
 		return forbidden("", err, "postgres: the DSN's role may not create objects in schema %s, as migrations do: %s, "+
 			"or have the owner run GRANT CREATE ON SCHEMA %s TO it (docs/postgres-settings.md#privileges)",
 			name, owner, pgschema.QuoteIdent(name))
+	case strings.HasPrefix(pe.Message, "permission denied for database "):
+		// migrate up creates the search_path's schema when it is missing;
+		// there is no schema (nor owner) yet, so the fix is its creation.
+		name := strings.TrimPrefix(pe.Message, "permission denied for database ")
+		return forbidden("", err, "postgres: the DSN's role may not create schemas in database %s, as migrate up does when the "+
+			"search_path's schema is missing: have it created (below), or have the database's owner run GRANT CREATE ON DATABASE %s "+
+			"TO it (docs/postgres-settings.md#privileges)", name, pgschema.QuoteIdent(name))
 	case strings.HasPrefix(pe.Message, "permission denied for "):
 		return forbidden("", err, "postgres: the DSN's role lacks a privilege that migrations need on %s: %s "+
 			"(docs/postgres-settings.md#privileges)", strings.TrimPrefix(pe.Message, "permission denied for "), owner)

@@ -224,7 +224,11 @@ type GetRequest struct {
 // ListRequest pages through the leases of one namespace, ordered by name.
 // Prefix and Owner filter when non-empty; expired leases are left out unless
 // IncludeExpired. Limit defaults to [DefaultListLimit] and may not exceed
-// [MaxListLimit]. Cursor is the NextCursor of the previous page.
+// [MaxListLimit]. Cursor is the NextCursor of the previous page, which
+// goes on only with its own list (the same Namespace, Prefix, Owner and
+// IncludeExpired; any Limit): [Runtime.List] refuses another list's as
+// invalid, which would otherwise start after its key and leave out the
+// leases before it.
 type ListRequest struct {
 	Namespace      string
 	Prefix         string
@@ -319,7 +323,9 @@ func (r GetRequest) Validate() error {
 	return errors.Join(r.Key.Validate(), validateRequestID(r.RequestID))
 }
 
-// Validate checks every field, including the request id and the cursor.
+// Validate checks every field, including the request id and the cursor,
+// which must be one of this list's (a cursor of another namespace or other
+// filters is refused; one made by a backend used directly is of any list).
 // A zero Limit is valid and means [DefaultListLimit].
 func (r ListRequest) Validate() error {
 	var errs []error
@@ -333,12 +339,16 @@ func (r ListRequest) Validate() error {
 	if r.Limit < 0 || r.Limit > MaxListLimit {
 		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", r.Limit, MaxListLimit))
 	}
-	if r.Cursor != "" {
-		if _, err := listcursor.Decode(r.Cursor, MaxNameLen); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	// A cursor [Runtime.List] answered is bound to its list: another
+	// list would start after its name and leave out the leases before it.
+	errs = append(errs, listcursor.Check(r.Cursor, r.cursorScope(), MaxNameLen))
 	return errors.Join(errs...)
+}
+
+// cursorScope is the list r pages through, which the cursors answered to
+// it are bound to.
+func (r ListRequest) cursorScope() listcursor.Scope {
+	return listcursor.Scope{Namespace: r.Namespace, Prefix: r.Prefix, Owner: r.Owner, IncludeExpired: r.IncludeExpired}
 }
 
 // Validate checks every field, including the request id. Token may be zero

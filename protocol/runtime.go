@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/nsglob"
 )
 
@@ -433,7 +434,9 @@ func (r *Runtime) Revoke(ctx context.Context, req RevokeRequest) (Result, error)
 	})
 }
 
-// List returns one page of the leases in req.Namespace.
+// List returns one page of the leases in req.Namespace. Its NextCursor
+// goes on only with this list (the same namespace and filters): another
+// list refuses it as invalid.
 func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	var list ListResult
 	req.RequestID = r.requestID(req.RequestID)
@@ -442,6 +445,10 @@ func (r *Runtime) List(ctx context.Context, req ListRequest) (ListResult, error)
 		list, err = r.backend.List(ctx, req)
 		if err != nil {
 			return Result{}, err
+		}
+		// Bound to this list, the cursor is refused by any other (Validate).
+		if list.NextCursor, err = listcursor.Bind(list.NextCursor, req.cursorScope(), MaxNameLen); err != nil {
+			return Result{}, fmt.Errorf("the backend answered a list cursor that does not decode: %w", err)
 		}
 		return Result{Status: list.Status, Message: list.Message}, nil
 	})

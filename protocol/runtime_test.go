@@ -613,14 +613,16 @@ func TestRuntimePassesOutcomes(t *testing.T) {
 		t.Errorf("Acquire = %+v, %v; want the backend's message and the replay flag", res, err)
 	}
 
-	// List passes the page through.
+	// List passes the page through, its cursor bound to the list.
 	b.list = func(context.Context, ListRequest) (ListResult, error) {
 		return ListResult{Status: StatusFound, Leases: []Lease{*holder}, NextCursor: listcursor.Encode("job")}, nil
 	}
 	lr, err := rt.List(context.Background(), list)
-	if err != nil || lr.Status != StatusFound || len(lr.Leases) != 1 || lr.Leases[0] != *holder ||
-		lr.NextCursor != listcursor.Encode("job") || lr.RequestID != list.RequestID {
-		t.Errorf("List = %+v, %v", lr, err)
+	if name, _ := listcursor.Decode(lr.NextCursor, MaxNameLen); err != nil || lr.Status != StatusFound || len(lr.Leases) != 1 ||
+		lr.Leases[0] != *holder || name != "job" || lr.RequestID != list.RequestID ||
+		listcursor.Check(lr.NextCursor, list.cursorScope(), MaxNameLen) != nil ||
+		listcursor.Check(lr.NextCursor, listcursor.Scope{Namespace: list.Namespace + "x"}, MaxNameLen) == nil {
+		t.Errorf("List = %+v, %v; want the page, its cursor after job bound to the list", lr, err)
 	}
 }
 

@@ -77,7 +77,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case fs.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case c.dsn == "":
-		return c, errors.New("-dsn: give sqlite:PATH or a postgres:// URL (or set LEASESTORE_DSN)")
+		return c, errors.New("-dsn: give sqlite:PATH, a postgres:// URL or etcd://HOST:PORT[,HOST:PORT...]/PREFIX (or set LEASESTORE_DSN)")
 	case !strings.HasPrefix(c.dsn, "sqlite:") && !strings.HasPrefix(c.dsn, "postgres://") && !strings.HasPrefix(c.dsn, "postgresql://") &&
 		!etcd.IsDSN(c.dsn):
 		return c, badDSN(c.dsn)
@@ -200,9 +200,9 @@ func open(ctx context.Context, dsn string) (protocol.Store, func(), error) {
 func badDSN(dsn string) error {
 	scheme, _, found := strings.Cut(dsn, ":")
 	if !found || !isScheme(scheme) {
-		return errors.New("-dsn: it has no scheme; give sqlite:PATH or a postgres:// URL")
+		return errors.New("-dsn: it has no scheme; give sqlite:PATH, a postgres:// URL or etcd://HOST:PORT[,HOST:PORT...]/PREFIX")
 	}
-	return fmt.Errorf("-dsn: scheme %q is neither sqlite:PATH nor a postgres:// URL", scheme)
+	return fmt.Errorf("-dsn: scheme %q is none of sqlite:PATH, a postgres:// URL or etcd://HOST:PORT[,HOST:PORT...]/PREFIX", scheme)
 }
 
 // isScheme reports whether s has the form of a URL scheme (RFC 3986: a

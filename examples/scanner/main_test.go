@@ -232,7 +232,7 @@ func TestBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "-dsn: give sqlite:PATH"},
-		{[]string{"-dsn", "mysql://x"}, `scheme "mysql" is neither sqlite:PATH nor a postgres:// URL`},
+		{[]string{"-dsn", "mysql://x"}, `scheme "mysql" is none of sqlite:PATH, a postgres:// URL or etcd://`},
 		{[]string{"-dsn", "sqlite:x.db", "-targets", "0"}, "-targets: 0 is outside"},
 		{[]string{"-dsn", "sqlite:x.db", "-identity", ""}, "-identity: must not be empty"},
 		{[]string{"-dsn", "sqlite:x.db", "-ttl", "1s", "-log-level", "loud"}, "-log-level"},

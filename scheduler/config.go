@@ -250,6 +250,7 @@ func (c *Config) resolve() (settings, error) {
 		errs = append(errs, fmt.Errorf("ttl: %s is outside [%s, %s]", durations.Format(s.ttl), durations.Format(protocol.MinTTL), durations.Format(protocol.MaxTTL)))
 	}
 	badEvery := s.every <= 0
+	lateEvery := false // refused: a late renewal would land after the TTL
 	switch {
 	case c.RenewEvery == 0 && badTTL:
 	case badEvery:
@@ -257,12 +258,14 @@ func (c *Config) resolve() (settings, error) {
 	case (c.OpTimeout == 0 || s.opTimeout < s.ttl) && lateRenewalEnd(s.every, s.opTimeout) > s.ttl:
 		// (An OpTimeout set not shorter than the TTL has its own error.)
 		errs = append(errs, renewTooLate(s, c.OpTimeout == 0))
+		lateEvery = true
 	}
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
 		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))
 	}
 	switch {
-	case c.OpTimeout == 0 && (badTTL || badEvery):
+	case c.OpTimeout == 0 && (badTTL || badEvery || lateEvery):
+		// The default follows RenewEvery (and the TTL): refused with it.
 	case s.opTimeout <= 0:
 		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))
 	case s.opTimeout >= s.ttl:

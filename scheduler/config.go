@@ -118,8 +118,9 @@ type Config struct {
 	// holds the round until then. Default: [DefaultExtraRenewals] (4).
 	ExtraRenewals int
 	// MaxBackoff caps the wait before a target that another worker took
-	// first (a conflict) is tried again; the wait starts at RenewEvery and
-	// doubles with each conflict in a row, with jitter. A target kept by
+	// first (a conflict) is tried again: the wait is random, between half
+	// and one and a half times RenewEvery, doubling with each conflict in
+	// a row, and always under MaxBackoff. A target kept by
 	// the lock-delay of an ended lease is tried again when the delay ends.
 	// Default: TTL.
 	MaxBackoff time.Duration

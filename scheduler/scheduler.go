@@ -1491,8 +1491,10 @@ func (s *Scheduler) busy(t string, err error) {
 	s.events = append(s.events, ev)
 }
 
-// backOff delays the next attempt on t: RenewEvery, doubling with each
-// conflict in a row up to MaxBackoff, times a random factor in [0.5, 1.5).
+// backOff delays the next attempt on t: d is RenewEvery, doubling with
+// each conflict in a row, up to MaxBackoff; the wait is random, uniform
+// between d/2 and 1.5 × d but under MaxBackoff, so that the waits of
+// workers that met the same conflict stay spread out at the cap too.
 func (s *Scheduler) backOff(t string) {
 	b := s.backoff[t]
 	b.n++
@@ -1501,7 +1503,8 @@ func (s *Scheduler) backOff(t string) {
 	if b.n <= 20 && s.set.every<<(b.n-1) < d {
 		d = s.set.every << (b.n - 1)
 	}
-	b.until = time.Now().Add(time.Duration(float64(d) * (0.5 + rand.Float64())))
+	lo, hi := d/2, min(d+d/2, s.set.maxBackoff)
+	b.until = time.Now().Add(lo + time.Duration(rand.Float64()*float64(hi-lo)))
 	s.backoff[t] = b
 }
 

@@ -49,7 +49,9 @@ type Handler func(ctx context.Context, target string, token int64)
 // [Config].OpTimeout, which ends when Run's does; duplicates are
 // ignored, and names that are not valid lease names are left out and
 // logged. When it returns an error, the scheduler keeps the previous set
-// for that round.
+// for that round; until it first answers, there is none, and the worker
+// does not join (the other workers do not count it, and it claims
+// nothing).
 type Targets func(ctx context.Context) ([]string, error)
 
 // Static returns [Targets] for a fixed list. The list is copied.

@@ -9,7 +9,7 @@
 //
 //   - holds a membership lease named after its identity in a namespace of
 //     its own ([Config].WorkersNamespace); the live membership leases are the
-//     live workers;
+//     live workers (a worker joins once its [Targets] first answered);
 //   - claims a fair share of the targets, ceil(targets / live workers), by
 //     acquiring the lease of each target (in [Config].Namespace) that no live
 //     lease holds, in a random order, and runs the handler once per lease,

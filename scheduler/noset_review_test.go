@@ -26,7 +26,15 @@ func TestAWorkerWithoutATargetSetLeavesNoTargetUnworked(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, b)
-	eventually(t, "b is a member", func() (bool, string) { return b.Snapshot().Member, "" })
+	// (The review's version waited here for b to be a member: a worker
+	// without a target set no longer joins, so b made a round instead.)
+	eventually(t, "b made a round without a target set", func() (bool, string) {
+		snap := b.Snapshot()
+		return !snap.LastRound.IsZero(), snap.Problem
+	})
+	if snap := b.Snapshot(); snap.Member {
+		t.Errorf("b joined without a target set: %+v", snap)
+	}
 	start(t, a)
 	eventually(t, "a works every target while b has none to work", holds(a, "x1", "x2", "x3", "x4"))
 }

@@ -328,9 +328,14 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 	if ctx.Err() != nil {
 		return time.Time{} // nor send what was never sent
 	}
-	s.join(ctx)
-	workers := s.countWorkers(ctx)
 	s.refreshTargets(ctx)
+	// A worker joins once it has a target set: a member the others count
+	// but that claims nothing would hold them to a share that leaves
+	// targets unworked.
+	if s.haveSet {
+		s.join(ctx)
+	}
+	workers := s.countWorkers(ctx)
 	holders, listed := s.listHolders(ctx)
 	if ctx.Err() != nil {
 		return time.Time{}
@@ -1119,6 +1124,11 @@ func (s *Scheduler) refreshTargets(ctx context.Context) {
 	list, err := s.targets(tctx)
 	if err != nil && ctx.Err() != nil {
 		return // shutting down
+	}
+	if err != nil && !s.haveSet {
+		s.problems = append(s.problems, "targets: "+err.Error()+" (no target set yet: not joining until the targets function answers)")
+		s.log.Warn("scheduler: the targets function failed; no target set yet, not joining until it answers", "err", err)
+		return
 	}
 	if err != nil {
 		s.problems = append(s.problems, "targets: "+err.Error())

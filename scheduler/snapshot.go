@@ -27,7 +27,8 @@ type Snapshot struct {
 	Worker    string
 	Namespace string
 	// Member reports whether the worker holds its membership lease (it
-	// claims targets only then): false once the store signalled its end or
+	// claims targets only then): false until the targets function first
+	// answered (the worker joins only then), once the store signalled its end or
 	// refused its renewal, and once it was not renewed before it would run
 	// out by the local clock, until the worker joins again.
 	Member bool

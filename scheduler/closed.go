@@ -129,6 +129,7 @@ func (s *Scheduler) closedShutdown(why error) error {
 			Message: "the store was closed while the lease was held: it is renewed no more and runs out after its TTL"}
 	}
 	s.mu.Lock()
+	s.dropBusyWatchesLocked(nil)
 	// Whether the worker held, or may hold, anything the close strands.
 	held := len(s.leases) > 0 || s.membership != nil || s.lapsed != 0 || len(s.pending) > 0 || s.memberReq != "" || len(s.orphans) > 0
 	for _, l := range s.leases {

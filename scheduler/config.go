@@ -130,8 +130,10 @@ type Config struct {
 	// protocol.AcquireRequest.LockDelay): after a worker's target lease is
 	// revoked or runs out, no worker takes the target for this long, so a
 	// handler that did not hear of the loss has time to stop. A handed-over
-	// or released target is taken at once. Default: 0, none (or the
-	// store's namespace default).
+	// or released target is not kept: a worker below its fair share that
+	// listens for its end (up to 8 busy targets each, through the store's
+	// signal) takes it at once, else a worker with room at its next round.
+	// Default: 0, none (or the store's namespace default).
 	LockDelay time.Duration
 	// Logger receives the scheduler's logs: acquired, handed over and
 	// released at info, lost at warn, store trouble at warn, renewals at

@@ -40,7 +40,10 @@
 //     saw (membership, targets, conflicts), so a takeover does not wait
 //     for the next round; and it backs off, with jitter, from a target that
 //     another worker took first (at most until that lease's expiry), and
-//     waits for the end of a lock-delay that keeps a target.
+//     waits for the end of a lock-delay that keeps a target;
+//   - below its share, listens through the store's signal for the end of a
+//     few busy targets (up to 8), and takes one released or handed over at
+//     once, not at the next round.
 //
 // A store closed under a running worker never answers again: at its first
 // closed answer the worker loses every lease and its membership, releases

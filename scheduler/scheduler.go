@@ -66,8 +66,16 @@ type Scheduler struct {
 	// before any store call.
 	stop context.CancelCauseFunc
 
-	mu         sync.Mutex
-	closedBy   error             // the store's first answer of status closed; nil while none
+	mu       sync.Mutex
+	closedBy error // the store's first answer of status closed; nil while none
+	// busyWatches are the busy targets the worker listens to while it is
+	// below its fair share, by target (see watchBusy); freed are those
+	// heard free since Run last looked.
+	busyWatches map[string]*busyWatch
+	freed       map[string]bool
+	// noSignals: a subscription answered protocol.ErrNoNotifier (the
+	// store cannot signal): watchBusy tries no more.
+	noSignals  atomic.Bool
 	leases     map[string]*lease // by target
 	membership *membership       // nil while the worker is not a member
 	workers    int
@@ -161,6 +169,14 @@ type backoffState struct {
 	// delayed: until is when the lock-delay of the target's ended lease
 	// ends; each round notes it, so that the worker looks again then.
 	delayed bool
+	// handedOver: the worker released the target to rebalance, and
+	// leaves it to another worker until then.
+	handedOver bool
+}
+
+// busyWatch is the listening to one busy target's end (see watchBusy).
+type busyWatch struct {
+	cancel context.CancelFunc
 }
 
 // New returns a Scheduler for the worker identity (its owner name in every
@@ -191,13 +207,14 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 	}
 	sched := &Scheduler{
 		id: identity, targets: targets, handler: handler, set: set,
-		log:     set.log.With("worker", identity, "namespace", set.ns),
-		member:  protocol.Key{Namespace: set.workersNS, Name: identity},
-		wake:    make(chan struct{}, 1),
-		leases:  map[string]*lease{},
-		backoff: map[string]backoffState{},
-		pending: map[string]string{},
-		orphans: map[protocol.Key]orphan{},
+		log:         set.log.With("worker", identity, "namespace", set.ns),
+		member:      protocol.Key{Namespace: set.workersNS, Name: identity},
+		wake:        make(chan struct{}, 1),
+		leases:      map[string]*lease{},
+		backoff:     map[string]backoffState{},
+		busyWatches: map[string]*busyWatch{},
+		pending:     map[string]string{},
+		orphans:     map[protocol.Key]orphan{},
 	}
 	if set.extraRenewals > 0 {
 		sched.extra = make(chan struct{}, set.extraRenewals)
@@ -260,11 +277,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-s.wake:
 			s.settle(ctx)
 			s.mu.Lock()
-			rejoin := s.rejoin
-			s.rejoin = false
+			rejoin, freed := s.rejoin, s.freed
+			s.rejoin, s.freed = false, nil
 			s.mu.Unlock()
-			if rejoin && ctx.Err() == nil {
-				next.Reset(0) // a look, which joins again
+			for t := range freed {
+				// The holder let go: a back-off from its conflict no
+				// longer holds (a lock-delay's, or the worker's own
+				// hand-over's, still does).
+				if b := s.backoff[t]; !b.delayed && !b.handedOver {
+					delete(s.backoff, t)
+				}
+			}
+			if (rejoin || len(freed) > 0) && ctx.Err() == nil {
+				next.Reset(0) // a look, which joins again, or claims what was freed
 			}
 		case <-next.C:
 			began := time.Now()
@@ -352,6 +377,7 @@ func (s *Scheduler) round(ctx context.Context, renew bool) time.Time {
 		s.settle(ctx)
 		if listed && ctx.Err() == nil {
 			s.claim(ctx, holders, began.Add(s.set.every))
+			s.watchBusy(holders)
 		}
 	}
 
@@ -763,7 +789,7 @@ func (s *Scheduler) takeUnreleased() []*lease {
 func (s *Scheduler) released(l *lease, err error) {
 	if l.state == StateHandingOver {
 		b := s.backoff[l.target]
-		b.until, b.delayed = time.Now().Add(jitter(s.set.every)), false
+		b.until, b.delayed, b.handedOver = time.Now().Add(jitter(s.set.every)), false, true
 		s.backoff[l.target] = b
 	}
 	switch {
@@ -1483,6 +1509,137 @@ func (s *Scheduler) claim(ctx context.Context, holders map[string]protocol.Lease
 	}
 }
 
+// maxBusyWatches bounds the busy targets a worker listens to (see
+// watchBusy).
+const maxBusyWatches = 8
+
+// watchBusy listens, while the worker is a member below its fair share
+// after a claim, for the end of up to maxBusyWatches busy targets of the
+// set (held by another worker by holders, the round's list, or backed off
+// after a conflict), those listened to already first, the others picked at
+// random; it stops listening to the rest. When the store signals that one
+// of them may have been released or revoked (protocol.Notifier) and a get
+// finds no live lease, Run clears its back-off and looks at once (see
+// listenFreed): a released target is taken then, not at the next round.
+// A store that does not signal gets no watch (after one subscription
+// answered protocol.ErrNoNotifier, none is tried): rounds find the target.
+func (s *Scheduler) watchBusy(holders map[string]protocol.Lease) {
+	if _, ok := s.store.(protocol.Notifier); !ok || s.noSignals.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active := 0
+	for _, l := range s.leases {
+		if l.state == StateRunning || l.state == StateIdle {
+			active++
+		}
+	}
+	want := map[string]bool{}
+	if s.membership != nil && active < s.share {
+		var busy []string
+		now := time.Now()
+		for _, t := range s.current {
+			if _, mine := s.leases[t]; mine {
+				continue
+			}
+			h, held := holders[t]
+			b := s.backoff[t]
+			conflicted := b.until.After(now) && !b.delayed && !b.handedOver
+			if (held && h.Owner != s.id) || (!held && conflicted) {
+				busy = append(busy, t)
+			}
+		}
+		rand.Shuffle(len(busy), func(i, j int) { busy[i], busy[j] = busy[j], busy[i] })
+		slices.SortStableFunc(busy, func(a, b string) int {
+			_, wa := s.busyWatches[a]
+			_, wb := s.busyWatches[b]
+			return cmp.Compare(boolRank(wa), boolRank(wb))
+		})
+		for _, t := range busy[:min(len(busy), maxBusyWatches)] {
+			want[t] = true
+		}
+	}
+	s.dropBusyWatchesLocked(want)
+	for t := range want {
+		if s.busyWatches[t] != nil {
+			continue
+		}
+		ctx, cancel := context.WithCancel(s.base)
+		w := &busyWatch{cancel: cancel}
+		s.busyWatches[t] = w
+		s.watches.Go(func() { s.listenFreed(ctx, t, w) })
+	}
+}
+
+// boolRank ranks true before false.
+func boolRank(b bool) int {
+	if b {
+		return 0
+	}
+	return 1
+}
+
+// dropBusyWatchesLocked stops listening to the busy targets not in keep
+// (to every one when keep is nil). Called with s.mu held.
+func (s *Scheduler) dropBusyWatchesLocked(keep map[string]bool) {
+	for t, w := range s.busyWatches {
+		if !keep[t] {
+			w.cancel()
+			delete(s.busyWatches, t)
+		}
+	}
+}
+
+// listenFreed listens for the end of busy target t's lease until ctx
+// ends: once subscribed (a release since the round's list included) and
+// at each signal of the store, it reads the key, and when no live lease
+// holds it, it notes t freed and wakes Run, which looks at once. A
+// subscription that fails (the store cannot signal now) ends the watch:
+// the next round may start another, and rounds find the target meanwhile.
+func (s *Scheduler) listenFreed(ctx context.Context, t string, w *busyWatch) {
+	key := protocol.Key{Namespace: s.set.ns, Name: t}
+	ch, unsubscribe, err := s.store.(protocol.Notifier).Subscribe(ctx, key)
+	if err != nil {
+		s.mu.Lock()
+		if s.busyWatches[t] == w {
+			delete(s.busyWatches, t)
+		}
+		s.mu.Unlock()
+		w.cancel()
+		if errors.Is(err, protocol.ErrNoNotifier) {
+			s.noSignals.Store(true)
+			return
+		}
+		if ctx.Err() == nil && !closedAnswer(err) {
+			s.log.Debug("scheduler: cannot listen for the end of a busy target; rounds find it", "target", t, "err", err)
+		}
+		return
+	}
+	defer unsubscribe()
+	for {
+		gctx, cancel := context.WithTimeout(ctx, s.set.opTimeout)
+		_, err := s.store.Get(gctx, protocol.GetRequest{Key: key})
+		cancel()
+		if protocol.StatusOf(err) == protocol.StatusNotFound && ctx.Err() == nil {
+			s.mu.Lock()
+			if s.busyWatches[t] == w {
+				if s.freed == nil {
+					s.freed = map[string]bool{}
+				}
+				s.freed[t] = true
+				s.poke()
+			}
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
 // isMember reports whether the worker holds its membership lease. It
 // takes s.mu.
 func (s *Scheduler) isMember() bool {
@@ -1508,7 +1665,7 @@ func (s *Scheduler) busy(t string, err error) {
 func (s *Scheduler) backOff(t string) {
 	b := s.backoff[t]
 	b.n++
-	b.delayed = false
+	b.delayed, b.handedOver = false, false
 	d := s.set.maxBackoff
 	if b.n <= 20 && s.set.every<<(b.n-1) < d {
 		d = s.set.every << (b.n - 1)
@@ -1573,6 +1730,7 @@ func (s *Scheduler) start(pl protocol.Lease, sent time.Time, reason string) {
 func (s *Scheduler) shutdown(next *time.Timer) {
 	s.stopping = true
 	s.mu.Lock()
+	s.dropBusyWatchesLocked(nil)
 	for _, l := range s.leases {
 		if l.state == StateRunning || l.state == StateIdle {
 			s.giveUpLocked(l, StateStopping, "shutting down", ErrStopped)

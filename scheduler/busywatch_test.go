@@ -121,3 +121,50 @@ func TestBusyTargetsListenedToAreBounded(t *testing.T) {
 		t.Errorf("w listened for %d busy targets at once (%d now); want at most 8", top, live)
 	}
 }
+
+// Config.LockDelay: "A handed-over or released target is not kept: a
+// worker below its fair share that listens for its end ... takes it at
+// once". a holds all four targets; b joins with rounds 20s apart, below
+// its share of two, and listens for them; a, at its next round (1s), hands
+// two over: b takes them then, not at its own next round.
+func TestHandedOverTargetIsTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	store := newStore(t)
+	all := scheduler.Static("h1", "h2", "h3", "h4")
+	a, err := scheduler.New(store, "a", all, idle, &scheduler.Config{Namespace: "ho", TTL: time.Minute, RenewEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	eventually(t, "a holds every target", holds(a, "h1", "h2", "h3", "h4"))
+	rounds := make(chan scheduler.Event, 100)
+	b, err := scheduler.New(store, "b", all, idle, &scheduler.Config{Namespace: "ho", TTL: time.Minute, RenewEvery: 20 * time.Second,
+		Observer: scheduler.ObserverFunc(func(_ context.Context, ev scheduler.Event) {
+			if ev.Kind == scheduler.EventRound {
+				rounds <- ev
+			}
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, b)
+	var first scheduler.Event
+	select {
+	case first = <-rounds:
+	case <-time.After(waitFor):
+		t.Fatal("b made no round")
+	}
+	if first.Owned != 0 || first.Share != 2 {
+		t.Fatalf("b's first round: owned %d, share %d; want none of a share of 2 (a holds every target)", first.Owned, first.Share)
+	}
+	const within = 15 * time.Second // under b's next round (18s at the earliest)
+	began := time.Now()
+	for time.Since(began) < within {
+		if len(b.Snapshot().Held()) == 2 {
+			t.Logf("b holds its share %v after its first round", time.Since(began))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("b did not take its share of 2 within %v of its first round: %+v; a: %+v", within, b.Snapshot(), a.Snapshot())
+}

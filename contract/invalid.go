@@ -23,7 +23,7 @@ var badNames = []string{
 }
 
 func invalidCases() []testCase {
-	return []testCase{
+	return append(directCases(), []testCase{
 		{"requests", func(e *env) {
 			held := e.acquire(e.a, "held", "w1", leaseTTL)
 			before := e.snapshot("held")
@@ -194,5 +194,5 @@ func invalidCases() []testCase {
 				}
 			}
 		}},
-	}
+	}...)
 }

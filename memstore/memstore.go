@@ -197,6 +197,9 @@ func (s *Store) record(now time.Time, c change) {
 // Acquire takes the lease on req.Key when it is free or expired, with a
 // token greater than every token the store issued, and records it.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseAcquire(req); err != nil {
+		return res, err
+	}
 	s, now, err := b.lock(ctx, protocol.OpAcquire)
 	if err != nil {
 		return protocol.Result{}, err
@@ -233,6 +236,9 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 
 // Renew extends the holder's live lease to now+req.TTL, keeping its token.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRenew(req); err != nil {
+		return res, err
+	}
 	s, now, err := b.lock(ctx, protocol.OpRenew)
 	if err != nil {
 		return protocol.Result{}, err
@@ -244,16 +250,18 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 // RenewMany renews reqs in order under one lock, at one instant (see
 // [protocol.BulkRenewer]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
-	s, now, err := b.lock(ctx, protocol.OpRenew)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := make([]protocol.Result, len(reqs))
-	for i, req := range reqs {
-		out[i] = s.renew(req, now)
-	}
-	return out, nil
+	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+		s, now, err := b.lock(ctx, protocol.OpRenew)
+		if err != nil {
+			return nil, err
+		}
+		defer s.mu.Unlock()
+		out := make([]protocol.Result, len(reqs))
+		for i, req := range reqs {
+			out[i] = s.renew(req, now)
+		}
+		return out, nil
+	})
 }
 
 // renew is Renew with the store locked.
@@ -282,6 +290,9 @@ func (s *Store) renew(req protocol.RenewRequest, now time.Time) protocol.Result 
 // Release deletes the holder's live lease. The result carries the lease as
 // it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRelease(req); err != nil {
+		return res, err
+	}
 	s, now, err := b.lock(ctx, protocol.OpRelease)
 	if err != nil {
 		return protocol.Result{}, err
@@ -305,6 +316,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // Revoke deletes the live lease at req.Key (only the one with req.Token when
 // it is non-zero) and records the actor and reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRevoke(req); err != nil {
+		return res, err
+	}
 	s, now, err := b.lock(ctx, protocol.OpRevoke)
 	if err != nil {
 		return protocol.Result{}, err
@@ -333,6 +347,9 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 // Get returns the live lease at req.Key (found) or not_found, which
 // carries the ended lease while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseGet(req); err != nil {
+		return res, err
+	}
 	s, now, err := b.lock(ctx, protocol.OpGet)
 	if err != nil {
 		return protocol.Result{}, err
@@ -348,6 +365,9 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 // List returns one page of the namespace's leases ordered by name (byte
 // order, as the SQL backends with the C collation).
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if res, err := backendkit.RefuseList(req); err != nil {
+		return res, err
+	}
 	after, limit, err := backendkit.ListStart(req)
 	if err != nil {
 		return protocol.ListResult{}, err

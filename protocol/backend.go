@@ -23,19 +23,30 @@ type Store interface {
 	Close(ctx context.Context) error
 }
 
-// Backend is what a storage engine implements. Callers do not use a Backend
-// directly: they wrap it in a [Runtime] with [New], which validates requests,
-// fills in request ids and deadlines, calls hooks and owns the backend's
-// lifecycle.
+// Backend is what a storage engine implements. Callers wrap it in a
+// [Runtime] with [New], which validates requests, fills in request ids and
+// deadlines, calls hooks and owns the backend's lifecycle.
 //
 // The runtime guarantees a backend that every request passed validation, that
 // its request id is set, that ctx carries a deadline, and that Close is called
 // once, after in-flight operations have finished or the close context expired.
+// A backend called directly checks its requests itself, before it reads or
+// writes anything: it answers a request that fails its Validate as the
+// runtime does (a result with status invalid, its Op, Key and RequestID set,
+// and an *[Error] matching [ErrInvalid] whose cause is the Validate error),
+// and refuses so a change (acquire, renew, release, revoke) without a
+// request id, since it makes none; a get or list needs none. A [BulkRenewer]
+// answers such a request invalid in its result and sends the others. The
+// storage backends (memstore, SQLite, PostgreSQL, etcd) do it with
+// backendkit's Refuse functions; an httpapi client sends each request to a
+// served runtime, which checks it (and makes the request id of a change
+// sent without one).
 //
 // A backend reports every protocol outcome in the [Result] (or [ListResult])
 // with a nil error: the success statuses, not_found, conflict, stale_token,
 // not_owner, expired, and invalid for a request id reused with other
-// parameters. It returns a non-nil error only when it could not answer; that
+// parameters. Beyond an invalid request (see above), it returns a non-nil
+// error only when it could not answer; that
 // error should be an *[Error] with status timeout or unavailable, built in one
 // place per backend from driver errors. Any other error is reported to callers
 // as unavailable, with the error as cause. Result.Op and Result.RequestID need

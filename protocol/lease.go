@@ -328,21 +328,21 @@ func (r GetRequest) Validate() error {
 // filters is refused; one made by a backend used directly is of any list).
 // A zero Limit is valid and means [DefaultListLimit].
 func (r ListRequest) Validate() error {
-	var errs []error
-	errs = append(errs, textfield.Validate("namespace", r.Namespace, MaxNamespaceLen), validateRequestID(r.RequestID))
+	var prefixErr, ownerErr, limitErr, cursorErr error // nil when fine: no slice to allocate
 	if r.Prefix != "" {
-		errs = append(errs, textfield.Validate("prefix", r.Prefix, MaxNameLen))
+		prefixErr = textfield.Validate("prefix", r.Prefix, MaxNameLen)
 	}
 	if r.Owner != "" {
-		errs = append(errs, textfield.Validate("owner", r.Owner, MaxOwnerLen))
+		ownerErr = textfield.Validate("owner", r.Owner, MaxOwnerLen)
 	}
 	if r.Limit < 0 || r.Limit > MaxListLimit {
-		errs = append(errs, fmt.Errorf("limit: %d is outside [0, %d]", r.Limit, MaxListLimit))
+		limitErr = fmt.Errorf("limit: %d is outside [0, %d]", r.Limit, MaxListLimit)
 	}
 	// A cursor [Runtime.List] answered is bound to its list: another
 	// list would start after its name and leave out the leases before it.
-	errs = append(errs, listcursor.Check(r.Cursor, r.cursorScope(), MaxNameLen))
-	return errors.Join(errs...)
+	cursorErr = listcursor.Check(r.Cursor, r.cursorScope(), MaxNameLen)
+	return errors.Join(textfield.Validate("namespace", r.Namespace, MaxNamespaceLen), validateRequestID(r.RequestID),
+		prefixErr, ownerErr, limitErr, cursorErr)
 }
 
 // cursorScope is the list r pages through, which the cursors answered to

@@ -347,21 +347,24 @@ func (h *Handle) Renew(ctx context.Context, req protocol.RenewRequest) (protocol
 	return res, err
 }
 
-// RenewMany renews each request as Renew does.
+// RenewMany renews each valid request as Renew does, answering the others
+// invalid as memstore does.
 func (h *Handle) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
-	s := h.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]protocol.Result, len(reqs))
-	for i, req := range reqs {
-		res, err := h.renew(ctx, req)
-		if err != nil {
-			return nil, err
+	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+		s := h.s
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := make([]protocol.Result, len(reqs))
+		for i, req := range reqs {
+			res, err := h.renew(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			s.renewed(res)
+			out[i] = res
 		}
-		s.renewed(res)
-		out[i] = res
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 func (h *Handle) renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {

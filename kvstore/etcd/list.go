@@ -103,6 +103,9 @@ func atOneRevisionOf[T any](read func() (T, int64, error)) (v T, rev int64, err 
 // List returns one page of the namespace's leases ordered by name (etcd
 // orders keys byte by byte), read at one revision.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if res, err := backendkit.RefuseList(req); err != nil {
+		return res, err
+	}
 	if err := b.open(protocol.OpList); err != nil {
 		return protocol.ListResult{}, err
 	}

@@ -263,6 +263,9 @@ func (b *Backend) open(op protocol.Op) error {
 // (the last attached to an etcd lease) and the audit record. The token is
 // the transaction's revision.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseAcquire(req); err != nil {
+		return res, err
+	}
 	if err := b.open(protocol.OpAcquire); err != nil {
 		return protocol.Result{}, err
 	}
@@ -524,6 +527,9 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 // the state last seen and writes the renewal and liveness entries and the
 // audit record.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRenew(req); err != nil {
+		return res, err
+	}
 	return b.holder(ctx, b.renewChange(req))
 }
 
@@ -575,6 +581,9 @@ func renewTTL(req protocol.RenewRequest, cur protocol.Lease) time.Duration {
 // Release deletes the holder's live lease (its entries, its lock-delay's
 // too) and records it, in one transaction. The result carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRelease(req); err != nil {
+		return res, err
+	}
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
 		op: protocol.OpRelease, key: req.Key, requestID: req.RequestID, fp: fp,
@@ -596,6 +605,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // when it is non-zero) and records the actor and reason; a lease with a
 // lock-delay leaves its delay entry, from now.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRevoke(req); err != nil {
+		return res, err
+	}
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
 		op: protocol.OpRevoke, key: req.Key, requestID: req.RequestID, fp: fp,
@@ -641,7 +653,16 @@ func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWri
 // ones too, still go. It returns an error (and no results) only when it
 // could answer none: the backend or its client was closed, ctx had ended,
 // or every renewal failed (the first one's error).
+// An invalid request answers invalid in its result, unsent, as the
+// runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+		return b.renewValid(ctx, reqs)
+	})
+}
+
+// renewValid is RenewMany of valid requests.
+func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	if err := b.open(protocol.OpRenew); err != nil {
 		return nil, err
 	}
@@ -689,6 +710,9 @@ func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) (
 // revision; not_found carries the ended lease (from the d entry) while its
 // lock-delay keeps the key, judged as acquire judges it.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseGet(req); err != nil {
+		return res, err
+	}
 	if err := b.open(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}

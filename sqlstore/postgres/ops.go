@@ -329,6 +329,9 @@ func interval(ttl time.Duration) pgtype.Interval {
 // Acquire takes the lease on req.Key when it is free or expired, in one
 // statement; see acquireSQL.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseAcquire(req); err != nil {
+		return res, err
+	}
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["ttl"], a["lock_delay"] = req.Owner, interval(req.TTL), interval(req.StoredLockDelay())
@@ -360,6 +363,9 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRenew(req); err != nil {
+		return res, err
+	}
 	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, b.renewArgs(req), classifyRenew(req))
 }
 
@@ -407,7 +413,16 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // A batch of more than 64 renewals has more subtransactions than a server
 // process keeps in its cache: while it runs (milliseconds for a thousand),
 // other sessions' snapshots check its transaction ids in pg_subtrans.
+// An invalid request answers invalid in its result, unsent, as the
+// runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+		return b.renewValid(ctx, reqs)
+	})
+}
+
+// renewValid is RenewMany of valid requests.
+func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	if err := b.callRefusal(protocol.OpRenew); err != nil {
 		return nil, err
 	}
@@ -556,6 +571,9 @@ func answeredLater(batch []*pendingOp, again []bool, i int) bool {
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRelease(req); err != nil {
+		return res, err
+	}
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["token"] = req.Owner, req.Token
@@ -577,6 +595,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // Revoke deletes the live lease at req.Key (with req.Token when non-zero) in
 // one statement, recording req.Actor and req.Reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRevoke(req); err != nil {
+		return res, err
+	}
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["actor"], a["reason"], a["token"] = req.Actor, req.Reason, req.Token
@@ -598,6 +619,9 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (proto
 // Get reads the live lease at req.Key; not_found carries the ended lease
 // while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseGet(req); err != nil {
+		return res, err
+	}
 	if err := b.callRefusal(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}
@@ -626,6 +650,9 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 
 // List reads one page of the leases of req.Namespace, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if res, err := backendkit.RefuseList(req); err != nil {
+		return res, err
+	}
 	if err := b.callRefusal(protocol.OpList); err != nil {
 		return protocol.ListResult{}, err
 	}

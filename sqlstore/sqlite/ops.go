@@ -152,6 +152,9 @@ func nullMicros(t time.Time) sql.NullInt64 {
 // expired one, with a token one above the file's fencing counter, which it
 // bumps; a live lease (anyone's) answers conflict with that lease.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseAcquire(req); err != nil {
+		return res, err
+	}
 	const op = protocol.OpAcquire
 	fp := backendkit.Fingerprint(req)
 	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
@@ -198,6 +201,9 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 // Renew extends the live lease (req.Key, req.Owner, req.Token) to expire
 // req.TTL from now, keeping its token.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRenew(req); err != nil {
+		return res, err
+	}
 	return b.write(ctx, protocol.OpRenew, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		return b.renew(ctx, tx, now, req)
 	})
@@ -211,7 +217,16 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protoco
 // record refused by the database) is rolled back alone and answers as a
 // lone Renew would. An error that leaves nothing to commit (the file could
 // not be written) fails the whole call, and nothing of it is committed.
+// An invalid request answers invalid in its result, unsent, as the
+// runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+		return b.renewValid(ctx, reqs)
+	})
+}
+
+// renewValid is RenewMany of valid requests.
+func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 	const op = protocol.OpRenew
 	out := make([]protocol.Result, len(reqs))
 	_, err := b.write(ctx, op, func(sctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
@@ -270,6 +285,9 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 // Release deletes the live lease (req.Key, req.Owner, req.Token). The result
 // carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRelease(req); err != nil {
+		return res, err
+	}
 	const op = protocol.OpRelease
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
@@ -303,6 +321,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // with req.Token when it is non-zero), recording req.Actor and req.Reason.
 // The result carries the lease as it was.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseRevoke(req); err != nil {
+		return res, err
+	}
 	const op = protocol.OpRevoke
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
@@ -359,6 +380,9 @@ func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(pr
 // none or it expired, carrying the ended lease while its lock-delay keeps
 // the key. It reads without taking the write lock, in one statement.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	if res, err := backendkit.RefuseGet(req); err != nil {
+		return res, err
+	}
 	if err := b.callRefusal(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}
@@ -403,6 +427,9 @@ func (b *Backend) getLease(ctx context.Context, key protocol.Key, now time.Time)
 
 // List returns one page of req.Namespace's leases, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	if res, err := backendkit.RefuseList(req); err != nil {
+		return res, err
+	}
 	const op = protocol.OpList
 	if err := b.callRefusal(op); err != nil {
 		return protocol.ListResult{}, err

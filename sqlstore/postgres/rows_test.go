@@ -179,6 +179,10 @@ func TestOutcomesUnderASessionTimeZone(t *testing.T) {
 		t.Fatalf("session time zone %q (%v)", tz, err)
 	}
 	ctx := ctxT(t)
+	// A token drawn first, so that k's is at least 2 and the stale renew's
+	// (one below it) positive: a token of 0 is invalid input.
+	warm, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("warm"), Owner: "o", TTL: time.Minute, RequestID: "w"})
+	wantStatus(t, "acquire warm", warm, err, protocol.StatusAcquired)
 	req := protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: 90*time.Second + 123*time.Microsecond, RequestID: "a"}
 	first, err := b.Acquire(ctx, req)
 	wantStatus(t, "acquire", first, err, protocol.StatusAcquired)

@@ -80,3 +80,15 @@ func TestRenewManySendsOnlyValidRequests(t *testing.T) {
 		t.Errorf("RenewMany of %d requests: %v, sent %d calls; want invalid and nothing sent", protocol.MaxRenewMany+1, err, len(sent))
 	}
 }
+
+// BenchmarkRefuseAcquire is the cost the check adds to every acquire.
+func BenchmarkRefuseAcquire(b *testing.B) {
+	req := protocol.AcquireRequest{Key: protocol.Key{Namespace: "billing", Name: "invoice-run-2026-12"}, Owner: "worker-17@host-3",
+		TTL: 30 * time.Second, RequestID: "0193a5b2c4d5e6f708192a3b4c5d6e7f"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := backendkit.RefuseAcquire(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

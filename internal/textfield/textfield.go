@@ -23,7 +23,17 @@ func Validate(field, s string, max int) error {
 	case !utf8.ValidString(s):
 		return fmt.Errorf("%s: not valid UTF-8", field)
 	}
-	for i, r := range s {
+	// ASCII first, byte by byte: its controls are below 0x20 and 0x7f, and
+	// it has no Cf character. Most fields are ASCII, and every request
+	// checks several.
+	i := 0
+	for ; i < len(s) && s[i] < utf8.RuneSelf; i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s: control character %U at byte %d", field, rune(c), i)
+		}
+	}
+	for j, r := range s[i:] {
+		i := i + j
 		if unicode.IsControl(r) {
 			return fmt.Errorf("%s: control character %U at byte %d", field, r, i)
 		}

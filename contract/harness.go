@@ -62,7 +62,11 @@ func (c *Clock) Advance(d time.Duration) {
 // empty store reached through two independent handles.
 type Harness struct {
 	// Backend is the first handle. The suite wraps it in a protocol.Runtime
-	// and closes that runtime (and so the backend) when the test ends.
+	// and closes that runtime (and so the backend) when the test ends. The
+	// Invalid group's direct cases also call both handles directly, as code
+	// that uses a backend without a runtime does: each must refuse what the
+	// runtime refuses, with the runtime's answer, and a change without a
+	// request id (see protocol.Backend).
 	Backend protocol.Backend
 	// Second is another handle on the same store, as a second process would
 	// have it (for SQL: a separate pool or *sql.DB). The suite closes it too;
@@ -79,7 +83,9 @@ type Harness struct {
 	// namespace defaults of the lock-delay [HandleLockDelays] gives (the
 	// first handle's the first, the second's the second). Otherwise the
 	// suite's cases on those defaults put runtimes of their own, with
-	// them, over the handles.
+	// them, over the handles. With it set, the Invalid group's direct cases
+	// are skipped: the serving runtime checks the requests (and makes the
+	// request id of a change sent without one).
 	ServesLockDelays bool
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,5 +26,35 @@ func TestAPIRefusalsQuoteDurationsAsWritten(t *testing.T) {
 		if strings.Contains(msg, "h0m0s") {
 			t.Errorf("POST /v1/acquire %s: refused with %q, which quotes a duration in Go's form, not as users write it (7d, 1h, 2h)", body, msg)
 		}
+	}
+}
+
+// docs/operator-guide.md's exit codes table names, in its row for 0, the
+// statuses of every success, and its Output section says that commands
+// outside the lease vocabulary answer healthy or ok. audit prune, a
+// success (exit 0), must answer one of those statuses, or the table must
+// name its own: a script that maps statuses to outcomes from the table
+// meets a status it was never told of.
+func TestExitZeroStatusesAreInTheExitCodesTable(t *testing.T) {
+	t.Parallel()
+	guide := repoFile(t, "docs/operator-guide.md")
+	_, section, _ := strings.Cut(guide, "\n## Exit codes\n")
+	var zero []string
+	for _, line := range strings.Split(section, "\n") {
+		if rest, ok := strings.CutPrefix(line, "| 0 | "); ok {
+			for _, s := range strings.Split(strings.TrimSuffix(rest, " |"), ",") {
+				zero = append(zero, strings.TrimSpace(s))
+			}
+		}
+	}
+	if len(zero) == 0 {
+		t.Fatal("docs/operator-guide.md's exit codes table has no row for 0")
+	}
+	c := leasectl{dir: t.TempDir(), dsn: "sqlite:leases.db"}
+	c.runJSON(t, 0, "acquire", "k")
+	m := c.runJSON(t, 0, "audit", "prune", "--before", "0s", "--yes")
+	if !slices.Contains(zero, m["status"].(string)) {
+		t.Errorf("leasectl audit prune exited 0 with status %q, which docs/operator-guide.md's exit codes table does not list for 0 (%s)",
+			m["status"], strings.Join(zero, ", "))
 	}
 }

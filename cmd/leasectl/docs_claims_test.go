@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,5 +58,36 @@ func TestExitZeroStatusesAreInTheExitCodesTable(t *testing.T) {
 	if !slices.Contains(zero, m["status"].(string)) {
 		t.Errorf("leasectl audit prune exited 0 with status %q, which docs/operator-guide.md's exit codes table does not list for 0 (%s)",
 			m["status"], strings.Join(zero, ", "))
+	}
+}
+
+// README.md: without LEASESTORE_TEST_POSTGRES_DSN (and without Docker) the
+// PostgreSQL tests are skipped, "and `make test` says so before it starts".
+// make test's first commands are lint's (gofmt, go vet, the other systems'
+// builds, staticcheck: minutes on a fresh machine); the note must come
+// before them, not after.
+func TestMakeTestSaysItSkipsPostgresBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	if !strings.Contains(repoFile(t, "README.md"), "`make test` says so before it starts") {
+		t.Skip("README.md no longer says when make test tells of the skipped PostgreSQL tests")
+	}
+	cmd := exec.Command("make", "-C", filepath.Join("..", ".."), "-n", "test")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEASESTORE_TEST_POSTGRES_DSN=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n test: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	note := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "LEASESTORE_TEST_POSTGRES_DSN is not set") })
+	first := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "gofmt") || strings.Contains(l, "go vet") })
+	if note < 0 || first < 0 {
+		t.Fatalf("make -n test shows no note (line %d) or no lint command (line %d):\n%s", note, first, out)
+	}
+	if note > first {
+		t.Errorf("make test tells of the skipped PostgreSQL tests at its command %d, after lint's %q (command %d): not before it starts", note+1, lines[first], first+1)
 	}
 }

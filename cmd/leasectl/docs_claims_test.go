@@ -91,3 +91,18 @@ func TestMakeTestSaysItSkipsPostgresBeforeItStarts(t *testing.T) {
 		t.Errorf("make test tells of the skipped PostgreSQL tests at its command %d, after lint's %q (command %d): not before it starts", note+1, lines[first], first+1)
 	}
 }
+
+// docs/operator-guide.md (Output): "With -o json every command prints
+// exactly one JSON object on stdout whatever happened", but for watch,
+// audit --follow, audit export and bench, which it names; DESIGN.md's
+// leasectl contract says the same. run is not among the exceptions, yet a
+// run whose CMD printed nothing and succeeded prints nothing on stdout.
+func TestRunJSONPrintsOneObject(t *testing.T) {
+	t.Parallel()
+	c := leasectl{dir: t.TempDir(), dsn: "sqlite:leases.db"}
+	r := c.run(t, "run", "job", "-o", "json", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("run of true: exit %d\n%s", r.code, r)
+	}
+	r.obj(t)
+}

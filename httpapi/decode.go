@@ -264,15 +264,15 @@ func parseTTL(s string) (time.Duration, error) {
 		if n, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
 			if secs := time.Duration(n * float64(time.Second)); secs < protocol.MinTTL || secs > protocol.MaxTTL {
 				// The parser's hint (write Ns) would be refused in turn.
-				return 0, fmt.Errorf("ttl: %q has no unit: write a duration from %v to %v, such as \"30s\" or \"15m\"",
-					s, protocol.MinTTL, protocol.MaxTTL)
+				return 0, fmt.Errorf("ttl: %q has no unit: write a duration from %s to %s, such as \"30s\" or \"15m\"",
+					s, durations.Format(protocol.MinTTL), durations.Format(protocol.MaxTTL))
 			}
 		}
 		return 0, fmt.Errorf("ttl: %w", err)
 	}
 	if d == 0 {
-		return 0, fmt.Errorf("ttl: %s is no TTL: give one from %v to %v (a renewal without ttl keeps the lease's own)",
-			s, protocol.MinTTL, protocol.MaxTTL)
+		return 0, fmt.Errorf("ttl: %s is no TTL: give one from %s to %s (a renewal without ttl keeps the lease's own)",
+			s, durations.Format(protocol.MinTTL), durations.Format(protocol.MaxTTL))
 	}
 	return d, nil
 }

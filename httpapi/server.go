@@ -593,7 +593,7 @@ func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
 		return nil, false
 	case errors.As(err, &ne) && ne.Timeout():
 		h.refusal(x, protocol.StatusInvalid, http.StatusRequestTimeout,
-			fmt.Sprintf("body: not received within %v of the request", h.bodyTimeout), sh)
+			fmt.Sprintf("body: not received within %s of the request", durations.Format(h.bodyTimeout)), sh)
 		return nil, false
 	case err != nil:
 		// The error names the connection's addresses: say what failed.

@@ -59,6 +59,16 @@ func TestExitZeroStatusesAreInTheExitCodesTable(t *testing.T) {
 		t.Errorf("leasectl audit prune exited 0 with status %q, which docs/operator-guide.md's exit codes table does not list for 0 (%s)",
 			m["status"], strings.Join(zero, ", "))
 	}
+	// serve -o json answers "serving" once it listens (startServe checks
+	// it) and, stopped, exits 0.
+	s := startServe(t, c.dir, "sqlite:"+filepath.Join(c.dir, "leases.db"), nil)
+	if code := s.stop(t); code != 0 {
+		t.Errorf("leasectl serve exited %d when stopped, not 0\nstderr: %s", code, s.stderr)
+	}
+	if !slices.Contains(zero, "serving") {
+		t.Errorf("leasectl serve -o json answers status \"serving\" and exits 0, which docs/operator-guide.md's exit codes table does not list for 0 (%s)",
+			strings.Join(zero, ", "))
+	}
 }
 
 // README.md: without LEASESTORE_TEST_POSTGRES_DSN (and without Docker) the

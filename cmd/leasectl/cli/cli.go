@@ -9,7 +9,7 @@
 // Execute are independent.
 //
 // Exit codes: 0 success (acquired, renewed, released, revoked, found,
-// healthy, ok); 2 invalid input or usage; 3 conflict; 4 not_found,
+// healthy, ok, pruned, serving); 2 invalid input or usage; 3 conflict; 4 not_found,
 // stale_token, not_owner, expired; 5 timeout, unavailable, closed; 6 (run)
 // the lease was lost while the command ran; 7 unauthorized or forbidden (a
 // served store refused the bearer token, or a database or etcd cluster the
@@ -44,7 +44,7 @@ import (
 
 // Exit codes, as pinned by DESIGN.md.
 const (
-	ExitOK          = 0 // acquired, renewed, released, revoked, found, healthy, ok
+	ExitOK          = 0 // acquired, renewed, released, revoked, found, healthy, ok, pruned, serving
 	ExitError       = 1 // anything else
 	ExitUsage       = 2 // invalid input or usage
 	ExitConflict    = 3 // conflict

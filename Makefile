@@ -32,12 +32,19 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: lint ## gofmt check, go vet, staticcheck, then every test with -race.
+test: test-note lint ## gofmt check, go vet, staticcheck, then every test with -race.
+	$(GO) test $(TEST_FLAGS) $(TEST_PKGS)
+
+# test-note tells, before lint's first step (minutes on a fresh machine),
+# that the PostgreSQL tests may be skipped. Lint's steps wait for it under
+# make test (order-only, so that -j keeps the order), not under make lint.
+.PHONY: test-note
+test-note:
 	@if [ -z "$$LEASESTORE_TEST_POSTGRES_DSN" ]; then \
 	  echo "note: LEASESTORE_TEST_POSTGRES_DSN is not set: the PostgreSQL tests start a testcontainer if Docker answers, else they are SKIPPED"; \
 	  echo "      (export LEASESTORE_TEST_POSTGRES_DSN='$(PG_DSN)' for a local server; see docs/testing.md)"; \
 	fi
-	$(GO) test $(TEST_FLAGS) $(TEST_PKGS)
+fmt-check vet cross staticcheck: | $(if $(filter test,$(MAKECMDGOALS)),test-note)
 
 .PHONY: lint
 lint: fmt-check vet cross staticcheck ## gofmt check, go vet, the other systems' builds and staticcheck.

@@ -103,6 +103,15 @@ run cannot tell whether the lease was held until CMD ended (a revoke the
 store could not signal goes unheard): it says so on stderr, with CMD's
 exit code, and exits 5.
 
+Once CMD has started, stdout is CMD's: in table mode run prints nothing
+of its own there. With -o json, once CMD has ended and the lease is
+released (or found lost), run prints one result object after CMD's
+output: status released (exit: CMD's code), the loss's status (exit 6:
+not_found, stale_token, not_owner, expired or closed; 7: unauthorized or
+forbidden), timeout or unavailable when the release got no answer (exit
+5), or found when CMD's group outlived SIGKILL and the lease was left to
+run out; its lease, and a message naming CMD's exit code.
+
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
 when it ends get SIGTERM (SIGKILL after --grace) before the release,
@@ -610,12 +619,13 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			}
 		}
 		if lost {
-			return lostExit(lostCause)
+			return a.lostOutcome(req, h, lostCause, done == nil, code)
 		}
-		if code == 0 {
-			return nil
-		}
-		return exitCode(code)
+		l := h.Lease()
+		return a.ranOutcome(protocol.Result{Op: protocol.OpGet, Status: protocol.StatusFound, Key: req.Key, Lease: &l,
+			RequestID: req.RequestID, Message: fmt.Sprintf("processes of the command still run after SIGKILL, so the lease "+
+				"was not released: it runs out at %s; %s", l.ExpiresAt.UTC().Format(time.RFC3339Nano), commandEnded(done == nil, code))},
+			commandExit(code))
 	}
 	if lost {
 		// Lost by the local clock (no renewal answered), the lease may
@@ -625,7 +635,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		// and the lock-delay. A lease the store ended is not released
 		// again; either way Release answers the loss.
 		_ = h.Release(context.Background())
-		return lostExit(lostCause)
+		return a.lostOutcome(req, h, lostCause, done == nil, code)
 	}
 	if err := a.releaseHeld(ctx, h); err != nil {
 		// A release the store refuses (the lease was revoked, taken over
@@ -634,27 +644,92 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if errors.Is(err, protocol.ErrLeaseLost) || releaseRefused(err) {
 			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(err.Error()))
-			return lostExit(err)
+			return a.lostOutcome(req, h, err, done == nil, code)
 		}
 		// A served store that refuses the bearer token (withdrawn while
 		// CMD ran) is the loss a refused renewal is: the lease, which run
 		// can neither renew nor release, stays until it runs out.
-		if refused := authFailure(err); refused != nil {
+		if authFailure(err) != nil {
 			a.log.Error("run: the store refused the release's bearer token: the lease runs out after its TTL",
 				"key", req.Key.String(), "token", h.Token(), "cause", a.red.redact(err.Error()))
-			return refused
+			return a.lostOutcome(req, h, err, done == nil, code)
 		}
 		// No answer (the store cut off): the lease may have been lost
 		// while CMD ran, unheard (a revoke the store could not signal),
 		// or held to the end. CMD's code would claim the latter.
 		return a.outcomeUnknown("the release got no answer", req, h, done == nil, code, err)
-	} else {
-		a.log.Debug("run: released the lease", "key", req.Key.String(), "token", h.Token())
 	}
+	a.log.Debug("run: released the lease", "key", req.Key.String(), "token", h.Token())
+	l := h.Lease()
+	return a.ranOutcome(protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusReleased, Key: req.Key, Lease: &l,
+		RequestID: req.RequestID, Message: commandEnded(true, code) + "; the lease was released"}, commandExit(code))
+}
+
+// commandExit is what run exits with when CMD ended with code and the
+// lease was held throughout: CMD's code.
+func commandExit(code int) error {
 	if code == 0 {
 		return nil
 	}
 	return exitCode(code)
+}
+
+// commandEnded says how CMD ended, for run's result: its exit code, or
+// that it outlived SIGKILL (ended false).
+func commandEnded(ended bool, code int) string {
+	if !ended {
+		return "the command outlived SIGKILL"
+	}
+	return fmt.Sprintf("the command exited %d", code)
+}
+
+// ranOutcome is run's end once CMD has ended (or outlived SIGKILL): with
+// -o json it prints res, run's one result, on stdout after CMD's output,
+// and returns what run exits with (ret) without Execute printing it
+// again; in table mode it returns ret (a failure Execute prints on stderr,
+// or the exit code alone), and stdout holds CMD's output alone.
+func (a *app) ranOutcome(res protocol.Result, ret error) error {
+	if a.output != "json" {
+		return ret
+	}
+	a.printJSON(toResultJSON(res, a.red.redact(res.Message)))
+	var f *failure
+	if errors.As(ret, &f) {
+		return reported{status: f.status}
+	}
+	return ret
+}
+
+// lostOutcome is run's end when its lease was lost while CMD ran (cause
+// why): exit 6, or 7 when the store refused the credentials (lostExit).
+// Its result has the loss's status with the lease the store named, else
+// the one run held: the store's refusal of the renewal or release
+// (not_found, stale_token, not_owner, expired), closed, or unauthorized
+// or forbidden; expired when the store gave none (run gave the lease up by
+// its clock, no renewal having answered, or the store signalled its end
+// and another holder took the key: the message says which).
+func (a *app) lostOutcome(req protocol.AcquireRequest, h *protocol.Held, cause error, ended bool, code int) error {
+	ret := lostExit(cause)
+	l := h.Lease()
+	res := protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusExpired, Key: req.Key, Lease: &l, RequestID: req.RequestID,
+		Message: fmt.Sprintf("the lease was lost while the command ran (%s); %s", describeErr(cause), commandEnded(ended, code))}
+	var pe *protocol.Error
+	var f *failure
+	switch {
+	case errors.As(ret, &f):
+		res.Status = protocol.Status(f.status)
+		res.Message = fmt.Sprintf("%s; the lease can be neither renewed nor released and runs out after its TTL; %s",
+			f.Error(), commandEnded(ended, code))
+	case errors.As(cause, &pe):
+		switch pe.Status {
+		case protocol.StatusNotFound, protocol.StatusStaleToken, protocol.StatusNotOwner, protocol.StatusExpired, protocol.StatusClosed:
+			res.Status = pe.Status
+			if pe.Lease != nil {
+				res.Lease = pe.Lease
+			}
+		}
+	}
+	return a.ranOutcome(res, ret)
 }
 
 // lostUnheard tells run, which does not release h's lease because
@@ -701,7 +776,11 @@ func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protoc
 	attrs = append(attrs, "err", a.red.redact(err.Error()))
 	a.log.Error("run: "+what+", so whether the lease was held until the command ended is unknown (a revoke the store "+
 		"could not signal goes unheard); exiting 5, not the command's code. A lease still held runs out after its TTL", attrs...)
-	return exitCode(ExitUnavailable)
+	l := h.Lease()
+	return a.ranOutcome(protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusOf(err), Key: req.Key, Lease: &l,
+		RequestID: req.RequestID, Message: fmt.Sprintf("%s, so whether the lease was held until the command ended is unknown "+
+			"(a revoke the store could not signal goes unheard; a lease still held runs out after its TTL): %s; %s",
+			what, describeErr(err), commandEnded(ended, code))}, exitCode(ExitUnavailable))
 }
 
 // lostExit is run's end after its lease was lost for cause: exit 7 naming

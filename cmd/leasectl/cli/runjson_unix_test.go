@@ -3,13 +3,28 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 )
+
+// runCLISync is runCLI with streams safe for concurrent writes: run's log
+// lines (the loss heard while CMD runs) and the copies of CMD's output
+// that os/exec makes into streams that are not files go to them at once.
+func runCLISync(t *testing.T, e env, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr syncbuf.Buffer
+	code := Execute(ctx, args, nil, &stdout, &stderr, e.get)
+	return outcome{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
 
 // ranJSON checks that run -o json printed, after CMD's own output (cmdOut),
 // exactly one result object with the status want, a lease, and a message
@@ -50,11 +65,11 @@ func TestRunJSONPrintsOneResultAfterTheCommand(t *testing.T) {
 		t.Parallel()
 		e := sqliteEnv(t)
 		for _, code := range []int{0, 3} {
-			o := runCLI(t, e, "-o", "json", "run", "k", "--", "sh", "-c", fmt.Sprintf("echo hi; exit %d", code))
+			o := runCLISync(t, e, "-o", "json", "run", "k", "--", "sh", "-c", fmt.Sprintf("echo hi; exit %d", code))
 			wantCode(t, o, code)
 			ranJSON(t, o, "hi\n", "released", fmt.Sprintf("exited %d", code))
 		}
-		o := runCLI(t, e, "run", "k", "--", "sh", "-c", "echo hi")
+		o := runCLISync(t, e, "run", "k", "--", "sh", "-c", "echo hi")
 		wantCode(t, o, 0)
 		if o.stdout != "hi\n" {
 			t.Errorf("run in table mode: stdout %q, want the command's output alone", o.stdout)
@@ -67,7 +82,7 @@ func TestRunJSONPrintsOneResultAfterTheCommand(t *testing.T) {
 		started := filepath.Join(dir, "started")
 		done := make(chan outcome, 1)
 		go func() {
-			done <- runCLI(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "-o", "json", "run", "k", "--", "sh", "-c",
+			done <- runCLISync(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "-o", "json", "run", "k", "--", "sh", "-c",
 				`trap 'echo stopped; exit 0' TERM; echo $$ > "$0"; while :; do sleep 0.01; done`, started)
 		}()
 		pid := readPidFile(t, started)
@@ -83,7 +98,7 @@ func TestRunJSONPrintsOneResultAfterTheCommand(t *testing.T) {
 		started, ended := filepath.Join(dir, "started"), filepath.Join(dir, "end")
 		done := make(chan outcome, 1)
 		go func() {
-			done <- runCLI(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "-o", "json", "--timeout", "2s", "run", "k", "--ttl", "1m", "--",
+			done <- runCLISync(t, env{EnvDSN: url, EnvAPIToken: runWriterToken}, "-o", "json", "--timeout", "2s", "run", "k", "--ttl", "1m", "--",
 				"sh", "-c", `echo $$ > "$0"; while [ ! -e "$1" ]; do sleep 0.01; done; exit 0`, started, ended)
 		}()
 		pid := readPidFile(t, started)
@@ -101,7 +116,7 @@ func TestRunJSONPrintsOneResultAfterTheCommand(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		e := env{EnvDSN: servedForRun(t, dir, false), EnvAPIToken: runWriterToken}
-		o := runCLI(t, e, "-o", "json", "run", "k", "--owner", "w", "--", "sh", "-c", `touch "$0"`, filepath.Join(dir, "withdrawn"))
+		o := runCLISync(t, e, "-o", "json", "run", "k", "--owner", "w", "--", "sh", "-c", `touch "$0"`, filepath.Join(dir, "withdrawn"))
 		wantCode(t, o, ExitAuth)
 		if m := ranJSON(t, o, "", StatusUnauthorized, "exited 0"); !strings.Contains(m["message"].(string), EnvAPIToken) {
 			t.Errorf("run's result does not name %s: %v", EnvAPIToken, m)

@@ -19,7 +19,7 @@ import (
 // opNotify names a subscription in the client's errors.
 const opNotify protocol.Op = "notify"
 
-var _ protocol.Notifier = (*Client)(nil)
+var _ protocol.CappedNotifier = (*Client)(nil)
 
 // Reconnection of a broken notification stream: the pause before each try
 // doubles from the minimum to the maximum, and starts again from the
@@ -100,6 +100,14 @@ func (c *Client) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct
 		})
 	}, nil
 }
+
+// SubscriptionsCapped implements [protocol.CappedNotifier]: true, since
+// each subscription is a stream of the server, which bounds the streams
+// open at once ([Config].MaxStreams, MaxStreamsPerToken). A scheduler
+// over the client therefore does not listen for busy targets' release
+// (released targets wait for a round), leaving the streams to watches of
+// leases, which hear a revoke through them.
+func (c *Client) SubscriptionsCapped() bool { return true }
 
 // forget removes s from the client's subscriptions.
 func (c *Client) forget(s *subscription) {

@@ -20,10 +20,11 @@
 // [*Runtime] satisfies, rather than on any backend.
 //
 // A runtime wraps a [Backend] (sqlstore/postgres, sqlstore/sqlite,
-// memstore, an httpapi client); [Sweeper], [BulkRenewer], [Notifier] and
-// [NamespaceLister] are what a backend may offer beside it. Writing a
-// backend takes package backendkit too, which holds what only backend
-// authors need: the precedence table, request fingerprints, list cursors.
+// memstore, an httpapi client); [Sweeper], [BulkRenewer], [Notifier] (and
+// [CappedNotifier]) and [NamespaceLister] are what a backend may offer
+// beside it. Writing a backend takes package backendkit too, which holds
+// what only backend authors need: the precedence table, request
+// fingerprints, list cursors.
 //
 // This package must not import any database driver or any package under
 // sqlstore/; a test in the module enforces that boundary.

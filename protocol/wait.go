@@ -32,6 +32,28 @@ type Notifier interface {
 	Subscribe(ctx context.Context, key Key) (ch <-chan struct{}, cancel func(), err error)
 }
 
+// CappedNotifier is an optional interface of a [Notifier] whose
+// subscriptions each hold a capped resource: an httpapi client's
+// subscription is an HTTP stream, and the server bounds the streams open
+// at once, per token and in all. A subscription made only to be quicker
+// (the scheduler's listening for busy targets' release) could then take
+// the stream that a holder's watch of its own lease ([Hold], [WatchLease])
+// needs to hear a revoke at once, leaving it to hear of it at its next
+// renewal. So a caller that subscribes as an optimization does not
+// subscribe to a store whose SubscriptionsCapped is true; watches of
+// leases, and [AcquireWait], do.
+//
+// [*Runtime] implements it by asking its backend: false when the backend
+// does not implement it.
+type CappedNotifier interface {
+	Notifier
+	// SubscriptionsCapped reports whether each subscription holds one of a
+	// bounded number of resources shared with other subscribers (a
+	// server's streams), so that one made as an optimization may keep
+	// another from being made. It does not change while the store is open.
+	SubscriptionsCapped() bool
+}
+
 // ErrNoNotifier is returned by [Runtime.Subscribe] when its backend does
 // not implement [Notifier].
 var ErrNoNotifier = errors.New("lease: the backend does not signal released keys")
@@ -52,6 +74,15 @@ func (r *Runtime) Subscribe(ctx context.Context, key Key) (<-chan struct{}, func
 	}
 	defer r.end()
 	return n.Subscribe(ctx, key)
+}
+
+var _ CappedNotifier = (*Runtime)(nil)
+
+// SubscriptionsCapped implements [CappedNotifier] by asking the backend;
+// false when the backend does not implement it (or cannot signal).
+func (r *Runtime) SubscriptionsCapped() bool {
+	c, ok := r.backend.(CappedNotifier)
+	return ok && c.SubscriptionsCapped()
 }
 
 // Defaults of [WaitConfig].

@@ -132,7 +132,8 @@ type Config struct {
 	// handler that did not hear of the loss has time to stop. A handed-over
 	// or released target is not kept: a worker below its fair share that
 	// listens for its end (up to 8 busy targets each, through the store's
-	// signal) takes it at once, else a worker with room at its next round.
+	// signal; none over a served store) takes it at once, else a worker
+	// with room at its next round.
 	// Default: 0, none (or the store's namespace default).
 	LockDelay time.Duration
 	// Logger receives the scheduler's logs: acquired, handed over and

@@ -43,7 +43,9 @@
 //     waits for the end of a lock-delay that keeps a target;
 //   - below its share, listens through the store's signal for the end of a
 //     few busy targets (up to 8), and takes one released or handed over at
-//     once, not at the next round.
+//     once, not at the next round; not over a store whose subscriptions are
+//     capped (protocol.CappedNotifier: a served store's streams), which it
+//     leaves to the watches of leases.
 //
 // A store closed under a running worker never answers again: at its first
 // closed answer the worker loses every lease and its membership, releases

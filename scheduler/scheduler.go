@@ -66,6 +66,11 @@ type Scheduler struct {
 	// before any store call.
 	stop context.CancelCauseFunc
 
+	// cappedSignals: the store's subscriptions are capped
+	// (protocol.CappedNotifier, an httpapi client): watchBusy leaves them
+	// to the watches of leases. Set by New.
+	cappedSignals bool
+
 	mu       sync.Mutex
 	closedBy error // the store's first answer of status closed; nil while none
 	// busyWatches are the busy targets the worker listens to while it is
@@ -220,6 +225,9 @@ func New(store protocol.Store, identity string, targets Targets, handler Handler
 		sched.extra = make(chan struct{}, set.extraRenewals)
 	}
 	sched.newID = func() string { return protocol.RequestIDFor(store) }
+	if c, ok := store.(protocol.CappedNotifier); ok && c.SubscriptionsCapped() {
+		sched.cappedSignals = true
+	}
 	sched.store = closeSensor(store, sched.noteClosed)
 	return sched, nil
 }
@@ -1522,9 +1530,13 @@ const maxBusyWatches = 8
 // finds no live lease, Run clears its back-off and looks at once (see
 // listenFreed): a released target is taken then, not at the next round.
 // A store that does not signal gets no watch (after one subscription
-// answered protocol.ErrNoNotifier, none is tried): rounds find the target.
+// answered protocol.ErrNoNotifier, none is tried), nor does a store whose
+// subscriptions are capped (protocol.CappedNotifier: an httpapi client,
+// whose server bounds its streams), since a watch is an optimization and
+// must not take the stream a holder's watch of its own lease needs to
+// hear a revoke at once: rounds find the target.
 func (s *Scheduler) watchBusy(holders map[string]protocol.Lease) {
-	if _, ok := s.store.(protocol.Notifier); !ok || s.noSignals.Load() {
+	if _, ok := s.store.(protocol.Notifier); !ok || s.noSignals.Load() || s.cappedSignals {
 		return
 	}
 	s.mu.Lock()

@@ -190,16 +190,17 @@ func renewTooLate(s settings, opDefault bool) error {
 		most = time.Duration(float64(s.ttl) / (1 + maxJitter + minDefaultOpShare))
 	}
 	most = most.Truncate(time.Millisecond)
-	fix := fmt.Sprintf("set it to at most %v", most)
+	fix := fmt.Sprintf("set it to at most %s", durations.Format(most))
 	if opDefault {
 		fix += " (with the default OpTimeout)"
 	}
 	if op := s.ttl - time.Duration(float64(s.every)*(1+maxJitter)); op > 0 {
-		fix += fmt.Sprintf(", or OpTimeout to at most %v", op.Truncate(time.Millisecond))
+		fix += fmt.Sprintf(", or OpTimeout to at most %s", durations.Format(op.Truncate(time.Millisecond)))
 	}
-	return fmt.Errorf("renew every: %v with op timeout %v: a renewal sent %.0f%% late (jitter) that takes the whole op timeout "+
-		"ends %v after the last one was sent, after the ttl %v, so the lease would run out; %s (default: a third of the ttl)",
-		s.every, s.opTimeout, maxJitter*100, lateRenewalEnd(s.every, s.opTimeout), s.ttl, fix)
+	return fmt.Errorf("renew every: %s with op timeout %s: a renewal sent %.0f%% late (jitter) that takes the whole op timeout "+
+		"ends %s after the last one was sent, after the ttl %s, so the lease would run out; %s (default: a third of the ttl)",
+		durations.Format(s.every), durations.Format(s.opTimeout), maxJitter*100,
+		durations.Format(lateRenewalEnd(s.every, s.opTimeout)), durations.Format(s.ttl), fix)
 }
 
 func (c *Config) resolve() (settings, error) {
@@ -260,26 +261,27 @@ func (c *Config) resolve() (settings, error) {
 	switch {
 	case c.RenewEvery == 0 && badTTL:
 	case badEvery:
-		errs = append(errs, fmt.Errorf("renew every: %v must be positive", s.every))
+		errs = append(errs, fmt.Errorf("renew every: %s must be positive", durations.Format(s.every)))
 	case (c.OpTimeout == 0 || s.opTimeout < s.ttl) && lateRenewalEnd(s.every, s.opTimeout) > s.ttl:
 		// (An OpTimeout set not shorter than the TTL has its own error.)
 		errs = append(errs, renewTooLate(s, c.OpTimeout == 0))
 		lateEvery = true
 	}
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
-		errs = append(errs, fmt.Errorf("lock delay: %v is outside [0, %v]", s.lockDelay, protocol.MaxLockDelay))
+		errs = append(errs, fmt.Errorf("lock delay: %s is outside [0, %s]", durations.Format(s.lockDelay), durations.Format(protocol.MaxLockDelay)))
 	}
 	switch {
 	case c.OpTimeout == 0 && (badTTL || badEvery || lateEvery):
 		// The default follows RenewEvery (and the TTL): refused with it.
 	case s.opTimeout <= 0:
-		errs = append(errs, fmt.Errorf("op timeout: %v must be positive", s.opTimeout))
+		errs = append(errs, fmt.Errorf("op timeout: %s must be positive", durations.Format(s.opTimeout)))
 	case s.opTimeout >= s.ttl:
-		errs = append(errs, fmt.Errorf("op timeout: %v is not shorter than the ttl %v: one store call waiting that long holds "+
-			"a round, and the next round's renewals, past the leases' expiry; set it shorter (default: RenewEvery)", s.opTimeout, s.ttl))
+		errs = append(errs, fmt.Errorf("op timeout: %s is not shorter than the ttl %s: one store call waiting that long holds "+
+			"a round, and the next round's renewals, past the leases' expiry; set it shorter (default: RenewEvery)",
+			durations.Format(s.opTimeout), durations.Format(s.ttl)))
 	}
 	if s.maxBackoff <= 0 && (c.MaxBackoff != 0 || !badTTL) {
-		errs = append(errs, fmt.Errorf("max backoff: %v must be positive", s.maxBackoff))
+		errs = append(errs, fmt.Errorf("max backoff: %s must be positive", durations.Format(s.maxBackoff)))
 	}
 	if len(errs) > 0 {
 		return settings{}, fmt.Errorf("config: %w", errors.Join(errs...))

@@ -128,7 +128,7 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		// One list or acquire waiting that long holds a round, and the
 		// renewals of the next, past the leases' expiry.
 		{"op timeout not shorter than the ttl", store, "w", ok, idle, &scheduler.Config{TTL: 15 * time.Second, OpTimeout: time.Minute},
-			[]string{"op timeout: 1m0s is not shorter than the ttl 15s"}},
+			[]string{"op timeout: 1m is not shorter than the ttl 15s"}},
 		{"negative max backoff", store, "w", ok, idle, &scheduler.Config{MaxBackoff: -1}, []string{"max backoff:"}},
 		{"everything at once", nil, "", nil, nil, &scheduler.Config{TTL: -1},
 			[]string{"store:", "identity:", "targets:", "handler:", "ttl:"}},

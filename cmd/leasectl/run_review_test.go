@@ -3,9 +3,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The operator guide (run): "CMD is looked up in $PATH, and a script's
@@ -35,4 +42,74 @@ func TestRunOfAScriptWithoutInterpreterLineTakesNoLease(t *testing.T) {
 	if recs := c.runJSON(t, 0, "audit", "--key", "free")["records"].([]any); len(recs) != 0 {
 		t.Errorf("run of a CMD that cannot be started (no #! line) left %d records in the trail of its key, want none (it takes no lease): %v", len(recs), recs)
 	}
+}
+
+// The exit codes table: 141 "stdout was closed under the command: it
+// stops ... and says nothing, as a process ended by SIGPIPE, whatever it
+// did before"; 1 "a write to stdout that failed otherwise than by its
+// reader going away (a full disk, a closed descriptor): the command stops
+// and says so on stderr, whatever it did before". run -o json now writes
+// its result on stdout once CMD has ended; when that write fails, run
+// obeys these rules only when CMD exited 0: after a CMD that exited 3 it
+// exits 3 and says nothing, its result lost, as if all went well.
+func TestRunJSONResultThatCannotBeWrittenIsNotCommandsCode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	for _, code := range []int{0, 3} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close() // the reader went away before run prints its result
+		args := []string{"-o", "json", "run", "job", "--", "sh", "-c", fmt.Sprintf("exit %d", code)}
+		cmd := c.command(ctx, args...)
+		cmd.Stdout = w
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		got := exitOf(t, cmd.Run())
+		w.Close()
+		cancel()
+		if got != 141 {
+			t.Errorf("leasectl %s with its stdout's reader gone: exit %d, want 141 (stdout closed)\nstderr: %s",
+				strings.Join(args, " "), got, stderr.String())
+		}
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		return // no full device here: the closed pipe must do
+	}
+	for _, code := range []int{0, 3} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-o", "json", "run", "job", "--", "sh", "-c", fmt.Sprintf("exit %d", code)}
+		cmd := c.command(ctx, args...)
+		cmd.Stdout = full
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		got := exitOf(t, cmd.Run())
+		full.Close()
+		cancel()
+		if got != 1 || !strings.Contains(stderr.String(), "incomplete") {
+			t.Errorf("leasectl %s with stdout on a full disk: exit %d, want 1 and stderr saying the output is incomplete\nstderr: %s",
+				strings.Join(args, " "), got, stderr.String())
+		}
+	}
+}
+
+// exitOf is the exit code of a finished process (err from its Run).
+func exitOf(t *testing.T, err error) int {
+	t.Helper()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exitErr):
+		return exitErr.ExitCode()
+	}
+	t.Fatal(err)
+	return -1
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,4 +113,23 @@ func exitOf(t *testing.T, err error) int {
 	}
 	t.Fatal(err)
 	return -1
+}
+
+// run -o json's result names how CMD ended. A CMD killed by a signal did
+// not exit: run exits 128+N as shells report it, but its message says
+// "the command exited 137", a code the command never gave (a user looks
+// for an exit 137 in the script), where it should name the signal.
+func TestRunJSONSaysACommandKilledByASignalWasKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	r := c.run(t, "-o", "json", "run", "job", "--", "sh", "-c", "kill -KILL $$")
+	if r.code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("run of a command killed by SIGKILL: exit %d, want %d\n%s", r.code, 128+int(syscall.SIGKILL), r)
+	}
+	m := r.obj(t)
+	msg, _ := m["message"].(string)
+	if m["status"] != "released" || !strings.Contains(msg, "SIGKILL") && !strings.Contains(msg, "signal") {
+		t.Errorf("run -o json of a command killed by SIGKILL: status %v, message %q; want released and a message naming the signal, not an exit", m["status"], msg)
+	}
 }

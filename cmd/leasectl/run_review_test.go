@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -131,5 +132,26 @@ func TestRunJSONSaysACommandKilledByASignalWasKilled(t *testing.T) {
 	msg, _ := m["message"].(string)
 	if m["status"] != "released" || !strings.Contains(msg, "SIGKILL") && !strings.Contains(msg, "signal") {
 		t.Errorf("run -o json of a command killed by SIGKILL: status %v, message %q; want released and a message naming the signal, not an exit", m["status"], msg)
+	}
+}
+
+// The operator guide (run): "A CMD that prints JSON itself comes first:
+// run's result is the last line (`leasectl run KEY -o json -- CMD | tail
+// -n 1`)". When CMD's output does not end in a newline (printf, a JSON
+// encoder without one, a progress line), run's result follows it on the
+// same line, and that last line is not a JSON object.
+func TestRunJSONResultIsTheLastLineAfterOutputWithoutNewline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := leasectl{dir: dir, dsn: "sqlite:" + filepath.Join(dir, "leases.db")}
+	r := c.run(t, "run", "job", "-o", "json", "--", "printf", `{"mine":1}`)
+	if r.code != 0 {
+		t.Fatalf("run of printf: exit %d\n%s", r.code, r)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	last := lines[len(lines)-1]
+	var m map[string]any
+	if err := json.Unmarshal([]byte(last), &m); err != nil || m["status"] != "released" {
+		t.Errorf("the last line of run -o json's stdout is %q (%v), want run's result (status released) alone\n%s", last, err, r)
 	}
 }

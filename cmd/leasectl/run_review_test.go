@@ -155,3 +155,63 @@ func TestRunJSONResultIsTheLastLineAfterOutputWithoutNewline(t *testing.T) {
 		t.Errorf("the last line of run -o json's stdout is %q (%v), want run's result (status released) alone\n%s", last, err, r)
 	}
 }
+
+// waitFile waits up to a minute for path to exist.
+func waitFile(t *testing.T, path string, stderr fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within a minute\nstderr: %s", path, stderr)
+		}
+	}
+}
+
+// A signal to run while CMD runs is passed on to CMD, "which decides":
+// run then exits as CMD's end and the lease's fate say (CMD's code, 6 on
+// a loss), not 130. A served store that withdraws run's bearer token is
+// the loss that exits 7 (the exit codes table: "also when it refused
+// run's renewals while CMD ran"); after a SIGTERM that CMD ignored, run
+// exits 130 instead, while its -o json result says unauthorized (which
+// the table gives 7), and in table mode stderr says only "interrupted
+// ... before leasectl run finished": the withdrawn token goes unsaid.
+func TestServedRunWhoseTokenIsWithdrawnAfterASignalExits7(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokens := writeTokens(t, dir, e2eTokens)
+	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "run.db"), nil, "--tokens", tokens)
+	c := leasectl{dir: dir, dsn: s.url}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	started, termed := filepath.Join(dir, "started"), filepath.Join(dir, "termed")
+	cmd := c.command(ctx, "-o", "json", "run", "e2e/job", "--owner", "w1", "--grace", "1s", "--",
+		"sh", "-c", `trap 'touch "$1"' TERM; touch "$0"; while :; do sleep 0.05; done`, started, termed)
+	cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+e2eWriter)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal: signals go on to CMD's group
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFile(t, started, cmd.Stderr.(fmt.Stringer))
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, termed, cmd.Stderr.(fmt.Stringer)) // passed on; CMD carries on
+	writeTokens(t, dir, strings.ReplaceAll(e2eTokens, e2eWriter+" writer e2e\n", ""))
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		r := finish(t, cmd, cmd.Args[1:], err)
+		m := r.obj(t)
+		if r.code != 7 || m["status"] != "unauthorized" {
+			t.Fatalf("run whose token the server withdrew while CMD ran, after a SIGTERM CMD ignored: exit %d, status %v; want exit 7 and status unauthorized\n%s", r.code, m["status"], r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("run did not end within a minute of its token's withdrawal: %s", cmd.Stderr)
+	}
+}

@@ -165,10 +165,11 @@ learning the outcome by sending the acquire again with its request id
 first took nothing and the key is free, that takes the key and releases it
 at once, spending the request id; a conflict names the holder (a waiting
 run prints it). Each step is bounded by --timeout. A CMD
-that cannot be started (looked up, and a script's #! interpreter checked,
-before the lease is taken, so it takes none) exits 127 (not found) or 126,
-as does a script whose #! interpreter is not found or not executable
-(the message names it). CMD killed by a
+that cannot be started (looked up, a script's #! interpreter checked, and
+on Linux the file's format, before the lease is taken, so it takes none)
+exits 127 (not found) or 126 (also a script without a #! line: exec
+format error), as does a script whose #! interpreter is not found or not
+executable (the message names it). CMD killed by a
 signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh
   leasectl run db-migrations --wait --wait-timeout 10m -- sh -c 'migrate --fencing-token "$LEASESTORE_TOKEN"'
@@ -404,14 +405,15 @@ func revokeCommand(l protocol.Lease) string {
 // exec.LookPath, checkInterpreter or the start) and returns the exit code
 // a shell gives: 127 when CMD is not found, else 126. With -o json run
 // answers as acquire does before CMD runs: its one object is a result
-// (failureJSON), the reason on stderr too.
-func (a *app) cannotStart(cmd *cobra.Command, err error) error {
+// (failureJSON), the reason on stderr too, with requestID: the
+// --request-id given when nothing reached the store, else the acquire's.
+func (a *app) cannotStart(err error, requestID string) error {
 	code := exitCannotExecute
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		code = exitNotFound
 	}
 	if a.output == "json" {
-		a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), givenRequestID(cmd)))
+		a.printJSON(failureJSON("run", StatusError, a.red.redact("run: "+err.Error()), requestID))
 	}
 	fmt.Fprintf(a.stderr, "leasectl: run: %v\n", err)
 	return exitCode(code)
@@ -420,8 +422,9 @@ func (a *app) cannotStart(cmd *cobra.Command, err error) error {
 // run holds req while argv runs; see runCommand.
 func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, grace time.Duration, argv []string) error {
 	ctx := cmd.Context()
-	// CMD is looked up as exec.Command will (exec.LookPath), and a
-	// script's interpreter checked, before the store is opened: one that
+	// CMD is looked up as exec.Command will (exec.LookPath), a script's
+	// interpreter checked, and the format of the file to execute (on
+	// Linux), before the store is opened: one that
 	// cannot be started takes no lease (no acquire and release in the
 	// trail, no wait for the key). One that goes missing after this is
 	// still told when it fails to start.
@@ -432,7 +435,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		err = checkInterpreter(path)
 	}
 	if err != nil {
-		return a.cannotStart(cmd, err)
+		return a.cannotStart(err, givenRequestID(cmd))
 	}
 	s, err := a.openStoreFor(ctx, writeAccess)
 	if err != nil {
@@ -526,7 +529,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if ierr := checkInterpreter(c.Path); ierr != nil {
 			err = ierr // the script is there: name what is missing
 		}
-		return a.cannotStart(cmd, err)
+		// The acquire and the release reached the store: the result
+		// names their request id.
+		return a.cannotStart(err, req.RequestID)
 	}
 	group.started(c.Process)
 

@@ -26,14 +26,26 @@ const interpreterDepth = 4
 // does not exist (an error matching fs.ErrNotExist: exit 127, as a shell
 // reports a bad interpreter), or is not executable (126); nil when path
 // is no script, or its interpreter can be executed (that interpreter's own
-// #! line is followed too). run asks before it takes the lease, so that a
-// script that cannot start takes none, as a missing CMD takes none.
+// #! line is followed too). A file that is no script, CMD itself or the
+// last interpreter, must be in a format the system executes (checkFormat:
+// exec format error, 126). run asks before it takes the lease, so that a
+// CMD that cannot start takes none, as a missing CMD takes none.
 func checkInterpreter(path string) error {
 	script := path
 	for range interpreterDepth {
 		interp := shebang(script)
 		if interp == "" {
-			return nil
+			err := checkFormat(script)
+			var pe *fs.PathError
+			switch {
+			case err == nil:
+				return nil
+			case script == path:
+				return err
+			case errors.As(err, &pe):
+				err = pe.Err
+			}
+			return fmt.Errorf("%s: bad interpreter %q (its #! line): %w", path, script, err)
 		}
 		st, err := os.Stat(interp)
 		var pe *fs.PathError

@@ -315,12 +315,10 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // finish prints err (when not already printed) and returns the exit code.
 // cmd is the command that ran or was refused, for the usage hint. A command
 // that failed after ctx was cancelled was interrupted: whatever it printed,
-// it exits [ExitInterrupted].
+// it exits [ExitInterrupted]. A write to stdout that failed comes first,
+// whatever the command's outcome, also run's exit code (CMD's code, or
+// ExitLost): the result run prints after CMD did not arrive.
 func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
-	var code exitCode
-	if errors.As(err, &code) {
-		return int(code) // run: the command's own exit code, or ExitLost
-	}
 	if errors.Is(context.Cause(ctx), errStdoutClosed) {
 		// Nobody reads on: say nothing, and exit as a process that SIGPIPE
 		// ended, also when the command then ended without an error (audit
@@ -334,6 +332,10 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 		// stderr, since stdout takes nothing.
 		fmt.Fprintf(a.stderr, "leasectl: %s: the output is incomplete\n", a.red.redact(sf.Error()))
 		return ExitError
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code) // run: the command's own exit code, or ExitLost
 	}
 	if err == nil {
 		return ExitOK

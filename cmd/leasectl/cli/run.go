@@ -110,7 +110,8 @@ output: status released (exit: CMD's code), the loss's status (exit 6:
 not_found, stale_token, not_owner, expired or closed; 7: unauthorized or
 forbidden), timeout or unavailable when the release got no answer (exit
 5), or found when CMD's group outlived SIGKILL and the lease was left to
-run out; its lease, and a message naming CMD's exit code.
+run out; its lease, and a message naming CMD's exit code, or the signal
+that killed it.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -605,8 +606,10 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	// else CMD itself outlived the kill's bound, which only a loss (exit 6)
 	// leads to.
 	code := 1
+	var ps *os.ProcessState // nil while CMD has not been waited for
 	if done == nil {
-		code = commandExitCode(c.ProcessState)
+		ps = c.ProcessState
+		code = commandExitCode(ps)
 	}
 	if survived {
 		a.log.Error("run: processes of the command still run after SIGKILL; not releasing the lease: it runs out after its TTL",
@@ -620,16 +623,16 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 					"cause", a.red.redact(cause.Error()))
 				lost, lostCause = true, cause
 			case unanswered != nil:
-				return a.outcomeUnknown("the read of the key got no answer", req, h, done == nil, code, unanswered)
+				return a.outcomeUnknown("the read of the key got no answer", req, h, ps, code, unanswered)
 			}
 		}
 		if lost {
-			return a.lostOutcome(req, h, lostCause, done == nil, code)
+			return a.lostOutcome(req, h, lostCause, ps)
 		}
 		l := h.Lease()
 		return a.ranOutcome(protocol.Result{Op: protocol.OpGet, Status: protocol.StatusFound, Key: req.Key, Lease: &l,
 			RequestID: req.RequestID, Message: fmt.Sprintf("processes of the command still run after SIGKILL, so the lease "+
-				"was not released: it runs out at %s; %s", l.ExpiresAt.UTC().Format(time.RFC3339Nano), commandEnded(done == nil, code))},
+				"was not released: it runs out at %s; %s", l.ExpiresAt.UTC().Format(time.RFC3339Nano), commandEnded(ps))},
 			commandExit(code))
 	}
 	if lost {
@@ -640,7 +643,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		// and the lock-delay. A lease the store ended is not released
 		// again; either way Release answers the loss.
 		_ = h.Release(context.Background())
-		return a.lostOutcome(req, h, lostCause, done == nil, code)
+		return a.lostOutcome(req, h, lostCause, ps)
 	}
 	if err := a.releaseHeld(ctx, h); err != nil {
 		// A release the store refuses (the lease was revoked, taken over
@@ -649,7 +652,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if errors.Is(err, protocol.ErrLeaseLost) || releaseRefused(err) {
 			a.log.Error("run: the lease was lost while the command ran", "key", req.Key.String(), "token", h.Token(),
 				"cause", a.red.redact(err.Error()))
-			return a.lostOutcome(req, h, err, done == nil, code)
+			return a.lostOutcome(req, h, err, ps)
 		}
 		// A served store that refuses the bearer token (withdrawn while
 		// CMD ran) is the loss a refused renewal is: the lease, which run
@@ -657,17 +660,17 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		if authFailure(err) != nil {
 			a.log.Error("run: the store refused the release's bearer token: the lease runs out after its TTL",
 				"key", req.Key.String(), "token", h.Token(), "cause", a.red.redact(err.Error()))
-			return a.lostOutcome(req, h, err, done == nil, code)
+			return a.lostOutcome(req, h, err, ps)
 		}
 		// No answer (the store cut off): the lease may have been lost
 		// while CMD ran, unheard (a revoke the store could not signal),
 		// or held to the end. CMD's code would claim the latter.
-		return a.outcomeUnknown("the release got no answer", req, h, done == nil, code, err)
+		return a.outcomeUnknown("the release got no answer", req, h, ps, code, err)
 	}
 	a.log.Debug("run: released the lease", "key", req.Key.String(), "token", h.Token())
 	l := h.Lease()
 	return a.ranOutcome(protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusReleased, Key: req.Key, Lease: &l,
-		RequestID: req.RequestID, Message: commandEnded(true, code) + "; the lease was released"}, commandExit(code))
+		RequestID: req.RequestID, Message: commandEnded(ps) + "; the lease was released"}, commandExit(code))
 }
 
 // commandExit is what run exits with when CMD ended with code and the
@@ -679,13 +682,17 @@ func commandExit(code int) error {
 	return exitCode(code)
 }
 
-// commandEnded says how CMD ended, for run's result: its exit code, or
-// that it outlived SIGKILL (ended false).
-func commandEnded(ended bool, code int) string {
-	if !ended {
+// commandEnded says how CMD ended (ps, nil when it outlived SIGKILL), for
+// run's result: its exit code, or the signal that killed it (run's code
+// is then 128 plus its number, which CMD never exited with).
+func commandEnded(ps *os.ProcessState) string {
+	if ps == nil {
 		return "the command outlived SIGKILL"
 	}
-	return fmt.Sprintf("the command exited %d", code)
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("the command was killed by signal %s (%d)", signalName(ws.Signal()), int(ws.Signal()))
+	}
+	return fmt.Sprintf("the command exited %d", ps.ExitCode())
 }
 
 // ranOutcome is run's end once CMD has ended (or outlived SIGKILL): with
@@ -713,18 +720,18 @@ func (a *app) ranOutcome(res protocol.Result, ret error) error {
 // or forbidden; expired when the store gave none (run gave the lease up by
 // its clock, no renewal having answered, or the store signalled its end
 // and another holder took the key: the message says which).
-func (a *app) lostOutcome(req protocol.AcquireRequest, h *protocol.Held, cause error, ended bool, code int) error {
+func (a *app) lostOutcome(req protocol.AcquireRequest, h *protocol.Held, cause error, ps *os.ProcessState) error {
 	ret := lostExit(cause)
 	l := h.Lease()
 	res := protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusExpired, Key: req.Key, Lease: &l, RequestID: req.RequestID,
-		Message: fmt.Sprintf("the lease was lost while the command ran (%s); %s", describeErr(cause), commandEnded(ended, code))}
+		Message: fmt.Sprintf("the lease was lost while the command ran (%s); %s", describeErr(cause), commandEnded(ps))}
 	var pe *protocol.Error
 	var f *failure
 	switch {
 	case errors.As(ret, &f):
 		res.Status = protocol.Status(f.status)
 		res.Message = fmt.Sprintf("%s; the lease can be neither renewed nor released and runs out after its TTL; %s",
-			f.Error(), commandEnded(ended, code))
+			f.Error(), commandEnded(ps))
 	case errors.As(cause, &pe):
 		switch pe.Status {
 		case protocol.StatusNotFound, protocol.StatusStaleToken, protocol.StatusNotOwner, protocol.StatusExpired, protocol.StatusClosed:
@@ -770,13 +777,14 @@ func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) (lost
 // answer the call that would tell whether the lease was held until CMD
 // ended (what, the release or the read of the key; err its error): a
 // loss the store could not signal (a revoke while it was cut off) would
-// have gone unheard. It says so on stderr, with CMD's exit code when CMD
-// ended (ended), and exits 5, as for any answer the store did not give,
-// rather than CMD's code, which would claim the lease held throughout.
-func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protocol.Held, ended bool, code int, err error) error {
+// have gone unheard. It says so on stderr, with CMD's exit code (code)
+// when CMD ended (ps, its state; nil when it outlived SIGKILL), and exits
+// 5, as for any answer the store did not give, rather than CMD's code,
+// which would claim the lease held throughout.
+func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protocol.Held, ps *os.ProcessState, code int, err error) error {
 	attrs := []any{"key", req.Key.String(), "token", h.Token()}
-	if ended {
-		attrs = append(attrs, "command_exit", code)
+	if ps != nil {
+		attrs = append(attrs, "command_exit", code, "command", commandEnded(ps))
 	}
 	attrs = append(attrs, "err", a.red.redact(err.Error()))
 	a.log.Error("run: "+what+", so whether the lease was held until the command ended is unknown (a revoke the store "+
@@ -785,7 +793,7 @@ func (a *app) outcomeUnknown(what string, req protocol.AcquireRequest, h *protoc
 	return a.ranOutcome(protocol.Result{Op: protocol.OpRelease, Status: protocol.StatusOf(err), Key: req.Key, Lease: &l,
 		RequestID: req.RequestID, Message: fmt.Sprintf("%s, so whether the lease was held until the command ended is unknown "+
 			"(a revoke the store could not signal goes unheard; a lease still held runs out after its TTL): %s; %s",
-			what, describeErr(err), commandEnded(ended, code))}, exitCode(ExitUnavailable))
+			what, describeErr(err), commandEnded(ps))}, exitCode(ExitUnavailable))
 }
 
 // lostExit is run's end after its lease was lost for cause: exit 7 naming

@@ -268,6 +268,9 @@ type app struct {
 
 	defaultOwner string
 	ran          bool // a command's own code started (errors before that are usage errors); see markRun
+	// cmdOut is run's command's stdout with -o json when run copies it
+	// (not a terminal), to tell whether its output ended a line.
+	cmdOut *lineEndWriter
 }
 
 // Execute runs leasectl with args (the command line without the program

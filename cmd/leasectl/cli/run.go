@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -44,7 +47,8 @@ const groupPoll = 20 * time.Millisecond
 // pipeDelay is how long run, once CMD has ended, still copies output
 // through pipes that processes CMD left running hold open (only for
 // streams that are not files, as an embedding program may pass to
-// Execute) before it closes them and stops those processes.
+// Execute, and stdout with -o json outside a terminal) before it closes
+// them and stops those processes.
 const pipeDelay = time.Second
 
 // groupKill is the signal run sends the group when --grace ran out (a
@@ -111,7 +115,10 @@ not_found, stale_token, not_owner, expired or closed; 7: unauthorized or
 forbidden), timeout or unavailable when the release got no answer (exit
 5), or found when CMD's group outlived SIGKILL and the lease was left to
 run out; its lease, and a message naming CMD's exit code, or the signal
-that killed it.
+that killed it. The result is stdout's last line: with -o json
+CMD's stdout, unless a terminal, is a pipe that run copies, ending CMD's
+last line when it did not (in a terminal the result begins with a
+newline).
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -506,6 +513,15 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.rawStdout, a.rawStderr
+	if a.output == "json" {
+		// run's result must begin a line of its own (tail -n 1 prints
+		// it): CMD's output, unless it goes to a terminal, passes through
+		// run, which sees whether it ended a line.
+		if f, ok := a.rawStdout.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
+			a.cmdOut = &lineEndWriter{w: a.rawStdout}
+			c.Stdout = a.cmdOut
+		}
+	}
 	// Streams that are not files reach CMD through pipes, which processes
 	// CMD leaves running hold open: Wait must not wait for them to end.
 	c.WaitDelay = pipeDelay
@@ -697,12 +713,19 @@ func commandEnded(ps *os.ProcessState) string {
 
 // ranOutcome is run's end once CMD has ended (or outlived SIGKILL): with
 // -o json it prints res, run's one result, on stdout after CMD's output,
+// on a line of its own (after a newline when CMD's output did not end
+// one, or went to a terminal),
 // and returns what run exits with (ret) without Execute printing it
 // again; in table mode it returns ret (a failure Execute prints on stderr,
 // or the exit code alone), and stdout holds CMD's output alone.
 func (a *app) ranOutcome(res protocol.Result, ret error) error {
 	if a.output != "json" {
 		return ret
+	}
+	if a.cmdOut == nil || a.cmdOut.midLine() {
+		// After output that did not end a line, or in a terminal, where
+		// run cannot see it: the result begins a line of its own.
+		fmt.Fprintln(a.stdout)
 	}
 	a.printJSON(toResultJSON(res, a.red.redact(res.Message)))
 	var f *failure
@@ -825,4 +848,31 @@ func commandExitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// lineEndWriter passes run's command's output to w and remembers whether
+// it ended a line (safe for concurrent use: os/exec copies from a
+// goroutine that processes CMD left behind may keep going).
+type lineEndWriter struct {
+	w     io.Writer
+	mu    sync.Mutex
+	wrote bool // some output was written
+	last  byte // the last byte written
+}
+
+func (l *lineEndWriter) Write(b []byte) (int, error) {
+	n, err := l.w.Write(b)
+	if n > 0 {
+		l.mu.Lock()
+		l.wrote, l.last = true, b[n-1]
+		l.mu.Unlock()
+	}
+	return n, err
+}
+
+// midLine reports whether the output written so far does not end a line.
+func (l *lineEndWriter) midLine() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wrote && l.last != '\n'
 }

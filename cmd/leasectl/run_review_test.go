@@ -179,39 +179,53 @@ func waitFile(t *testing.T, path string, stderr fmt.Stringer) {
 // ... before leasectl run finished": the withdrawn token goes unsaid.
 func TestServedRunWhoseTokenIsWithdrawnAfterASignalExits7(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	tokens := writeTokens(t, dir, e2eTokens)
-	s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "run.db"), nil, "--tokens", tokens)
-	c := leasectl{dir: dir, dsn: s.url}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	started, termed := filepath.Join(dir, "started"), filepath.Join(dir, "termed")
-	cmd := c.command(ctx, "-o", "json", "run", "e2e/job", "--owner", "w1", "--grace", "1s", "--",
-		"sh", "-c", `trap 'touch "$1"' TERM; touch "$0"; while :; do sleep 0.05; done`, started, termed)
-	cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+e2eWriter)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal: signals go on to CMD's group
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitFile(t, started, cmd.Stderr.(fmt.Stringer))
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, termed, cmd.Stderr.(fmt.Stringer)) // passed on; CMD carries on
-	writeTokens(t, dir, strings.ReplaceAll(e2eTokens, e2eWriter+" writer e2e\n", ""))
-	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		r := finish(t, cmd, cmd.Args[1:], err)
-		m := r.obj(t)
-		if r.code != 7 || m["status"] != "unauthorized" {
-			t.Fatalf("run whose token the server withdrew while CMD ran, after a SIGTERM CMD ignored: exit %d, status %v; want exit 7 and status unauthorized\n%s", r.code, m["status"], r)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("run did not end within a minute of its token's withdrawal: %s", cmd.Stderr)
+	for _, output := range []string{"json", "table"} {
+		t.Run(output, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tokens := writeTokens(t, dir, e2eTokens)
+			s := startServe(t, dir, "sqlite:"+filepath.Join(dir, "run.db"), nil, "--tokens", tokens)
+			c := leasectl{dir: dir, dsn: s.url}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			started, termed := filepath.Join(dir, "started"), filepath.Join(dir, "termed")
+			cmd := c.command(ctx, "-o", output, "run", "e2e/job", "--owner", "w1", "--grace", "1s", "--",
+				"sh", "-c", `trap 'touch "$1"' TERM; touch "$0"; while :; do sleep 0.05; done`, started, termed)
+			cmd.Env = append(cmd.Env, "LEASESTORE_API_TOKEN="+e2eWriter)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal: signals go on to CMD's group
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			waitFile(t, started, cmd.Stderr.(fmt.Stringer))
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			waitFile(t, termed, cmd.Stderr.(fmt.Stringer)) // passed on; CMD carries on
+			writeTokens(t, dir, strings.ReplaceAll(e2eTokens, e2eWriter+" writer e2e\n", ""))
+			if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				r := finish(t, cmd, cmd.Args[1:], err)
+				// Table mode says why on stderr; -o json in its result.
+				status, said := "unauthorized", r.stderr
+				if output == "json" {
+					m := r.obj(t)
+					status, _ = m["status"].(string)
+					said, _ = m["message"].(string)
+				}
+				if r.code != 7 || status != "unauthorized" {
+					t.Fatalf("run whose token the server withdrew while CMD ran, after a SIGTERM CMD ignored: exit %d, status %v; want exit 7 and status unauthorized\n%s", r.code, status, r)
+				}
+				if !strings.Contains(said, "LEASESTORE_API_TOKEN") || strings.Contains(said, "interrupted") {
+					t.Errorf("run -o %s whose token the server withdrew after a SIGTERM CMD ignored does not name LEASESTORE_API_TOKEN, or says interrupted:\n%s\n%s", output, said, r)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("run did not end within a minute of its token's withdrawal: %s", cmd.Stderr)
+			}
+		})
 	}
 }

@@ -268,6 +268,10 @@ type app struct {
 
 	defaultOwner string
 	ran          bool // a command's own code started (errors before that are usage errors); see markRun
+	// commandStarted: run's command started. From then on an interrupt is
+	// passed on to it, which decides: run ends as CMD's end and the
+	// lease's fate say, not as interrupted (130).
+	commandStarted bool
 	// cmdOut is run's command's stdout with -o json when run copies it
 	// (not a terminal), to tell whether its output ended a line.
 	cmdOut *lineEndWriter
@@ -318,7 +322,8 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // finish prints err (when not already printed) and returns the exit code.
 // cmd is the command that ran or was refused, for the usage hint. A command
 // that failed after ctx was cancelled was interrupted: whatever it printed,
-// it exits [ExitInterrupted]. A write to stdout that failed comes first,
+// it exits [ExitInterrupted] (but run once its command started: the
+// interrupt went on to CMD). A write to stdout that failed comes first,
 // whatever the command's outcome, also run's exit code (CMD's code, or
 // ExitLost): the result run prints after CMD did not arrive.
 func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
@@ -343,7 +348,7 @@ func (a *app) finish(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	interrupted := ctx.Err() != nil && a.ran
+	interrupted := ctx.Err() != nil && a.ran && !a.commandStarted
 	var rep reported
 	if errors.As(err, &rep) {
 		if interrupted {

@@ -128,7 +128,9 @@ some still run then, run does not release and the lease runs out after
 its TTL (run reads the key instead, and exits 6 when the lease is gone,
 5 when the read gets no answer).
 Signals sent to leasectl (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-SIGUSR2) are passed on to the group. In a terminal (run in the foreground
+SIGUSR2) are passed on to the group, which decides: run then exits as
+CMD's end and the lease's fate say (6 on a loss, 7 on a withdrawn token),
+never 130. In a terminal (run in the foreground
 of its controlling terminal, whatever its stdin is) CMD stays in run's
 process group, so that job control works as for any command: Ctrl-C,
 Ctrl-\ and Ctrl-Z reach CMD directly, from the terminal, as does the
@@ -551,6 +553,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return a.cannotStart(err, req.RequestID)
 	}
 	group.started(c.Process)
+	a.commandStarted = true
 
 	// Until CMD has ended and no process of its group is left: a loss
 	// sends the group SIGTERM, then SIGKILL after grace; processes CMD

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +46,23 @@ func TestHoldRefusesAConfigThatCannotKeepTheLease(t *testing.T) {
 				t.Errorf("after the refused Hold the key answers %s (%v), want not_found: nothing acquired", res.Status, err)
 			}
 		})
+	}
+}
+
+// Hold's refusal of a HoldConfig writes its durations as users write them
+// (1h30m, 2h), as every other message does (durations.Format).
+func TestHoldConfigRefusalWritesDurationsAsUsersDo(t *testing.T) {
+	ctx := context.Background()
+	store := protocol.New(memstore.New(nil), nil)
+	defer store.Close(ctx)
+	req := protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "w", TTL: 90 * time.Minute}
+	for cfg, want := range map[protocol.HoldConfig]string{
+		{RenewEvery: 2 * time.Hour}:     "renew every: 2h is not shorter than the ttl 1h30m",
+		{RenewEvery: -90 * time.Minute}: "renew every: -1h30m is negative",
+		{RenewTimeout: -time.Hour}:      "renew timeout: -1h is negative",
+	} {
+		if _, err := protocol.Hold(ctx, store, req, &cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Hold with HoldConfig%+v: %v; want it to say %q", cfg, err, want)
+		}
 	}
 }

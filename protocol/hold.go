@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/leasestore/leasestore/internal/durations"
 )
 
 // HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.
@@ -219,13 +221,13 @@ func (c *HoldConfig) check(ttl time.Duration) error {
 	var errs []error
 	switch {
 	case c.RenewEvery < 0:
-		errs = append(errs, fmt.Errorf("renew every: %v is negative: set it positive and shorter than the ttl, or zero for the default (a third of the ttl)", c.RenewEvery))
+		errs = append(errs, fmt.Errorf("renew every: %s is negative: set it positive and shorter than the ttl, or zero for the default (a third of the ttl)", durations.Format(c.RenewEvery)))
 	case c.RenewEvery >= ttl && ttl > 0:
-		errs = append(errs, fmt.Errorf("renew every: %v is not shorter than the ttl %v: the lease would run out before its first renewal; "+
-			"set it shorter, or zero for the default (a third of the ttl)", c.RenewEvery, ttl))
+		errs = append(errs, fmt.Errorf("renew every: %s is not shorter than the ttl %s: the lease would run out before its first renewal; "+
+			"set it shorter, or zero for the default (a third of the ttl)", durations.Format(c.RenewEvery), durations.Format(ttl)))
 	}
 	if c.RenewTimeout < 0 {
-		errs = append(errs, fmt.Errorf("renew timeout: %v is negative: set it positive, or zero for the default (RenewEvery)", c.RenewTimeout))
+		errs = append(errs, fmt.Errorf("renew timeout: %s is negative: set it positive, or zero for the default (RenewEvery)", durations.Format(c.RenewTimeout)))
 	}
 	return errors.Join(errs...)
 }

@@ -177,8 +177,8 @@ at once, spending the request id; a conflict names the holder (a waiting
 run prints it). Each step is bounded by --timeout. A CMD
 that cannot be started (looked up, a script's #! interpreter checked, and
 on Linux the file's format, before the lease is taken, so it takes none)
-exits 127 (not found) or 126 (also a script without a #! line: exec
-format error), as does a script whose #! interpreter is not found or not
+exits 127 (not found) or 126 (also a script without a #! line, or whose
+#! line names no interpreter: exec format error), as does a script whose #! interpreter is not found or not
 executable (the message names it). CMD killed by a
 signal makes run exit 128 plus the signal's number.`,
 		Example: `  leasectl run nightly-report --ttl 1m -- ./report.sh

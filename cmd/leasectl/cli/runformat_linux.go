@@ -10,11 +10,13 @@ import (
 	"syscall"
 )
 
-// checkFormat returns why the file at path (not a #! script) certainly
-// cannot be executed: the kernel knows no format for it (exec format
-// error, ENOEXEC: a script without a #! line, a text or data file); nil
-// when it may run, or when that cannot be told. An ELF file runs (as far
-// as its format goes); any other is tried, as binfmt_misc may know its
+// checkFormat returns why the file at path (no #! script naming an
+// interpreter: checkInterpreter follows those) certainly cannot be
+// executed: the kernel knows no format for it (exec format error,
+// ENOEXEC: a script without a #! line, or whose #! line names no
+// interpreter, a text or data file); nil when it may run, or when that
+// cannot be told. An ELF file runs (as far as its format goes); any
+// other, one beginning with #! too, is tried, as binfmt_misc may know its
 // format (a Java archive, a Windows program under Wine, an interpreter
 // registered by extension), and what binfmt_misc knows need not be
 // visible here (a container): the file is executed under ptrace, which
@@ -28,7 +30,7 @@ func checkFormat(path string) error {
 	head := make([]byte, 4)
 	n, _ := io.ReadFull(f, head)
 	f.Close()
-	if bytes.HasPrefix(head[:n], []byte("#!")) || bytes.Equal(head[:n], []byte("\x7fELF")) {
+	if bytes.Equal(head[:n], []byte("\x7fELF")) {
 		return nil
 	}
 	return probeExec(path)

@@ -118,7 +118,9 @@ run out; its lease, and a message naming CMD's exit code, or the signal
 that killed it. The result is stdout's last line: with -o json
 CMD's stdout, unless a terminal, is a pipe that run copies, ending CMD's
 last line when it did not (in a terminal the result begins with a
-newline).
+newline). What processes CMD leaves running print on that pipe is
+copied for 1s after CMD ended; then run closes it (their later writes
+fail: EPIPE, SIGPIPE) and only then stops them.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running

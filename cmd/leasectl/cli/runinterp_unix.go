@@ -24,7 +24,9 @@ const interpreterDepth = 4
 // checkInterpreter returns why the script at path (CMD as exec.LookPath
 // found it) cannot start because of the interpreter its #! line names: it
 // does not exist (an error matching fs.ErrNotExist: exit 127, as a shell
-// reports a bad interpreter), or is not executable (126); nil when path
+// reports a bad interpreter), or is not executable (126: also a file, CMD
+// or an interpreter, that is not a regular file, such as a named pipe,
+// which the kernel does not execute); nil when path
 // is no script, or its interpreter can be executed (that interpreter's own
 // #! line is followed too). A file that is no script, CMD itself or the
 // last interpreter, must be in a format the system executes (checkFormat:
@@ -33,6 +35,14 @@ const interpreterDepth = 4
 func checkInterpreter(path string) error {
 	script := path
 	for range interpreterDepth {
+		// The kernel executes regular files only (permission denied), and
+		// reading the #! line of a named pipe would wait for a writer.
+		if st, err := os.Stat(script); err == nil && !st.Mode().IsRegular() {
+			if script == path {
+				return &fs.PathError{Op: "exec", Path: path, Err: syscall.EACCES}
+			}
+			return fmt.Errorf("%s: bad interpreter %q (its #! line): %w", path, script, syscall.EACCES)
+		}
 		interp := shebang(script)
 		if interp == "" {
 			err := checkFormat(script)

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,16 +10,6 @@ import (
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/protocol"
 )
-
-// operator is what a backend and a runtime both offer: the suite sends the
-// same request to each and compares the answers.
-type operator interface {
-	Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error)
-	Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error)
-	Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error)
-	Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error)
-	Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error)
-}
 
 // directCases call the harness's handles directly, not through a runtime,
 // as code that uses a backend directly does (docs/library.md): a request
@@ -35,136 +24,29 @@ func directCases() []testCase {
 			}
 			held := e.acquire(e.a, "held", "w1", leaseTTL)
 			before := e.snapshot("held")
-			type call struct {
-				name  string
-				op    protocol.Op
-				key   protocol.Key
-				reqID string
-				do    func(o operator) (protocol.Result, error)
-			}
-			var calls []call
-			acquire := func(name string, req protocol.AcquireRequest) {
-				calls = append(calls, call{"acquire " + name, protocol.OpAcquire, req.Key, req.RequestID,
-					func(o operator) (protocol.Result, error) { return o.Acquire(e.ctx, req) }})
-			}
-			renew := func(name string, req protocol.RenewRequest) {
-				calls = append(calls, call{"renew " + name, protocol.OpRenew, req.Key, req.RequestID,
-					func(o operator) (protocol.Result, error) { return o.Renew(e.ctx, req) }})
-			}
-			release := func(name string, req protocol.ReleaseRequest) {
-				calls = append(calls, call{"release " + name, protocol.OpRelease, req.Key, req.RequestID,
-					func(o operator) (protocol.Result, error) { return o.Release(e.ctx, req) }})
-			}
-			revoke := func(name string, req protocol.RevokeRequest) {
-				calls = append(calls, call{"revoke " + name, protocol.OpRevoke, req.Key, req.RequestID,
-					func(o operator) (protocol.Result, error) { return o.Revoke(e.ctx, req) }})
-			}
-			get := func(name string, req protocol.GetRequest) {
-				calls = append(calls, call{"get " + name, protocol.OpGet, req.Key, req.RequestID,
-					func(o operator) (protocol.Result, error) { return o.Get(e.ctx, req) }})
-			}
-			okAcq := func() protocol.AcquireRequest { return e.acquireReq("fresh", "w1", leaseTTL) }
-			okRen := func() protocol.RenewRequest {
-				return protocol.RenewRequest{Key: held.Key, Owner: held.Owner, Token: held.Token, TTL: renewTTL, RequestID: e.rid()}
-			}
-			okRel := func() protocol.ReleaseRequest {
-				return protocol.ReleaseRequest{Key: held.Key, Owner: held.Owner, Token: held.Token, RequestID: e.rid()}
-			}
-			okRev := func() protocol.RevokeRequest {
-				return protocol.RevokeRequest{Key: held.Key, Actor: "ops", Reason: "r", RequestID: e.rid()}
-			}
-
 			// Without a request id, twice each: a backend that took the
 			// first would replay it to the second.
+			c := &badCalls{e: e}
+			ok := okRequests{e, held}
 			for i := range 2 {
-				r := okAcq()
+				r := ok.acquire()
 				r.RequestID = ""
 				r.Key = e.key(fmt.Sprintf("fresh-%d", i))
-				acquire("no request id", r)
-				rn := okRen()
+				c.acquire("no request id", r)
+				rn := ok.renew()
 				rn.RequestID = ""
-				renew("no request id", rn)
-				rl := okRel()
+				c.renew("no request id", rn)
+				rl := ok.release()
 				rl.RequestID = ""
-				release("no request id", rl)
-				rv := okRev()
+				c.release("no request id", rl)
+				rv := ok.revoke()
 				rv.RequestID = ""
-				revoke("no request id", rv)
+				c.revoke("no request id", rv)
 			}
-			for _, ttl := range []time.Duration{0, -time.Second, protocol.MinTTL - time.Microsecond, protocol.MaxTTL + time.Millisecond} {
-				r := okAcq()
-				r.TTL = ttl
-				acquire(fmt.Sprintf("ttl %v", ttl), r)
-				if ttl != 0 { // a renew without a ttl keeps the lease's own
-					rn := okRen()
-					rn.TTL = ttl
-					renew(fmt.Sprintf("ttl %v", ttl), rn)
-				}
+			for what, k := range map[string]protocol.Key{"empty name": e.key(""), "name control char": e.key("he\x00ld")} {
+				c.get(what+" without a request id", protocol.GetRequest{Key: k})
 			}
-			r := okAcq()
-			r.Owner = ""
-			acquire("empty owner", r)
-			rn := okRen()
-			rn.Owner = ""
-			renew("empty owner", rn)
-			rl := okRel()
-			rl.Owner = ""
-			release("empty owner", rl)
-			rv := okRev()
-			rv.Actor = ""
-			revoke("empty actor", rv)
-			rv = okRev()
-			rv.Reason = ""
-			revoke("empty reason", rv)
-			r = okAcq()
-			r.Owner = "w\n1"
-			acquire("owner with a control character", r)
-			r = okAcq()
-			r.RequestID = "id\x00"
-			acquire("request id with a control character", r)
-			for _, d := range []time.Duration{-time.Second, protocol.MaxLockDelay + time.Second} {
-				r = okAcq()
-				r.LockDelay = d
-				acquire(fmt.Sprintf("lock delay %v", d), r)
-				r = okAcq()
-				r.DefaultLockDelay = d
-				acquire(fmt.Sprintf("default lock delay %v", d), r)
-			}
-			for what, k := range map[string]protocol.Key{
-				"empty name":         e.key(""),
-				"empty namespace":    {Name: "held"},
-				"name control char":  e.key("he\x00ld"),
-				"name bad utf8":      e.key("held\xff"),
-				"too long name":      e.key(strings.Repeat("k", protocol.MaxNameLen+1)),
-				"namespace tab":      {Namespace: e.ns + "\t", Name: "held"},
-				"too long namespace": {Namespace: strings.Repeat("n", protocol.MaxNamespaceLen+1), Name: "held"},
-			} {
-				r := okAcq()
-				r.Key = k
-				acquire(what, r)
-				rn := okRen()
-				rn.Key = k
-				renew(what, rn)
-				rl := okRel()
-				rl.Key = k
-				release(what, rl)
-				rv := okRev()
-				rv.Key = k
-				revoke(what, rv)
-				get(what, protocol.GetRequest{Key: k, RequestID: e.rid()})
-				get(what+" without a request id", protocol.GetRequest{Key: k})
-			}
-			for _, token := range []int64{0, -1} {
-				rn := okRen()
-				rn.Token = token
-				renew(fmt.Sprintf("token %d", token), rn)
-				rl := okRel()
-				rl.Token = token
-				release(fmt.Sprintf("token %d", token), rl)
-			}
-			rv = okRev()
-			rv.Token = -1
-			revoke("token -1", rv)
+			calls := append(c.calls, e.invalidRequests(held)...)
 
 			handles := []struct {
 				name string

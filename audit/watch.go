@@ -182,7 +182,9 @@ func (c *WatchConfig) withDefaults() WatchConfig {
 
 // Start returns the cursor a watch of q starts after: q.Cursor when set;
 // else, when q.Since is set, the cursor just before the first record at
-// or after it (the end of the trail when a follower sees none yet); else
+// or after it (when a follower sees none yet, how far its read went, which
+// is before any record held back; the end of the trail when the reader
+// does not tell); else
 // the end of the trail ([Tail]), so that only the changes committed from
 // now on follow. Each read is bounded by cfg's ReadTimeout (cfg may be nil).
 func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, error) {
@@ -200,6 +202,13 @@ func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, er
 		}
 		if len(page.Records) > 0 {
 			return EncodeCursor(page.Records[0].ID - 1), nil
+		}
+		// None yet: the read went as far as its FollowCursor, never past a
+		// record still held back. The end of the trail, read again, may be
+		// past one that came out meanwhile (a transaction of the cluster
+		// ended), which the watch would then never see.
+		if _, err := DecodeCursor(page.FollowCursor); err == nil {
+			return page.FollowCursor, nil
 		}
 	}
 	return Tail(ctx, r, q, cfg)

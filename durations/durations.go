@@ -9,7 +9,9 @@
 //   - a time is RFC 3339 (2026-01-02T15:04:05Z), a UTC date (2026-01-02),
 //     or a duration back from now (1h, 2d; 0s is now).
 //
-// It imports nothing of the project and is safe for concurrent use.
+// A service built on leasestore can take its own flags and settings in the
+// same grammar (examples/scanner does). It imports nothing of the project
+// and is safe for concurrent use.
 package durations
 
 import (

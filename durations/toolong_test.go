@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 )
 
 // TestParseTooLongWithoutDays: a duration past what a time.Duration holds

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 )
 
 // TestParseTooManyDaysIsTooLong: a count of days past what a time.Duration

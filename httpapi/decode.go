@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"

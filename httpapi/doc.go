@@ -22,7 +22,7 @@
 //
 // The Client is a [protocol.NamespaceLister], a [protocol.BulkRenewer] and
 // an [audit.Follower] over the last three. Durations (ttl, Request-Timeout)
-// and times (since) take the CLI's grammar (package internal/durations):
+// and times (since) take the CLI's grammar (package durations):
 // 90s, 15m, 1h30m, 2d; RFC 3339 or a duration back from now.
 //
 // Hostile clients: a body must arrive within [Config].BodyTimeout (408;

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"

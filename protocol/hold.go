@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 )
 
 // HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.

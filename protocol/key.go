@@ -18,6 +18,15 @@ const (
 	MaxReasonLen    = 1024
 )
 
+// ValidateOwner reports whether owner may hold a lease: what an acquire
+// refuses as invalid (empty, longer than [MaxOwnerLen] bytes, not UTF-8,
+// a control or invisible formatting character), in an error that starts
+// "owner: ". Check a worker's name with it before opening a store; the
+// scheduler and the backends check it again.
+func ValidateOwner(owner string) error {
+	return textfield.Validate("owner", owner, MaxOwnerLen)
+}
+
 // KeyEncodingVersion is the version of [Key.Encode]'s canonical form.
 const KeyEncodingVersion = 1
 

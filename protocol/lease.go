@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/textfield"
 )

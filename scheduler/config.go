@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )

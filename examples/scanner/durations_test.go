@@ -21,7 +21,7 @@ func TestFlagsTakeTheOneDurationGrammar(t *testing.T) {
 		want string
 	}{
 		{[]string{"-dsn", "sqlite:x.db", "-ttl", "15"}, "15s"},
-		{[]string{"-dsn", "sqlite:x.db", "-ttl", "8d"}, "-ttl: 8d is outside [1s, 7d]"},
+		{[]string{"-dsn", "sqlite:x.db", "-ttl", "8d"}, "-ttl: 8d is outside [1ms, 7d]"},
 		{[]string{"-dsn", "sqlite:x.db", "-scan-every", "-1m"}, "-scan-every: -1m must be positive"},
 	} {
 		var stdout, stderr strings.Builder

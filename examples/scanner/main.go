@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/textfield"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -67,8 +67,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.identity, "identity", fmt.Sprintf("%s-%d", host, os.Getpid()), "this scanner's name, unique in the fleet")
 	fs.StringVar(&c.namespace, "namespace", "scanner", "namespace of the ranges' leases (the workers' is NAMESPACE.workers)")
 	fs.IntVar(&c.targets, "targets", 16, "number of /24 ranges to share: 10.0.0.0/24, 10.0.1.0/24, ...")
-	fs.DurationVar(&c.ttl, "ttl", 15*time.Second, "lease TTL: a dead scanner's ranges are taken over about this long after it died")
-	fs.DurationVar(&c.scanEvery, "scan-every", time.Second, "pause between two passes over a range")
+	c.ttl, c.scanEvery = 15*time.Second, time.Second
+	fs.Func("ttl", "lease TTL (90s, 15m, 1h30m, 2d): a dead scanner's ranges are taken over about this long after it died (default 15s)", durationFlag(&c.ttl))
+	fs.Func("scan-every", "pause between two passes over a range, as -ttl (default 1s)", durationFlag(&c.scanEvery))
 	fs.StringVar(&c.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -84,14 +85,26 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	case c.targets < 1 || c.targets > 1<<16:
 		return c, fmt.Errorf("-targets: %d is outside [1, 65536]", c.targets)
 	case c.scanEvery <= 0:
-		return c, fmt.Errorf("-scan-every: %v must be positive", c.scanEvery)
+		return c, fmt.Errorf("-scan-every: %s must be positive", durations.Format(c.scanEvery))
 	case c.ttl < protocol.MinTTL || c.ttl > protocol.MaxTTL:
-		return c, fmt.Errorf("-ttl: %v is outside [%v, %v]", c.ttl, protocol.MinTTL, protocol.MaxTTL)
+		return c, fmt.Errorf("-ttl: %s is outside [%s, %s]", durations.Format(c.ttl), durations.Format(protocol.MinTTL), durations.Format(protocol.MaxTTL))
 	}
-	if err := textfield.Validate("-identity", c.identity, protocol.MaxOwnerLen); err != nil {
-		return c, err
+	if err := protocol.ValidateOwner(c.identity); err != nil {
+		return c, fmt.Errorf("-identity: %w", err)
 	}
 	return c, nil
+}
+
+// durationFlag reads a flag in leasectl's duration grammar (package
+// durations): 90s, 15m, 1h30m, or with days, 2d.
+func durationFlag(d *time.Duration) func(string) error {
+	return func(s string) error {
+		v, err := durations.Parse(s)
+		if err == nil {
+			*d = v
+		}
+		return err
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

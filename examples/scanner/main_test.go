@@ -234,7 +234,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{}, "-dsn: give sqlite:PATH"},
 		{[]string{"-dsn", "mysql://x"}, `scheme "mysql" is none of sqlite:PATH, a postgres:// URL or etcd://`},
 		{[]string{"-dsn", "sqlite:x.db", "-targets", "0"}, "-targets: 0 is outside"},
-		{[]string{"-dsn", "sqlite:x.db", "-identity", ""}, "-identity: must not be empty"},
+		{[]string{"-dsn", "sqlite:x.db", "-identity", ""}, "-identity: owner: must not be empty"},
 		{[]string{"-dsn", "sqlite:x.db", "-ttl", "1s", "-log-level", "loud"}, "-log-level"},
 		{[]string{"-dsn", "sqlite:x.db", "-ttl", "0s"}, "-ttl: 0s is outside"},
 		{[]string{"-dsn", "sqlite:x.db", "extra"}, "unexpected arguments"},

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 

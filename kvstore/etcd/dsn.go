@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 )
 
 // DSN schemes: etcd:// connects in plain text unless a TLS parameter is

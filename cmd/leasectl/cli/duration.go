@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 )
 
 // parseDuration reads a duration in the grammar the CLI and the HTTP API

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leasestore/leasestore/audit"
-	"github.com/leasestore/leasestore/internal/durations"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )

@@ -36,7 +36,8 @@ func IsDSN(dsn string) bool {
 // store's key prefix ("/PREFIX/"). PARAMS, as etcdctl's flags of the same
 // names: cacert=FILE (CA bundle to verify the servers; implies TLS),
 // cert=FILE and key=FILE (client certificate; imply TLS),
-// insecure-skip-tls-verify=true, dial-timeout=DURATION (the one duration
+// insecure-skip-tls-verify=true (implies TLS; =false, etcdctl's default,
+// changes nothing), dial-timeout=DURATION (the one duration
 // grammar of leasectl and the HTTP API: 5s, 1h30m, 1d). Bad input is an
 // error that never repeats the password.
 func ParseDSN(dsn string) (*Config, error) {
@@ -116,7 +117,9 @@ func ParseDSN(dsn string) (*Config, error) {
 			if err != nil {
 				return nil, fmt.Errorf("etcd dsn: insecure-skip-tls-verify: want true or false, got %q", v)
 			}
-			ensureTLS().InsecureSkipVerify = skip
+			if skip { // false is etcdctl's default: it implies no TLS
+				ensureTLS().InsecureSkipVerify = true
+			}
 		case "dial-timeout":
 			d, err := durations.Parse(v)
 			if err != nil {

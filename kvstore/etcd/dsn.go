@@ -38,8 +38,10 @@ func IsDSN(dsn string) bool {
 // cert=FILE and key=FILE (client certificate; imply TLS),
 // insecure-skip-tls-verify=true (implies TLS; =false, etcdctl's default,
 // changes nothing), dial-timeout=DURATION (the one duration
-// grammar of leasectl and the HTTP API: 5s, 1h30m, 1d). Bad input is an
-// error that never repeats the password.
+// grammar of leasectl and the HTTP API: 5s, 1h30m, 1d); an '@' in a
+// parameter is written %40. Bad input is an error that never repeats the
+// password, not even when a '/' or '?' in it was not percent-encoded (an
+// '@' after the hosts or after the '?' is refused with a fixed message).
 func ParseDSN(dsn string) (*Config, error) {
 	var rest string
 	var secure bool
@@ -52,6 +54,13 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, errors.New("etcd dsn: want etcd://HOST:PORT[,HOST:PORT...]/PREFIX, or etcds:// for TLS")
 	}
 	rest, rawQuery, _ := strings.Cut(rest, "?")
+	if strings.Contains(rawQuery, "@") {
+		// A '?' (after a '/', or alone) in the user or password cut the
+		// DSN there: what follows would be read as parameters, and an
+		// error naming one would repeat the end of the password. A
+		// parameter's own '@' is written %40.
+		return nil, errors.New("etcd dsn: an '@' after the '?': percent-encode a '/' and a '?' in the user or password as %2F and %3F (and an '@' in a parameter as %40)")
+	}
 	authority, path, ok := strings.Cut(rest, "/")
 	if !ok || strings.Trim(path, "/") == "" {
 		return nil, errors.New("etcd dsn: a key prefix is required after the hosts, as in etcd://127.0.0.1:2379/leasestore")

@@ -53,8 +53,10 @@ const DefaultDialTimeout = 5 * time.Second
 const minDerivedDial = time.Second
 
 // Config says where the store lives and how to reach it. A nil *Config is
-// invalid for [Open] (it needs endpoints and a prefix); [New] reads only
-// Prefix from it.
+// invalid for [Open] (it needs endpoints and a prefix). [New] reads only
+// Prefix and NoInit from it, and refuses as invalid a Config that sets a
+// field only Open applies (Endpoints, Username, Password, TLS,
+// DialTimeout): the client given to New is connected already.
 type Config struct {
 	// Endpoints are the cluster's client URLs or host:port pairs. Required by Open.
 	Endpoints []string
@@ -247,10 +249,29 @@ func connectError(ctx context.Context, cfg *Config, dial time.Duration, err erro
 }
 
 // New opens the store under cfg.Prefix on cli, which stays the caller's:
-// Close leaves it open. It records or checks the format version as Open does.
+// Close leaves it open. It records or checks the format version as Open
+// does (cfg.NoInit as for Open). cli is used as it is, so a cfg that sets
+// a field only Open applies (Endpoints, Username and Password, TLS,
+// DialTimeout) is refused as invalid, naming each: configure cli instead.
 func New(ctx context.Context, cli *clientv3.Client, cfg *Config) (*Backend, error) {
 	if cfg == nil {
 		return nil, errInvalid("etcd: no prefix given")
+	}
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Endpoints", len(cfg.Endpoints) > 0}, {"Username", cfg.Username != ""}, {"Password", cfg.Password != ""},
+		{"TLS", cfg.TLS != nil}, {"DialTimeout", cfg.DialTimeout != 0},
+	} {
+		if f.set {
+			set = append(set, "Config."+f.name)
+		}
+	}
+	if len(set) > 0 {
+		return nil, errInvalid("etcd: new: " + strings.Join(set, ", ") + " configure the client Open makes; " +
+			"New uses your *clientv3.Client as it is: set them in its clientv3.Config (or use Open)")
 	}
 	if err := checkPrefix(cfg.Prefix); err != nil {
 		return nil, err

@@ -199,7 +199,9 @@ const pruneBatch = 100
 // them all, the other removes nothing and answers invalid, as a prune
 // whose request id is in the trail does (see [backendkit.PruneIDUsed]).
 // A cut-off after the backend's clock, which stamps the records, is
-// refused (see [backendkit.PruneCutOff]).
+// refused (see [backendkit.PruneCutOff]). Each transaction applies only
+// while the store's format record exists (storeCmp): in a store destroyed
+// meanwhile the prune fails matching [ErrNoStore] and writes nothing more.
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err
@@ -268,13 +270,14 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		// gone or written anew, and the batch is sent again. The request
 		// id unused and its claim absent (first batch) or this prune's.
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(own), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(claim), "=", claimRev)}
+			clientv3.Compare(clientv3.CreateRevision(claim), "=", claimRev), b.storeCmp()}
 		recheck := []clientv3.Op{clientv3.OpGet(own, clientv3.WithCountOnly()), clientv3.OpGet(claim, clientv3.WithKeysOnly())}
 		for _, v := range victims[:n] {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(v.key), "=", v.rev))
 			ops = append(ops, clientv3.OpDelete(v.key))
 			recheck = append(recheck, clientv3.OpGet(v.key, clientv3.WithKeysOnly()))
 		}
+		recheck = append(recheck, b.storeGet())
 		ops = append(ops, b.raisePruned(victims[:n])...)
 		last := n == len(victims)
 		var rec backendkit.Recorded
@@ -300,6 +303,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			return fail(b.interpret(ctx, audit.OpPrune, err))
 		}
 		if !resp.Succeeded {
+			if storeGone(resp.Responses[len(resp.Responses)-1]) {
+				return fail(b.interpret(ctx, audit.OpPrune, ErrNoStore))
+			}
 			held := resp.Responses[1].GetResponseRange().GetKvs()
 			switch {
 			case claimRev != 0 && (len(held) == 0 || held[0].CreateRevision != claimRev):

@@ -55,8 +55,10 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // is read as the client's error of that text (watchRefusal). A
 // *protocol.Error passes
 // through with op filled in; a tampered audit record, a cluster whose
-// revision went back and a store whose revision mark is not below the
-// cluster's revision (revision.go) are unavailable.
+// revision went back, a store whose revision mark is not below the
+// cluster's revision (revision.go) and a prefix that holds no store
+// (ErrNoStore: a change's transaction found the format record missing,
+// see storeCmp) are unavailable.
 func interpretError(ctx context.Context, op protocol.Op, where string, hasUser bool, err error) error {
 	if err == nil {
 		return nil
@@ -79,6 +81,10 @@ func interpretError(ctx context.Context, op protocol.Op, where string, hasUser b
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the store's keys were copied here from another cluster (etcdctl make-mirror, or get and put), or the cluster lost acknowledged writes (members restarted from old copies of their data directories, a snapshot restored without --bump-revision) and a process that had seen them wrote since: it would issue fencing tokens already issued. Snapshot this cluster ('etcdctl snapshot save') and restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above %d: %d is ample; move a store with a snapshot, never by copying its keys",
 			where, behind.mark, behind.mark+1_000_000_000)
+	}
+	if errors.Is(err, ErrNoStore) {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: no store here: its format record is missing (never created, or destroyed by 'leasectl migrate down --destroy-data'); run 'leasectl migrate up'", where)
 	}
 	var tampered *errTampered
 	if errors.As(err, &tampered) {

@@ -567,13 +567,15 @@ func (b *Backend) checkFormat(v []byte) error {
 
 // ErrNoStore is matched (errors.Is) by the error of Open, New and Health
 // when the prefix holds no store (no meta entry): with Config.NoInit, or
-// after the store was destroyed.
+// after the store was destroyed. Every change (acquire, renew, release,
+// revoke, RenewMany, Sweep, PruneAudit) of a Backend whose store was
+// destroyed since it was opened fails so too, having written nothing, and
+// a follower of its trail ends with such an error (see [Backend.Follow]).
 var ErrNoStore = errors.New("etcd: no leasestore store under this prefix")
 
 func (b *Backend) formatError(found int) error {
 	if found == 0 {
-		return &protocol.Error{Op: protocol.OpHealth, Status: protocol.StatusUnavailable, Err: ErrNoStore,
-			Message: fmt.Sprintf("%s: its meta entry is missing; run 'leasectl migrate up'", b.shown)}
+		return b.interpret(context.Background(), protocol.OpHealth, ErrNoStore)
 	}
 	msg := fmt.Sprintf("%s: the store has format version %d; this release reads version %d", b.shown, found, FormatVersion)
 	if found > FormatVersion {

@@ -211,7 +211,9 @@ func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) 
 // Sweep removes the entries of up to max leases that expired more than
 // grace ago by this process's clock (and whose liveness entry the cluster
 // removed), each in a transaction that compares every entry with the state
-// read, so a lease renewed or acquired meanwhile stays. Released and
+// read, so a lease renewed or acquired meanwhile stays, and the store's
+// format record (storeCmp: a store destroyed meanwhile fails matching
+// [ErrNoStore]). Released and
 // revoked leases leave no entries, so only expired ones are swept.
 // Fencing holds across a sweep: the next acquire's token is its own
 // revision.
@@ -257,9 +259,14 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", v.st.o.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", v.st.r.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixE[1:]), "=", eRev),
-		).Then(clientv3.OpDelete(base+suffixO[1:]), clientv3.OpDelete(base+suffixR[1:]), clientv3.OpDelete(base+suffixE[1:])).Commit()
+			b.storeCmp(),
+		).Then(clientv3.OpDelete(base+suffixO[1:]), clientv3.OpDelete(base+suffixR[1:]), clientv3.OpDelete(base+suffixE[1:])).
+			Else(b.storeGet()).Commit()
 		if err != nil {
 			return res, b.interpret(ctx, protocol.OpSweep, err)
+		}
+		if !resp.Succeeded && storeGone(resp.Responses[0]) {
+			return res, b.interpret(ctx, protocol.OpSweep, ErrNoStore)
 		}
 		if resp.Succeeded {
 			res.Removed++

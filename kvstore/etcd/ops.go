@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -257,11 +258,32 @@ func (b *Backend) open(op protocol.Op) error {
 	return nil
 }
 
+// storeCmp is the compare every change's transaction makes: the store's
+// format record exists. A store destroyed (Destroy: `leasectl migrate down
+// --destroy-data`) after this Backend opened it is then left empty: the
+// change writes nothing and fails matching [ErrNoStore] (storeGone tells,
+// from the answer of storeGet in the branch taken when a compare fails),
+// rather than write a lease, its record and the revision mark under a
+// prefix that holds no store, which the next Open would take for one.
+func (b *Backend) storeCmp() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(b.keys.meta()), ">", 0)
+}
+
+// storeGet reads whether the store's format record exists (storeGone).
+func (b *Backend) storeGet() clientv3.Op {
+	return clientv3.OpGet(b.keys.meta(), clientv3.WithCountOnly())
+}
+
+// storeGone reports whether r, the answer to storeGet, found no format
+// record.
+func storeGone(r *pb.ResponseOp) bool { return r.GetResponseRange().GetCount() == 0 }
+
 // Acquire takes the lease on req.Key when no live lease holds it, in one
 // transaction: unless the request id was used, and unless the key's
 // liveness entry is live, it writes the owner, renewal and liveness entries
 // (the last attached to an etcd lease) and the audit record. The token is
-// the transaction's revision.
+// the transaction's revision. Like every change, it applies only while the
+// store's format record exists (storeCmp).
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
@@ -288,7 +310,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 		// Unless the request id was used: if the lease is live, read the
 		// key (conflict); else if a lock-delay keeps it, read it
 		// (conflict); else take it.
-		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0)).
+		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0), b.storeCmp()).
 			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, []clientv3.Op{read},
 				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, append([]clientv3.Op{
 					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
@@ -296,7 +318,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 					put,
 					clientv3.OpPut(idem, encodeAudit(idem, rec)),
 				}, append(dput, b.markOps(0)...)...))})).
-			Else(clientv3.OpGet(idem)).Commit()
+			Else(clientv3.OpGet(idem), b.storeGet()).Commit()
 		if err != nil {
 			if b.staleGrant(err, ids...) && attempt == 0 {
 				continue
@@ -304,6 +326,9 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 			return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, err)
 		}
 		if !resp.Succeeded {
+			if storeGone(resp.Responses[1]) {
+				return protocol.Result{}, b.interpret(ctx, protocol.OpAcquire, ErrNoStore)
+			}
 			rec, err := b.prior(protocol.OpAcquire, resp.Responses[0].GetResponseRange().Kvs)
 			if err != nil {
 				return protocol.Result{}, err
@@ -451,7 +476,9 @@ const maxAttempts = 32
 
 // holder runs c: one transaction when the cached state of the key is
 // current, a read and a transaction otherwise, again while other changes of
-// the key move it meanwhile.
+// the key move it meanwhile. The read and the transaction also read or
+// compare the store's format record (storeCmp): without a store, c fails
+// matching ErrNoStore.
 func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, error) {
 	if err := b.open(c.op); err != nil {
 		return protocol.Result{}, err
@@ -462,9 +489,12 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 	fresh := false
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !cached && !fresh {
-			resp, err := b.kv.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
+			resp, err := b.kv.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix()), b.storeGet()).Commit()
 			if err != nil {
 				return protocol.Result{}, b.interpret(ctx, c.op, err)
+			}
+			if storeGone(resp.Responses[2]) {
+				return protocol.Result{}, b.interpret(ctx, c.op, ErrNoStore)
 			}
 			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 				return b.replay(c.op, kvs, c.fp)
@@ -498,15 +528,19 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 			clientv3.Compare(clientv3.ModRevision(base+suffixO[1:]), "=", st.o.ModRevision),
 			clientv3.Compare(clientv3.ModRevision(base+suffixR[1:]), "=", st.r.ModRevision),
 			b.liveCmp(c.key, in),
+			b.storeCmp(),
 		}
 		ops := append(append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec))), b.markOps(cur.Token)...)
 		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).
-			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix())).Commit()
+			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix()), b.storeGet()).Commit()
 		if err != nil {
 			if b.staleGrant(err, ids...) {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, c.op, err)
+		}
+		if !resp.Succeeded && storeGone(resp.Responses[2]) {
+			return protocol.Result{}, b.interpret(ctx, c.op, ErrNoStore)
 		}
 		if resp.Succeeded {
 			b.cache.put(c.key, w.after(resp.Header.Revision))

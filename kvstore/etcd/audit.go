@@ -416,7 +416,11 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // trail up to now, then watches it from the next revision with etcd's
 // Watch, so it sees every record once, in commit order, as it commits. It
 // also watches deletions: one made by no prune (no prune mark put in the
-// same revision) is yielded as an error matching [ErrTampered]. When the
+// same revision) is yielded as an error matching [ErrTampered], except
+// that one made by [Backend.Destroy] (`leasectl migrate down
+// --destroy-data`, whose transactions put a mark of their own) is yielded
+// as an error matching [ErrNoStore] (status unavailable) and ends the
+// stream. When the
 // revision to resume from was compacted it yields an error matching
 // [ErrCompacted] and ends. When the watch fails otherwise (its member
 // lost the leader, as when quorum is lost), the failure is yielded and the
@@ -613,13 +617,18 @@ func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok,
 }
 
 // yieldEvents yields the records of one watch answer that q selects,
-// and as ErrTampered each deletion no prune made and each overwrite. It
-// reports false when the caller stopped ranging.
+// and as ErrTampered each deletion no prune made and each overwrite; a
+// deletion Destroy made (its mark put in the same revision) is yielded as
+// an error matching ErrNoStore, and ends the follower. It reports false
+// when the caller stopped ranging, or the follower must end.
 func (b *Backend) yieldEvents(q audit.Query, events []*clientv3.Event, yield func(audit.Record, error) bool) bool {
-	pruned := map[int64]bool{}
+	pruned, destroyed := map[int64]bool{}, map[int64]bool{}
 	for _, ev := range events {
 		if ev.Type == clientv3.EventTypePut && string(ev.Kv.Key) == b.keys.pruneMark() {
 			pruned[ev.Kv.ModRevision] = true
+		}
+		if ev.Type == clientv3.EventTypePut && string(ev.Kv.Key) == b.keys.destroyMark() {
+			destroyed[ev.Kv.ModRevision] = true
 		}
 	}
 	for _, ev := range events {
@@ -629,6 +638,11 @@ func (b *Backend) yieldEvents(q audit.Query, events []*clientv3.Event, yield fun
 			continue
 		}
 		if ev.Type == clientv3.EventTypeDelete {
+			if destroyed[kv.ModRevision] {
+				// The store is going: the follower ends.
+				yield(audit.Record{}, b.interpret(context.Background(), protocol.OpAudit, &errDestroyed{rev: kv.ModRevision}))
+				return false
+			}
 			if !pruned[kv.ModRevision] {
 				if !yield(audit.Record{}, fmt.Errorf("%w: record %q was deleted at revision %d by no prune (%s)",
 					ErrTampered, kv.Key, kv.ModRevision, b.shown)) {

@@ -58,7 +58,8 @@ func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) erro
 // revision went back, a store whose revision mark is not below the
 // cluster's revision (revision.go) and a prefix that holds no store
 // (ErrNoStore: a change's transaction found the format record missing,
-// see storeCmp) are unavailable.
+// see storeCmp; or a follower saw Destroy delete the trail, errDestroyed)
+// are unavailable.
 func interpretError(ctx context.Context, op protocol.Op, where string, hasUser bool, err error) error {
 	if err == nil {
 		return nil
@@ -81,6 +82,11 @@ func interpretError(ctx context.Context, op protocol.Op, where string, hasUser b
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,
 			"%s: the store's keys were copied here from another cluster (etcdctl make-mirror, or get and put), or the cluster lost acknowledged writes (members restarted from old copies of their data directories, a snapshot restored without --bump-revision) and a process that had seen them wrote since: it would issue fencing tokens already issued. Snapshot this cluster ('etcdctl snapshot save') and restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above %d: %d is ample; move a store with a snapshot, never by copying its keys",
 			where, behind.mark, behind.mark+1_000_000_000)
+	}
+	var destroyed *errDestroyed
+	if errors.As(err, &destroyed) {
+		return backendkit.NewError(op, protocol.StatusUnavailable, err,
+			"%s: the store was destroyed while it was followed; its trail went with it: follow it again once 'leasectl migrate up' created it anew", where)
 	}
 	if errors.Is(err, ErrNoStore) {
 		return backendkit.NewError(op, protocol.StatusUnavailable, err,

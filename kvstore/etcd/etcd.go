@@ -461,8 +461,10 @@ func (b *Backend) createFormat(ctx context.Context) (*clientv3.TxnResponse, erro
 	for _, above := range b.outside {
 		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(above), "=", 0))
 	}
+	// A destroy mark that a Destroy could not delete goes with the creation.
 	resp, err := b.kv.Txn(ctx).If(conds...).
-		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark)).Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
+		Then(clientv3.OpPut(meta, string(val)), clientv3.OpGet(mark), clientv3.OpDelete(b.keys.destroyMark())).
+		Else(clientv3.OpGet(meta), clientv3.OpGet(mark)).Commit()
 	if err != nil {
 		return nil, b.formatRefused(ctx, err)
 	}
@@ -708,7 +710,9 @@ func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
 }
 
 // destroyOps bounds the range deletions of one of Destroy's transactions,
-// below etcd's default --max-txn-ops (128) with the two it adds.
+// below etcd's default --max-txn-ops (128) with the three it adds (the
+// destroy mark, at most one range split around it, the format record and
+// the revision mark).
 const destroyOps = 100
 
 // destroyAttempts bounds how often Destroy reads the store again because
@@ -728,7 +732,12 @@ const destroyAttempts = 4
 // cut short leaves a store to destroy again). A transaction applies only
 // while no key of the two families was written since the read; when one
 // was (the store is in use), Destroy reads again, up to destroyAttempts
-// times in all. It is `leasectl migrate down --destroy-data` on etcd.
+// times in all. Each transaction also puts the destroy mark
+// (PREFIX/a/\x01destroy), deleted once Destroy is done: a follower of the
+// trail ([Backend.Follow]) ends with an error matching [ErrNoStore] rather
+// than report the deletions as tampering. Every change of a Backend still
+// open on the destroyed store then fails matching [ErrNoStore], writing
+// nothing. It is `leasectl migrate down --destroy-data` on etcd.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
 	var n int64
 	for attempt := 1; ; attempt++ {
@@ -805,18 +814,27 @@ func (b *Backend) entryRanges(ctx context.Context) (ranges [][2]string, rev int6
 
 // deleteRanges deletes ranges, then the format record and the revision
 // mark, while no lease or audit key was written after rev; done reports
-// whether it got to the end (else a key was written: read again).
+// whether it got to the end (else a key was written: read again). Each
+// transaction also puts the destroy mark (so that a follower of the trail
+// tells its deletions from tampering: yieldEvents), which the ranges go
+// around and the compares leave out; once the last applied, a transaction
+// of its own deletes the mark (when that fails, the next creation of the
+// store does: createFormat).
 func (b *Backend) deleteRanges(ctx context.Context, ranges [][2]string, rev int64) (done bool, deleted int64, _ error) {
+	mark, trail := b.keys.destroyMark(), b.keys.audits()
 	unchanged := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(b.keys.leases()), "<", rev+1).WithPrefix(),
-		clientv3.Compare(clientv3.ModRevision(b.keys.audits()), "<", rev+1).WithPrefix(),
+		clientv3.Compare(clientv3.ModRevision(trail), "<", rev+1).WithRange(mark),
+		clientv3.Compare(clientv3.ModRevision(mark+"\x00"), "<", rev+1).WithRange(clientv3.GetPrefixRangeEnd(trail)),
 	}
+	ranges = around(ranges, mark)
 	for {
 		n := min(len(ranges), destroyOps)
-		ops := make([]clientv3.Op, 0, n+2)
+		ops := make([]clientv3.Op, 0, n+3)
 		for _, r := range ranges[:n] {
 			ops = append(ops, clientv3.OpDelete(r[0], clientv3.WithRange(r[1])))
 		}
+		ops = append(ops, clientv3.OpPut(mark, "destroy"))
 		ranges = ranges[n:]
 		last := len(ranges) == 0
 		if last {
@@ -830,12 +848,34 @@ func (b *Backend) deleteRanges(ctx context.Context, ranges [][2]string, rev int6
 			return false, deleted, nil
 		}
 		for _, r := range resp.Responses {
-			deleted += r.GetResponseDeleteRange().Deleted
+			deleted += r.GetResponseDeleteRange().GetDeleted()
 		}
 		if last {
+			// A failure leaves the mark, which no read takes for an entry.
+			_, _ = b.kv.Txn(ctx).Then(clientv3.OpDelete(mark)).Commit()
 			return true, deleted, nil
 		}
 	}
+}
+
+// around returns ranges with each range that holds key split into the
+// ranges before and after it (etcd refuses a transaction that puts a key
+// one of its range deletions holds).
+func around(ranges [][2]string, key string) [][2]string {
+	out := make([][2]string, 0, len(ranges)+1)
+	for _, r := range ranges {
+		if r[0] > key || key >= r[1] {
+			out = append(out, r)
+			continue
+		}
+		if r[0] < key {
+			out = append(out, [2]string{r[0], key})
+		}
+		if after := key + "\x00"; after < r[1] {
+			out = append(out, [2]string{after, r[1]})
+		}
+	}
+	return out
 }
 
 // Counts returns how many lease keys (live, expired or kept by a

@@ -44,6 +44,11 @@ import (
 //	                               the next, deleted by the last with the prune's
 //	                               record, so that of two prunes with one request
 //	                               id only one removes records
+//	P/a/\x01destroy                put by every transaction of Destroy: the mark that a
+//	                               deletion of records in that revision is Destroy's
+//	                               (a follower ends with ErrNoStore, not ErrTampered);
+//	                               deleted by Destroy once it is done, or else by
+//	                               the transaction that next creates the store
 //
 //	Every entry of P/a/ that is no record begins P/a/\x01 (a namespace holds
 //	no control character).
@@ -63,6 +68,7 @@ const (
 	metaSuffix = "meta"
 	markSuffix = "rev"
 	claimed    = "\x01claim\x01"
+	destroying = "\x01destroy"
 )
 
 // canonicalPrefix is the one form of a store's prefix p, whatever slashes
@@ -92,6 +98,7 @@ func (l layout) audit(ns, requestID string) string { return l.auditsOf(ns) + req
 func (l layout) pruneMark() string                 { return l.audits() + pruneMark }
 func (l layout) prunedThrough(ns string) string    { return l.audits() + prunedTo + ns }
 func (l layout) claim(requestID string) string     { return l.audits() + claimed + requestID }
+func (l layout) destroyMark() string               { return l.audits() + destroying }
 
 // parseLeaseKey splits an entry key of the lease family into its lease key
 // and suffix (one of suffixO, suffixR, suffixE).
@@ -119,7 +126,8 @@ func (l layout) parseAuditKey(key string) (ns, requestID string, ok bool) {
 
 // ownAuditKey reports whether key, of the trail's family, is the store's:
 // a record (parseAuditKey), the prune mark, a mark of what prunes removed
-// or the claim of a prune under way.
+// or the claim of a prune under way. The destroy mark is not: Destroy's
+// range deletions go around it (it puts it in the same transactions).
 func (l layout) ownAuditKey(key string) bool {
 	if _, _, ok := l.parseAuditKey(key); ok {
 		return true

@@ -144,6 +144,17 @@ func (e *errTampered) Error() string {
 	return fmt.Sprintf("audit record %q fails its checksum: it was changed outside leasestore", e.key)
 }
 
+// errDestroyed marks a deletion of the trail's records by Destroy (the
+// destroy mark put in the same revision), which a follower meets: it
+// matches ErrNoStore.
+type errDestroyed struct{ rev int64 }
+
+func (e *errDestroyed) Error() string {
+	return fmt.Sprintf("the store's records were deleted at revision %d by its destruction (leasectl migrate down --destroy-data)", e.rev)
+}
+
+func (e *errDestroyed) Unwrap() error { return ErrNoStore }
+
 // decodeAudit reads the audit entry key (created at revision rev).
 func decodeAudit(key string, value []byte, rev int64) (backendkit.Recorded, error) {
 	var v auditValue

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode"
 
 	"github.com/leasestore/leasestore/internal/nsglob"
 	"github.com/leasestore/leasestore/internal/textfield"
@@ -83,7 +84,7 @@ func (t *Tokens) Len() int { return len(t.entries) }
 
 // LoadTokens reads a tokens file (see [ParseTokens]). Its errors name the
 // file once, quoted, as in `tokens file "/etc/leasestore/tokens": line 2:
-// role "boss": want reader, writer or admin`; one that cannot be opened
+// token: shorter than 16 characters`; one that cannot be opened
 // wraps the cause (errors.Is(err, fs.ErrNotExist) holds for a missing file).
 func LoadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
@@ -111,25 +112,39 @@ func LoadTokens(path string) (*Tokens, error) {
 // writer (and acquire, renew, release) or admin (and revoke); and each
 // NS-GLOB names the namespaces the token may act in, where * matches any run
 // of characters ("*" is every namespace, and only "*" lets a token read the
-// audit trail of every namespace at once). # starts a comment, to the end of
-// the line; blank lines are skipped; a UTF-8 byte order mark at the start
-// is skipped. Errors name the line, never the token.
+// audit trail of every namespace at once). The prefix sha256: is read in
+// any case (SHA256:HEX too); a token written ALGO:HEX of another algorithm
+// (md5:, sha1:, sha512:...) is refused, as no hash of it can be told from
+// the token. A # at the start of a line or after whitespace starts a
+// comment, to the end of the line; any other # is part of its field (the
+// glob team#1, or team\#1, names the namespace team#1). Blank lines are
+// skipped; a UTF-8 byte order mark at the start is skipped; a line may be
+// of any length. Errors name the line and the field, never the token, and
+// quote no field that may be one.
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	t := &Tokens{}
 	seen := map[[sha256.Size]byte]int{}
-	sc := bufio.NewScanner(r)
+	// A bufio.Reader, not a Scanner: a line has no length limit (a
+	// pasted certificate in a comment is a comment like any).
+	br := bufio.NewReader(r)
 	line := 0
 	var errs []error
-	for sc.Scan() {
+	for {
+		text, err := br.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("line %d: %w", line+1, err)
+		}
+		if err == io.EOF && text == "" {
+			break
+		}
 		line++
-		text := sc.Text()
+		text = strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 		if line == 1 {
 			// A byte order mark, as some editors save UTF-8, is not part
 			// of the first token.
 			text = strings.TrimPrefix(text, "\uFEFF")
 		}
-		text, _, _ = strings.Cut(text, "#")
-		fields := strings.Fields(text)
+		fields := strings.Fields(uncomment(text))
 		if len(fields) == 0 {
 			continue
 		}
@@ -145,9 +160,6 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 		seen[e.hash] = line
 		t.entries = append(t.entries, e)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -162,18 +174,25 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		return tokenEntry{}, fmt.Errorf("%d fields, want TOKEN ROLE NS-GLOB[,NS-GLOB...]", len(fields))
 	}
 	e := tokenEntry{line: line}
-	if hx, ok := strings.CutPrefix(fields[0], "sha256:"); ok {
+	algo, hx, isHash := strings.Cut(fields[0], ":")
+	switch {
+	case isHash && strings.EqualFold(algo, "sha256"):
 		b, err := hex.DecodeString(hx)
 		if err != nil || len(b) != sha256.Size {
-			return tokenEntry{}, errors.New("sha256: want 64 hex digits")
+			return tokenEntry{}, errors.New("token: sha256: want 64 hex digits")
 		}
 		copy(e.hash[:], b)
-	} else {
+	case isHash && looksLikeHash(algo, hx):
+		return tokenEntry{}, errors.New("token: written ALGO:HEX, as a hash, but only sha256:HEX names a token by its hash: " +
+			"write the token's sha256:HEX, or the token itself")
+	default:
 		if len(fields[0]) < minPlainToken {
 			return tokenEntry{}, fmt.Errorf("token: shorter than %d characters", minPlainToken)
 		}
 		e.hash = sha256.Sum256([]byte(fields[0]))
 	}
+	// The role is not quoted: on a line whose fields are out of order
+	// (NAME TOKEN ROLE), it is the token.
 	switch fields[1] {
 	case "reader":
 		e.role = RoleReader
@@ -182,7 +201,8 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 	case "admin":
 		e.role = RoleAdmin
 	default:
-		return tokenEntry{}, fmt.Errorf("role %q: want reader, writer or admin", fields[1])
+		return tokenEntry{}, errors.New("role: the second field is none of reader, writer or admin " +
+			"(the line is TOKEN ROLE NS-GLOB[,NS-GLOB...])")
 	}
 	for g := range strings.SplitSeq(fields[2], ",") {
 		if g == "" {
@@ -197,6 +217,35 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		e.globs = append(e.globs, g)
 	}
 	return e, nil
+}
+
+// uncomment returns text without its comment: from the first # at its
+// start or after whitespace (a # inside a field, as in the glob team#1 or
+// team\#1, is part of it).
+func uncomment(text string) string {
+	prevSpace := true
+	for i, c := range text {
+		if c == '#' && prevSpace {
+			return text[:i]
+		}
+		prevSpace = unicode.IsSpace(c)
+	}
+	return text
+}
+
+// looksLikeHash reports whether algo:hx reads as a hash of an algorithm
+// named algo (letters, digits, '-'; a letter first) in hex digits, at
+// least 32 of them (md5's): a token so written is taken for a hash.
+func looksLikeHash(algo, hx string) bool {
+	if algo == "" || len(hx) < 32 || !unicode.IsLetter(rune(algo[0])) {
+		return false
+	}
+	for _, c := range algo {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return strings.Trim(hx, "0123456789abcdefABCDEF") == ""
 }
 
 // authenticate returns the principal of a bearer token, or false. Every

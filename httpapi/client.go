@@ -27,7 +27,11 @@ import (
 
 // ClientConfig tunes a [Client]. A nil *ClientConfig means all defaults.
 type ClientConfig struct {
-	// Token is the bearer token sent with every request. Default: none.
+	// Token is the bearer token sent with every request, without the
+	// whitespace around it (a token read with its line's newline, from an
+	// env file or a secret: no token of a tokens file holds whitespace).
+	// One that still holds a control character is refused by NewClient
+	// (matching protocol.ErrUnauthenticated). Default: none.
 	Token string
 	// HTTPClient sends the requests; the Client borrows it and never closes
 	// it. Default: a client of the Client's own, with a pooled transport
@@ -125,7 +129,8 @@ var (
 // --cacert and an etcds:// DSN's cacert): a server whose certificate a
 // private CA signed. NewClient reads the file; one that cannot be read or
 // holds no certificate is refused, naming the parameter, before anything
-// is sent.
+// is sent. So is a token (ClientConfig.Token) that cannot be sent in a
+// header.
 func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -154,7 +159,14 @@ func NewClient(baseURL string, cfg *ClientConfig) (*Client, error) {
 	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
 		return nil, errors.New("httpapi: base URL: malformed path")
 	}
-	c := &Client{base: u, hc: cfg.HTTPClient, token: cfg.Token, attempts: cfg.MaxAttempts}
+	token := strings.TrimSpace(cfg.Token)
+	if i := strings.IndexFunc(token, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		// Never sent (net/http refuses the header), so never an outage:
+		// a bad token. Its text is not quoted.
+		return nil, fmt.Errorf("httpapi: token: a control character at byte %d of %d, which no bearer token holds: %w",
+			i+1, len(token), protocol.ErrUnauthenticated)
+	}
+	c := &Client{base: u, hc: cfg.HTTPClient, token: token, attempts: cfg.MaxAttempts}
 	if c.attempts <= 0 {
 		c.attempts = 3
 	}

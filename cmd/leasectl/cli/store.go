@@ -291,6 +291,11 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 	if t.remote {
 		// The server sweeps its own store; a client's runtime has nothing to sweep.
 		c, err := httpapi.NewClient(t.raw, &httpapi.ClientConfig{Token: a.getenv(EnvAPIToken)})
+		if status := authStatus(err); status != "" {
+			// A token that cannot be sent is a bad token, exit 7.
+			return nil, &failure{status: status, err: err, msg: fmt.Sprintf("%s: %s: set %s to a token of the server's tokens file",
+				status, a.red.redact(err.Error()), EnvAPIToken)}
+		}
 		if err != nil {
 			return nil, &failure{status: string(protocol.StatusInvalid), err: errors.New(a.red.redact(err.Error()))}
 		}

@@ -667,16 +667,21 @@ type route[Req any] struct {
 	// anyNamespace: the route spans namespaces and its run filters or
 	// checks them (x.principal); serve checks only the role.
 	anyNamespace bool
-	maxBody      int64 // the body's limit; 0 for MaxBodyBytes
-	shape        shape
-	decode       func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
-	run          func(ctx context.Context, x *exchange, req Req)
+	// nsRequired: the store refuses an empty namespace (400 invalid), so
+	// serve checks only the role for one: it is no request for every
+	// namespace, which only the glob * may make (an audit read's "").
+	nsRequired bool
+	maxBody    int64 // the body's limit; 0 for MaxBodyBytes
+	shape      shape
+	decode     func(x *exchange, body []byte, idem string) (req Req, namespace string, err error)
+	run        func(ctx context.Context, x *exchange, req Req)
 }
 
 // serve is the path every lease route takes: authenticate; for POST,
 // refuse a role that may never run the operation before reading the
-// body, then read it; decode; authorize for the request's namespace; run
-// under the request's deadline.
+// body, then read it; decode; authorize for the request's namespace (an
+// empty one of a change for the role only: the store refuses it 400, for
+// every token alike); run under the request's deadline.
 func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 	p, ok := h.authenticate(x, rt.shape)
 	if !ok {
@@ -703,7 +708,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID))
 		return
 	}
-	if rt.anyNamespace {
+	if rt.anyNamespace || (rt.nsRequired && ns == "") {
 		if p != nil && p.Role < opRole(rt.op) {
 			h.authorize(x, p, rt.op, rt.verb, "", rt.shape)
 			return
@@ -725,7 +730,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 // far, so that a refusal carries it; ident gives a request's key and id.
 func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte, string) (Req, error),
 	ident func(Req) (protocol.Key, string), run func(context.Context, Req) (protocol.Result, error)) {
-	serve(h, x, route[Req]{op: op, shape: resultShape,
+	serve(h, x, route[Req]{op: op, shape: resultShape, nsRequired: true,
 		decode: func(x *exchange, body []byte, idem string) (Req, string, error) {
 			req, err := decode(body, idem)
 			if err == nil {

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,6 +16,21 @@ import (
 func TestAuditRouteReadsTheIdempotencyKeyItsDocumentGivesIt(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, nil)
+	// Either fix is true to the document: the parameter gone from the
+	// route's, or the route reading it.
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []map[string]any `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(send(t, "GET", s.url+"/openapi.json", "").body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(doc.Paths["/v1/audit"]["get"].Parameters, func(p map[string]any) bool {
+		return p["$ref"] == "#/components/parameters/IdempotencyKey" || p["name"] == "Idempotency-Key"
+	}) {
+		return
+	}
 	tooLong := strings.Repeat("i", 129)
 	list := send(t, "GET", s.url+"/v1/leases/scan", "", "Idempotency-Key", tooLong)
 	expect(t, "list with a 129-character Idempotency-Key", list, 400, "invalid")

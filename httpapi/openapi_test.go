@@ -72,7 +72,32 @@ func (vt *validating) RoundTrip(req *http.Request) (*http.Response, error) {
 	vresp := *resp
 	vresp.Body = io.NopCloser(bytes.NewReader(rb))
 	vt.check(req, &vresp, body, rb)
+	if p := template(req.URL.EscapedPath()); req.Method == http.MethodGet && p != "/v1/notify/{namespace}/{key}" && p != "/v1/audit/follow" {
+		vt.head(req)
+	}
 	return resp, nil
+}
+
+// head sends the GET req again as HEAD, which every GET route but the
+// streams answers as GET without the body, and checks that exchange too:
+// the document describes the HEAD operations as well.
+func (vt *validating) head(req *http.Request) {
+	hreq := req.Clone(req.Context())
+	hreq.Method, hreq.Body, hreq.ContentLength = http.MethodHead, nil, 0
+	resp, err := vt.base.RoundTrip(hreq)
+	if err != nil {
+		return // the GET's context ended, or the server went away: the GET's own check stands
+	}
+	rb, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if len(rb) > 0 {
+		vt.mu.Lock()
+		vt.problems = append(vt.problems, fmt.Sprintf("HEAD %s -> %d: a body of %d bytes", req.URL.RequestURI(), resp.StatusCode, len(rb)))
+		vt.mu.Unlock()
+	}
+	vresp := *resp
+	vresp.Body = http.NoBody
+	vt.check(hreq, &vresp, nil, nil)
 }
 
 // check validates an exchange: req with its body, resp with its body rb

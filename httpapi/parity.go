@@ -202,10 +202,14 @@ type renewManyBody struct {
 // serveRenewMany renews each renewal as POST /v1/renew would (each with
 // its own outcome, audit record and request id) in one request: the
 // store's bulk renewal when it has one (one round trip on PostgreSQL).
+// A renewal the store refuses (invalid, not_owner, expired...) fails
+// alone, in its result; a request that does not decode (malformed JSON,
+// an unknown field, no renewal or too many, a ttl that does not parse or
+// is 0s) is refused whole, 400, as /openapi.json says.
 //
 // A renewal without a token is sent on with token 0, so that it fails
-// alone as any other invalid renewal does, and its result says the token
-// is required (errTokenRequired) rather than that 0 is not positive.
+// alone as the store's other invalid renewals do, and its result says the
+// token is required (errTokenRequired) rather than that 0 is not positive.
 func (h *Handler) serveRenewMany(x *exchange) {
 	serve(h, x, route[renewMany]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
 		decode: func(x *exchange, body []byte, idem string) (renewMany, string, error) {

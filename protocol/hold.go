@@ -137,6 +137,10 @@ func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 // acquire the store refused for the credentials or their permission
 // ([ErrUnauthenticated], [ErrForbidden]) took nothing and is refused again:
 // its error does not ask for another call.
+//
+// s may be a [*Runtime] or a [Backend] used directly (an httpapi client):
+// every answer is judged as a Runtime's ([Answer]), so a conflict a
+// backend answers with a nil error is still a conflict.
 func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*Held, error) {
 	if err := cfg.check(req.TTL); err != nil {
 		return nil, &Error{Op: OpAcquire, Status: StatusInvalid, Key: req.Key, Message: "hold config", Err: err}
@@ -151,7 +155,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 		// The lease runs from the attempt that took it, not from the wait's start.
 		res, sent, err = acquireWait(ctx, s, req, cfg.Wait)
 	} else {
-		res, err = s.Acquire(ctx, req)
+		res, err = acquireOn(ctx, s, req)
 	}
 	if st := StatusOf(err); (st == StatusTimeout || st == StatusUnavailable) && !CredentialsRefused(err) {
 		return nil, fmt.Errorf("%w (request id %s: call Hold again with it to learn the outcome)", err, req.RequestID)
@@ -162,7 +166,9 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	if res.Lease == nil {
 		return nil, fmt.Errorf("lease: acquire of %s answered %s without a lease", req.Key, res.Status)
 	}
-	req.RequestID = res.RequestID
+	if res.RequestID != "" { // a backend used directly need not say it
+		req.RequestID = res.RequestID
+	}
 	lease := *res.Lease
 	if res.Replayed {
 		sent = time.Now()
@@ -257,6 +263,9 @@ type closingSignaller interface {
 // or is closed before the subscription is made: then renewals alone tell
 // the loss.
 //
+// A get's answer is judged as a Runtime's ([Answer]): over a backend used
+// directly, its not_found with a nil error is a loss too.
+//
 // [Hold] and the scheduler call it for every lease they hold; it is for
 // code that keeps a lease alive itself. It costs a subscription (on
 // PostgreSQL an advisory lock on the store's listener connection; over
@@ -311,7 +320,7 @@ const (
 func stillHeld(ctx context.Context, s Store, l Lease, timeout time.Duration) error {
 	gctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := s.Get(gctx, GetRequest{Key: l.Key})
+	res, err := getOn(gctx, s, GetRequest{Key: l.Key})
 	switch {
 	case ctx.Err() != nil:
 		return nil
@@ -336,7 +345,7 @@ func closedUnder(err error) error {
 // confirm renews the lease of a replayed acquire of req, under a fresh
 // request id, and returns the renewed lease.
 func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
-	res, err := s.Renew(ctx, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL,
+	res, err := renewOn(ctx, s, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL,
 		RequestID: newRequestIDFor(s)})
 	switch st := StatusOf(err); {
 	case CredentialsRefused(err):
@@ -444,7 +453,7 @@ func (h *Held) release(ctx context.Context) error {
 	if h.relID == "" {
 		h.relID = newRequestIDFor(h.store)
 	}
-	_, err := h.store.Release(rctx, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, RequestID: h.relID})
+	_, err := releaseOn(rctx, h.store, ReleaseRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, RequestID: h.relID})
 	return err
 }
 
@@ -493,9 +502,10 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 			id, idSent = newRequestIDFor(h.store), sent
 		}
 		ctx, cancel := context.WithTimeout(h.ctx, timeout)
-		res, err := h.store.Renew(ctx, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL, RequestID: id})
+		res, err := renewOn(ctx, h.store, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL, RequestID: id})
 		cancel()
-		unknown := err != nil && (res.Status == StatusTimeout || res.Status == StatusUnavailable) && !CredentialsRefused(err)
+		st := StatusOf(err)
+		unknown := (st == StatusTimeout || st == StatusUnavailable) && !CredentialsRefused(err)
 		if !unknown {
 			id = "" // the outcome is known: the next renewal is a new one
 		}

@@ -153,6 +153,10 @@ const minWaitBackoff = time.Millisecond
 // holder may have let go in between). AcquireWait is safe for concurrent
 // use; waiters of one key compete, and exactly one of them takes each
 // release.
+//
+// Each attempt's answer is judged, and returned, as a Runtime's
+// ([Answer]): over a backend used directly, a failure's result carries
+// its status too.
 func AcquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, error) {
 	res, _, err := acquireWait(ctx, s, req, cfg)
 	return res, err
@@ -289,7 +293,7 @@ func attempt(ctx context.Context, s Store, req AcquireRequest, timeout time.Dura
 	defer stop()
 	actx, cancelTimeout := context.WithTimeout(detached, timeout)
 	defer cancelTimeout()
-	return s.Acquire(actx, req)
+	return acquireOn(actx, s, req)
 }
 
 // waitEnded turns the last conflict of a wait whose ctx ended into its

@@ -8,7 +8,8 @@ import (
 )
 
 // closeSensor returns store as the scheduler calls it: each call passed
-// on, and its error, when of status closed, given to closed as well. A
+// on, its answer made a Runtime's ([protocol.Answer]), and its error,
+// when of status closed, given to closed as well. A
 // Store that is a [protocol.Notifier] stays one (the watches of leases
 // subscribe through it).
 func closeSensor(store protocol.Store, closed func(err error)) protocol.Store {
@@ -20,7 +21,11 @@ func closeSensor(store protocol.Store, closed func(err error)) protocol.Store {
 }
 
 // sensor is the scheduler's store (see closeSensor): every call of the
-// Store interface the scheduler makes goes through a method of its own.
+// Store interface the scheduler makes goes through a method of its own,
+// which answers as a Runtime does ([protocol.Answer]): a backend used
+// directly answers a refusal (conflict, not_found, ...) in its Result with
+// a nil error, which the scheduler, judging errors, would take for a
+// success.
 type sensor struct {
 	protocol.Store
 	closed func(err error)
@@ -34,24 +39,28 @@ func (c sensor) note(err error) {
 
 func (c sensor) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
 	res, err := c.Store.Acquire(ctx, req)
+	res, err = protocol.Answer(protocol.OpAcquire, req.Key, res, err)
 	c.note(err)
 	return res, err
 }
 
 func (c sensor) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	res, err := c.Store.Renew(ctx, req)
+	res, err = protocol.Answer(protocol.OpRenew, req.Key, res, err)
 	c.note(err)
 	return res, err
 }
 
 func (c sensor) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
 	res, err := c.Store.Release(ctx, req)
+	res, err = protocol.Answer(protocol.OpRelease, req.Key, res, err)
 	c.note(err)
 	return res, err
 }
 
 func (c sensor) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
 	res, err := c.Store.Get(ctx, req)
+	res, err = protocol.Answer(protocol.OpGet, req.Key, res, err)
 	c.note(err)
 	return res, err
 }
@@ -64,6 +73,7 @@ func (c sensor) List(ctx context.Context, req protocol.ListRequest) (protocol.Li
 
 func (c sensor) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
 	res, err := c.Store.Revoke(ctx, req)
+	res, err = protocol.Answer(protocol.OpRevoke, req.Key, res, err)
 	c.note(err)
 	return res, err
 }

@@ -188,7 +188,9 @@ type busyWatch struct {
 // lease it takes; unique in the fleet, e.g. host name and process id) that
 // shares targets through store and runs handler on each target it holds.
 // cfg may be nil for defaults. New checks its arguments and returns an
-// error naming each bad one; it does not touch the store.
+// error naming each bad one; it does not touch the store. store may be a
+// [*protocol.Runtime] or a backend used directly: every answer is judged
+// as a Runtime's ([protocol.Answer]).
 func New(store protocol.Store, identity string, targets Targets, handler Handler, cfg *Config) (*Scheduler, error) {
 	var errs []error
 	if store == nil {

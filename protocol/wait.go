@@ -148,6 +148,10 @@ const minWaitBackoff = time.Millisecond
 // at the same moment; a wait cancelled before its first attempt answers
 // timeout, as [Runtime.Acquire] does, and sends nothing.
 //
+// A [Runtime.Close] of s (a [*Runtime]) ends the wait at once, also while
+// it sleeps on a store that cannot signal: the attempt that follows
+// answers closed, as the wait's result and error (matching [ErrClosed]).
+//
 // A free key costs one acquire: the subscription to the store's signals is
 // made after the first conflict, followed by one more attempt at once (the
 // holder may have let go in between). AcquireWait is safe for concurrent
@@ -177,6 +181,13 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 	attemptTimeout := DefaultTimeout
 	if r, ok := s.(*Runtime); ok {
 		attemptTimeout = r.timeout
+	}
+	// A Runtime's Close wakes the waiter, whose next attempt answers
+	// closed: a store that cannot signal would leave it asleep until its
+	// Recheck.
+	var closing <-chan struct{}
+	if c, ok := s.(closingSignaller); ok {
+		closing = c.closingSignal()
 	}
 	start := time.Now()
 	backoff := minWaitBackoff
@@ -244,6 +255,7 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 		timer := time.NewTimer(sleep)
 		select {
 		case <-wake:
+		case <-closing:
 		case <-timer.C:
 		case <-ctx.Done():
 		}

@@ -25,6 +25,11 @@ const (
 // defaults of [Config].LockDelays.
 const MaxLockDelay = time.Hour
 
+// MinLockDelay is the least non-zero lock-delay: stores keep lock-delays
+// to the microsecond, so a shorter one would be kept as none (and, in a
+// request, skip the namespace default). It is refused as invalid.
+const MinLockDelay = time.Microsecond
+
 // List page sizes.
 const (
 	DefaultListLimit = 100
@@ -163,8 +168,9 @@ type ListResult struct {
 // AcquireRequest asks for a lease on Key for TTL on behalf of Owner.
 // RequestID makes the request idempotent; the runtime generates one when empty.
 //
-// LockDelay (opt-in, 0 to [MaxLockDelay]; kept, like the lease's times, to
-// the microsecond) is carried by the lease: after
+// LockDelay (opt-in, 0 or [MinLockDelay] to [MaxLockDelay]; kept, like the
+// lease's times, to the microsecond, so a delay under 1µs is invalid) is
+// carried by the lease: after
 // the lease ends other than by its holder's release (a revoke, or expiry),
 // acquires of the key answer conflict until LockDelay has passed (by the
 // backend's clock), carrying the ended lease (its ExpiresAt is when it
@@ -273,6 +279,11 @@ func validateLockDelay(d time.Duration) error {
 func validateDelay(field string, d time.Duration) error {
 	if d < 0 || d > MaxLockDelay {
 		return fmt.Errorf("%s: %s is outside [0, %s]", field, durations.Format(d), durations.Format(MaxLockDelay))
+	}
+	if d > 0 && d < MinLockDelay {
+		return fmt.Errorf("%s: %s is under %s, the resolution lock-delays are kept at (it would be kept as none): "+
+			"write 0s for none (or the namespace default), or at least %s",
+			field, durations.Format(d), durations.Format(MinLockDelay), durations.Format(MinLockDelay))
 	}
 	return nil
 }

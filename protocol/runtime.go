@@ -42,7 +42,7 @@ type Config struct {
 	// retry invalid). Default: none,
 	// so a lease has a lock-delay only when its acquire asks for one.
 	// [New] panics on an empty or malformed glob, a delay outside
-	// [0, MaxLockDelay], or an entry that can never apply (its glob given
+	// [0, MaxLockDelay] or under MinLockDelay but zero, or an entry that can never apply (its glob given
 	// earlier, or matched by an earlier one: see [ValidateLockDelays]);
 	// check them first with ValidateLockDelays.
 	LockDelays []NamespaceLockDelay

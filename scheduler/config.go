@@ -134,7 +134,8 @@ type Config struct {
 	// listens for its end (up to 8 busy targets each, through the store's
 	// signal; none over a served store) takes it at once, else a worker
 	// with room at its next round.
-	// Default: 0, none (or the store's namespace default).
+	// It is 0, or 1µs (protocol.MinLockDelay, the resolution it is kept
+	// at) to 1h. Default: 0, none (or the store's namespace default).
 	LockDelay time.Duration
 	// Logger receives the scheduler's logs: acquired, handed over and
 	// released at info, lost at warn, store trouble at warn, renewals at
@@ -269,6 +270,10 @@ func (c *Config) resolve() (settings, error) {
 	}
 	if s.lockDelay < 0 || s.lockDelay > protocol.MaxLockDelay {
 		errs = append(errs, fmt.Errorf("lock delay: %s is outside [0, %s]", durations.Format(s.lockDelay), durations.Format(protocol.MaxLockDelay)))
+	} else if s.lockDelay > 0 && s.lockDelay < protocol.MinLockDelay {
+		errs = append(errs, fmt.Errorf("lock delay: %s is under %s, the resolution lock-delays are kept at (it would be kept as none): "+
+			"write 0s for none, or at least %s", durations.Format(s.lockDelay), durations.Format(protocol.MinLockDelay),
+			durations.Format(protocol.MinLockDelay)))
 	}
 	switch {
 	case c.OpTimeout == 0 && (badTTL || badEvery || lateEvery):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/durations"
+	"github.com/leasestore/leasestore/protocol"
 )
 
 // parseDuration reads a duration in the grammar the CLI and the HTTP API
@@ -28,6 +29,9 @@ type durationFlag struct {
 	min, max time.Duration
 	bareZero bool
 	note     string // said after a refusal: what else to do (renew: leave --ttl out)
+	// nonZeroMin, when set, is the least value above zero the flag takes
+	// (--lock-delay: 1µs, the resolution lock-delays are kept at).
+	nonZeroMin time.Duration
 }
 
 // newDurationFlag sets *d to def and returns a flag value writing to d
@@ -77,12 +81,24 @@ func (f *durationFlag) Set(s string) error {
 	case f.takes(d):
 		*f.d = d
 		return nil
+	case d > 0 && d < f.nonZeroMin && f.takes(0):
+		return fmt.Errorf("%s is under %s, the resolution lock-delays are kept at (it would be kept as none): write 0 for none, or at least %s",
+			shortDuration(d), shortDuration(f.nonZeroMin), shortDuration(f.nonZeroMin))
 	case d < 0 && f.min == 0:
 		return fmt.Errorf("must not be negative, got %s", shortDuration(d))
 	case f.min == positive && f.max == 0:
 		return fmt.Errorf("must be positive, got %s", shortDuration(d))
 	}
 	return fmt.Errorf("%s is outside %s%s", shortDuration(d), f.bounds(), f.note)
+}
+
+// newLockDelayFlag is the flag of a lock-delay: 0 (none, or the namespace
+// default), or protocol.MinLockDelay to protocol.MaxLockDelay, since a
+// lock-delay under the microsecond would be kept as none.
+func newLockDelayFlag(d *time.Duration) *durationFlag {
+	f := newZeroDurationFlag(d, 0, protocol.MaxLockDelay)
+	f.nonZeroMin = protocol.MinLockDelay
+	return f
 }
 
 // withNote returns f, whose out-of-range refusals end with "; "+note.
@@ -95,7 +111,7 @@ func (f *durationFlag) Type() string { return "duration" }
 
 // takes reports whether d is within the flag's bounds.
 func (f *durationFlag) takes(d time.Duration) bool {
-	return d >= f.min && (f.max == 0 || d <= f.max)
+	return d >= f.min && (f.max == 0 || d <= f.max) && (d == 0 || d >= f.nonZeroMin)
 }
 
 // bounds describes the flag's range: "1ms to 7d", "at least 100ms".

@@ -99,7 +99,7 @@ that a holder that did not hear of its loss has time to stop.`,
 	f.StringVarP(&ns, "namespace", "n", protocol.DefaultNamespace, "namespace of the key")
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration (1ms to 7d; 90s, 15m, 2h, 1d)")
-	f.Var(newZeroDurationFlag(&lockDelay, 0, protocol.MaxLockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.Var(newLockDelayFlag(&lockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key: repeating it returns the first outcome (default: random)")
 	w.register(cmd)
 	return cmd

@@ -216,7 +216,7 @@ signal makes run exit 128 plus the signal's number.`,
 	f.StringVar(&owner, "owner", a.defaultOwner, "owner of the lease")
 	f.Var(newDurationFlag(&ttl, DefaultTTL, protocol.MinTTL, protocol.MaxTTL), "ttl", "lease duration, renewed every third of it (1ms to 7d)")
 	f.Var(newDurationFlag(&grace, DefaultRunGrace, positive, 0), "grace", "after SIGTERM on a lost lease, how long CMD has before SIGKILL")
-	f.Var(newZeroDurationFlag(&lockDelay, 0, protocol.MaxLockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
+	f.Var(newLockDelayFlag(&lockDelay), "lock-delay", "after the lease is revoked or runs out, acquires of the key answer conflict for this long (0 to 1h; default: none, or the namespace default of a served store)")
 	f.StringVar(&reqID, "request-id", "", "idempotency key of the acquire: a run again with it after an unknown outcome (exit 5) takes over the lease that acquire took (default: random)")
 	w.register(cmd)
 	return cmd

@@ -42,7 +42,7 @@ func (f lockDelaysFlag) Set(s string) error {
 		return fmt.Errorf("%q names no namespace: write a glob before the =, such as jobs-*=15s or *=15s", s)
 	}
 	var delay time.Duration
-	if err := newZeroDurationFlag(&delay, 0, protocol.MaxLockDelay).Set(value); err != nil {
+	if err := newLockDelayFlag(&delay).Set(value); err != nil {
 		return fmt.Errorf("%s: %w", glob, err)
 	}
 	d := protocol.NamespaceLockDelay{Namespaces: glob, Delay: delay}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/leasestore/leasestore/durations"
 )
 
 // Notifier is an optional interface of a [Backend] (and of a [Store]): it
@@ -324,7 +326,7 @@ func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error
 		why = "the deadline passed"
 	}
 	l := last.Lease
-	gaveUp := fmt.Sprintf("gave up waiting after %s (%s)", time.Since(start).Round(time.Millisecond), why)
+	gaveUp := fmt.Sprintf("gave up waiting after %s (%s)", durations.Format(time.Since(start).Round(time.Millisecond)), why)
 	// The key is not named: Error's Key does (its rule: the message names
 	// neither the key nor the cause). A store that judges expiry and the
 	// end of a lock-delay late, never early (etcd), may have answered

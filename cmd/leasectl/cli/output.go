@@ -213,7 +213,7 @@ func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) str
 		case res.Status == protocol.StatusReleased || res.Status == protocol.StatusRevoked:
 			fmt.Fprintf(tw, "  expires\t%s (no longer: %s)\n", timeTable(l.ExpiresAt), res.Status)
 		case ended:
-			fmt.Fprintf(tw, "  expires\t%s (ended %s ago)\n", timeTable(l.ExpiresAt), roundDuration(max(now.Sub(l.ExpiresAt), 0)))
+			fmt.Fprintf(tw, "  expires\t%s (ended %s ago)\n", timeTable(l.ExpiresAt), writeRounded(max(now.Sub(l.ExpiresAt), 0)))
 		default:
 			fmt.Fprintf(tw, "  expires\t%s (%s)\n", timeTable(l.ExpiresAt), timeLeft(l.ExpiresAt, now))
 		}
@@ -251,9 +251,9 @@ func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) str
 // local clock.
 func delayLeft(free, now time.Time) string {
 	if d := free.Sub(now); d > 0 {
-		return "in " + roundDuration(d).String()
+		return "in " + writeRounded(d)
 	}
-	return "ended " + roundDuration(now.Sub(free)).String() + " ago"
+	return "ended " + writeRounded(now.Sub(free)) + " ago"
 }
 
 // timeLeft describes how long until expires by the local clock (the backend
@@ -262,11 +262,15 @@ func timeLeft(expires, now time.Time) string {
 	d := expires.Sub(now)
 	switch {
 	case d <= 0:
-		return "expired " + roundDuration(-d).String() + " ago"
+		return "expired " + writeRounded(-d) + " ago"
 	default:
-		return "in " + roundDuration(d).String()
+		return "in " + writeRounded(d)
 	}
 }
+
+// writeRounded writes d rounded (roundDuration) in the one duration
+// grammar, as users write it: 30m, 1h30m, 2.5s (not Go's 30m0s).
+func writeRounded(d time.Duration) string { return durations.Format(roundDuration(d)) }
 
 // roundDuration rounds to 0.1s under a minute and to seconds above.
 func roundDuration(d time.Duration) time.Duration {
@@ -287,11 +291,11 @@ func formatLeases(leases []protocol.Lease, now time.Time, noHeaders bool) string
 	for _, l := range leases {
 		left := "expired"
 		if d := l.ExpiresAt.Sub(now); d > 0 {
-			left = roundDuration(d).String()
+			left = writeRounded(d)
 		}
 		held := "-"
 		if !l.AcquiredAt.IsZero() {
-			held = roundDuration(max(now.Sub(l.AcquiredAt), 0)).String()
+			held = writeRounded(max(now.Sub(l.AcquiredAt), 0))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, held, left, timeTable(l.ExpiresAt))
 	}

@@ -372,7 +372,7 @@ func (a *app) undoAcquire(ctx context.Context, s *store, req protocol.AcquireReq
 // started: conflict after --wait-timeout, else interrupted (130).
 func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest, w waitFlags) error {
 	if cause := context.Cause(wctx); errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
-		return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %v", req.Key, w.timeout)
+		return fail(protocol.StatusConflict, "run: gave up waiting for %s after --wait-timeout %s", req.Key, shortDuration(w.timeout))
 	}
 	return failWith(context.Cause(wctx))
 }
@@ -387,7 +387,7 @@ func stoppedBeforeCommand(ctx, wctx context.Context, req protocol.AcquireRequest
 // name the key: the result's Key does.
 func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, met *protocol.Error) protocol.Result {
 	l := *met.Lease
-	gaveUp := fmt.Sprintf("gave up waiting after --wait-timeout %v", w.timeout)
+	gaveUp := fmt.Sprintf("gave up waiting after --wait-timeout %s", shortDuration(w.timeout))
 	// Judged now: past the end of the lock-delay or the expiry (a store
 	// that sees them late, never early), it says the store has not yet
 	// freed the key rather than a time already past.
@@ -582,7 +582,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			}
 			if kill == nil && reapBy.IsZero() {
 				a.log.Warn("run: the command ended and left processes running; stopping them", "key", req.Key.String(),
-					"signal", "SIGTERM", "kill_after", grace.String())
+					"signal", "SIGTERM", "kill_after", shortDuration(grace))
 				stop()
 			}
 			poll = time.After(groupPoll)
@@ -603,7 +603,7 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 			}
 			lost, lostCause = true, cause
 			a.log.Error("run: the lease was lost; stopping the command", "key", req.Key.String(), "token", h.Token(),
-				"cause", a.red.redact(cause.Error()), "signal", "SIGTERM", "kill_after", grace.String())
+				"cause", a.red.redact(cause.Error()), "signal", "SIGTERM", "kill_after", shortDuration(grace))
 			if kill == nil {
 				stop()
 			}

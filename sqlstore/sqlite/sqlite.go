@@ -35,6 +35,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,9 +192,11 @@ var (
 // A "file:" URI's parameters that would change these (the driver's
 // _synchronous, _busy_timeout, _foreign_keys, _txlock and _journal_mode,
 // their aliases, and _pragma of the same pragmas) are replaced or dropped;
-// the others are kept. A URI that turns SQLite's file locks off (nolock=1,
-// vfs=unix-none) is refused: without them two writers could issue one
-// fencing token twice.
+// the others are kept. A _pragma must be one pragma written NAME(VALUE) or
+// NAME=VALUE (a plain name, optionally main.NAME, and no ";"); any other
+// spelling is refused, since SQLite would run it unrecognised. A URI that
+// turns SQLite's file locks off (nolock=1, vfs=unix-none) is refused:
+// without them two writers could issue one fencing token twice.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -474,7 +477,11 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 	}
 	var pragmas []string
 	for _, p := range q["_pragma"] {
-		if !pinnedPragma(p) {
+		name, err := pragmaName(path, p)
+		if err != nil {
+			return nil, "", err
+		}
+		if !pinnedPragmas[name] {
 			pragmas = append(pragmas, p)
 		}
 	}
@@ -513,22 +520,32 @@ func withoutFileLocks(q url.Values) string {
 	return ""
 }
 
-// pinnedPragma reports whether p, a _pragma parameter ("name(value)" or
-// "name=value", the name possibly schema-qualified), sets a pragma that
-// OpenDB pins.
-func pinnedPragma(p string) bool {
-	name := strings.ToLower(strings.TrimSpace(p))
-	if i := strings.IndexAny(name, "(= "); i >= 0 {
-		name = name[:i]
+// pragmaForm is the one form a "file:" URI's _pragma parameter may take:
+// a pragma's plain name, optionally in schema main, and one value in
+// parentheses or after "=". The driver runs "PRAGMA " and the text as it
+// is, so any other spelling SQLite reads (a quoted or bracketed name, a
+// second statement after ";") could set a pragma OpenDB pins under a name
+// it would not recognise.
+var pragmaForm = regexp.MustCompile(`^\s*(?i:main\s*\.\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*` +
+	`(?:\(\s*(?:` + pragmaValue + `)\s*\)|=\s*(?:` + pragmaValue + `))\s*$`)
+
+// pragmaValue is a _pragma's value: a word or number, or a string in
+// single quotes.
+const pragmaValue = `[+-]?[A-Za-z0-9_.]+|'[^';]*'`
+
+// pinnedPragmas are the pragmas OpenDB sets, whose _pragma it drops.
+var pinnedPragmas = map[string]bool{"busy_timeout": true, "synchronous": true, "journal_mode": true, "foreign_keys": true}
+
+// pragmaName returns the name, in lower case, of the pragma p (a _pragma
+// parameter of the URI path) sets, or an error when p is not of
+// [pragmaForm].
+func pragmaName(path, p string) (string, error) {
+	m := pragmaForm.FindStringSubmatch(p)
+	if m == nil {
+		return "", fmt.Errorf("sqlite: database URI %q: _pragma=%s is not one pragma in the form NAME(VALUE) or NAME=VALUE "+
+			"(a plain name, optionally main.NAME; a word, number or 'string' as the value; no \";\"): write it so", path, p)
 	}
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		name = name[i+1:]
-	}
-	switch name {
-	case "busy_timeout", "synchronous", "journal_mode", "foreign_keys":
-		return true
-	}
-	return false
+	return strings.ToLower(m[1]), nil
 }
 
 // Open opens the SQLite file at path (a file name or a "file:" URI, as for

@@ -196,7 +196,9 @@ var (
 // NAME=VALUE (a plain name, optionally main.NAME, and no ";"); any other
 // spelling is refused, since SQLite would run it unrecognised. A URI that
 // turns SQLite's file locks off (nolock=1, vfs=unix-none) is refused:
-// without them two writers could issue one fencing token twice.
+// without them two writers could issue one fencing token twice. So is
+// _pragma=locking_mode(...), by which one connection could keep the file's
+// lock from every other.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -481,6 +483,9 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 		if err != nil {
 			return nil, "", err
 		}
+		if why := refusedPragmas[name]; why != "" {
+			return nil, "", fmt.Errorf("sqlite: database URI %q: _pragma=%s %s: remove it", path, p, why)
+		}
 		if !pinnedPragmas[name] {
 			pragmas = append(pragmas, p)
 		}
@@ -535,6 +540,13 @@ const pragmaValue = `[+-]?[A-Za-z0-9_.]+|'[^';]*'`
 
 // pinnedPragmas are the pragmas OpenDB sets, whose _pragma it drops.
 var pinnedPragmas = map[string]bool{"busy_timeout": true, "synchronous": true, "journal_mode": true, "foreign_keys": true}
+
+// refusedPragmas are the pragmas a _pragma may not set, with why.
+var refusedPragmas = map[string]string{
+	"locking_mode": "would let a connection keep the file's lock (locking_mode EXCLUSIVE), so that the pool's other " +
+		"connections, other Backends and other processes could not read or write the store (they fail with " +
+		"\"disk I/O error\" or SQLITE_BUSY)",
+}
 
 // pragmaName returns the name, in lower case, of the pragma p (a _pragma
 // parameter of the URI path) sets, or an error when p is not of

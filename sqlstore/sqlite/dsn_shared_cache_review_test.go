@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,28 @@ func TestURISharedCacheReadsNoUncommittedLease(t *testing.T) {
 		t.Fatalf("get with cache=shared&_pragma=read_uncommitted(1) while another connection held an uncommitted change: "+
 			"owner %q token %d, which never committed; want owner %q token %d (the committed lease), or the URI refused",
 			g.Lease.Owner, g.Lease.Token, "a", res.Lease.Token)
+	}
+}
+
+// TestURIReadUncommittedIsRefusedByName: a "file:" URI whose _pragma sets
+// read_uncommitted (which lets reads see changes that never commit wherever
+// SQLite shares a cache) is refused, naming the pragma; so is cache=shared,
+// naming the parameter.
+func TestURIReadUncommittedIsRefusedByName(t *testing.T) {
+	path := migratedFile(t)
+	for _, c := range []struct{ query, want string }{
+		{"_pragma=read_uncommitted(1)", "read_uncommitted"},
+		{"_pragma=main.READ_UNCOMMITTED=true", "read_uncommitted"},
+		{"cache=shared", "cache=shared"},
+	} {
+		b, err := sqlite.Open(ctxT(t), "file:"+path+"?"+c.query, nil)
+		if err == nil {
+			_ = b.Close(context.Background())
+			t.Errorf("Open with %s: no error; want a refusal naming %s", c.query, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("Open with %s: %v; want a refusal naming %s and saying to remove it", c.query, err, c.want)
+		}
 	}
 }

@@ -198,7 +198,8 @@ var (
 // turns SQLite's file locks off (nolock=1, vfs=unix-none) is refused:
 // without them two writers could issue one fencing token twice. So is
 // _pragma=locking_mode(...), by which one connection could keep the file's
-// lock from every other.
+// lock from every other, and cache=shared and _pragma=read_uncommitted(...),
+// by which reads could see changes that never commit.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -472,6 +473,13 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 		return nil, "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
 			"or a service and a sqlite3 shell) from committing at once and issuing one fencing token twice: remove it", path, param)
 	}
+	for _, v := range q["cache"] {
+		if strings.EqualFold(v, "shared") {
+			return nil, "", fmt.Errorf("sqlite: database URI %q: cache=%s shares one page cache among the process's connections "+
+				"to the file, which then lock tables without waiting out the busy timeout and, with read_uncommitted, read "+
+				"changes that never committed (a lease and token never granted): remove it", path, v)
+		}
+	}
 	// The driver's aliases win over the keys set below, and journal_mode
 	// is OpenDB's (enableWAL): a URI cannot undo what OpenDB pins.
 	for _, k := range []string{"_sync", "_timeout", "_fk", "_journal", "_journal_mode"} {
@@ -484,7 +492,7 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 			return nil, "", err
 		}
 		if why := refusedPragmas[name]; why != "" {
-			return nil, "", fmt.Errorf("sqlite: database URI %q: _pragma=%s %s: remove it", path, p, why)
+			return nil, "", fmt.Errorf("sqlite: database URI %q: _pragma=%s sets %s, which %s: remove it", path, p, name, why)
 		}
 		if !pinnedPragmas[name] {
 			pragmas = append(pragmas, p)
@@ -546,6 +554,8 @@ var refusedPragmas = map[string]string{
 	"locking_mode": "would let a connection keep the file's lock (locking_mode EXCLUSIVE), so that the pool's other " +
 		"connections, other Backends and other processes could not read or write the store (they fail with " +
 		"\"disk I/O error\" or SQLITE_BUSY)",
+	"read_uncommitted": "would let a connection read other connections' changes before they commit (a lease and " +
+		"token never granted) wherever SQLite shares a cache",
 }
 
 // pragmaName returns the name, in lower case, of the pragma p (a _pragma

@@ -199,7 +199,8 @@ var (
 // without them two writers could issue one fencing token twice. So is
 // _pragma=locking_mode(...), by which one connection could keep the file's
 // lock from every other, and cache=shared and _pragma=read_uncommitted(...),
-// by which reads could see changes that never commit.
+// by which reads could see changes that never commit. So is immutable=1,
+// which reads the file without its locks and its -wal.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -473,6 +474,12 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 		return nil, "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
 			"or a service and a sqlite3 shell) from committing at once and issuing one fencing token twice: remove it", path, param)
 	}
+	for _, v := range q["immutable"] {
+		if uriTrue(v) {
+			return nil, "", fmt.Errorf("sqlite: database URI %q: immutable=%s reads the file as if nothing ever changed it: "+
+				"without its locks and its -wal, so neither other processes' commits nor a safe write: remove it", path, v)
+		}
+	}
 	for _, v := range q["cache"] {
 		if strings.EqualFold(v, "shared") {
 			return nil, "", fmt.Errorf("sqlite: database URI %q: cache=%s shares one page cache among the process's connections "+
@@ -520,10 +527,7 @@ func inMemoryError(path string) error {
 // turns SQLite's file locks off ("nolock=1", "vfs=unix-none"), or "".
 func withoutFileLocks(q url.Values) string {
 	for _, v := range q["nolock"] {
-		// As SQLite reads a URI's boolean: yes, true, on or a non-zero
-		// integer; anything else leaves the locks on.
-		n, err := strconv.Atoi(v)
-		if (err == nil && n != 0) || slices.Contains([]string{"yes", "true", "on"}, strings.ToLower(v)) {
+		if uriTrue(v) {
 			return "nolock=" + v
 		}
 	}
@@ -531,6 +535,13 @@ func withoutFileLocks(q url.Values) string {
 		return "vfs=" + v
 	}
 	return ""
+}
+
+// uriTrue reports whether SQLite reads v, a URI parameter's value, as a
+// true boolean: yes, true, on or a non-zero integer.
+func uriTrue(v string) bool {
+	n, err := strconv.Atoi(v)
+	return (err == nil && n != 0) || slices.Contains([]string{"yes", "true", "on"}, strings.ToLower(v))
 }
 
 // pragmaForm is the one form a "file:" URI's _pragma parameter may take:

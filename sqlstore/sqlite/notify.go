@@ -29,7 +29,9 @@ var _ protocol.Notifier = (*Backend)(nil)
 // on a connection of its own it reads PRAGMA data_version every interval
 // (a read of the shared WAL index, no disk access), and when that changed
 // it reads the keys released or revoked since its last look from the audit
-// trail (ids follow commit order on SQLite) and signals their waiters.
+// trail (ids follow commit order on SQLite) and signals their waiters; when
+// a prune removed records it had not read (leasestore_audit_pruned's mark
+// passed its last id), it signals every waiter.
 // When a read fails, it signals every waiter (a release may have gone
 // unseen) and, while anyone waits, reads a new baseline on a new
 // connection after a pause (pollMinBackoff doubling to pollMaxBackoff);
@@ -288,23 +290,32 @@ func (n *notifier) baseline(ctx context.Context) (conn *sql.Conn, version, top i
 	if err := conn.QueryRowContext(ctx, qDataVersion).Scan(&version); err != nil {
 		return conn, 0, 0, err
 	}
-	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top); err != nil {
+	var pruned int64
+	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top, &pruned); err != nil {
 		return conn, 0, 0, err
 	}
-	return conn, version, top, nil
+	return conn, version, max(top, pruned), nil
 }
 
 // wake signals the waiters of the keys released or revoked after the
-// record with id after, and returns the newest id.
+// record with id after, and returns the newest id. When a prune removed a
+// record after it (the prune mark passed it), the records it did not read
+// are gone, and wake signals every waiter instead.
 func (n *notifier) wake(ctx context.Context, conn *sql.Conn, after int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
 	defer cancel()
-	var top int64
-	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top); err != nil {
+	var top, pruned int64
+	if err := conn.QueryRowContext(ctx, qWakeTop).Scan(&top, &pruned); err != nil {
 		return after, err
 	}
+	if pruned > after {
+		top = max(top, pruned)
+		n.forgetUpTo(top)
+		n.signalAll() // a release may have gone with the records pruned
+		return top, nil
+	}
 	if top <= after {
-		return top, nil // no new record (an acquire rolled back, a sweep, a prune)
+		return after, nil // no new record (an acquire rolled back, a sweep, a prune)
 	}
 	rows, err := conn.QueryContext(ctx, qWakeKeys, after, top)
 	if err != nil {

@@ -442,11 +442,13 @@ WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases
 
 // Waking waiters (notify.go): a connection of its own polls qDataVersion,
 // which changes when another connection, of this process or another,
-// committed; then qWakeTop and qWakeKeys read which keys were released or
-// revoked since the last look, ?1 the last id seen and ?2 the newest.
+// committed; then qWakeTop reads the newest audit id and the greatest id a
+// prune removed (leasestore_audit_pruned), and qWakeKeys which keys were
+// released or revoked since the last look, ?1 the last id seen and ?2 the
+// newest.
 const (
 	qDataVersion = `PRAGMA data_version`
-	qWakeTop     = `SELECT coalesce(max(id), 0) FROM leasestore_audit`
+	qWakeTop     = `SELECT coalesce((SELECT max(id) FROM leasestore_audit), 0), coalesce((SELECT through FROM leasestore_audit_pruned WHERE namespace = ''), 0)`
 	qWakeKeys    = `
 SELECT id, namespace, name FROM leasestore_audit
 WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke') ORDER BY id`

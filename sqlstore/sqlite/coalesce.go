@@ -233,7 +233,7 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 	}
 	res, commit, err := fn(statementContext(ctx), tx, b.clock())
 	if err != nil {
-		return protocol.Result{}, b.interpret(ctx, op, err)
+		return protocol.Result{}, b.interpretIn(ctx, op, tx, err)
 	}
 	if commit {
 		if err := tx.Commit(); err != nil {
@@ -399,12 +399,14 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 	if !alone {
 		b.writer.batches.Add(1)
 	}
-	fail := func(err error, rest []*pendingWrite) { // none of the batch happened
+	// fail answers err to the writes of the batch, none of which happened;
+	// q reads the schema version (tx while it is open, b.db once it ended).
+	fail := func(q rowQuerier, err error, rest []*pendingWrite) {
 		for _, p := range ran {
-			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+			p.res, p.err = protocol.Result{}, b.interpretIn(ctx, p.op, q, err)
 		}
 		for _, p := range rest { // not run yet: answered (or left out by their callers)
-			p.res, p.err = protocol.Result{}, b.interpret(ctx, p.op, err)
+			p.res, p.err = protocol.Result{}, b.interpretIn(ctx, p.op, q, err)
 			p.state.CompareAndSwap(writeQueued, writeAnswered)
 		}
 	}
@@ -421,7 +423,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 		if alone {
 			res, ok, err := p.fn(sctx, tx, now)
 			if err != nil {
-				p.err = b.interpret(ctx, p.op, err)
+				p.err = b.interpretIn(ctx, p.op, tx, err)
 				continue
 			}
 			p.res, commit = res, ok
@@ -429,14 +431,14 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 		}
 		res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
 		if lost != nil {
-			fail(lost, live[i+1:])
+			fail(tx, lost, live[i+1:])
 			if err != nil {
-				p.err = b.interpret(ctx, p.op, err) // its own error, not the batch's
+				p.err = b.interpretIn(ctx, p.op, tx, err) // its own error, not the batch's
 			}
 			return
 		}
 		if err != nil {
-			p.err = b.interpret(ctx, p.op, err)
+			p.err = b.interpretIn(ctx, p.op, tx, err)
 			continue
 		}
 		p.res = res
@@ -446,7 +448,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 		return // nothing to write: the deferred rollback ends tx
 	}
 	if err := tx.Commit(); err != nil {
-		fail(err, nil)
+		fail(b.db, err, nil)
 	}
 }
 

@@ -51,11 +51,19 @@ func (b *Backend) callRefusal(op protocol.Op) error {
 // release serves) under a running release is refused naming both versions
 // and the fix, as Open and Health refuse it.
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	return b.interpretIn(ctx, op, b.db, err)
+}
+
+// interpretIn is interpret for an error met in a write transaction still
+// open (q is its *sql.Tx) or outside one (q is b.db): the schema version is
+// read through q, since on a *sql.DB limited to MinOpenConns with a waiter
+// the transaction holds the one connection a read on b.db would wait for.
+func (b *Backend) interpretIn(ctx context.Context, op protocol.Op, q rowQuerier, err error) error {
 	if b.closed.Load() && closedHandle(err) {
 		return b.closedBy(op, err)
 	}
 	if missingSchemaObject(err) || servingGuard(err) {
-		if refusal, rerr := b.schemaRefusal(ctx); rerr == nil && refusal != nil {
+		if refusal, rerr := b.schemaRefusal(ctx, q); rerr == nil && refusal != nil {
 			refusal.Op, refusal.Err = op, err
 			return refusal
 		}

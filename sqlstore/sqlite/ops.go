@@ -237,7 +237,7 @@ func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) 
 				return protocol.Result{}, false, lost
 			}
 			if err != nil {
-				out[i] = backendkit.Unanswered(b.interpret(ctx, op, err))
+				out[i] = backendkit.Unanswered(b.interpretIn(ctx, op, tx, err))
 				continue
 			}
 			out[i], commit = res, commit || ok

@@ -748,7 +748,7 @@ func (b *Backend) File() string { return b.file }
 // and then one whose triggers are not those its migrations created or
 // that holds a committed prune window (storeRefusal).
 func (b *Backend) checkStore(ctx context.Context) error {
-	refusal, err := b.schemaRefusal(ctx)
+	refusal, err := b.schemaRefusal(ctx, b.db)
 	if err == nil && refusal == nil {
 		refusal, err = b.storeRefusal(ctx, b.db, "")
 	}
@@ -790,24 +790,30 @@ func (b *Backend) repairCounter(ctx context.Context) error {
 			"and could not be moved past it: run `leasectl fencing raise --dsn sqlite:%s`", b.file, above.Int64, b.file)
 }
 
+// rowQuerier is what schemaRefusal reads through: the *sql.DB, or a
+// *sql.Tx that holds one of its connections.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // schemaRefusal reads the file's schema version and returns the refusal of
 // a schema this release cannot serve (nil when it can), or the error that
 // kept it from reading the version.
-func (b *Backend) schemaRefusal(ctx context.Context) (*protocol.Error, error) {
+func (b *Backend) schemaRefusal(ctx context.Context, q rowQuerier) (*protocol.Error, error) {
 	var n int
-	if err := b.db.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, qSchemaTable, migrations.VersionTable).Scan(&n); err != nil {
 		return nil, err
 	}
 	var v int64
 	if n > 0 {
-		if err := b.db.QueryRowContext(ctx, qSchemaVersion).Scan(&v); err != nil {
+		if err := q.QueryRowContext(ctx, qSchemaVersion).Scan(&v); err != nil {
 			return nil, err
 		}
 	}
 	var oldest int64
 	if v > migrations.LatestVersion {
 		// A missing table (a schema that predates it) leaves oldest at 0.
-		_ = b.db.QueryRowContext(ctx, qSchemaCompat).Scan(&oldest)
+		_ = q.QueryRowContext(ctx, qSchemaCompat).Scan(&oldest)
 	}
 	if !sqlstore.ServesSchema(v, oldest, migrations.LatestVersion) {
 		return sqlstore.SchemaVersionError(v, migrations.LatestVersion, fmt.Sprintf("sqlite database %q", b.file)), nil

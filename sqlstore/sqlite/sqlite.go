@@ -141,9 +141,10 @@ type Backend struct {
 	// stays open and where database/sql would prepare a closed statement
 	// again for a transaction.
 	closed atomic.Bool
-	// alone is held shared by each write run alone (writeAlone) and taken
-	// by Close's work (shut), once closed is set, to wait for them: the
-	// Coalescer's Wait (waitWrites) waits for batches only.
+	// alone is held shared by each write run alone (writeAlone), and by
+	// the counter's repair (repairCounter), and taken by Close's work
+	// (shut), once closed is set, to wait for them: the Coalescer's Wait
+	// (waitWrites) waits for batches only.
 	alone sync.RWMutex
 	// closer runs Close's work (shut) once, in a goroutine, and lets a
 	// Close whose context ends answer while that work waits for what is
@@ -772,7 +773,9 @@ func (b *Backend) checkStore(ctx context.Context) error {
 // read; the repair writes only when the counter is behind. A handle that
 // cannot write, which issues no token, is left as it is (Health refuses
 // it anyway). A repair that fails otherwise is refused, naming `leasectl
-// fencing raise`.
+// fencing raise`. The repair is a write that Close waits for, as it waits
+// for writeAlone's (b.alone): one that finds the Backend closed writes
+// nothing and answers closed.
 func (b *Backend) repairCounter(ctx context.Context) error {
 	var above sql.NullInt64
 	if err := b.db.QueryRowContext(ctx, qIssuedAbove).Scan(&above); err != nil {
@@ -780,6 +783,11 @@ func (b *Backend) repairCounter(ctx context.Context) error {
 	}
 	if !above.Valid {
 		return nil
+	}
+	b.alone.RLock()
+	defer b.alone.RUnlock()
+	if b.closed.Load() {
+		return b.closedError("")
 	}
 	_, err := b.db.ExecContext(ctx, qRepairCounter, above.Int64)
 	if err == nil || isReadOnly(err) {

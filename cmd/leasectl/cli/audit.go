@@ -71,15 +71,11 @@ func keyFilter(cmd *cobra.Command, q *audit.Query, key string) error {
 }
 
 // filterKeyArg reads the key that filters a read of the trail (audit
-// --key, watch KEY) in namespace ns, "" when -A gives every namespace, as
-// every KEY is read (keyArg). -A sets the namespace without marking -n
-// given: a bare NAME is then a name in the default namespace, as it is
-// without -A. A key without a name (NS/, or "") is invalid input, as get
-// refuses it: an empty name in the query would filter nothing.
+// --key, watch KEY) in namespace ns, as every KEY is read (keyArg); -A
+// beside a key was refused before (allNamespacesFlag). A key without a
+// name (NS/, or "") is invalid input, as get refuses it: an empty name in
+// the query would filter nothing.
 func filterKeyArg(cmd *cobra.Command, ns, arg string) (protocol.Key, error) {
-	if f := cmd.Flags().Lookup("namespace"); ns == "" && (f == nil || !f.Changed) {
-		ns = protocol.DefaultNamespace
-	}
 	k, err := keyArg(cmd, ns, arg)
 	if err != nil {
 		return k, err

@@ -49,24 +49,6 @@ func TestReusedRequestIDMessageNamesTheKeyInThePrintedForm(t *testing.T) {
 	}
 }
 
-// watch KEY -A reads KEY as every KEY is read without -n: a KEY without "/"
-// is a name in the default namespace (DESIGN.md contract v3), as
-// `watch default/NAME -A` and `audit --follow -A --key NAME` read it. It
-// was refused with "audit: a key filter needs a namespace" (exit 2), a
-// message that names neither watch, KEY nor the fix.
-func TestWatchBareKeyWithAllNamespacesIsANameInDefault(t *testing.T) {
-	t.Parallel()
-	e := sqliteEnv(t)
-	wantCode(t, runCLI(t, e, "acquire", "job", "--owner", "a", "-o", "json"), ExitOK)
-	spelled := runCLIFor(t, time.Second, e, "watch", "default/job", "-A", "--since", "1h", "-o", "json")
-	wantCode(t, spelled, ExitOK)
-	bare := runCLIFor(t, time.Second, e, "watch", "job", "-A", "--since", "1h", "-o", "json")
-	if bare.code != ExitOK || bare.stdout != spelled.stdout {
-		t.Errorf("watch job -A exited %d printing %q (stderr %q); watch default/job -A exited 0 printing %q",
-			bare.code, bare.stdout, strings.TrimSpace(bare.stderr), spelled.stdout)
-	}
-}
-
 // watch --op renew --no-renewals asks for renewals only and for none: a
 // watch that can never print anything. Conflicting flags are a usage error
 // (exit 2, naming both), as -A with -n, --order newest with --follow and

@@ -93,16 +93,20 @@ func namespaces(ctx context.Context, s *store, after string) (page []string, ok 
 
 // allNamespacesFlag gives cmd -A/--all-namespaces, which reads every
 // namespace (as -n ""): it sets *ns to "" before the command runs, and
-// refuses -n beside it.
+// refuses -n beside it, and a key (--key, or the KEY argument of watch):
+// a key is in one namespace, which -n names.
 func allNamespacesFlag(cmd *cobra.Command, ns *string) {
 	var all bool
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, `every namespace (as -n "")`)
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if !all {
 			return nil
 		}
 		if cmd.Flags().Changed("namespace") {
 			return usageError("-A/--all-namespaces and -n/--namespace go apart: give one")
+		}
+		if cmd.Flags().Changed("key") || len(args) > 0 {
+			return usageError("-A/--all-namespaces reads every namespace and a key is in one: give -n NS (or the key as NS/NAME) instead of -A")
 		}
 		*ns = ""
 		return nil

@@ -69,6 +69,63 @@ func directCases() []testCase {
 					e.expectSameAnswer(what, res, err, wantRes, wantErr)
 				}
 			}
+			// Subscribe takes a key as the requests do: a bad one is
+			// refused with the runtime's answer (each bad key of the gets).
+			for _, c := range calls {
+				if c.op != protocol.OpGet || c.key.Validate() == nil {
+					continue
+				}
+				for _, h := range handles {
+					n, ok := h.b.(protocol.Notifier)
+					if !ok {
+						continue
+					}
+					what := h.name + ": subscribe to a key with " + strings.TrimPrefix(c.name, "get ")
+					ch, cancel, err := n.Subscribe(e.ctx, c.key)
+					if cancel != nil {
+						cancel()
+					}
+					wantCh, wantCancel, wantErr := h.rt.Subscribe(e.ctx, c.key)
+					if wantCancel != nil {
+						wantCancel()
+					}
+					if protocol.StatusOf(wantErr) != protocol.StatusInvalid || wantCh != nil {
+						e.t.Fatalf("%s: the runtime answered %v, want invalid: the case is wrong", what, wantErr)
+					}
+					if ch != nil {
+						e.t.Errorf("%s: a subscription, want none", what)
+					}
+					e.expectSameError(what, err, wantErr)
+				}
+			}
+			// Namespaces' after is a namespace or a place between two:
+			// text no namespace can hold is refused (as GET
+			// /v1/namespaces refuses it), and so is a limit out of range.
+			for what, call := range map[string]struct {
+				after string
+				limit int
+			}{
+				"after not UTF-8":        {"a\xff", 10},
+				"after control char":     {"a\x00", 10},
+				"after formatting char":  {"a\u200b", 10},
+				"after too long":         {strings.Repeat("n", protocol.MaxNamespaceLen+1), 10},
+				"limit 0":                {"", 0},
+				"limit over the maximum": {"", protocol.MaxListLimit + 1},
+			} {
+				for _, h := range handles {
+					nl, ok := h.b.(protocol.NamespaceLister)
+					if !ok {
+						continue
+					}
+					what := h.name + ": namespaces with " + what
+					page, err := nl.Namespaces(e.ctx, call.after, call.limit)
+					var pe *protocol.Error
+					if page != nil || !errors.As(err, &pe) || !errors.Is(err, protocol.ErrInvalid) || pe.Op != protocol.OpNamespaces ||
+						(call.limit == 10) != strings.Contains(err.Error(), "after: ") {
+						e.t.Errorf("%s: %q, error %v; want no page, invalid naming what is wrong", what, page, err)
+					}
+				}
+			}
 			e.unchanged("after invalid requests sent directly", before)
 			for _, name := range []string{"fresh", "fresh-0", "fresh-1"} {
 				if g := e.get(e.a, name); g != nil {

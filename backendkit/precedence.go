@@ -103,8 +103,8 @@ func ExpiredMessage(l protocol.Lease, now time.Time) string {
 }
 
 // CheckNamespacesLimit returns an invalid-input error unless limit is
-// within 1 and [protocol.MaxListLimit]; a [protocol.NamespaceLister] calls
-// it first.
+// within 1 and [protocol.MaxListLimit]. A [protocol.NamespaceLister] calls
+// [RefuseNamespaces], which checks after too.
 func CheckNamespacesLimit(limit int) error {
 	if limit < 1 || limit > protocol.MaxListLimit {
 		return NewError(protocol.OpNamespaces, protocol.StatusInvalid, nil, "limit: want 1 to %d, got %d", protocol.MaxListLimit, limit)

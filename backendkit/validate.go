@@ -3,6 +3,7 @@ package backendkit
 import (
 	"fmt"
 
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -16,6 +17,8 @@ import (
 // error. A change (acquire, renew, release, revoke) without a request id
 // is refused too: the runtime makes one, a backend does not. A read (get,
 // list) needs none. A valid request costs its Validate and no allocation.
+// Subscribe and Namespaces, which take no request, call [RefuseSubscribe]
+// and [RefuseNamespaces].
 
 // noRequestID is the message of a change refused for want of a request id.
 const noRequestID = "a backend makes no request ids: give each change its own, or wrap the backend with protocol.New, which does"
@@ -83,6 +86,33 @@ func RefuseList(req protocol.ListRequest) (protocol.ListResult, error) {
 		return protocol.ListResult{Status: res.Status, RequestID: res.RequestID, Message: res.Message}, e
 	}
 	return protocol.ListResult{}, nil
+}
+
+// RefuseSubscribe returns the error [protocol.Runtime.Subscribe] answers
+// a subscription to an invalid key with, or nil when key is valid. A
+// [protocol.Notifier]'s Subscribe calls it first.
+func RefuseSubscribe(key protocol.Key) error {
+	if err := key.Validate(); err != nil {
+		return &protocol.Error{Status: protocol.StatusInvalid, Key: key, Err: err}
+	}
+	return nil
+}
+
+// RefuseNamespaces returns an invalid-input error unless limit is within 1
+// and [protocol.MaxListLimit] and after is "" or text a namespace can hold
+// (after is a namespace or a place between two; GET /v1/namespaces checks
+// it alike). A [protocol.NamespaceLister]'s Namespaces calls it first.
+func RefuseNamespaces(after string, limit int) error {
+	if err := CheckNamespacesLimit(limit); err != nil {
+		return err
+	}
+	if after == "" {
+		return nil
+	}
+	if err := textfield.Validate("after", after, protocol.MaxNamespaceLen); err != nil {
+		return &protocol.Error{Op: protocol.OpNamespaces, Status: protocol.StatusInvalid, Err: err}
+	}
+	return nil
 }
 
 // refuse is the runtime's answer to an invalid request: op of key, with

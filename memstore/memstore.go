@@ -449,7 +449,7 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]).
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.RefuseNamespaces(after, limit); err != nil {
 		return nil, err
 	}
 	s, now, err := b.lock(ctx, protocol.OpNamespaces)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -47,6 +48,9 @@ func (w *waiters) signal(key protocol.Key, h *Backend) {
 // Closing this handle signals its subscribers (their next attempt answers
 // closed). A closed handle cannot subscribe.
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	if err := backendkit.RefuseSubscribe(key); err != nil {
+		return nil, nil, err
+	}
 	if b.closed.Load() {
 		return nil, nil, interpretError("", errHandleClosed)
 	}

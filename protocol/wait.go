@@ -69,7 +69,7 @@ func (r *Runtime) Subscribe(ctx context.Context, key Key) (<-chan struct{}, func
 		return nil, nil, ErrNoNotifier
 	}
 	if err := key.Validate(); err != nil {
-		return nil, nil, &Error{Status: StatusInvalid, Key: key, Message: err.Error(), Err: err}
+		return nil, nil, &Error{Status: StatusInvalid, Key: key, Err: err}
 	}
 	if !r.begin() {
 		return nil, nil, &Error{Status: StatusClosed, Key: key, Message: "the store was closed"}

@@ -150,7 +150,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // byte order, after after (see [protocol.NamespaceLister]). It skips from
 // namespace to namespace, reading each only until its first live lease.
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.RefuseNamespaces(after, limit); err != nil {
 		return nil, err
 	}
 	if err := b.open(protocol.OpNamespaces); err != nil {

@@ -35,6 +35,9 @@ const (
 // the user's permission matches [protocol.ErrForbidden].
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	if err := backendkit.RefuseSubscribe(key); err != nil {
+		return nil, nil, err
+	}
 	if err := b.open(protocol.OpAcquire); err != nil {
 		return nil, nil, err
 	}

@@ -130,6 +130,9 @@ func (l *listener) idleFor() time.Duration {
 // registered in the database, so a release or revoke that commits
 // afterwards, through any pool or process, notifies this process.
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	if err := backendkit.RefuseSubscribe(key); err != nil {
+		return nil, nil, err
+	}
 	l := &b.listen
 	if err := b.callRefusal(""); err != nil {
 		return nil, nil, err

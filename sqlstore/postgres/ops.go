@@ -851,7 +851,7 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 	if err := b.callRefusal(protocol.OpNamespaces); err != nil {
 		return nil, err
 	}
-	if err := backendkit.CheckNamespacesLimit(limit); err != nil {
+	if err := backendkit.RefuseNamespaces(after, limit); err != nil {
 		return nil, err
 	}
 	var out []string

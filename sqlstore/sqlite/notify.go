@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -119,6 +120,9 @@ func (n *notifier) signalAll() {
 // one connection while every write waited for it (protocol.AcquireWait
 // then polls).
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
+	if err := backendkit.RefuseSubscribe(key); err != nil {
+		return nil, nil, err
+	}
 	if b.closed.Load() {
 		return nil, nil, b.closedError("")
 	}

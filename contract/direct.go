@@ -140,6 +140,52 @@ func directCases() []testCase {
 			e.expect("get without a request id, sent directly", res, err, protocol.StatusFound)
 			e.expectLease("get without a request id, sent directly", res.Lease, held)
 		}},
+		{"direct reused request id", func(e *env) {
+			if e.h.ServesLockDelays {
+				e.t.Skip("the handles are clients of stores served elsewhere: the serving runtime answers")
+			}
+			// A request id reused with other parameters is invalid: sent
+			// directly, the backend answers it as the runtime does (the
+			// result's Op, Key and RequestID set, and an *protocol.Error),
+			// and writes nothing.
+			held := e.acquire(e.a, "held", "w1", leaseTTL)
+			first := e.acquireReq("first", "w1", leaseTTL)
+			res, err := e.h.Backend.Acquire(e.ctx, first)
+			e.expect("acquire sent directly", res, err, protocol.StatusAcquired)
+			before := e.snapshot("held")
+			c := &badCalls{e: e}
+			ok := okRequests{e, held}
+			r := ok.acquire()
+			r.RequestID = first.RequestID
+			c.acquire("reusing an acquire's request id", r)
+			r = first
+			r.Owner = "w2"
+			c.acquire("reusing its request id with another owner", r)
+			rn := ok.renew()
+			rn.RequestID = first.RequestID
+			c.renew("reusing an acquire's request id", rn)
+			rl := ok.release()
+			rl.RequestID = first.RequestID
+			c.release("reusing an acquire's request id", rl)
+			rv := ok.revoke()
+			rv.RequestID = first.RequestID
+			c.revoke("reusing an acquire's request id", rv)
+			for _, c := range c.calls {
+				for _, h := range []struct {
+					name string
+					b    protocol.Backend
+					rt   *protocol.Runtime
+				}{{"first handle", e.h.Backend, e.a}, {"second handle", e.h.Second, e.b}} {
+					res, err := c.do(h.b)
+					wantRes, wantErr := c.do(h.rt)
+					e.expectSameAnswer(h.name+": "+c.name, res, err, wantRes, wantErr)
+				}
+			}
+			e.unchanged("after reused request ids sent directly", before)
+			if g := e.get(e.a, "fresh"); g != nil {
+				e.t.Fatalf("get fresh after an acquire reusing a request id sent directly: %s, want not_found", fmtLease(g))
+			}
+		}},
 		{"direct list", func(e *env) {
 			if e.h.ServesLockDelays {
 				e.t.Skip("the handles are clients of stores served elsewhere: the serving runtime validates")

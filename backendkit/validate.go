@@ -88,6 +88,22 @@ func RefuseList(req protocol.ListRequest) (protocol.ListResult, error) {
 	return protocol.ListResult{}, nil
 }
 
+// AnswerReused, deferred by a change's entry point (acquire, renew,
+// release, revoke) with pointers to its results, answers a request id
+// reused with other parameters as the runtime does: a result with status
+// invalid and no error ([Replay]'s) gets its Op, Key and RequestID set
+// (op, key and requestID, the request's) and an *[protocol.Error]
+// matching [protocol.ErrInvalid] with its message. Other answers pass
+// unchanged. A [protocol.BulkRenewer] answers such a member in its result
+// alone, as the runtime does.
+func AnswerReused(op protocol.Op, key protocol.Key, requestID string, res *protocol.Result, err *error) {
+	if *err != nil || res.Status != protocol.StatusInvalid {
+		return
+	}
+	res.Op, res.Key, res.RequestID = op, key, requestID
+	*err = &protocol.Error{Op: op, Status: protocol.StatusInvalid, Key: key, Lease: res.Lease, Message: res.Message}
+}
+
 // RefuseSubscribe returns the error [protocol.Runtime.Subscribe] answers
 // a subscription to an invalid key with, or nil when key is valid. A
 // [protocol.Notifier]'s Subscribe calls it first.

@@ -196,10 +196,11 @@ func (s *Store) record(now time.Time, c change) {
 
 // Acquire takes the lease on req.Key when it is free or expired, with a
 // token greater than every token the store issued, and records it.
-func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpAcquire, req.Key, req.RequestID, &res, &err)
 	s, now, err := b.lock(ctx, protocol.OpAcquire)
 	if err != nil {
 		return protocol.Result{}, err
@@ -235,10 +236,11 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 }
 
 // Renew extends the holder's live lease to now+req.TTL, keeping its token.
-func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRenew, req.Key, req.RequestID, &res, &err)
 	s, now, err := b.lock(ctx, protocol.OpRenew)
 	if err != nil {
 		return protocol.Result{}, err
@@ -289,10 +291,11 @@ func (s *Store) renew(req protocol.RenewRequest, now time.Time) protocol.Result 
 
 // Release deletes the holder's live lease. The result carries the lease as
 // it was.
-func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRelease, req.Key, req.RequestID, &res, &err)
 	s, now, err := b.lock(ctx, protocol.OpRelease)
 	if err != nil {
 		return protocol.Result{}, err
@@ -315,10 +318,11 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 
 // Revoke deletes the live lease at req.Key (only the one with req.Token when
 // it is non-zero) and records the actor and reason.
-func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRevoke, req.Key, req.RequestID, &res, &err)
 	s, now, err := b.lock(ctx, protocol.OpRevoke)
 	if err != nil {
 		return protocol.Result{}, err

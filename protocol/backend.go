@@ -44,9 +44,10 @@ type Store interface {
 //
 // A backend reports every protocol outcome in the [Result] (or [ListResult])
 // with a nil error: the success statuses, not_found, conflict, stale_token,
-// not_owner, expired, and invalid for a request id reused with other
-// parameters. Beyond an invalid request (see above), it returns a non-nil
-// error only when it could not answer; that
+// not_owner and expired. A request id reused with other parameters it
+// answers as the runtime does, as an invalid request (above), but for a
+// [BulkRenewer]'s member, answered in its result alone. Beyond these, it
+// returns a non-nil error only when it could not answer; that
 // error should be an *[Error] with status timeout or unavailable, built in one
 // place per backend from driver errors. Any other error is reported to callers
 // as unavailable, with the error as cause. Result.Op and Result.RequestID need

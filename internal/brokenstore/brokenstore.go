@@ -213,10 +213,10 @@ func (h *Handle) timeoutTwice(op protocol.Op, id string, run func(id string) (pr
 }
 
 // reuse runs a request whose id the store refused as reused with other
-// parameters under a fresh id (ReusedIDRuns).
-func (s *Store) reuse(res protocol.Result, id string, run func(id string) (protocol.Result, error)) (protocol.Result, error) {
-	if s.kind != ReusedIDRuns || res.Status != protocol.StatusInvalid || !s.occasion() {
-		return res, nil
+// parameters (res and err, its answer) under a fresh id (ReusedIDRuns).
+func (s *Store) reuse(res protocol.Result, err error, id string, run func(id string) (protocol.Result, error)) (protocol.Result, error) {
+	if s.kind != ReusedIDRuns || res.Status != protocol.StatusInvalid || protocol.StatusOf(err) != protocol.StatusInvalid || !s.occasion() {
+		return res, err
 	}
 	return run(fmt.Sprintf("%s#reuse-%d", id, s.n))
 }
@@ -269,10 +269,7 @@ func (h *Handle) Acquire(ctx context.Context, req protocol.AcquireRequest) (prot
 		}
 	}
 	res, err := run(req.RequestID)
-	if err != nil {
-		return res, err
-	}
-	if res, err = s.reuse(res, req.RequestID, run); err != nil {
+	if res, err = s.reuse(res, err, req.RequestID, run); err != nil {
 		return res, err
 	}
 	if res.Status == protocol.StatusConflict && res.Lease != nil && res.Lease.Owner != req.Owner && res.Lease.LiveAt(now) {
@@ -357,6 +354,10 @@ func (h *Handle) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 		out := make([]protocol.Result, len(reqs))
 		for i, req := range reqs {
 			res, err := h.renew(ctx, req)
+			if protocol.StatusOf(err) == protocol.StatusInvalid {
+				out[i] = res // a reused request id: answered in its result, as memstore does
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -382,10 +383,7 @@ func (h *Handle) renew(ctx context.Context, req protocol.RenewRequest) (protocol
 		return *early, err
 	}
 	res, err := run(req.RequestID)
-	if err != nil {
-		return res, err
-	}
-	if res, err = s.reuse(res, req.RequestID, run); err != nil {
+	if res, err = s.reuse(res, err, req.RequestID, run); err != nil {
 		return res, err
 	}
 	if s.kind == RenewAfterExpiry && res.Status == protocol.StatusExpired && res.Lease != nil && s.occasion() {
@@ -456,10 +454,7 @@ func (h *Handle) release(ctx context.Context, req protocol.ReleaseRequest, now t
 		}
 	}
 	res, err := run(req.RequestID)
-	if err != nil {
-		return res, err
-	}
-	if res, err = s.reuse(res, req.RequestID, run); err != nil {
+	if res, err = s.reuse(res, err, req.RequestID, run); err != nil {
 		return res, err
 	}
 	switch {
@@ -512,10 +507,9 @@ func (h *Handle) Revoke(ctx context.Context, req protocol.RevokeRequest) (protoc
 	}
 	res, err, done := h.timeoutTwice(protocol.OpRevoke, req.RequestID, run)
 	if !done {
-		if res, err = run(req.RequestID); err == nil {
-			if res, err = s.reuse(res, req.RequestID, run); err == nil {
-				res, err = h.replay(ctx, req.Key, res)
-			}
+		res, err = run(req.RequestID)
+		if res, err = s.reuse(res, err, req.RequestID, run); err == nil {
+			res, err = h.replay(ctx, req.Key, res)
 		}
 	}
 	s.ended(req.Key, protocol.StatusRevoked, res, err, now)

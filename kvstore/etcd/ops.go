@@ -284,10 +284,11 @@ func storeGone(r *pb.ResponseOp) bool { return r.GetResponseRange().GetCount() =
 // (the last attached to an etcd lease) and the audit record. The token is
 // the transaction's revision. Like every change, it applies only while the
 // store's format record exists (storeCmp).
-func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpAcquire, req.Key, req.RequestID, &res, &err)
 	if err := b.open(protocol.OpAcquire); err != nil {
 		return protocol.Result{}, err
 	}
@@ -560,10 +561,11 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 // zero TTL keeps the lease's own), keeping its token: one transaction that compares the key's entries with
 // the state last seen and writes the renewal and liveness entries and the
 // audit record.
-func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRenew, req.Key, req.RequestID, &res, &err)
 	return b.holder(ctx, b.renewChange(req))
 }
 
@@ -614,10 +616,11 @@ func renewTTL(req protocol.RenewRequest, cur protocol.Lease) time.Duration {
 
 // Release deletes the holder's live lease (its entries, its lock-delay's
 // too) and records it, in one transaction. The result carries the lease as it was.
-func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRelease, req.Key, req.RequestID, &res, &err)
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
 		op: protocol.OpRelease, key: req.Key, requestID: req.RequestID, fp: fp,
@@ -638,10 +641,11 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // Revoke deletes the live lease at req.Key (only the one with req.Token
 // when it is non-zero) and records the actor and reason; a lease with a
 // lock-delay leaves its delay entry, from now.
-func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRevoke, req.Key, req.RequestID, &res, &err)
 	fp := backendkit.Fingerprint(req)
 	return b.holder(ctx, holderChange{
 		op: protocol.OpRevoke, key: req.Key, requestID: req.RequestID, fp: fp,
@@ -720,7 +724,7 @@ func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) 
 		wg.Go(func() {
 			defer func() { <-sem }()
 			for _, i := range byKey[k] {
-				res, err := b.Renew(ctx, reqs[i])
+				res, err := b.holder(ctx, b.renewChange(reqs[i]))
 				if err != nil {
 					res, errs[i] = backendkit.Unanswered(err), err
 				}

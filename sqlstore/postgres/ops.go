@@ -328,10 +328,11 @@ func interval(ttl time.Duration) pgtype.Interval {
 
 // Acquire takes the lease on req.Key when it is free or expired, in one
 // statement; see acquireSQL.
-func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpAcquire, req.Key, req.RequestID, &res, &err)
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["ttl"], a["lock_delay"] = req.Owner, interval(req.TTL), interval(req.StoredLockDelay())
@@ -362,10 +363,17 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 }
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
-func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRenew, req.Key, req.RequestID, &res, &err)
+	return b.renewCoalesced(ctx, req)
+}
+
+// renewCoalesced is Renew of a valid request, coalesced as any change,
+// answering a reused request id in its result (as RenewMany does).
+func (b *Backend) renewCoalesced(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
 	return b.change(ctx, protocol.OpRenew, req.Key, renewSQL, b.renewArgs(req), classifyRenew(req))
 }
 
@@ -513,7 +521,7 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, o
 	}
 	renew := b.renewAlone
 	if len(reqs) == 1 || b.noBatch.Load() {
-		renew = b.Renew // no batch was sent: coalesced as any renewal
+		renew = b.renewCoalesced // no batch was sent: coalesced as any renewal
 	}
 	b.renewEach(ctx, reqs, idx, out, errs, renew)
 }
@@ -570,10 +578,11 @@ func answeredLater(batch []*pendingOp, again []bool, i int) bool {
 }
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
-func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRelease, req.Key, req.RequestID, &res, &err)
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["owner"], a["token"] = req.Owner, req.Token
@@ -594,10 +603,11 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 
 // Revoke deletes the live lease at req.Key (with req.Token when non-zero) in
 // one statement, recording req.Actor and req.Reason.
-func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRevoke, req.Key, req.RequestID, &res, &err)
 	fp := backendkit.Fingerprint(req)
 	a := b.changeArgs(req.Key, req.RequestID, fp)
 	a["actor"], a["reason"], a["token"] = req.Actor, req.Reason, req.Token

@@ -151,10 +151,11 @@ func nullMicros(t time.Time) sql.NullInt64 {
 // Acquire takes the lease at req.Key when there is no row or only an
 // expired one, with a token one above the file's fencing counter, which it
 // bumps; a live lease (anyone's) answers conflict with that lease.
-func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpAcquire, req.Key, req.RequestID, &res, &err)
 	const op = protocol.OpAcquire
 	fp := backendkit.Fingerprint(req)
 	return b.write(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
@@ -200,10 +201,11 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (pro
 
 // Renew extends the live lease (req.Key, req.Owner, req.Token) to expire
 // req.TTL from now, keeping its token.
-func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRenew, req.Key, req.RequestID, &res, &err)
 	return b.write(ctx, protocol.OpRenew, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		return b.renew(ctx, tx, now, req)
 	})
@@ -284,10 +286,11 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 
 // Release deletes the live lease (req.Key, req.Owner, req.Token). The result
 // carries the lease as it was.
-func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (protocol.Result, error) {
+func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRelease, req.Key, req.RequestID, &res, &err)
 	const op = protocol.OpRelease
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller
@@ -320,10 +323,11 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (pro
 // Revoke deletes the live lease at req.Key whoever holds it (only the one
 // with req.Token when it is non-zero), recording req.Actor and req.Reason.
 // The result carries the lease as it was.
-func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (protocol.Result, error) {
+func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
+	defer backendkit.AnswerReused(protocol.OpRevoke, req.Key, req.RequestID, &res, &err)
 	const op = protocol.OpRevoke
 	fp := backendkit.Fingerprint(req)
 	var rid int64 // the record the write makes, signalled here, not by the poller

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -316,6 +317,55 @@ func auditCases() []testCase {
 			_, err = e.audit.ReadAudit(e.ctx, audit.Query{Ops: ops(protocol.OpAcquire, "expire")})
 			if err == nil || !strings.Contains(err.Error(), `"expire" is not an operation the audit trail records (acquire,renew,release,revoke,prune)`) {
 				e.t.Fatalf("audit of op expire: error %v, want one naming the ops the trail records", err)
+			}
+		}},
+		{"cursor_past_the_end", func(e *env) {
+			// A cursor with an id no record of this store has reached (made
+			// by another store) is refused as invalid, naming why: a
+			// follower from it would skip every record until the trail
+			// caught up. Every position the store issued stays valid,
+			// the end of the trail included.
+			e.acquire(e.a, "k1", "w1", leaseTTL)
+			e.acquire(e.a, "k2", "w1", leaseTTL)
+			end, err := audit.Tail(e.ctx, e.audit, audit.Query{}, nil)
+			if err != nil {
+				e.t.Fatalf("tail: %v", err)
+			}
+			recs := e.auditAll(audit.Query{})
+			last := recs[len(recs)-1].ID
+			issued := []string{end, audit.EncodeCursor(last)}
+			page := e.readAudit(audit.Query{Follow: true, Namespace: e.ns, Key: "k1"})
+			issued = append(issued, page.FollowCursor, page.NextCursor)
+			for _, c := range issued {
+				if c == "" {
+					continue
+				}
+				for _, q := range []audit.Query{{Cursor: c}, {Cursor: c, Follow: true}, {Cursor: c, Follow: true, Namespace: e.ns, Key: "k1"}} {
+					if _, err := e.audit.ReadAudit(e.ctx, q); err != nil {
+						e.t.Fatalf("audit %+v from a cursor this store issued: %v", q, err)
+					}
+				}
+			}
+			past := audit.EncodeCursor(last + 1<<40)
+			for _, q := range []audit.Query{{Cursor: past}, {Cursor: past, Follow: true}, {Cursor: past, Follow: true, Namespace: e.ns, Key: "k1"}} {
+				p, err := e.audit.ReadAudit(e.ctx, q)
+				if protocol.StatusOf(err) != protocol.StatusInvalid || !strings.Contains(err.Error(), "past the end of this store's audit trail") ||
+					len(p.Records) != 0 {
+					e.t.Fatalf("audit %+v, a cursor past the end: %d records, error %v; want invalid, naming the end of the trail", q, len(p.Records), err)
+				}
+			}
+			// A watch from it ends with that answer, yielded once.
+			ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+			defer cancel()
+			var errs []error
+			for _, err := range audit.Watch(ctx, e.audit, audit.Query{Namespace: e.ns, Cursor: past}, &audit.WatchConfig{Interval: 10 * time.Millisecond}) {
+				if err == nil {
+					e.t.Fatalf("watch from a cursor past the end yielded a record")
+				}
+				errs = append(errs, err)
+			}
+			if ctx.Err() != nil || len(errs) != 1 || protocol.StatusOf(errs[0]) != protocol.StatusInvalid {
+				e.t.Fatalf("watch from a cursor past the end: %v (context %v); want one invalid answer, then the end", errs, ctx.Err())
 			}
 		}},
 		{"invalid_query", func(e *env) {

@@ -313,6 +313,28 @@ func (q Query) NextCursor(id int64) string {
 // [EncodeNewestCursor]), so that a caller can read it in its order.
 func IsNewestCursor(c string) bool { return strings.HasPrefix(c, newestCursorPrefix) }
 
+// CheckCursorEnd returns an invalid-input error for a read of q, oldest
+// first from a cursor, when the cursor's id is above end: the greatest id
+// a record of this store can have had when the read began (SQLite: the
+// last id given; PostgreSQL: below the next transaction's; etcd: the
+// revision read), at or above every cursor the store issued. Such a
+// cursor was made by another store (or by hand): a follower from it would
+// skip every record until the trail caught up with it. A cursor at the end
+// is valid. end < 0 checks nothing (a hot standby, which may lag the
+// primary that issued the cursor).
+func CheckCursorEnd(q Query, end int64) error {
+	if q.Newest || q.Cursor == "" || end < 0 {
+		return nil
+	}
+	after, err := DecodeCursor(q.Cursor)
+	if err != nil || after <= end {
+		return nil
+	}
+	return &protocol.Error{Op: protocol.OpAudit, Status: protocol.StatusInvalid,
+		Message: fmt.Sprintf("cursor %s is past the end of this store's audit trail (no record has an id above %d): "+
+			"was it made by another store? Start again without a cursor, with --since (since=), or from the end of the trail", q.Cursor, end)}
+}
+
 // DecodeCursor returns the record id an oldest-first cursor from
 // [EncodeCursor] or [EncodePrunedCursor] resumes after. A newest-first
 // cursor is an error (see [Query.IDRange], which reads both).

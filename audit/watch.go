@@ -50,8 +50,9 @@ type WatchConfig struct {
 // what an earlier prune removed (one committed late by a transaction open
 // during the prune) is refused as behind it: resume from the position
 // [WatchConfig].Passed last told instead, which carries it. A read that fails is yielded as
-// (Record{}, err) and retried after the interval; an invalid q, a cursor
-// behind a prune (an error matching [ErrPruned]: the records after it are
+// (Record{}, err) and retried after the interval; an invalid q (or a read
+// answered invalid: a cursor past the end of the trail, [CheckCursorEnd]),
+// a cursor behind a prune (an error matching [ErrPruned]: the records after it are
 // gone), a reader that answers closed (an error matching
 // [protocol.ErrClosed]: its handle or runtime was closed, and it never
 // answers again) and one that refuses the credentials or their permission
@@ -97,8 +98,8 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 				heldSince = time.Time{}
 			}
 			if err != nil {
-				if !yield(Record{}, err) || errors.Is(err, ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed ||
-					protocol.CredentialsRefused(err) {
+				if st := protocol.StatusOf(err); !yield(Record{}, err) || errors.Is(err, ErrPruned) || st == protocol.StatusClosed ||
+					st == protocol.StatusInvalid || protocol.CredentialsRefused(err) {
 					return
 				}
 			}
@@ -180,7 +181,9 @@ func (c *WatchConfig) withDefaults() WatchConfig {
 	return out
 }
 
-// Start returns the cursor a watch of q starts after: q.Cursor when set;
+// Start returns the cursor a watch of q starts after: q.Cursor when set
+// (refused when a read from it is answered invalid, as a cursor past the
+// end of the trail is);
 // else, when q.Since is set, the cursor just before the first record at
 // or after it (when a follower sees none yet, how far its read went, which
 // is before any record held back; the end of the trail when the reader
@@ -189,6 +192,17 @@ func (c *WatchConfig) withDefaults() WatchConfig {
 // now on follow. Each read is bounded by cfg's ReadTimeout (cfg may be nil).
 func Start(ctx context.Context, r Reader, q Query, cfg *WatchConfig) (string, error) {
 	if q.Cursor != "" {
+		// One read from it, so that a cursor the store refuses (past the
+		// end of its trail) is refused before the watch starts; any other
+		// failure is the watch's to meet.
+		probe := q
+		probe.Limit, probe.Follow, probe.Newest, probe.Since = 1, true, false, time.Time{}
+		rctx, cancel := context.WithTimeout(ctx, cfg.withDefaults().ReadTimeout)
+		_, err := r.ReadAudit(rctx, probe)
+		cancel()
+		if protocol.StatusOf(err) == protocol.StatusInvalid {
+			return "", err
+		}
 		return q.Cursor, nil
 	}
 	if !q.Since.IsZero() {

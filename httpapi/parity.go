@@ -440,10 +440,10 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 				continue
 			case it.err != nil:
 				status := failedStatus(x.r.Context(), it.err)
-				if status == protocol.StatusClosed || errors.Is(it.err, audit.ErrPruned) {
+				if status == protocol.StatusClosed || status == protocol.StatusInvalid || errors.Is(it.err, audit.ErrPruned) {
 					// A closed store answers nothing again, and a cursor
-					// behind a prune stays behind it: end, as a notify
-					// stream does, rather than report it forever.
+					// behind a prune (or past the end) stays there: end,
+					// as a notify stream does, rather than report it forever.
 					end(status, h.errorMessage(x, status, it.err))
 					return
 				}

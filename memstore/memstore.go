@@ -410,6 +410,9 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		return audit.Page{}, err
 	}
 	defer s.mu.Unlock()
+	if err := audit.CheckCursorEnd(q, int64(len(s.records))); err != nil {
+		return audit.Page{}, err
+	}
 	limit := q.EffectiveLimit()
 	// Record i has id i+1: ids after `after` and below `before` are the
 	// indexes [lo, hi).

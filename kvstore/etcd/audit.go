@@ -54,6 +54,9 @@ func (b *Backend) readAudit(ctx context.Context, q audit.Query) (audit.Page, int
 	if err != nil {
 		return audit.Page{}, 0, err
 	}
+	if err := audit.CheckCursorEnd(q, rev); err != nil {
+		return audit.Page{}, 0, err
+	}
 	// A page that is not full read the trail to its end at rev: every
 	// record with a smaller id, selected or not, was passed.
 	return backendkit.FollowPage(rows, q, rev), rev, nil

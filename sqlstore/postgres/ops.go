@@ -775,9 +775,10 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		pruned   int64 // the greatest id a prune removed in q's namespace (from a cursor, or a follower's)
 		prunedBy int64 // the id of the last prune batch that removed records of the whole trail (likewise)
 		passed   int64 // how far a follower's page passed (readAuditSQL)
+		lastID   int64 // the greatest id a record can have had (readAuditSQL; -1: not known)
 	)
 	err := retrySerialization(ctx, protocol.OpAudit, func() error {
-		recs, held, pruned, prunedBy, passed = recs[:0], false, 0, 0, 0
+		recs, held, pruned, prunedBy, passed, lastID = recs[:0], false, 0, 0, 0, -1
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
 			return interpretCallError(ctx, protocol.OpAudit, err)
@@ -787,7 +788,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 			row     auditCols
 			seen    bool // a row came: readAuditSQL returns at least one, unless the era's row is unseen
 		)
-		dest := append([]any{&horizon, &held, &pruned, &prunedBy, &passed}, row.dest()...)
+		dest := append([]any{&horizon, &held, &pruned, &prunedBy, &passed, &lastID}, row.dest()...)
 		_, err = pgx.ForEachRow(rows, dest, func() error {
 			seen = true
 			if !row.id.Valid {
@@ -812,6 +813,9 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		return audit.Page{}, err
 	}
 	if err := audit.CheckPrunedBy(q, pruned, prunedBy); err != nil {
+		return audit.Page{}, err
+	}
+	if err := audit.CheckCursorEnd(q, lastID); err != nil {
 		return audit.Page{}, err
 	}
 	p := backendkit.FollowPage(recs, q, passed)

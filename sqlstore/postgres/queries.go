@@ -414,8 +414,11 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 // a follower's page passed: the greatest id below the horizon that the
 // snapshot sees, so that a follower of a filtered query reads on past the
 // records it does not select without passing one held back (every id below
-// the horizon is settled); a page with no records is that one row with
-// NULL record columns. A
+// the horizon is settled), and the greatest id a record can have had when
+// the statement began (below the next transaction's; -1 on a hot standby,
+// which may lag the primary that issued a cursor): no cursor this store
+// issued lies past it (audit.CheckCursorEnd); a page with no records is
+// that one row with NULL record columns. A
 // first page with @since starts after sinceStartSQL's id, not at the start
 // of the trail. readAuditKeySQL is the same for the key (@ns, @name),
 // through the key index. Neither op nor owner has an index: the read walks
@@ -424,16 +427,18 @@ SELECT namespace FROM ns WHERE namespace IS NOT NULL LIMIT @limit`)
 // page stays bounded by @limit.
 var readAuditSQL = compile(`
 WITH h AS MATERIALIZED (
-    SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
+    SELECT x.horizon, x.top >= greatest(x.horizon, @after::bigint + 1) AS held,
            coalesce(m.through, 0) AS pruned, coalesce(m.pruned_by, 0) AS pruned_by,
-           least(x.horizon - 1, x.top) AS passed
+           least(x.horizon - 1, x.top) AS passed, x.last_id
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
-                 coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top
+                 coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top,
+                 CASE WHEN pg_is_in_recovery() THEN -1
+                      ELSE pg_snapshot_xmax(pg_current_snapshot())::text::bigint + e.id_offset - 1 END AS last_id
           FROM leasestore_audit_era e) AS x
     LEFT JOIN LATERAL (SELECT m.through, m.pruned_by FROM leasestore_audit_pruned_mark(@ns) AS m
                        WHERE @from_cursor::boolean OR @follow::boolean) AS m ON true
 )
-SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, h.last_id, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
        a.reason, a.status, a.version, a.expires_at
 FROM h
 LEFT JOIN LATERAL (
@@ -451,16 +456,18 @@ ORDER BY a.id`)
 
 var readAuditKeySQL = compile(`
 WITH h AS MATERIALIZED (
-    SELECT x.horizon, x.top >= greatest(x.horizon, @after + 1) AS held,
+    SELECT x.horizon, x.top >= greatest(x.horizon, @after::bigint + 1) AS held,
            coalesce(m.through, 0) AS pruned, coalesce(m.pruned_by, 0) AS pruned_by,
-           least(x.horizon - 1, x.top) AS passed
+           least(x.horizon - 1, x.top) AS passed, x.last_id
     FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint + e.id_offset AS horizon,
-                 coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top
+                 coalesce((SELECT max(a.id) FROM leasestore_audit a), 0) AS top,
+                 CASE WHEN pg_is_in_recovery() THEN -1
+                      ELSE pg_snapshot_xmax(pg_current_snapshot())::text::bigint + e.id_offset - 1 END AS last_id
           FROM leasestore_audit_era e) AS x
     LEFT JOIN LATERAL (SELECT m.through, m.pruned_by FROM leasestore_audit_pruned_mark(@ns) AS m
                        WHERE @from_cursor::boolean OR @follow::boolean) AS m ON true
 )
-SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
+SELECT h.horizon, h.held, h.pruned, h.pruned_by, h.passed, h.last_id, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id, a.actor,
        a.reason, a.status, a.version, a.expires_at
 FROM h
 LEFT JOIN LATERAL (
@@ -481,11 +488,12 @@ ORDER BY a.id`)
 // @since, else 0, so a read with @since stops where older records begin),
 // by id descending. It has no follower's form (a follower reads oldest
 // first), so its horizon and passed columns are 0 and nothing is held back,
+// its last_id -1 (nothing checked),
 // its pruned and pruned_by columns 0 (reading back from a cursor meets no gap a prune left), and a page
 // with no records has no row. readAuditKeyNewestSQL is the same for the key
 // (@ns, @name), through the key index read backwards.
 var readAuditNewestSQL = compile(`
-SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, -1::bigint AS last_id, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
        a.actor, a.reason, a.status, a.version, a.expires_at
 FROM leasestore_audit a
 WHERE a.id < @before AND a.id > @floor
@@ -497,7 +505,7 @@ ORDER BY a.id DESC
 LIMIT @limit`)
 
 var readAuditKeyNewestSQL = compile(`
-SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
+SELECT 0::bigint AS horizon, false AS held, 0::bigint AS pruned, 0::bigint AS pruned_by, 0::bigint AS passed, -1::bigint AS last_id, a.id, a.at, a.op, a.namespace, a.name, a.owner, a.token, a.request_id,
        a.actor, a.reason, a.status, a.version, a.expires_at
 FROM leasestore_audit a
 WHERE a.name = @name AND a.namespace = @ns

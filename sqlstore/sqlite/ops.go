@@ -558,6 +558,13 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		if err := audit.CheckPruned(q, through); err != nil {
 			return audit.Page{}, err
 		}
+		var end int64
+		if err := b.stmts.auditEnd.QueryRowContext(ctx).Scan(&end); err != nil {
+			return audit.Page{}, b.interpret(ctx, op, err)
+		}
+		if err := audit.CheckCursorEnd(q, end); err != nil {
+			return audit.Page{}, err
+		}
 	}
 	return backendkit.FollowPage(recs, q, top), nil
 }

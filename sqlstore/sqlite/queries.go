@@ -324,6 +324,11 @@ LIMIT ?4`
 	// read from a cursor below it fails rather than skip what went.
 	qPrunedThrough = `SELECT coalesce((SELECT through FROM leasestore_audit_pruned WHERE namespace = ?1), 0)`
 
+	// qAuditEnd is the last record id AUTOINCREMENT gave (none: 0), kept
+	// in sqlite_sequence after the record went (a prune): no cursor of
+	// this store lies past it.
+	qAuditEnd = `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'leasestore_audit'), 0)`
+
 	// qAuditTop is the greatest record id in the trail (none: 0), by
 	// primary key: read before a follower's page, it is how far the page
 	// passed (writers commit in id order, and AUTOINCREMENT never reuses

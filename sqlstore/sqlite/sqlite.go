@@ -974,7 +974,7 @@ func (b *Backend) shut() error {
 type statements struct {
 	findRequest, acquire, bumpFencing, renew, release, revoke                                         *sql.Stmt
 	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey, auditNewest, auditKeyNewest *sql.Stmt
-	keepDelay, currentDelay, getLease, prunedThrough, auditTop, putBack, sinceStart                   *sql.Stmt
+	keepDelay, currentDelay, getLease, prunedThrough, auditTop, auditEnd, putBack, sinceStart         *sql.Stmt
 }
 
 func (s *statements) fields() []struct {
@@ -989,7 +989,7 @@ func (s *statements) fields() []struct {
 		{&s.renew, qRenew}, {&s.release, qRelease}, {&s.revoke, qRevoke},
 		{&s.currentLease, qCurrentLease}, {&s.insertAudit, qInsertAudit}, {&s.list, qList}, {&s.listOwner, qListOwner}, {&s.listAll, qListAll},
 		{&s.audit, qAudit}, {&s.auditKey, qAuditKey}, {&s.auditNewest, qAuditNewest}, {&s.auditKeyNewest, qAuditKeyNewest}, {&s.keepDelay, qKeepDelay}, {&s.currentDelay, qCurrentDelay},
-		{&s.getLease, qGetLease}, {&s.prunedThrough, qPrunedThrough}, {&s.auditTop, qAuditTop},
+		{&s.getLease, qGetLease}, {&s.prunedThrough, qPrunedThrough}, {&s.auditTop, qAuditTop}, {&s.auditEnd, qAuditEnd},
 		{&s.putBack, qPutBack}, {&s.sinceStart, qSinceStart},
 	}
 }

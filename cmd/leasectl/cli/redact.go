@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // mask replaces a password wherever leasectl prints one.
@@ -18,12 +20,24 @@ const mask = "xxxxx"
 const minBareSecret = 4
 
 var (
-	// urlPassword matches the password of a postgres, http(s) or etcd(s) URL in free text.
+	// pgURLPassword matches the password of a postgres URL in free text as
+	// libpq and pgx read one: the user info runs to an '@' before the path,
+	// so a password may hold ':', '?', '#' and '@' unescaped. The mask runs
+	// to the last '@' before a '/', a blank, a double quote or a backquote
+	// (which end the DSN in leasectl's and pgx's messages and JSON lines).
+	pgURLPassword = regexp.MustCompile("((?:postgres(?:ql)?)://[^:/@\\s\"`]*:)[^/\\s\"`]*@")
+	// urlPassword matches the password of an http(s) or etcd(s) URL in free text.
 	// The password part stops at characters a URL's userinfo cannot hold
 	// unescaped, so that it never runs on into the next URL of a JSON line.
-	urlPassword = regexp.MustCompile(`((?:postgres(?:ql)?|https?|etcds?)://[^:/?#@\s"']*:)[^@\s/?#"']*@`)
-	// kvPassword matches password=VALUE in a query string or a key/value DSN.
-	kvPassword = regexp.MustCompile(`((?:ssl)?password=)(?:'[^']*'|[^\s&'"]+)`)
+	urlPassword = regexp.MustCompile(`((?:https?|etcds?)://[^:/?#@\s"']*:)[^@\s/?#"']*@`)
+	// kvPassword matches password=VALUE in a query string or a key/value
+	// DSN, in libpq's conninfo grammar: blanks may stand around '=', and the
+	// value is single-quoted (a backslash escapes the next character, \'
+	// and \\ among them; an unterminated quote runs to the end) or runs to
+	// the next blank (also a backslash escapes), stopping at '&' or a quote
+	// as in a URL's query or a JSON line. Group 1 is the key and '=', group
+	// 2 the value as written.
+	kvPassword = regexp.MustCompile(`((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:[^\s&'"\\]|\\.)+)`)
 )
 
 // redactor removes DSN passwords from text. The zero value redacts only
@@ -70,26 +84,36 @@ func (r *redactor) redact(s string) string {
 			s = strings.ReplaceAll(s, sec, mask)
 		}
 	}
-	s = urlPassword.ReplaceAllString(s, "${1}"+mask+"@")
-	return maskKV(s)
+	return maskKV(maskURLs(s))
+}
+
+// maskURLs masks the passwords of the URLs in s (postgres, http(s),
+// etcd(s)).
+func maskURLs(s string) string {
+	s = pgURLPassword.ReplaceAllString(s, "${1}"+mask+"@")
+	return urlPassword.ReplaceAllString(s, "${1}"+mask+"@")
 }
 
 // maskKV masks password=VALUE pairs, leaving pairs already masked as they
-// are (so that text redacted twice keeps what follows the mask).
+// are (so that text redacted twice keeps what follows the mask) and the
+// key and '=' as written.
 func maskKV(s string) string {
 	return kvPassword.ReplaceAllStringFunc(s, func(m string) string {
-		key, value, _ := strings.Cut(m, "=")
-		if strings.HasPrefix(value, mask) {
+		sub := kvPassword.FindStringSubmatch(m)
+		if strings.HasPrefix(sub[2], mask) {
 			return m
 		}
-		return key + "=" + mask
+		return sub[1] + mask
 	})
 }
 
 // secretsOf returns the passwords written in dsn, in decoded and raw
-// (percent-encoded) forms: the URL's userinfo password and its password and
-// sslpassword query values, or for a key/value string its password values.
-// It never fails: a DSN that does not parse is searched textually.
+// (percent-encoded, quoted or backslash-escaped) forms: the URL's userinfo
+// password and its password and sslpassword query values, or for a
+// key/value string its password values; and, when dsn writes a password and
+// pgx parses it, the password pgx reads (libpq's grammar, which the
+// textual search follows but cannot always match). It never fails: a DSN
+// that does not parse is searched textually.
 func secretsOf(dsn string) []string {
 	var out []string
 	add := func(s string) {
@@ -100,31 +124,72 @@ func secretsOf(dsn string) []string {
 			}
 		}
 	}
+	writesPassword := false // a password of the user's, not sslpassword
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
 			add(p)
+			writesPassword = true
 		}
 	}
 	if _, rest, ok := strings.Cut(dsn, "://"); ok {
-		authority := rest
-		if i := strings.IndexByte(authority, '?'); i >= 0 {
-			authority = authority[:i]
-		}
+		// libpq's URI grammar: only a '/' ends the search for the user
+		// info's '@', so the password may hold '?', '#' and '@'; taking
+		// the last '@' masks all that any reading takes for the password.
+		authority, _, _ := strings.Cut(rest, "/")
 		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 			if _, pw, ok := strings.Cut(authority[:at], ":"); ok {
 				add(pw)
+				writesPassword = writesPassword || pw != ""
 			}
 		}
 	}
 	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
-		add(strings.Trim(strings.TrimPrefix(m[0], m[1]), "'"))
+		raw := m[2]
+		if q, ok := strings.CutPrefix(raw, "'"); ok {
+			raw = strings.TrimSuffix(q, "'")
+		}
+		add(raw)
+		add(unescapeConninfo(raw))
+		writesPassword = writesPassword || !strings.HasPrefix(m[1], "ssl")
+	}
+	if writesPassword && isPostgresDSN(dsn) {
+		// Only when the DSN writes one: pgx also takes a password from
+		// PGPASSWORD and the password file, which are not the DSN's to mask.
+		if c, err := pgconn.ParseConfig(dsn); err == nil {
+			add(c.Password)
+		}
 	}
 	return out
 }
 
-// redactDSN returns dsn fit for messages: the password masked.
+// unescapeConninfo removes the backslashes of a conninfo value as libpq
+// and pgx read it: a backslash escapes the next character.
+func unescapeConninfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			if i == len(s) {
+				break // a trailing backslash escapes the end: dropped
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// isPostgresDSN reports whether dsn is one of the PostgreSQL forms
+// parseDSN reads: a postgres:// or postgresql:// URL or libpq's key=value
+// pairs.
+func isPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeyValueDSN(dsn)
+}
+
+// redactDSN returns dsn fit for messages: the password masked. A postgres
+// URL is masked as libpq reads it (net/url would take a '?' in its
+// password for the query's start).
 func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.Opaque == "" {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.Opaque == "" && !isPostgresDSN(dsn) {
 		return redactQuery(u.Redacted())
 	}
 	return (&redactor{}).redact(dsn)
@@ -171,7 +236,7 @@ type redactingWriter struct {
 func (rw *redactingWriter) Write(p []byte) (int, error) {
 	var s string
 	if rw.urlsOnly {
-		s = urlPassword.ReplaceAllString(string(p), "${1}"+mask+"@")
+		s = maskURLs(string(p))
 	} else {
 		s = rw.r.redact(string(p))
 	}

@@ -121,7 +121,8 @@ func (a *app) openMigrationDB(ctx context.Context) (target, *sql.DB, error) {
 func (a *app) openPostgresMigrationDB(ctx context.Context, t target) (*sql.DB, error) {
 	c, err := pgx.ParseConfig(t.raw)
 	if err != nil {
-		return nil, err
+		// Bad input, as postgres.Open answers it (exit 2): a retry cannot help.
+		return nil, &protocol.Error{Status: protocol.StatusInvalid, Err: err, Message: "postgres: parse dsn"}
 	}
 	refuse := func(how string) error {
 		return usageError("migrate: the DSN goes through a connection pooler that does not keep sessions (%s): "+

@@ -220,7 +220,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 					return nil
 				}
 				if len(page.Records) == 0 {
-					a.printText("no audit records\n")
+					a.printEmpty("no audit records\n", noHeaders)
 					return nil
 				}
 				a.printText(formatRecords(page.Records, noHeaders))

@@ -310,9 +310,9 @@ a live lease, by namespace and then key.`,
 				}
 				if len(res.Leases) == 0 {
 					if allNamespaces {
-						a.printText("no leases\n")
+						a.printEmpty("no leases\n", noHeaders)
 					} else {
-						a.printText("no leases in namespace " + req.Namespace + "\n")
+						a.printEmpty("no leases in namespace "+req.Namespace+"\n", noHeaders)
 					}
 					return nil
 				}

@@ -383,6 +383,17 @@ func failureJSON(command, status, msg, reqID string) any {
 	return errorJSON{Status: status, Message: msg}
 }
 
+// printEmpty prints the notice of a table with no row: on stdout, or on
+// stderr when the table has no headers (stdout then holds only data lines,
+// so that a script counting them counts none).
+func (a *app) printEmpty(notice string, noHeaders bool) {
+	if noHeaders {
+		_, _ = io.WriteString(a.stderr, notice)
+		return
+	}
+	a.printText(notice)
+}
+
 // morePages tells how to read the page after this one when cursor is not
 // empty: on stdout after the table, or on stderr when the table has no
 // headers (its lines are data for scripts).

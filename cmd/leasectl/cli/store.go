@@ -39,7 +39,8 @@ type target struct {
 }
 
 // parseDSN recognises postgres://, postgresql://, libpq's key=value form
-// (host=... user=... dbname=...), sqlite:PATH, etcd:// or etcds:// (an
+// (host=... user=... dbname=...), sqlite:PATH (a plain PATH holding no
+// '?', or a file: URI with SQLite's parameters), etcd:// or etcds:// (an
 // etcd cluster, see etcd.ParseDSN), and http:// or https:// (a store
 // served by leasectl serve). Any other form is invalid
 // input; the message repeats the DSN only when it is a bare file path
@@ -59,6 +60,13 @@ func parseDSN(dsn string) (target, error) {
 			// root of the file system; sqlite:///abs/path stays the path.
 			return target{}, usageError("dsn: %s names the file /%s at the root of the file system: "+
 				"write sqlite:%s for a file in the working directory (or sqlite:/%s if you mean the root)", dsn, name, name, name)
+		}
+		if name, query, ok := strings.Cut(path, "?"); ok && !strings.HasPrefix(path, "file:") {
+			// The URI habit: a plain path is a file name, so the query
+			// would be part of a new file's name (the backend escapes it).
+			return target{}, usageError("dsn: %s: a plain path after sqlite: takes no parameters (this would name a new file "+
+				"called %q): write sqlite:file:%s?%s for SQLite's URI parameters (and %%3F for a '?' in a file name)",
+				dsn, path, name, query)
 		}
 		if name, ok := strings.CutPrefix(path, "~/"); ok {
 			// The shell expands ~ only at the start of a word.

@@ -154,7 +154,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	d, err := Parse(s)
 	if err == nil {
 		if d < 0 {
-			return time.Time{}, fmt.Errorf("duration %v back from now must not be negative", d)
+			return time.Time{}, fmt.Errorf("duration %s back from now must not be negative", Format(d))
 		}
 		return now.Add(-d).UTC(), nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/httpapi"
 	"github.com/leasestore/leasestore/promobserver"
 	"github.com/leasestore/leasestore/protocol"
@@ -302,7 +303,7 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		}
 		break
 	}
-	a.log.Info("shutting down: finishing requests in flight", "timeout", f.shutdownTimeout)
+	a.log.Info("shutting down: finishing requests in flight", "timeout", durations.Format(f.shutdownTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
@@ -330,7 +331,7 @@ func (a *app) startRetention(ctx context.Context, s *store, keep time.Duration) 
 		defer close(done)
 		_ = audit.Retain(ctx, p, audit.RetainConfig{Keep: keep, Logger: a.log})
 	}()
-	a.log.Info("audit retention", "keep", keep)
+	a.log.Info("audit retention", "keep", durations.Format(keep))
 	return func() { cancel(); <-done }, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/durations"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -208,7 +209,7 @@ func (a *app) demoTarget(cmd *cobra.Command, keep bool) (t target, temp bool, cl
 // run tells the story. Any deviation from it (which would be a bug in a
 // backend) ends the demo with an error.
 func (d *demo) run(ctx context.Context, s *store, where string) error {
-	d.say("leasestore demo on %s, namespace %s, lease ttl %v", where, d.ns, d.ttl)
+	d.say("leasestore demo on %s, namespace %s, lease ttl %s", where, d.ns, durations.Format(d.ttl))
 
 	holders, loser, err := d.race(ctx)
 	defer func() {
@@ -232,7 +233,7 @@ func (d *demo) run(ctx context.Context, s *store, where string) error {
 	}
 
 	d.say("")
-	d.say("3. The holders work on, their leases renewed in the background every %v.", (d.ttl / 3).Round(time.Millisecond))
+	d.say("3. The holders work on, their leases renewed in the background every %s.", durations.Format((d.ttl / 3).Round(time.Millisecond)))
 	if err := d.waitRenewed(ctx, a, b, c); err != nil {
 		return err
 	}

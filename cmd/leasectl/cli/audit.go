@@ -166,6 +166,10 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
   leasectl audit --follow --op acquire --since 1h -o json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("interval") && !follow {
+				// A poll interval without polling would be ignored.
+				return usageError("--interval: only with --follow")
+			}
 			var err error
 			if q.Since, err = parseSince(since, time.Now()); err != nil {
 				return err
@@ -241,7 +245,7 @@ time: RFC 3339 (2026-01-02T15:04:05Z) or a UTC date (2026-01-02).`,
 	f.StringVar(&order, "order", "", "newest or oldest first (default: newest; with --follow oldest, which is the only order it takes)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep polling for new records until interrupted")
 	f.BoolVar(&noHeaders, "no-headers", false, "table output: no header line (the next page's command goes to stderr)")
-	f.Var(newDurationFlag(&interval, time.Second, positive, 0), "interval", "poll interval of --follow")
+	f.Var(newDurationFlag(&interval, time.Second, positive, 0), "interval", "poll interval of --follow (only with it)")
 	_ = cmd.RegisterFlagCompletionFunc("op", completeOps)
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.AddCommand(a.auditPruneCommand(), a.auditExportCommand())

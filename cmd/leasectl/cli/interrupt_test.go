@@ -39,7 +39,7 @@ func TestInterruptedCommand(t *testing.T) {
 func TestInterruptedWait(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
-	wantCode(t, runCLI(t, e, "acquire", "hw", "--owner", "holder", "--ttl", "1m"), ExitOK)
+	wantCode(t, runCLI(t, e, "acquire", "hw", "--owner", "holder", "--ttl", "1h"), ExitOK)
 	for _, args := range [][]string{
 		{"acquire", "hw", "--owner", "w", "--wait"},
 		{"acquire", "hw", "--owner", "w", "--wait", "--wait-timeout", "1m"},

@@ -966,7 +966,7 @@ func (b *Backend) clock() *time.Time {
 
 // dsnPassword extracts the password from a DSN that pgx could not parse, so
 // that it can be kept out of error messages: the password of a URL, or the
-// value of a password= pair.
+// value of a password keyword (conninfoPassword).
 func dsnPassword(dsn string) string {
 	if i := strings.Index(dsn, "://"); i >= 0 {
 		rest := dsn[i+3:]
@@ -977,12 +977,55 @@ func dsnPassword(dsn string) string {
 		}
 		return ""
 	}
-	for _, f := range strings.Fields(dsn) {
-		if v, ok := strings.CutPrefix(f, "password="); ok {
-			return strings.Trim(v, "'")
+	return conninfoPassword(dsn)
+}
+
+// conninfoPassword returns the password of a keyword/value DSN as written
+// (escapes kept, quotes not), reading it as libpq does: blanks may surround
+// "=", a value is single-quoted or runs to the next blank, and a backslash
+// escapes the character after it; "" when there is none.
+func conninfoPassword(dsn string) string {
+	skip := func(i int) int {
+		for i < len(dsn) && (dsn[i] == ' ' || dsn[i] == '\t' || dsn[i] == '\n' || dsn[i] == '\r' || dsn[i] == '\f' || dsn[i] == '\v') {
+			i++
+		}
+		return i
+	}
+	blank := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+	password := ""
+	for i := skip(0); i < len(dsn); i = skip(i) {
+		k := i
+		for i < len(dsn) && dsn[i] != '=' && !blank(dsn[i]) {
+			i++
+		}
+		key := dsn[k:i]
+		if i = skip(i); i >= len(dsn) || dsn[i] != '=' {
+			return password // not keyword/value: pgx says so
+		}
+		i = skip(i + 1)
+		quoted := i < len(dsn) && dsn[i] == '\''
+		if quoted {
+			i++
+		}
+		v := i
+		for i < len(dsn) {
+			if dsn[i] == '\\' && i+1 < len(dsn) {
+				i += 2
+				continue
+			}
+			if (quoted && dsn[i] == '\'') || (!quoted && blank(dsn[i])) {
+				break
+			}
+			i++
+		}
+		if key == "password" {
+			password = dsn[v:i]
+		}
+		if quoted && i < len(dsn) {
+			i++ // the closing quote
 		}
 	}
-	return ""
+	return password
 }
 
 // minRedactedSecret is the shortest password replaced in error text: a
@@ -990,12 +1033,21 @@ func dsnPassword(dsn string) string {
 // not print passwords in its errors; the redaction is a safety net.
 const minRedactedSecret = 4
 
-// redact replaces every occurrence of secret in s.
+// redact replaces every occurrence of secret in s, and of each of its
+// blank-separated parts (pgx masks a password up to its first blank, an
+// escaped one too, and leaves the rest as written).
 func redact(s, secret string) string {
-	if len(secret) < minRedactedSecret {
-		return s
+	if len(secret) >= minRedactedSecret {
+		s = strings.ReplaceAll(s, secret, "xxxxx")
 	}
-	return strings.ReplaceAll(s, secret, "xxxxx")
+	if parts := strings.Fields(secret); len(parts) > 1 {
+		for _, p := range parts {
+			if len(p) >= minRedactedSecret {
+				s = strings.ReplaceAll(s, p, "xxxxx")
+			}
+		}
+	}
+	return s
 }
 
 // redactedError is an error whose text has a secret removed; it unwraps to
@@ -1012,7 +1064,7 @@ func (e *redactedError) Unwrap() error { return e.err }
 // keeps its type (its message and cause are redacted) so that its status
 // still reads with errors.As.
 func redacted(err error, secret string) error {
-	if err == nil || len(secret) < minRedactedSecret || !strings.Contains(err.Error(), secret) {
+	if err == nil || redact(err.Error(), secret) == err.Error() {
 		return err
 	}
 	var pe *protocol.Error

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -113,9 +114,11 @@ func LoadTokens(path string) (*Tokens, error) {
 // NS-GLOB names the namespaces the token may act in, where * matches any run
 // of characters ("*" is every namespace, and only "*" lets a token read the
 // audit trail of every namespace at once). The prefix sha256: is read in
-// any case (SHA256:HEX too); a token written ALGO:HEX of another algorithm
-// (md5:, sha1:, sha512:...) is refused, as no hash of it can be told from
-// the token. A # at the start of a line or after whitespace starts a
+// any case (SHA256:HEX too); a token written ALGO:HEX of another hash
+// algorithm (md5:, sha1:, SHA-256:, sha512/256:, sha3-256:, blake2b-256:...,
+// with as many hex digits as its digest has) is refused, as no hash of it
+// can be told from the token; any other NAME:HEX (deploy:HEX) is a plain
+// token. A # at the start of a line or after whitespace starts a
 // comment, to the end of the line; any other # is part of its field (the
 // glob team#1, or team\#1, names the namespace team#1). Blank lines are
 // skipped; a UTF-8 byte order mark at the start is skipped; a line may be
@@ -183,8 +186,9 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		}
 		copy(e.hash[:], b)
 	case isHash && looksLikeHash(algo, hx):
-		return tokenEntry{}, errors.New("token: written ALGO:HEX, as a hash, but only sha256:HEX names a token by its hash: " +
-			"write the token's sha256:HEX, or the token itself")
+		// algo is a known algorithm's name, never part of a secret.
+		return tokenEntry{}, fmt.Errorf("token: written %s:HEX, a hash of %s, but only sha256:HEX names a token by its hash: "+
+			"write the token's sha256:HEX, or the token itself", algo, algo)
 	default:
 		if len(fields[0]) < minPlainToken {
 			return tokenEntry{}, fmt.Errorf("token: shorter than %d characters", minPlainToken)
@@ -233,19 +237,62 @@ func uncomment(text string) string {
 	return text
 }
 
-// looksLikeHash reports whether algo:hx reads as a hash of an algorithm
-// named algo (letters, digits, '-'; a letter first) in hex digits, at
-// least 32 of them (md5's): a token so written is taken for a hash.
+// hashHexLen is the length in hex digits of the digest of each hash
+// algorithm a tokens file's first field may name as ALGO:HEX, by the name
+// as [looksLikeHash] normalizes it (lower case, without '-', '_' or '/').
+var hashHexLen = map[string]int{
+	"md5":  32,
+	"sha1": 40,
+	// SHA-2, also written sha2-256 and so on, and SHA-512/t.
+	"sha224": 56, "sha256": 64, "sha384": 96, "sha512": 128,
+	"sha2224": 56, "sha2256": 64, "sha2384": 96, "sha2512": 128,
+	"sha512224": 56, "sha512256": 64,
+	// SHA-3.
+	"sha3224": 56, "sha3256": 64, "sha3384": 96, "sha3512": 128,
+}
+
+// looksLikeHash reports whether algo:hx reads as the digest of a hash
+// algorithm: algo names one (md5, sha1, the SHA-2 and SHA-3 functions,
+// BLAKE2b and BLAKE2s, in any case, with or without '-', '_' or '/':
+// SHA-256, sha512/256, sha3_512, blake2b-256, blake2s256) and hx is as
+// many hex digits as its digest has. A token so written is taken for a
+// hash; any other NAME:HEX is a plain token (deploy:HEX, md5: of the wrong
+// length).
 func looksLikeHash(algo, hx string) bool {
-	if algo == "" || len(hx) < 32 || !unicode.IsLetter(rune(algo[0])) {
+	if hx == "" || strings.Trim(hx, "0123456789abcdefABCDEF") != "" {
 		return false
 	}
-	for _, c := range algo {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
+	name := strings.Map(func(c rune) rune {
+		if c == '-' || c == '_' || c == '/' {
+			return -1
 		}
+		return unicode.ToLower(c)
+	}, algo)
+	if n, ok := hashHexLen[name]; ok {
+		return len(hx) == n
 	}
-	return strings.Trim(hx, "0123456789abcdefABCDEF") == ""
+	// BLAKE2b (digests up to 512 bits) and BLAKE2s (up to 256), of the
+	// full length or of any whole number of bytes named after the name
+	// (blake2b-256, blake2s128).
+	for _, b := range []struct {
+		name string
+		bits int
+	}{{"blake2b", 512}, {"blake2s", 256}} {
+		rest, ok := strings.CutPrefix(name, b.name)
+		if !ok {
+			continue
+		}
+		bits := b.bits
+		if rest != "" {
+			n, err := strconv.Atoi(rest)
+			if err != nil || rest[0] == '0' || n%8 != 0 || n > b.bits {
+				return false
+			}
+			bits = n
+		}
+		return len(hx) == bits/4
+	}
+	return false
 }
 
 // authenticate returns the principal of a bearer token, or false. Every

@@ -30,20 +30,22 @@ func TestTokensFileRefusesAHashOfAnotherAlgorithm(t *testing.T) {
 	}
 }
 
-// A # inside a field is no comment: the unquoted glob team#1 names the
-// namespace team#1, not team (the text before the #).
-func TestTokensFileHashInsideAFieldIsNoComment(t *testing.T) {
+// "# starts a comment" (the contract): an unquoted # inside a field starts
+// one too, so the line `TOKEN writer team#1 # ...` names the glob team, and
+// only team\#1 names the namespace team#1
+// (TestTokensFileGlobCanNameANamespaceWithAHash).
+func TestTokensFileHashInsideAFieldStartsAComment(t *testing.T) {
 	t.Parallel()
 	toks, err := httpapi.ParseTokens(strings.NewReader(writerToken + " writer team#1 # the token of team#1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newServer(t, &httpapi.Config{Tokens: func() *httpapi.Tokens { return toks }})
-	for ns, want := range map[string]int{"team#1": 200, "team": 403} {
+	for ns, want := range map[string]int{"team": 200, "team#1": 403} {
 		r := send(t, "POST", s.url+"/v1/acquire", `{"namespace":"`+ns+`","key":"k","owner":"o","ttl":"30s"}`,
 			"Authorization", "Bearer "+writerToken)
 		if r.code != want {
-			t.Fatalf("acquire in %s with the token of glob team#1: HTTP %d %s; want %d", ns, r.code, r.body, want)
+			t.Fatalf("acquire in %s with the token of the line `writer team#1 # ...` (the glob team, then a comment): HTTP %d %s; want %d", ns, r.code, r.body, want)
 		}
 	}
 }

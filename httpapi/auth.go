@@ -118,9 +118,11 @@ func LoadTokens(path string) (*Tokens, error) {
 // algorithm (md5:, sha1:, SHA-256:, sha512/256:, sha3-256:, blake2b-256:...,
 // with as many hex digits as its digest has) is refused, as no hash of it
 // can be told from the token; any other NAME:HEX (deploy:HEX) is a plain
-// token. A # at the start of a line or after whitespace starts a
-// comment, to the end of the line; any other # is part of its field (the
-// glob team#1, or team\#1, names the namespace team#1). Blank lines are
+// token. A # starts a comment, to the end of the line, wherever it stands
+// (the line TOKEN writer team#1 names the glob team); \# is the one way to
+// put a # into a field: in the token it stands for #, and in a glob it is
+// the glob grammar's quoted # (team\#1 names the namespace team#1), where
+// the # of \\# (a quoted \) starts a comment. Blank lines are
 // skipped; a UTF-8 byte order mark at the start is skipped; a line may be
 // of any length. Errors name the line and the field, never the token, and
 // quote no field that may be one.
@@ -177,7 +179,8 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		return tokenEntry{}, fmt.Errorf("%d fields, want TOKEN ROLE NS-GLOB[,NS-GLOB...]", len(fields))
 	}
 	e := tokenEntry{line: line}
-	algo, hx, isHash := strings.Cut(fields[0], ":")
+	token := unquoteHash(fields[0])
+	algo, hx, isHash := strings.Cut(token, ":")
 	switch {
 	case isHash && strings.EqualFold(algo, "sha256"):
 		b, err := hex.DecodeString(hx)
@@ -190,10 +193,10 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 		return tokenEntry{}, fmt.Errorf("token: written %s:HEX, a hash of %s, but only sha256:HEX names a token by its hash: "+
 			"write the token's sha256:HEX, or the token itself", algo, algo)
 	default:
-		if len(fields[0]) < minPlainToken {
+		if len(token) < minPlainToken {
 			return tokenEntry{}, fmt.Errorf("token: shorter than %d characters", minPlainToken)
 		}
-		e.hash = sha256.Sum256([]byte(fields[0]))
+		e.hash = sha256.Sum256([]byte(token))
 	}
 	// The role is not quoted: on a line whose fields are out of order
 	// (NAME TOKEN ROLE), it is the token.
@@ -223,18 +226,36 @@ func parseTokenLine(fields []string, line int) (tokenEntry, error) {
 	return e, nil
 }
 
-// uncomment returns text without its comment: from the first # at its
-// start or after whitespace (a # inside a field, as in the glob team#1 or
-// team\#1, is part of it).
+// uncomment returns text without its comment: from its first unquoted
+// #, wherever it stands (*# starts one too). A \ quotes the character
+// after it, so \# is part of its field and the # of \\# starts a comment,
+// as the glob grammar reads them.
 func uncomment(text string) string {
-	prevSpace := true
-	for i, c := range text {
-		if c == '#' && prevSpace {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++ // the quoted character, whatever it is
+		case '#':
 			return text[:i]
 		}
-		prevSpace = unicode.IsSpace(c)
 	}
 	return text
+}
+
+// unquoteHash returns a token field with each \# read as # (the one way
+// to write a # in a token); any other \ is part of the token.
+func unquoteHash(field string) string {
+	var b strings.Builder
+	for i := 0; i < len(field); i++ {
+		if field[i] == '\\' && i+1 < len(field) {
+			if field[i+1] != '#' {
+				b.WriteByte('\\')
+			}
+			i++
+		}
+		b.WriteByte(field[i])
+	}
+	return b.String()
 }
 
 // hashHexLen is the length in hex digits of the digest of each hash

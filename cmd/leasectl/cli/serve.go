@@ -70,9 +70,9 @@ revoke); each NS-GLOB is a namespace glob, matching a whole namespace: *
 matches any run of characters, / included; ? any one character; [...] one
 of a class ([0-3], [^0-9]); \ quotes the next character (\*); anything else
 itself. Only * reads the audit trail of every namespace at once; a malformed
-glob is refused. # at a line's start or after whitespace starts a comment
-(any other # is part of its field: team#1); a UTF-8 byte order mark at the
-start of the file is skipped. SIGHUP reloads
+glob is refused. # starts a comment wherever it stands (team#1 is the glob
+team); \# puts a # into a field (team\#1 names the namespace team#1; in a
+token, \# is #); a UTF-8 byte order mark at the start of the file is skipped. SIGHUP reloads
 the file; a file that does not parse is refused and the tokens
 in force stay. Streams (notify, audit follow) of a token the reload removed, or
 narrowed so that it may no longer read the stream's namespace, end at once.

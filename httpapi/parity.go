@@ -211,7 +211,10 @@ type renewManyBody struct {
 // alone as the store's other invalid renewals do, and its result says the
 // token is required (errTokenRequired) rather than that 0 is not positive.
 func (h *Handler) serveRenewMany(x *exchange) {
-	serve(h, x, route[renewMany]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes,
+	// nsRequired: a renewal in namespace "" is the store's invalid, in its
+	// own result, for every token alike (as POST /v1/renew answers it),
+	// so serve checks only the role when the first renewal's is "".
+	serve(h, x, route[renewMany]{op: protocol.OpRenew, verb: "renew", shape: renewManyShape, maxBody: MaxRenewManyBodyBytes, nsRequired: true,
 		decode: func(x *exchange, body []byte, idem string) (renewMany, string, error) {
 			var b renewManyBody
 			if err := decodeJSON(body, &b); err != nil {
@@ -248,7 +251,9 @@ func (h *Handler) serveRenewMany(x *exchange) {
 			reqs := many.reqs
 			var seen []string
 			for _, r := range reqs {
-				if ns := r.Key.Namespace; !slices.Contains(seen, ns) {
+				// A renewal in "" needs only the role, which serve checked:
+				// the store answers it invalid in its result.
+				if ns := r.Key.Namespace; ns != "" && !slices.Contains(seen, ns) {
 					if !h.authorize(x, x.principal, protocol.OpRenew, "renew", ns, renewManyShape) {
 						return
 					}

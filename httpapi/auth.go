@@ -58,6 +58,12 @@ func opRole(op protocol.Op) Role {
 // plain text: a shorter one could be guessed.
 const minPlainToken = 16
 
+// MaxTokensFileBytes bounds a tokens file (16 MiB): [ParseTokens] and
+// [LoadTokens] refuse a longer one, so that a --tokens path naming another
+// file by mistake (a database, a log, /dev/zero) is not read whole into
+// memory.
+const MaxTokensFileBytes = 16 << 20
+
 // Tokens is a parsed tokens file: bearer tokens, each with a role and the
 // namespaces it may act in. It is immutable and safe for concurrent use;
 // reloading makes a new one.
@@ -124,18 +130,23 @@ func LoadTokens(path string) (*Tokens, error) {
 // the glob grammar's quoted # (team\#1 names the namespace team#1), where
 // the # of \\# (a quoted \) starts a comment. Blank lines are
 // skipped; a UTF-8 byte order mark at the start is skipped; a line may be
-// of any length. Errors name the line and the field, never the token, and
-// quote no field that may be one.
+// of any length, the file of at most [MaxTokensFileBytes]. Errors name the
+// line and the field, never the token, and quote no field that may be one.
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	t := &Tokens{}
 	seen := map[[sha256.Size]byte]int{}
-	// A bufio.Reader, not a Scanner: a line has no length limit (a
-	// pasted certificate in a comment is a comment like any).
-	br := bufio.NewReader(r)
+	// A bufio.Reader, not a Scanner: a line has no length limit but the
+	// file's (a pasted certificate in a comment is a comment like any).
+	lr := &io.LimitedReader{R: r, N: MaxTokensFileBytes + 1}
+	br := bufio.NewReader(lr)
 	line := 0
 	var errs []error
 	for {
 		text, err := br.ReadString('\n')
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("larger than %d MiB (%d bytes), the limit of a tokens file: is it the tokens file?",
+				MaxTokensFileBytes>>20, MaxTokensFileBytes)
+		}
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("line %d: %w", line+1, err)
 		}

@@ -72,7 +72,8 @@ of a class ([0-3], [^0-9]); \ quotes the next character (\*); anything else
 itself. Only * reads the audit trail of every namespace at once; a malformed
 glob is refused. # starts a comment wherever it stands (team#1 is the glob
 team); \# puts a # into a field (team\#1 names the namespace team#1; in a
-token, \# is #); a UTF-8 byte order mark at the start of the file is skipped. SIGHUP reloads
+token, \# is #); a UTF-8 byte order mark at the start of the file is skipped;
+a file over 16 MiB is refused. SIGHUP reloads
 the file; a file that does not parse is refused and the tokens
 in force stay. Streams (notify, audit follow) of a token the reload removed, or
 narrowed so that it may no longer read the stream's namespace, end at once.

@@ -140,12 +140,17 @@ func schemaLockID(schema string) int64 {
 
 // Up applies every pending migration of dialect d to db. On PostgreSQL it
 // first creates the schema the connection's search_path names when none of
-// its schemas exists yet (see [EnsureSchema]). On SQLite, two Ups of one
+// its schemas exists yet (see [EnsureSchema]), and refuses, matching
+// [ErrStoreInAnotherSchema], when another schema of the search_path than
+// the one it would migrate (the current schema) already holds a store. On SQLite, two Ups of one
 // file at once both succeed: one that fails because the other applied a
 // migration meanwhile runs again and finds it applied.
 func Up(ctx context.Context, d Dialect, db *sql.DB) ([]*goose.MigrationResult, error) {
 	if d == Postgres {
 		if _, err := EnsureSchema(ctx, db); err != nil {
+			return nil, err
+		}
+		if err := refuseStoreElsewhere(ctx, db); err != nil {
 			return nil, err
 		}
 	}

@@ -117,3 +117,55 @@ func firstSchema(path string) string {
 // quoteIdent quotes name as a PostgreSQL identifier. (This package imports
 // no driver, so not pgx.Identifier.)
 func quoteIdent(name string) string { return pgschema.QuoteIdent(name) }
+
+// ErrStoreInAnotherSchema is matched (errors.Is) by the error of [Up] on
+// PostgreSQL when a schema of the connection's search_path other than its
+// current schema (the first one that exists, which Up migrates) already
+// holds a leasestore store (its [VersionTable]). A schema created before
+// the store's in the search_path (the default "$user", public, once a DBA
+// creates the role's own schema) would otherwise get a second, empty
+// store, and the unqualified statements of a running backend would move
+// to it: its fencing sequence starts again at 1, so tokens are issued
+// again and held leases acquired again. leasectl exits 7, as for a
+// refusal a retry does not fix. The error's text names both schemas and
+// the fix: put the store's schema first in the DSN's search_path, or drop
+// the new schema.
+var ErrStoreInAnotherSchema = errors.New("migrations: another schema of the search_path holds the store")
+
+// storeElsewhereError is Up's refusal to migrate a schema while another
+// schema of the search_path holds a store; it matches
+// ErrStoreInAnotherSchema.
+type storeElsewhereError struct{ msg string }
+
+func (e *storeElsewhereError) Error() string        { return e.msg }
+func (e *storeElsewhereError) Is(target error) bool { return target == ErrStoreInAnotherSchema }
+
+// storeElsewhereSQL reads the connection's current schema and the other
+// schemas of its search_path, in order, whose version table $1 exists
+// (current_schemas lists those that exist and the role may use).
+const storeElsewhereSQL = `
+SELECT coalesce(current_schema(), ''),
+       coalesce((SELECT string_agg(quote_ident(s.name), ', ' ORDER BY s.i)
+                 FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, i)
+                 WHERE s.name IS DISTINCT FROM current_schema()
+                   AND EXISTS (SELECT FROM pg_catalog.pg_tables t
+                               WHERE t.schemaname = s.name AND t.tablename = $1)), '')`
+
+// refuseStoreElsewhere is Up's check, on PostgreSQL, that no schema of the
+// search_path other than the current one holds a store (see
+// [ErrStoreInAnotherSchema]).
+func refuseStoreElsewhere(ctx context.Context, db *sql.DB) error {
+	var current, others string
+	if err := db.QueryRowContext(ctx, storeElsewhereSQL, VersionTable).Scan(&current, &others); err != nil {
+		return fmt.Errorf("migrations: read the schemas of the search_path that hold a store: %w", err)
+	}
+	if others == "" {
+		return nil
+	}
+	return &storeElsewhereError{msg: fmt.Sprintf("migrations: schema %s of the search_path already holds a leasestore "+
+		"store (its %s table), and migrate up would migrate schema %s, which comes before it: a second store there "+
+		"would take over every unqualified statement of the running services (its fencing sequence starts again "+
+		"at 1, so tokens are issued again and held leases are acquired again). Put the store's schema first in the "+
+		"DSN's search_path (options=-csearch_path%%3D...), or drop schema %s if it was created by mistake; "+
+		"then migrate up again", others, VersionTable, quoteIdent(current), quoteIdent(current))}
+}

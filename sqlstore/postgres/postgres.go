@@ -123,6 +123,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/pgschema"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
@@ -250,6 +251,9 @@ type Backend struct {
 	testBatchFnSQL string
 	// tests only (export_test.go): see Config.testBetweenPruneBatches
 	betweenPruneBatches func()
+	// schema is the connection's current schema that Open or New found
+	// the store in (checkSchema); checkSettings refuses another.
+	schema string
 }
 
 var (
@@ -507,6 +511,9 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 	if err != nil {
 		return err
 	}
+	if schema != b.schema {
+		return schemaMovedError(op, b.schema, schema)
+	}
 	if !sqlstore.ServesSchema(version, oldest, migrations.LatestVersion) {
 		e := sqlstore.SchemaVersionError(version, migrations.LatestVersion, fmt.Sprintf("postgres schema %q", schema))
 		e.Op = op
@@ -576,6 +583,22 @@ func (b *Backend) checkSettings(ctx context.Context, op protocol.Op) error {
 		}
 	}
 	return nil
+}
+
+// schemaMovedError is checkSettings' refusal of a connection whose current
+// schema (now) is no longer the one the backend opened the store in (was):
+// a schema was created before it in the search_path (the default "$user",
+// public, once a DBA creates the role's schema). The statements name the
+// store's objects unqualified, so they resolve to the new schema's as soon
+// as it has any (a second store migrated there would start its fencing
+// sequence again at 1), and a waiter's wake-up names the new schema.
+func schemaMovedError(op protocol.Op, was, now string) error {
+	return backendkit.NewError(op, protocol.StatusUnavailable, nil,
+		"postgres: the connection's schema is now %s, not %s where the store was opened: a schema was created "+
+			"before the store's in the search_path, and its objects would take over the store's statements: put %s "+
+			"first in the DSN's search_path (options=-csearch_path%%3D...), or drop schema %s if it was created "+
+			"by mistake (a changed DSN takes a restart)", pgschema.QuoteIdent(now), pgschema.QuoteIdent(was),
+		pgschema.QuoteIdent(was), pgschema.QuoteIdent(now))
 }
 
 // fencingSeq is the state of leasestore_fencing_seq that sequenceError
@@ -843,6 +866,9 @@ func (b *Backend) checkSchema(ctx context.Context) error {
 		return backendkit.NewError("", protocol.StatusUnavailable, nil,
 			"postgres: no schema of the connection's search_path exists: run `leasectl migrate up`, "+
 				"which creates it (or call migrations.Up)")
+	}
+	if b.schema == "" {
+		b.schema = *schema // at Open or New, before the backend is shared
 	}
 	where := fmt.Sprintf("postgres schema %q", *schema)
 	var version int64

@@ -117,8 +117,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasestore/leasestore/audit"
@@ -311,9 +309,8 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if _, ok := pcfg.ConnConfig.RuntimeParams["statement_timeout"]; ok {
 		pinTimeout = ""
 	}
-	pcfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
-	}
+	pcfg.ConnConfig.BuildContextWatcherHandler = newContextWatcher
+	pcfg.PrepareConn = liveConn
 	newPool := func(pooled bool) (*pgxpool.Pool, error) {
 		c := pcfg.Copy()
 		if pooled {

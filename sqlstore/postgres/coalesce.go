@@ -300,8 +300,10 @@ func queryBatch(ctx context.Context, conn *pgxpool.Conn, batch []*pendingOp, bou
 		r := &results[i]
 		if r.pe != nil {
 			err := interpretError(p.op, r.pe)
-			if errors.Is(err, errAuditWentBack) || errors.Is(err, errKeyBusy) {
-				err = errRunAlone // alone, it starts a new era or waits for the key under its own deadline
+			if errors.Is(err, errAuditWentBack) || errors.Is(err, errKeyBusy) || missingSchemaObject(r.pe) {
+				// alone, it starts a new era, waits for the key under its own
+				// deadline, or names the schema's version (Backend.interpret)
+				err = errRunAlone
 			}
 			p.err = err
 			continue

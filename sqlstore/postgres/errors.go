@@ -337,6 +337,25 @@ func interpretCallError(ctx context.Context, op protocol.Op, err error) error {
 		"postgres: %s while the server ran the statement, so the pool had the server cancel it", why)
 }
 
+// interpret is interpretCallError for the operations of b: a statement
+// that met a missing table or function of the store is answered, when the
+// schema's version is the cause (migrated down, or past what this release
+// serves, under the running backend), with checkSchema's error naming both
+// versions, as Open and Health answer, rather than a missing schema.
+func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
+	ie := interpretCallError(ctx, op, err)
+	if !isMissingSchema(err) {
+		return ie
+	}
+	var pe *protocol.Error
+	if serr := b.checkSchema(ctx); errors.As(serr, &pe) {
+		c := *pe
+		c.Op = op
+		return &c
+	}
+	return ie
+}
+
 func isNetError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)

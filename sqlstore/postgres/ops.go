@@ -276,12 +276,12 @@ func (b *Backend) runChange(ctx context.Context, op protocol.Op, key protocol.Ke
 		// A move to another cluster: start a new era of audit ids, once,
 		// and run the statement again.
 		if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
-			return nil, interpretCallError(ctx, op, err)
+			return nil, b.interpret(ctx, op, err)
 		}
 		err = b.pool.QueryRow(ctx, st.sql, st.bind(a)...).Scan(dest...)
 	}
 	if err != nil {
-		return nil, interpretCallError(ctx, op, err)
+		return nil, b.interpret(ctx, op, err)
 	}
 	if err := o.decode(op, key, &row, extra); err != nil {
 		return nil, err
@@ -470,7 +470,7 @@ func (b *Backend) renewMany(ctx context.Context, reqs []protocol.RenewRequest, o
 		err = retrySerialization(ctx, protocol.OpRenew, func() error {
 			err := b.sendBatch(ctx, batch)
 			if err != nil {
-				return interpretCallError(ctx, protocol.OpRenew, err)
+				return b.interpret(ctx, protocol.OpRenew, err)
 			}
 			return nil
 		})
@@ -642,7 +642,7 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	)
 	dest := append(append([]any{&now}, row.dest()...), &ended)
 	err := retrySerialization(ctx, protocol.OpGet, func() error {
-		return interpretCallError(ctx, protocol.OpGet, b.pool.QueryRow(ctx, getSQL.sql,
+		return b.interpret(ctx, protocol.OpGet, b.pool.QueryRow(ctx, getSQL.sql,
 			getSQL.bind(args{"ns": req.Key.Namespace, "name": req.Key.Name, "now": b.clock()})...).Scan(dest...))
 	})
 	if err != nil {
@@ -678,7 +678,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		leases = leases[:0]
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
-			return interpretCallError(ctx, protocol.OpList, err)
+			return b.interpret(ctx, protocol.OpList, err)
 		}
 		var (
 			name string
@@ -695,7 +695,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 		})
 		var pe *protocol.Error
 		if err != nil && !errors.As(err, &pe) {
-			err = interpretCallError(ctx, protocol.OpList, err)
+			err = b.interpret(ctx, protocol.OpList, err)
 		}
 		return err
 	})
@@ -736,7 +736,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		// (newest first: stop there).
 		var start int64
 		err := retrySerialization(ctx, protocol.OpAudit, func() error {
-			return interpretCallError(ctx, protocol.OpAudit, b.pool.QueryRow(ctx, sinceStartSQL.sql,
+			return b.interpret(ctx, protocol.OpAudit, b.pool.QueryRow(ctx, sinceStartSQL.sql,
 				sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&start))
 		})
 		if err != nil {
@@ -781,7 +781,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		recs, held, pruned, prunedBy, passed, lastID = recs[:0], false, 0, 0, 0, -1
 		rows, err := b.pool.Query(ctx, st.sql, st.bind(a)...)
 		if err != nil {
-			return interpretCallError(ctx, protocol.OpAudit, err)
+			return b.interpret(ctx, protocol.OpAudit, err)
 		}
 		var (
 			horizon int64
@@ -802,7 +802,7 @@ func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, err
 		})
 		var pe *protocol.Error
 		if err != nil && !errors.As(err, &pe) {
-			err = interpretCallError(ctx, protocol.OpAudit, err)
+			err = b.interpret(ctx, protocol.OpAudit, err)
 		}
 		if err == nil && !seen && !q.Newest {
 			return errEraRowUnseen(protocol.OpAudit)
@@ -873,17 +873,17 @@ func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]st
 		out = out[:0]
 		rows, err := b.pool.Query(ctx, namespacesSQL.sql, namespacesSQL.bind(args{"after": after, "now": b.clock(), "limit": limit})...)
 		if err != nil {
-			return interpretCallError(ctx, protocol.OpNamespaces, err)
+			return b.interpret(ctx, protocol.OpNamespaces, err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var ns string
 			if err := rows.Scan(&ns); err != nil {
-				return interpretCallError(ctx, protocol.OpNamespaces, err)
+				return b.interpret(ctx, protocol.OpNamespaces, err)
 			}
 			out = append(out, ns)
 		}
-		return interpretCallError(ctx, protocol.OpNamespaces, rows.Err())
+		return b.interpret(ctx, protocol.OpNamespaces, rows.Err())
 	})
 	return out, err
 }

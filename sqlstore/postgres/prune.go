@@ -55,7 +55,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	)
 	a := args{"request_id": r.RequestID, "now": b.clock()}
 	if err := b.pool.QueryRow(ctx, pruneUsedSQL.sql, pruneUsedSQL.bind(a)...).Scan(&used, &now); err != nil {
-		return audit.PruneResult{}, interpretCallError(ctx, audit.OpPrune, err)
+		return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 	}
 	if r.Before, err = backendkit.PruneCutOff(r.Before, now); err != nil {
 		return audit.PruneResult{}, err
@@ -102,7 +102,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		switch {
 		case errors.Is(err, errAuditWentBack):
 			if _, err := b.pool.Exec(ctx, newEraSQL); err != nil {
-				return stop(interpretCallError(ctx, audit.OpPrune, err))
+				return stop(b.interpret(ctx, audit.OpPrune, err))
 			}
 			continue
 		case errors.As(err, &pe), errors.Is(err, errPruneIDTaken):
@@ -111,7 +111,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			// run holds the request id.
 			return stop(err)
 		case err != nil:
-			return stop(interpretCallError(ctx, audit.OpPrune, err))
+			return stop(b.interpret(ctx, audit.OpPrune, err))
 		}
 		res.Removed += n
 		if rec != nil {

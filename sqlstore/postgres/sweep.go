@@ -29,7 +29,7 @@ func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (prot
 	// a larger max sweeps at most maxSweep rows of each kind in this call.
 	max = min(max, maxSweep)
 	err := retrySerialization(ctx, protocol.OpSweep, func() error {
-		return interpretCallError(ctx, protocol.OpSweep, b.pool.QueryRow(ctx, sweepSQL.sql,
+		return b.interpret(ctx, protocol.OpSweep, b.pool.QueryRow(ctx, sweepSQL.sql,
 			sweepSQL.bind(args{"now": b.clock(), "grace": interval(grace), "limit": max})...).Scan(&res.SetAside, &res.Removed))
 	})
 	return res, err

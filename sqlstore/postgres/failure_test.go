@@ -231,7 +231,7 @@ func TestLostAnswerThenRetry(t *testing.T) {
 func TestDeadlineWhileBlockedByALock(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 1})
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 2})
 	acq, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
 	wantStatus(t, "acquire", acq, err, protocol.StatusAcquired)
 	req := protocol.RenewRequest{Key: key("k"), Owner: "o", Token: acq.Lease.Token, TTL: time.Hour, RequestID: "r"}

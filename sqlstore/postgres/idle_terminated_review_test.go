@@ -26,7 +26,7 @@ func TestIdleConnectionsEndedByTheServerAnswerNoOutage(t *testing.T) {
 			t.Parallel()
 			dsn := pgtest.MigratedDSN(t)
 			app := appName(t)
-			b := openBackend(t, dsn, &postgres.Config{ApplicationName: app, MaxConns: 1})
+			b := openBackend(t, dsn, &postgres.Config{ApplicationName: app, MaxConns: 2})
 			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute,
 				RequestID: "a"})
 			wantStatus(t, "acquire", res, err, protocol.StatusAcquired)

@@ -26,7 +26,7 @@ func TestPlansIgnoreStatisticsOfEmptyTables(t *testing.T) {
 	admin := rawPool(t, dsn)
 	mustExec(t, admin, `ANALYZE leasestore_leases`)
 	mustExec(t, admin, `ANALYZE leasestore_audit`)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 1, NoCoalescing: true})
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 2, NoCoalescing: true})
 	ctx := ctxT(t)
 	for i := range 10 { // past the plan cache's five custom plans
 		k := key("early-" + string(rune('a'+i)))
@@ -110,7 +110,7 @@ func TestGreatestTokenIsReadWithoutAFullScan(t *testing.T) {
 		SELECT 'ns', 'grown-' || i, 'o', i, now(), now(), now(), 1 FROM generate_series(1, 20000) AS i`)
 	mustExec(t, admin, `SELECT setval('leasestore_fencing_seq', 20000)`)
 	mustExec(t, admin, `ANALYZE leasestore_leases`)
-	b := openBackend(t, dsn, &postgres.Config{MaxConns: 1, NoCoalescing: true})
+	b := openBackend(t, dsn, &postgres.Config{MaxConns: 2, NoCoalescing: true})
 	ctx := ctxT(t)
 	if err := b.Health(ctx); err != nil {
 		t.Fatalf("health: %v", err)

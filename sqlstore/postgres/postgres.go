@@ -162,7 +162,12 @@ type Config struct {
 	ApplicationName string
 	// MaxConns caps the pool [Open] makes ([New] refuses it: set it on
 	// your pool). Default: the DSN's pool_max_conns, else pgxpool's
-	// default (the larger of 4 and the number of CPUs).
+	// default (the larger of 4 and the number of CPUs). Open refuses
+	// fewer than 2 as invalid: an operation waiting for a key another
+	// session keeps locked holds its connection, and with one every
+	// operation on another key would wait behind it. New accepts a pool
+	// of one connection as it is (tests count round trips on one), with
+	// that wait.
 	MaxConns int32
 	// MaxInFlight caps the ordinary state-changing round trips (acquire,
 	// renew, release, revoke) the backend has in flight at once.
@@ -298,6 +303,9 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
+	if err := poolTooSmall("open", pcfg.MaxConns, "Config.MaxConns or the DSN's pool_max_conns"); err != nil {
+		return nil, err
+	}
 	mode, err := poolerMode(cfg, pcfg)
 	if err != nil {
 		return nil, err
@@ -392,6 +400,25 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Backend, error)
 		return nil, err
 	}
 	return b, nil
+}
+
+// minPoolConns is the smallest pool a backend serves: an operation that
+// waits for its key (a row another session keeps locked) holds its
+// connection meanwhile, and with one connection every operation on any
+// other key would wait behind it.
+const minPoolConns = 2
+
+// poolTooSmall is the refusal (invalid) by Open (call) of a pool of
+// maxConns connections, fewer than minPoolConns; set names where the size
+// comes from. nil when the pool is large enough.
+func poolTooSmall(call string, maxConns int32, set string) error {
+	if maxConns >= minPoolConns {
+		return nil
+	}
+	return backendkit.NewError("", protocol.StatusInvalid, nil,
+		"postgres: %s: the pool may open %d connection, and an operation waiting for a key another session "+
+			"keeps locked would hold it, so operations on every other key would wait behind it: set %s to "+
+			"at least %d (pool_max_conns=%d)", call, maxConns, set, minPoolConns, minPoolConns)
 }
 
 // newBackend returns a backend over pool; pooled says a pooler that keeps

@@ -116,7 +116,7 @@ func TestRaiseTokensRefusesABadStep(t *testing.T) {
 func TestRaiseTokensRefusesACachedSequence(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
-	svc := openBackend(t, dsn, &postgres.Config{MaxConns: 1, NoCoalescing: true})
+	svc := openBackend(t, dsn, &postgres.Config{MaxConns: 2, NoCoalescing: true})
 	op := openBackend(t, dsn, nil) // opened before the ALTER, as a long-running process is
 	raw := rawConn(t, dsn)
 	cycle(t, svc, "warm", "w", "warm", false)

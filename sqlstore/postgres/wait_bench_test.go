@@ -44,8 +44,8 @@ func BenchmarkReleaseWake(b *testing.B) {
 			// Without coalescing, so that each release is the statement
 			// measured (a coalesced batch wakes waiters the same way, in
 			// leasestore_change_batch, whatever the statement).
-			backend := openBackend(b, dsn, &postgres.Config{MaxConns: int32(n), NoCoalescing: true})
-			waiter := openBackend(b, dsn, &postgres.Config{MaxConns: 1})
+			backend := openBackend(b, dsn, &postgres.Config{MaxConns: int32(max(n, 2)), NoCoalescing: true})
+			waiter := openBackend(b, dsn, &postgres.Config{MaxConns: 2})
 			keyOf := func(kind, w, i int) protocol.Key {
 				return key(fmt.Sprintf("%s/%d/%d", kinds[kind], w, i%keysPerKind))
 			}

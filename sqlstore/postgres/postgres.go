@@ -99,7 +99,10 @@
 //
 //	postgres://app@db/prod?options=-csearch_path%3Dleasestore
 //
-// so that every pooled connection uses it. The backend never migrates: it
+// so that every pooled connection uses it. The backend remembers the
+// schema it opened the store in, and Health refuses a connection whose
+// current schema has become another (a schema created before it in the
+// search_path), naming both. The backend never migrates: it
 // refuses to open a schema older than [migrations.LatestVersion], or newer
 // and not declared servable by this release, and says what to run.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A pooled connection the server ended while it sat idle (a DBA's
@@ -14,7 +15,8 @@ import (
 // FATAL message and the end of the stream waiting in its socket. pgxpool
 // pings only connections idle for over a second, so without a check the
 // next operation would be sent on it and answer unavailable (57P01) on a
-// healthy server. liveConn looks, before each use, whether anything is
+// healthy server. liveConn looks, before the use of a connection idle for
+// at least liveCheckAfter (shouldPing), whether anything is
 // waiting to be read, without sending anything: a read bounded by
 // liveCheckWait, which an idle connection that is alive always runs into.
 // A connection with something to read (or a read error) is dropped, and
@@ -30,12 +32,32 @@ const liveCheckWait = 50 * time.Microsecond
 // deadline alone, without the cancel request it sends for a statement.
 type liveCheckKey struct{}
 
-// liveConn is the pool's PrepareConn: it reports whether conn may be used
-// (false: the pool drops it and takes another), never an error.
-func liveConn(_ context.Context, conn *pgx.Conn) (bool, error) {
+// liveCheckAfter is how long a connection must have sat idle for the pool
+// to look at it (shouldPing): one handed back and taken again at once, as
+// under load, costs nothing, and one idle long enough for a server to end
+// it costs liveCheckWait.
+const liveCheckAfter = time.Millisecond
+
+// shouldPing is the pool's ShouldPing: pgxpool's own rule (a ping, one
+// round trip, for a connection idle over a second), and below that, for a
+// connection idle at least liveCheckAfter, liveConn's look, which sends
+// nothing; when it finds the connection ended it asks for the ping, which
+// fails, and the pool drops the connection and takes another.
+func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	switch {
+	case p.IdleDuration > time.Second:
+		return true
+	case p.IdleDuration < liveCheckAfter:
+		return false
+	}
+	return !liveConn(p.Conn)
+}
+
+// liveConn reports whether conn may be used (false: the server ended it).
+func liveConn(conn *pgx.Conn) bool {
 	pc := conn.PgConn()
 	if pc.IsClosed() || pc.IsBusy() {
-		return !pc.IsClosed(), nil
+		return !pc.IsClosed()
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), liveCheckKey{}, true), liveCheckWait)
 	defer cancel()
@@ -43,7 +65,7 @@ func liveConn(_ context.Context, conn *pgx.Conn) (bool, error) {
 	// Only a read that ran into its deadline found nothing: a message
 	// (an idle connection gets none we wait for) or another error means
 	// the server ended it or is about to.
-	return err != nil && pgconn.Timeout(err) && !pc.IsClosed(), nil
+	return err != nil && pgconn.Timeout(err) && !pc.IsClosed()
 }
 
 // contextWatcher is the connections' context watcher: a statement's

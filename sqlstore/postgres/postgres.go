@@ -321,7 +321,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 		pinTimeout = ""
 	}
 	pcfg.ConnConfig.BuildContextWatcherHandler = newContextWatcher
-	pcfg.PrepareConn = liveConn
+	pcfg.ShouldPing = shouldPing
 	newPool := func(pooled bool) (*pgxpool.Pool, error) {
 		c := pcfg.Copy()
 		if pooled {

@@ -193,9 +193,10 @@ func pendingMigrations(d migrations.Dialect) ([]migrationStateJSON, error) {
 // forbidden (exit 7, as for every command) when PostgreSQL refused the
 // DSN's role a privilege the migrations need, naming the fix
 // (postgres.MigrationError), or the role may not use the schema
-// (migrations.ErrSchemaUnusable), or another schema of the search_path
-// holds the store (migrations.ErrStoreInAnotherSchema: a retry does not
-// fix it either); otherwise a plain error (exit 1).
+// (migrations.ErrSchemaUnusable); otherwise a plain error (exit 1), as when
+// another schema of the search_path holds the store
+// (migrations.ErrStoreInAnotherSchema: no privilege is missing, and a retry
+// does not fix it).
 func migrationError(ctx context.Context, t target, err error) error {
 	if ctx.Err() != nil {
 		return &failure{status: string(protocol.StatusTimeout), err: fmt.Errorf("migrate %s: --timeout passed (a "+
@@ -203,7 +204,7 @@ func migrationError(ctx context.Context, t target, err error) error {
 			"another deploy may hold the schema's migration lock while it migrates: raise --timeout, e.g. --timeout 10m; "+
 			"an index build cut short is redone by the next migrate up): %w", t.shown, err)}
 	}
-	if errors.Is(err, migrations.ErrSchemaUnusable) || errors.Is(err, migrations.ErrStoreInAnotherSchema) {
+	if errors.Is(err, migrations.ErrSchemaUnusable) {
 		return &failure{status: StatusForbidden, err: err, msg: fmt.Sprintf("%s: migrate %s: %v", StatusForbidden, t.shown, err)}
 	}
 	if t.dialect == migrations.Postgres {

@@ -235,7 +235,7 @@ func leasestoreSubject(ctx context.Context, dsn, sfx string, inFlight int) (*sub
 	return &subject{
 		name: name,
 		open: func(ctx context.Context, callers int) (*handle, error) {
-			b, err := postgres.Open(ctx, sdsn, &postgres.Config{MaxConns: int32(callers), NoCoalescing: noCoalescing, MaxInFlight: max(inFlight, 0), ApplicationName: app})
+			b, err := postgres.Open(ctx, sdsn, &postgres.Config{MaxConns: int32(max(callers, 2)), NoCoalescing: noCoalescing, MaxInFlight: max(inFlight, 0), ApplicationName: app})
 			if err != nil {
 				return nil, err
 			}

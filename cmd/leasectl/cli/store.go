@@ -333,7 +333,9 @@ func (a *app) openTarget(ctx context.Context, t target, opts openOptions) (*stor
 			}
 		}
 		if opts.maxConns > 0 && !dsnHasParam(t.raw, "pool_max_conns") {
-			pcfg.MaxConns = opts.maxConns
+			// At least 2: Open refuses a pool of one, where an operation
+			// waiting for a locked key would hold the only connection.
+			pcfg.MaxConns = max(opts.maxConns, 2)
 		}
 		pcfg.NoCoalescing, pcfg.MaxInFlight = opts.noCoalescing, opts.maxInFlight
 		b, err := postgres.Open(ctx, t.raw, &pcfg)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
@@ -19,23 +20,11 @@ import (
 // is dropped; then Health answers nil again.
 func TestASchemaCreatedBeforeTheStoresIsRefusedNamingBoth(t *testing.T) {
 	t.Parallel()
-	storeDSN := pgtest.MigratedDSN(t)
-	u, err := url.Parse(storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	store := strings.TrimPrefix(q.Get("options"), "-c search_path=")
-	first := store + "_first"
-	q.Set("options", "-c search_path="+first+","+store)
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-	dsn := u.String()
-	admin := rawConn(t, pgtest.ServerDSN(t))
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+first+" CASCADE") })
+	dsn, store, first, admin := schemaBeforeTheStore(t)
 
 	b := openBackend(t, dsn, nil)
 	mustExec(t, admin, "CREATE SCHEMA "+first)
-	_, err = migrations.Up(ctxT(t), migrations.Postgres, sqlDB(t, dsn))
+	_, err := migrations.Up(ctxT(t), migrations.Postgres, sqlDB(t, dsn))
 	if !errors.Is(err, migrations.ErrStoreInAnotherSchema) || !strings.Contains(err.Error(), store) ||
 		!strings.Contains(err.Error(), first) {
 		t.Fatalf("migrate up with a new schema before the store's: %v, want a refusal naming %s and %s", err, store, first)
@@ -52,4 +41,24 @@ func TestASchemaCreatedBeforeTheStoresIsRefusedNamingBoth(t *testing.T) {
 	if err := b.Health(ctxT(t)); err != nil {
 		t.Errorf("health after the schema was dropped: %v", err)
 	}
+}
+
+// schemaBeforeTheStore migrates a store into a fresh schema and returns a
+// DSN whose search_path names first (not created yet, dropped at the
+// test's end) before it, and a connection of the server's role to play
+// the DBA with.
+func schemaBeforeTheStore(t *testing.T) (dsn, store, first string, admin *pgx.Conn) {
+	t.Helper()
+	u, err := url.Parse(pgtest.MigratedDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	store = strings.TrimPrefix(q.Get("options"), "-c search_path=")
+	first = store + "_first"
+	q.Set("options", "-c search_path="+first+","+store)
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	admin = rawConn(t, pgtest.ServerDSN(t))
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+first+" CASCADE") })
+	return u.String(), store, first, admin
 }

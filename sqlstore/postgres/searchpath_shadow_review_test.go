@@ -1,9 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,19 +25,7 @@ import (
 // must never both serve.
 func TestASchemaCreatedEarlierInTheSearchPathSplitsNoStore(t *testing.T) {
 	t.Parallel()
-	storeDSN := pgtest.MigratedDSN(t)
-	u, err := url.Parse(storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	store := strings.TrimPrefix(q.Get("options"), "-c search_path=")
-	first := store + "_first"
-	q.Set("options", "-c search_path="+first+","+store)
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-	dsn := u.String()
-	admin := rawConn(t, pgtest.ServerDSN(t))
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+first+" CASCADE") })
+	dsn, _, first, admin := schemaBeforeTheStore(t)
 
 	b := openBackend(t, dsn, nil)
 	key := keysIn(pgtest.Namespace())

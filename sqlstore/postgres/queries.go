@@ -195,6 +195,18 @@ LEFT JOIN after ON true`
 LEFT JOIN wake ON true`
 )
 
+// keyFloorSQL is the token an acquire's must exceed, besides the
+// sequence's next value: the key's last token (its row, in prev), or, for
+// a key with no row (never taken, or swept), the greatest token the table
+// holds. The sweep never removes the row holding that token (see sweepSQL),
+// so it is at least every token ever issued, the swept key's included: a
+// sequence set back under a running backend (a switchover, a DBA's setval)
+// cannot give a swept key a token it had. PostgreSQL evaluates the second
+// sub-select only when the first is NULL (an InitPlan runs when first
+// read), and then as one backward step of leasestore_leases_token: a key
+// with a row pays nothing.
+const keyFloorSQL = `coalesce((SELECT prev.token FROM prev), (SELECT max(t.token) FROM leasestore_leases t), 0)`
+
 // acquireSQL takes the key when the snapshot shows it free (no row, an
 // expired lease, or a tombstone: the row of a released or revoked lease,
 // kept so that the key's last token stays known) and the request id is
@@ -203,7 +215,7 @@ LEFT JOIN wake ON true`
 // a statement that began before a release committed may precede it. A
 // lock-delay (see delayEnds) keeps the key until it ends, and is tested by
 // time. The token is the greater of the sequence's next
-// value and the key's last token plus one, so the tokens of a key increase
+// value and keyFloorSQL plus one, so the tokens of a key increase
 // whatever the sequence's state; it and the lease's start (at: the server's
 // clock_timestamp(), see lockCTE) are read after the key's lock (keylock,
 // taken only when the snapshot shows the key free and the request id new)
@@ -233,7 +245,7 @@ WITH prev AS (
                          OR prev.version <> @lease_version)
       AND pg_advisory_xact_lock(1818583411, hashtext(@ns || '/' || @name)) IS NOT NULL
 ), ` + rowLockCTE + `, fresh AS (
-    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token,
+    SELECT greatest(nextval('leasestore_fencing_seq'), ` + keyFloorSQL + ` + 1) AS token,
            coalesce(@now::timestamptz, clock_timestamp()) AS at
     FROM keylock, (SELECT count(*) FROM rowlock) AS held
 ), after AS (
@@ -1158,7 +1170,7 @@ BEGIN
                     SELECT l.token, l.expires_at, l.version, l.ended_token, ` + delayEnds("l") + ` AS delay_ends
                     FROM leasestore_leases l WHERE l.namespace = v_ns AND l.name = v_name
                 ), fresh AS (
-                    SELECT greatest(nextval('leasestore_fencing_seq'), coalesce((SELECT prev.token FROM prev), 0) + 1) AS token
+                    SELECT greatest(nextval('leasestore_fencing_seq'), ` + keyFloorSQL + ` + 1) AS token
                     WHERE NOT EXISTS (SELECT FROM leasestore_audit a WHERE a.namespace = v_ns AND a.request_id = v_rid)
                       AND NOT EXISTS (SELECT FROM prev
                                       WHERE (prev.ended_token IS DISTINCT FROM prev.token AND prev.expires_at > v_now)

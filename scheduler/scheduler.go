@@ -1813,6 +1813,9 @@ func (s *Scheduler) shutdown(next *time.Timer) {
 	// once its store call under way returns.
 	s.watches.Wait()
 	s.waitRenewals()
+	// The events of the releases sent again above, the orphans' and the
+	// watches' last ones: nothing queues one after this.
+	s.flush()
 	s.log.Info("scheduler: stopped")
 }
 

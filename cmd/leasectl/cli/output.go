@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -319,14 +321,31 @@ func formatRecords(recs []audit.Record, noHeaders bool) string {
 	return b.String()
 }
 
-// formatRecordLine renders one audit record on one line, for audit --follow.
+// formatRecordLine renders one audit record on one line, for watch and
+// audit --follow: fields separated by blanks, the key, the owner and the
+// actor quoted when they hold a blank (lineValue), the reason always, so
+// that the line reads back into the same fields.
 func formatRecordLine(r audit.Record) string {
 	line := fmt.Sprintf("%d %s %-7s %s owner=%s token=%d actor=%s status=%s", r.ID, timeTable(r.At), r.Op,
-		protocol.Key{Namespace: r.Namespace, Name: r.Key}, r.Owner, r.Token, r.Actor, r.Status)
+		lineValue(protocol.Key{Namespace: r.Namespace, Name: r.Key}.String()), lineValue(r.Owner), r.Token,
+		lineValue(r.Actor), r.Status)
 	if r.Reason != "" {
 		line += fmt.Sprintf(" reason=%q", r.Reason)
 	}
 	return line + "\n"
+}
+
+// lineValue returns s as a field of a record line: as it is, or, when it
+// holds a blank (any Unicode space), a double quote, a backslash or a
+// character Go does not print as itself, quoted as Go quotes a string
+// (strconv.Quote), as the line's reason is.
+func lineValue(s string) string {
+	for _, r := range s {
+		if unicode.IsSpace(r) || r == '"' || r == '\\' || !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // nextPageCommand returns the command line that reads the page after this

@@ -478,9 +478,31 @@ database or etcd cluster refused the DSN's credentials or their grants);
   LEASESTORE_DSN=postgres://leasestore@db/leases leasectl revoke scan/10.0.0.0-24 --reason "stuck worker"`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Usage: "leasectl" (the help) and "leasectl [command]", not
+		// "leasectl [flags]", which is refused.
+		DisableFlagsInUseLine: true,
+		// leasectl alone prints the help. Global flags without a command
+		// are a usage error: a script's `leasectl -o json` read the help
+		// on stdout with exit 0 as an answer.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var given []string
+			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, "--"+f.Name) })
+			if len(given) == 0 {
+				return cmd.Help()
+			}
+			flags := "flag " + given[0]
+			if len(given) > 1 {
+				flags = "flags " + strings.Join(given, ", ")
+			}
+			return usageError("no command given, only the global %s: name a command after the flags, such as "+
+				"list or health; 'leasectl --help' lists the commands", flags)
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Name() == cobra.ShellCompRequestCmd || cmd.Name() == cobra.ShellCompNoDescRequestCmd {
 				return nil // the shell asks for completions: its command line is not checked
+			}
+			if !cmd.HasParent() {
+				return nil // no command: its RunE says so, whatever the flags hold
 			}
 			switch a.output {
 			case "table", "json":

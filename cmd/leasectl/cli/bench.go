@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/leasestore/leasestore/cmd/leasectl/rawbench"
@@ -22,6 +23,7 @@ import (
 	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
 )
 
 // Bench workloads.
@@ -362,6 +364,12 @@ fields of a single run's output but status (and subject "leasestore" or
 "raw", and ratio_to_raw on the store's). Each measurement starts with an
 uncounted warm-up (--warm-up).
 
+--no-coalescing sends every operation of the store alone; --max-in-flight
+sets PostgreSQL's cap of coalesced round trips. Where one cannot apply it
+is refused (exit 2): --max-in-flight on SQLite, on etcd, beside
+--no-coalescing or behind a transaction pooler; either against a served
+store (http://), whose coalescing is the server's.
+
 Every state change is written to the audit trail, which is append-only: point
 bench at a scratch store.`,
 		Example: `  leasectl bench --dsn sqlite:/tmp/bench.db --concurrency 8 --duration 10s --keys 64
@@ -407,6 +415,9 @@ bench at a scratch store.`,
 			if f.maxInFlight < 0 {
 				return usageError("--max-in-flight: must not be negative, got %d", f.maxInFlight)
 			}
+			if err := benchCoalescingApplies(t, f); err != nil {
+				return err
+			}
 			app := "leasectl-bench-" + protocol.RandomRequestID()[:8]
 			s, err := a.openTarget(cmd.Context(), t, openOptions{maxConns: int32(slices.Max(f.levels)),
 				noCoalescing: f.noCoalescing, maxInFlight: f.maxInFlight, appName: app})
@@ -414,6 +425,9 @@ bench at a scratch store.`,
 				return err
 			}
 			defer s.close(a)
+			if err := coalescingOpened(s, f); err != nil {
+				return err
+			}
 			if t.dialect == migrations.Postgres && !dsnHasParam(t.raw, "application_name") {
 				s.cpu = &cpuMeter{dsn: t.raw, app: app}
 			}
@@ -486,6 +500,60 @@ func (a *app) openRaw(ctx context.Context, t target, conns int32) (rawbench.Base
 		return nil, failWith(errors.New(a.red.redact(err.Error())))
 	}
 	return r, nil
+}
+
+// benchCoalescingApplies refuses (usage) bench's coalescing flags where
+// they cannot apply, which would otherwise go silently unheeded:
+// --max-in-flight is PostgreSQL's cap of coalesced round trips, which
+// SQLite (one transaction at a time), etcd (no coalescing), --no-coalescing
+// and a transaction pooler (pooler=transaction: no coalescing) have none
+// of; a served store's coalescing is the server's, out of reach of both
+// flags. A pooler found only when the store opens is coalescingOpened's.
+func benchCoalescingApplies(t target, f benchFlags) error {
+	capped := f.maxInFlight > 0
+	switch {
+	case t.remote && (capped || f.noCoalescing):
+		flag := "--max-in-flight"
+		if !capped {
+			flag = "--no-coalescing"
+		}
+		return usageError("%s: a served store coalesces as the server (leasectl serve) opened its store, which bench cannot change: "+
+			"run bench with the database's DSN (the DSN leasectl serve was given), or leave %s out", flag, flag)
+	case !capped:
+		return nil
+	case t.etcd != nil:
+		return usageError("--max-in-flight: the etcd backend does not coalesce operations (each is a transaction of its own), " +
+			"so there is no cap to set: leave it out")
+	case t.dialect == migrations.SQLite:
+		return usageError("--max-in-flight: SQLite writes one transaction at a time (the writes that arrive meanwhile share " +
+			"the next), so there is no cap of round trips to set: leave it out (--no-coalescing turns the sharing off)")
+	case f.noCoalescing:
+		return usageError("--max-in-flight caps the round trips of coalescing, which --no-coalescing turns off: give one of them")
+	case t.dialect == migrations.Postgres:
+		if c, err := pgx.ParseConfig(t.raw); err == nil {
+			if mode, err := postgres.DSNPooler(c); err == nil && mode == postgres.PoolerTransaction {
+				return usageError("--max-in-flight: behind a transaction pooler (the DSN's pooler=transaction) the backend " +
+					"does not coalesce, so there is no cap to set: leave it out, or bench the server directly")
+			}
+		}
+	}
+	return nil
+}
+
+// coalescingOpened refuses --max-in-flight (usage) once the store s is
+// open when its backend does not coalesce: PostgreSQL found a transaction
+// pooler in front (PgBouncer in transaction or statement mode).
+func coalescingOpened(s *store, f benchFlags) error {
+	if f.maxInFlight == 0 || f.noCoalescing {
+		return nil
+	}
+	b, ok := s.rt.Backend().(*postgres.Backend)
+	if !ok || b.Coalescing().Limit > 0 {
+		return nil
+	}
+	return usageError("--max-in-flight: a transaction pooler is in front of the server (found at open: PgBouncer in " +
+		"transaction or statement mode), behind which the backend does not coalesce, so there is no cap to set: " +
+		"leave it out, or bench the server directly")
 }
 
 // benchRow is one measurement's result.

@@ -44,3 +44,14 @@ func TestBenchRefusesCoalescingFlagsThatCannotApply(t *testing.T) {
 		}
 	}
 }
+
+// Where --max-in-flight applies, PostgreSQL without a pooler, bench runs
+// with it.
+func TestBenchMaxInFlightRunsOnPostgres(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, migratedPostgresEnv(t), "bench", "--max-in-flight", "2", "-c", "4", "-d", "300ms", "--warm-up", "0s", "-o", "json")
+	wantCode(t, o, ExitOK)
+	if m := o.json(t); m["backend"] != "postgres" || m["ops"].(float64) == 0 {
+		t.Errorf("bench --max-in-flight 2 on PostgreSQL: %v, want a measurement", m)
+	}
+}

@@ -274,7 +274,7 @@ type app struct {
 	commandStarted bool
 	// cmdOut is run's command's stdout with -o json when run copies it
 	// (not a terminal), to tell whether its output ended a line.
-	cmdOut *lineEndWriter
+	cmdOut *commandOutput
 }
 
 // Execute runs leasectl with args (the command line without the program

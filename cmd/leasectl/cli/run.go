@@ -45,10 +45,11 @@ const (
 const groupPoll = 20 * time.Millisecond
 
 // pipeDelay is how long run, once CMD has ended, still copies output
-// through pipes that processes CMD left running hold open (only for
-// streams that are not files, as an embedding program may pass to
-// Execute, and stdout with -o json outside a terminal) before it closes
-// them and stops those processes.
+// through pipes that processes CMD left running hold open before it
+// closes them: os/exec's, for streams that are not files (as an embedding
+// program may pass to Execute), before it stops those processes; run's
+// own for stdout with -o json outside a terminal (commandOutput), after
+// the release, waiting only for a process outside CMD's group.
 const pipeDelay = time.Second
 
 // groupKill is the signal run sends the group when --grace ran out (a
@@ -119,8 +120,10 @@ that killed it. The result is stdout's last line: with -o json
 CMD's stdout, unless a terminal, is a pipe that run copies, ending CMD's
 last line when it did not (in a terminal the result begins with a
 newline). What processes CMD leaves running print on that pipe is
-copied for 1s after CMD ended; then run closes it (their later writes
-fail: EPIPE, SIGPIPE) and only then stops them.
+copied until they are stopped (below); one outside CMD's group that keeps
+it open gets 1s after the release, then run closes it (its later writes
+fail: EPIPE, SIGPIPE). A stdout nobody reads holds back CMD's output and
+the result, never the renewals, the release or the stop after a loss.
 
 CMD runs in a process group of its own, and these signals go to the whole
 group, so what CMD started stops with it; processes CMD leaves running
@@ -520,10 +523,19 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	if a.output == "json" {
 		// run's result must begin a line of its own (tail -n 1 prints
 		// it): CMD's output, unless it goes to a terminal, passes through
-		// run, which sees whether it ended a line.
+		// run, which sees whether it ended a line. Through a pipe and a
+		// copy of run's own, not os/exec's: Wait would wait for its copy
+		// into a stdout nobody reads, and the release (or the stop after
+		// a loss) with it.
 		if f, ok := a.rawStdout.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
-			a.cmdOut = &lineEndWriter{w: a.rawStdout}
-			c.Stdout = a.cmdOut
+			out, err := newCommandOutput(a.rawStdout)
+			if err != nil {
+				_ = a.releaseHeld(ctx, h)
+				return a.cannotStart(fmt.Errorf("a pipe for the command's output: %w", err), req.RequestID)
+			}
+			a.cmdOut = out
+			c.Stdout = out.child
+			defer out.finish()
 		}
 	}
 	// Streams that are not files reach CMD through pipes, which processes
@@ -545,6 +557,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 		return failWith(context.Cause(ctx))
 	}
 	done, err := startCommand(c)
+	if a.cmdOut != nil {
+		a.cmdOut.started()
+	}
 	if err != nil {
 		_ = a.releaseHeld(ctx, h)
 		if ierr := checkInterpreter(c.Path); ierr != nil {
@@ -727,6 +742,9 @@ func (a *app) ranOutcome(res protocol.Result, ret error) error {
 	if a.output != "json" {
 		return ret
 	}
+	if a.cmdOut != nil {
+		a.cmdOut.finish() // CMD's output comes first
+	}
 	if a.cmdOut == nil || a.cmdOut.midLine() {
 		// After output that did not end a line, or in a terminal, where
 		// run cannot see it: the result begins a line of its own.
@@ -856,23 +874,80 @@ func commandExitCode(ps *os.ProcessState) int {
 }
 
 // lineEndWriter passes run's command's output to w and remembers whether
-// it ended a line (safe for concurrent use: os/exec copies from a
-// goroutine that processes CMD left behind may keep going).
+// it ended a line (safe for concurrent use: commandOutput's copy, which
+// processes CMD left behind may keep going, writes from a goroutine).
 type lineEndWriter struct {
-	w     io.Writer
-	mu    sync.Mutex
-	wrote bool // some output was written
-	last  byte // the last byte written
+	w       io.Writer
+	mu      sync.Mutex
+	wrote   bool // some output was written
+	last    byte // the last byte written
+	writing bool // a Write to w is under way
 }
 
 func (l *lineEndWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	l.writing = true
+	l.mu.Unlock()
 	n, err := l.w.Write(b)
+	l.mu.Lock()
+	l.writing = false
 	if n > 0 {
-		l.mu.Lock()
 		l.wrote, l.last = true, b[n-1]
-		l.mu.Unlock()
 	}
+	l.mu.Unlock()
 	return n, err
+}
+
+// commandOutput is run's copy of CMD's stdout to w with -o json: CMD
+// writes into a pipe (child), and a goroutine of run's copies what it
+// reads to w through a lineEndWriter. CMD's end (Wait) does not wait for
+// the copy, so that nothing of the lease's handling waits for a stdout
+// nobody reads; run's result, printed after CMD's output, does (finish).
+type commandOutput struct {
+	lineEndWriter
+	r, child *os.File
+	done     chan struct{} // closed when the copy ended
+}
+
+func newCommandOutput(w io.Writer) (*commandOutput, error) {
+	r, child, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	o := &commandOutput{lineEndWriter: lineEndWriter{w: w}, r: r, child: child, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		_, _ = io.Copy(&o.lineEndWriter, r)
+	}()
+	return o, nil
+}
+
+// started closes run's copy of the pipe's write end once CMD has its own
+// (or did not start), so that the copy ends when CMD's processes have.
+func (o *commandOutput) started() { _ = o.child.Close() }
+
+// finish returns once the copy ended: every process holding the pipe's
+// write end has ended and what they wrote reached w, however long w
+// takes to take it. A process outside CMD's group (which run stops) may
+// keep the pipe open: when the copy has waited pipeDelay for more to read
+// (not for w), run closes its end, as os/exec does after WaitDelay, and
+// what such a process writes later is lost. Safe to call more than once.
+func (o *commandOutput) finish() {
+	for {
+		select {
+		case <-o.done:
+			return
+		case <-time.After(pipeDelay):
+		}
+		o.mu.Lock()
+		writing := o.writing
+		o.mu.Unlock()
+		if !writing {
+			_ = o.r.Close()
+			<-o.done
+			return
+		}
+	}
 }
 
 // midLine reports whether the output written so far does not end a line.

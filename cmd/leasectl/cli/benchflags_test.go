@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgbouncer"
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 )
 
 // bench's coalescing flags are refused (exit 2, naming why, before a
@@ -53,5 +56,17 @@ func TestBenchMaxInFlightRunsOnPostgres(t *testing.T) {
 	wantCode(t, o, ExitOK)
 	if m := o.json(t); m["backend"] != "postgres" || m["ops"].(float64) == 0 {
 		t.Errorf("bench --max-in-flight 2 on PostgreSQL: %v, want a measurement", m)
+	}
+}
+
+// A transaction pooler the DSN does not name, found when the store
+// opens, refuses --max-in-flight too (exit 2), before a measurement.
+func TestBenchRefusesMaxInFlightBehindAFoundPooler(t *testing.T) {
+	t.Parallel()
+	dsn := pgbouncer.Start(t).DSN(t, pgtest.MigratedDSN(t))
+	o := runCLI(t, env{}, "bench", "--dsn", dsn, "--max-in-flight", "2", "-d", "300ms", "--warm-up", "0s")
+	wantCode(t, o, ExitUsage)
+	if !strings.Contains(o.stderr, "--max-in-flight") || !strings.Contains(o.stderr, "pooler") || strings.Contains(o.stderr, "bench: starting") {
+		t.Errorf("bench --max-in-flight through PgBouncer: stderr %q: want it refused naming the pooler, before any measurement", o.stderr)
 	}
 }

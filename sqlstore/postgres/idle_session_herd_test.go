@@ -1,0 +1,74 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/internal/testkit/pgtest"
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/sqlstore/postgres"
+)
+
+// A DBA gives the store's role idle_session_timeout = 1s (ALTER ROLE ...
+// SET). The listener's connection sits idle between notifications; were
+// the server to end it every second, the listener would reconnect and wake
+// every waiter each time (a thundering herd of acquires, every waiter's,
+// every period) although no key changed. N waiters on held keys, over
+// several periods: each sends its first attempt and the one after its
+// subscription, and no more; the listener keeps one session.
+func TestRoleIdleSessionTimeoutWakesNoWaiter(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	roleDSN := pgtest.RoleDSN(t, dsn, "idle_session_timeout = 1s")
+	probe := rawConn(t, roleDSN)
+	time.Sleep(1500 * time.Millisecond)
+	if err := probe.Ping(ctxT(t)); err == nil {
+		t.Fatal("a session of the role idle for 1.5s was not ended: the role's idle_session_timeout does not apply, the test would prove nothing")
+	}
+	app := appName(t)
+	var attempts atomic.Int64
+	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == protocol.OpAcquire {
+			attempts.Add(1)
+		}
+	})
+	holder := openBackend(t, roleDSN, nil)
+	const n = 8
+	acquireKeys(t, holder, key, n, 5*time.Minute)
+	b := openBackend(t, roleDSN, &postgres.Config{ApplicationName: app})
+	rt := protocol.New(b, &protocol.Config{Observer: obs})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "waiter",
+				TTL: time.Minute}, &protocol.WaitConfig{Recheck: time.Hour})
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	raw := rawPool(t, dsn)
+	deadline := time.Now().Add(opTimeout)
+	for attempts.Load() < 2*n || len(listenerPIDs(t, raw, app)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiters sent %d attempts, %d listener sessions: want %d, 1", attempts.Load(),
+				len(listenerPIDs(t, raw, app)), 2*n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := listenerPIDs(t, raw, app)[0]
+	time.Sleep(3500 * time.Millisecond) // three periods of the role's idle_session_timeout and more
+	now := listenerPIDs(t, raw, app)
+	if got := attempts.Load(); got != 2*n {
+		t.Errorf("%d waiters on held keys sent %d attempts over 3.5s in which no key changed, want %d "+
+			"(the first and the one after subscribing each): they were woken for nothing", n, got, 2*n)
+	}
+	if len(now) != 1 || now[0] != first {
+		t.Errorf("the listener's session %d was replaced (now %v): the role's idle_session_timeout ended it", first, now)
+	}
+}

@@ -47,13 +47,27 @@ type notifier struct {
 	mu    sync.Mutex
 	keys  map[protocol.Key]map[chan struct{}]struct{}
 	count int
-	// owned holds the ids of release and revoke records this Backend is
-	// writing and signals itself once they commit (while anyone waits):
-	// the poller skips them, so that one release is one signal.
-	owned  map[int64]struct{}
+	// owned holds the ids of release and revoke records this Backend
+	// wrote (while anyone waits), so that one release is one signal: the
+	// Backend signals its own once they commit, and the poller skips them.
+	// An id is only the Backend's once its transaction committed: until
+	// then (ownPending) the poller that meets it signals it (the
+	// transaction may have been rolled back and the id taken by another
+	// process's record) and marks it ownPolled, so that the Backend does
+	// not signal it again.
+	owned  map[int64]ownState
 	poll   *poller // the running poller; nil when none
 	closed bool
 }
+
+// ownState is where an id of owned stands.
+type ownState int8
+
+const (
+	ownPending   ownState = iota // written, not known to be committed
+	ownSignalled                 // committed and signalled by the Backend: the poller skips it
+	ownPolled                    // signalled by the poller: the Backend does not signal it again
+)
 
 // poller is one run of the cross-process check.
 type poller struct {
@@ -66,6 +80,11 @@ type poller struct {
 func (n *notifier) signal(key protocol.Key) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.signalLocked(key)
+}
+
+// signalLocked is signal; n.mu is held.
+func (n *notifier) signalLocked(key protocol.Key) {
 	for ch := range n.keys[key] {
 		select {
 		case ch <- struct{}{}:
@@ -74,8 +93,9 @@ func (n *notifier) signal(key protocol.Key) {
 	}
 }
 
-// own marks the record id as signalled by this Backend (see owned), when
-// someone waits; nobody polls otherwise.
+// own marks the record id, written by this Backend in a transaction not
+// yet committed, as its own (see owned), when someone waits; nobody polls
+// otherwise.
 func (n *notifier) own(id int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -83,9 +103,26 @@ func (n *notifier) own(id int64) {
 		return
 	}
 	if n.owned == nil {
-		n.owned = make(map[int64]struct{})
+		n.owned = make(map[int64]ownState)
 	}
-	n.owned[id] = struct{}{}
+	n.owned[id] = ownPending
+}
+
+// committed signals the waiters of key, whose record id (0 for none) this
+// Backend's write committed, unless the poller met the record first and
+// signalled them; the poller skips it from here on.
+func (n *notifier) committed(key protocol.Key, id int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st, ok := n.owned[id]
+	switch {
+	case ok && st == ownPolled:
+		delete(n.owned, id)
+		return
+	case ok:
+		n.owned[id] = ownSignalled
+	}
+	n.signalLocked(key)
 }
 
 // forget unmarks a record id whose write did not take effect: the id may
@@ -334,13 +371,23 @@ func (n *notifier) wake(ctx context.Context, conn *sql.Conn, after int64) (int64
 			return after, err
 		}
 		n.mu.Lock()
-		_, mine := n.owned[id]
-		delete(n.owned, id)
-		n.mu.Unlock()
-		if !mine && !seen[k] {
-			seen[k] = true
-			n.signal(k)
+		st, ok := n.owned[id]
+		switch {
+		case ok && st == ownSignalled: // this Backend's, committed and signalled
+			delete(n.owned, id)
+		default:
+			if ok {
+				// Its transaction may have been rolled back, and the id
+				// be another process's: signalled here, not again by
+				// the Backend once it learns that it committed.
+				n.owned[id] = ownPolled
+			}
+			if !seen[k] {
+				seen[k] = true
+				n.signalLocked(k)
+			}
 		}
+		n.mu.Unlock()
 	}
 	return top, rows.Err()
 }

@@ -367,12 +367,13 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res p
 // that signals the Backend's waiters of key when the write took effect
 // with status st (also when its caller left before its batch ended).
 // *rid is the id of the audit record the write made (0 for none), which
-// the write marked as signalled here so that the poller does not signal
-// it again; a write that did not take effect unmarks it.
+// the write marked as its own so that the poller does not signal it again
+// once it is known to be committed (notifier.owned); a write that did not
+// take effect unmarks it.
 func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(protocol.Result, error) (protocol.Result, error) {
 	return func(res protocol.Result, err error) (protocol.Result, error) {
 		if err == nil && res.Status == st && !res.Replayed {
-			b.notify.signal(key)
+			b.notify.committed(key, *rid)
 		} else if *rid != 0 {
 			b.notify.forget(*rid)
 		}

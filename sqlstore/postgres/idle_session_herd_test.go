@@ -72,3 +72,68 @@ func TestRoleIdleSessionTimeoutWakesNoWaiter(t *testing.T) {
 		t.Errorf("the listener's session %d was replaced (now %v): the role's idle_session_timeout ended it", first, now)
 	}
 }
+
+// The listener's session is ended every so often by something the backend
+// cannot pin (a DBA's job that terminates idle sessions, as here; a
+// firewall's or load balancer's idle cut-off). No key changed: the
+// listener reconnects and takes its locks again, and wakes no waiter. It
+// woke every waiter twice each time (at the break, and once the locks were
+// held again): a herd of attempts every period.
+func TestListenerReconnectionWakesNoWaiterWhenNothingChanged(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	app := appName(t)
+	var attempts atomic.Int64
+	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == protocol.OpAcquire {
+			attempts.Add(1)
+		}
+	})
+	keys := keysIn(pgtest.Namespace())
+	holder := openBackend(t, dsn, nil)
+	const n = 8
+	acquireKeys(t, holder, keys, n, 5*time.Minute)
+	b := openBackend(t, dsn, &postgres.Config{ApplicationName: app})
+	rt := protocol.New(b, &protocol.Config{Observer: obs})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: keys(fmt.Sprintf("k%d", i)), Owner: "waiter",
+				TTL: time.Minute}, &protocol.WaitConfig{Recheck: time.Hour})
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	raw := rawPool(t, dsn)
+	deadline := time.Now().Add(opTimeout)
+	for attempts.Load() < 2*n || len(listenerPIDs(t, raw, app)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiters sent %d attempts, %d listener sessions: want %d, 1", attempts.Load(),
+				len(listenerPIDs(t, raw, app)), 2*n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const kills = 3
+	for range kills {
+		pid := listenerPIDs(t, raw, app)[0]
+		mustExec(t, raw, `SELECT pg_terminate_backend($1)`, pid)
+		for {
+			now := listenerPIDs(t, raw, app)
+			if len(now) == 1 && now[0] != pid && count(t, raw, `SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'advisory'
+				AND classid = 1818583412 AND granted`, now[0]) == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no new listener session holds the %d waiters' locks (now %v, before %d)", n, now, pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the waiters' attempts on any signal
+	if got := attempts.Load(); got != 2*n {
+		t.Errorf("%d waiters on held keys sent %d attempts through %d reconnections of the listener in which no key changed, "+
+			"want %d (the first and the one after subscribing each): they were woken for nothing", n, got, kills, 2*n)
+	}
+}

@@ -55,6 +55,17 @@ func WithPruneBatchHook(cfg *Config, fn func()) *Config {
 	return cfg
 }
 
+// WithReconnectHook returns cfg (a new Config when nil) with fn run each
+// time the listener is about to connect again after its connection broke
+// (or an attempt failed): a test holds the listener disconnected there.
+func WithReconnectHook(cfg *Config, fn func()) *Config {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cfg.testBeforeReconnect = fn
+	return cfg
+}
+
 // ListPlan returns the plan, with actual row counts, of the statement List
 // runs for req, as EXPLAIN (ANALYZE, FORMAT JSON) gives it.
 func (b *Backend) ListPlan(ctx context.Context, req protocol.ListRequest) (string, error) {

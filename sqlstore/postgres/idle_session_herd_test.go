@@ -137,3 +137,65 @@ func TestListenerReconnectionWakesNoWaiterWhenNothingChanged(t *testing.T) {
 			"want %d (the first and the one after subscribing each): they were woken for nothing", n, got, kills, 2*n)
 	}
 }
+
+// Safety of the above: a release that commits while the listener is
+// disconnected (held there by WithReconnectHook) notifies nobody, since
+// the key's wait lock is free; the new connection finds the key's row
+// changed and signals its waiter, and only its: the waiter of a key that
+// did not change is not woken.
+func TestListenerReconnectionWakesTheWaitersOfKeysThatChanged(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.MigratedDSN(t)
+	app := appName(t)
+	reconnecting, resume := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(resume) })
+	cfg := postgres.WithReconnectHook(&postgres.Config{ApplicationName: app}, func() {
+		select {
+		case reconnecting <- struct{}{}:
+		default:
+		}
+		<-resume
+	})
+	b := openBackend(t, dsn, cfg)
+	other := openBackend(t, dsn, nil)
+	keys := keysIn(pgtest.Namespace())
+	acquireKeys(t, other, keys, 2, 5*time.Minute) // k0, k1, tokens in order
+	changed, cancel, err := b.Subscribe(ctxT(t), keys("k0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	unchanged, cancel1, err := b.Subscribe(ctxT(t), keys("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel1()
+	got, err := other.Get(ctxT(t), protocol.GetRequest{Key: keys("k0")})
+	wantStatus(t, "get k0", got, err, protocol.StatusFound)
+	raw := rawPool(t, dsn)
+	pids := listenerPIDs(t, raw, app)
+	if len(pids) != 1 {
+		t.Fatalf("%d listener sessions hold the keys' wait locks, want 1", len(pids))
+	}
+	mustExec(t, raw, `SELECT pg_terminate_backend($1)`, pids[0])
+	select {
+	case <-reconnecting:
+	case <-time.After(opTimeout):
+		t.Fatal("the listener did not set out to reconnect after its connection died")
+	}
+	res, err := other.Release(ctxT(t), protocol.ReleaseRequest{Key: keys("k0"), Owner: "w", Token: got.Lease.Token,
+		RequestID: "r0"})
+	wantStatus(t, "release k0", res, err, protocol.StatusReleased)
+	once.Do(func() { close(resume) })
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter of k0, released while the listener was disconnected, was not woken within 5s of the reconnection")
+	}
+	select {
+	case <-unchanged:
+		t.Fatal("the waiter of k1, which did not change, was woken by the reconnection")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -44,13 +44,23 @@ var _ protocol.Notifier = (*Backend)(nil)
 // The listener connection is opened at the first Subscribe and kept while
 // anyone waits; once no key has had a waiter for Config.ListenerIdle
 // (default DefaultListenerIdle) it is closed, which lets go of LISTEN and
-// of every lock, and the next Subscribe opens a new one. If it breaks,
-// every waiter is signalled (a release may have gone unheard) and it
-// reconnects, taking the locks of the keys still waited for again; once
-// every one is held again, every waiter is signalled once more: a release
-// or revoke that committed while the connection was down found its key's
-// lock free and notified nobody, so the only news of it is that second
-// signal (the first one's attempt may have come before it).
+// of every lock, and the next Subscribe opens a new one. Its session pins
+// idle_session_timeout to 0 (pinSession), but something else may end it
+// every so often (a DBA's job that terminates idle sessions, a network's
+// idle cut-off): it then reconnects and takes the locks of the keys still
+// waited for again. A release or revoke that committed while it was down
+// found its key's lock free and notified nobody, and one notified just
+// before the break may not have been read, so the listener compares the
+// waited-for keys' rows (token and ended_token, keyStatesSQL: every
+// release, revoke and acquire moves them, a renewal does not) read once
+// the new connection holds every lock with the same rows read on the last
+// connection before it took its locks, and signals the waiters of every
+// key whose row differs or was not read then (first waited for later, or
+// the read failed). A reconnection in which no key changed wakes nobody:
+// it used to wake every waiter twice, a herd of attempts each time. When
+// an attempt to connect fails, every waiter is signalled once (they are
+// left to their Recheck until it can listen again), and so they are at
+// Close.
 const (
 	notifyChannel = "leasestore_wake"
 	waitLockClass = 1818583412 // writers' per-key lock class (queries.go) plus one
@@ -72,7 +82,15 @@ const (
 	whereSQL      = `SELECT current_database(), coalesce(current_schema(), '')`
 	waitLockSQL   = `SELECT pg_advisory_lock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
 	waitUnlockSQL = `SELECT pg_advisory_unlock_shared(1818583412, hashtext($1 || '/' || $2) & ` + waitLockMask + `)`
+	// keyStatesSQL reads the rows of the keys ($1 namespaces, $2 names):
+	// the token and the ended token (0 for none, and both for no row).
+	keyStatesSQL = `SELECT k.namespace, k.name, coalesce(l.token, 0), coalesce(l.ended_token, 0)
+FROM unnest($1::text[], $2::text[]) AS k(namespace, name)
+LEFT JOIN leasestore_leases l ON l.namespace = k.namespace AND l.name = k.name`
 )
+
+// keyState is a waited-for key's row as keyStatesSQL reads it.
+type keyState struct{ token, ended int64 }
 
 // DefaultListenerIdle is the default of [Config].ListenerIdle: how long
 // the listener connection stays open once no waiter needs it.
@@ -116,6 +134,13 @@ type listener struct {
 	closed    bool
 	cancel    context.CancelFunc // ends the goroutine of the last start
 	done      chan struct{}      // closed when the goroutine of the last start (and those before it) ended
+
+	// seen holds the waited-for keys' rows as the current (or last)
+	// connection read them before it took their locks; a key whose read
+	// failed is missing. Only the goroutine serving the listener uses it.
+	seen map[protocol.Key]keyState
+
+	beforeReconnect func() // Config.testBeforeReconnect; nil outside tests
 }
 
 // idleFor returns how long the connection stays open once nobody waits.
@@ -232,20 +257,30 @@ func (l *listener) signal(key protocol.Key, all bool) {
 	}
 }
 
-// run connects, serves until the connection breaks, signals every waiter
-// and reconnects, until Close (ctx ends) or until nobody waited for the
-// idle time; then it closes done. A connection made after one broke (or
-// after a failed attempt) signals every waiter once it holds every key's
-// lock: changes in between sent no notification.
+// run connects, serves until the connection breaks, and reconnects,
+// until Close (ctx ends) or until nobody waited for the idle time; then it
+// closes done. A connection made after one broke (or after a failed
+// attempt) signals the waiters of the keys that changed meanwhile, once it
+// holds every key's lock (see the comment above); a failed attempt
+// signals every waiter, once until a connection is made again.
 func (l *listener) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	backoff := listenerMinBackoff
+	l.seen = nil
+	signalled := false // every waiter was signalled since the last connection
 	for again := false; ctx.Err() == nil; again = true {
-		conn, schema, err := l.connect(ctx)
+		if again && l.beforeReconnect != nil {
+			l.beforeReconnect()
+		}
+		conn, schema, before, after, err := l.connect(ctx, again)
 		if err == nil {
 			backoff = listenerMinBackoff
 			if again {
-				l.signal(protocol.Key{}, true) // a release between the break and the locks was not notified
+				l.signalChanged(l.seen, after) // a release between the break and the locks was not notified
+			}
+			l.seen, signalled = before, false
+			if l.seen == nil {
+				l.seen = make(map[protocol.Key]keyState)
 			}
 			err = l.serve(ctx, conn, schema)
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -254,9 +289,13 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 			if errors.Is(err, errListenerIdle) {
 				return // nobody waits: nothing to signal or fail
 			}
+		} else if !signalled && ctx.Err() == nil {
+			// It cannot listen: a release may go unheard until it can.
+			l.signal(protocol.Key{}, true)
+			signalled = true
 		}
-		l.signal(protocol.Key{}, true) // a release may have gone unheard
 		if ctx.Err() != nil {
+			l.signal(protocol.Key{}, true) // closed: the waiters' next attempt answers so
 			break
 		}
 		l.failPending(err)
@@ -267,6 +306,54 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 		backoff = min(2*backoff, listenerMaxBackoff)
 	}
 	l.failPending(backendkit.NewError("", protocol.StatusClosed, nil, "postgres: the backend was closed"))
+}
+
+// signalChanged wakes the waiters of each key of after whose row differs
+// from seen's, or that seen lacks; of every key when after is nil (the
+// read failed).
+func (l *listener) signalChanged(seen, after map[protocol.Key]keyState) {
+	if after == nil {
+		l.signal(protocol.Key{}, true)
+		return
+	}
+	for k, st := range after {
+		if was, ok := seen[k]; !ok || was != st {
+			l.signal(k, false)
+		}
+	}
+}
+
+// keyStates reads the rows of keys on conn (keyStatesSQL); nil when the
+// read failed (the role may not read the table through a ListenDSN) or
+// keys is empty.
+func keyStates(ctx context.Context, conn *pgx.Conn, keys []protocol.Key) map[protocol.Key]keyState {
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, protocol.DefaultTimeout)
+	defer cancel()
+	ns, names := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		ns[i], names[i] = k.Namespace, k.Name
+	}
+	rows, err := conn.Query(ctx, keyStatesSQL, ns, names)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	out := make(map[protocol.Key]keyState, len(keys))
+	for rows.Next() {
+		var k protocol.Key
+		var st keyState
+		if err := rows.Scan(&k.Namespace, &k.Name, &st.token, &st.ended); err != nil {
+			return nil
+		}
+		out[k] = st
+	}
+	if rows.Err() != nil {
+		return nil
+	}
+	return out
 }
 
 // failPending answers the subscribers still waiting for their key's lock
@@ -288,8 +375,42 @@ func (l *listener) failPending(err error) {
 }
 
 // connect opens the listener's connection with the pool's settings,
-// listens, and takes the lock of every key that has subscribers.
-func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
+// listens, and takes the lock of every key that has subscribers. It
+// returns those keys' rows read before it took the locks and, when again
+// (a reconnection), after (nil when a read failed).
+func (l *listener) connect(lctx context.Context, again bool) (conn *pgx.Conn, schema string, before, after map[protocol.Key]keyState, err error) {
+	conn, schema, err = l.dial(lctx)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(lctx, protocol.DefaultTimeout)
+	defer cancel()
+	l.mu.Lock()
+	l.queue = nil // replaced by taking every current key's lock
+	keys := make([]protocol.Key, 0, len(l.keys))
+	for k := range l.keys {
+		keys = append(keys, k)
+	}
+	l.mu.Unlock()
+	before = keyStates(ctx, conn, keys)
+	for _, k := range keys {
+		if err := l.apply(lctx, conn, lockCmd{key: k, lock: true}); err != nil {
+			_ = conn.Close(ctx)
+			return nil, "", nil, nil, err
+		}
+	}
+	if again {
+		after = keyStates(ctx, conn, keys)
+	}
+	if len(keys) > 0 && (before == nil || (again && after == nil)) && conn.IsClosed() {
+		return nil, "", nil, nil, errors.New("postgres: the listener's connection broke as it read the waited-for keys")
+	}
+	return conn, schema, before, after, nil
+}
+
+// dial opens the listener's connection with the pool's settings and
+// listens.
+func (l *listener) dial(lctx context.Context) (*pgx.Conn, string, error) {
 	ctx, cancel := context.WithTimeout(lctx, protocol.DefaultTimeout)
 	defer cancel()
 	cfg := l.b.pool.Config().ConnConfig.Copy()
@@ -344,19 +465,6 @@ func (l *listener) connect(lctx context.Context) (*pgx.Conn, string, error) {
 	if err != nil {
 		_ = conn.Close(ctx)
 		return nil, "", err
-	}
-	l.mu.Lock()
-	l.queue = nil // replaced by taking every current key's lock
-	keys := make([]protocol.Key, 0, len(l.keys))
-	for k := range l.keys {
-		keys = append(keys, k)
-	}
-	l.mu.Unlock()
-	for _, k := range keys {
-		if err := l.apply(lctx, conn, lockCmd{key: k, lock: true}); err != nil {
-			_ = conn.Close(ctx)
-			return nil, "", err
-		}
 	}
 	return conn, schema, nil
 }
@@ -429,9 +537,23 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, schema string) err
 		}
 		l.mu.Unlock()
 		if len(cmds) > 0 {
+			// The rows of the keys to lock, read before their locks, for
+			// the comparison of the next connection (see run).
+			var lock []protocol.Key
+			for _, c := range cmds {
+				if c.lock {
+					lock = append(lock, c.key)
+				}
+			}
+			states := keyStates(ctx, conn, lock)
 			for _, c := range cmds {
 				if err := l.apply(ctx, conn, c); err != nil {
 					return err
+				}
+				if st, ok := states[c.key]; ok && c.lock {
+					l.seen[c.key] = st
+				} else {
+					delete(l.seen, c.key) // let go, or not read: woken at a reconnection
 				}
 			}
 			continue

@@ -235,6 +235,10 @@ type Config struct {
 	// however long, in this package's tests that form a batch behind a
 	// slot they hold (see export_test.go).
 	testHeldQueue bool
+	// testBeforeReconnect runs in this package's tests (see
+	// export_test.go) each time the listener is about to connect again
+	// after its connection broke (or an attempt failed).
+	testBeforeReconnect func()
 }
 
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
@@ -428,7 +432,7 @@ func poolTooSmall(call string, maxConns int32, set string) error {
 // no sessions is in front (see pooler.go).
 func newBackend(pool *pgxpool.Pool, owns bool, cfg *Config, pooled bool) *Backend {
 	b := &Backend{pool: pool, ownsPool: owns, now: cfg.testNow, pooled: pooled, betweenPruneBatches: cfg.testBetweenPruneBatches,
-		listen: listener{idle: cfg.ListenerIdle, dsn: cfg.ListenDSN}}
+		listen: listener{idle: cfg.ListenerIdle, dsn: cfg.ListenDSN, beforeReconnect: cfg.testBeforeReconnect}}
 	b.noBatch.Store(pooled) // the batch function is a temporary object
 	if !cfg.NoCoalescing && !pooled {
 		b.co = newCoalescer(b, cfg.MaxInFlight, int(pool.Config().MaxConns), !cfg.testHeldQueue)

@@ -76,14 +76,7 @@ type poller struct {
 	done  chan struct{} // closed when the goroutine ended
 }
 
-// signal wakes the waiters of key without blocking.
-func (n *notifier) signal(key protocol.Key) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.signalLocked(key)
-}
-
-// signalLocked is signal; n.mu is held.
+// signalLocked wakes the waiters of key without blocking; n.mu is held.
 func (n *notifier) signalLocked(key protocol.Key) {
 	for ch := range n.keys[key] {
 		select {

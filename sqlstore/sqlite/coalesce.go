@@ -102,7 +102,8 @@ type pendingWrite struct {
 // transaction at a time); it is safe for concurrent use.
 type writer struct {
 	q       *backendkit.Coalescer[*pendingWrite]
-	batches atomic.Int64 // transactions of more than one write (tests read it)
+	batches atomic.Int64 // transactions of more than one write (tests and benchmarks read it)
+	batched atomic.Int64 // the writes of those transactions
 }
 
 // newWriter returns the write queue of b, whose batches hold at most
@@ -398,6 +399,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 	alone := len(live) == 1
 	if !alone {
 		b.writer.batches.Add(1)
+		b.writer.batched.Add(int64(len(live)))
 	}
 	// fail answers err to the writes of the batch, none of which happened;
 	// q reads the schema version (tx while it is open, b.db once it ended).

@@ -87,6 +87,10 @@ func WriteBatches(b *Backend) int64 {
 	return b.writer.batches.Load()
 }
 
+// WriteBatchWrites returns how many writes the transactions WriteBatches
+// counts held (those left out of their batch included).
+func WriteBatchWrites(b *Backend) int64 { return b.writer.batched.Load() }
+
 // FailingWrite runs a write that inserts a lease row and then fails with
 // err, as a write that broke half way would.
 func FailingWrite(ctx context.Context, b *Backend, name string, err error) error {

@@ -228,7 +228,7 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, op, err)
 	}
-	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	defer func() { _ = tx.Rollback(); b.txEnded(tx) }() // a no-op after Commit
 	if b.closed.Load() {
 		return protocol.Result{}, b.closedError(op) // Close began while it waited for the lock
 	}
@@ -395,7 +395,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 			}
 		}
 	}()
-	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	defer func() { _ = tx.Rollback(); b.txEnded(tx) }() // a no-op after Commit
 	alone := len(live) == 1
 	if !alone {
 		b.writer.batches.Add(1)
@@ -431,7 +431,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 			p.res, commit = res, ok
 			continue
 		}
-		res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
+		res, ok, err, lost := b.inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
 		if lost != nil {
 			fail(tx, lost, live[i+1:])
 			if err != nil {
@@ -461,14 +461,15 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 // can be committed. lost is a *rolledBack when fn's error rolled back the
 // whole transaction, the savepoint with it (SQLite does so for a trigger's
 // RAISE(ROLLBACK), and may for a full disk or an I/O error), else a
-// savepoint statement's error.
-func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bool, error)) (res protocol.Result, ok bool, err, lost error) {
-	if _, err := tx.ExecContext(ctx, qSavepoint); err != nil {
+// savepoint statement's error. The savepoint statements are prepared ones,
+// bound to tx once (Backend.inTx), not parsed again for each write.
+func (b *Backend) inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bool, error)) (res protocol.Result, ok bool, err, lost error) {
+	if _, err := b.inTx(ctx, tx, b.stmts.savepoint).ExecContext(ctx); err != nil {
 		return protocol.Result{}, false, nil, err
 	}
 	res, ok, err = fn()
 	if err != nil || !ok {
-		if _, rerr := tx.ExecContext(ctx, qRollbackSavepoint); rerr != nil {
+		if _, rerr := b.inTx(ctx, tx, b.stmts.rollbackSavepoint).ExecContext(ctx); rerr != nil {
 			var rb *rolledBack
 			switch {
 			case err != nil && errors.As(err, &rb): // a write of its own rolled it back (RenewMany)
@@ -479,10 +480,61 @@ func inSavepoint(ctx context.Context, tx *sql.Tx, fn func() (protocol.Result, bo
 			return protocol.Result{}, false, err, rerr
 		}
 	}
-	if _, rerr := tx.ExecContext(ctx, qReleaseSavepoint); rerr != nil {
+	if _, rerr := b.inTx(ctx, tx, b.stmts.releaseSavepoint).ExecContext(ctx); rerr != nil {
 		return protocol.Result{}, false, err, rerr
 	}
 	return res, ok, err, nil
+}
+
+// txStatements holds the statements bound to the write transaction that
+// runs (tx.StmtContext of the Backend's prepared ones), so that the writes
+// of a batch, which share its transaction, bind each statement once
+// rather than at every use: binding one allocates a statement, registers
+// it with database/sql and closes it with the transaction. Write
+// transactions run one at a time (the writer), but the mutex keeps any
+// other transaction that asks correct: it rebinds, as before.
+type txStatements struct {
+	mu    sync.Mutex
+	tx    *sql.Tx // the transaction bound holds statements of; nil: none
+	bound []boundStmt
+}
+
+// boundStmt is st bound to a transaction.
+type boundStmt struct{ st, in *sql.Stmt }
+
+// inTx returns st (one of b.stmts) bound to tx, the transaction of a
+// write: bound once per transaction. tx keeps it until it ends, as it
+// keeps any statement bound to it. (A statement that could not be
+// prepared on tx's connection fails each use in tx, as a fresh binding
+// would: the write lock keeps the schema as it is until tx ends.)
+func (b *Backend) inTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	c := &b.txStmts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tx != tx {
+		clear(c.bound)
+		c.tx, c.bound = tx, c.bound[:0]
+	}
+	for _, s := range c.bound {
+		if s.st == st {
+			return s.in
+		}
+	}
+	in := tx.StmtContext(ctx, st)
+	c.bound = append(c.bound, boundStmt{st: st, in: in})
+	return in
+}
+
+// txEnded forgets the statements bound to tx, which ended (they closed
+// with it), so that they are not kept until the next write.
+func (b *Backend) txEnded(tx *sql.Tx) {
+	c := &b.txStmts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tx == tx {
+		clear(c.bound)
+		c.tx, c.bound = nil, c.bound[:0]
+	}
 }
 
 // waitWrites waits for the batches in flight (Close).

@@ -34,7 +34,7 @@ type change func(ctx context.Context, tx *sql.Tx, now time.Time) (res protocol.R
 // ReplayAcquire); the caller then writes nothing.
 func (b *Backend) replay(ctx context.Context, tx *sql.Tx, namespace, requestID string,
 	answer func(backendkit.Recorded) (protocol.Result, error)) (res protocol.Result, done bool, err error) {
-	rec, err := scanRecorded(tx.StmtContext(ctx, b.stmts.findRequest).QueryRowContext(ctx, namespace, requestID))
+	rec, err := scanRecorded(b.inTx(ctx, tx, b.stmts.findRequest).QueryRowContext(ctx, namespace, requestID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return protocol.Result{}, false, nil
 	}
@@ -71,13 +71,13 @@ func (b *Backend) current(ctx context.Context, q *sql.Stmt, op protocol.Op, key 
 // row (nil when there is none), which [backendkit.CheckAcquire] then
 // finds free.
 func (b *Backend) blocking(ctx context.Context, tx *sql.Tx, key protocol.Key, now time.Time) (*protocol.Lease, error) {
-	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), protocol.OpAcquire, key)
+	cur, err := b.current(ctx, b.inTx(ctx, tx, b.stmts.currentLease), protocol.OpAcquire, key)
 	if err != nil || (cur != nil && now.Before(cur.FreeAt())) {
 		return cur, err
 	}
 	d := protocol.Lease{Key: key, Version: protocol.LeaseFormatVersion}
 	var acq, ren, ended, delay int64
-	err = tx.StmtContext(ctx, b.stmts.currentDelay).QueryRowContext(ctx, key.Namespace, key.Name, micros(now)).
+	err = b.inTx(ctx, tx, b.stmts.currentDelay).QueryRowContext(ctx, key.Namespace, key.Name, micros(now)).
 		Scan(&d.Owner, &d.Token, &acq, &ren, &ended, &delay)
 	if errors.Is(err, sql.ErrNoRows) {
 		return cur, nil
@@ -102,7 +102,7 @@ func (b *Backend) refused(ctx context.Context, tx *sql.Tx, op protocol.Op, key p
 	if res, done, err := b.replay(ctx, tx, key.Namespace, requestID, replay); done || err != nil {
 		return res, false, err
 	}
-	cur, err := b.current(ctx, tx.StmtContext(ctx, b.stmts.currentLease), op, key)
+	cur, err := b.current(ctx, b.inTx(ctx, tx, b.stmts.currentLease), op, key)
 	if err != nil {
 		return protocol.Result{}, false, err
 	}
@@ -123,7 +123,7 @@ func (b *Backend) record(ctx context.Context, tx *sql.Tx, r backendkit.Recorded)
 // row (a trigger on the trail dropped it) fails with errRecordMissing: the
 // change must not be committed without its record.
 func (b *Backend) recordID(ctx context.Context, tx *sql.Tx, r backendkit.Recorded) (int64, error) {
-	res, err := tx.StmtContext(ctx, b.stmts.insertAudit).ExecContext(ctx,
+	res, err := b.inTx(ctx, tx, b.stmts.insertAudit).ExecContext(ctx,
 		micros(r.At), string(r.Op), r.Namespace, r.Key, r.Owner, r.Token, r.RequestID, r.Actor, r.Reason,
 		string(r.Status), r.Version, r.ParamsHash, nullMicros(r.ExpiresAt), nullMicros(r.AcquiredAt),
 		nullMicros(r.RenewedAt), sql.NullInt64{Int64: r.LockDelay.Microseconds(), Valid: r.LockDelay > 0})
@@ -164,7 +164,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, AcquiredAt: now, RenewedAt: now,
 			ExpiresAt: now.Add(req.TTL).Truncate(time.Microsecond), Version: protocol.LeaseFormatVersion,
 			LockDelay: req.StoredLockDelay()}
-		err := tx.StmtContext(ctx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
+		err := b.inTx(ctx, tx, b.stmts.acquire).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner,
 			micros(now), micros(l.ExpiresAt), protocol.LeaseFormatVersion, l.LockDelay.Microseconds(),
 			req.RequestID).Scan(&l.Token)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -185,7 +185,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 			return protocol.Result{}, false, err
 		}
 		var last int64
-		if err := tx.StmtContext(ctx, b.stmts.bumpFencing).QueryRowContext(ctx).Scan(&last); err != nil {
+		if err := b.inTx(ctx, tx, b.stmts.bumpFencing).QueryRowContext(ctx).Scan(&last); err != nil {
 			return protocol.Result{}, false, err
 		}
 		if last != l.Token {
@@ -234,7 +234,7 @@ func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) 
 	_, err := b.write(ctx, op, func(sctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		commit := false
 		for i, req := range reqs {
-			res, ok, err, lost := inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return b.renew(sctx, tx, now, req) })
+			res, ok, err, lost := b.inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return b.renew(sctx, tx, now, req) })
 			if lost != nil {
 				return protocol.Result{}, false, lost
 			}
@@ -260,7 +260,7 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 	l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, RenewedAt: now, Version: protocol.LeaseFormatVersion}
 	var acq, exp, delay int64
 	var setAside bool
-	err := tx.StmtContext(ctx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
+	err := b.inTx(ctx, tx, b.stmts.renew).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
 		micros(now), req.TTL.Microseconds(), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &exp, &delay, &setAside)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
@@ -271,7 +271,7 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 		return protocol.Result{}, false, err
 	}
 	if setAside {
-		if _, err := tx.StmtContext(ctx, b.stmts.putBack).ExecContext(ctx, req.Key.Namespace, req.Key.Name); err != nil {
+		if _, err := b.inTx(ctx, tx, b.stmts.putBack).ExecContext(ctx, req.Key.Namespace, req.Key.Name); err != nil {
 			return protocol.Result{}, false, err
 		}
 	}
@@ -297,7 +297,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res
 	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		l := protocol.Lease{Key: req.Key, Owner: req.Owner, Token: req.Token, Version: protocol.LeaseFormatVersion}
 		var acq, ren, exp, delay int64
-		err := tx.StmtContext(ctx, b.stmts.release).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
+		err := b.inTx(ctx, tx, b.stmts.release).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Owner, req.Token,
 			micros(now), protocol.LeaseFormatVersion, req.RequestID).Scan(&acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
@@ -334,7 +334,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res p
 	return b.writeThen(ctx, op, func(ctx context.Context, tx *sql.Tx, now time.Time) (protocol.Result, bool, error) {
 		l := protocol.Lease{Key: req.Key, Version: protocol.LeaseFormatVersion}
 		var acq, ren, exp, delay int64
-		err := tx.StmtContext(ctx, b.stmts.revoke).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Token,
+		err := b.inTx(ctx, tx, b.stmts.revoke).QueryRowContext(ctx, req.Key.Namespace, req.Key.Name, req.Token,
 			micros(now), protocol.LeaseFormatVersion, req.RequestID).Scan(&l.Owner, &l.Token, &acq, &ren, &exp, &delay)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.refused(ctx, tx, op, req.Key, req.RequestID, fp, func(cur *protocol.Lease) protocol.Status {
@@ -347,7 +347,7 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res p
 		l.AcquiredAt, l.RenewedAt, l.ExpiresAt = fromMicros(acq), fromMicros(ren), fromMicros(exp)
 		l.LockDelay = time.Duration(delay) * time.Microsecond
 		if delay > 0 {
-			if _, err := tx.StmtContext(ctx, b.stmts.keepDelay).ExecContext(ctx, req.Key.Namespace, req.Key.Name,
+			if _, err := b.inTx(ctx, tx, b.stmts.keepDelay).ExecContext(ctx, req.Key.Namespace, req.Key.Name,
 				l.Owner, l.Token, acq, ren, micros(now), delay); err != nil {
 				return protocol.Result{}, false, err
 			}

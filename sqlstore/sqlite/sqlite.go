@@ -123,6 +123,8 @@ type Backend struct {
 	// writer runs this Backend's write transactions one at a time,
 	// coalescing the writes that wait meanwhile (see writer).
 	writer *writer
+	// txStmts are the write transaction's statements (see Backend.inTx).
+	txStmts txStatements
 
 	notify notifier // wakes waiters of released and revoked keys (notify.go)
 
@@ -975,6 +977,7 @@ type statements struct {
 	findRequest, acquire, bumpFencing, renew, release, revoke                                         *sql.Stmt
 	currentLease, insertAudit, list, listOwner, listAll, audit, auditKey, auditNewest, auditKeyNewest *sql.Stmt
 	keepDelay, currentDelay, getLease, prunedThrough, auditTop, auditEnd, putBack, sinceStart         *sql.Stmt
+	savepoint, rollbackSavepoint, releaseSavepoint                                                    *sql.Stmt
 }
 
 func (s *statements) fields() []struct {
@@ -991,6 +994,7 @@ func (s *statements) fields() []struct {
 		{&s.audit, qAudit}, {&s.auditKey, qAuditKey}, {&s.auditNewest, qAuditNewest}, {&s.auditKeyNewest, qAuditKeyNewest}, {&s.keepDelay, qKeepDelay}, {&s.currentDelay, qCurrentDelay},
 		{&s.getLease, qGetLease}, {&s.prunedThrough, qPrunedThrough}, {&s.auditTop, qAuditTop}, {&s.auditEnd, qAuditEnd},
 		{&s.putBack, qPutBack}, {&s.sinceStart, qSinceStart},
+		{&s.savepoint, qSavepoint}, {&s.rollbackSavepoint, qRollbackSavepoint}, {&s.releaseSavepoint, qReleaseSavepoint},
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/leasestore/leasestore/audit"
@@ -138,6 +139,12 @@ type Backend struct {
 	watching   context.Context
 	endWatches context.CancelFunc
 	release    func() // Open's: ends the client's base context
+	// members, set by Open, holds the client's connections by member, so
+	// that a frozen member's are closed (frozen.go); nil for New's client.
+	members       *memberConns
+	probeMu       sync.Mutex
+	subscriptions int  // live subscriptions (Subscribe)
+	probing       bool // probeWatches runs
 	// closer runs Close's work (shut) once, in a goroutine, and lets a
 	// Close whose context ends answer while that work waits for what is
 	// in flight.
@@ -182,6 +189,7 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 		}
 	}
 	connectBy := time.Now().Add(dial)
+	members := &memberConns{}
 	// With a user, clientv3.New authenticates before it returns, under the
 	// dial timeout and the client's own context: that context ends with
 	// ctx until Open returns.
@@ -200,7 +208,7 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
-		DialOptions:          cfg.testDialOptions,
+		DialOptions:          append(members.dialOptions(), cfg.testDialOptions...),
 	})
 	if err != nil {
 		return fail(connectError(ctx, cfg, dial, err))
@@ -228,6 +236,7 @@ func Open(ctx context.Context, cfg *Config) (*Backend, error) {
 		return nil, interpretError(ctx, protocol.OpHealth, b.shown, cfg.Username != "", ctx.Err())
 	}
 	b.release = release
+	b.members = members
 	return b, nil
 }
 
@@ -297,7 +306,8 @@ func newBackend(ctx context.Context, cli *clientv3.Client, cfg *Config, owned bo
 		shown: fmt.Sprintf("etcd %s prefix %s", strings.Join(cli.Endpoints(), ","), keys.prefix),
 		stop:  make(chan struct{}),
 	}
-	b.watching, b.endWatches = context.WithCancel(context.Background())
+	watching, endWatches := context.WithCancel(context.Background())
+	b.watching, b.endWatches = metadata.AppendToOutgoingContext(watching, watchTag, "notify"), endWatches
 	if cfg.testStamps != nil {
 		b.now = cfg.testStamps
 	}

@@ -33,6 +33,9 @@ const (
 // not answer), Subscribe answers timeout matching ctx's error. A cluster
 // that refuses the first watch answers as it does any call: a refusal of
 // the user's permission matches [protocol.ErrForbidden].
+// A Backend made by [Open] also closes its connections to a member whose
+// watch stream stays silent (frozen: notifyFrozen), so that the watch
+// moves to a member that answers (frozen.go).
 // See [protocol.Notifier].
 func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struct{}, func(), error) {
 	if err := backendkit.RefuseSubscribe(key); err != nil {
@@ -89,6 +92,8 @@ func (b *Backend) Subscribe(ctx context.Context, key protocol.Key) (<-chan struc
 	// Subscribe answers closed: never one started as Close waits.
 	tracked := b.goTracked(func() {
 		defer cancelWatch()
+		b.subscribed() // a frozen member's connections are closed (frozen.go)
+		defer b.unsubscribed()
 		defer func() {
 			select {
 			case <-b.stop:

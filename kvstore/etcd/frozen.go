@@ -1,0 +1,207 @@
+package etcd
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+// A member can freeze (a paused VM, a network that drops its packets):
+// its connections stay open and nothing on them is answered. gRPC's
+// keepalive gives up on such a connection only after its ping interval,
+// at least 10s, and its timeout; until then the watch of every
+// subscription on it hears nothing, so a holder would hear a revoke made
+// through the other members only at its renewal. The Backend that owns its
+// client (Open) therefore asks for its watch stream's progress while
+// subscriptions live (one request per notifyProbe of quiet, answered by
+// every member that runs), and when the stream stays silent for
+// notifyFrozen it closes the client's connections to that stream's member:
+// etcd's client moves the watches (from the revision after the last one
+// they received, so no event is missed) and every later call to the
+// members that answer, and connects to the frozen one again once it
+// answers. A false alarm (a loaded member slow to answer) costs the calls
+// then in flight on that member an unavailable answer (retry with the same
+// request id).
+const (
+	notifyProbe  = time.Second
+	notifyFrozen = 3 * time.Second
+)
+
+// watchTag marks the outgoing metadata of the notifier's watches, so that
+// their stream's member is known (memberConns.streamInterceptor).
+const watchTag = "leasestore-watch"
+
+// memberConns dials the connections of a client Open makes and keeps them
+// by the member's address, so that those of a frozen member can be closed.
+type memberConns struct {
+	mu    sync.Mutex
+	conns map[string]map[net.Conn]struct{} // by remote address
+	watch string                           // remote address of the notifier's watch stream
+}
+
+// dialOptions are the gRPC options that let m see and close the client's
+// connections.
+func (m *memberConns) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithContextDialer(m.dial), grpc.WithChainStreamInterceptor(m.streamInterceptor)}
+}
+
+// dial dials addr as gRPC's own dialer does ("unix:" addresses on a unix
+// socket, others over TCP) and keeps the connection until it is closed.
+func (m *memberConns) dial(ctx context.Context, addr string) (net.Conn, error) {
+	network, address := "tcp", addr
+	if rest, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, address = "unix", strings.TrimPrefix(rest, "//")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, m: m, addr: c.RemoteAddr().String()}
+	m.mu.Lock()
+	if m.conns == nil {
+		m.conns = map[string]map[net.Conn]struct{}{}
+	}
+	if m.conns[tc.addr] == nil {
+		m.conns[tc.addr] = map[net.Conn]struct{}{}
+	}
+	m.conns[tc.addr][tc] = struct{}{}
+	m.mu.Unlock()
+	return tc, nil
+}
+
+// streamInterceptor records the member of each watch stream the notifier
+// opens.
+func (m *memberConns) streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn,
+	method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return cs, err
+	}
+	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(watchTag)) > 0 {
+		if p, ok := peer.FromContext(cs.Context()); ok && p.Addr != nil {
+			m.mu.Lock()
+			m.watch = p.Addr.String()
+			m.mu.Unlock()
+		}
+	}
+	return cs, err
+}
+
+// cutWatchMember closes every connection to the member of the notifier's
+// watch stream, and returns its address ("" when none is known).
+func (m *memberConns) cutWatchMember() string {
+	m.mu.Lock()
+	addr := m.watch
+	var conns []net.Conn
+	for c := range m.conns[addr] {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return addr
+}
+
+type trackedConn struct {
+	net.Conn
+	m    *memberConns
+	addr string
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.m.mu.Lock()
+		delete(c.m.conns[c.addr], c)
+		if len(c.m.conns[c.addr]) == 0 {
+			delete(c.m.conns, c.addr)
+		}
+		c.m.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// subscribed counts a live subscription and starts the prober of the
+// watch stream (probeWatches) when none runs; unsubscribed uncounts it.
+// Only a Backend that owns its client (b.members set) probes.
+func (b *Backend) subscribed() {
+	if b.members == nil {
+		return
+	}
+	b.probeMu.Lock()
+	defer b.probeMu.Unlock()
+	b.subscriptions++
+	if !b.probing && b.goTracked(b.probeWatches) {
+		b.probing = true
+	}
+}
+
+func (b *Backend) unsubscribed() {
+	if b.members == nil {
+		return
+	}
+	b.probeMu.Lock()
+	b.subscriptions--
+	b.probeMu.Unlock()
+}
+
+// probeWatches runs while subscriptions live: it watches the format record
+// on the notifier's watch stream, asks for the stream's progress after
+// notifyProbe of quiet, and closes the connections to the stream's member
+// when the stream stayed silent for notifyFrozen (see notifyFrozen).
+func (b *Backend) probeWatches() {
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(b.watching))
+	defer cancel()
+	watch := func() clientv3.WatchChan { return b.cli.Watch(ctx, b.keys.meta(), clientv3.WithCreatedNotify()) }
+	wch := watch()
+	heard := time.Now()
+	tick := time.NewTicker(notifyProbe / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case resp, ok := <-wch:
+			heard = time.Now()
+			if !ok || resp.Err() != nil || resp.Canceled {
+				// The watch is over (no leader, ...): the subscriptions'
+				// watches are made again by their own; so is this one,
+				// after a pause.
+				select {
+				case <-time.After(notifyPause):
+				case <-b.stop:
+					return
+				case <-ctx.Done():
+					return
+				}
+				wch = watch()
+			}
+		case <-tick.C:
+			b.probeMu.Lock()
+			if b.subscriptions == 0 {
+				b.probing = false
+				b.probeMu.Unlock()
+				return
+			}
+			b.probeMu.Unlock()
+			switch quiet := time.Since(heard); {
+			case quiet >= notifyFrozen:
+				b.members.cutWatchMember()
+				heard = time.Now()
+			case quiet >= notifyProbe:
+				// A failure to ask shows in the watch itself.
+				_ = b.cli.RequestProgress(ctx)
+			}
+		case <-b.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -105,6 +105,12 @@ type Config struct {
 // [protocol.Notifier], [audit.Reader] and [audit.Pruner], and is safe for
 // concurrent use. Create it with [Open] or [New]; most callers wrap it in
 // a [protocol.Runtime] with protocol.New.
+//
+// Called directly, an operation whose context carries no deadline
+// (Acquire, Renew, Release, Revoke, RenewMany, Get, List, Namespaces,
+// Sweep, Health, ReadAudit) gets the runtime's default,
+// [protocol.DefaultTimeout], so that it answers timeout rather than
+// waiting for a cluster without quorum for ever.
 type Backend struct {
 	cli    *clientv3.Client
 	kv     guardedKV // cli's KV, refusing a cluster whose revision went back: every Get and Txn go through it
@@ -616,6 +622,8 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 // another cluster, whose revision is not above the mark, is refused
 // naming the fix (checkMark).
 func (b *Backend) Health(ctx context.Context) error {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if err := b.open(protocol.OpHealth); err != nil {
 		return err
 	}

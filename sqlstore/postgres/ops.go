@@ -329,6 +329,8 @@ func interval(ttl time.Duration) pgtype.Interval {
 // Acquire takes the lease on req.Key when it is free or expired, in one
 // statement; see acquireSQL.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
@@ -364,6 +366,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 
 // Renew extends the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
@@ -424,6 +428,8 @@ func classifyRenew(req protocol.RenewRequest) func(o *outcome) (protocol.Result,
 // An invalid request answers invalid in its result, unsent, as the
 // runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 		return b.renewValid(ctx, reqs)
 	})
@@ -579,6 +585,8 @@ func answeredLater(batch []*pendingOp, again []bool, i int) bool {
 
 // Release deletes the lease (req.Key, req.Owner, req.Token) in one statement.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
@@ -604,6 +612,8 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res
 // Revoke deletes the live lease at req.Key (with req.Token when non-zero) in
 // one statement, recording req.Actor and req.Reason.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
@@ -629,6 +639,8 @@ func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res p
 // Get reads the live lease at req.Key; not_found carries the ended lease
 // while its lock-delay keeps the key.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseGet(req); err != nil {
 		return res, err
 	}
@@ -660,6 +672,8 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 
 // List reads one page of the leases of req.Namespace, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseList(req); err != nil {
 		return res, err
 	}
@@ -717,6 +731,8 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // [audit.CheckPrunedBy]): a follower's cursors below that id carry it.
 // It implements [audit.Reader].
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if err := b.callRefusal(protocol.OpAudit); err != nil {
 		return audit.Page{}, err
 	}
@@ -862,6 +878,8 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]), in one statement.
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if err := b.callRefusal(protocol.OpNamespaces); err != nil {
 		return nil, err
 	}

@@ -243,6 +243,11 @@ type Config struct {
 
 // Backend is the PostgreSQL lease backend. It is safe for concurrent use.
 // Close closes the pool only when the backend owns it (made by [Open]).
+// Called directly, an operation whose context carries no deadline
+// (Acquire, Renew, RenewMany, Release, Revoke, Get, List, ReadAudit,
+// Namespaces, Sweep, Health) gets the runtime's default,
+// [protocol.DefaultTimeout], so that it answers timeout rather than
+// waiting for ever for a server that stopped answering.
 type Backend struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
@@ -933,6 +938,8 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // that fencing depends on hold (see [Open]); a fencing sequence left behind
 // the issued tokens is repaired on the way.
 func (b *Backend) Health(ctx context.Context) error {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if err := b.callRefusal(protocol.OpHealth); err != nil {
 		return err
 	}

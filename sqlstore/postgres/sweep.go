@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -18,6 +19,8 @@ const maxSweep = 1 << 29
 // leases that ended more than grace ago, in one statement (see sweepSQL
 // and [protocol.Sweeper]).
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	var res protocol.SweepResult
 	if err := b.callRefusal(protocol.OpSweep); err != nil {
 		return res, err

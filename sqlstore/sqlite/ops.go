@@ -152,6 +152,8 @@ func nullMicros(t time.Time) sql.NullInt64 {
 // expired one, with a token one above the file's fencing counter, which it
 // bumps; a live lease (anyone's) answers conflict with that lease.
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
 	}
@@ -202,6 +204,8 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 // Renew extends the live lease (req.Key, req.Owner, req.Token) to expire
 // req.TTL from now, keeping its token.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
 	}
@@ -222,6 +226,8 @@ func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res pro
 // An invalid request answers invalid in its result, unsent, as the
 // runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 		return b.renewValid(ctx, reqs)
 	})
@@ -287,6 +293,8 @@ func (b *Backend) renew(ctx context.Context, tx *sql.Tx, now time.Time, req prot
 // Release deletes the live lease (req.Key, req.Owner, req.Token). The result
 // carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
 	}
@@ -324,6 +332,8 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res
 // with req.Token when it is non-zero), recording req.Actor and req.Reason.
 // The result carries the lease as it was.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
 	}
@@ -385,6 +395,8 @@ func (b *Backend) woke(key protocol.Key, st protocol.Status, rid *int64) func(pr
 // none or it expired, carrying the ended lease while its lock-delay keeps
 // the key. It reads without taking the write lock, in one statement.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseGet(req); err != nil {
 		return res, err
 	}
@@ -432,6 +444,8 @@ func (b *Backend) getLease(ctx context.Context, key protocol.Key, now time.Time)
 
 // List returns one page of req.Namespace's leases, ordered by name.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if res, err := backendkit.RefuseList(req); err != nil {
 		return res, err
 	}
@@ -486,6 +500,8 @@ func prefixUpperBound(prefix string) string { return prefix + "\xff" }
 // a cursor below the greatest id a prune removed in q's namespace (or the
 // trail) fails, matching [audit.ErrPruned] (see [audit.CheckPruned]).
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	const op = protocol.OpAudit
 	if err := b.callRefusal(op); err != nil {
 		return audit.Page{}, err
@@ -611,6 +627,8 @@ var _ protocol.NamespaceLister = (*Backend)(nil)
 // Namespaces returns up to limit namespaces holding a live lease, in byte
 // order, after after (see [protocol.NamespaceLister]).
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if err := backendkit.RefuseNamespaces(after, limit); err != nil {
 		return nil, err
 	}

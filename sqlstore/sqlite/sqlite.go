@@ -112,7 +112,12 @@ type Config struct {
 // [protocol.NamespaceLister], [protocol.Sweeper], [protocol.TokenRaiser],
 // [audit.Reader] and [audit.Pruner], and is safe for concurrent use.
 // Create it with [Open] or [New]; most callers wrap it in a
-// [protocol.Runtime] with protocol.New.
+// [protocol.Runtime] with protocol.New. Called directly, an operation
+// whose context carries no deadline (Acquire, Renew, RenewMany, Release,
+// Revoke, Get, List, ReadAudit, Namespaces, Sweep, Health) gets the
+// runtime's default, [protocol.DefaultTimeout], so that it answers
+// timeout rather than waiting as long as the busy timeout allows for a
+// write lock another connection holds.
 type Backend struct {
 	db    *sql.DB
 	owned bool   // Close closes db
@@ -847,6 +852,8 @@ func (b *Backend) schemaRefusal(ctx context.Context, q rowQuerier) (*protocol.Er
 // [ErrFileReplaced], until it is restarted (Windows, which cannot replace
 // an open file, is not checked).
 func (b *Backend) Health(ctx context.Context) error {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	if b.closed.Load() {
 		return b.closedError(protocol.OpHealth)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/leasestore/leasestore/backendkit"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -17,6 +18,8 @@ var _ protocol.Sweeper = (*Backend)(nil)
 // A max of 0 or less sweeps nothing, and a negative grace counts as 0: a
 // lease that has not ended (nor its lock-delay) is never removed.
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
+	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	defer cancel()
 	var n protocol.SweepResult
 	if max <= 0 {
 		return n, nil // SQLite reads a negative LIMIT as none

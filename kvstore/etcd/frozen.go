@@ -162,26 +162,30 @@ func (b *Backend) probeWatches() {
 	defer cancel()
 	watch := func() clientv3.WatchChan { return b.cli.Watch(ctx, b.keys.meta(), clientv3.WithCreatedNotify()) }
 	wch := watch()
-	heard := time.Now()
+	heard, pause := time.Now(), notifyPause
 	tick := time.NewTicker(notifyProbe / 2)
 	defer tick.Stop()
 	for {
 		select {
 		case resp, ok := <-wch:
 			heard = time.Now()
-			if !ok || resp.Err() != nil || resp.Canceled {
-				// The watch is over (no leader, ...): the subscriptions'
-				// watches are made again by their own; so is this one,
-				// after a pause.
-				select {
-				case <-time.After(notifyPause):
-				case <-b.stop:
-					return
-				case <-ctx.Done():
-					return
-				}
-				wch = watch()
+			if ok && resp.Err() == nil && !resp.Canceled {
+				pause = notifyPause
+				continue
 			}
+			// The watch is over (no leader, a refusal, ...): the
+			// subscriptions' watches are made again by their own; so is
+			// this one, after a pause (notifyPause doubling to
+			// notifyMaxPause while it keeps failing).
+			select {
+			case <-time.After(pause):
+			case <-b.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+			pause = min(2*pause, notifyMaxPause)
+			wch = watch()
 		case <-tick.C:
 			b.probeMu.Lock()
 			if b.subscriptions == 0 {

@@ -121,8 +121,9 @@ CMD's stdout, unless a terminal, is a pipe that run copies, ending CMD's
 last line when it did not (in a terminal the result begins with a
 newline). What processes CMD leaves running print on that pipe is
 copied until they are stopped (below); one outside CMD's group that keeps
-it open gets 1s after the release, then run closes it (its later writes
-fail: EPIPE, SIGPIPE). A stdout nobody reads holds back CMD's output and
+it open gets 1s after the release (on a stdout slower than it, until run
+copied what the pipe held), then run closes it (its later writes fail:
+EPIPE, SIGPIPE); so it does when stdout is closed. A stdout nobody reads holds back CMD's output and
 the result, never the renewals, the release or the stop after a loss.
 
 CMD runs in a process group of its own, and these signals go to the whole
@@ -879,9 +880,10 @@ func commandExitCode(ps *os.ProcessState) int {
 type lineEndWriter struct {
 	w       io.Writer
 	mu      sync.Mutex
-	wrote   bool // some output was written
-	last    byte // the last byte written
-	writing bool // a Write to w is under way
+	wrote   bool  // some output was written
+	last    byte  // the last byte written
+	writing bool  // a Write to w is under way
+	copied  int64 // bytes written to w
 }
 
 func (l *lineEndWriter) Write(b []byte) (int, error) {
@@ -893,6 +895,7 @@ func (l *lineEndWriter) Write(b []byte) (int, error) {
 	l.writing = false
 	if n > 0 {
 		l.wrote, l.last = true, b[n-1]
+		l.copied += int64(n)
 	}
 	l.mu.Unlock()
 	return n, err
@@ -906,6 +909,7 @@ func (l *lineEndWriter) Write(b []byte) (int, error) {
 type commandOutput struct {
 	lineEndWriter
 	r, child *os.File
+	capacity int64         // what the pipe holds (pipeCapacity)
 	done     chan struct{} // closed when the copy ended
 }
 
@@ -914,25 +918,45 @@ func newCommandOutput(w io.Writer) (*commandOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &commandOutput{lineEndWriter: lineEndWriter{w: w}, r: r, child: child, done: make(chan struct{})}
+	o := &commandOutput{lineEndWriter: lineEndWriter{w: w}, r: r, child: child, capacity: pipeCapacity(r),
+		done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		_, _ = io.Copy(&o.lineEndWriter, r)
+		// At the end of what CMD's processes write, or when w refused a
+		// write (a stdout closed: CMD's next write then fails, EPIPE,
+		// SIGPIPE, as os/exec's copy has it), the read end goes too.
+		_ = r.Close()
 	}()
 	return o, nil
 }
+
+// maxPipeCapacity bounds what a pipe can hold where its capacity cannot
+// be read: Linux's default pipe-max-size, above macOS's 64 KiB.
+const maxPipeCapacity = 1 << 20
+
+// copyBuffer is io.Copy's buffer: what the copy may hold read and not yet
+// written.
+const copyBuffer = 32 << 10
 
 // started closes run's copy of the pipe's write end once CMD has its own
 // (or did not start), so that the copy ends when CMD's processes have.
 func (o *commandOutput) started() { _ = o.child.Close() }
 
 // finish returns once the copy ended: every process holding the pipe's
-// write end has ended and what they wrote reached w, however long w
-// takes to take it. A process outside CMD's group (which run stops) may
-// keep the pipe open: when the copy has waited pipeDelay for more to read
-// (not for w), run closes its end, as os/exec does after WaitDelay, and
-// what such a process writes later is lost. Safe to call more than once.
+// write end has ended and what they wrote reached w. It is called once
+// CMD's group is gone, so what CMD's processes wrote is at most what the
+// pipe holds and the copy has read: that reaches w however long w takes
+// to take it. A process outside CMD's group (which run stops) may keep
+// the pipe open: once the copy has waited pipeDelay for more to read, or
+// has written more than the pipe and the copy could hold since finish
+// began (what it writes then is that process's), run closes its end, as
+// os/exec does after WaitDelay, and what such a process writes later is
+// lost. Safe to call more than once.
 func (o *commandOutput) finish() {
+	o.mu.Lock()
+	limit := o.copied + o.capacity + copyBuffer
+	o.mu.Unlock()
 	for {
 		select {
 		case <-o.done:
@@ -940,9 +964,9 @@ func (o *commandOutput) finish() {
 		case <-time.After(pipeDelay):
 		}
 		o.mu.Lock()
-		writing := o.writing
+		writing, past := o.writing, o.copied > limit
 		o.mu.Unlock()
-		if !writing {
+		if !writing || past {
 			_ = o.r.Close()
 			<-o.done
 			return

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -50,8 +51,10 @@ const OpSweep Op = "sweep"
 // A nil *SweepConfig means all defaults.
 type SweepConfig struct {
 	// Every is the pause between sweeps, with up to a fifth of it added or
-	// taken at random so that processes spread out. A negative value turns
-	// the background sweep off. Default: [DefaultSweepEvery].
+	// taken at random so that processes spread out (any positive value is
+	// taken: a pause past the largest Duration is the largest, so a huge
+	// Every means no background sweep). A negative value turns the
+	// background sweep off. Default: [DefaultSweepEvery].
 	Every time.Duration
 	// Batch bounds the rows one Sweep call removes (and sets aside); a
 	// sweep calls again while batches come back full, for at most a
@@ -130,10 +133,17 @@ func startSweep(b Backend, cfg *SweepConfig, timeout time.Duration, observer Obs
 }
 
 // pause is Every with up to a fifth of it added or taken at random, so
-// that processes spread their sweeps out.
+// that processes spread their sweeps out. It never overflows: a pause past
+// the largest Duration is the largest Duration (a huge Every means no
+// sweep for as long, never a panic or a sweep at once).
 func (l *sweepLoop) pause() time.Duration {
 	e := l.cfg.Every
-	return e - e/5 + rand.N(2*e/5+1)
+	spread := e / 5 // 2*spread+1 cannot overflow, as 2*e/5 would for e above MaxInt64/2
+	p := e - spread + rand.N(2*spread+1)
+	if p < e-spread { // wrapped past math.MaxInt64
+		return math.MaxInt64
+	}
+	return p
 }
 
 // poke starts a sweep when one is due and none runs; nil-safe.

@@ -247,7 +247,9 @@ type closingSignaller interface {
 // WatchLease hears at once that l is lost: it subscribes to l's key when s
 // is a [Notifier], and each time the store signals that the key's lease
 // may have ended (and once when the subscription is live, for a change
-// just before it), it reads the key with a get bounded by timeout. When
+// just before it), it reads the key with a get bounded by timeout (zero
+// or negative: the default deadline, the Runtime's DefaultTimeout when s
+// is a [*Runtime], else [DefaultTimeout]). When
 // the key has no live lease or another lease holds it, it calls lost
 // once, with why (matching [ErrNotFound] when no lease is live), and
 // returns. A store closed under the subscription signals it as it closes
@@ -274,6 +276,9 @@ func WatchLease(ctx context.Context, s Store, l Lease, timeout time.Duration, lo
 	n, ok := s.(Notifier)
 	if !ok {
 		return
+	}
+	if timeout <= 0 {
+		timeout = defaultTimeoutOf(s)
 	}
 	var ch <-chan struct{}
 	var unsubscribe func()

@@ -332,6 +332,15 @@ func interrupted(ctx context.Context, op Op, msg string, cause error) *Error {
 	return &Error{Status: StatusTimeout, Message: lead, Err: cause}
 }
 
+// defaultTimeoutOf returns the deadline s applies to an operation whose
+// context has none: a Runtime's DefaultTimeout, else [DefaultTimeout].
+func defaultTimeoutOf(s Store) time.Duration {
+	if r, ok := s.(*Runtime); ok {
+		return r.timeout
+	}
+	return DefaultTimeout
+}
+
 func (r *Runtime) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)

@@ -180,10 +180,7 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 	var wake <-chan struct{}
 	subscribed := false
 	recheck := c.Recheck
-	attemptTimeout := DefaultTimeout
-	if r, ok := s.(*Runtime); ok {
-		attemptTimeout = r.timeout
-	}
+	attemptTimeout := defaultTimeoutOf(s)
 	// A Runtime's Close wakes the waiter, whose next attempt answers
 	// closed: a store that cannot signal would leave it asleep until its
 	// Recheck.

@@ -15,8 +15,9 @@ import (
 // HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.
 //
 // [Hold] refuses, as invalid and before acquiring anything, a config that
-// cannot keep the lease: a negative duration, or a RenewEvery not shorter
-// than the TTL (the lease would run out before its first renewal).
+// cannot keep the lease: a negative duration (Wait.Recheck included), or
+// a RenewEvery not shorter than the TTL (the lease would run out before
+// its first renewal).
 type HoldConfig struct {
 	// RenewEvery is the interval between renewals, shorter than the TTL.
 	// Default (zero): a third of the TTL, so two renewals can fail in a
@@ -234,6 +235,10 @@ func (c *HoldConfig) check(ttl time.Duration) error {
 	}
 	if c.RenewTimeout < 0 {
 		errs = append(errs, fmt.Errorf("renew timeout: %s is negative: set it positive, or zero for the default (RenewEvery)", durations.Format(c.RenewTimeout)))
+	}
+	if c.Wait != nil && c.Wait.Recheck < 0 {
+		errs = append(errs, fmt.Errorf("wait recheck: %s is negative: set it positive, or zero for the default (%s with signals, %s without)",
+			durations.Format(c.Wait.Recheck), durations.Format(DefaultRecheck), durations.Format(DefaultPollRecheck)))
 	}
 	return errors.Join(errs...)
 }

@@ -52,12 +52,13 @@ var _ BulkRenewer = (*Runtime)(nil)
 // thousand and the renewals it runs again alone) may also answer some
 // requests timeout or unavailable in their results with a nil error: each
 // request fails alone, so check every result's status. More than [MaxRenewMany] requests are
-// refused as a whole (invalid, nothing sent). RenewMany is safe for
-// concurrent use.
+// refused as a whole (invalid, nothing sent; the observer hears one renew
+// with status invalid). RenewMany is safe for concurrent use.
 func (r *Runtime) RenewMany(ctx context.Context, reqs []RenewRequest) ([]Result, error) {
 	start := time.Now()
 	if len(reqs) > MaxRenewMany {
 		msg := fmt.Sprintf("renew many: %d leases, at most %d in one call", len(reqs), MaxRenewMany)
+		r.observe(ctx, OpRenew, StatusInvalid, false, start) // one event, as for any other refused call
 		return nil, &Error{Op: OpRenew, Status: StatusInvalid, Message: msg}
 	}
 	reqs = slices.Clone(reqs) // the ids made here are this call's, not the caller's next call's

@@ -75,8 +75,11 @@ func (d NamespaceLockDelay) Validate() error {
 // [Config].LockDelays takes it: each entry ([NamespaceLockDelay.Validate]),
 // and that each can apply. The first entry whose glob matches a namespace
 // applies, so an entry is refused when its glob is given earlier too, or
-// an earlier glob matches every namespace it does: any entry after "*",
-// or a plain namespace an earlier glob matches ("jobs-*" before "jobs-eu").
+// an earlier glob matches every namespace it does: any entry after "*", a
+// plain namespace an earlier glob matches ("jobs-*" before "jobs-eu"), or
+// a narrower glob ("jobs-*" before "jobs-eu-*", "j*" before "jobs-?").
+// Inclusion is judged over strings of any characters, not only those a
+// namespace may hold.
 // `leasectl serve --lock-delay` refuses the same entries.
 func ValidateLockDelays(delays []NamespaceLockDelay) error {
 	var errs []error

@@ -114,14 +114,22 @@ func classChar(chunk string) (r rune, rest, msg string) {
 
 // Shadows reports whether the earlier glob prev matches every namespace
 // that glob does, so that, where the first matching glob applies (the
-// namespace defaults of the lock-delay), glob never applies. It tells the
-// two cases told without solving glob inclusion: prev is made of stars
-// alone, which match every namespace, or glob is a plain namespace (no
-// special character) that prev matches. Equal globs are for the caller,
-// which names them as given twice.
+// namespace defaults of the lock-delay), glob never applies: "jobs-*"
+// shadows "jobs-eu-*", "jobs-eu" and `jobs\-eu`, "j*" shadows "jobs-?",
+// "*" shadows everything. It decides glob inclusion over strings of any
+// characters (so it may miss an inclusion that holds only because no
+// namespace holds some character, or is that long); for a glob it cannot
+// decide (one holding bytes that are not UTF-8, or needing a search
+// longer than maxContainWork, which none a person writes does) it tells
+// the two plain cases: prev is made of stars alone, or glob is a plain
+// namespace that prev matches. Equal globs are for the caller, which
+// names them as given twice.
 func Shadows(prev, glob string) bool {
 	if prev != "" && strings.Trim(prev, "*") == "" {
 		return true
+	}
+	if _, in, ok := contains(prev, glob); ok {
+		return in
 	}
 	return !strings.ContainsAny(glob, `*?[\`) && Match(prev, glob)
 }

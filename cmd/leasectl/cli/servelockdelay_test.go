@@ -99,8 +99,9 @@ func TestServeRefusesBadLockDelays(t *testing.T) {
 
 // serve refuses a --lock-delay entry that can never apply because an
 // earlier glob matches every namespace it does (the first matching glob
-// applies): any entry after '*', which matches every namespace, and a
-// plain namespace an earlier glob matches. Exit 2, naming both entries,
+// applies): any entry after '*', which matches every namespace, a plain
+// namespace an earlier glob matches, and a narrower glob after a wider
+// one. Exit 2, naming both entries,
 // before the store opens.
 func TestServeRefusesLockDelaysThatCanNeverApply(t *testing.T) {
 	t.Parallel()
@@ -115,6 +116,8 @@ func TestServeRefusesLockDelaysThatCanNeverApply(t *testing.T) {
 		{"*=15s", "[^a]*=1s"},
 		{"jobs-*=15s", "jobs-eu=0s"},
 		{"team/*=15s", "team/a=0s"},
+		{"jobs-*=15s", "jobs-eu-*=1s"},
+		{"j*=15s", "jobs-?=1s"},
 	} {
 		// A serve that took the entries serves until interrupted.
 		o := runCLIFor(t, 3*time.Second, e, "serve", "--listen", "127.0.0.1:0", "--lock-delay", c[0], "--lock-delay", c[1])

@@ -49,29 +49,47 @@ func Parse(s string) (time.Duration, error) {
 		}
 		days, rest, hasDays = time.Duration(n)*day, rest[i+1:], true
 	}
-	var d time.Duration
 	if rest == "0" {
 		// time.ParseDuration takes a bare 0; the grammar writes 0s.
 		return 0, hint(s)
 	}
+	// mag is the duration's size: a negative one reaches one further than
+	// a positive one (math.MinInt64, which Format writes too).
+	var mag uint64
 	if rest != "" {
-		var err error
-		if d, err = time.ParseDuration(rest); err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
-			if err != nil && goDuration.MatchString(rest) {
+		if strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, hint(s)
+		}
+		signed := rest
+		if neg {
+			signed = "-" + rest // so that time.ParseDuration reaches math.MinInt64
+		}
+		d, err := time.ParseDuration(signed)
+		if err != nil {
+			if goDuration.MatchString(rest) {
 				// Well written, so time.ParseDuration refused it for
 				// overflowing, which its error does not tell apart.
 				return 0, tooLong(s)
 			}
 			return 0, hint(s)
 		}
+		if neg {
+			d = -d // math.MinInt64 stays itself, whose size uint64 holds
+		}
+		mag = uint64(d)
 	}
 	if !hasDays && rest == "" {
 		return 0, hint(s)
 	}
-	if d > math.MaxInt64-days {
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++
+	}
+	if mag > limit-uint64(days) {
 		return 0, tooLong(s)
 	}
-	d += days
+	mag += uint64(days)
+	d := time.Duration(mag) // math.MinInt64 when mag is 1<<63
 	if neg {
 		d = -d
 	}
@@ -87,22 +105,18 @@ func Format(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}
-	sign := ""
+	out, mag := "", uint64(d)
 	if d < 0 {
-		if d == math.MinInt64 {
-			return d.String() // no positive counterpart; never a limit
-		}
-		sign, d = "-", -d
+		out, mag = "-", uint64(-d) // -math.MinInt64 is itself, whose size uint64 holds
 	}
-	out := sign
-	if days := d / day; days > 0 {
-		out += strconv.FormatInt(int64(days), 10) + "d"
-		d -= days * day
-		if d == 0 {
+	if days := mag / uint64(day); days > 0 {
+		out += strconv.FormatUint(days, 10) + "d"
+		mag -= days * uint64(day)
+		if mag == 0 {
 			return out
 		}
 	}
-	s := d.String()
+	s := time.Duration(mag).String() // less than a day
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 	}

@@ -158,7 +158,8 @@ func hint(s string) error {
 
 // ParseTime reads a point in time: a duration back from now (15m, 36h,
 // 2d; 0s is now; never negative), an RFC 3339 time with any number of
-// fraction digits, or a date (midnight UTC). The empty string is the zero
+// fraction digits (its T and Z in either case, as RFC 3339 allows:
+// 2026-01-02t15:04:05z), or a date (midnight UTC). The empty string is the zero
 // time; a bare number (0, 5) is refused with the duration to write. Times
 // are returned in UTC.
 func ParseTime(s string, now time.Time) (time.Time, error) {
@@ -178,7 +179,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return time.Time{}, hint(s)
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, upperTZ(s)); err == nil {
 		return t.UTC(), nil
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
@@ -186,4 +187,21 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%q is not a duration back from now (15m, 36h, 2d), "+
 		"an RFC 3339 time (2026-01-02T15:04:05Z) nor a date (2026-01-02)", s)
+}
+
+// upperTZ returns s with an RFC 3339 time's lower-case t (between the
+// date and the time) and z (the UTC offset) made upper case, which
+// time.Parse wants: RFC 3339 (section 5.6, NOTE) allows either case.
+func upperTZ(s string) string {
+	if len(s) <= len(time.DateOnly) || s[len(time.DateOnly)] != 't' && !strings.HasSuffix(s, "z") {
+		return s
+	}
+	b := []byte(s)
+	if b[len(time.DateOnly)] == 't' {
+		b[len(time.DateOnly)] = 'T'
+	}
+	if b[len(b)-1] == 'z' {
+		b[len(b)-1] = 'Z'
+	}
+	return string(b)
 }

@@ -330,3 +330,20 @@ func PruneCutOff(before, now time.Time) (time.Time, error) {
 func PruneIDUsed(requestID string) error {
 	return NewError(audit.OpPrune, protocol.StatusInvalid, nil, "request id %q was already used: give another", requestID)
 }
+
+// PruneReason is the reason of a prune's record (the record of its last
+// batch): how many records it removed, and before which time.
+func PruneReason(removed int64, before time.Time) string {
+	return fmt.Sprintf("removed %d records before %s", removed, before.UTC().Format(time.RFC3339Nano))
+}
+
+// PruneBatchReason is the reason of the record that a batch of the prune
+// r other than its last writes in its transaction (the batches commit one
+// by one, so a prune that stops after one has still recorded every record
+// it removed): how many records the prune removed so far, counting the
+// batch, under a request id of the batch's own, naming r's. The prune's
+// later records count these again.
+func PruneBatchReason(removed int64, r audit.PruneRequest) string {
+	return fmt.Sprintf("removed %d records before %s so far (prune %q; its next batch's record, if any, counts "+
+		"these too)", removed, r.Before.UTC().Format(time.RFC3339Nano), r.RequestID)
+}

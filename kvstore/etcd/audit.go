@@ -193,7 +193,10 @@ const pruneBatch = 100
 // (P/a/\x01prune), so that a follower tells these deletions from
 // tampering, raises the greatest id removed of each namespace it removes
 // from (P/a/\x01pruned\x01NS, so that a read from a cursor below it
-// fails: audit.ErrPruned), and the last also writes the prune's own record. On a
+// fails: audit.ErrPruned), and writes a prune record (the last's carries
+// the request id and counts the whole prune; every other's, of a request
+// id of its own, counts the prune so far, so that a prune that stops early
+// has recorded what it removed). On a
 // cluster whose --max-txn-ops is lower, a transaction it refuses as too
 // large (which applied nothing) is sent again with half the deletions.
 // The first of several transactions claims the request id
@@ -292,13 +295,23 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		case last && claimRev != 0:
 			ops = append(ops, clientv3.OpDelete(claim))
 		}
-		if last {
-			now := b.instant().now
-			reason := fmt.Sprintf("removed %d records before %s", res.Removed+int64(n), r.Before.UTC().Format(time.RFC3339Nano))
-			rec = backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
-				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
-			ops = append(ops, clientv3.OpPut(own, encodeAudit(own, rec)))
+		// Every transaction writes a prune record, so that what it removes
+		// is recorded even if the prune stops after it: the last's carries
+		// the request id and counts the whole prune; every other's a
+		// request id of its own (the prune's stays free for a prune sent
+		// again after it stopped early), counting the prune so far. A
+		// transaction sent again (ErrTooManyOps, a victim gone) writes
+		// only the record it commits with.
+		removed := res.Removed + int64(n)
+		rec = backendkit.Recorded{Record: audit.Record{At: b.instant().now, Op: audit.OpPrune, RequestID: r.RequestID,
+			Actor: r.Actor, Reason: backendkit.PruneReason(removed, r.Before), Status: audit.StatusPruned,
+			Version: audit.RecordFormatVersion}}
+		at := own
+		if !last {
+			rec.RequestID, rec.Reason = protocol.RandomRequestID(), backendkit.PruneBatchReason(removed, r)
+			at = b.keys.audit("", rec.RequestID)
 		}
+		ops = append(ops, clientv3.OpPut(at, encodeAudit(at, rec)))
 		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).Else(recheck...).Commit()
 		if errors.Is(err, rpctypes.ErrTooManyOps) && n > 1 {
 			batch = n / 2 // refused whole: the same records again, in a smaller transaction
@@ -316,7 +329,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			case claimRev != 0 && (len(held) == 0 || held[0].CreateRevision != claimRev):
 				return fail(backendkit.NewError(audit.OpPrune, protocol.StatusUnavailable, nil,
 					"%s: the claim %q of this prune's request id was deleted or written outside this prune, after it removed %d records; "+
-						"no record counts them: prune again with another request id", b.shown, claim, res.Removed))
+						"the prune records of its batches count them: prune again with another request id", b.shown, claim, res.Removed))
 			case resp.Responses[0].GetResponseRange().GetCount() > 0 || len(held) > 0:
 				return fail(backendkit.PruneIDUsed(r.RequestID))
 			}

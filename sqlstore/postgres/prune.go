@@ -23,8 +23,9 @@ var pruneBatch int64 = 5000
 // PruneAudit removes every audit record older than r.Before, oldest first,
 // pruneBatch records per transaction, and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
-// before it ended stay done, and the prune's record is written only with
-// the last batch. A prune that stops early answers an error and, in the
+// before it ended stay done, each with a prune record of its own
+// written in its transaction (the last batch's carries the request id and
+// counts the whole prune). A prune that stops early answers an error and, in the
 // result's Removed, the records its committed batches removed; the
 // error says how many too (stoppedAfter). A batch that could not delete
 // every record it took (a DBA's trigger or row-level security kept some)
@@ -212,7 +213,7 @@ func claimLostError(r audit.PruneRequest) *protocol.Error {
 
 // stoppedAfter is err, the failure that stopped the prune r, saying how
 // many records (removed) the prune's earlier batches removed for good,
-// each batch committed on its own, and that no prune record counts them;
+// each batch committed on its own with its prune record (pruneRecord);
 // err as it is when they removed none. A prune of many batches cannot be
 // all or nothing, so it says how far it got, as the result's Removed
 // does.
@@ -220,8 +221,8 @@ func stoppedAfter(err error, r audit.PruneRequest, removed int64) error {
 	if removed == 0 || err == nil {
 		return err
 	}
-	done := fmt.Sprintf("postgres: the prune removed %d records before %s in batches that committed, which no prune "+
-		"record counts, and then stopped (send it again to remove the rest)", removed, r.Before.UTC().Format(time.RFC3339Nano))
+	done := fmt.Sprintf("postgres: the prune removed %d records before %s in batches that committed, each "+
+		"recorded by its batch's prune record, and then stopped (send it again to remove the rest)", removed, r.Before.UTC().Format(time.RFC3339Nano))
 	pe, ok := err.(*protocol.Error)
 	if !ok {
 		return backendkit.NewError(audit.OpPrune, protocol.StatusOf(err), err, "%s", done)
@@ -338,19 +339,25 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 		if _, err := tx.Exec(ctx, pruneCloseSQL.sql); err != nil {
 			return err
 		}
+		// Every batch writes a prune record, so that what it removes is
+		// recorded even if the prune stops after it: the last carries the
+		// request id and counts the whole prune; every other a request id
+		// of its own (the prune's stays free for a prune sent again after
+		// it stopped early), counting the prune so far.
+		p := &audit.Record{Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
+			Reason: backendkit.PruneReason(before+n, r.Before), Status: audit.StatusPruned, Version: audit.RecordFormatVersion}
 		if !last {
-			committing = true
-			return nil
+			p.RequestID, p.Reason = protocol.RandomRequestID(), backendkit.PruneBatchReason(before+n, r)
 		}
-		reason := fmt.Sprintf("removed %d records before %s", before+n, r.Before.UTC().Format(time.RFC3339Nano))
-		rec = &audit.Record{Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor, Reason: reason,
-			Status: audit.StatusPruned, Version: audit.RecordFormatVersion}
-		a = args{"request_id": r.RequestID, "actor": r.Actor, "reason": reason, "now": b.clock(),
+		a = args{"request_id": p.RequestID, "actor": r.Actor, "reason": p.Reason, "now": b.clock(),
 			"record_version": audit.RecordFormatVersion}
-		if err := tx.QueryRow(ctx, pruneRecordSQL.sql, pruneRecordSQL.bind(a)...).Scan(&rec.ID, &rec.At); err != nil {
+		if err := tx.QueryRow(ctx, pruneRecordSQL.sql, pruneRecordSQL.bind(a)...).Scan(&p.ID, &p.At); err != nil {
 			return err
 		}
-		rec.At = rec.At.UTC()
+		p.At = p.At.UTC()
+		if last {
+			rec = p
+		}
 		committing = true
 		return nil
 	})

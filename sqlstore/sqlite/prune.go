@@ -26,8 +26,9 @@ var _ audit.Pruner = (*Backend)(nil)
 var pruneBatch int64 = 5000
 
 // PruneAudit removes every audit record older than r.Before, oldest first,
-// pruneBatch records per write transaction, and records the prune in the
-// last one (see [audit.Pruner]). Batches that committed before the prune
+// pruneBatch records per write transaction, each batch writing a prune
+// record in its transaction (pruneRecord; the last batch's carries the
+// request id and counts the whole prune: see [audit.Pruner]). Batches that committed before the prune
 // stopped stay done: a prune that stops early answers an error and, in
 // the result's Removed, the records its committed batches removed; the
 // error says how many too (stoppedAfter). A batch that could not delete
@@ -156,14 +157,16 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 				return protocol.Result{}, false, err
 			}
 			if taken.n == pruneBatch {
-				return protocol.Result{}, true, nil
+				// Not the last batch: its own record, so that what it
+				// removes is recorded even if the prune stops after it.
+				_, err := b.recordID(ctx, tx, pruneRecord(r, now, res.Removed+n, false))
+				return protocol.Result{}, err == nil, err
 			}
 			if _, err := tx.ExecContext(ctx, qPruneUnclaim, r.RequestID, run); err != nil {
 				return protocol.Result{}, false, err
 			}
-			reason := fmt.Sprintf("removed %d records before %s", res.Removed+n, r.Before.UTC().Format(time.RFC3339Nano))
-			rec = &backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: r.RequestID, Actor: r.Actor,
-				Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
+			last := pruneRecord(r, now, res.Removed+n, true)
+			rec = &last
 			if rec.ID, err = b.recordID(ctx, tx, *rec); err != nil {
 				return protocol.Result{}, false, err
 			}
@@ -186,6 +189,21 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			b.betweenPruneBatches()
 		}
 	}
+}
+
+// pruneRecord is the record of a batch of the prune r that brought what
+// the prune removed to removed, written in the batch's transaction: the
+// last batch's carries r's request id; every other's a request id of its
+// own (the id stays free for a prune sent again after it stopped early)
+// and says that it counts the prune so far (see
+// [backendkit.PruneBatchReason]).
+func pruneRecord(r audit.PruneRequest, now time.Time, removed int64, last bool) backendkit.Recorded {
+	id, reason := r.RequestID, backendkit.PruneReason(removed, r.Before)
+	if !last {
+		id, reason = protocol.RandomRequestID(), backendkit.PruneBatchReason(removed, r)
+	}
+	return backendkit.Recorded{Record: audit.Record{At: now, Op: audit.OpPrune, RequestID: id, Actor: r.Actor,
+		Reason: reason, Status: audit.StatusPruned, Version: audit.RecordFormatVersion}}
 }
 
 // claimPruneID claims r's request id for the run run in tx, a batch of the
@@ -264,7 +282,7 @@ func (b *Backend) unclaimPrune(ctx context.Context, r audit.PruneRequest, run st
 
 // stoppedAfter is err, the failure that stopped the prune r, saying how
 // many records (removed) the prune's earlier batches removed for good,
-// each batch committed on its own, and that no prune record counts them;
+// each batch committed on its own with its prune record (pruneRecord);
 // err as it is when they removed none. A prune of many batches cannot be
 // all or nothing, so it says how far it got, as the result's Removed
 // does.
@@ -273,8 +291,8 @@ func (b *Backend) stoppedAfter(err error, r audit.PruneRequest, removed int64) e
 		return err
 	}
 	where := fmt.Sprintf("sqlite database %q", b.file)
-	done := fmt.Sprintf("%s: the prune removed %d records before %s in batches that committed, which no prune record "+
-		"counts, and then stopped (send it again to remove the rest)", where, removed, r.Before.UTC().Format(time.RFC3339Nano))
+	done := fmt.Sprintf("%s: the prune removed %d records before %s in batches that committed, each "+
+		"recorded by its batch's prune record, and then stopped (send it again to remove the rest)", where, removed, r.Before.UTC().Format(time.RFC3339Nano))
 	pe, ok := err.(*protocol.Error)
 	if !ok {
 		return backendkit.NewError(audit.OpPrune, protocol.StatusOf(err), err, "%s", done)

@@ -27,6 +27,32 @@ CREATE TABLE leasestore_audit_pruned (
     through   bigint NOT NULL
 );
 
+-- Seeded from the prune records still in the trail (added after this
+-- migration shipped: a store at version 7 or later never runs this Up
+-- again, only a migrate down past 7 and up does, or a store first migrated
+-- past 6 now). Without it, a down past 7 and up lost the mark, and a
+-- follower behind a prune read on past the pruned records silently. Every
+-- record a prune removed has an id below its prune record's (written by the
+-- batch after its DELETE, a transaction id no earlier than the removed
+-- records'), but ids here are transaction ids, with gaps, so the greatest
+-- id removed cannot be read back: the mark becomes the last prune record's
+-- id less one (of the prunes that removed any), at or above what the
+-- trigger had kept, for the whole trail ('') and for every namespace that
+-- still has a lease row or a record (which namespaces the removed records
+-- were in is gone). A follower whose cursor lies between the two is refused
+-- as behind a prune although it missed nothing, and starts again without
+-- its cursor; none skips a record. A namespace with neither gets no row.
+INSERT INTO leasestore_audit_pruned (namespace, through)
+SELECT '', max(p.id) - 1 FROM leasestore_audit p
+WHERE p.op = 'prune' AND p.status = 'pruned' AND p.reason NOT LIKE 'removed 0 records %'
+HAVING count(*) > 0;
+
+INSERT INTO leasestore_audit_pruned (namespace, through)
+SELECT n.namespace, m.through
+FROM (SELECT namespace FROM leasestore_leases UNION SELECT namespace FROM leasestore_audit WHERE namespace <> '') AS n,
+     leasestore_audit_pruned AS m
+WHERE m.namespace = '';
+
 -- +goose StatementBegin
 CREATE FUNCTION leasestore_audit_keep_pruned() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN

@@ -35,5 +35,25 @@ CREATE TABLE leasestore_audit_prune_claim (
     at         INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
+-- Down keeps what a claim says: a claim left by a prune that died keeps
+-- its id refused as used, and dropping it with the table freed the id, so
+-- that after a migrate down past 8 and up the prune sent again with it
+-- ran as if new. Each claim left becomes a record of the trail (appended,
+-- as the trail allows: namespace '', the claim's request id, actor and
+-- time, op prune, status pruned, the reason saying so), so that the id
+-- stays used, below 8 and after up again, as a prune's record keeps it.
+-- Down is never refused for claims: a rollback needs no operator action
+-- (this was added after the migration shipped; it changes only what its
+-- Down does).
 -- +goose Down
+INSERT INTO leasestore_audit (at, op, namespace, name, owner, token, request_id, actor, reason, status, version,
+                              params_hash)
+SELECT c.at, 'prune', '', '', '', 0, c.request_id, c.actor,
+       'a prune with this request id stopped before its last batch and left its claim (before '
+           || c.before || ' microseconds since 1970); migrate down past version 8 kept the claim as this record',
+       'pruned', 1, ''
+FROM leasestore_audit_prune_claim AS c
+WHERE NOT EXISTS (SELECT 1 FROM leasestore_audit a WHERE a.namespace = '' AND a.request_id = c.request_id)
+ORDER BY c.at, c.request_id;
+
 DROP TABLE leasestore_audit_prune_claim;

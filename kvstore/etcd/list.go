@@ -38,8 +38,12 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 		if len(kvs) == 0 {
 			return nil
 		}
-		// Group the entries by key; while more follow, the last key's
-		// entries may go on in the next range: read it again there.
+		// Group the entries by key, skipping keys of other clients. While
+		// more follow, the last key's entries may go on in the next range
+		// (foreign keys can fill a range around one key's entries): when
+		// other keys precede it, the next range starts again from its
+		// first entry; when it is the range's only key, its entries are
+		// read whole on its own prefix, so fn always sees a key whole.
 		var groups [][]*mvccpb.KeyValue
 		var keys []protocol.Key
 		for _, kv := range kvs {
@@ -53,10 +57,19 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 			}
 			keys, groups = append(keys, k), append(groups, []*mvccpb.KeyValue{kv})
 		}
-		if resp.More && len(keys) > 1 {
+		switch {
+		case resp.More && len(keys) > 1:
 			start = string(groups[len(groups)-1][0].Key)
 			keys, groups = keys[:len(keys)-1], groups[:len(groups)-1]
-		} else {
+		case resp.More && len(keys) == 1:
+			own := b.keys.lease(keys[0])
+			whole, err := b.kv.Get(ctx, own, clientv3.WithPrefix(), clientv3.WithRev(rev))
+			if err != nil {
+				return b.interpret(ctx, op, err)
+			}
+			groups[0] = whole.Kvs
+			start = clientv3.GetPrefixRangeEnd(own)
+		default:
 			start = string(kvs[len(kvs)-1].Key) + "\x00"
 		}
 		for i, k := range keys {

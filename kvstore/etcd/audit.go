@@ -98,7 +98,11 @@ func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record,
 			return nil, 0, b.interpret(ctx, protocol.OpAudit, err)
 		}
 		rev = resp.Header.Revision
-		for _, kv := range resp.Kvs {
+		kvs, err := b.wholeRevisions(ctx, resp, prefix, rev)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, kv := range kvs {
 			after, before = kv.CreateRevision, kv.CreateRevision
 			rec, ok, err := b.auditOf(kv)
 			if err != nil {
@@ -135,6 +139,35 @@ func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record,
 		}
 	}
 	return rows, rev, nil
+}
+
+// wholeRevisions returns the entries of resp, a range of prefix's family
+// sorted by create revision, that the next range may start after: the
+// entries one transaction created (a prune's record and its marks) share
+// a create revision, and a range that ends among them leaves the rest to
+// the next one, which starts past that revision. So while more follow,
+// the entries of the range's last revision are left to the next range;
+// when that revision is all the range holds, they are read whole (one
+// transaction's entries), at rev.
+func (b *Backend) wholeRevisions(ctx context.Context, resp *clientv3.GetResponse, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
+	kvs := resp.Kvs
+	if !resp.More || len(kvs) == 0 {
+		return kvs, nil
+	}
+	last := kvs[len(kvs)-1].CreateRevision
+	i := len(kvs)
+	for i > 0 && kvs[i-1].CreateRevision == last {
+		i--
+	}
+	if i > 0 {
+		return kvs[:i], nil
+	}
+	whole, err := b.kv.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)),
+		clientv3.WithMinCreateRev(last), clientv3.WithMaxCreateRev(last), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, b.interpret(ctx, protocol.OpAudit, err)
+	}
+	return whole.Kvs, nil
 }
 
 // prunedValue encodes the greatest id a prune removed as the value of a

@@ -26,6 +26,33 @@ func IsDSN(dsn string) bool {
 	return strings.HasPrefix(dsn, SchemeEtcd) || strings.HasPrefix(dsn, SchemeEtcds)
 }
 
+// parseParams reads a DSN's NAME=VALUE&... parameters as the user, the
+// password and the prefix are read: percent-decoded by url.PathUnescape,
+// so a '+' stays a '+' (a file name such as ca+intermediate.pem, as
+// etcdctl takes it), not the blank of an HTML form (url.ParseQuery).
+func parseParams(raw string) (url.Values, error) {
+	q := url.Values{}
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		if strings.Contains(pair, ";") {
+			return nil, errors.New("etcd dsn: parameters: a ';' separates none: join them with '&' (write a ';' in a value as %3B)")
+		}
+		rawName, rawVal, _ := strings.Cut(pair, "=")
+		name, err := url.PathUnescape(rawName)
+		if err != nil {
+			return nil, fmt.Errorf("etcd dsn: parameter %q is badly percent-encoded", rawName)
+		}
+		val, err := url.PathUnescape(rawVal)
+		if err != nil {
+			return nil, fmt.Errorf("etcd dsn: %s: the value is badly percent-encoded", name)
+		}
+		q[name] = append(q[name], val)
+	}
+	return q, nil
+}
+
 // ParseDSN reads a DSN of the form
 //
 //	etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/PREFIX[?PARAMS]
@@ -39,7 +66,8 @@ func IsDSN(dsn string) bool {
 // insecure-skip-tls-verify=true (implies TLS; =false, etcdctl's default,
 // changes nothing), dial-timeout=DURATION (the one duration
 // grammar of leasectl and the HTTP API: 5s, 1h30m, 1d); an '@' in a
-// parameter is written %40. Bad input is an error that never repeats the
+// parameter is written %40, an '&' %26, and a '+' stands for itself, as in
+// the user, password and prefix (percent-decoding, not a form's). Bad input is an error that never repeats the
 // password, not even when a '/' or '?' in it was not percent-encoded (an
 // '@' after the hosts or after the '?' is refused with a fixed message).
 func ParseDSN(dsn string) (*Config, error) {
@@ -93,9 +121,9 @@ func ParseDSN(dsn string) (*Config, error) {
 		return nil, fmt.Errorf("etcd dsn: prefix %q is badly percent-encoded", path)
 	}
 	cfg.Prefix = canonicalPrefix(prefix)
-	q, err := url.ParseQuery(rawQuery)
+	q, err := parseParams(rawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("etcd dsn: parameters: %w", err)
+		return nil, err
 	}
 	var tlsCfg *tls.Config
 	ensureTLS := func() *tls.Config {

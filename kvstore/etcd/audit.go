@@ -98,7 +98,7 @@ func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record,
 			return nil, 0, b.interpret(ctx, protocol.OpAudit, err)
 		}
 		rev = resp.Header.Revision
-		kvs, err := b.wholeRevisions(ctx, resp, prefix, rev)
+		kvs, err := b.wholeRevisions(ctx, protocol.OpAudit, resp, prefix, rev)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -149,7 +149,7 @@ func (b *Backend) auditRows(ctx context.Context, q audit.Query) ([]audit.Record,
 // the entries of the range's last revision are left to the next range;
 // when that revision is all the range holds, they are read whole (one
 // transaction's entries), at rev.
-func (b *Backend) wholeRevisions(ctx context.Context, resp *clientv3.GetResponse, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
+func (b *Backend) wholeRevisions(ctx context.Context, op protocol.Op, resp *clientv3.GetResponse, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
 	kvs := resp.Kvs
 	if !resp.More || len(kvs) == 0 {
 		return kvs, nil
@@ -165,7 +165,7 @@ func (b *Backend) wholeRevisions(ctx context.Context, resp *clientv3.GetResponse
 	whole, err := b.kv.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)),
 		clientv3.WithMinCreateRev(last), clientv3.WithMaxCreateRev(last), clientv3.WithRev(rev))
 	if err != nil {
-		return nil, b.interpret(ctx, protocol.OpAudit, err)
+		return nil, b.interpret(ctx, op, err)
 	}
 	return whole.Kvs, nil
 }
@@ -272,7 +272,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		if err != nil {
 			return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 		}
-		for _, kv := range resp.Kvs {
+		kvs, err := b.wholeRevisions(ctx, audit.OpPrune, resp, prefix, resp.Header.Revision)
+		if err != nil {
+			return audit.PruneResult{}, err
+		}
+		for _, kv := range kvs {
 			after = kv.CreateRevision
 			rec, ok, err := b.auditOf(kv)
 			if err != nil {

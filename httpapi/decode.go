@@ -402,13 +402,24 @@ func parseBool(name, s string) (bool, error) {
 	return false, fmt.Errorf("%s: %q is not true or false", name, s)
 }
 
+// parseLimit reads a limit written as the API writes integers: decimal
+// digits, as strconv.Itoa gives them ("" is 0, the default). Another
+// spelling of a number (+5, 05, -0, blanks around it) is refused naming
+// the one to write, as is anything else: a query value is read one way.
 func parseLimit(s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(s)
+	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("limit: %q is not an integer", s)
+		return 0, fmt.Errorf("limit: %q is not an integer: write it in decimal digits, such as limit=100", s)
+	}
+	if strconv.Itoa(n) != s {
+		hint := ""
+		if strings.HasPrefix(s, " ") {
+			hint = " (a + in a query string reads as a space)"
+		}
+		return 0, fmt.Errorf("limit: %q is not written in decimal digits alone%s: write limit=%d", s, hint, n)
 	}
 	return n, nil
 }

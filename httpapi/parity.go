@@ -310,8 +310,8 @@ type followQuery = audit.Query
 // on), end when the server ends the stream (at shutdown, when its store
 // closed: status closed, or when the cursor is behind a prune: status
 // unavailable, the message beginning with audit.PrunedPrefix), and
-// keep-alive comments. It starts after ?cursor=, else at the first record
-// at or after ?since=, else at the end of the trail (changes from now on);
+// keep-alive comments. It starts after ?cursor=, or at the first record
+// at or after ?since= (not both: 400), else at the end of the trail (changes from now on);
 // ?op= and ?owner= filter as on GET /v1/audit.
 func (h *Handler) serveFollow(x *exchange) {
 	serve(h, x, route[followQuery]{op: protocol.OpGet, verb: "follow the audit trail", shape: errorShape,
@@ -325,6 +325,11 @@ func (h *Handler) serveFollow(x *exchange) {
 			}
 			if err := queryParams(q, "namespace", "key", "cursor", "since", "op", "owner"); err != nil {
 				return audit.Query{}, "", err
+			}
+			if q.Get("since") != "" && q.Get("cursor") != "" {
+				// Two starts: one would be dropped without a word.
+				return audit.Query{}, "", errors.New("follow: since and cursor are two places to start: give one " +
+					"(cursor to go on after a record or position, since to start at a time)")
 			}
 			out := audit.Query{Namespace: q.Get("namespace"), Key: q.Get("key"), Cursor: q.Get("cursor"), Follow: true,
 				Ops: audit.ParseOps(q.Get("op")), Owner: q.Get("owner")}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -605,6 +606,24 @@ func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
 	return body, true
 }
 
+// jsonContentType refuses a body whose Content-Type names a media type
+// other than application/json (a form, as curl -d and an HTML form send;
+// text/plain): the route reads its body as JSON, and a sender that named
+// another type did not write JSON, or a proxy may handle it as that type.
+// A body without a Content-Type is read as JSON, as hand-written clients
+// send it.
+func jsonContentType(r *http.Request) error {
+	v, err := oneHeader(r, "Content-Type")
+	if err != nil || v == "" {
+		return err
+	}
+	if mt, _, err := mime.ParseMediaType(v); err == nil && mt == "application/json" {
+		return nil
+	}
+	return fmt.Errorf("body: Content-Type %q is not JSON: send the JSON body with Content-Type: application/json "+
+		"(curl: -H 'Content-Type: application/json'), or without a Content-Type", v)
+}
+
 // opContext returns the request's context bounded by its deadline: the
 // Request-Timeout header, else the default, cut to the maximum.
 func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, error) {
@@ -691,6 +710,10 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 	if x.r.Method == http.MethodPost {
 		if p != nil && p.Role < opRole(rt.op) {
 			h.authorize(x, p, rt.op, rt.verb, "", rt.shape) // refused for the role, before the body is read
+			return
+		}
+		if err := jsonContentType(x.r); err != nil {
+			h.refusal(x, protocol.StatusInvalid, http.StatusUnsupportedMediaType, err.Error(), rt.shape) // nothing read
 			return
 		}
 		if body, ok = h.readBody(x, cmp.Or(rt.maxBody, MaxBodyBytes), rt.shape); !ok {

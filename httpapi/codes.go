@@ -34,8 +34,9 @@ const MaxBodyBytes = 64 << 10
 // DESIGN.md pins it: 200 for every success; 409 conflict, stale_token,
 // not_owner; 410 expired; 404 not_found; 400 invalid; 401 unauthorized;
 // 403 forbidden; 503 unavailable and closed; 504 timeout; and, for the
-// notification route this repository adds, 501 not_implemented. Any other
-// status is 500.
+// notification route this repository adds, 501 not_implemented, and for
+// a stream past its token's cap 429 too_many_streams. Any other status is
+// 500.
 func StatusCode(s protocol.Status) int {
 	switch s {
 	case protocol.StatusAcquired, protocol.StatusRenewed, protocol.StatusReleased, protocol.StatusRevoked, protocol.StatusFound:
@@ -58,6 +59,8 @@ func StatusCode(s protocol.Status) int {
 		return http.StatusGatewayTimeout
 	case StatusNotImplemented:
 		return http.StatusNotImplemented
+	case StatusTooManyStreams:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -96,6 +96,17 @@ var (
 	ErrForbidden    = errors.New("httpapi: the bearer token may not do that (HTTP 403)")
 )
 
+// ErrTooManyStreams matches the error of a stream (a notification
+// subscription, an audit follow) that the server refused because the
+// client's bearer token has as many streams open as the server allows one
+// token (HTTP 429, status too_many_streams; leasectl serve
+// --max-streams-per-token). Its status is unavailable: the store was not
+// asked, and the stream may open once one of the token's others closed,
+// so a follow reconnects and a waiter polls meanwhile. It is no refusal of
+// the token (leasectl exits 5, not 7). The server's own cap of streams
+// (--max-streams) is answered 503 unavailable, its message naming the flag.
+var ErrTooManyStreams = errors.New("httpapi: the bearer token has as many streams open as the server allows one token (HTTP 429 too_many_streams)")
+
 // RefusedError is the cause of an error of a request the server refused
 // for its bearer token: Code 401 (Status unauthorized) or 403 (forbidden),
 // with the server's message. It matches [ErrUnauthorized] or
@@ -127,7 +138,7 @@ func (e *RefusedError) Is(target error) bool {
 
 // answerError returns the error for an answer whose status means the store
 // did not answer (timeout, unavailable, closed) or the server refused the
-// request (401, 403), and for an answer whose code does not go with its
+// request (401, 403; a stream past its token's cap, 429), and for an answer whose code does not go with its
 // status (a proxy's, say). It returns nil for the store's answers: the
 // success statuses and the refusals, invalid included, which a backend
 // reports in its result.
@@ -136,6 +147,10 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 	case refusedStatus(status):
 		if code == StatusCode(status) {
 			return backendkit.NewError(op, protocol.StatusUnavailable, &RefusedError{Code: code, Status: status, Message: msg}, "httpapi")
+		}
+	case status == StatusTooManyStreams:
+		if code == StatusCode(status) {
+			return backendkit.NewError(op, protocol.StatusUnavailable, ErrTooManyStreams, "server: %s", msg)
 		}
 	case !status.Known():
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered HTTP %d with status %q, "+

@@ -20,7 +20,8 @@ import (
 // leasectl exit 5, never 7), its message naming the cap and its flag. The
 // client said "the server answered HTTP 429 with status
 // \"too_many_streams\", which is not a lease status". The server's own
-// cap (503 unavailable) is reported likewise, naming --max-streams.
+// cap (503 unavailable) is reported likewise, naming --max-streams. The
+// token's cap matches httpapi.ErrTooManyStreams, the server's does not.
 func TestClientReportsAStreamCapPlainly(t *testing.T) {
 	t.Parallel()
 	toks := mustTokens(t)
@@ -32,6 +33,9 @@ func TestClientReportsAStreamCapPlainly(t *testing.T) {
 	defer cancel()
 	check := func(what string, err error, flag string) {
 		t.Helper()
+		if capped := flag == "--max-streams-per-token"; errors.Is(err, httpapi.ErrTooManyStreams) != capped {
+			t.Errorf("%s: %v; matches httpapi.ErrTooManyStreams: %v, want %v", what, err, !capped, capped)
+		}
 		if err == nil {
 			t.Fatalf("%s: no error", what)
 		}

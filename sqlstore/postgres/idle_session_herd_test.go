@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/leasestore/leasestore/internal/testkit/pgtest"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/postgres"
@@ -30,37 +32,8 @@ func TestRoleIdleSessionTimeoutWakesNoWaiter(t *testing.T) {
 		t.Fatal("a session of the role idle for 1.5s was not ended: the role's idle_session_timeout does not apply, the test would prove nothing")
 	}
 	app := appName(t)
-	var attempts atomic.Int64
-	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
-		if ev.Op == protocol.OpAcquire {
-			attempts.Add(1)
-		}
-	})
-	holder := openBackend(t, roleDSN, nil)
 	const n = 8
-	acquireKeys(t, holder, key, n, 5*time.Minute)
-	b := openBackend(t, roleDSN, &postgres.Config{ApplicationName: app})
-	rt := protocol.New(b, &protocol.Config{Observer: obs})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "waiter",
-				TTL: time.Minute}, &protocol.WaitConfig{Recheck: time.Hour})
-		}()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	raw := rawPool(t, dsn)
-	deadline := time.Now().Add(opTimeout)
-	for attempts.Load() < 2*n || len(listenerPIDs(t, raw, app)) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiters sent %d attempts, %d listener sessions: want %d, 1", attempts.Load(),
-				len(listenerPIDs(t, raw, app)), 2*n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	attempts, raw := waitersOnHeldKeys(t, dsn, roleDSN, keysIn(pgtest.Namespace()), app, n)
 	first := listenerPIDs(t, raw, app)[0]
 	time.Sleep(3500 * time.Millisecond) // three periods of the role's idle_session_timeout and more
 	now := listenerPIDs(t, raw, app)
@@ -83,38 +56,9 @@ func TestListenerReconnectionWakesNoWaiterWhenNothingChanged(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
-	var attempts atomic.Int64
-	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
-		if ev.Op == protocol.OpAcquire {
-			attempts.Add(1)
-		}
-	})
-	keys := keysIn(pgtest.Namespace())
-	holder := openBackend(t, dsn, nil)
 	const n = 8
-	acquireKeys(t, holder, keys, n, 5*time.Minute)
-	b := openBackend(t, dsn, &postgres.Config{ApplicationName: app})
-	rt := protocol.New(b, &protocol.Config{Observer: obs})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: keys(fmt.Sprintf("k%d", i)), Owner: "waiter",
-				TTL: time.Minute}, &protocol.WaitConfig{Recheck: time.Hour})
-		}()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	raw := rawPool(t, dsn)
+	attempts, raw := waitersOnHeldKeys(t, dsn, dsn, keysIn(pgtest.Namespace()), app, n)
 	deadline := time.Now().Add(opTimeout)
-	for attempts.Load() < 2*n || len(listenerPIDs(t, raw, app)) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the waiters sent %d attempts, %d listener sessions: want %d, 1", attempts.Load(),
-				len(listenerPIDs(t, raw, app)), 2*n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	const kills = 3
 	for range kills {
 		pid := listenerPIDs(t, raw, app)[0]
@@ -198,4 +142,45 @@ func TestListenerReconnectionWakesTheWaitersOfKeysThatChanged(t *testing.T) {
 		t.Fatal("the waiter of k1, which did not change, was woken by the reconnection")
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+// waitersOnHeldKeys holds n keys (k0...) through a backend on dsn and
+// starts a waiter on each through a runtime over a backend on waiterDSN
+// whose sessions carry app (so listenerPIDs finds its listener), each with
+// a recheck of an hour: only a signal wakes one. It returns once each sent
+// its first attempt and the one after subscribing, and one listener
+// session holds their locks, with the count of acquire attempts and a raw
+// pool on dsn; the waiters stop when the test ends.
+func waitersOnHeldKeys(t *testing.T, dsn, waiterDSN string, key func(string) protocol.Key, app string,
+	n int) (*atomic.Int64, *pgxpool.Pool) {
+	t.Helper()
+	attempts := new(atomic.Int64)
+	obs := protocol.ObserverFunc(func(_ context.Context, ev protocol.OperationEvent) {
+		if ev.Op == protocol.OpAcquire {
+			attempts.Add(1)
+		}
+	})
+	holder := openBackend(t, dsn, nil)
+	acquireKeys(t, holder, key, n, 5*time.Minute)
+	b := openBackend(t, waiterDSN, &postgres.Config{ApplicationName: app})
+	rt := protocol.New(b, &protocol.Config{Observer: obs})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, _ = protocol.AcquireWait(ctx, rt, protocol.AcquireRequest{Key: key(fmt.Sprintf("k%d", i)), Owner: "waiter",
+				TTL: time.Minute}, &protocol.WaitConfig{Recheck: time.Hour})
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	raw := rawPool(t, dsn)
+	deadline := time.Now().Add(opTimeout)
+	for attempts.Load() < int64(2*n) || len(listenerPIDs(t, raw, app)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiters sent %d attempts, %d listener sessions: want %d, 1", attempts.Load(),
+				len(listenerPIDs(t, raw, app)), 2*n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return attempts, raw
 }

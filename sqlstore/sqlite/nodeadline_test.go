@@ -24,19 +24,8 @@ func TestDirectCallWithoutDeadlineAnswersWhileTheFileIsLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := otherHandle(t, path)
-	lock, err := other.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = lock.ExecContext(context.Background(), "ROLLBACK")
-		_ = lock.Close()
-		_ = b.Close(context.Background())
-	})
+	t.Cleanup(func() { _ = b.Close(context.Background()) }) // after the lock's release, below
+	holdWriteLock(t, path)
 	answered := make(chan error, 1)
 	start := time.Now()
 	go func() {

@@ -353,3 +353,7 @@ func WithoutBatchSubtransactions(b *Backend) error {
 	b.testBatchFnSQL = strings.ReplaceAll(fn, id, "(v_xid + v_off) * 64 + i AS id")
 	return nil
 }
+
+// WaitLockMask is the mask that picks a waiter's lock id from its key's
+// hash (waitLockMask): keys in one bucket share the listener's lock.
+const WaitLockMask = waitLockMask

@@ -57,7 +57,16 @@ func TestListenerReconnectionWakesNoWaiterWhenNothingChanged(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
 	const n = 8
-	attempts, raw := waitersOnHeldKeys(t, dsn, dsn, keysIn(pgtest.Namespace()), app, n)
+	keys := keysIn(pgtest.Namespace())
+	attempts, raw := waitersOnHeldKeys(t, dsn, dsn, keys, app, n)
+	// Keys share a wait lock when their hashes fall in one bucket: the
+	// listener holds one lock per bucket.
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("k%d", i)
+	}
+	locks := count(t, raw, `SELECT count(DISTINCT hashtext($1 || '/' || k) & `+postgres.WaitLockMask+`) FROM unnest($2::text[]) AS k`,
+		keys("k0").Namespace, names)
 	deadline := time.Now().Add(opTimeout)
 	const kills = 3
 	for range kills {
@@ -66,11 +75,11 @@ func TestListenerReconnectionWakesNoWaiterWhenNothingChanged(t *testing.T) {
 		for {
 			now := listenerPIDs(t, raw, app)
 			if len(now) == 1 && now[0] != pid && count(t, raw, `SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'advisory'
-				AND classid = 1818583412 AND granted`, now[0]) == n {
+				AND classid = 1818583412 AND granted`, now[0]) == locks {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no new listener session holds the %d waiters' locks (now %v, before %d)", n, now, pid)
+				t.Fatalf("no new listener session holds the %d waiters' %d locks (now %v, before %d)", n, locks, now, pid)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -91,16 +100,8 @@ func TestListenerReconnectionWakesTheWaitersOfKeysThatChanged(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
-	reconnecting, resume := make(chan struct{}, 1), make(chan struct{})
-	var once sync.Once
-	defer once.Do(func() { close(resume) })
-	cfg := postgres.WithReconnectHook(&postgres.Config{ApplicationName: app}, func() {
-		select {
-		case reconnecting <- struct{}{}:
-		default:
-		}
-		<-resume
-	})
+	cfg, reconnecting, resume := reconnectHeld(app)
+	defer resume()
 	b := openBackend(t, dsn, cfg)
 	other := openBackend(t, dsn, nil)
 	keys := keysIn(pgtest.Namespace())
@@ -131,7 +132,7 @@ func TestListenerReconnectionWakesTheWaitersOfKeysThatChanged(t *testing.T) {
 	res, err := other.Release(ctxT(t), protocol.ReleaseRequest{Key: keys("k0"), Owner: "w", Token: got.Lease.Token,
 		RequestID: "r0"})
 	wantStatus(t, "release k0", res, err, protocol.StatusReleased)
-	once.Do(func() { close(resume) })
+	resume()
 	select {
 	case <-changed:
 	case <-time.After(5 * time.Second):

@@ -134,16 +134,8 @@ func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	app := appName(t)
-	reconnecting, resume := make(chan struct{}, 1), make(chan struct{})
-	var once sync.Once
-	defer once.Do(func() { close(resume) })
-	cfg := postgres.WithReconnectHook(&postgres.Config{ApplicationName: app}, func() {
-		select {
-		case reconnecting <- struct{}{}:
-		default:
-		}
-		<-resume
-	})
+	cfg, reconnecting, resume := reconnectHeld(app)
+	defer resume()
 	holder := protocol.New(openBackend(t, dsn, cfg), nil)
 	other := protocol.New(openBackend(t, dsn, nil), nil)
 	raw := rawPool(t, dsn)
@@ -174,7 +166,7 @@ func TestHoldHearsARevokeDuringTheListenersReconnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
-	once.Do(func() { close(resume) })
+	resume()
 	select {
 	case <-h.Context().Done():
 		if !errors.Is(context.Cause(h.Context()), protocol.ErrNotFound) {
@@ -297,4 +289,22 @@ func TestListenDSNWithPoolerParameter(t *testing.T) {
 	if !strings.Contains(err.Error(), "ListenDSN") {
 		t.Fatalf("subscribe: %v does not name Config.ListenDSN", err)
 	}
+}
+
+// reconnectHeld returns a Config (ApplicationName app) whose listener,
+// once its connection broke, signals reconnecting and waits until resume
+// is called before it connects again: a test commits changes while it is
+// disconnected. resume may be called more than once; call it before the
+// test ends (defer), as the Backend's Close waits for the listener.
+func reconnectHeld(app string) (cfg *postgres.Config, reconnecting <-chan struct{}, resume func()) {
+	signal, gate := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	cfg = postgres.WithReconnectHook(&postgres.Config{ApplicationName: app}, func() {
+		select {
+		case signal <- struct{}{}:
+		default:
+		}
+		<-gate
+	})
+	return cfg, signal, func() { once.Do(func() { close(gate) }) }
 }

@@ -82,7 +82,10 @@ func TestSubscribeAndFollowDuringClose(t *testing.T) {
 // TestOperationsInFlightAtCloseAnswerClosed: on a Backend from Open, which
 // owns its client, an operation still running when Close closes the
 // client answers closed, as one begun after Close does, not unavailable
-// (the client being closed is Close's doing, not the cluster's).
+// (the client being closed is Close's doing, not the cluster's), and at
+// once: the client retries a call its closing cut short for about 2.5s,
+// which ran past a call's deadline (5s when called without one) under
+// load, and the call then answered timeout.
 func TestOperationsInFlightAtCloseAnswerClosed(t *testing.T) {
 	c := etcdcluster.Shared(t)
 	prefix := c.Prefix(t)
@@ -120,7 +123,11 @@ func TestOperationsInFlightAtCloseAnswerClosed(t *testing.T) {
 		if err := b.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
+		closed := time.Now()
 		wg.Wait()
+		if waited := time.Since(closed); waited > 2*time.Second {
+			t.Errorf("round %d: the operations in flight answered %v after Close returned, want at once", round, waited.Round(time.Millisecond))
+		}
 		if t.Failed() {
 			return
 		}

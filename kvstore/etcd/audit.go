@@ -38,7 +38,7 @@ const auditPage = 500
 // applied here, to ranges of 500 entries: keep the trail bounded with
 // audit prune.
 func (b *Backend) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	page, _, err := b.readAudit(ctx, q)
 	return page, err

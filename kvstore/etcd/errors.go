@@ -21,9 +21,10 @@ import (
 )
 
 func (b *Backend) interpret(ctx context.Context, op protocol.Op, err error) error {
-	if err != nil && ctx.Err() == nil && b.cli.Ctx().Err() != nil {
+	if err != nil && b.cli.Ctx().Err() != nil && (ctx.Err() == nil || errors.Is(context.Cause(ctx), errClientClosed)) {
 		// The client's own context ended: it was closed (its calls fail
-		// as cancelled), which no retry mends. Once Close has begun (it
+		// as cancelled, and callContext ends the call's context with
+		// errClientClosed), which no retry mends. Once Close has begun (it
 		// closes the client of a Backend from Open), the operation ran
 		// into Close: closed, as for one begun after it.
 		if b.closed.Load() {

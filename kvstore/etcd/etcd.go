@@ -622,7 +622,7 @@ func (b *Backend) Client() *clientv3.Client { return b.cli }
 // another cluster, whose revision is not above the mark, is refused
 // naming the fix (checkMark).
 func (b *Backend) Health(ctx context.Context) error {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if err := b.open(protocol.OpHealth); err != nil {
 		return err
@@ -712,6 +712,28 @@ func (b *Backend) shut() error {
 func (b *Backend) goTracked(f func()) bool {
 	return !b.closed.Load() && b.tracked.Go(f) != nil
 }
+
+// callContext returns the context of one call: ctx, bounded by
+// [protocol.DefaultTimeout] when it has no deadline (a backend called
+// directly, see [backendkit.WithDeadline]), and ended, with the cause
+// errClientClosed, as soon as the client closes. The client's calls retry
+// a call its closing cut short (for about 2.5s, or until the deadline), so
+// without that an operation in flight at Close would answer timeout, late,
+// rather than closed (interpret). Call the cancel when the call is done.
+func (b *Backend) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancelDeadline := backendkit.WithDeadline(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(b.cli.Ctx(), func() { cancel(errClientClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		cancelDeadline()
+	}
+}
+
+// errClientClosed is the cause with which a call's context ends when the
+// client closes (callContext).
+var errClientClosed = errors.New("etcd: the client was closed")
 
 // closedMessage is the message of an operation's closed answer.
 const closedMessage = "etcd: the backend was closed"

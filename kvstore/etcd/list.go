@@ -116,7 +116,7 @@ func atOneRevisionOf[T any](read func() (T, int64, error)) (v T, rev int64, err 
 // List returns one page of the namespace's leases ordered by name (etcd
 // orders keys byte by byte), read at one revision.
 func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.ListResult, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseList(req); err != nil {
 		return res, err
@@ -165,7 +165,7 @@ func (b *Backend) List(ctx context.Context, req protocol.ListRequest) (protocol.
 // byte order, after after (see [protocol.NamespaceLister]). It skips from
 // namespace to namespace, reading each only until its first live lease.
 func (b *Backend) Namespaces(ctx context.Context, after string, limit int) ([]string, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if err := backendkit.RefuseNamespaces(after, limit); err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (b *Backend) namespaces(ctx context.Context, start, end string, limit int) 
 // Fencing holds across a sweep: the next acquire's token is its own
 // revision.
 func (b *Backend) Sweep(ctx context.Context, max int, grace time.Duration) (protocol.SweepResult, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if err := b.open(protocol.OpSweep); err != nil {
 		return protocol.SweepResult{}, err

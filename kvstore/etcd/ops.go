@@ -285,7 +285,7 @@ func storeGone(r *pb.ResponseOp) bool { return r.GetResponseRange().GetCount() =
 // the transaction's revision. Like every change, it applies only while the
 // store's format record exists (storeCmp).
 func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res protocol.Result, err error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseAcquire(req); err != nil {
 		return res, err
@@ -564,7 +564,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 // the state last seen and writes the renewal and liveness entries and the
 // audit record.
 func (b *Backend) Renew(ctx context.Context, req protocol.RenewRequest) (res protocol.Result, err error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseRenew(req); err != nil {
 		return res, err
@@ -621,7 +621,7 @@ func renewTTL(req protocol.RenewRequest, cur protocol.Lease) time.Duration {
 // Release deletes the holder's live lease (its entries, its lock-delay's
 // too) and records it, in one transaction. The result carries the lease as it was.
 func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res protocol.Result, err error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseRelease(req); err != nil {
 		return res, err
@@ -648,7 +648,7 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res
 // when it is non-zero) and records the actor and reason; a lease with a
 // lock-delay leaves its delay entry, from now.
 func (b *Backend) Revoke(ctx context.Context, req protocol.RevokeRequest) (res protocol.Result, err error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseRevoke(req); err != nil {
 		return res, err
@@ -702,7 +702,7 @@ func (b *Backend) removal(cur protocol.Lease, rec backendkit.Recorded) holderWri
 // An invalid request answers invalid in its result, unsent, as the
 // runtime answers it ([backendkit.RenewMany]).
 func (b *Backend) RenewMany(ctx context.Context, reqs []protocol.RenewRequest) ([]protocol.Result, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	return backendkit.RenewMany(reqs, func(reqs []protocol.RenewRequest) ([]protocol.Result, error) {
 		return b.renewValid(ctx, reqs)
@@ -758,7 +758,7 @@ func (b *Backend) renewValid(ctx context.Context, reqs []protocol.RenewRequest) 
 // revision; not_found carries the ended lease (from the d entry) while its
 // lock-delay keeps the key, judged as acquire judges it.
 func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Result, error) {
-	ctx, cancel := backendkit.WithDeadline(ctx) // called directly without one: the runtime's default
+	ctx, cancel := b.callContext(ctx)
 	defer cancel()
 	if res, err := backendkit.RefuseGet(req); err != nil {
 		return res, err

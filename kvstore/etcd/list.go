@@ -42,8 +42,9 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 		// more follow, the last key's entries may go on in the next range
 		// (foreign keys can fill a range around one key's entries): when
 		// other keys precede it, the next range starts again from its
-		// first entry; when it is the range's only key, its entries are
-		// read whole on its own prefix, so fn always sees a key whole.
+		// first entry; when it is the range's only key, its four entries
+		// are read by name (entries), so fn always sees a key whole, and
+		// the next range starts past its prefix.
 		var groups [][]*mvccpb.KeyValue
 		var keys []protocol.Key
 		for _, kv := range kvs {
@@ -62,13 +63,12 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 			start = string(groups[len(groups)-1][0].Key)
 			keys, groups = keys[:len(keys)-1], groups[:len(groups)-1]
 		case resp.More && len(keys) == 1:
-			own := b.keys.lease(keys[0])
-			whole, err := b.kv.Get(ctx, own, clientv3.WithPrefix(), clientv3.WithRev(rev))
+			whole, err := b.entries(ctx, op, keys[0], rev)
 			if err != nil {
-				return b.interpret(ctx, op, err)
+				return err
 			}
-			groups[0] = whole.Kvs
-			start = clientv3.GetPrefixRangeEnd(own)
+			groups[0] = whole
+			start = clientv3.GetPrefixRangeEnd(b.keys.lease(keys[0]))
 		default:
 			start = string(kvs[len(kvs)-1].Key) + "\x00"
 		}
@@ -81,6 +81,27 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 			return nil
 		}
 	}
+}
+
+// entries reads k's entries at rev by their names, in one transaction:
+// not by the key's prefix, under which another client's keys may lie, as
+// many as it pleases (one response holding them all can exceed what a
+// client accepts).
+func (b *Backend) entries(ctx context.Context, op protocol.Op, k protocol.Key, rev int64) ([]*mvccpb.KeyValue, error) {
+	base := b.keys.lease(k)
+	var gets []clientv3.Op
+	for _, suffix := range []string{suffixD, suffixE, suffixO, suffixR} {
+		gets = append(gets, clientv3.OpGet(base+suffix[1:], clientv3.WithRev(rev)))
+	}
+	resp, err := b.kv.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		return nil, b.interpret(ctx, op, err)
+	}
+	var kvs []*mvccpb.KeyValue
+	for _, r := range resp.Responses {
+		kvs = append(kvs, r.GetResponseRange().GetKvs()...)
+	}
+	return kvs, nil
 }
 
 // compactedRestarts bounds how often a read of several ranges starts

@@ -268,6 +268,11 @@ func connectError(ctx context.Context, cfg *Config, dial time.Duration, err erro
 // does (cfg.NoInit as for Open). cli is used as it is, so a cfg that sets
 // a field only Open applies (Endpoints, Username and Password, TLS,
 // DialTimeout) is refused as invalid, naming each: configure cli instead.
+// Unlike Open's, the store does not close cli's connections to a member
+// whose watch stream froze (frozen.go): cli's keepalive alone bounds how
+// late a holder then hears a loss, and clientv3.Config's default has none
+// (give cli DialKeepAliveTime 10s and DialKeepAliveTimeout 5s, as Open
+// does; docs/etcd.md).
 func New(ctx context.Context, cli *clientv3.Client, cfg *Config) (*Backend, error) {
 	if cfg == nil {
 		return nil, errInvalid("etcd: no prefix given")

@@ -637,8 +637,9 @@ func (b *Backend) Release(ctx context.Context, req protocol.ReleaseRequest) (res
 			w := b.removal(cur, backendkit.NewRecorded(in.now, protocol.OpRelease, protocol.StatusReleased, cur,
 				req.RequestID, fp, req.Owner, ""))
 			// A release frees the key at once: every entry goes, its
-			// lock-delay's too, in one deletion.
-			w.ops = []clientv3.Op{clientv3.OpDelete(b.keys.lease(cur.Key), clientv3.WithPrefix())}
+			// lock-delay's too, each by its name (another client's keys
+			// may lie under the key's prefix).
+			w.ops = append(w.ops, clientv3.OpDelete(b.keys.lease(cur.Key)+suffixD[1:]))
 			return w
 		},
 	})

@@ -1,16 +1,10 @@
 package etcd_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
-	"github.com/leasestore/leasestore/kvstore/etcd"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -27,37 +21,12 @@ func TestScanBesideForeignKeysInsideALeaseStaysBounded(t *testing.T) {
 	t.Parallel()
 	c := etcdcluster.Shared(t)
 	ctx := t.Context()
-	capped, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second,
-		MaxCallRecvMsgSize: 1 << 20, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = capped.Close() })
-	b, err := etcd.New(ctx, capped, &etcd.Config{Prefix: c.Prefix(t)})
-	if err != nil {
-		t.Fatalf("new: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close(ctx) })
+	b := cappedStore(t, c, c.Prefix(t))
 	a, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("b"), Owner: "o", TTL: time.Minute, RequestID: "acquire-b"})
 	if err != nil || a.Status != protocol.StatusAcquired {
 		t.Fatalf("acquire: %v %v", a.Status, err)
 	}
-	cli, err := c.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	// Between the lease's liveness entry (\0e) and its owner entry (\0o).
-	value := strings.Repeat("x", 1024)
-	for i := 0; i < 2000; i += 100 {
-		var puts []clientv3.Op
-		for j := i; j < i+100; j++ {
-			puts = append(puts, clientv3.OpPut(fmt.Sprintf("%sk/ns\x00b\x00f%05d", b.Prefix(), j), value))
-		}
-		if _, err := cli.Txn(ctx).Then(puts...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putForeignInside(t, c, b.Prefix()+"k/ns\x00b\x00", 2000)
 	page, err := b.List(ctx, protocol.ListRequest{Namespace: "ns", Limit: 100})
 	if err != nil {
 		t.Fatalf("list beside 2,000 foreign keys of 1 KiB inside the lease's prefix, on a client taking responses up to 1 MiB: %v; "+

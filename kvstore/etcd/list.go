@@ -83,25 +83,14 @@ func (b *Backend) scan(ctx context.Context, op protocol.Op, start, end string, r
 	}
 }
 
-// entries reads k's entries at rev by their names, in one transaction:
-// not by the key's prefix, under which another client's keys may lie, as
-// many as it pleases (one response holding them all can exceed what a
-// client accepts).
+// entries reads k's entries at rev by their names, in one transaction
+// (entryGets).
 func (b *Backend) entries(ctx context.Context, op protocol.Op, k protocol.Key, rev int64) ([]*mvccpb.KeyValue, error) {
-	base := b.keys.lease(k)
-	var gets []clientv3.Op
-	for _, suffix := range []string{suffixD, suffixE, suffixO, suffixR} {
-		gets = append(gets, clientv3.OpGet(base+suffix[1:], clientv3.WithRev(rev)))
-	}
-	resp, err := b.kv.Txn(ctx).Then(gets...).Commit()
+	resp, err := b.kv.Txn(ctx).Then(b.entryGets(k, clientv3.WithRev(rev))...).Commit()
 	if err != nil {
 		return nil, b.interpret(ctx, op, err)
 	}
-	var kvs []*mvccpb.KeyValue
-	for _, r := range resp.Responses {
-		kvs = append(kvs, r.GetResponseRange().GetKvs()...)
-	}
-	return kvs, nil
+	return entriesIn(resp.Responses), nil
 }
 
 // compactedRestarts bounds how often a read of several ranges starts

@@ -41,6 +41,31 @@ func (b *Backend) stateOf(kvs []*mvccpb.KeyValue) keyState {
 	return st
 }
 
+// entrySuffixes are the suffixes of a key's entries, in key order.
+var entrySuffixes = [...]string{suffixD, suffixE, suffixO, suffixR}
+
+// entryGets returns the reads of k's entries, each by its name (with opts),
+// for a transaction: not by the key's prefix, under which another client's
+// keys may lie, as many as it pleases (one response holding them all can
+// exceed what a client accepts). entriesIn collects what they found.
+func (b *Backend) entryGets(k protocol.Key, opts ...clientv3.OpOption) []clientv3.Op {
+	base := b.keys.lease(k)
+	gets := make([]clientv3.Op, 0, len(entrySuffixes))
+	for _, suffix := range entrySuffixes {
+		gets = append(gets, clientv3.OpGet(base+suffix[1:], opts...))
+	}
+	return gets
+}
+
+// entriesIn returns the entries that rs, the answers to entryGets, hold.
+func entriesIn(rs []*pb.ResponseOp) []*mvccpb.KeyValue {
+	var kvs []*mvccpb.KeyValue
+	for _, r := range rs {
+		kvs = append(kvs, r.GetResponseRange().GetKvs()...)
+	}
+	return kvs
+}
+
 // instant is the time an operation runs at: now stamps leases and records
 // (this process's clock, or the test clock), and judge is the liveness
 // bound for compares: "" with etcd leases (an existing e entry is live),
@@ -309,13 +334,13 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 		rec := backendkit.NewRecorded(in.now, protocol.OpAcquire, protocol.StatusAcquired, l, req.RequestID, fp, req.Owner, "")
 		base := b.keys.lease(req.Key)
 		rv := encodeLease(in.now, exp, req.TTL, l.LockDelay)
-		read := clientv3.OpGet(base, clientv3.WithPrefix())
+		read := b.entryGets(req.Key)
 		// Unless the request id was used: if the lease is live, read the
 		// key (conflict); else if a lock-delay keeps it, read it
 		// (conflict); else take it.
 		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(idem), "=", 0), b.storeCmp()).
-			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, []clientv3.Op{read},
-				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, []clientv3.Op{read}, append([]clientv3.Op{
+			Then(clientv3.OpTxn([]clientv3.Cmp{b.liveCmp(req.Key, in)}, read,
+				[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{b.delayCmp(req.Key, in)}, read, append([]clientv3.Op{
 					clientv3.OpPut(base+suffixO[1:], ownerValue(req.Owner, in.now)),
 					clientv3.OpPut(base+suffixR[1:], rv),
 					put,
@@ -343,7 +368,7 @@ func (b *Backend) Acquire(ctx context.Context, req protocol.AcquireRequest) (res
 			inner = inner.Responses[0].GetResponseTxn()
 		}
 		if inner.Succeeded {
-			st := b.stateOf(inner.Responses[0].GetResponseRange().Kvs)
+			st := b.stateOf(entriesIn(inner.Responses))
 			b.cache.put(req.Key, st)
 			return b.conflict(st, req.Key, in)
 		}
@@ -488,21 +513,23 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 	}
 	idem := b.keys.audit(c.key.Namespace, c.requestID)
 	base := b.keys.lease(c.key)
+	// The request id's record, the key's entries, the store's format record.
+	read := append(append([]clientv3.Op{clientv3.OpGet(idem)}, b.entryGets(c.key)...), b.storeGet())
 	st, cached := b.cache.get(c.key)
 	fresh := false
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if !cached && !fresh {
-			resp, err := b.kv.Txn(ctx).Then(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix()), b.storeGet()).Commit()
+			resp, err := b.kv.Txn(ctx).Then(read...).Commit()
 			if err != nil {
 				return protocol.Result{}, b.interpret(ctx, c.op, err)
 			}
-			if storeGone(resp.Responses[2]) {
+			if storeGone(resp.Responses[len(resp.Responses)-1]) {
 				return protocol.Result{}, b.interpret(ctx, c.op, ErrNoStore)
 			}
 			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 				return b.replay(c.op, kvs, c.fp)
 			}
-			st, fresh = b.stateOf(resp.Responses[1].GetResponseRange().Kvs), true
+			st, fresh = b.stateOf(entriesIn(resp.Responses[1:len(resp.Responses)-1])), true
 		}
 		in := b.instant()
 		cur, live, err := b.leaseOf(c.op, c.key, st, in)
@@ -535,14 +562,14 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 		}
 		ops := append(append(w.ops, clientv3.OpPut(idem, encodeAudit(idem, w.rec))), b.markOps(cur.Token)...)
 		resp, err := b.kv.Txn(ctx).If(cmps...).Then(ops...).
-			Else(clientv3.OpGet(idem), clientv3.OpGet(base, clientv3.WithPrefix()), b.storeGet()).Commit()
+			Else(read...).Commit()
 		if err != nil {
 			if b.staleGrant(err, ids...) {
 				continue
 			}
 			return protocol.Result{}, b.interpret(ctx, c.op, err)
 		}
-		if !resp.Succeeded && storeGone(resp.Responses[2]) {
+		if !resp.Succeeded && storeGone(resp.Responses[len(resp.Responses)-1]) {
 			return protocol.Result{}, b.interpret(ctx, c.op, ErrNoStore)
 		}
 		if resp.Succeeded {
@@ -553,7 +580,7 @@ func (b *Backend) holder(ctx context.Context, c holderChange) (protocol.Result, 
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			return b.replay(c.op, kvs, c.fp)
 		}
-		st, fresh, cached = b.stateOf(resp.Responses[1].GetResponseRange().Kvs), true, true
+		st, fresh, cached = b.stateOf(entriesIn(resp.Responses[1:len(resp.Responses)-1])), true, true
 	}
 	return protocol.Result{}, errInternal(c.op, "%s: key %s kept changing under %d attempts; retry with the same request id",
 		b.shown, c.key, maxAttempts)
@@ -767,12 +794,12 @@ func (b *Backend) Get(ctx context.Context, req protocol.GetRequest) (protocol.Re
 	if err := b.open(protocol.OpGet); err != nil {
 		return protocol.Result{}, err
 	}
-	resp, err := b.kv.Get(ctx, b.keys.lease(req.Key), clientv3.WithPrefix())
+	resp, err := b.kv.Txn(ctx).Then(b.entryGets(req.Key)...).Commit()
 	if err != nil {
 		return protocol.Result{}, b.interpret(ctx, protocol.OpGet, err)
 	}
 	in := b.instant()
-	st := b.stateOf(resp.Kvs)
+	st := b.stateOf(entriesIn(resp.Responses))
 	cur, live, err := b.leaseOf(protocol.OpGet, req.Key, st, in)
 	if err != nil {
 		return protocol.Result{}, err

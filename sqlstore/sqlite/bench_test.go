@@ -283,3 +283,22 @@ func BenchmarkRelease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGet reads one of g live leases per call, through the runtime:
+// the read path alone (no write transaction), with its file check.
+func BenchmarkGet(b *testing.B) {
+	for _, g := range benchGoroutines {
+		b.Run(fmt.Sprintf("g=%d/backend", g), func(b *testing.B) {
+			path, db := benchFile(b)
+			preload(b, db, g)
+			rt := benchRuntime(b, path)
+			runConcurrent(b, g, func(ctx context.Context, w, _ int) error {
+				res, err := rt.Get(ctx, protocol.GetRequest{Key: protocol.Key{Namespace: "b", Name: "k" + strconv.Itoa(w)}})
+				if err == nil && res.Lease == nil {
+					err = fmt.Errorf("get k%d: no lease", w)
+				}
+				return err
+			})
+		})
+	}
+}

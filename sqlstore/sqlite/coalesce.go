@@ -221,7 +221,7 @@ func (b *Backend) writeAlone(ctx context.Context, op protocol.Op, fn change) (pr
 	if b.closed.Load() {
 		return protocol.Result{}, b.closedError(op)
 	}
-	if err := b.guard.checkWrite(op); err != nil {
+	if err := b.guard.check(op); err != nil {
 		return protocol.Result{}, err
 	}
 	tx, err := b.db.BeginTx(ctx, nil)

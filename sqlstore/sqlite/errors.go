@@ -33,13 +33,14 @@ func (b *Backend) closedBy(op protocol.Op, cause error) error {
 
 // callRefusal returns the refusal of a call (op) at its start, before it
 // reads anything: closed once Close began, or that of a Backend whose
-// files were replaced (fileGuard.refused); nil otherwise. Writes are
-// refused where they run (writeAlone, writeBatch).
+// path no longer names the files it opened (fileGuard.checkRead: a stat,
+// at most every millisecond); nil otherwise. Writes are refused where
+// they run (writeAlone, writeBatch).
 func (b *Backend) callRefusal(op protocol.Op) error {
 	if b.closed.Load() {
 		return b.closedError(op)
 	}
-	return b.guard.refused(op)
+	return b.guard.checkRead(op)
 }
 
 // interpret is [interpretError] for b's file. A statement that failed

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -25,15 +26,17 @@ import (
 // replaced file is another store: either way the Backend and the others
 // issue the same fencing tokens. So a Backend records which files it
 // opened (device and inode, os.SameFile) and, before each write
-// transaction and in Health, checks that the path still names them; once
-// it does not, the Backend refuses every operation, for good
-// (replacedError names the fix: restart against the file at the path, and
-// raise the fencing counter if it was a restore).
+// transaction, before reads (at most every millisecond: checkRead) and in
+// Health, checks that the path still names them; once it does not, the
+// Backend refuses every operation, for good (replacedError names the fix:
+// restart against the file at the path, and raise the fencing counter if
+// it was a restore).
 //
-// A write transaction stats one file: the -shm, which decides whether this
-// Backend's write lock is the one the other processes take (the restore
-// docs/operator-guide.md describes removes the old -wal and -shm with the
-// file, and the first process to open the copy makes a new -shm), or the
+// A write transaction or a read stats one file: the -shm, which decides
+// whether this Backend's write lock is the one the other processes take
+// (the restore docs/operator-guide.md describes removes the old -wal and
+// -shm with the file, and the first process to open the copy makes a new
+// -shm), or the
 // file itself when the handle has none (an immutable handle reads the file
 // alone, one with locking_mode exclusive keeps the index in memory).
 // Health stats both, so a file replaced while its old -shm was left in
@@ -57,6 +60,9 @@ type fileGuard struct {
 
 	seen   atomic.Pointer[fileChange] // what changed, once a check found it: sticky
 	closed atomic.Bool                // the Backend closed: nothing to check
+
+	opened   time.Time    // when open recorded the files: lastRead counts from it
+	lastRead atomic.Int64 // when a read last statted (checkRead), since opened
 }
 
 // open records the files of file (the path SQLite reports for db, the
@@ -66,7 +72,8 @@ type fileGuard struct {
 // keeps no idle connection would let SQLite remove it) and the keeper
 // joins the handle's.
 func (g *fileGuard) open(ctx context.Context, db *sql.DB, file string) error {
-	g.file = file
+	g.file, g.opened = file, time.Now()
+	g.lastRead.Store(-int64(readCheckEvery))
 	if runtime.GOOS == "windows" || file == "" || file == "(in memory)" {
 		return nil
 	}
@@ -127,31 +134,45 @@ func (g *fileGuard) close() error {
 	return g.keeper.Close()
 }
 
-// checkWrite returns the refusal of a write transaction (op): nil while
-// the path names the file this Backend opened, as far as one stat tells
-// (the -shm's, see above).
-func (g *fileGuard) checkWrite(op protocol.Op) error {
+// check returns the refusal of a write transaction (op): nil while the
+// path names the file this Backend opened, as far as one stat tells (the
+// -shm's, see above).
+func (g *fileGuard) check(op protocol.Op) error {
 	if c := g.changed(false); c != nil {
 		return replacedError(op, g.file, c)
 	}
 	return nil
 }
 
-// checkAll is checkWrite for Health: it stats the file and its -shm.
-func (g *fileGuard) checkAll(op protocol.Op) error {
-	if c := g.changed(true); c != nil {
-		return replacedError(op, g.file, c)
-	}
-	return nil
-}
+// readCheckEvery is how often, at most, reads stat the -shm (checkRead).
+const readCheckEvery = time.Millisecond
 
-// refused returns the refusal of every operation (op) once a check found
-// the files replaced; it stats nothing.
-func (g *fileGuard) refused(op protocol.Op) error {
-	if g.closed.Load() {
+// checkRead is check for a read (op): a Backend that only reads (a
+// follower of the audit trail, watch, get) would otherwise go on reading
+// a file that was replaced, which nothing writes any more, and answer
+// from it without an error. The stat is a system call, a noticeable part
+// of a read's cost, so reads stat at most once every readCheckEvery (a read that
+// follows the replacement closer than that may still read the old file;
+// the next one is refused); once a check found the files replaced, every
+// read is refused.
+func (g *fileGuard) checkRead(op protocol.Op) error {
+	if g.closed.Load() || g.main == nil {
 		return nil
 	}
 	if c := g.seen.Load(); c != nil {
+		return replacedError(op, g.file, c)
+	}
+	now := int64(time.Since(g.opened)) // monotonic
+	last := g.lastRead.Load()
+	if now-last < int64(readCheckEvery) || !g.lastRead.CompareAndSwap(last, now) {
+		return nil // checked lately, or another read checks now
+	}
+	return g.check(op)
+}
+
+// checkAll is check for Health: it stats the file and its -shm.
+func (g *fileGuard) checkAll(op protocol.Op) error {
+	if c := g.changed(true); c != nil {
 		return replacedError(op, g.file, c)
 	}
 	return nil

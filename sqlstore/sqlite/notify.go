@@ -30,7 +30,10 @@ var _ protocol.Notifier = (*Backend)(nil)
 // on a connection of its own it reads PRAGMA data_version every interval
 // (a read of the shared WAL index, no disk access), and when that changed
 // it reads the keys released or revoked since its last look from the audit
-// trail (ids follow commit order on SQLite) and signals their waiters; when
+// trail (ids follow commit order on SQLite), and those renewed to end
+// earlier than before (a waiter sleeps toward the expiry it last met), and
+// signals their waiters (a renew that extends, the usual one, signals
+// nobody); when
 // a prune removed records it had not read (leasestore_audit_pruned's mark
 // passed its last id), it signals every waiter.
 // When a read fails, it signals every waiter (a release may have gone
@@ -142,7 +145,9 @@ func (n *notifier) signalAll() {
 
 // Subscribe implements [protocol.Notifier]. It returns once a release or
 // revoke committed afterwards by any connection to the file is sure to be
-// signalled: through this Backend at once, from other connections within
+// signalled (and a renew that shortens the lease: within about
+// [Config].NotifyInterval, from this Backend too): through this Backend
+// at once, from other connections within
 // about [Config].NotifyInterval (while the poller's reads fail, by a
 // signal to every waiter once one succeeds again). On a *sql.DB given to
 // [New] and limited afterwards to fewer than [MinOpenConns] connections
@@ -331,8 +336,9 @@ func (n *notifier) baseline(ctx context.Context) (conn *sql.Conn, version, top i
 	return conn, version, max(top, pruned), nil
 }
 
-// wake signals the waiters of the keys released or revoked after the
-// record with id after, and returns the newest id. When a prune removed a
+// wake signals the waiters of the keys released, revoked or renewed to
+// end earlier (qWakeKeys) after the record with id after, and returns the
+// newest id. When a prune removed a
 // record after it (the prune mark passed it), the records it did not read
 // are gone, and wake signals every waiter instead.
 func (n *notifier) wake(ctx context.Context, conn *sql.Conn, after int64) (int64, error) {

@@ -449,14 +449,22 @@ WHERE (namespace, name) IN (SELECT namespace, name FROM leasestore_leases
 // which changes when another connection, of this process or another,
 // committed; then qWakeTop reads the newest audit id and the greatest id a
 // prune removed (leasestore_audit_pruned), and qWakeKeys which keys were
-// released or revoked since the last look, ?1 the last id seen and ?2 the
-// newest.
+// released or revoked, or renewed to end earlier than their previous
+// acquire or renew said, since the last look, ?1 the last id seen and ?2
+// the newest. A renew's previous record is one probe of
+// leasestore_audit_key; a renew whose previous record was pruned wakes
+// (it may have shortened the lease).
 const (
 	qDataVersion = `PRAGMA data_version`
 	qWakeTop     = `SELECT coalesce((SELECT max(id) FROM leasestore_audit), 0), coalesce((SELECT through FROM leasestore_audit_pruned WHERE namespace = ''), 0)`
 	qWakeKeys    = `
 SELECT id, namespace, name FROM leasestore_audit
-WHERE id > ?1 AND id <= ?2 AND op IN ('release', 'revoke') ORDER BY id`
+WHERE id > ?1 AND id <= ?2 AND (op IN ('release', 'revoke') OR op = 'renew' AND coalesce(expires_at < (
+    SELECT p.expires_at FROM leasestore_audit p
+    WHERE p.namespace = leasestore_audit.namespace AND p.name = leasestore_audit.name AND p.id < leasestore_audit.id
+      AND p.op IN ('acquire', 'renew')
+    ORDER BY p.id DESC LIMIT 1), 1))
+ORDER BY id`
 
 	// qSavepoint, qRollbackSavepoint and qReleaseSavepoint bracket each
 	// write of a coalesced transaction (see coalesce.go).

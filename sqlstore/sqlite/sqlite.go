@@ -208,7 +208,9 @@ var (
 // _pragma=locking_mode(...), by which one connection could keep the file's
 // lock from every other, and cache=shared and _pragma=read_uncommitted(...),
 // by which reads could see changes that never commit. So is immutable=1,
-// which reads the file without its locks and its -wal.
+// which reads the file without its locks and its -wal. Each refusal of
+// what the path says (these, a _pragma in another spelling, an in-memory
+// database) is a *[protocol.Error] of status invalid.
 //
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
@@ -479,18 +481,18 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 	}
 	q := u.Query()
 	if param := withoutFileLocks(q); param != "" {
-		return nil, "", fmt.Errorf("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
+		return nil, "", dsnError("sqlite: database URI %q: %s turns SQLite's file locks off, which keep two writers (two processes, "+
 			"or a service and a sqlite3 shell) from committing at once and issuing one fencing token twice: remove it", path, param)
 	}
 	for _, v := range q["immutable"] {
 		if uriTrue(v) {
-			return nil, "", fmt.Errorf("sqlite: database URI %q: immutable=%s reads the file as if nothing ever changed it: "+
+			return nil, "", dsnError("sqlite: database URI %q: immutable=%s reads the file as if nothing ever changed it: "+
 				"without its locks and its -wal, so neither other processes' commits nor a safe write: remove it", path, v)
 		}
 	}
 	for _, v := range q["cache"] {
 		if strings.EqualFold(v, "shared") {
-			return nil, "", fmt.Errorf("sqlite: database URI %q: cache=%s shares one page cache among the process's connections "+
+			return nil, "", dsnError("sqlite: database URI %q: cache=%s shares one page cache among the process's connections "+
 				"to the file, which then lock tables without waiting out the busy timeout and, with read_uncommitted, read "+
 				"changes that never committed (a lease and token never granted): remove it", path, v)
 		}
@@ -507,7 +509,7 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 			return nil, "", err
 		}
 		if why := refusedPragmas[name]; why != "" {
-			return nil, "", fmt.Errorf("sqlite: database URI %q: _pragma=%s sets %s, which %s: remove it", path, p, name, why)
+			return nil, "", dsnError("sqlite: database URI %q: _pragma=%s sets %s, which %s: remove it", path, p, name, why)
 		}
 		if !pinnedPragmas[name] {
 			pragmas = append(pragmas, p)
@@ -525,9 +527,15 @@ func dataSourceURI(path string, busy time.Duration) (u *url.URL, file string, er
 	return u, file, nil
 }
 
+// dsnError is the refusal of a DSN for what it says, whatever the file
+// holds: invalid (bad input, which no retry cures), never unavailable.
+func dsnError(format string, args ...any) error {
+	return backendkit.NewError("", protocol.StatusInvalid, nil, format, args...)
+}
+
 // inMemoryError refuses path, a name of an in-memory database.
 func inMemoryError(path string) error {
-	return fmt.Errorf("sqlite: %q names an in-memory database, which no other connection or process shares "+
+	return dsnError("sqlite: %q names an in-memory database, which no other connection or process shares "+
 		"and which cannot be in WAL: name a file (leasestore.db), or use the memstore package in tests", path)
 }
 
@@ -583,7 +591,7 @@ var refusedPragmas = map[string]string{
 func pragmaName(path, p string) (string, error) {
 	m := pragmaForm.FindStringSubmatch(p)
 	if m == nil {
-		return "", fmt.Errorf("sqlite: database URI %q: _pragma=%s is not one pragma in the form NAME(VALUE) or NAME=VALUE "+
+		return "", dsnError("sqlite: database URI %q: _pragma=%s is not one pragma in the form NAME(VALUE) or NAME=VALUE "+
 			"(a plain name, optionally main.NAME; a word, number or 'string' as the value; no \";\"): write it so", path, p)
 	}
 	return strings.ToLower(m[1]), nil

@@ -102,6 +102,23 @@ func DBError(ctx context.Context, file string, err error) error {
 	return interpretError(ctx, "", file, err)
 }
 
+// MigrationError interprets an error of a migration run outside a Backend
+// (leasectl migrate, migrations.Up and Down on a *sql.DB of its own) on
+// file: one SQLite refused because the file is read-only (mode=ro, or a
+// file, -wal, -shm or directory this process cannot write) is unavailable
+// with the message every other operation on such a file gives, its cause
+// the driver's error alone (goose's "partial migration error" around it
+// would read as if part of a migration had been applied; each runs in one
+// transaction, rolled back). Any other error (nil too) gives nil: the
+// caller reports it as it is.
+func MigrationError(ctx context.Context, file string, err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_READONLY {
+		return nil
+	}
+	return interpretError(ctx, "", file, se)
+}
+
 // interpretError is the one place where the SQLite backend turns driver and
 // database/sql errors into the protocol's: an *[protocol.Error] with status
 // timeout when the operation's deadline passed or the file stayed locked by

@@ -193,7 +193,9 @@ func pendingMigrations(d migrations.Dialect) ([]migrationStateJSON, error) {
 // forbidden (exit 7, as for every command) when PostgreSQL refused the
 // DSN's role a privilege the migrations need, naming the fix
 // (postgres.MigrationError), or the role may not use the schema
-// (migrations.ErrSchemaUnusable); otherwise a plain error (exit 1), as when
+// (migrations.ErrSchemaUnusable); unavailable (exit 5, as for every
+// command) when the SQLite file is read-only (sqlite.MigrationError);
+// otherwise a plain error (exit 1), as when
 // another schema of the search_path holds the store
 // (migrations.ErrStoreInAnotherSchema: no privilege is missing, and a retry
 // does not fix it).
@@ -206,6 +208,12 @@ func migrationError(ctx context.Context, t target, err error) error {
 	}
 	if errors.Is(err, migrations.ErrSchemaUnusable) {
 		return &failure{status: StatusForbidden, err: err, msg: fmt.Sprintf("%s: migrate %s: %v", StatusForbidden, t.shown, err)}
+	}
+	if t.dialect == migrations.SQLite {
+		if refused := sqlite.MigrationError(ctx, t.path, err); refused != nil {
+			status := string(protocol.StatusOf(refused))
+			return &failure{status: status, err: refused, msg: fmt.Sprintf("%s: migrate %s: %s", status, t.shown, describeErr(refused))}
+		}
 	}
 	if t.dialect == migrations.Postgres {
 		if refused := postgres.MigrationError(err); refused != nil {

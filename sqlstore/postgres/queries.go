@@ -12,6 +12,14 @@ package postgres
 // writes and reads). How the statements stay one round trip, what their
 // snapshots see and how audit ids are made is in the package doc.
 //
+// Time arithmetic never depends on the session's TimeZone (the server's
+// timezone, a role's or the DSN's): adding an interval's days or months to
+// a timestamptz counts calendar days in that zone, 23h or 25h across a
+// daylight-saving change. The intervals bound from Go (@ttl, @lock_delay,
+// @grace, @slack, and the lock_delay column written from @lock_delay)
+// carry microseconds only, which add as elapsed time; the one interval
+// made in SQL, a lease's own TTL, is added in UTC (keptExpiry).
+//
 // A statement that names a key finds its row through the primary key
 // alone. Where it also names the holder, it compares the owner as
 // (l.owner = @owner) IS TRUE, the same test for a NOT NULL column, which
@@ -273,9 +281,22 @@ FROM (SELECT) AS one
 LEFT JOIN after ON true
 LEFT JOIN fresh ON true`)
 
+// keptExpiry is the expiry of a lease in row l renewed at now (an
+// expression) for ttl (an interval bound from Go), or, when ttl is zero,
+// for the lease's own TTL, expires_at - renewed_at. That difference
+// counts every 24h as a day, and now + a day in the session's TimeZone is
+// a calendar day there (23h or 25h across a daylight-saving change), so
+// the sum is made in UTC, where a day is 24h
+// (TestRenewWithoutTTLKeepsTheTTLAcrossADaylightSavingChange). renewSQL
+// and the batch function share it.
+func keptExpiry(now, ttl string) string {
+	return `((` + now + ` AT TIME ZONE 'UTC') + CASE WHEN ` + ttl + ` = interval '0' THEN l.expires_at - l.renewed_at ELSE ` +
+		ttl + ` END) AT TIME ZONE 'UTC'`
+}
+
 // renewSQL extends the live lease (@owner, @token) by @ttl from the time
 // after the key's lock (lockCTE), judging it live at that time; a zero
-// @ttl keeps the lease's own (expires_at - renewed_at). It clears
+// @ttl keeps the lease's own (expires_at - renewed_at, see keptExpiry). It clears
 // swept_token: a sweeper that does not take the key's lock may have set the
 // row aside meanwhile, and the renewed lease must be back in the live
 // indexes. Clearing a NULL changes nothing the
@@ -284,7 +305,7 @@ var renewSQL = compile(`
 WITH ` + lockCTE + `, after AS (
     UPDATE leasestore_leases l
     SET renewed_at = lock.now,
-        expires_at = lock.now + CASE WHEN @ttl::interval = interval '0' THEN l.expires_at - l.renewed_at ELSE @ttl::interval END,
+        expires_at = ` + keptExpiry("lock.now", "@ttl::interval") + `,
         swept_token = NULL
     FROM lock
     WHERE ` + holderChange + `
@@ -1200,7 +1221,7 @@ BEGIN
                 WITH after AS (
                     UPDATE leasestore_leases l
                     SET renewed_at = v_now, swept_token = NULL,
-                        expires_at = v_now + CASE WHEN v_ttl = interval '0' THEN l.expires_at - l.renewed_at ELSE v_ttl END
+                        expires_at = ` + keptExpiry("v_now", "v_ttl") + `
                     WHERE l.namespace = v_ns AND l.name = v_name AND (l.owner = v_owner) IS TRUE AND l.token = v_token
                       AND l.expires_at > v_now AND l.ended_token IS DISTINCT FROM l.token
                       AND l.version = p_lease_version

@@ -100,5 +100,23 @@ func sweepCases() []testCase {
 				e.t.Fatalf("live rows after the sweeps: %v, want filler and live", rows)
 			}
 		}},
+		{"negative_grace_keeps_a_lock_delay", func(e *env) {
+			// A negative grace counts as none: a lease whose lock-delay
+			// still runs is not past it, so its row stays and keeps the key
+			// (a removed row would let anyone take the key during the delay).
+			s := sweeper(e, e.h.Backend)
+			exp := e.acquireDelayed(e.a, "expired", "w1")
+			e.clock.Advance(leaseTTL + time.Second)
+			rev := e.acquireDelayed(e.a, "revoked", "w1")
+			revokedAt := e.clock.Now()
+			e.revoke(e.b, "revoked")
+			e.acquire(e.b, "filler", "w2", time.Hour) // the greatest token stays live
+			e.clock.Advance(time.Second)
+			if _, err := s.Sweep(e.ctx, 100, -time.Hour); err != nil {
+				e.t.Fatalf("sweep with grace -1h: %v", err)
+			}
+			e.expectDelayed("acquire after a sweep with grace -1h, within an expired lease's lock-delay", "expired", exp, exp.ExpiresAt)
+			e.expectDelayed("acquire after a sweep with grace -1h, within a revoked lease's lock-delay", "revoked", rev, revokedAt)
+		}},
 	}
 }

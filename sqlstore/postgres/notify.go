@@ -415,6 +415,9 @@ func (l *listener) dial(lctx context.Context) (*pgx.Conn, string, error) {
 	defer cancel()
 	cfg := l.b.pool.Config().ConnConfig.Copy()
 	if l.dsn != "" {
+		if err := checkDSN(l.dsn, "Config.ListenDSN"); err != nil {
+			return nil, "", err
+		}
 		c, err := pgx.ParseConfig(l.dsn)
 		if err != nil {
 			return nil, "", backendkit.NewError("", protocol.StatusInvalid, redacted(err, dsnPassword(l.dsn)),

@@ -294,12 +294,17 @@ var (
 // the server cancelled it: timeout for a statement_timeout, unavailable
 // for another session's pg_cancel_backend (no deadline passed).
 //
-// Errors never contain the DSN's password. Errors about the schema are
+// Errors never contain the DSN's password; a URL DSN that pgx would read
+// with part of its password elsewhere (an '@' in it written as is) is
+// refused as invalid ([CheckDSN]). Errors about the schema are
 // *[protocol.Error] values with status unavailable that name
 // `leasectl migrate up`.
 func Open(ctx context.Context, dsn string, cfg *Config) (*Backend, error) {
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if err := CheckDSN(dsn); err != nil {
+		return nil, err
 	}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -1026,6 +1031,53 @@ func (b *Backend) clock() *time.Time {
 	}
 	t := b.now().UTC().Truncate(time.Microsecond)
 	return &t
+}
+
+// CheckDSN refuses, as invalid, a postgres:// or postgresql:// URL whose
+// '@' signs pgx would not read as its writer meant. pgx reads a URL as
+// libpq does: the user and password end at the first '@' before any '/',
+// so a password written with an '@' or a '/' as is is cut there, and its
+// rest is read as the host, the database name or parameters, which pgx's
+// errors name (and a connection would go there). So a URL may hold an '@'
+// only as the one that ends the user info, or, when it has none, in a
+// parameter's value (?application_name=me@corp); an '@' anywhere else (in
+// the user, the password, a host or the database name) is written %40, and
+// a '/' in a password %2F. The error names the rule, never the DSN or any
+// part of it. Other DSNs (libpq's keyword/value form) pass. [Open] and a
+// [Config].ListenDSN apply it; leasectl applies it to every DSN it is given.
+func CheckDSN(dsn string) error { return checkDSN(dsn, "dsn") }
+
+func checkDSN(dsn, what string) error {
+	rest, ok := strings.CutPrefix(dsn, "postgresql://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(dsn, "postgres://"); !ok {
+			return nil
+		}
+	}
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		if strings.Contains(rest[i+1:], "@") {
+			return dsnAtError(what)
+		}
+		return nil
+	}
+	head, query, _ := strings.Cut(rest, "?")
+	if strings.Contains(head, "@") {
+		return dsnAtError(what)
+	}
+	for pair := range strings.SplitSeq(query, "&") {
+		if name, _, _ := strings.Cut(pair, "="); strings.Contains(name, "@") { // a password's rest, as a parameter
+			return dsnAtError(what)
+		}
+	}
+	return nil
+}
+
+// dsnAtError is CheckDSN's refusal of what (the DSN, Config.ListenDSN).
+func dsnAtError(what string) error {
+	return backendkit.NewError("", protocol.StatusInvalid, nil,
+		"postgres: %s: an '@' where a URL DSN allows none (pgx ends the user and password at the first '@', "+
+			"so the rest of a password would be read as the host, the database or parameters): "+
+			"write an '@' in the password, the user or the database name as %%40, and a '/' in the password as %%2F", what)
 }
 
 // dsnPassword extracts the password from a DSN that pgx could not parse, so

@@ -43,12 +43,18 @@ type target struct {
 // '?', or a file: URI with SQLite's parameters), etcd:// or etcds:// (an
 // etcd cluster, see etcd.ParseDSN), and http:// or https:// (a store
 // served by leasectl serve). Any other form is invalid
-// input; the message repeats the DSN only when it is a bare file path
+// input, and so is a postgres URL that pgx would read with part of its
+// password elsewhere (postgres.CheckDSN); the message repeats the DSN only when it is a bare file path
 // (suggesting sqlite:PATH), never what may hold a password in a form
 // leasectl does not know how to mask.
 func parseDSN(dsn string) (target, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), isKeyValueDSN(dsn):
+		if err := postgres.CheckDSN(dsn); err != nil {
+			// An '@' of the password written as is: pgx would read the
+			// rest of the password as the host, which its errors name.
+			return target{}, usageError("%s", describeErr(err))
+		}
 		return target{dialect: migrations.Postgres, raw: dsn, shown: redactDSN(dsn)}, nil
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path := strings.TrimPrefix(dsn, "sqlite:")

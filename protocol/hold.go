@@ -236,9 +236,8 @@ func (c *HoldConfig) check(ttl time.Duration) error {
 	if c.RenewTimeout < 0 {
 		errs = append(errs, fmt.Errorf("renew timeout: %s is negative: set it positive, or zero for the default (RenewEvery)", durations.Format(c.RenewTimeout)))
 	}
-	if c.Wait != nil && c.Wait.Recheck < 0 {
-		errs = append(errs, fmt.Errorf("wait recheck: %s is negative: set it positive, or zero for the default (%s with signals, %s without)",
-			durations.Format(c.Wait.Recheck), durations.Format(DefaultRecheck), durations.Format(DefaultPollRecheck)))
+	if err := c.Wait.check(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -98,12 +98,14 @@ const (
 )
 
 // WaitConfig tunes [AcquireWait]. A nil *WaitConfig means all defaults.
+// A negative Recheck is refused as invalid, before any attempt is sent.
 type WaitConfig struct {
 	// Recheck bounds each sleep between attempts. A waiter sleeps until the
 	// holder's expiry (by the local clock) or a signal from the store's
 	// [Notifier], whichever comes first, but never longer than Recheck.
 	// Default: [DefaultRecheck] when the store signals releases,
-	// [DefaultPollRecheck] when it does not.
+	// [DefaultPollRecheck] when it does not. Negative: refused as
+	// invalid ([AcquireWait], [Hold]).
 	Recheck time.Duration
 	// Waiting, when set, is called on the waiting goroutine each time an
 	// attempt met a live lease and the waiter is about to sleep, with that
@@ -163,6 +165,10 @@ const minWaitBackoff = time.Millisecond
 // Each attempt's answer is judged, and returned, as a Runtime's
 // ([Answer]): over a backend used directly, a failure's result carries
 // its status too.
+//
+// A config AcquireWait cannot follow (a negative Recheck) is answered
+// invalid, matching [ErrInvalid], before anything is sent, as [Hold]
+// answers it.
 func AcquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, error) {
 	res, _, err := acquireWait(ctx, s, req, cfg)
 	return res, err
@@ -170,6 +176,11 @@ func AcquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 
 // acquireWait is AcquireWait, also returning when the last attempt was sent.
 func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConfig) (Result, time.Time, error) {
+	if err := cfg.check(); err != nil {
+		e := &Error{Op: OpAcquire, Status: StatusInvalid, Key: req.Key, Message: "wait config", Err: err}
+		return Result{Op: OpAcquire, Status: StatusInvalid, Key: req.Key, RequestID: req.RequestID,
+			Message: e.Detail()}, time.Time{}, e
+	}
 	var c WaitConfig
 	if cfg != nil {
 		c = *cfg
@@ -266,6 +277,17 @@ func acquireWait(ctx context.Context, s Store, req AcquireRequest, cfg *WaitConf
 			return res, sent, err
 		}
 	}
+}
+
+// check refuses a config AcquireWait cannot follow, naming the field and
+// the fix ([HoldConfig] reports it among its own). A nil config is the
+// defaults.
+func (c *WaitConfig) check() error {
+	if c == nil || c.Recheck >= 0 {
+		return nil
+	}
+	return fmt.Errorf("wait recheck: %s is negative: set it positive, or zero for the default (%s with signals, %s without)",
+		durations.Format(c.Recheck), durations.Format(DefaultRecheck), durations.Format(DefaultPollRecheck))
 }
 
 // cancelled reports whether ctx was cancelled (not merely past its

@@ -9,6 +9,9 @@
 //   - a time is RFC 3339 (2026-01-02T15:04:05Z), a UTC date (2026-01-02),
 //     or a duration back from now (1h, 2d; 0s is now).
 //
+// Neither has blanks: a value with blanks around it (" 5s", "5s ") is
+// refused naming the value to write, wherever it came from.
+//
 // A service built on leasestore can take its own flags and settings in the
 // same grammar (examples/scanner does). It imports nothing of the project
 // and is safe for concurrent use.
@@ -29,11 +32,14 @@ import (
 // negative; callers refuse what they cannot use. A number without a unit,
 // or a unit Go does not know, is refused with the forms that would work; a
 // duration past what a time.Duration holds (about 292 years), in any
-// units, is refused as too long.
+// units, is refused as too long. Blanks around it are refused too,
+// naming the value to write.
 func Parse(s string) (time.Duration, error) {
-	in := strings.TrimSpace(s)
-	neg := strings.HasPrefix(in, "-")
-	rest := strings.TrimPrefix(in, "-")
+	if err := blanks(s, Parse); err != nil {
+		return 0, err
+	}
+	neg := strings.HasPrefix(s, "-")
+	rest := strings.TrimPrefix(s, "-")
 	var days time.Duration
 	hasDays := false
 	if i := strings.IndexByte(rest, 'd'); i > 0 {
@@ -148,6 +154,21 @@ type tooLongError string
 
 func (e tooLongError) Error() string { return string(e) }
 
+// blanks refuses s when blanks (Unicode white space) stand around it,
+// naming the value to write, or, when that is refused by parse too, why;
+// nil otherwise. Blanks alone are left to parse, which refuses them as no
+// value.
+func blanks[T any](s string, parse func(string) (T, error)) error {
+	in := strings.TrimSpace(s)
+	if in == s || in == "" {
+		return nil
+	}
+	if _, err := parse(in); err != nil {
+		return fmt.Errorf("%q has blanks around it, and %w", s, err)
+	}
+	return fmt.Errorf("%q has blanks around it: write %q", s, in)
+}
+
 // hint is the error for a duration that does not parse.
 func hint(s string) error {
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
@@ -160,11 +181,14 @@ func hint(s string) error {
 // 2d; 0s is now; never negative), an RFC 3339 time with any number of
 // fraction digits (its T and Z in either case, as RFC 3339 allows:
 // 2026-01-02t15:04:05z), or a date (midnight UTC). The empty string is the zero
-// time; a bare number (0, 5) is refused with the duration to write. Times
-// are returned in UTC.
+// time; a bare number (0, 5) is refused with the duration to write, and
+// blanks around a value with the value to write. Times are returned in UTC.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
+	}
+	if err := blanks(s, func(in string) (time.Time, error) { return ParseTime(in, now) }); err != nil {
+		return time.Time{}, err
 	}
 	d, err := Parse(s)
 	if err == nil {

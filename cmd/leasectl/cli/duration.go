@@ -65,13 +65,24 @@ func (f *durationFlag) String() string {
 }
 
 func (f *durationFlag) Set(s string) error {
-	if f.bareZero && strings.TrimSpace(s) == "0" {
+	if in := strings.TrimSpace(s); in != s && in != "" {
+		// Refused as the grammar refuses it, naming what the flag takes
+		// (a bare 0 too, where it takes one).
+		var d time.Duration
+		g := *f
+		g.d = &d
+		if err := g.Set(in); err != nil {
+			return fmt.Errorf("%q has blanks around it, and %w", s, err)
+		}
+		return fmt.Errorf("%q has blanks around it: write %q", s, in)
+	}
+	if f.bareZero && s == "0" {
 		*f.d = 0
 		return nil
 	}
 	d, err := parseDuration(s)
 	if err != nil {
-		if n, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil && !f.takes(time.Duration(n*float64(time.Second))) {
+		if n, nerr := strconv.ParseFloat(s, 64); nerr == nil && !f.takes(time.Duration(n*float64(time.Second))) {
 			// The parser's hint (write Ns) would be refused in turn.
 			return fmt.Errorf("%q has no unit: write %s", s, f.wanted())
 		}

@@ -275,6 +275,9 @@ type app struct {
 	// cmdOut is run's command's stdout with -o json when run copies it
 	// (not a terminal), to tell whether its output ended a line.
 	cmdOut *commandOutput
+	// interrupt cancels the command's context with a cause, as main does
+	// on SIGINT and SIGTERM (run's interruptOn).
+	interrupt context.CancelCauseFunc
 }
 
 // Execute runs leasectl with args (the command line without the program
@@ -308,6 +311,7 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		timeout:      5 * time.Second,
 		logLevel:     "info",
 		defaultOwner: defaultOwner(getenv),
+		interrupt:    cancel,
 	}
 	a.log = a.newLogger(slog.LevelInfo, stderr)
 	root := a.rootCommand()

@@ -172,7 +172,8 @@ running CMD, naming the key: run again with a new ID.
 Before CMD starts, run exits as acquire does: 3 when the key is held (or
 --wait-timeout passed), 5 when the store cannot answer, 7 when a served
 store refuses $` + EnvAPIToken + `, 130 when interrupted (status interrupted; while
-waiting, with the holder in the output). An interrupt (or --wait-timeout)
+waiting, with the holder in the output). An interrupt (SIGINT, SIGTERM,
+and on Unix SIGHUP and SIGQUIT; or --wait-timeout)
 before CMD starts gives the lease back: CMD does not start, and a lease
 the acquire took is released at once (under --request-id, only once this
 run claimed it), one whose acquire the interrupt cut off in flight after
@@ -435,6 +436,42 @@ func (a *app) cannotStart(err error, requestID string) error {
 	return exitCode(code)
 }
 
+// interruptOn makes sigs interrupt the command (a.interrupt, the cause
+// naming the signal, as main's SIGINT and SIGTERM do) until stop is
+// called; stop returns once no signal can interrupt it any more, having
+// interrupted it for a signal that came before. Nothing is done for no
+// signals.
+func (a *app) interruptOn(sigs []os.Signal) (stop func()) {
+	if len(sigs) == 0 || a.interrupt == nil {
+		return func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	quit, done := make(chan struct{}), make(chan struct{})
+	interrupt := func(sig os.Signal) { a.interrupt(errors.New(sig.String() + " signal received")) }
+	go func() {
+		defer close(done)
+		select {
+		case sig := <-ch:
+			interrupt(sig)
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			<-done
+			select {
+			case sig := <-ch:
+				interrupt(sig)
+			default:
+			}
+		})
+	}
+}
+
 // run holds req while argv runs; see runCommand.
 func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, grace time.Duration, argv []string) error {
 	ctx := cmd.Context()
@@ -453,6 +490,10 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	if err != nil {
 		return a.cannotStart(err, givenRequestID(cmd))
 	}
+	// Until CMD starts, SIGHUP and SIGQUIT interrupt run as SIGINT and
+	// SIGTERM do: a lease it took goes back, CMD does not start.
+	stopInterrupts := a.interruptOn(stopSignals)
+	defer stopInterrupts()
 	s, err := a.openStoreFor(ctx, writeAccess)
 	if err != nil {
 		return err
@@ -549,6 +590,9 @@ func (a *app) run(cmd *cobra.Command, req protocol.AcquireRequest, w waitFlags, 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	// From here on they are passed on to CMD (sigs has them); one that
+	// came before is an interrupt, seen below.
+	stopInterrupts()
 	if ctx.Err() != nil {
 		// Interrupted after the acquire (or during the claim, which an
 		// interrupt does not cut short) and before CMD started: CMD does

@@ -11,6 +11,10 @@ import (
 // delivers to a process.
 var forwardedSignals = []os.Signal{os.Interrupt}
 
+// stopSignals interrupt run until its command starts beside the interrupt
+// main handles: none here.
+var stopSignals []os.Signal
+
 // commandGroup is run's command alone where process groups do not exist:
 // signals reach CMD only, not what it started. Not safe for concurrent use.
 type commandGroup struct{ p *os.Process }

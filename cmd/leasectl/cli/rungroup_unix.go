@@ -19,6 +19,11 @@ import (
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2}
 
+// stopSignals interrupt run until its command starts, as SIGINT and
+// SIGTERM do (main cancels the command's context on those): their default
+// action would end run at once, leaving a lease it took to run out.
+var stopSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT}
+
 // commandGroup is run's command and every process it starts: CMD runs in
 // a process group of its own, and signals go to the whole group, so that
 // a loss stops what CMD started too (a shell's children, a worker pool)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx" for migrations
@@ -79,6 +80,9 @@ func parseDSN(dsn string) (target, error) {
 			return target{}, usageError("dsn: %s: the shell does not expand ~ after sqlite:, so this names a directory "+
 				"called \"~\": write sqlite:$HOME/%s (or sqlite:./~/%s if you mean that directory)", dsn, name, name)
 		}
+		if err := checkSQLiteDir(dsn, path); err != nil {
+			return target{}, err
+		}
 		return target{dialect: migrations.SQLite, raw: dsn, path: path, shown: dsn}, nil
 	case strings.HasPrefix(dsn, "http://"), strings.HasPrefix(dsn, "https://"):
 		return target{raw: dsn, shown: redactDSN(dsn), remote: true}, nil
@@ -109,6 +113,38 @@ func parseDSN(dsn string) (target, error) {
 const dsnForms = "want postgres://USER@HOST:PORT/DB (or postgresql://), " +
 	"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
 	"or http://HOST:PORT (leasectl serve)"
+
+// checkSQLiteDir refuses, as invalid input, a plain sqlite:PATH whose
+// directory does not exist or is a file: no store can be there, and no
+// retry helps (the open would answer unavailable, exit 5, as for an
+// outage). The message names the directory and the fix. A directory this
+// user cannot search, and a file: URI, are left to the open, which names
+// what it meets.
+func checkSQLiteDir(dsn, path string) error {
+	if strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	// The nearest ancestor that exists tells a missing directory from a
+	// file in the way.
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && fi.IsDir() && d == dir:
+			return nil
+		case err == nil && fi.IsDir():
+			return usageError("dsn: %s: the directory %s does not exist: create it (mkdir -p %s), or name a file in an "+
+				"existing directory", dsn, dir, shellQuote(dir))
+		case err == nil:
+			return usageError("dsn: %s: %s is not a directory but a file: name a file in an existing directory", dsn, d)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return nil
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
+}
 
 // isScheme reports whether scheme, the text of dsn before its first
 // colon, is dsn's URL scheme as net/url reads one (RFC 3986), two

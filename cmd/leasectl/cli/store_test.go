@@ -79,7 +79,13 @@ func TestMigrateReadsDoNotCreateTheFile(t *testing.T) {
 // the command again with that id after an unknown outcome reads it there.
 func TestOpenFailureKeepsTheRequestID(t *testing.T) {
 	t.Parallel()
-	e := env{EnvDSN: "sqlite:" + filepath.Join(t.TempDir(), "missing", "leases.db")}
+	// A file that is no database: the open fails as unavailable (a
+	// directory that does not exist is refused before, as invalid input).
+	garbage := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("not a database; ", 256)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := env{EnvDSN: "sqlite:" + garbage}
 	for _, args := range [][]string{
 		{"acquire", "k", "--owner", "o"},
 		{"renew", "k", "--owner", "o", "--token", "1"},

@@ -175,7 +175,8 @@ func answered(status protocol.Status) bool {
 
 // formatResult renders a result for people: the status and message (the
 // status once, when the message starts with it), then the lease, one field
-// a line, and the request id of a change.
+// a line (an owner holding a blank quoted, lineValue), and the request id
+// of a change.
 // A revoke's result carries the former expiry, not the revoke's time:
 // revokedAt is that time by the store's clock (its audit record's), from
 // which a lock-delay runs, zero when not known.
@@ -205,7 +206,7 @@ func formatResult(res protocol.Result, msg string, now, revokedAt time.Time) str
 	ended := res.Status == protocol.StatusNotFound || keptByLockDelay(res)
 	if l := res.Lease; l != nil {
 		fmt.Fprintf(tw, "  key\t%s\n", l.Key)
-		fmt.Fprintf(tw, "  owner\t%s\n", l.Owner)
+		fmt.Fprintf(tw, "  owner\t%s\n", lineValue(l.Owner))
 		fmt.Fprintf(tw, "  token\t%d\n", l.Token)
 		fmt.Fprintf(tw, "  acquired\t%s\n", timeTable(l.AcquiredAt))
 		fmt.Fprintf(tw, "  renewed\t%s\n", timeTable(l.RenewedAt))
@@ -283,7 +284,8 @@ func roundDuration(d time.Duration) time.Duration {
 }
 
 // formatLeases renders a page of leases as a table, with a header line
-// unless noHeaders. HELD FOR is the time since the lease was acquired.
+// unless noHeaders. HELD FOR is the time since the lease was acquired. An
+// owner holding a blank is quoted as record lines quote it (lineValue).
 func formatLeases(leases []protocol.Lease, now time.Time, noHeaders bool) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -299,7 +301,7 @@ func formatLeases(leases []protocol.Lease, now time.Time, noHeaders bool) string
 		if !l.AcquiredAt.IsZero() {
 			held = writeRounded(max(now.Sub(l.AcquiredAt), 0))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Key.Namespace, l.Key.Name, l.Owner, l.Token, held, left, timeTable(l.ExpiresAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Key.Namespace, l.Key.Name, lineValue(l.Owner), l.Token, held, left, timeTable(l.ExpiresAt))
 	}
 	_ = tw.Flush()
 	return b.String()
@@ -335,7 +337,8 @@ func formatRecordLine(r audit.Record) string {
 	return line + "\n"
 }
 
-// lineValue returns s as a field of a record line: as it is, or, when it
+// lineValue returns s as a field of a record line (and as the owner in
+// list's table and a result's owner row): as it is, or, when it
 // holds a blank (any Unicode space), a double quote, a backslash or a
 // character Go does not print as itself, quoted as Go quotes a string
 // (strconv.Quote), as the line's reason is.

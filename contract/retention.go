@@ -106,6 +106,74 @@ func retentionCases() []testCase {
 				e.t.Fatalf("retry of the acquire: replayed=%v lease %v, want the replay of token %d", res.Replayed, res.Lease, l.Token)
 			}
 		}},
+		{"prune_keeps_the_records_retries_of_live_leases_are_answered_from", func(e *env) {
+			// A cut-off at the store's time (`leasectl audit prune
+			// --before 0s --yes`), or just before it, is accepted. It
+			// removed the record that the retry of a still-live lease's
+			// acquire (same request id, answer lost) is answered from, so
+			// the retry answered conflict instead of its replay; and so for
+			// the retry of its latest renew. A prune keeps those two
+			// records of each live lease, and removes every other record
+			// before the cut-off: an earlier renew's, and the records of
+			// leases released or expired. A follower whose cursor lies
+			// before a record it removed is still refused, and once the
+			// lease has ended, a prune removes the records it kept.
+			p := pruner(e)
+			acq := e.acquireReq("held", "w1", leaseTTL)
+			held := e.acquireWith(e.a, acq)
+			e.clock.Advance(time.Second)
+			renew := func(what string) (protocol.RenewRequest, protocol.Lease) {
+				req := protocol.RenewRequest{Key: held.Key, Owner: held.Owner, Token: held.Token, TTL: leaseTTL, RequestID: e.rid()}
+				res, err := e.a.Renew(e.ctx, req)
+				e.expect(what, res, err, protocol.StatusRenewed)
+				return req, *res.Lease
+			}
+			renew("first renew of held")
+			e.clock.Advance(time.Second)
+			latest, renewed := renew("second renew of held")
+			ended := e.acquire(e.b, "ended", "w2", leaseTTL)
+			e.release(e.b, ended)
+			e.acquire(e.b, "lapsed", "w3", 2*time.Second)
+			e.clock.Advance(3 * time.Second)
+			trail := e.auditAll(audit.Query{Namespace: e.ns})
+			if len(trail) != 6 {
+				e.t.Fatalf("trail before the prune: %+v, want 6 records", trail)
+			}
+			res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()})
+			if err != nil || res.Removed != 4 {
+				e.t.Fatalf("prune up to the store's time: %+v, %v; want 4 records removed (held's first renew, ended's "+
+					"acquire and release, lapsed's acquire), held's acquire and latest renew kept", res, err)
+			}
+			all := e.auditAll(audit.Query{})
+			if len(all) != 3 || all[0].ID != trail[0].ID || all[1].ID != trail[2].ID || all[2].ID != res.Record.ID {
+				e.t.Fatalf("trail after the prune: %+v; want held's acquire (id %d) and latest renew (id %d), then the "+
+					"prune's record", all, trail[0].ID, trail[2].ID)
+			}
+			again, err := e.b.Acquire(e.ctx, acq)
+			e.expectReplay("retry of held's acquire after a prune up to the store's time", again, err, protocol.StatusAcquired)
+			e.expectLease("replayed acquire", again.Lease, held)
+			rr, err := e.b.Renew(e.ctx, latest)
+			e.expectReplay("retry of held's latest renew after a prune up to the store's time", rr, err, protocol.StatusRenewed)
+			e.expectLease("replayed renew", rr.Lease, renewed)
+			e.expectLease("get after the replays", e.get(e.a, "held"), renewed)
+			// The renew it removed lay after the kept acquire: a follower
+			// there would skip it.
+			behind := audit.Query{Namespace: e.ns, Follow: true, Cursor: audit.EncodeCursor(trail[0].ID)}
+			if page, err := e.audit.ReadAudit(e.ctx, behind); !errors.Is(err, audit.ErrPruned) {
+				e.t.Fatalf("read from %s, the kept acquire, before the renew the prune removed: %+v, %v; want audit.ErrPruned",
+					behind.Cursor, page.Records, err)
+			}
+			e.release(e.a, renewed)
+			e.clock.Advance(time.Second)
+			res, err = p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()})
+			if err != nil || res.Removed != 4 {
+				e.t.Fatalf("prune after held's release: %+v, %v; want its acquire, renew and release and the first "+
+					"prune's record removed", res, err)
+			}
+			if all := e.auditAll(audit.Query{}); len(all) != 1 || all[0].ID != res.Record.ID {
+				e.t.Fatalf("trail after the second prune: %+v; want its record alone", all)
+			}
+		}},
 		{"prune_up_to_the_store_time_with_nanoseconds", func(e *env) {
 			// A cut-off of the store's own time is not after it, also
 			// when it has digits below the microsecond that a SQL store

@@ -17,9 +17,6 @@ import (
 // acquire's record, which its retry is answered from, is gone while the
 // lease it granted is still held.
 func TestAPruneKeepsTheRecordARetryOfALiveLeaseIsAnsweredFrom(t *testing.T) {
-	t.Skip("known defect, not fixed yet: a prune's cut-off at or just before the store's time removes the record a " +
-		"retry of a still-live lease is answered from (on every backend: backendkit.PruneCutOff); a fix keeps live " +
-		"leases' records in every backend's prune batches and marks. Remove this skip to see it fail.")
 	ctx := ctxT(t)
 	clock := newClock()
 	b := open(t, migratedFile(t), clock)

@@ -18,9 +18,10 @@ const (
 	StatusPruned protocol.Status = "pruned"
 )
 
-// PruneRequest asks a store to remove every audit record older than Before.
+// PruneRequest asks a store to remove every audit record older than
+// Before, but those a live lease needs (see [Pruner]).
 type PruneRequest struct {
-	Before    time.Time // records with At strictly before it go; required
+	Before    time.Time // records with At strictly before it go (but a live lease's, see Pruner); required
 	Actor     string    // who prunes, kept in the prune's record; required
 	RequestID string    // the prune record's request id; required
 }
@@ -47,8 +48,17 @@ type PruneResult struct {
 // only on this path. Records go oldest first, in batches, each its own
 // transaction, so a prune of a long trail neither holds locks for long nor
 // needs to finish to have freed space; the prune's record is written in the
-// same transaction as the last batch. The SQLite, PostgreSQL and etcd
-// backends implement it.
+// same transaction as the last batch. A prune keeps, of the records before
+// its cut-off, those that a retry of a change of a lease still live (by the
+// store's time when the batch runs) is answered from: the record of the
+// acquire that issued the lease's token and that of its latest renew, so
+// that a retry whose answer was lost replays rather than answering
+// conflict, even after a prune up to the store's time. They go with a
+// prune after the lease has ended; Removed counts none of them, and the
+// mark of what prunes removed ([CheckPruned]) is the greatest id removed,
+// so a reader whose cursor lies before a removed record is refused
+// whatever was kept around it. The SQLite, PostgreSQL and etcd backends
+// implement it.
 // Implementations are safe for concurrent use.
 type Pruner interface {
 	PruneAudit(ctx context.Context, r PruneRequest) (PruneResult, error)

@@ -180,9 +180,11 @@ func retentionCases() []testCase {
 			// does not keep: time.Now() taken just before the call was
 			// refused when the store read its clock in the same
 			// microsecond.
+			// (The lease has expired by then: a prune keeps a live
+			// lease's acquire, see above.)
 			p := pruner(e)
 			e.acquire(e.a, "k", "w1", leaseTTL)
-			e.clock.Advance(time.Second + 69*time.Nanosecond)
+			e.clock.Advance(leaseTTL + 69*time.Nanosecond)
 			res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()})
 			if err != nil || res.Removed != 1 {
 				e.t.Fatalf("prune up to the store's time %s: %+v, %v; want the acquire's record removed",
@@ -210,7 +212,7 @@ func retentionCases() []testCase {
 			for _, k := range []string{"k1", "k2", "k3"} {
 				e.acquire(e.a, k, "w1", leaseTTL)
 			}
-			e.clock.Advance(time.Second)
+			e.clock.Advance(leaseTTL) // expired: a prune keeps a live lease's acquire
 			if _, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()}); err != nil {
 				e.t.Fatal(err)
 			}
@@ -240,7 +242,7 @@ func retentionCases() []testCase {
 			for _, k := range []string{"k1", "k2", "k3", "k4", "k5"} {
 				e.acquire(e.a, k, "w1", leaseTTL)
 			}
-			e.clock.Advance(time.Second)
+			e.clock.Advance(leaseTTL) // expired: a prune keeps a live lease's acquire
 			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: e.clock.Now(), Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 5 {
 				e.t.Fatalf("prune: %+v, %v; want the acquires of k1..k5 removed", res, err)
 			}
@@ -284,7 +286,7 @@ func retentionCases() []testCase {
 			for _, k := range []string{"k1", "k2"} {
 				e.acquire(e.a, k, "w1", leaseTTL)
 			}
-			e.clock.Advance(time.Second)
+			e.clock.Advance(leaseTTL) // expired: a prune keeps a live lease's acquire
 			cut := e.clock.Now()
 			e.acquire(e.a, "k3", "w1", leaseTTL)
 			e.clock.Advance(time.Second)
@@ -391,13 +393,14 @@ func retentionCases() []testCase {
 			// A follower of one key passes over the other keys' records;
 			// a prune of them (and of its key's records it read) takes
 			// nothing it would return, so it goes on to its key's next
-			// record rather than end behind the prune.
+			// record rather than end behind the prune. (The leases have
+			// expired by the prune: it keeps a live lease's acquire.)
 			p := pruner(e)
-			mine := e.acquire(e.a, "mine", "w1", leaseTTL)
+			e.acquire(e.a, "mine", "w1", 2*time.Second)
 			f := e.followKey("mine")
 			e.clock.Advance(time.Second)
-			e.acquire(e.b, "other-1", "w2", leaseTTL)
-			e.acquire(e.b, "other-2", "w2", leaseTTL)
+			e.acquire(e.b, "other-1", "w2", time.Second)
+			e.acquire(e.b, "other-2", "w2", time.Second)
 			e.clock.Advance(time.Second)
 			cut := e.clock.Now()
 			e.clock.Advance(time.Second)
@@ -405,34 +408,36 @@ func retentionCases() []testCase {
 			if res, err := p.PruneAudit(e.ctx, audit.PruneRequest{Before: cut, Actor: "ops", RequestID: e.rid()}); err != nil || res.Removed != 3 {
 				e.t.Fatalf("prune: %+v, %v; want the acquire of mine and of the two other keys removed", res, err)
 			}
-			e.release(e.a, mine)
+			mine := e.acquire(e.a, "mine", "w1", leaseTTL)
 			for {
 				r := f.step(e)
 				if r.err != nil {
-					e.t.Fatalf("follower of %q after a prune of records it passed over: %v; want its release", "mine", r.err)
+					e.t.Fatalf("follower of %q after a prune of records it passed over: %v; want its new acquire", "mine", r.err)
 				}
 				if len(r.page.Records) > 0 {
 					break
 				}
 			}
 			w := f.next(e)
-			if w.err != nil || w.rec.Op != protocol.OpRelease || w.rec.Key != "mine" || w.rec.Token != mine.Token {
-				e.t.Fatalf("watch of %q after the prune yielded %+v, %v; want the release of token %d", "mine", w.rec, w.err, mine.Token)
+			if w.err != nil || w.rec.Op != protocol.OpAcquire || w.rec.Key != "mine" || w.rec.Token != mine.Token {
+				e.t.Fatalf("watch of %q after the prune yielded %+v, %v; want the acquire of token %d", "mine", w.rec, w.err, mine.Token)
 			}
 		}},
 		{"a_key_follower_behind_a_pruned_record_of_its_key_fails", func(e *env) {
 			// The counterpart: a prune that removed a record of the key the
 			// follower had not read ends it with ErrPruned, however far it
 			// read past the other keys' records; it never goes on silently.
+			// (The other keys' leases have expired by the prune: it keeps
+			// a live lease's acquire.)
 			p := pruner(e)
 			mine := e.acquire(e.a, "mine", "w1", leaseTTL)
 			f := e.followKey("mine")
 			e.clock.Advance(time.Second)
-			e.acquire(e.b, "other-1", "w2", leaseTTL)
+			e.acquire(e.b, "other-1", "w2", time.Second)
 			f.readPast(e)
 			e.clock.Advance(time.Second)
 			e.release(e.a, mine)
-			e.acquire(e.b, "other-2", "w2", leaseTTL)
+			e.acquire(e.b, "other-2", "w2", time.Second)
 			e.clock.Advance(time.Second)
 			cut := e.clock.Now()
 			e.clock.Advance(time.Second)

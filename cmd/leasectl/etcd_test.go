@@ -97,8 +97,10 @@ func TestEtcdOperatorCommands(t *testing.T) {
 	if exp.code != 0 || strings.Count(exp.stdout, "\n") != 2 || !strings.Contains(exp.stdout, `"op":"acquire"`) {
 		t.Fatalf("audit export:\n%s", exp)
 	}
+	// The prune removes the acquire of the ended lease (short); k's lease
+	// is live, and its acquire, which a retry is answered from, stays.
 	pr := c.run(t, "audit", "prune", "--before", "0s", "--yes", "-o", "json")
-	if pr.code != 0 || !strings.Contains(pr.stdout, `"removed":2`) {
+	if pr.code != 0 || !strings.Contains(pr.stdout, `"removed":1,`) {
 		t.Fatalf("audit prune:\n%s", pr)
 	}
 	if pruned := c.runJSON(t, 0, "audit", "-A", "--op", "prune"); len(pruned["records"].([]any)) != 1 {

@@ -200,6 +200,97 @@ func (b *Backend) raisePruned(victims []victim) []clientv3.Op {
 type victim struct {
 	key, ns string
 	rev     int64 // its create revision: the record's id
+	lease   leaseToken
+	op      protocol.Op
+}
+
+// leaseToken names one lease: its key and fencing token.
+type leaseToken struct {
+	key   protocol.Key
+	token int64
+}
+
+// spareLive returns victims without the records that a retry of a change
+// of a lease live now is answered from (a retry reads the trail by
+// request id, P/a/NS\x00REQUEST-ID): the record of the acquire that
+// issued the live lease's token, and of its latest renew (latest: the
+// greatest id of each lease's renew records in the trail). needed indexes
+// the victims that are acquires or renews. The leases are read after the
+// trail, so every lease whose records the prune read and that is still
+// live is seen live; one that ends meanwhile keeps its records until the
+// next prune (no lease read as ended is live again: a renew needs a live
+// lease). Records of a lease that ended, by release, revoke or expiry,
+// and a live lease's earlier renews stay victims.
+func (b *Backend) spareLive(ctx context.Context, victims []victim, needed []int, latest map[leaseToken]int64) ([]victim, error) {
+	if len(needed) == 0 {
+		return victims, nil
+	}
+	live, err := b.liveTokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spared := map[int]bool{}
+	for _, i := range needed {
+		v := victims[i]
+		if live[v.lease.key] == v.lease.token && (v.op == protocol.OpAcquire || latest[v.lease] == v.rev) {
+			spared[i] = true
+		}
+	}
+	if len(spared) == 0 {
+		return victims, nil
+	}
+	out := make([]victim, 0, len(victims)-len(spared))
+	for i, v := range victims {
+		if !spared[i] {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// liveTokens reads the token of every lease live now: the ModRevision of
+// its o entry, while its e entry keeps it live. It reads
+// the lease family page by page; a key's entries are adjacent, and a
+// lease live across the pages' revisions has both at each.
+func (b *Backend) liveTokens(ctx context.Context) (map[protocol.Key]int64, error) {
+	prefix := b.keys.leases()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	states := map[protocol.Key]*keyState{}
+	for from := prefix; ; {
+		resp, err := b.kv.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditPage))
+		if err != nil {
+			return nil, b.interpret(ctx, audit.OpPrune, err)
+		}
+		for _, kv := range resp.Kvs {
+			k, suffix, ok := b.keys.parseLeaseKey(string(kv.Key))
+			if !ok {
+				continue
+			}
+			st := states[k]
+			if st == nil {
+				st = &keyState{}
+				states[k] = st
+			}
+			switch suffix {
+			case suffixO:
+				st.o = kv
+			case suffixE:
+				st.e = kv
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	in := b.instant()
+	live := map[protocol.Key]int64{}
+	for k, st := range states {
+		if st.o != nil && in.live(st.e) {
+			live[k] = st.o.ModRevision
+		}
+	}
+	return live, nil
 }
 
 // auditOf decodes the audit entry kv; ok is false for an entry that is no
@@ -216,8 +307,10 @@ func (b *Backend) auditOf(kv *mvccpb.KeyValue) (audit.Record, bool, error) {
 // allows 128 operations in a transaction by default).
 const pruneBatch = 100
 
-// PruneAudit removes every record older than r.Before, oldest first, in
-// transactions of up to 100 deletions, of the records read only (their
+// PruneAudit removes every record older than r.Before, oldest first, but
+// those a live lease needs (spareLive: the records of a live lease's
+// acquire and latest renew, which a retry of either replays from, stay;
+// see [audit.Pruner]), in transactions of up to 100 deletions, of the records read only (their
 // create revisions compared; when one changed, the transaction applies
 // nothing, and the batch is sent again without the records gone or
 // written anew: a record written under the same key since, by a request
@@ -263,8 +356,14 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	} else if g.Responses[0].GetResponseRange().Count+g.Responses[1].GetResponseRange().Count > 0 {
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
-	var victims []victim
-	var after int64
+	var (
+		victims []victim
+		after   int64
+		// needed: of the victims, those a live lease may need (an acquire
+		// or a renew: see spareLive); latest: each lease's latest renew.
+		needed []int
+		latest = map[leaseToken]int64{}
+	)
 	prefix := b.keys.audits()
 	for {
 		resp, err := b.kv.Get(ctx, prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithMinCreateRev(after+1),
@@ -282,13 +381,26 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err != nil {
 				return audit.PruneResult{}, b.interpret(ctx, audit.OpPrune, err)
 			}
-			if ok && rec.At.Before(r.Before) {
-				victims = append(victims, victim{key: string(kv.Key), ns: rec.Namespace, rev: kv.CreateRevision})
+			if !ok {
+				continue
+			}
+			lt := leaseToken{protocol.Key{Namespace: rec.Namespace, Name: rec.Key}, rec.Token}
+			if rec.Op == protocol.OpRenew {
+				latest[lt] = max(latest[lt], kv.CreateRevision)
+			}
+			if rec.At.Before(r.Before) {
+				if rec.Op == protocol.OpAcquire || rec.Op == protocol.OpRenew {
+					needed = append(needed, len(victims))
+				}
+				victims = append(victims, victim{key: string(kv.Key), ns: rec.Namespace, rev: kv.CreateRevision, lease: lt, op: rec.Op})
 			}
 		}
 		if !resp.More {
 			break
 		}
+	}
+	if victims, err = b.spareLive(ctx, victims, needed, latest); err != nil {
+		return audit.PruneResult{}, err
 	}
 	var res audit.PruneResult
 	var claimRev int64 // the claim's create revision, once this prune's first batch put it

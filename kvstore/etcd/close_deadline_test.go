@@ -46,10 +46,11 @@ func TestCloseAnswersByItsDeadline(t *testing.T) {
 	rt := protocol.New(openOn(t, c, &etcd.Config{Prefix: prefix}), nil)
 	const records = pruneBatchSize + 50 // two batches
 	for i := range records {
-		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(10 * time.Millisecond) // the leases have ended: the prune removes their records
 	// Once the prune's first batch committed, every member freezes.
 	var firstBatchDone atomic.Bool
 	freeze := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any,
@@ -62,7 +63,7 @@ func TestCloseAnswersByItsDeadline(t *testing.T) {
 		}
 		return err
 	})
-	b, err := etcd.Open(ctx, etcd.WithDialOptions(&etcd.Config{Endpoints: c.Endpoints(), Prefix: prefix}, freeze))
+	b, err := etcd.Open(ctx, clockJudged(etcd.WithDialOptions(&etcd.Config{Endpoints: c.Endpoints(), Prefix: prefix}, freeze)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/leasestore/leasestore/contract"
 	"github.com/leasestore/leasestore/internal/testkit/etcdcluster"
@@ -34,3 +35,11 @@ func TestContract(t *testing.T) {
 		return contract.Harness{Backend: first, Second: second, Audit: first}
 	})
 }
+
+// clockJudged is cfg (a new Config when nil) for a Backend that judges
+// expiry by this process's clock, as with a test clock, rather than by
+// whether etcd has expired the lease's etcd lease yet: a lease of a
+// millisecond (any Backend's) has ended a few milliseconds later, so a
+// prune removes its records without waiting for etcd (a prune keeps the
+// records of a live lease's acquire and latest renew).
+func clockJudged(cfg *etcd.Config) *etcd.Config { return etcd.WithTestClock(cfg, time.Now) }

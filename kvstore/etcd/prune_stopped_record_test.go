@@ -41,15 +41,16 @@ func TestAPruneThatStopsEarlyIsRecorded(t *testing.T) {
 		}
 		return err
 	})
-	pruner := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, cut))
+	pruner := open(t, clockJudged(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, cut)))
 	b := open(t, &etcd.Config{Prefix: prefix})
 	const records = pruneBatchSize + 50 // two batches
 	for i := range records {
-		if _, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute,
+		if _, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Millisecond,
 			RequestID: fmt.Sprint("a", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(10 * time.Millisecond) // the leases have ended
 	pruning.Store(true)
 	res, perr := pruner.PruneAudit(pctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune"})
 	if perr == nil || res.Removed == 0 {

@@ -32,15 +32,16 @@ func TestPruneFitsTheClusterTxnLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	b := openAt(t, &etcd.Config{Endpoints: c.Endpoints(), Prefix: "/prune-limit/"})
+	b := openAt(t, clockJudged(&etcd.Config{Endpoints: c.Endpoints(), Prefix: "/prune-limit/"}))
 	rt := protocol.New(b, nil)
 	ctx := t.Context()
 	const records = 90
 	for i := range records {
-		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: fmt.Sprint("k", i)}, Owner: "o", TTL: time.Minute}); err != nil {
+		if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "ns", Name: fmt.Sprint("k", i)}, Owner: "o", TTL: time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(10 * time.Millisecond) // the leases have ended
 	res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune"})
 	if err != nil {
 		t.Fatalf("prune on a cluster allowing 40 operations a transaction: %v", err)
@@ -111,7 +112,7 @@ func TestPruneDeletesOnlyTheRecordsItRead(t *testing.T) {
 func TestPruneByClockRefusesNeverSkips(t *testing.T) {
 	t.Parallel()
 	prefix := etcdcluster.Shared(t).Prefix(t)
-	b := open(t, &etcd.Config{Prefix: prefix})
+	b := open(t, clockJudged(&etcd.Config{Prefix: prefix})) // the lease stamped an hour back has ended
 	behind := open(t, etcd.WithStampClock(&etcd.Config{Prefix: prefix}, func() time.Time { return time.Now().Add(-time.Hour) }))
 	ctx := t.Context()
 	acquire := func(on *etcd.Backend, name string) protocol.Lease {
@@ -237,16 +238,17 @@ func TestPruneSameRequestIDAtOnce(t *testing.T) {
 			t.Parallel()
 			prefix := etcdcluster.Shared(t).Prefix(t)
 			firstGate, secondGate := newBatchGate(), newBatchGate()
-			first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, firstGate.option()))
-			second := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, secondGate.option()))
+			first := open(t, clockJudged(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, firstGate.option())))
+			second := open(t, clockJudged(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, secondGate.option())))
 			ctx := t.Context()
 			const records = 150 // two batches
 			rt := protocol.New(second, nil)
 			for i := range records {
-				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Millisecond}); err != nil {
 					t.Fatal(err)
 				}
 			}
+			time.Sleep(10 * time.Millisecond) // the leases have ended
 			req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-once"}
 			type outcome struct {
 				res audit.PruneResult
@@ -351,16 +353,17 @@ func TestPruneCutOffFreesItsRequestID(t *testing.T) {
 				}
 				return invoker(ctx, method, req, reply, cc, opts...)
 			})
-			first := open(t, etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option(), slowDrop))
-			again := open(t, &etcd.Config{Prefix: prefix})
+			first := open(t, clockJudged(etcd.WithDialOptions(&etcd.Config{Prefix: prefix}, gate.option(), slowDrop)))
+			again := open(t, clockJudged(&etcd.Config{Prefix: prefix}))
 			ctx := t.Context()
 			const records = pruneBatchSize + 50 // two batches
 			rt := protocol.New(again, nil)
 			for i := range records {
-				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Minute}); err != nil {
+				if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "o", TTL: time.Millisecond}); err != nil {
 					t.Fatal(err)
 				}
 			}
+			time.Sleep(10 * time.Millisecond) // the leases have ended
 			req := audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "prune-cut-off"}
 			gate.hold(1)
 			pctx, cancel := context.WithCancel(ctx)

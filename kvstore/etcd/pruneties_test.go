@@ -21,10 +21,12 @@ func TestPruneRemovesAnOlderPrunesRecord(t *testing.T) {
 	t.Parallel()
 	c := etcdcluster.Shared(t)
 	ctx := t.Context()
-	b := open(t, &etcd.Config{Prefix: c.Prefix(t)})
+	b := open(t, clockJudged(&etcd.Config{Prefix: c.Prefix(t)}))
 	acquire := func(name string) {
 		t.Helper()
-		if _, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Minute, RequestID: "acquire-" + name}); err != nil {
+		// Leases of a millisecond, ended by the prunes: a prune keeps a
+		// live lease's acquire.
+		if _, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "o", TTL: time.Millisecond, RequestID: "acquire-" + name}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -354,7 +354,7 @@ func TestPruneRefusesWhileItsMarkIsNotKept(t *testing.T) {
 			key := keysIn(ns)
 			b := openBackend(t, dsn, nil)
 			raw := rawPool(t, dsn)
-			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+			res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: 10 * time.Millisecond, RequestID: "a"})
 			wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 			mustExec(t, raw, change)
 			records := count(t, raw, "SELECT count(*) FROM leasestore_audit")

@@ -148,3 +148,12 @@ func acquireKeys(t testing.TB, b *postgres.Backend, key func(string) protocol.Ke
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
 }
+
+// acquireLapsed acquires as acquireKeys does, leases of a millisecond, and
+// waits until they have expired by the server's clock: their records are
+// the ones a prune removes (it keeps a live lease's acquire).
+func acquireLapsed(t testing.TB, b *postgres.Backend, key func(string) protocol.Key, n int) {
+	t.Helper()
+	acquireKeys(t, b, key, n, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+}

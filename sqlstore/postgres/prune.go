@@ -21,7 +21,9 @@ var _ audit.Pruner = (*Backend)(nil)
 var pruneBatch int64 = 5000
 
 // PruneAudit removes every audit record older than r.Before, oldest first,
-// pruneBatch records per transaction, and records the prune (see
+// but those a live lease needs (pruneBatchSQL: the records of a live
+// lease's acquire and latest renew, which a retry of either replays from,
+// stay; see [audit.Pruner]), pruneBatch records per transaction, and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
 // before it ended stay done, each with a prune record of its own
 // written in its transaction (the last batch's carries the request id and

@@ -104,7 +104,7 @@ func TestRoleThatPrunedBeforeMigration8PrunesAfterIt(t *testing.T) {
 		t.Fatalf("up from 7: %v", err)
 	}
 	b := openBackend(t, pruning, nil)
-	acquireKeys(t, b, key, 3, time.Hour)
+	acquireLapsed(t, b, key, 3)
 	res, err := b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: "p1"})
 	if err != nil || res.Removed != 3 {
 		t.Fatalf("prune by a role granted the tables before migration 8: %+v, %v; want the 3 records removed", res, err)

@@ -36,7 +36,7 @@ func TestPruneCountAfterMigrateDownAndUpDoesNotMatchAnOlderCursor(t *testing.T) 
 	idle := rawConn(t, dsn) // an older transaction that holds the horizon, left open
 	mustExec(t, idle, "BEGIN")
 	mustExec(t, idle, "SELECT pg_current_xact_id()")
-	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k0"), Owner: "w", TTL: time.Hour, RequestID: "k0"})
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k0"), Owner: "w", TTL: time.Second, RequestID: "k0"})
 	wantStatus(t, "acquire k0", res, err, protocol.StatusAcquired)
 	prune("prune-1")
 	first, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns", Follow: true})
@@ -54,7 +54,7 @@ func TestPruneCountAfterMigrateDownAndUpDoesNotMatchAnOlderCursor(t *testing.T) 
 	mustExec(t, idle, "ROLLBACK")
 
 	// A record after the follower's cursor, which it has not read.
-	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("k1"), Owner: "w", TTL: time.Hour, RequestID: "k1"})
+	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: key("k1"), Owner: "w", TTL: time.Second, RequestID: "k1"})
 	wantStatus(t, "acquire k1", res, err, protocol.StatusAcquired)
 
 	p, err := migrations.NewProvider(ctx, migrations.Postgres, sqlDB(t, dsn))

@@ -38,7 +38,7 @@ func TestCountedCursorOfAnotherScopeIsStillBehindAPrune(t *testing.T) {
 			t.Fatalf("prune %s: %v", id, err)
 		}
 	}
-	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: inB("k"), Owner: "w", TTL: time.Hour, RequestID: "b1"})
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: inB("k"), Owner: "w", TTL: time.Second, RequestID: "b1"})
 	wantStatus(t, "acquire b/k", res, err, protocol.StatusAcquired)
 	prune("prune-b") // removes b's record: counts '' and b, not a
 
@@ -55,7 +55,7 @@ func TestCountedCursorOfAnotherScopeIsStillBehindAPrune(t *testing.T) {
 	}
 
 	// Records of namespace a after that cursor, then a prune that removes them.
-	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: inA("k"), Owner: "w", TTL: time.Hour, RequestID: "a1"})
+	res, err = b.Acquire(ctx, protocol.AcquireRequest{Key: inA("k"), Owner: "w", TTL: time.Second, RequestID: "a1"})
 	wantStatus(t, "acquire a/k", res, err, protocol.StatusAcquired)
 	prune("prune-a")
 

@@ -72,7 +72,7 @@ func TestPruneCutOffWhileWaitingForTheWindowAnswersAtItsDeadline(t *testing.T) {
 				}
 			})
 			postgres.SetPruneBatch(t, 2)
-			acquireKeys(t, b, key, 7, time.Hour)
+			acquireKeys(t, b, key, 7, time.Second)
 			clock.Advance(time.Minute)
 			if c.removed == 0 {
 				hold()

@@ -30,7 +30,7 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	ctx := ctxT(t)
 	clock := contract.NewClock()
 	b := openBackend(t, pgtest.MigratedDSN(t), postgres.WithTestClock(nil, clock.Now))
-	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: 30 * time.Second, RequestID: "a"})
 	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	q := audit.Query{Namespace: "ns"} // not a follower's read: that waits on any transaction of the cluster
 	page, err := b.ReadAudit(ctx, q)
@@ -40,12 +40,12 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	q.Cursor = audit.EncodeCursor(page.Records[0].ID) // the follower has read the acquire
 	for i := range 3 {
 		clock.Advance(time.Second)
-		r, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, TTL: time.Hour,
+		r, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, TTL: 30 * time.Second,
 			RequestID: "r" + string(rune('0'+i))})
 		wantStatus(t, "renew", r, err, protocol.StatusRenewed)
 	}
 	quiet, err := b.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "quiet", Name: "q"}, Owner: "w",
-		TTL: time.Hour, RequestID: "q"})
+		TTL: 30 * time.Second, RequestID: "q"})
 	wantStatus(t, "acquire in quiet", quiet, err, protocol.StatusAcquired)
 	clock.Advance(time.Minute)
 	later, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("later"), Owner: "w", TTL: time.Hour, RequestID: "l"})
@@ -118,7 +118,7 @@ func TestPruneGapIsKeptByTheDatabase(t *testing.T) {
 	mustExec(t, raw, "REVOKE ALL ON leasestore_audit_pruned FROM "+pgx.Identifier{cfg.User}.Sanitize())
 	mustExec(t, raw, "REVOKE ALL ON leasestore_audit_prune_claim FROM "+pgx.Identifier{cfg.User}.Sanitize())
 	b := openBackend(t, roleDSN, nil)
-	acquireKeys(t, b, key, 3, time.Hour)
+	acquireLapsed(t, b, key, 3)
 	p, err := b.ReadAudit(ctx, audit.Query{Namespace: "ns"})
 	if err != nil || len(p.Records) != 3 {
 		t.Fatalf("trail: %+v, %v", p, err)

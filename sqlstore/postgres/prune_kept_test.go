@@ -52,7 +52,7 @@ func TestPruneStopsHonestlyAtARecordATriggerKeeps(t *testing.T) {
 			clock := contract.NewClock()
 			b := openBackend(t, dsn, postgres.WithTestClock(nil, clock.Now))
 			postgres.SetPruneBatch(t, 2)
-			acquireKeys(t, b, key, 7, time.Hour)
+			acquireKeys(t, b, key, 7, time.Second)
 			clock.Advance(time.Minute)
 			owner := rawConn(t, dsn)
 			ids := func() []int64 {

@@ -36,7 +36,7 @@ func TestFollowerStartedAfterAPruneIsNotBehindIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, name := range []string{"k0", "k1", "k2"} {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "w", TTL: time.Hour, RequestID: "a" + name})
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(name), Owner: "w", TTL: time.Second, RequestID: "a" + name})
 		wantStatus(t, "acquire "+name, res, err, protocol.StatusAcquired)
 		if i < 2 {
 			rel, err := b.Release(ctx, protocol.ReleaseRequest{Key: key(name), Owner: "w", Token: res.Lease.Token, RequestID: "r" + name})

@@ -27,7 +27,7 @@ func TestAPruneThatStopsEarlyIsRecorded(t *testing.T) {
 	b := openBackend(t, dsn, postgres.WithPruneBatchHook(postgres.WithTestClock(nil, clock.Now), cancel))
 	postgres.SetPruneBatch(t, 2)
 	for i := range 5 {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour,
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Second,
 			RequestID: fmt.Sprint("a", i)})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}

@@ -65,7 +65,7 @@ func heldPruneStore(t *testing.T, dsn string) (*postgres.Backend, *prunerace.Gat
 	b := openBackend(t, dsn, postgres.WithPruneBatchHook(postgres.WithTestClock(nil, clock.Now), gate.Between))
 	postgres.SetPruneBatch(t, 2)
 	for i := range heldPruneRecords {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Second, RequestID: fmt.Sprint("a", i)})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
 	clock.Advance(time.Minute)
@@ -94,7 +94,7 @@ func TestPruneStopsAtAWindowCommittedBetweenBatches(t *testing.T) {
 	}))
 	postgres.SetPruneBatch(t, 2)
 	for i := range 5 {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Second, RequestID: fmt.Sprint("a", i)})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
 	clock.Advance(time.Minute)

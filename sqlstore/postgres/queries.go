@@ -921,8 +921,20 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // prune whose record could not be written removes nothing, in its first
 // batch as in its last.
 //
-// pruneBatchSQL also returns how many records it took (the oldest @limit
-// before @before), beside how many it deleted: no other session deletes
+// pruneBatchSQL takes the oldest @limit records before @before but those
+// a retry of a change of a lease live at @now (the server's now() without
+// a test clock) is answered from (leasestore_outcome reads the trail by
+// request id): the record of the acquire that issued the live lease's
+// token, and of its latest renew (no later renew of the token on the key,
+// through leasestore_audit_key). Records of a lease that ended, by
+// release, revoke or expiry, and a live lease's earlier renews, go. Its
+// snapshot is the statement's: a lease that ends meanwhile keeps its
+// records until the next prune (no lease it takes for ended is live again:
+// a renew needs a live lease), and a change that commits meanwhile is not
+// in it.
+//
+// pruneBatchSQL also returns how many records it took, beside how many
+// it deleted: no other session deletes
 // any meanwhile (a prune waits for the window of another), so the two
 // differ only when something kept a record from its DELETE, a BEFORE
 // DELETE trigger that returned NULL for it or a row-level security
@@ -953,7 +965,17 @@ WITH mark AS MATERIALIZED (
                              ELSE g.tgenabled IN ('A', 'O') END) AS fires,
            CASE WHEN EXISTS (SELECT FROM leasestore_audit_era) THEN true ELSE ` + recordMissingSQL + `::boolean END AS era
 ), taken AS MATERIALIZED (
-    SELECT a.id FROM leasestore_audit a WHERE a.at < @before ORDER BY a.id LIMIT @limit
+    SELECT a.id FROM leasestore_audit a
+    WHERE a.at < @before
+      AND NOT EXISTS (SELECT FROM leasestore_leases l
+                      WHERE l.namespace = a.namespace AND l.name = a.name AND l.token = a.token
+                        AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
+                        AND (a.op = 'acquire'
+                             OR (a.op = 'renew'
+                                 AND NOT EXISTS (SELECT FROM leasestore_audit r
+                                                 WHERE r.name = a.name AND r.namespace = a.namespace AND r.id > a.id
+                                                   AND r.op = 'renew' AND r.token = a.token))))
+    ORDER BY a.id LIMIT @limit
 ), gone AS (
     DELETE FROM leasestore_audit
     WHERE id IN (SELECT taken.id FROM taken)

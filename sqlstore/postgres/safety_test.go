@@ -401,7 +401,7 @@ func TestPruneRunsAgainAfterASerializationFailure(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	b := openBackend(t, dsn, nil)
 	raw := rawPool(t, dsn)
-	acquireKeys(t, b, key, 3, time.Minute)
+	acquireLapsed(t, b, key, 3)
 	mustExec(t, raw, `CREATE SEQUENCE fault_seq`)
 	mustExec(t, raw, `CREATE FUNCTION fault_once() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

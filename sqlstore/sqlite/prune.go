@@ -26,7 +26,9 @@ var _ audit.Pruner = (*Backend)(nil)
 var pruneBatch int64 = 5000
 
 // PruneAudit removes every audit record older than r.Before, oldest first,
-// pruneBatch records per write transaction, each batch writing a prune
+// but those a live lease needs (qPruneBatch: the records of a live lease's
+// acquire and latest renew, which a retry of either replays from, stay;
+// see [audit.Pruner]), pruneBatch records per write transaction, each batch writing a prune
 // record in its transaction (pruneRecord; the last batch's carries the
 // request id and counts the whole prune: see [audit.Pruner]). Batches that committed before the prune
 // stopped stay done: a prune that stops early answers an error and, in
@@ -112,11 +114,11 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err := b.claimPruneID(ctx, tx, r, run, now, res.Removed); err != nil {
 				return protocol.Result{}, false, err
 			}
-			taken, err := pruneTaken(ctx, tx, r.Before)
+			taken, err := pruneTaken(ctx, tx, r.Before, now)
 			if err != nil {
 				return protocol.Result{}, false, err
 			}
-			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch)
+			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch, micros(now))
 			if err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && foreignTrigger(se) {
@@ -313,10 +315,10 @@ type pruneTaking struct {
 }
 
 // pruneTaken reads, in tx, what the next batch of a prune of the records
-// before before takes.
-func pruneTaken(ctx context.Context, tx *sql.Tx, before time.Time) (pruneTaking, error) {
+// before before takes, at now (the records live leases need stay).
+func pruneTaken(ctx context.Context, tx *sql.Tx, before, now time.Time) (pruneTaking, error) {
 	t := pruneTaking{top: map[string]int64{}}
-	rows, err := tx.QueryContext(ctx, qPruneTaken, micros(before), pruneBatch)
+	rows, err := tx.QueryContext(ctx, qPruneTaken, micros(before), pruneBatch, micros(now))
 	if err != nil {
 		return t, err
 	}

@@ -27,7 +27,7 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	ctx := ctxT(t)
 	clock := newClock()
 	b := open(t, migratedFile(t), clock)
-	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: time.Hour, RequestID: "a"})
+	res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k"), Owner: "w", TTL: 30 * time.Second, RequestID: "a"})
 	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	q := audit.Query{Namespace: "ns", Follow: true}
 	page, err := b.ReadAudit(ctx, q)
@@ -37,14 +37,14 @@ func TestReadFromACursorBehindAPruneFails(t *testing.T) {
 	q.Cursor = audit.EncodeCursor(page.Records[0].ID) // the follower has read the acquire
 	for i := range 3 {
 		clock.Advance(time.Second)
-		r, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, TTL: time.Hour,
+		r, err := b.Renew(ctx, protocol.RenewRequest{Key: key("k"), Owner: "w", Token: res.Lease.Token, TTL: 30 * time.Second,
 			RequestID: "r" + string(rune('0'+i))})
 		wantStatus(t, "renew", r, err, protocol.StatusRenewed)
 	}
 	// A quiet namespace: its one record is the oldest, so nothing of it
 	// lies after its follower's cursor.
 	quiet, err := b.Acquire(ctx, protocol.AcquireRequest{Key: protocol.Key{Namespace: "quiet", Name: "q"}, Owner: "w",
-		TTL: time.Hour, RequestID: "q"})
+		TTL: 30 * time.Second, RequestID: "q"})
 	wantStatus(t, "acquire in quiet", quiet, err, protocol.StatusAcquired)
 	clock.Advance(time.Minute)
 	later, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("later"), Owner: "w", TTL: time.Hour, RequestID: "l"})
@@ -160,7 +160,7 @@ func TestReadOverHTTPFromACursorBehindAPruneFails(t *testing.T) {
 	}
 	c := httpcontract.Serve(t, b, b) // owns b
 	for i := range 3 {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k" + string(rune('0'+i))), Owner: "w", TTL: time.Hour,
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("k" + string(rune('0'+i))), Owner: "w", TTL: time.Second,
 			RequestID: "a" + string(rune('0'+i))})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 		clock.Advance(time.Second)

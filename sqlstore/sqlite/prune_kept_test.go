@@ -99,7 +99,7 @@ func TestPruneStopsHonestlyAtARecordATriggerKeeps(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close(context.Background()) })
 			sqlite.SetPruneBatch(t, 2)
 			for i := range 7 {
-				res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour,
+				res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Second,
 					RequestID: fmt.Sprint("a", i)})
 				wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 			}

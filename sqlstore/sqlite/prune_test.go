@@ -101,7 +101,8 @@ const heldPruneRecords = 7
 
 // heldPruneStore opens path with a manual clock and a prune batch of 2
 // records, a prune held by the returned gate after its first batch, and
-// writes heldPruneRecords records older than the clock's time.
+// writes heldPruneRecords records older than the clock's time, of leases
+// expired by then (a prune keeps a live lease's acquire).
 func heldPruneStore(t *testing.T, path string) (*sqlite.Backend, *prunerace.Gate, *testClock) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -114,7 +115,7 @@ func heldPruneStore(t *testing.T, path string) (*sqlite.Backend, *prunerace.Gate
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	sqlite.SetPruneBatch(t, 2)
 	for i := range heldPruneRecords {
-		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Hour, RequestID: fmt.Sprint("a", i)})
+		res, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key(fmt.Sprint("k", i)), Owner: "w", TTL: time.Second, RequestID: fmt.Sprint("a", i)})
 		wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	}
 	clock.Advance(time.Minute)

@@ -395,8 +395,16 @@ LIMIT ?4`
 
 // Pruning (see Backend.PruneAudit and the migration's prune window): in one
 // transaction per batch, open the window for records before ?1, claim the
-// request id for the prune's run, delete the oldest ?2 records before ?1,
-// close the window.
+// request id for the prune's run, delete the oldest ?2 records before ?1
+// that no live lease needs (pruneVictims), close the window.
+//
+// pruneVictims selects the ids and namespaces of the oldest ?2 records
+// before ?1 but those a retry of a change of a lease live at ?3 (now) is
+// answered from (qFindRequest reads the trail by request id): the record
+// of the acquire that issued the live lease's token, and of its latest
+// renew (no later renew of the token on the key, through
+// leasestore_audit_key). Records of a lease that ended, by release,
+// revoke or expiry, and a live lease's earlier renews, go.
 //
 // qPruneClaim (migration 8) claims request id ?1 for the run ?2 (actor
 // ?3, cut-off ?4, now ?5) unless a run holds it; qPruneHolder reads the
@@ -412,9 +420,20 @@ LIMIT ?4`
 // (RAISE(IGNORE) after it). qTrailTriggers reads the name and text of each
 // trigger on the trail, to name those that can have (Backend.PruneAudit).
 const (
-	qPruneOpen    = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
-	qPruneTaken   = `SELECT namespace, count(*), max(id) FROM (SELECT namespace, id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2) GROUP BY namespace`
-	qPruneBatch   = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM leasestore_audit WHERE at < ?1 ORDER BY id LIMIT ?2)`
+	qPruneOpen   = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
+	pruneVictims = `
+SELECT a.id, a.namespace FROM leasestore_audit a
+WHERE a.at < ?1
+  AND NOT EXISTS (SELECT 1 FROM leasestore_leases l
+                  WHERE l.namespace = a.namespace AND l.name = a.name AND l.token = a.token AND l.expires_at > ?3
+                    AND (a.op = 'acquire'
+                         OR (a.op = 'renew'
+                             AND NOT EXISTS (SELECT 1 FROM leasestore_audit r
+                                             WHERE r.namespace = a.namespace AND r.name = a.name AND r.id > a.id
+                                               AND r.op = 'renew' AND r.token = a.token))))
+ORDER BY a.id LIMIT ?2`
+	qPruneTaken   = `SELECT namespace, count(*), max(id) FROM (` + pruneVictims + `) GROUP BY namespace`
+	qPruneBatch   = `DELETE FROM leasestore_audit WHERE id IN (SELECT id FROM (` + pruneVictims + `))`
 	qPruneClose   = `DELETE FROM leasestore_audit_prune WHERE id = 1`
 	qPruneClaim   = `INSERT INTO leasestore_audit_prune_claim (request_id, run, actor, before, at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (request_id) DO NOTHING`
 	qPruneHolder  = `SELECT run FROM leasestore_audit_prune_claim WHERE request_id = ?1`

@@ -68,7 +68,9 @@ func TestFollowFromACursorBehindAPruneFails(t *testing.T) {
 	t.Parallel()
 	e := sqliteEnv(t)
 	for _, k := range []string{"k1", "k2", "k3"} {
-		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w1"), 0)
+		// Leases of a millisecond, ended by the prune: it keeps a live
+		// lease's acquire.
+		wantCode(t, runCLI(t, e, "acquire", k, "--owner", "w1", "--ttl", "1ms"), 0)
 	}
 	time.Sleep(2 * time.Millisecond) // the cut-off after the records, not after the store's time
 	wantCode(t, runCLI(t, e, "audit", "prune", "--before", "0s", "--yes"), 0)

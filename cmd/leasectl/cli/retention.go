@@ -33,7 +33,11 @@ func (a *app) auditPruneCommand() *cobra.Command {
 		Use:   "prune --before DURATION|RFC3339 --yes",
 		Short: "Remove audit records older than a time (retention); the prune itself is recorded",
 		Long: `Remove every audit record older than --before, oldest first, in batches of a
-few thousand records, each its own transaction. This is the only way records
+few thousand records, each its own transaction, but those of a lease still
+live that a retry is answered from: its acquire's and its latest renew's
+record stay until the lease ends (released, revoked or expired), so that
+the retry of either, whose answer was lost, replays instead of answering
+conflict; a later prune removes them. This is the only way records
 leave the trail: the database refuses any other UPDATE, DELETE or TRUNCATE of
 it, and lets prune delete only records older than its cut-off. The prune
 leaves a record of its own (op prune, status pruned, the actor, and how many

@@ -225,7 +225,15 @@ func (b *Backend) spareLive(ctx context.Context, victims []victim, needed []int,
 	if len(needed) == 0 {
 		return victims, nil
 	}
-	live, err := b.liveTokens(ctx)
+	var keys []protocol.Key
+	seen := map[protocol.Key]bool{}
+	for _, i := range needed {
+		if k := victims[i].lease.key; !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	live, err := b.liveTokens(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -248,47 +256,42 @@ func (b *Backend) spareLive(ctx context.Context, victims []victim, needed []int,
 	return out, nil
 }
 
-// liveTokens reads the token of every lease live now: the ModRevision of
-// its o entry, while its e entry keeps it live. It reads
-// the lease family page by page; a key's entries are adjacent, and a
-// lease live across the pages' revisions has both at each.
-func (b *Backend) liveTokens(ctx context.Context) (map[protocol.Key]int64, error) {
-	prefix := b.keys.leases()
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	states := map[protocol.Key]*keyState{}
-	for from := prefix; ; {
-		resp, err := b.kv.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditPage))
+// liveReadKeys is how many keys' entries liveTokens reads in one
+// transaction (two operations a key, within etcd's default 128).
+const liveReadKeys = 50
+
+// liveTokens reads the token of the lease live now at each of keys: the
+// ModRevision of its o entry, while its e entry keeps it live. It reads
+// the two entries by name (never what else lies under a key's prefix),
+// liveReadKeys keys a read-only transaction, each at one revision; on a
+// cluster whose --max-txn-ops is lower, a transaction it refuses is sent
+// again for half as many keys.
+func (b *Backend) liveTokens(ctx context.Context, keys []protocol.Key) (map[protocol.Key]int64, error) {
+	live := map[protocol.Key]int64{}
+	per := liveReadKeys
+	for len(keys) > 0 {
+		n := min(per, len(keys))
+		ops := make([]clientv3.Op, 0, 2*n)
+		for _, k := range keys[:n] {
+			base := b.keys.lease(k)
+			ops = append(ops, clientv3.OpGet(base+suffixO[1:]), clientv3.OpGet(base+suffixE[1:]))
+		}
+		resp, err := b.kv.Txn(ctx).Then(ops...).Commit()
+		if errors.Is(err, rpctypes.ErrTooManyOps) && n > 1 {
+			per = n / 2
+			continue
+		}
 		if err != nil {
 			return nil, b.interpret(ctx, audit.OpPrune, err)
 		}
-		for _, kv := range resp.Kvs {
-			k, suffix, ok := b.keys.parseLeaseKey(string(kv.Key))
-			if !ok {
-				continue
-			}
-			st := states[k]
-			if st == nil {
-				st = &keyState{}
-				states[k] = st
-			}
-			switch suffix {
-			case suffixO:
-				st.o = kv
-			case suffixE:
-				st.e = kv
+		in := b.instant()
+		for i, k := range keys[:n] {
+			o, e := resp.Responses[2*i].GetResponseRange().GetKvs(), resp.Responses[2*i+1].GetResponseRange().GetKvs()
+			if len(o) == 1 && len(e) == 1 && in.live(e[0]) {
+				live[k] = o[0].ModRevision
 			}
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
-	in := b.instant()
-	live := map[protocol.Key]int64{}
-	for k, st := range states {
-		if st.o != nil && in.live(st.e) {
-			live[k] = st.o.ModRevision
-		}
+		keys = keys[n:]
 	}
 	return live, nil
 }

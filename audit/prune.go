@@ -54,7 +54,9 @@ type PruneResult struct {
 // acquire that issued the lease's token and that of its latest renew, so
 // that a retry whose answer was lost replays rather than answering
 // conflict, even after a prune up to the store's time. They go with a
-// prune after the lease has ended; Removed counts none of them, and the
+// prune after the lease has ended (each batch reads on past what the
+// batches before it kept, so a prune reads each record once: a lease that
+// ends during a prune keeps them until the next); Removed counts none of them, and the
 // mark of what prunes removed ([CheckPruned]) is the greatest id removed,
 // so a reader whose cursor lies before a removed record is refused
 // whatever was kept around it. The SQLite, PostgreSQL and etcd backends

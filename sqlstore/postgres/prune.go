@@ -23,7 +23,10 @@ var pruneBatch int64 = 5000
 // PruneAudit removes every audit record older than r.Before, oldest first,
 // but those a live lease needs (pruneBatchSQL: the records of a live
 // lease's acquire and latest renew, which a retry of either replays from,
-// stay; see [audit.Pruner]), pruneBatch records per transaction, and records the prune (see
+// stay; see [audit.Pruner]), pruneBatch records per transaction, each
+// batch reading on from the greatest id the one before it took (so a kept
+// record is read once a prune, and a lease that ends during the prune
+// keeps what it kept until the next prune), and records the prune (see
 // [audit.Pruner]). ctx bounds the whole prune; batches that committed
 // before it ended stay done, each with a prune record of its own
 // written in its transaction (the last batch's carries the request id and
@@ -73,6 +76,9 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		// stand. A batch that failed before (waiting for another prune's
 		// window, say) rolled back: this run holds no claim to free.
 		claimed bool
+		// after is the greatest id the committed batches took: the next
+		// batch reads on from it, past the records live leases keep.
+		after int64
 	)
 	stop := func(err error) (audit.PruneResult, error) {
 		if errors.Is(err, errPruneIDTaken) {
@@ -88,13 +94,14 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 	}
 	for {
 		var (
-			n   int64
-			rec *audit.Record
+			n    int64
+			rec  *audit.Record
+			next int64
 		)
 		// A batch that failed to serialize rolled back whole: run it again.
 		err := retrySerialization(ctx, audit.OpPrune, func() (err error) {
 			var committing bool
-			n, rec, committing, err = b.pruneOnce(ctx, r, run, res.Removed)
+			n, next, rec, committing, err = b.pruneOnce(ctx, r, run, res.Removed, after)
 			claimed = claimed || committing
 			if ie := interpretError("", err); errors.Is(ie, errSerialization) {
 				return ie
@@ -121,6 +128,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			res.Record = *rec
 			return res, nil
 		}
+		after = next
 		if b.betweenPruneBatches != nil {
 			b.betweenPruneBatches()
 		}
@@ -283,15 +291,17 @@ func unmarkedPruneError() *protocol.Error {
 }
 
 // pruneOnce runs one batch of the run run, which removed before records
-// in its earlier batches; when it is the last (fewer than pruneBatch
-// records left), it also frees the run's claim and writes the prune's
-// record, and returns it. committing reports whether the batch asked to
-// commit: when it did and failed all the same, its claim may stand.
-func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run string, before int64) (n int64, rec *audit.Record,
-	committing bool, err error) {
+// in its earlier batches, the greatest id they took being after: it takes
+// records after it and returns, in next, the greatest id it took. When it
+// is the last (fewer than pruneBatch records left), it also frees the
+// run's claim and writes the prune's record, and returns it. committing
+// reports whether the batch asked to commit: when it did and failed all
+// the same, its claim may stand.
+func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run string, before, after int64) (n, next int64,
+	rec *audit.Record, committing bool, err error) {
 	err = pgx.BeginTxFunc(ctx, b.pool, pruneTx, func(tx pgx.Tx) error {
 		a := args{"before": r.Before, "limit": pruneBatch, "request_id": r.RequestID, "run": run, "actor": r.Actor,
-			"now": b.clock()}
+			"now": b.clock(), "after": after}
 		var (
 			opened bool
 			cutOff *string
@@ -316,7 +326,7 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 			marks bool
 			taken int64
 		)
-		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &taken, &n); err != nil {
+		if err := tx.QueryRow(ctx, pruneBatchSQL.sql, pruneBatchSQL.bind(a)...).Scan(&marks, &taken, &n, &next); err != nil {
 			return err
 		}
 		if !marks {
@@ -365,9 +375,9 @@ func (b *Backend) pruneOnce(ctx context.Context, r audit.PruneRequest, run strin
 	})
 	if err != nil {
 		if ie := interpretError("", err); errors.Is(ie, errAuditWentBack) {
-			return 0, nil, committing, errAuditWentBack
+			return 0, 0, nil, committing, errAuditWentBack
 		}
-		return 0, nil, committing, err
+		return 0, 0, nil, committing, err
 	}
-	return n, rec, committing, nil
+	return n, next, rec, committing, nil
 }

@@ -921,7 +921,10 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // prune whose record could not be written removes nothing, in its first
 // batch as in its last.
 //
-// pruneBatchSQL takes the oldest @limit records before @before but those
+// pruneBatchSQL takes the oldest @limit records before @before whose id
+// is greater than @after (the greatest id the prune's earlier batches
+// took, 0 for the first, which it returns for the next: so the records it
+// keeps are read once a prune, not again by every later batch) but those
 // a retry of a change of a lease live at @now (the server's now() without
 // a test clock) is answered from (leasestore_outcome reads the trail by
 // request id): the record of the acquire that issued the live lease's
@@ -931,7 +934,8 @@ WHERE m.token > coalesce(pg_sequence_last_value('leasestore_fencing_seq'), 0)`
 // snapshot is the statement's: a lease that ends meanwhile keeps its
 // records until the next prune (no lease it takes for ended is live again:
 // a renew needs a live lease), and a change that commits meanwhile is not
-// in it.
+// in it; nor, in a later batch, is a record kept by an earlier one, or
+// committed meanwhile with an id below @after: the next prune takes them.
 //
 // pruneBatchSQL also returns how many records it took, beside how many
 // it deleted: no other session deletes
@@ -966,7 +970,7 @@ WITH mark AS MATERIALIZED (
            CASE WHEN EXISTS (SELECT FROM leasestore_audit_era) THEN true ELSE ` + recordMissingSQL + `::boolean END AS era
 ), taken AS MATERIALIZED (
     SELECT a.id FROM leasestore_audit a
-    WHERE a.at < @before
+    WHERE a.id > @after AND a.at < @before
       AND NOT EXISTS (SELECT FROM leasestore_leases l
                       WHERE l.namespace = a.namespace AND l.name = a.name AND l.token = a.token
                         AND l.expires_at > coalesce(@now::timestamptz, now()) AND l.ended_token IS DISTINCT FROM l.token
@@ -982,7 +986,8 @@ WITH mark AS MATERIALIZED (
       AND (SELECT mark.era AND mark.fires FROM mark)
     RETURNING 1
 )
-SELECT (SELECT mark.fires FROM mark), (SELECT count(*) FROM taken), count(*) FROM gone`)
+SELECT (SELECT mark.fires FROM mark), (SELECT count(*) FROM taken), count(*),
+       coalesce((SELECT max(taken.id) FROM taken), @after::bigint) FROM gone`)
 
 	pruneKeptSQL = compile(`
 SELECT coalesce((SELECT array_agg(quote_ident(g.tgname) ORDER BY g.tgname)

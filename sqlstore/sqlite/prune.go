@@ -28,7 +28,10 @@ var pruneBatch int64 = 5000
 // PruneAudit removes every audit record older than r.Before, oldest first,
 // but those a live lease needs (qPruneBatch: the records of a live lease's
 // acquire and latest renew, which a retry of either replays from, stay;
-// see [audit.Pruner]), pruneBatch records per write transaction, each batch writing a prune
+// see [audit.Pruner]), pruneBatch records per write transaction, each
+// batch reading on from the greatest id the one before it took (so a kept
+// record is read once a prune, and a lease that ends during the prune
+// keeps what it kept until the next prune), each batch writing a prune
 // record in its transaction (pruneRecord; the last batch's carries the
 // request id and counts the whole prune: see [audit.Pruner]). Batches that committed before the prune
 // stopped stay done: a prune that stops early answers an error and, in
@@ -70,11 +73,17 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 		return audit.PruneResult{}, backendkit.PruneIDUsed(r.RequestID)
 	}
 	run := protocol.RandomRequestID()
-	var res audit.PruneResult
+	var (
+		res audit.PruneResult
+		// cursor is the greatest id the committed batches took: the next
+		// batch reads on from it, past the records live leases keep.
+		cursor int64
+	)
 	for {
 		var (
-			n   int64
-			rec *backendkit.Recorded
+			n    int64
+			rec  *backendkit.Recorded
+			next int64 // the greatest id the batch took
 			// unclaim: the run's claim stands after this write (see after);
 			// decided: who frees it, the caller (callerFrees) or, when the
 			// caller left while the batch ran the write, after (afterFrees).
@@ -114,11 +123,12 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			if err := b.claimPruneID(ctx, tx, r, run, now, res.Removed); err != nil {
 				return protocol.Result{}, false, err
 			}
-			taken, err := pruneTaken(ctx, tx, r.Before, now)
+			taken, err := pruneTaken(ctx, tx, r.Before, now, cursor)
 			if err != nil {
 				return protocol.Result{}, false, err
 			}
-			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch, micros(now))
+			next = taken.top[""]
+			out, err := tx.ExecContext(ctx, qPruneBatch, micros(r.Before), pruneBatch, micros(now), cursor)
 			if err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && foreignTrigger(se) {
@@ -187,6 +197,7 @@ func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.P
 			res.Record = rec.Record
 			return res, nil
 		}
+		cursor = next
 		if b.betweenPruneBatches != nil {
 			b.betweenPruneBatches()
 		}
@@ -315,10 +326,11 @@ type pruneTaking struct {
 }
 
 // pruneTaken reads, in tx, what the next batch of a prune of the records
-// before before takes, at now (the records live leases need stay).
-func pruneTaken(ctx context.Context, tx *sql.Tx, before, now time.Time) (pruneTaking, error) {
+// before before takes after the id after, at now (the records live leases
+// need stay).
+func pruneTaken(ctx context.Context, tx *sql.Tx, before, now time.Time, after int64) (pruneTaking, error) {
 	t := pruneTaking{top: map[string]int64{}}
-	rows, err := tx.QueryContext(ctx, qPruneTaken, micros(before), pruneBatch, micros(now))
+	rows, err := tx.QueryContext(ctx, qPruneTaken, micros(before), pruneBatch, micros(now), after)
 	if err != nil {
 		return t, err
 	}

@@ -396,11 +396,13 @@ LIMIT ?4`
 // Pruning (see Backend.PruneAudit and the migration's prune window): in one
 // transaction per batch, open the window for records before ?1, claim the
 // request id for the prune's run, delete the oldest ?2 records before ?1
-// that no live lease needs (pruneVictims), close the window.
+// after id ?4 that no live lease needs (pruneVictims), close the window.
 //
 // pruneVictims selects the ids and namespaces of the oldest ?2 records
-// before ?1 but those a retry of a change of a lease live at ?3 (now) is
-// answered from (qFindRequest reads the trail by request id): the record
+// before ?1 whose id is greater than ?4 (the greatest id the prune's
+// earlier batches took, 0 for the first: so the records it keeps are
+// read once a prune, not again by every later batch) but those a retry of
+// a change of a lease live at ?3 (now) is answered from (qFindRequest reads the trail by request id): the record
 // of the acquire that issued the live lease's token, and of its latest
 // renew (no later renew of the token on the key, through
 // leasestore_audit_key). Records of a lease that ended, by release,
@@ -412,7 +414,7 @@ LIMIT ?4`
 // ?2 holds: in the last batch, or alone when the prune stops early.
 //
 // qPruneTaken reads, per namespace, how many of the records qPruneBatch
-// deletes next (the oldest ?2 before ?1) it takes and the greatest id of
+// deletes next (the oldest ?2 before ?1 after ?4) it takes and the greatest id of
 // them: no other connection writes meanwhile (the transaction holds the
 // write lock), so the DELETE removes exactly those unless a trigger keeps
 // one (RAISE(IGNORE) before it), and the mark (qPrunedThrough) covers each
@@ -423,7 +425,7 @@ const (
 	qPruneOpen   = `INSERT INTO leasestore_audit_prune (id, before) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET before = excluded.before`
 	pruneVictims = `
 SELECT a.id, a.namespace FROM leasestore_audit a
-WHERE a.at < ?1
+WHERE a.id > ?4 AND a.at < ?1
   AND NOT EXISTS (SELECT 1 FROM leasestore_leases l
                   WHERE l.namespace = a.namespace AND l.name = a.name AND l.token = a.token AND l.expires_at > ?3
                     AND (a.op = 'acquire'

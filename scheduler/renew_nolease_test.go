@@ -1,0 +1,58 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasestore/leasestore/protocol"
+	"github.com/leasestore/leasestore/scheduler"
+)
+
+// leaselessRenew is a store whose renewals take effect but answer
+// renewed without the lease, as a served store may ("lease": null).
+type leaselessRenew struct{ *protocol.Runtime }
+
+func (s leaselessRenew) Renew(ctx context.Context, req protocol.RenewRequest) (protocol.Result, error) {
+	res, err := s.Runtime.Renew(ctx, req)
+	if err == nil {
+		res.Lease = nil
+	}
+	return res, err
+}
+
+// A renewal answered renewed renewed the lease, with or without a copy of
+// it in the answer (as Hold takes it: "An answer without the lease ...
+// still renewed it"): the worker keeps the lease, and its handler runs
+// on, instead of taking the renewal for one without an answer and losing
+// (and releasing) the lease at its local deadline, one TTL after the
+// acquire.
+func TestRenewedWithoutTheLeaseKeepsIt(t *testing.T) {
+	t.Parallel()
+	rt := newStore(t)
+	const lttl = 600 * time.Millisecond
+	handlerCtx := make(chan context.Context, 4)
+	s, err := scheduler.New(leaselessRenew{rt}, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, _ int64) {
+		handlerCtx <- ctx
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: lttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	var hctx context.Context
+	select {
+	case hctx = <-handlerCtx:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler of t never ran")
+	}
+	select {
+	case <-hctx.Done():
+		t.Fatalf("t's handler was cancelled while its renewals took effect: %v", context.Cause(hctx))
+	case <-time.After(3 * lttl):
+	}
+	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
+	if res, err := rt.Get(context.Background(), protocol.GetRequest{Key: key}); err != nil || res.Lease.Owner != "w1" {
+		t.Fatalf("get t: %v %v; want it held by w1", res, err)
+	}
+}

@@ -26,7 +26,8 @@
 //     most [Config].ExtraRenewals such extra renewals in flight over all
 //     its leases, so that a slow store's load is not multiplied); a
 //     renewal the store refuses (its credentials' refusal too) loses that
-//     lease at once, and a lease that
+//     lease at once, one it answers renewed keeps it (also without a copy
+//     of the lease in the answer), and a lease that
 //     was not renewed before it would run out by the local clock is lost
 //     then, even while the store does not answer (a membership lease too:
 //     the worker then no longer counts itself a member, claims nothing,

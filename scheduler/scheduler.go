@@ -615,15 +615,23 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	}
 	outs := s.renew(ctx, items, func(i int, out renewOutcome) {
 		switch {
-		case out.err == nil && out.res.Lease != nil:
+		case out.err == nil:
+			// Renewed. An answer without the lease (a served store's
+			// "lease": null) still renewed it: the expiry shown stays
+			// the last one the store gave.
 			s.mu.Lock()
 			if l := leaseOf(i); l != nil {
 				if out.sent.Add(s.set.ttl).After(l.deadline) {
 					l.deadline = out.sent.Add(s.set.ttl)
 				}
-				l.expiresAt = out.res.Lease.ExpiresAt
+				if out.res.Lease != nil {
+					l.expiresAt = out.res.Lease.ExpiresAt
+				}
 			} else if s.membership == m {
-				m.deadline, m.expiresAt = out.sent.Add(s.set.ttl), out.res.Lease.ExpiresAt
+				m.deadline = out.sent.Add(s.set.ttl)
+				if out.res.Lease != nil {
+					m.expiresAt = out.res.Lease.ExpiresAt
+				}
 			}
 			s.mu.Unlock()
 		case refused(out.err) || protocol.CredentialsRefused(out.err): // a renewal refused for its credentials too: no retry mends it
@@ -644,7 +652,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	unknown := 0
 	var firstErr error
 	for _, out := range outs {
-		if !(out.err == nil && out.res.Lease != nil) && !refused(out.err) && !protocol.CredentialsRefused(out.err) { // successes and refusals were applied when they came
+		if out.err != nil && !refused(out.err) && !protocol.CredentialsRefused(out.err) { // successes and refusals were applied when they came
 			unknown++
 			if firstErr == nil {
 				firstErr = out.err
@@ -851,12 +859,18 @@ func (s *Scheduler) join(parent context.Context) {
 		sent := time.Now()
 		res, err := s.store.Renew(ctx, protocol.RenewRequest{Key: s.member, Owner: s.id, Token: lapsed, TTL: s.set.ttl, RequestID: s.newID()})
 		switch {
-		case err == nil && res.Lease != nil:
+		case err == nil:
+			// Renewed; an answer without the lease (a served store's
+			// "lease": null) too: the lease is the lapsed token's.
+			l := protocol.Lease{Key: s.member, Owner: s.id, Token: lapsed}
+			if res.Lease != nil {
+				l = *res.Lease
+			}
 			s.mu.Lock()
 			s.lapsed = 0
-			s.joinedLocked(*res.Lease, sent)
+			s.joinedLocked(l, sent)
 			s.mu.Unlock()
-			s.log.Info("scheduler: joined again with the membership lease still held", "token", res.Lease.Token)
+			s.log.Info("scheduler: joined again with the membership lease still held", "token", l.Token)
 			return
 		case err != nil && parent.Err() != nil:
 			return // cut short by the stop: the shutdown releases the lapsed token
@@ -866,9 +880,6 @@ func (s *Scheduler) join(parent context.Context) {
 			s.lapsed = 0
 			s.mu.Unlock()
 		default:
-			if err == nil {
-				err = fmt.Errorf("scheduler: renew of %s answered %s without a lease", s.member, res.Status)
-			}
 			s.problems = append(s.problems, "join: renew the lapsed membership: "+err.Error())
 			s.log.Warn("scheduler: renew of the lapsed membership failed", "token", lapsed, "err", err)
 			return

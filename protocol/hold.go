@@ -126,7 +126,8 @@ func (e *lostError) Unwrap() []error { return []error{ErrLeaseLost, e.why} }
 // A replayed acquire (req.RequestID was used before, say by a retry after a
 // timeout) is history, not proof of holding now: Hold confirms it with a
 // renew under a fresh request id before returning, and the Held then carries
-// the renewed lease. If that renew fails, Hold returns its error and no
+// the renewed lease (the replayed one when the renew answered renewed
+// without a copy of it, as a served store's "lease": null does). If that renew fails, Hold returns its error and no
 // Held: when the lease is gone (an error matching [ErrNotFound],
 // [ErrStaleToken], [ErrNotOwner] or [ErrExpired]) acquire with a new request
 // id; when the outcome is unknown ([ErrTimeout], [ErrUnavailable]) call Hold
@@ -173,7 +174,7 @@ func Hold(ctx context.Context, s Store, req AcquireRequest, cfg *HoldConfig) (*H
 	lease := *res.Lease
 	if res.Replayed {
 		sent = time.Now()
-		if lease, err = confirm(ctx, s, req, lease.Token); err != nil {
+		if lease, err = confirm(ctx, s, req, lease); err != nil {
 			return nil, err
 		}
 	}
@@ -351,9 +352,12 @@ func closedUnder(err error) error {
 	return fmt.Errorf("the store was closed while the lease was held: it is renewed no more and runs out after its TTL: %w", err)
 }
 
-// confirm renews the lease of a replayed acquire of req, under a fresh
-// request id, and returns the renewed lease.
-func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lease, error) {
+// confirm renews replayed, the lease of a replayed acquire of req, under
+// a fresh request id, and returns the renewed lease: replayed itself when
+// the renew answered renewed without a copy of it (a served store's
+// "lease": null), which renewed it all the same.
+func confirm(ctx context.Context, s Store, req AcquireRequest, replayed Lease) (Lease, error) {
+	token := replayed.Token
 	res, err := renewOn(ctx, s, RenewRequest{Key: req.Key, Owner: req.Owner, Token: token, TTL: req.TTL,
 		RequestID: newRequestIDFor(s)})
 	switch st := StatusOf(err); {
@@ -370,8 +374,7 @@ func confirm(ctx context.Context, s Store, req AcquireRequest, token int64) (Lea
 		return Lease{}, fmt.Errorf("lease: could not confirm replayed acquire %s (token %d): %w", req.RequestID, token, err)
 	}
 	if res.Lease == nil {
-		return Lease{}, fmt.Errorf("lease: confirm the replayed acquire %s (token %d): renew answered %s without a lease",
-			req.RequestID, token, res.Status)
+		return replayed, nil
 	}
 	return *res.Lease, nil
 }

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,5 +55,59 @@ func TestRenewedWithoutTheLeaseKeepsIt(t *testing.T) {
 	key := protocol.Key{Namespace: scheduler.DefaultNamespace, Name: "t"}
 	if res, err := rt.Get(context.Background(), protocol.GetRequest{Key: key}); err != nil || res.Lease.Owner != "w1" {
 		t.Fatalf("get t: %v %v; want it held by w1", res, err)
+	}
+}
+
+// losesFirstTargetAcquire is leaselessRenew whose first acquire of a
+// target takes effect and answers timeout (its answer lost): the worker
+// sends it again, replayed, and confirms the replay with a renew that
+// answers renewed without the lease.
+type losesFirstTargetAcquire struct {
+	leaselessRenew
+	mu    sync.Mutex
+	lost  bool
+	token int64 // the lease the lost answer carried
+}
+
+func (s *losesFirstTargetAcquire) Acquire(ctx context.Context, req protocol.AcquireRequest) (protocol.Result, error) {
+	res, err := s.Runtime.Acquire(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && !s.lost && req.Key.Namespace == scheduler.DefaultNamespace {
+		s.lost, s.token = true, res.Lease.Token
+		return protocol.Result{Status: protocol.StatusTimeout}, &protocol.Error{Op: protocol.OpAcquire, Status: protocol.StatusTimeout,
+			Key: req.Key, Message: "the answer was lost"}
+	}
+	return res, err
+}
+
+// A replayed acquire confirmed by a renew answered renewed without the
+// lease is the worker's lease: its handler runs with that token, not
+// after the lease ran out (backed off as a refused acquire, while the
+// worker's own lease kept the target from every worker).
+func TestReplayConfirmedWithoutTheLeaseRuns(t *testing.T) {
+	t.Parallel()
+	rt := newStore(t)
+	const lttl = 3 * time.Second
+	store := &losesFirstTargetAcquire{leaselessRenew: leaselessRenew{rt}}
+	tokens := make(chan int64, 4)
+	s, err := scheduler.New(store, "w1", scheduler.Static("t"), func(ctx context.Context, _ string, token int64) {
+		tokens <- token
+		<-ctx.Done()
+	}, &scheduler.Config{TTL: lttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	select {
+	case got := <-tokens:
+		store.mu.Lock()
+		want := store.token
+		store.mu.Unlock()
+		if got != want {
+			t.Fatalf("t's handler ran with token %d; want %d, the lease the replayed acquire holds", got, want)
+		}
+	case <-time.After(lttl / 2):
+		t.Fatalf("t's handler did not run within %s of the start; want it run with the replayed acquire's lease at the next round", lttl/2)
 	}
 }

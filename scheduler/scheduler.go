@@ -1068,7 +1068,9 @@ func (s *Scheduler) acquire(ctx context.Context, key protocol.Key, reqID string)
 		return protocol.Lease{}, sent, fmt.Errorf("scheduler: confirm replayed acquire of %s (token %d): %w", key, res.Lease.Token, err)
 	}
 	if rr.Lease == nil {
-		return protocol.Lease{}, sent, fmt.Errorf("scheduler: renew of %s answered %s without a lease", key, rr.Status)
+		// Renewed without a copy of the lease in the answer (a served
+		// store's "lease": null): confirmed all the same.
+		return *res.Lease, sent, nil
 	}
 	return *rr.Lease, sent, nil
 }

@@ -134,8 +134,12 @@ type Runtime struct {
 	closeDone chan struct{} // closed when the backend's Close returned
 	closeErr  error         // set before closeDone is closed
 	closing   chan struct{} // closed when the first Close starts
-	sweep     *sweepLoop    // the background sweep; nil when there is none
-	delays    []NamespaceLockDelay
+	// closingCtx is cancelled when the first Close starts: it cuts short
+	// the runtime's calls that wait on their own (a subscription).
+	closingCtx  context.Context
+	stopClosing context.CancelFunc
+	sweep       *sweepLoop // the background sweep; nil when there is none
+	delays      []NamespaceLockDelay
 }
 
 var _ Store = (*Runtime)(nil)
@@ -155,6 +159,7 @@ func New(b Backend, cfg *Config) *Runtime {
 		closeDone: make(chan struct{}),
 		closing:   make(chan struct{}),
 	}
+	r.closingCtx, r.stopClosing = context.WithCancel(context.Background())
 	if err := ValidateLockDelays(cfg.LockDelays); err != nil {
 		panic("protocol: New: " + err.Error())
 	}
@@ -519,6 +524,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if first {
 		r.closed = true
 		close(r.closing)
+		r.stopClosing()
 		if r.inflight == 0 {
 			close(r.drained)
 		}

@@ -62,7 +62,13 @@ var ErrNoNotifier = errors.New("lease: the backend does not signal released keys
 
 // Subscribe implements [Notifier] by passing the subscription to the
 // backend, or fails with [ErrNoNotifier] when the backend cannot signal, or
-// with an error of status closed after Close.
+// with an error of status closed after Close. Making the subscription is
+// bounded as an operation is: by the default deadline when ctx has none,
+// and by [Runtime.Close], which cuts it short as it starts (the error is
+// then of status closed), so that a backend whose Subscribe hangs (a
+// listener connection that does not answer) holds neither the caller (an
+// [AcquireWait], a [WatchLease]) nor Close. The subscription made lasts
+// until its cancel, whatever ctx does afterwards.
 func (r *Runtime) Subscribe(ctx context.Context, key Key) (<-chan struct{}, func(), error) {
 	n, ok := r.backend.(Notifier)
 	if !ok {
@@ -75,7 +81,19 @@ func (r *Runtime) Subscribe(ctx context.Context, key Key) (<-chan struct{}, func
 		return nil, nil, &Error{Status: StatusClosed, Key: key, Message: "the store was closed"}
 	}
 	defer r.end()
-	return n.Subscribe(ctx, key)
+	sctx, cancel := r.withDeadline(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.closingCtx, cancel)
+	defer stop()
+	ch, unsubscribe, err := n.Subscribe(sctx, key)
+	if err != nil && r.closingCtx.Err() != nil {
+		cause, e := err, (*Error)(nil)
+		if errors.As(err, &e) { // its cause, not its status: the error matches ErrClosed alone
+			cause = e.Err
+		}
+		return nil, nil, &Error{Status: StatusClosed, Key: key, Message: "the store was closed while the subscription was made", Err: cause}
+	}
+	return ch, unsubscribe, err
 }
 
 var _ CappedNotifier = (*Runtime)(nil)

@@ -73,3 +73,37 @@ func TestCloseEndsAHungSubscription(t *testing.T) {
 		<-waited
 	}
 }
+
+// The making of a subscription is bounded by the runtime's default
+// deadline when the caller's context has none: a waiter under such a
+// context whose subscription hangs falls back to sleeping until the
+// holder's expiry, and takes the key then.
+func TestHungSubscriptionGetsTheDefaultDeadline(t *testing.T) {
+	t.Parallel()
+	b := &hungSubscribe{Backend: memstore.New(nil), entered: make(chan struct{}, 1), end: make(chan struct{})}
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(b.end) }) }
+	t.Cleanup(end)
+	rt := protocol.New(b, &protocol.Config{DefaultTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	ctx := context.Background()
+	key := protocol.Key{Namespace: "ns", Name: "k"}
+	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: key, Owner: "a", TTL: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := rt.AcquireWait(ctx, protocol.AcquireRequest{Key: key, Owner: "b", TTL: time.Minute}, nil)
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("AcquireWait: %v; want the key once the holder's lease ran out", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("AcquireWait still waits 5s after the holder's lease ran out: its subscription hangs")
+		end()
+		<-waited
+	}
+}

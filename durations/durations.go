@@ -149,10 +149,18 @@ func tooLong(s string) error {
 	return tooLongError(fmt.Sprintf("%q is too long: a duration is at most %dd (about 292 years)", s, maxDays))
 }
 
+// ErrTooLong matches (errors.Is) the error of [Parse] and [ParseTime] for
+// a duration past what a time.Duration holds, so that a caller with a
+// maximum of its own may cut such a value to it.
+var ErrTooLong = errors.New("durations: past what a time.Duration holds")
+
 // tooLongError is tooLong's error, which ParseTime passes on as it is.
 type tooLongError string
 
 func (e tooLongError) Error() string { return string(e) }
+
+// Is reports whether target is [ErrTooLong].
+func (e tooLongError) Is(target error) bool { return target == ErrTooLong }
 
 // blanks refuses s when blanks (Unicode white space) stand around it,
 // naming the value to write, or, when that is refused by parse too, why;

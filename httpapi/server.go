@@ -38,7 +38,8 @@ type Config struct {
 	// header. Default: [protocol.DefaultTimeout] (5s).
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds the deadline a request may ask for; longer ones are
-	// cut to it. Default: [DefaultMaxTimeout] (30s).
+	// cut to it (also one past what a time.Duration holds, such as
+	// 200000d). Default: [DefaultMaxTimeout] (30s).
 	MaxTimeout time.Duration
 	// Logger receives one access record per request (method, path, route,
 	// code, status, request id, duration, remote address, role; never a
@@ -625,7 +626,8 @@ func jsonContentType(r *http.Request) error {
 }
 
 // opContext returns the request's context bounded by its deadline: the
-// Request-Timeout header, else the default, cut to the maximum.
+// Request-Timeout header, else the default, cut to the maximum (also a
+// header past what a time.Duration holds).
 func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, error) {
 	d := h.defaultTimeout
 	v, err := oneHeader(x.r, HeaderTimeout)
@@ -634,6 +636,11 @@ func (h *Handler) opContext(x *exchange) (context.Context, context.CancelFunc, e
 	}
 	if v != "" {
 		t, err := durations.Parse(v)
+		if errors.Is(err, durations.ErrTooLong) && !strings.HasPrefix(v, "-") && strings.TrimSpace(v) == v {
+			// Past what a duration holds: longer than any maximum, so
+			// cut to it as a long one is.
+			t, err = h.maxTimeout, nil
+		}
 		if err != nil || t <= 0 {
 			return nil, nil, fmt.Errorf("%s: %q is not a positive duration such as \"5s\" or \"800ms\"", HeaderTimeout, v)
 		}

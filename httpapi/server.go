@@ -612,13 +612,19 @@ func (h *Handler) readBody(x *exchange, limit int64, sh shape) ([]byte, bool) {
 // text/plain): the route reads its body as JSON, and a sender that named
 // another type did not write JSON, or a proxy may handle it as that type.
 // A body without a Content-Type is read as JSON, as hand-written clients
-// send it.
+// send it. JSON is UTF-8 (RFC 8259), and the body is read so: a charset
+// parameter naming another (iso-8859-1, utf-16) is refused, since its
+// bytes would be read as other characters than its sender wrote.
 func jsonContentType(r *http.Request) error {
 	v, err := oneHeader(r, "Content-Type")
 	if err != nil || v == "" {
 		return err
 	}
-	if mt, _, err := mime.ParseMediaType(v); err == nil && mt == "application/json" {
+	if mt, params, err := mime.ParseMediaType(v); err == nil && mt == "application/json" {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return fmt.Errorf("body: Content-Type %q names the charset %s, but JSON is UTF-8: send the body in UTF-8, "+
+				"as application/json or application/json; charset=utf-8", v, cs)
+		}
 		return nil
 	}
 	return fmt.Errorf("body: Content-Type %q is not JSON: send the JSON body with Content-Type: application/json "+

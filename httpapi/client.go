@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -381,9 +382,16 @@ func (c *Client) newRequest(ctx context.Context, method string, target *url.URL,
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	// Rounded up to the millisecond: a deadline already passed is left to
-	// the transport to report.
+	// the transport to report. Rounding does not add to the time left, which
+	// saturates for a deadline past what a time.Duration reaches (about 292
+	// years), where it overflowed to a negative Request-Timeout; nor does
+	// the header pass that reach, which the server would parse as too long.
 	if left := time.Until(deadline); !deadline.IsZero() && left > 0 {
-		req.Header.Set(HeaderTimeout, strconv.FormatInt(int64((left+time.Millisecond-1)/time.Millisecond), 10)+"ms")
+		ms := int64(left / time.Millisecond)
+		if left%time.Millisecond != 0 && ms < math.MaxInt64/int64(time.Millisecond) {
+			ms++
+		}
+		req.Header.Set(HeaderTimeout, strconv.FormatInt(ms, 10)+"ms")
 	}
 	return req, nil
 }

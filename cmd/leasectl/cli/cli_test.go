@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -702,11 +703,19 @@ func TestHealthAndVersion(t *testing.T) {
 	if m := h.json(t); m["status"] != "healthy" || m["backend"] != "sqlite" {
 		t.Fatalf("health: %v", m)
 	}
-	bad := runCLI(t, env{EnvDSN: "sqlite:" + filepath.Join(t.TempDir(), "no", "such", "dir", "x.db")}, "health", "-o", "json")
+	// A file that is no database: unavailable (a directory that does not
+	// exist is refused before, as invalid input: TestSQLiteDSNInAMissingDirectoryIsUsage).
+	garbage := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("not a database; ", 256)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := runCLI(t, env{EnvDSN: "sqlite:" + garbage}, "health", "-o", "json")
 	wantCode(t, bad, ExitUnavailable)
 	if m := bad.json(t); m["status"] != "unavailable" {
-		t.Fatalf("health on a file that cannot be created: %v", m)
+		t.Fatalf("health on a file that is no database: %v", m)
 	}
+	missing := runCLI(t, env{EnvDSN: "sqlite:" + filepath.Join(t.TempDir(), "no", "such", "dir", "x.db")}, "health", "-o", "json")
+	wantCode(t, missing, ExitUsage)
 
 	v := runCLI(t, env{}, "version", "-o", "json")
 	wantCode(t, v, 0)

@@ -9,8 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 )
 
 // A member can freeze (a paused VM, a network that drops its packets):
@@ -26,9 +28,16 @@ import (
 // etcd's client moves the watches (from the revision after the last one
 // they received, so no event is missed) and every later call to the
 // members that answer, and connects to the frozen one again once it
-// answers. A false alarm (a loaded member slow to answer) costs the calls
-// then in flight on that member an unavailable answer (retry with the same
-// request id).
+// answers. The calls then in flight on that member (on a false alarm, a
+// loaded member slow to answer, as on a real freeze) are sent again, to
+// the members that answer (memberConns.unaryInterceptor), rather than
+// answer unavailable. That is safe for every call this backend makes: its
+// reads; its grants (a second lease, unused, expires with its TTL); and
+// its transactions, whose outcome a cut leaves unknown: a change's
+// transaction writes its request id's record and applies only while the
+// record is absent, so when the first one applied the second answers the
+// record (a replay), and the others compare the revisions they read, so
+// the second fails its comparison and the operation reads again.
 const (
 	notifyProbe  = time.Second
 	notifyFrozen = 3 * time.Second
@@ -44,12 +53,45 @@ type memberConns struct {
 	mu    sync.Mutex
 	conns map[string]map[net.Conn]struct{} // by remote address
 	watch string                           // remote address of the notifier's watch stream
+	cut   string                           // remote address of the member cutWatchMember last cut
+	cuts  uint64                           // how many times cutWatchMember cut a member
 }
 
 // dialOptions are the gRPC options that let m see and close the client's
 // connections.
 func (m *memberConns) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithContextDialer(m.dial), grpc.WithChainStreamInterceptor(m.streamInterceptor)}
+	return []grpc.DialOption{grpc.WithContextDialer(m.dial), grpc.WithChainStreamInterceptor(m.streamInterceptor),
+		grpc.WithChainUnaryInterceptor(m.unaryInterceptor)}
+}
+
+// maxCutRetries bounds how often unaryInterceptor sends one call again.
+const maxCutRetries = 3
+
+// unaryInterceptor sends a call again when it failed unavailable because
+// cutWatchMember closed the connections of its member while it was in
+// flight (see notifyFrozen for why that is safe): the client's balancer
+// no longer picks that member's connections, so it goes to another.
+// etcd's client does not: it retries an unavailable write only when it was
+// never sent.
+func (m *memberConns) unaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	opts = opts[:len(opts):len(opts)]
+	for attempt := 0; ; attempt++ {
+		m.mu.Lock()
+		before := m.cuts
+		m.mu.Unlock()
+		var p peer.Peer
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
+		if err == nil || attempt == maxCutRetries || ctx.Err() != nil || status.Code(err) != codes.Unavailable {
+			return err
+		}
+		m.mu.Lock()
+		cut := m.cuts != before && (p.Addr == nil || p.Addr.String() == m.cut)
+		m.mu.Unlock()
+		if !cut {
+			return err
+		}
+	}
 }
 
 // dial dials addr as gRPC's own dialer does ("unix:" addresses on a unix
@@ -99,6 +141,8 @@ func (m *memberConns) streamInterceptor(ctx context.Context, desc *grpc.StreamDe
 func (m *memberConns) cutWatchMember() string {
 	m.mu.Lock()
 	addr := m.watch
+	m.cut = addr
+	m.cuts++
 	var conns []net.Conn
 	for c := range m.conns[addr] {
 		conns = append(conns, c)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if aliveProbe() || pausedRead() {
+	if aliveProbe() || pausedRead() || cliWorker() {
 		return
 	}
 	goleak.VerifyTestMain(m, pgtest.LeakOptions()...)

@@ -55,7 +55,9 @@ type WatchConfig struct {
 // a cursor behind a prune (an error matching [ErrPruned]: the records after it are
 // gone), a reader that answers closed (an error matching
 // [protocol.ErrClosed]: its handle or runtime was closed, and it never
-// answers again) and one that refuses the credentials or their permission
+// answers again), one that refuses every operation until its process
+// restarts ([protocol.ErrRestartRequired]: a SQLite file put back under
+// it, an etcd cluster whose revision went back) and one that refuses the credentials or their permission
 // ([protocol.ErrUnauthenticated], [protocol.ErrForbidden]: refused again
 // until they change) are yielded once and end the stream. The stream ends
 // without an error when ctx ends, or when the caller stops ranging.
@@ -99,7 +101,7 @@ func Watch(ctx context.Context, r Reader, q Query, cfg *WatchConfig) iter.Seq2[R
 			}
 			if err != nil {
 				if st := protocol.StatusOf(err); !yield(Record{}, err) || errors.Is(err, ErrPruned) || st == protocol.StatusClosed ||
-					st == protocol.StatusInvalid || protocol.CredentialsRefused(err) {
+					st == protocol.StatusInvalid || protocol.CredentialsRefused(err) || errors.Is(err, protocol.ErrRestartRequired) {
 					return
 				}
 			}

@@ -79,6 +79,16 @@ func CredentialsRefused(err error) bool {
 	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden)
 }
 
+// ErrRestartRequired is matched (errors.Is) by an unavailable error of a
+// backend that refuses every operation until its process restarts, which
+// no retry in the same process mends: a SQLite file put back under a
+// running backend (sqlite.ErrFileReplaced), an etcd cluster whose revision
+// went back. The error's message names the fix. audit.Watch and the
+// followers of leasectl (audit --follow, watch) end on it instead of
+// retrying (leasectl exits 5, unavailable). Backends match it by wrapping
+// it in their cause; protocol knows none of them.
+var ErrRestartRequired = errors.New("lease: restart required")
+
 // Success reports whether s means that the operation took effect or answered
 // (acquired, renewed, released, revoked, found).
 func (s Status) Success() bool {

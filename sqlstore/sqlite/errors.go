@@ -364,7 +364,8 @@ func isBusy(err error) bool {
 // ErrFileReplaced is matched (errors.Is) by the error of every operation
 // of a Backend that found its database file, or the file's -shm, no longer
 // at its path as it opened them: it refuses every operation until it is
-// restarted (see [Backend.Health]).
+// restarted (see [Backend.Health]). Such an error matches
+// [protocol.ErrRestartRequired] too: no retry mends it.
 var ErrFileReplaced = errors.New("sqlite: the database file or its -shm was replaced under a running backend")
 
 // replacedError is the refusal of op by a Backend whose file (its path
@@ -380,11 +381,11 @@ func replacedError(op protocol.Op, file string, c *fileChange) error {
 
 // fileChange is the cause of replacedError: what changed (for the
 // message), and why says so (a failed stat, another file at the path);
-// it matches [ErrFileReplaced].
+// it matches [ErrFileReplaced] and [protocol.ErrRestartRequired].
 type fileChange struct{ what, why string }
 
-func (c *fileChange) Error() string { return c.why }
-func (c *fileChange) Unwrap() error { return ErrFileReplaced }
+func (c *fileChange) Error() string   { return c.why }
+func (c *fileChange) Unwrap() []error { return []error{ErrFileReplaced, protocol.ErrRestartRequired} }
 
 // triggersError is the refusal (op) of the file at file, in which the
 // triggers missing are missing and those altered differ from what their

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/audit"
+	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
@@ -72,6 +73,9 @@ func TestWatchEndsWhenTheFileIsPutBack(t *testing.T) {
 	}
 	if !errors.Is(failures[0], sqlite.ErrFileReplaced) {
 		t.Fatalf("the watch ended with %v; want an error matching sqlite.ErrFileReplaced", failures[0])
+	}
+	if !errors.Is(failures[0], protocol.ErrRestartRequired) {
+		t.Fatalf("the watch ended with %v; want an error matching protocol.ErrRestartRequired", failures[0])
 	}
 }
 

@@ -274,7 +274,9 @@ const heldBackNotice = 5 * time.Second
 // must succeed; later failures are logged and retried at the next poll, so a
 // follower rides out a database restart, except a cursor behind a prune
 // (audit.ErrPruned), which fails the command (exit 5, unavailable, as an
-// etcd follower whose revision was compacted).
+// etcd follower whose revision was compacted), and a backend that refuses
+// every operation until restarted (protocol.ErrRestartRequired: a SQLite
+// file put back under it), which fails it too (exit 5), naming the fix.
 //
 // --since without --cursor is turned into the cursor before the first
 // record at or after it ([audit.Start]): a store that streams its trail
@@ -304,9 +306,10 @@ func (a *app) followAudit(ctx context.Context, r audit.Reader, q audit.Query, in
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && (first || errors.Is(err, audit.ErrPruned)):
+		case err != nil && (first || errors.Is(err, audit.ErrPruned) || errors.Is(err, protocol.ErrRestartRequired)):
 			// A cursor behind a prune stays behind it: reading again
-			// cannot help, and the records after it are gone.
+			// cannot help, and the records after it are gone. A backend
+			// that must be restarted refuses every read until then.
 			return failWith(err)
 		case err != nil:
 			a.log.Warn("audit: read failed; retrying", "err", a.red.redact(err.Error()))

@@ -19,7 +19,8 @@ import (
 // Fencing tokens are revisions, so such a cluster (a snapshot restored
 // without --bump-revision, a quorum of members that lost acknowledged
 // writes, or another cluster at the same addresses) would issue tokens
-// already issued.
+// already issued. It matches protocol.ErrRestartRequired: the process
+// refuses every operation until it restarts.
 type errRevisionBack struct {
 	was, now int64
 	change   bool // the answer was a change's, at now, not above was
@@ -31,6 +32,8 @@ func (e *errRevisionBack) Error() string {
 	}
 	return fmt.Sprintf("the cluster's revision went back from %d to %d", e.was, e.now)
 }
+
+func (e *errRevisionBack) Unwrap() error { return protocol.ErrRestartRequired }
 
 // errRevisionBehind: the store's revision mark (P/rev) is at or above the
 // revision of the cluster that answered with it. Each change's transaction

@@ -485,6 +485,12 @@ func (a *app) openSQLiteOnce(ctx context.Context, t target, cfg *sqlite.Config) 
 	res, err := migrations.Up(ctx, migrations.SQLite, db)
 	if err != nil {
 		_ = db.Close()
+		if refused := sqlite.MigrationError(ctx, t.path, err); refused != nil {
+			// A read-only file (mode=ro): the driver's refusal alone, not
+			// goose's "partial migration error" around it (the migration
+			// ran in one transaction, rolled back). No clash: no retry.
+			return nil, nil, false, refused
+		}
 		err = sqlite.DBError(ctx, t.path, fmt.Errorf("store: migrate sqlite: %w", err))
 		// A full disk or the limit of open files is no clash: another
 		// attempt meets the same want.

@@ -241,4 +241,14 @@ if db_path:
           "a second retry with it answers the first outcome (replayed)", replay)
 else:
     print("skipped: a lost answer (LEASESTORE_SQLITE_PATH is not set)", flush=True)
+# an unbounded timeout: the client sends a Request-Timeout the server takes
+# (it cuts it to its --max-timeout) and waits for the answer without limit
+for unbounded in (float("inf"), 1e300):
+    try:
+        got = Client(URL, os.environ["WRITER_TOKEN"], timeout=unbounded).acquire(
+            NS, f"unbounded/{unbounded:g}", owner="worker-a", ttl="1m")
+    except Exception as e:  # the client's own failure too: an OverflowError building the header
+        got = e
+    check(getattr(got, "status", None) == "acquired",
+          f"a client with timeout={unbounded:g} acquires (a bounded Request-Timeout, no local overflow)", repr(got))
 print("all steps passed", flush=True)

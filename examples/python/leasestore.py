@@ -32,7 +32,9 @@ protocol.NewRequestID). It is on the result (`result.request_id`) and on a
 LeaseError (`err.request_id`). The client's timeout (default 10 s) is the
 request's deadline, sent in the Request-Timeout header: the server gives up
 by then (cut to its --max-timeout) and answers 504; the client waits a
-second longer for that answer. A timeout (504, or no answer in that time)
+second longer for that answer. An unbounded timeout (float("inf"), or one
+of centuries) sends the longest Request-Timeout the server reads, which it
+cuts, and waits for the answer without a limit. A timeout (504, or no answer in that time)
 or a connection that broke after the request was sent
 raises LeaseError status "timeout": the change may or may not have been
 made. Retry with the same request id to learn which: the server answers
@@ -96,6 +98,14 @@ def _object(d, what: str) -> dict:
 
 # _field's default for a field that must be present; the JSON types of the fields the client
 # reads, by the Python types json.loads makes.
+# The longest Request-Timeout sent, in milliseconds: the most a Go
+# time.Duration holds (the server cuts any to its --max-timeout). A longer
+# or infinite client timeout sends this.
+_MAX_REQUEST_TIMEOUT_MS = 9_223_372_036_854
+# The longest socket timeout set, in seconds (about 31 years): a longer or
+# infinite client timeout waits without a limit (Python's socket timeouts
+# overflow well before float("inf")).
+_MAX_SOCKET_WAIT = 1e9
 _REQUIRED = object()
 _JSON_TYPES = {str: "a string", int: "an integer", bool: "true or false", list: "an array", dict: "an object"}
 
@@ -341,7 +351,9 @@ class Client:
             # The server's deadline: it answers 504 by then, within the
             # second more the socket waits, rather than working on after
             # the client stopped waiting.
-            req.add_header("Request-Timeout", f"{max(1, round(self.timeout * 1000))}ms")
+            ms = self.timeout * 1000
+            ms = max(1, round(ms)) if ms < _MAX_REQUEST_TIMEOUT_MS else _MAX_REQUEST_TIMEOUT_MS
+            req.add_header("Request-Timeout", f"{ms}ms")
         change = bool(request_id or request_ids)
 
         def failure(status: str, code: int, message: str) -> LeaseError:
@@ -349,6 +361,8 @@ class Client:
 
         # A stream is silent between keep-alives (15s): read it with a longer timeout.
         wait = max(self.timeout, 60) if stream else self.timeout + 1
+        if not wait < _MAX_SOCKET_WAIT:
+            wait = None  # unbounded (inf, or past what a socket timeout holds)
         try:
             resp = urllib.request.urlopen(req, timeout=wait, context=self._tls)
             if stream:
@@ -379,7 +393,7 @@ class Client:
             raise failure("unavailable", 0, f"the server could not be reached: {e.reason}") from None
         except (TimeoutError, socket.timeout) as e:  # one class since Python 3.10
             # Sent, and no answer within the timeout: the change may have been made.
-            raise failure("timeout", 0, f"no answer within {wait:g}s ({e or 'timed out'})"
+            raise failure("timeout", 0, f"no answer within {'no limit' if wait is None else f'{wait:g}s'} ({e or 'timed out'})"
                           + ("; the effect is unknown: retry with the same request id to learn it" if change else "")) from None
         except (ConnectionError, http.client.HTTPException, OSError) as e:
             # Sent, and the connection broke before the answer.

@@ -132,3 +132,11 @@ func (b *Backend) SinceStart(ctx context.Context, since time.Time) (int64, error
 
 // SinceSlack is sinceSlack, for tests.
 const SinceSlack = sinceSlack
+
+// PanickingWrite runs a write whose change panics with v once it holds
+// the write lock (a bug in one write's answer building).
+func PanickingWrite(ctx context.Context, b *Backend, v any) (protocol.Result, error) {
+	return b.write(ctx, protocol.OpAcquire, func(context.Context, *sql.Tx, time.Time) (protocol.Result, bool, error) {
+		panic(v)
+	})
+}

@@ -25,6 +25,10 @@ import (
 // A write whose error rolls back the whole transaction (a trigger's
 // RAISE(ROLLBACK)) leaves no savepoint to roll back to: the batch fails,
 // every other write answering that it was rolled back by that error.
+// A write whose change panics in a batch is rolled back to its savepoint
+// and fails alone: its caller panics with the value (in its own
+// goroutine; a caller that left with timeout hears nothing of it), and
+// the other writes go on (TestBatchMemberPanicFailsAlone).
 // After a batch, the writer waits a moment for its callers' next writes
 // (backendkit.Coalescer.Gather): callers in a loop then share one commit
 // instead of taking turns in two.
@@ -96,6 +100,10 @@ type pendingWrite struct {
 	// ended (backendkit.Ran) or once state is writeAnswered.
 	res protocol.Result
 	err error
+	// panicked is the panic of fn in a batch of several writes, recovered
+	// there so that it fails this write alone: its caller panics with it
+	// (writeThen), err saying so to after.
+	panicked any
 }
 
 // writer is the Backend's write queue (backendkit.Coalescer, one write
@@ -139,6 +147,13 @@ func (b *Backend) writeThen(ctx context.Context, op protocol.Op, fn change,
 	)
 	switch b.writer.q.Do(ctx, p, func() { p.res, p.err = b.writeAlone(ctx, op, fn) }, false) {
 	case backendkit.Ran:
+		if p.panicked != nil {
+			// fn panicked in a batch, which rolled it back alone.
+			if after != nil {
+				_, _ = after(protocol.Result{}, p.err)
+			}
+			panic(p.panicked)
+		}
 		res, err = p.res, p.err
 	case backendkit.NotSent:
 		err = b.interpret(ctx, op, ctx.Err())
@@ -431,13 +446,20 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 			p.res, commit = res, ok
 			continue
 		}
-		res, ok, err, lost := b.inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return p.fn(sctx, tx, now) })
+		res, ok, err, lost := b.inSavepoint(sctx, tx, func() (protocol.Result, bool, error) { return b.runRecovering(sctx, tx, now, p) })
 		if lost != nil {
 			fail(tx, lost, live[i+1:])
 			if err != nil {
 				p.err = b.interpretIn(ctx, p.op, tx, err) // its own error, not the batch's
 			}
+			if p.panicked != nil {
+				p.err = err
+			}
 			return
+		}
+		if p.panicked != nil {
+			p.err = err // rolled back to its savepoint: it fails alone
+			continue
 		}
 		if err != nil {
 			p.err = b.interpretIn(ctx, p.op, tx, err)
@@ -452,6 +474,24 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 	if err := tx.Commit(); err != nil {
 		fail(b.db, err, nil)
 	}
+}
+
+// runRecovering runs p's change, one write of a batch of several, in tx.
+// A panic of the change is recovered into p.panicked and an error saying
+// so: the write is rolled back to its savepoint and fails alone, its
+// caller panicking with it (writeThen), instead of the batch panicking in
+// every caller's goroutine (backendkit.Coalescer) with the other writes,
+// which would commit alone, not committed.
+func (b *Backend) runRecovering(ctx context.Context, tx *sql.Tx, now time.Time, p *pendingWrite) (res protocol.Result, ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.panicked = v
+			res, ok = protocol.Result{}, false
+			err = backendkit.NewError(p.op, protocol.StatusUnavailable, nil,
+				"sqlite database %q: the write panicked in its batch (%v) and was rolled back", b.file, v)
+		}
+	}()
+	return p.fn(ctx, tx, now)
 }
 
 // inSavepoint runs fn, one write of a transaction that holds others, in

@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -58,5 +60,61 @@ func TestBatchMemberPanicFailsAlone(t *testing.T) {
 		wantStatus(t, name, a.res, a.err, protocol.StatusAcquired)
 		got, err := b.Get(ctxT(t), protocol.GetRequest{Key: key(name)})
 		wantStatus(t, fmt.Sprintf("get %s", name), got, err, protocol.StatusFound)
+	}
+}
+
+// TestBatchLeftAfterPanicFailsAlone: the after function of a write whose
+// caller left (its context ended while the batch ran it) runs in the
+// batch's goroutine once the batch ended; its panic reaches no other
+// caller of the batch, whose write committed.
+func TestBatchLeftAfterPanicFailsAlone(t *testing.T) {
+	b := open(t, migratedFile(t), nil)
+	release := sqlite.HoldWriter(b)
+	defer release()
+	type answer struct {
+		res      protocol.Result
+		err      error
+		panicked any
+	}
+	call := func(f func() (protocol.Result, error)) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			var a answer
+			defer func() {
+				a.panicked = recover()
+				ch <- a
+			}()
+			a.res, a.err = f()
+		}()
+		return ch
+	}
+	leftCtx, leave := context.WithCancel(ctxT(t))
+	defer leave()
+	ran := make(chan struct{})
+	left := call(func() (protocol.Result, error) {
+		return sqlite.WriteWithPanickingAfter(leftCtx, b, ran, "one after's bug")
+	})
+	waitQueued(ctxT(t), t, b, 1)
+	other := call(func() (protocol.Result, error) {
+		return b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("other"), Owner: "o", TTL: time.Minute, RequestID: "other"})
+	})
+	waitQueued(ctxT(t), t, b, 2)
+	slow := call(func() (protocol.Result, error) {
+		return protocol.Result{}, sqlite.SlowWrite(ctxT(t), b, "slow", time.Now().Add(time.Second))
+	})
+	waitQueued(ctxT(t), t, b, 3)
+	release()
+	<-ran
+	leave()
+	if a := <-left; a.panicked != nil || !errors.Is(a.err, protocol.ErrTimeout) {
+		t.Fatalf("the caller that left: %q, %v, panic %v; want timeout", a.res.Status, a.err, a.panicked)
+	}
+	if a := <-other; a.panicked != nil {
+		t.Fatalf("other: panicked with another write's after: %v", a.panicked)
+	} else {
+		wantStatus(t, "other", a.res, a.err, protocol.StatusAcquired)
+	}
+	if a := <-slow; a.panicked != nil || a.err != nil {
+		t.Fatalf("slow write: %v, panic %v", a.err, a.panicked)
 	}
 }

@@ -140,3 +140,13 @@ func PanickingWrite(ctx context.Context, b *Backend, v any) (protocol.Result, er
 		panic(v)
 	})
 }
+
+// WriteWithPanickingAfter runs a write that changes nothing, closing ran
+// once the batch ran it, whose after function panics with v (a bug in
+// one write's answer building).
+func WriteWithPanickingAfter(ctx context.Context, b *Backend, ran chan<- struct{}, v any) (protocol.Result, error) {
+	return b.writeThen(ctx, protocol.OpAcquire, func(context.Context, *sql.Tx, time.Time) (protocol.Result, bool, error) {
+		close(ran)
+		return protocol.Result{}, false, nil
+	}, func(protocol.Result, error) (protocol.Result, error) { panic(v) })
+}

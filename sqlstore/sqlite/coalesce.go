@@ -28,7 +28,9 @@ import (
 // A write whose change panics in a batch is rolled back to its savepoint
 // and fails alone: its caller panics with the value (in its own
 // goroutine; a caller that left with timeout hears nothing of it), and
-// the other writes go on (TestBatchMemberPanicFailsAlone).
+// the other writes go on (TestBatchMemberPanicFailsAlone). So does a
+// panic of the after function of a write whose caller left, which the
+// batch runs (TestBatchLeftAfterPanicFailsAlone).
 // After a batch, the writer waits a moment for its callers' next writes
 // (backendkit.Coalescer.Gather): callers in a loop then share one commit
 // instead of taking turns in two.
@@ -406,7 +408,7 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 		for _, p := range ran {
 			if !p.state.CompareAndSwap(writeClaimed, writeAnswered) && p.after != nil {
 				// Its caller left with timeout: the outcome is for after.
-				_, _ = p.after(p.res, p.err)
+				p.afterLeft()
 			}
 		}
 	}()
@@ -474,6 +476,17 @@ func (b *Backend) runBatch(ctx context.Context, tx *sql.Tx, live []*pendingWrite
 	if err := tx.Commit(); err != nil {
 		fail(b.db, err, nil)
 	}
+}
+
+// afterLeft runs p.after, for a caller that left with timeout, with p's
+// outcome, in the batch's goroutine once the batch ended. A panic of
+// after is recovered: it has no caller to reach (its own left), and left
+// to the batch function it would reach every other caller of the batch
+// (backendkit.Coalescer), whose writes committed, and leave the writes
+// after p unanswered (TestBatchLeftAfterPanicFailsAlone).
+func (p *pendingWrite) afterLeft() {
+	defer func() { _ = recover() }()
+	_, _ = p.after(p.res, p.err)
 }
 
 // runRecovering runs p's change, one write of a batch of several, in tx.

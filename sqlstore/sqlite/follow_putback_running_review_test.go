@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"runtime"
 	"testing"
@@ -62,17 +61,7 @@ func TestRunningFollowerAfterTheFileIsPutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".restore", path); err != nil {
-		t.Fatal(err)
-	}
-	for _, stale := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
+	putBack(t, path, backup)
 	restored := open(t, path, nil) // leasectl fencing raise, then the services of the restored store
 	if _, err := restored.RaiseTokens(ctxT(t), protocol.MinTokenRaise); err != nil {
 		t.Fatal(err)

@@ -43,17 +43,7 @@ func TestRunningBackendAfterTheFileIsPutBack(t *testing.T) {
 	svc := open(t, path, nil) // the service, left running through the restore
 	held := cycleKey(t, svc, "k", "svc", "before", true)
 
-	if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".restore", path); err != nil {
-		t.Fatal(err)
-	}
-	for _, stale := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
+	putBack(t, path, backup)
 
 	ops := open(t, path, nil) // leasectl fencing raise, then a client of the restored store
 	floor, err := ops.RaiseTokens(ctxT(t), protocol.MinTokenRaise)
@@ -74,5 +64,24 @@ func TestRunningBackendAfterTheFileIsPutBack(t *testing.T) {
 	}
 	if err := svc.Health(ctxT(t)); err == nil {
 		t.Errorf("the running backend's health answered healthy after its file was replaced")
+	}
+}
+
+// putBack puts backup back at path as a restore puts a file back: written
+// beside it and renamed over it, and the old -wal and -shm removed (they
+// belong to the file replaced; left in place, SQLite would lay them over
+// the copy).
+func putBack(t *testing.T, path string, backup []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".restore", path); err != nil {
+		t.Fatal(err)
+	}
+	for _, stale := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
 	}
 }

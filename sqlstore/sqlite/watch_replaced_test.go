@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"runtime"
 	"testing"
@@ -46,17 +45,7 @@ func TestWatchEndsWhenTheFileIsPutBack(t *testing.T) {
 	}
 	q.Cursor = cursor
 
-	if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".restore", path); err != nil {
-		t.Fatal(err)
-	}
-	for _, stale := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
+	putBack(t, path, backup)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -19,30 +19,13 @@ func TestBatchMemberPanicFailsAlone(t *testing.T) {
 	b := open(t, migratedFile(t), nil)
 	release := sqlite.HoldWriter(b)
 	defer release()
-	type answer struct {
-		res      protocol.Result
-		err      error
-		panicked any
-	}
-	call := func(f func() (protocol.Result, error)) <-chan answer {
-		ch := make(chan answer, 1)
-		go func() {
-			var a answer
-			defer func() {
-				a.panicked = recover()
-				ch <- a
-			}()
-			a.res, a.err = f()
-		}()
-		return ch
-	}
-	before := call(func() (protocol.Result, error) {
+	before := callRecovering(func() (protocol.Result, error) {
 		return b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("before"), Owner: "o", TTL: time.Minute, RequestID: "before"})
 	})
 	waitQueued(ctxT(t), t, b, 1)
-	bad := call(func() (protocol.Result, error) { return sqlite.PanickingWrite(ctxT(t), b, "one write's bug") })
+	bad := callRecovering(func() (protocol.Result, error) { return sqlite.PanickingWrite(ctxT(t), b, "one write's bug") })
 	waitQueued(ctxT(t), t, b, 2)
-	after := call(func() (protocol.Result, error) {
+	after := callRecovering(func() (protocol.Result, error) {
 		return b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("after"), Owner: "o", TTL: time.Minute, RequestID: "after"})
 	})
 	waitQueued(ctxT(t), t, b, 3)
@@ -51,7 +34,7 @@ func TestBatchMemberPanicFailsAlone(t *testing.T) {
 	if a := <-bad; a.panicked != "one write's bug" {
 		t.Errorf("the panicking write: %q, %v, panic %v; want its own panic", a.res.Status, a.err, a.panicked)
 	}
-	for name, ch := range map[string]<-chan answer{"before": before, "after": after} {
+	for name, ch := range map[string]<-chan panicAnswer{"before": before, "after": after} {
 		a := <-ch
 		if a.panicked != nil {
 			t.Errorf("%s: panicked with another write's panic: %v", name, a.panicked)
@@ -71,35 +54,18 @@ func TestBatchLeftAfterPanicFailsAlone(t *testing.T) {
 	b := open(t, migratedFile(t), nil)
 	release := sqlite.HoldWriter(b)
 	defer release()
-	type answer struct {
-		res      protocol.Result
-		err      error
-		panicked any
-	}
-	call := func(f func() (protocol.Result, error)) <-chan answer {
-		ch := make(chan answer, 1)
-		go func() {
-			var a answer
-			defer func() {
-				a.panicked = recover()
-				ch <- a
-			}()
-			a.res, a.err = f()
-		}()
-		return ch
-	}
 	leftCtx, leave := context.WithCancel(ctxT(t))
 	defer leave()
 	ran := make(chan struct{})
-	left := call(func() (protocol.Result, error) {
+	left := callRecovering(func() (protocol.Result, error) {
 		return sqlite.WriteWithPanickingAfter(leftCtx, b, ran, "one after's bug")
 	})
 	waitQueued(ctxT(t), t, b, 1)
-	other := call(func() (protocol.Result, error) {
+	other := callRecovering(func() (protocol.Result, error) {
 		return b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("other"), Owner: "o", TTL: time.Minute, RequestID: "other"})
 	})
 	waitQueued(ctxT(t), t, b, 2)
-	slow := call(func() (protocol.Result, error) {
+	slow := callRecovering(func() (protocol.Result, error) {
 		return protocol.Result{}, sqlite.SlowWrite(ctxT(t), b, "slow", time.Now().Add(time.Second))
 	})
 	waitQueued(ctxT(t), t, b, 3)
@@ -117,4 +83,27 @@ func TestBatchLeftAfterPanicFailsAlone(t *testing.T) {
 	if a := <-slow; a.panicked != nil || a.err != nil {
 		t.Fatalf("slow write: %v, panic %v", a.err, a.panicked)
 	}
+}
+
+// panicAnswer is what a call run by callRecovering answered, or the value
+// it panicked with.
+type panicAnswer struct {
+	res      protocol.Result
+	err      error
+	panicked any
+}
+
+// callRecovering runs f in a goroutine of its own and sends what it
+// answered, or its panic, on the channel returned.
+func callRecovering(f func() (protocol.Result, error)) <-chan panicAnswer {
+	ch := make(chan panicAnswer, 1)
+	go func() {
+		var a panicAnswer
+		defer func() {
+			a.panicked = recover()
+			ch <- a
+		}()
+		a.res, a.err = f()
+	}()
+	return ch
 }

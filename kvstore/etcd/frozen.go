@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -54,7 +55,7 @@ type memberConns struct {
 	conns map[string]map[net.Conn]struct{} // by remote address
 	watch string                           // remote address of the notifier's watch stream
 	cut   string                           // remote address of the member cutWatchMember last cut
-	cuts  uint64                           // how many times cutWatchMember cut a member
+	cuts  atomic.Uint64                    // how many times cutWatchMember cut a member (read without mu)
 }
 
 // dialOptions are the gRPC options that let m see and close the client's
@@ -77,16 +78,14 @@ func (m *memberConns) unaryInterceptor(ctx context.Context, method string, req, 
 	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	opts = opts[:len(opts):len(opts)]
 	for attempt := 0; ; attempt++ {
-		m.mu.Lock()
-		before := m.cuts
-		m.mu.Unlock()
+		before := m.cuts.Load() // every call reads it: no lock on the way
 		var p peer.Peer
 		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Peer(&p))...)
 		if err == nil || attempt == maxCutRetries || ctx.Err() != nil || status.Code(err) != codes.Unavailable {
 			return err
 		}
 		m.mu.Lock()
-		cut := m.cuts != before && (p.Addr == nil || p.Addr.String() == m.cut)
+		cut := m.cuts.Load() != before && (p.Addr == nil || p.Addr.String() == m.cut)
 		m.mu.Unlock()
 		if !cut {
 			return err
@@ -142,7 +141,7 @@ func (m *memberConns) cutWatchMember() string {
 	m.mu.Lock()
 	addr := m.watch
 	m.cut = addr
-	m.cuts++
+	m.cuts.Add(1)
 	var conns []net.Conn
 	for c := range m.conns[addr] {
 		conns = append(conns, c)

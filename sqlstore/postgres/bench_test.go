@@ -101,7 +101,10 @@ func newBenchEnv(b *testing.B, conns int) benchEnv {
 		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
 	}
 	dsn := pgtest.MigratedDSN(b)
-	cfg := &postgres.Config{MaxConns: int32(conns)}
+	// A pool of one is refused (an operation waiting on a stuck key would
+	// hold every other up): the single-caller benchmarks get two, and
+	// warmPool counts both connections' server CPU.
+	cfg := &postgres.Config{MaxConns: int32(max(conns, 2))}
 	backend := openBackend(b, dsn, cfg)
 	raw := openBackend(b, dsn, cfg) // the same pool settings, used raw
 	return benchEnv{b: backend, pool: raw.Pool()}
@@ -175,15 +178,18 @@ func walPosition(b *testing.B, pool *pgxpool.Pool) int64 {
 }
 
 // warmUp is the number of operations run before the measurement with n
-// goroutines: enough for each connection to pass the plan cache's five
-// custom plans.
-func warmUp(n int) int { return 10 * n }
+// goroutines: enough for each connection (at least two, see newBenchEnv)
+// to pass the plan cache's five custom plans.
+func warmUp(n int) int { return 10 * max(n, 2) }
 
-// warmPool opens n connections in pool and returns their server process ids.
+// warmPool opens every connection pool may hold (at least n) and returns
+// their server process ids, so that the CPU of whichever connection an
+// operation runs on is counted.
 func warmPool(b *testing.B, pool *pgxpool.Pool, n int) []uint32 {
 	b.Helper()
 	ctx, cancel := benchCtx()
 	defer cancel()
+	n = max(n, int(pool.Config().MaxConns))
 	conns := make([]*pgxpool.Conn, 0, n)
 	pids := make([]uint32, 0, n)
 	for range n {

@@ -62,6 +62,17 @@ type PruneResult struct {
 // whatever was kept around it. The SQLite, PostgreSQL and etcd backends
 // implement it.
 // Implementations are safe for concurrent use.
+//
+// ctx's deadline bounds the whole prune, and a ctx without one gets no
+// default, unlike the operations ([protocol.DefaultTimeout]):
+// a prune of a trail of millions of records may rightly take minutes, and
+// a default cut-off of seconds would stop every such prune part way, each
+// run removing a few batches. So a prune called without a deadline waits
+// as long as the store does: one whose store stops answering (a PostgreSQL
+// lock held by another session, an etcd cluster without quorum) waits
+// until ctx ends. Give ctx the deadline the prune may take: leasectl audit
+// prune gives an hour, and a call through [protocol.Runtime.Do] gets the
+// runtime's default; [Retain] passes its own ctx on.
 type Pruner interface {
 	PruneAudit(ctx context.Context, r PruneRequest) (PruneResult, error)
 }

@@ -339,6 +339,9 @@ const pruneBatch = 100
 // refused (see [backendkit.PruneCutOff]). Each transaction applies only
 // while the store's format record exists (storeCmp): in a store destroyed
 // meanwhile the prune fails matching [ErrNoStore] and writes nothing more.
+//
+// A ctx without a deadline gets no default: a long prune may rightly take
+// long (see [audit.Pruner]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err

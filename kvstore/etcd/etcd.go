@@ -749,8 +749,12 @@ func errClosed(op protocol.Op) error {
 
 // Migrate records the format version in a new store, or checks that of an
 // existing one: the etcd store has no schema, so there is nothing else to
-// migrate. It reports whether it recorded the version.
+// migrate. It reports whether it recorded the version. Without a deadline
+// in ctx it has the runtime's default ([backendkit.WithDeadline]), as
+// every operation does.
 func (b *Backend) Migrate(ctx context.Context) (recorded bool, err error) {
+	ctx, cancel := b.callContext(ctx)
+	defer cancel()
 	return b.ensureFormat(ctx, true)
 }
 
@@ -782,8 +786,12 @@ const destroyAttempts = 4
 // trail ([Backend.Follow]) ends with an error matching [ErrNoStore] rather
 // than report the deletions as tampering. Every change of a Backend still
 // open on the destroyed store then fails matching [ErrNoStore], writing
-// nothing. It is `leasectl migrate down --destroy-data` on etcd.
+// nothing. It is `leasectl migrate down --destroy-data` on etcd, whose
+// --timeout bounds it. Without a deadline in ctx it has the runtime's
+// default ([backendkit.WithDeadline]), as every operation does.
 func (b *Backend) Destroy(ctx context.Context) (int64, error) {
+	ctx, cancel := b.callContext(ctx)
+	defer cancel()
 	var n int64
 	for attempt := 1; ; attempt++ {
 		ranges, rev, err := atOneRevisionOf(func() ([][2]string, int64, error) { return b.entryRanges(ctx) })
@@ -930,7 +938,11 @@ func around(ranges [][2]string, key string) [][2]string {
 // parseAuditKey), not the prune mark, the marks of what prunes removed, the
 // claims of prunes under way, nor another client's keys under the prefix.
 // It reads every key of the trail (keys only, a page at a time).
+// Without a deadline in ctx it has the runtime's default
+// ([backendkit.WithDeadline]), as every operation does.
 func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error) {
+	ctx, cancel := b.callContext(ctx)
+	defer cancel()
 	err = atOneRevision(func() error {
 		leases, records = 0, 0
 		var rev int64
@@ -971,8 +983,12 @@ func (b *Backend) Counts(ctx context.Context) (leases, records int64, err error)
 
 // Created reads when the store's format version was recorded (its meta
 // entry's created_at, to the second, UTC): zero when the prefix holds no
-// store or its meta entry does not say.
+// store or its meta entry does not say. Without a deadline in ctx it has
+// the runtime's default ([backendkit.WithDeadline]), as every operation
+// does.
 func (b *Backend) Created(ctx context.Context) (time.Time, error) {
+	ctx, cancel := b.callContext(ctx)
+	defer cancel()
 	g, err := b.kv.Get(ctx, b.keys.meta())
 	if err != nil {
 		return time.Time{}, b.interpret(ctx, protocol.OpHealth, err)
@@ -992,7 +1008,11 @@ func (b *Backend) Created(ctx context.Context) (time.Time, error) {
 }
 
 // Format reads the store's format version: 0 when the prefix holds no store.
+// Without a deadline in ctx it has the runtime's default
+// ([backendkit.WithDeadline]), as every operation does.
 func (b *Backend) Format(ctx context.Context) (int, error) {
+	ctx, cancel := b.callContext(ctx)
+	defer cancel()
 	g, err := b.kv.Get(ctx, b.keys.meta())
 	if err != nil {
 		return 0, b.interpret(ctx, protocol.OpHealth, err)

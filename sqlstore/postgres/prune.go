@@ -47,6 +47,9 @@ var pruneBatch int64 = 5000
 // [Backend.Close] waits for); a claim left by a prune whose process died
 // keeps the id refused as used. A cut-off
 // after the server's time is refused (see [backendkit.PruneCutOff]).
+//
+// A ctx without a deadline gets no default: a long prune may rightly take
+// long (see [audit.Pruner]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := b.callRefusal(audit.OpPrune); err != nil {
 		return audit.PruneResult{}, err

@@ -58,6 +58,9 @@ var pruneBatch int64 = 5000
 // this release takes for that schema's own), every batch is refused before
 // it removes anything, with unavailable naming the trigger and the fix,
 // as Health refuses the file.
+//
+// A ctx without a deadline gets no default: a long prune may rightly take
+// long (see [audit.Pruner]).
 func (b *Backend) PruneAudit(ctx context.Context, r audit.PruneRequest) (audit.PruneResult, error) {
 	if err := backendkit.CheckPrune(r); err != nil {
 		return audit.PruneResult{}, err

@@ -6,6 +6,7 @@ package textfield
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -44,4 +45,13 @@ func Validate(field, s string, max int) error {
 		}
 	}
 	return nil
+}
+
+// ShellQuote quotes s for a POSIX shell unless it needs no quoting, for
+// the commands a message tells its reader to run.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

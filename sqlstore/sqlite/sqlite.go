@@ -41,12 +41,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/backendkit"
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/migrations"
 	"github.com/leasestore/leasestore/protocol"
 	"github.com/leasestore/leasestore/sqlstore"
@@ -212,6 +214,9 @@ var (
 // what the path says (these, a _pragma in another spelling, an in-memory
 // database) is a *[protocol.Error] of status invalid.
 //
+// A path whose directory does not exist or is a file is refused with
+// status invalid, naming the directory ([CheckDirectory]).
+//
 // At most four connections are open: writes of a Backend take one at a
 // time, and the rest serve reads concurrently.
 func OpenDB(path string) (*sql.DB, error) {
@@ -225,6 +230,9 @@ func OpenDB(path string) (*sql.DB, error) {
 func openDB(path string, busy time.Duration, check func(context.Context, *sql.DB, string) error) (*sql.DB, error) {
 	dsn, file, err := dataSourceName(path, busy)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDirectory(file); err != nil {
 		return nil, err
 	}
 	if err := notRegular(file); err != nil {
@@ -351,6 +359,50 @@ func notRegular(file string) error {
 			file, file+suffix, map[string]string{"-wal": "write-ahead log", "-shm": "WAL index"}[suffix], kind)
 	}
 	return nil
+}
+
+// CheckDirectory returns an error of status invalid, naming the directory
+// and the fix, when the directory of path (a file name or a "file:" URI,
+// as [Open] takes) does not exist or is a file: no store can be there and
+// no retry helps, so [Open] and [OpenDB] refuse such a path so, before
+// they make anything. It returns nil otherwise, and for a path the open
+// refuses for another reason or a directory it cannot look into, which
+// the open then names.
+func CheckDirectory(path string) error {
+	_, file, err := dataSourceName(path, 0)
+	if err != nil {
+		return nil
+	}
+	return checkDirectory(file)
+}
+
+// checkDirectory is [CheckDirectory] for the file named by a path.
+func checkDirectory(file string) error {
+	if file == "" {
+		return nil
+	}
+	dir := filepath.Dir(filepath.FromSlash(file))
+	// The nearest ancestor that exists tells a missing directory from a
+	// file in the way.
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && fi.IsDir() && d == dir:
+			return nil
+		case err == nil && fi.IsDir():
+			return backendkit.NewError("", protocol.StatusInvalid, nil,
+				"sqlite: the directory %s does not exist: create it (mkdir -p %s), or name a file in an existing directory",
+				dir, textfield.ShellQuote(dir))
+		case err == nil:
+			return backendkit.NewError("", protocol.StatusInvalid, nil,
+				"sqlite: %s is not a directory but a file: name a file in an existing directory", d)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return nil
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
 }
 
 // otherTables returns the tables of db (but SQLite's own) when none of
@@ -599,7 +651,9 @@ func pragmaName(path, p string) (string, error) {
 
 // Open opens the SQLite file at path (a file name or a "file:" URI, as for
 // [OpenDB]) with cfg (nil for defaults) and checks its schema. The Backend
-// owns the *sql.DB it creates and closes it in Close.
+// owns the *sql.DB it creates and closes it in Close. A path whose
+// directory does not exist or is a file is refused with status invalid,
+// naming the directory, as [OpenDB] refuses it ([CheckDirectory]).
 //
 // Open does not migrate: a file without leasestore's schema, or with an
 // older one, is refused with an *[protocol.Error] of status unavailable

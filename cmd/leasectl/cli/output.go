@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasestore/leasestore/audit"
 	"github.com/leasestore/leasestore/durations"
+	"github.com/leasestore/leasestore/internal/textfield"
 	"github.com/leasestore/leasestore/internal/wire"
 	"github.com/leasestore/leasestore/protocol"
 )
@@ -377,12 +378,7 @@ func nextPageCommand(cmd *cobra.Command, cursor string) string {
 }
 
 // shellQuote quotes s for a POSIX shell unless it needs no quoting.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return textfield.ShellQuote(s) }
 
 // failureJSON is the one JSON object a command prints when it fails before
 // or instead of its answer: the shape of the command's own answer (a

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx" for migrations
@@ -114,36 +113,17 @@ const dsnForms = "want postgres://USER@HOST:PORT/DB (or postgresql://), " +
 	"key=value pairs (host=HOST user=USER dbname=DB), sqlite:PATH, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, " +
 	"or http://HOST:PORT (leasectl serve)"
 
-// checkSQLiteDir refuses, as invalid input, a plain sqlite:PATH whose
-// directory does not exist or is a file: no store can be there, and no
-// retry helps (the open would answer unavailable, exit 5, as for an
-// outage). The message names the directory and the fix. A directory this
-// user cannot search, and a file: URI, are left to the open, which names
-// what it meets.
+// checkSQLiteDir refuses, as invalid input (exit 2), a sqlite:PATH whose
+// directory does not exist or is a file, as the library's open does
+// ([sqlite.CheckDirectory]), before any command makes anything: no store
+// can be there, and no retry helps. The message names the directory and
+// the fix.
 func checkSQLiteDir(dsn, path string) error {
-	if strings.HasPrefix(path, "file:") {
-		return nil
+	var pe *protocol.Error
+	if err := sqlite.CheckDirectory(path); errors.As(err, &pe) {
+		return usageError("dsn: %s: %s", dsn, strings.TrimPrefix(pe.Message, "sqlite: "))
 	}
-	dir := filepath.Dir(path)
-	// The nearest ancestor that exists tells a missing directory from a
-	// file in the way.
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		switch {
-		case err == nil && fi.IsDir() && d == dir:
-			return nil
-		case err == nil && fi.IsDir():
-			return usageError("dsn: %s: the directory %s does not exist: create it (mkdir -p %s), or name a file in an "+
-				"existing directory", dsn, dir, shellQuote(dir))
-		case err == nil:
-			return usageError("dsn: %s: %s is not a directory but a file: name a file in an existing directory", dsn, d)
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return nil
-		}
-		if filepath.Dir(d) == d {
-			return nil
-		}
-	}
+	return nil
 }
 
 // isScheme reports whether scheme, the text of dsn before its first

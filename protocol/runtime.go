@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasestore/leasestore/internal/listcursor"
 	"github.com/leasestore/leasestore/internal/nsglob"
+	"github.com/leasestore/leasestore/internal/textfield"
 )
 
 // DefaultTimeout is the deadline the runtime applies to an operation whose
@@ -583,7 +584,7 @@ func describe(op Op, res Result) string {
 			return "listed"
 		}
 		if l != nil {
-			return fmt.Sprintf("held by %s with token %d until %s", l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+			return fmt.Sprintf("held by %s with token %d until %s", textfield.Shown(l.Owner), l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 		}
 	case StatusReleased, StatusRevoked:
 		if l != nil {

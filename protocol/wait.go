@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/durations"
+	"github.com/leasestore/leasestore/internal/textfield"
 )
 
 // Notifier is an optional interface of a [Backend] (and of a [Store]): it
@@ -377,7 +378,7 @@ func waitEnded(ctx context.Context, last Result, start time.Time) (Result, error
 		last.Message = LockDelayPrefix + gaveUp + ": " + l.LockDelayText(now)
 	case l.LiveAt(now):
 		last.Message = fmt.Sprintf("%s: held by %s with token %d until %s",
-			gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+			gaveUp, textfield.Shown(l.Owner), l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 	default:
 		last.Message = gaveUp + ": " + l.ExpiredText()
 	}

@@ -6,6 +6,7 @@ package textfield
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -54,4 +55,18 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Shown returns s, an owner or an actor, for a message or a column of
+// text: as it is, or, when it holds a blank (any Unicode space), a double
+// quote, a backslash or a character Go does not print as itself, quoted as
+// Go quotes a string (strconv.Quote), so that it reads as one word and
+// back to what it was.
+func Shown(s string) string {
+	for _, r := range s {
+		if unicode.IsSpace(r) || r == '"' || r == '\\' || !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -309,7 +307,8 @@ func formatLeases(leases []protocol.Lease, now time.Time, noHeaders bool) string
 }
 
 // formatRecords renders audit records as a table, with a header line
-// unless noHeaders.
+// unless noHeaders; an owner or actor holding a blank is quoted
+// (lineValue), as list quotes an owner.
 func formatRecords(recs []audit.Record, noHeaders bool) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -318,7 +317,7 @@ func formatRecords(recs []audit.Record, noHeaders bool) string {
 	}
 	for _, r := range recs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, timeTable(r.At), r.Op, r.Namespace, r.Key,
-			r.Owner, r.Token, r.Actor, r.Status, r.Reason)
+			lineValue(r.Owner), r.Token, lineValue(r.Actor), r.Status, r.Reason)
 	}
 	_ = tw.Flush()
 	return b.String()
@@ -339,18 +338,10 @@ func formatRecordLine(r audit.Record) string {
 }
 
 // lineValue returns s as a field of a record line (and as the owner in
-// list's table and a result's owner row): as it is, or, when it
-// holds a blank (any Unicode space), a double quote, a backslash or a
-// character Go does not print as itself, quoted as Go quotes a string
-// (strconv.Quote), as the line's reason is.
-func lineValue(s string) string {
-	for _, r := range s {
-		if unicode.IsSpace(r) || r == '"' || r == '\\' || !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
+// list's table, a result's owner row, and the owner and actor columns of
+// audit's table): [textfield.Shown], which the runtime's "held by OWNER"
+// message uses too.
+func lineValue(s string) string { return textfield.Shown(s) }
 
 // nextPageCommand returns the command line that reads the page after this
 // one: the command with every flag the user set (the namespace, filters,

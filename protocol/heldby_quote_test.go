@@ -39,3 +39,24 @@ func TestHeldByMessageQuotesTheOwner(t *testing.T) {
 		_ = rt.Close(t.Context())
 	}
 }
+
+// TestLeaseTextsQuoteTheOwner: the texts of an ended lease (a lock-delay
+// conflict's, an expiry the store has not yet seen) name its owner as
+// the "held by" message does: quoted when it holds a blank or a control
+// character.
+func TestLeaseTextsQuoteTheOwner(t *testing.T) {
+	t.Parallel()
+	for _, owner := range []string{"a b", "a\nb"} {
+		l := Lease{Key: Key{Namespace: "ns", Name: "k"}, Owner: owner, Token: 7, ExpiresAt: fakeNow, LockDelay: time.Minute}
+		want := "the lease of " + strconv.Quote(owner) + " (token 7)"
+		for name, text := range map[string]string{
+			"LockDelayText":        l.LockDelayText(fakeNow),
+			"LockDelayText (late)": l.LockDelayText(fakeNow.Add(time.Hour)),
+			"ExpiredText":          l.ExpiredText(),
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s of a lease of owner %q: %q; want it to say %q", name, owner, text, want)
+			}
+		}
+	}
+}

@@ -42,3 +42,25 @@ func TestAuditTableAndConflictQuoteOwnersAndActors(t *testing.T) {
 		t.Errorf("audit table of a record with owner %q and actor %q: want one row showing them quoted; got\n%s", rec.Owner, rec.Actor, out)
 	}
 }
+
+// TestNotOwnerMessagesQuoteTheOwner: the not_owner messages name the
+// holder and the caller quoted as list shows an owner.
+func TestNotOwnerMessagesQuoteTheOwner(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	l := &protocol.Lease{Key: protocol.Key{Namespace: "ns", Name: "k"}, Owner: "worker 1", Token: 7,
+		ExpiresAt: now.Add(time.Hour)}
+	for _, tc := range []struct {
+		owner string
+		token int64
+		lease *protocol.Lease
+	}{
+		{"me too", 7, l}, {"me too", 9, l}, {"me too", 9, &protocol.Lease{Key: l.Key, Owner: l.Owner, Token: 7, ExpiresAt: now.Add(-time.Hour)}},
+		{"me too", 7, &protocol.Lease{Key: l.Key, Owner: l.Owner, Token: 7, ExpiresAt: now.Add(-time.Hour)}},
+	} {
+		res := explainNotOwner(protocol.Result{Status: protocol.StatusNotOwner, Lease: tc.lease}, tc.owner, tc.token, now)
+		if !strings.Contains(res.Message, `"worker 1"`) || strings.Contains(res.Message, "by me too") || strings.Contains(res.Message, "me too's") {
+			t.Errorf("not_owner, token %d asked as %q: %q; want the holder and the caller quoted", tc.token, tc.owner, res.Message)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasestore/leasestore/durations"
+	"github.com/leasestore/leasestore/internal/textfield"
 )
 
 // HoldConfig tunes [Hold]. A nil *HoldConfig means all defaults.
@@ -337,7 +338,7 @@ func stillHeld(ctx context.Context, s Store, l Lease, timeout time.Duration) err
 	case err == nil && res.Lease != nil && res.Lease.Token == l.Token && res.Lease.Owner == l.Owner:
 		return nil
 	case err == nil && res.Lease != nil:
-		return fmt.Errorf("the store signalled its end; %s holds the key with token %d", res.Lease.Owner, res.Lease.Token)
+		return fmt.Errorf("the store signalled its end; %s holds the key with token %d", textfield.Shown(res.Lease.Owner), res.Lease.Token)
 	case StatusOf(err) == StatusNotFound:
 		return fmt.Errorf("the store signalled its end (revoked, released or run out): %w", err)
 	case StatusOf(err) == StatusClosed:

@@ -79,10 +79,10 @@ func (l Lease) DelayedAt(now time.Time) bool { return !l.LiveAt(now) && now.Befo
 func (l Lease) LockDelayText(now time.Time) string {
 	ended, free := l.ExpiresAt.UTC().Format(time.RFC3339Nano), l.FreeAt().UTC().Format(time.RFC3339Nano)
 	if now.Before(l.FreeAt()) {
-		return fmt.Sprintf("the lease of %s (token %d) ended at %s; the key is free at %s", l.Owner, l.Token, ended, free)
+		return fmt.Sprintf("the lease of %s (token %d) ended at %s; the key is free at %s", textfield.Shown(l.Owner), l.Token, ended, free)
 	}
 	return fmt.Sprintf("the lease of %s (token %d) ended at %s; its lock-delay ended at %s, but %s",
-		l.Owner, l.Token, ended, free, LateLockDelayNote)
+		textfield.Shown(l.Owner), l.Token, ended, free, LateLockDelayNote)
 }
 
 // LateLockDelayNote ends the messages about a lock-delay a store keeps
@@ -97,7 +97,7 @@ const LateLockDelayNote = "the store has not yet freed the key (it sees the end 
 // it rather than that the key is held until a time already past.
 func (l Lease) ExpiredText() string {
 	return fmt.Sprintf("the lease of %s (token %d) expired at %s, but the store has not yet freed the key "+
-		"(it sees expiry late, never early)", l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		"(it sees expiry late, never early)", textfield.Shown(l.Owner), l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 }
 
 // LockDelayPrefix starts the message of an acquire's conflict that the

@@ -145,18 +145,18 @@ func explainNotOwner(res protocol.Result, owner string, token int64, now time.Ti
 	case l == nil && owner == "":
 		res.Message = fmt.Sprintf("%s (asked with token %d)", res.Message, token)
 	case l == nil:
-		res.Message = fmt.Sprintf("%s (asked as %s with token %d)", res.Message, owner, token)
+		res.Message = fmt.Sprintf("%s (asked as %s with token %d)", res.Message, lineValue(owner), token)
 	case token > l.Token && !l.LiveAt(now):
 		res.Message = fmt.Sprintf("token %d was never issued: the key's last lease, %s's with token %d, expired at %s",
-			token, l.Owner, l.Token, wire.Time(l.ExpiresAt))
+			token, lineValue(l.Owner), l.Token, wire.Time(l.ExpiresAt))
 	case token > l.Token:
 		res.Message = fmt.Sprintf("token %d was never issued: the live lease has token %d, held by %s",
-			token, l.Token, l.Owner)
+			token, l.Token, lineValue(l.Owner))
 	case !l.LiveAt(now):
 		res.Message = fmt.Sprintf("token %d was %s's, not %s's, and that lease expired at %s",
-			l.Token, l.Owner, owner, wire.Time(l.ExpiresAt))
+			l.Token, lineValue(l.Owner), lineValue(owner), wire.Time(l.ExpiresAt))
 	default:
-		res.Message = fmt.Sprintf("token %d is held by %s, not by %s", l.Token, l.Owner, owner)
+		res.Message = fmt.Sprintf("token %d is held by %s, not by %s", l.Token, lineValue(l.Owner), lineValue(owner))
 	}
 	return res
 }

@@ -401,7 +401,7 @@ func stoppedWaiting(req protocol.AcquireRequest, w waitFlags, met *protocol.Erro
 	case met.KeptByLockDelay():
 		msg = protocol.LockDelayPrefix + gaveUp + ": " + l.LockDelayText(now)
 	case l.LiveAt(now):
-		msg = fmt.Sprintf("%s: held by %s with token %d until %s", gaveUp, l.Owner, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		msg = fmt.Sprintf("%s: held by %s with token %d until %s", gaveUp, lineValue(l.Owner), l.Token, l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 	default:
 		msg = gaveUp + ": " + l.ExpiredText()
 	}
@@ -855,7 +855,7 @@ func (a *app) lostUnheard(ctx context.Context, s *store, h *protocol.Held) (lost
 	case err == nil && res.Lease != nil && res.Lease.Token == h.Token():
 		return nil, nil
 	case err == nil && res.Lease != nil:
-		return fmt.Errorf("run: %s holds %s with token %d", res.Lease.Owner, l.Key, res.Lease.Token), nil
+		return fmt.Errorf("run: %s holds %s with token %d", lineValue(res.Lease.Owner), l.Key, res.Lease.Token), nil
 	case protocol.StatusOf(err) == protocol.StatusNotFound, authFailure(err) != nil:
 		return err, nil
 	case err != nil:

@@ -99,7 +99,7 @@ func interruptedWait(ctx context.Context, res protocol.Result) protocol.Result {
 	case res.KeptByLockDelay():
 		res.Message = protocol.LockDelayPrefix + stopped + ": " + l.LockDelayText(now)
 	case l.LiveAt(now):
-		res.Message = fmt.Sprintf("%s: the key is held by %s with token %d until %s", stopped, l.Owner, l.Token,
+		res.Message = fmt.Sprintf("%s: the key is held by %s with token %d until %s", stopped, lineValue(l.Owner), l.Token,
 			l.ExpiresAt.UTC().Format(time.RFC3339Nano))
 	default:
 		res.Message = stopped + ": " + l.ExpiredText()

@@ -631,4 +631,4 @@ const ServingGuardPrefix = "leasestore_serving"
 
 // LatestVersion is the version of the newest embedded migration, the same
 // for every dialect. A backend checks the database is at this version.
-const LatestVersion = 11
+const LatestVersion = 12

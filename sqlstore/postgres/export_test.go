@@ -357,3 +357,51 @@ func WithoutBatchSubtransactions(b *Backend) error {
 // WaitLockMask is the mask that picks a waiter's lock id from its key's
 // hash (waitLockMask): keys in one bucket share the listener's lock.
 const WaitLockMask = waitLockMask
+
+// SinceStart returns the id a read of the records at or after since
+// starts after (sinceStartSQL with the backend's slack): no record at or
+// below it is at or after since.
+func (b *Backend) SinceStart(ctx context.Context, since time.Time) (int64, error) {
+	var start int64
+	err := b.pool.QueryRow(ctx, sinceStartSQL.sql, sinceStartSQL.bind(args{"since": since, "slack": interval(statementSlack)})...).Scan(&start)
+	return start, err
+}
+
+// SinceStartPlan returns the plan (EXPLAIN, text) of sinceStartSQL for a
+// read since since, made by b's pool as PostgreSQL would make it after
+// five executions when generic is true (plan_cache_mode
+// force_generic_plan), else with the values (force_custom_plan).
+func (b *Backend) SinceStartPlan(ctx context.Context, since time.Time, generic bool) (string, error) {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	mode := map[bool]string{true: "force_generic_plan", false: "force_custom_plan"}[generic]
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+		return "", err
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "RESET plan_cache_mode") }()
+	if len(sinceStartSQL.names) != 2 || sinceStartSQL.names[0] != "since" || sinceStartSQL.names[1] != "slack" {
+		return "", fmt.Errorf("sinceStartSQL's parameters are %v, not [since slack]", sinceStartSQL.names)
+	}
+	if _, err := conn.Exec(ctx, "PREPARE since_start_plan(timestamptz, interval) AS "+sinceStartSQL.sql); err != nil {
+		return "", err
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "DEALLOCATE since_start_plan") }()
+	rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE since_start_plan('%s', '%d microseconds')",
+		since.UTC().Format(time.RFC3339Nano), statementSlack.Microseconds()))
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}

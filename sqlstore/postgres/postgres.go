@@ -141,10 +141,11 @@ const DefaultApplicationName = "leasestore"
 // statementTimeout is the statement_timeout of the pools Open makes, and
 // statementSlack how much earlier than its place in the trail a record's
 // time may be: a statement's run time, with a margin. A read of the
-// records since T starts at a record older than T - statementSlack. Pools
-// given to New should set a statement_timeout no longer than
-// statementTimeout, or a record written by a statement that ran longer may
-// be left out of such a read (cursor and follower reads are exact).
+// records since T searches for a record older than T - statementSlack to
+// start at, and then starts before any record at or below it that is at or
+// after T (sinceStartSQL): a record written by a statement that ran longer,
+// or before the server's clock stepped back, is not left out, only found
+// by the check, which costs more the more such records there are.
 const (
 	statementTimeout = 30 * time.Second
 	statementSlack   = 2 * statementTimeout

@@ -550,14 +550,25 @@ ORDER BY a.id DESC
 LIMIT @limit`)
 
 // sinceStartSQL finds where a read of the records at or after @since may
-// start: an id below which every record is older, in about 30 index
-// probes, however long the trail. Ids follow the order in which writers got
-// their transaction ids; a record's time is its statement's start, at most
-// a statement's run time (@slack) before that. So any record older than
-// @since - @slack, and every record with a smaller id, is older than
-// @since. A binary search over ids finds such a record close to the
-// boundary (or none: then 0, the start of the trail). hi is an exclusive
-// bound; the search halves [lo, hi) every step.
+// start: an id below which no record is at or after @since, whatever the
+// server's clock did. Ids follow the order in which writers got their
+// transaction ids; a record's time is its statement's start, at most a
+// statement's run time (@slack) before that, as long as the clock does not
+// step back. A binary search over ids (about 30 index probes, however long
+// the trail) finds a record older than @since - @slack close to the
+// boundary (or none: then 0, the start of the trail); hi is an exclusive
+// bound, and every step halves [lo, hi). A clock that stepped back leaves
+// records older than @since after newer ones, so the search may land past
+// some of them: the statement then asks for the first record at or before
+// lo that is at or after @since, and starts before it. The BRIN indexes on
+// times and ids answer that together (migration 12), reading only the
+// block ranges that hold both, in an ordinary trail the one where the
+// search landed. Two things hold the planner to them: min with a FILTER,
+// which it does not turn into a walk of the primary key in id order, and
+// bounds it cannot read before it runs (lo and since from the
+// materialized start, and a time range closed by 'infinity'), so that its
+// plan is the same with or without the values and the time range looks
+// narrow, as it is in the ranges the id index leaves.
 var sinceStartSQL = compile(`
 WITH RECURSIVE search AS (
     SELECT e.lo, e.hi, 0 AS step
@@ -572,8 +583,13 @@ WITH RECURSIVE search AS (
     CROSS JOIN LATERAL (SELECT a.id, a.at FROM leasestore_audit a
                         WHERE a.id >= s.lo + (s.hi - s.lo) / 2 ORDER BY a.id LIMIT 1) AS m
     WHERE s.hi - s.lo > 1 AND s.step < 100
+),
+start AS MATERIALIZED (
+    SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0) AS lo, @since::timestamptz AS since
 )
-SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0)`)
+SELECT least(s.lo, (SELECT min(a.id) FILTER (WHERE true) - 1 FROM leasestore_audit a
+                    WHERE a.id <= s.lo AND a.at >= s.since AND a.at <= 'infinity'::timestamptz))
+FROM start s`)
 
 // newEraSQL moves audit ids past every existing record after a move to
 // another cluster (see the migration's leasestore_audit_new_era).

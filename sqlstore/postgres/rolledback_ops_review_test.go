@@ -17,7 +17,7 @@ import (
 // version serves. Health names both versions (TestHealthRefusesASchemaItCannotServe
 // in open_test.go); the operations that meet the missing objects first
 // (an audit read: leasestore_audit_pruned_mark of version 11; an acquire,
-// three versions down: leasestore_outcome_fresh of version 9) say instead
+// four versions down: leasestore_outcome_fresh of version 9) say instead
 // that the leasestore schema is missing from the connection's
 // search_path, which sends the operator to check a search_path that is
 // right. DESIGN.md: a schema a release cannot serve is refused with an
@@ -31,12 +31,12 @@ func TestOperationsOnASchemaRolledBackUnderThemNameTheVersions(t *testing.T) {
 	res, err := b.Acquire(ctxT(t), protocol.AcquireRequest{Key: key("k"), Owner: "o", TTL: time.Minute, RequestID: "a"})
 	wantStatus(t, "acquire", res, err, protocol.StatusAcquired)
 	db := sqlDB(t, dsn)
-	for range 3 {
+	for range 4 { // to version 8
 		if _, err := migrations.Down(ctxT(t), migrations.Postgres, db); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := fmt.Sprintf("version %d, this release needs %d", migrations.LatestVersion-3, migrations.LatestVersion)
+	want := fmt.Sprintf("version %d, this release needs %d", migrations.LatestVersion-4, migrations.LatestVersion)
 	_, err = b.ReadAudit(ctxT(t), audit.Query{Namespace: ns})
 	wantErrStatus(t, "audit read", err, protocol.StatusUnavailable)
 	if !strings.Contains(err.Error(), want) {

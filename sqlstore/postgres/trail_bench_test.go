@@ -212,3 +212,126 @@ func BenchmarkAuditReads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSinceStart finds where a read of the records since a time
+// starts, on a trail of 1,000,000 records (unless LEASESTORE_BENCH_TRAIL
+// says otherwise; one record every 10 ms of the trail's time span, the
+// newest now), 10 minutes, an hour and two hours back: the backend's
+// statement (a binary search over ids, then the check, through the BRIN
+// indexes on times and ids, that no record at or before the id it found
+// is at or after the time), beside the raw statements it grew from, run
+// on the same trail: the search alone ("search_only", which misses
+// records after the server's clock stepped back) and the search with the
+// check through the time index alone ("time_index_check": the id index
+// dropped for it, then built again). The "stepped" cases read a trail
+// whose clock stepped back an hour a third of the way along it.
+//
+//	LEASESTORE_TEST_POSTGRES_DSN=... go test -run '^$' -bench SinceStart -benchtime 2000x ./sqlstore/postgres/
+func BenchmarkSinceStart(b *testing.B) {
+	if os.Getenv(pgtest.EnvDSN) == "" {
+		b.Skipf("set %s to run the PostgreSQL benchmarks", pgtest.EnvDSN)
+	}
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv(trailEnv)); err == nil && v > 0 {
+		n = v
+	}
+	for _, stepped := range []bool{false, true} {
+		dsn := pgtest.MigratedDSN(b)
+		raw := rawPool(b, dsn)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		// Stepped: the records after the first third are an hour older
+		// than their place says.
+		step := int64(0)
+		if stepped {
+			step = int64(n / 3)
+		}
+		if _, err := raw.Exec(ctx, `
+			INSERT INTO leasestore_audit (id, at, op, namespace, name, owner, token, request_id, actor, reason,
+			                              status, version, params_hash, expires_at, acquired_at, renewed_at)
+			SELECT i, now() - (($1 - i) * interval '10 milliseconds') - CASE WHEN $2 > 0 AND i > $2 THEN interval '1 hour' ELSE interval '0' END,
+			       'renew', 'bench', 'k' || (i % 100000), 'w', i, 'r' || i, 'w', '', 'renewed', 1, md5(i::text), now(), now(), now()
+			FROM generate_series(1, $1::bigint) AS i`, n, step); err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		if _, err := raw.Exec(ctx, "VACUUM ANALYZE leasestore_audit"); err != nil {
+			cancel()
+			b.Fatal(err)
+		}
+		cancel()
+		backend := openBackend(b, dsn, nil)
+		statements := []struct {
+			name string
+			run  func(ctx context.Context, since time.Time) (int64, error)
+		}{
+			{"backend", backend.SinceStart},
+			{"search_only", func(ctx context.Context, since time.Time) (int64, error) {
+				var start int64
+				err := raw.QueryRow(ctx, searchOnlySQL, since, "1 minute").Scan(&start)
+				return start, err
+			}},
+			{"time_index_check", func(ctx context.Context, since time.Time) (int64, error) {
+				var start int64
+				err := raw.QueryRow(ctx, timeIndexCheckSQL, since, "1 minute").Scan(&start)
+				return start, err
+			}},
+		}
+		for _, back := range []time.Duration{10 * time.Minute, time.Hour, 2 * time.Hour} {
+			for _, st := range statements {
+				name := fmt.Sprintf("stepped=%v/back=%v/%s", stepped, back, st.name)
+				b.Run(name, func(b *testing.B) {
+					if st.name == "time_index_check" {
+						ctx, cancel := benchCtx()
+						defer cancel()
+						if _, err := raw.Exec(ctx, "DROP INDEX leasestore_audit_id_brin"); err != nil {
+							b.Fatal(err)
+						}
+						b.Cleanup(func() {
+							ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+							defer cancel()
+							if _, err := raw.Exec(ctx, "CREATE INDEX leasestore_audit_id_brin ON leasestore_audit USING brin (id) WITH (autosummarize = on)"); err != nil {
+								b.Fatal(err)
+							}
+						})
+					}
+					since := time.Now().Add(-back)
+					for b.Loop() {
+						ctx, cancel := benchCtx()
+						_, err := st.run(ctx, since)
+						cancel()
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// searchOnlySQL is the since read's start as schema 11's release found it:
+// the binary search alone ($1 since, $2 slack).
+const searchOnlySQL = `
+WITH RECURSIVE search AS (
+    SELECT e.lo, e.hi, 0 AS step
+    FROM (SELECT (SELECT min(id) FROM leasestore_audit) AS lo, (SELECT max(id) FROM leasestore_audit) + 1 AS hi) AS e
+    WHERE e.lo IS NOT NULL
+      AND (SELECT a.at FROM leasestore_audit a WHERE a.id = e.lo) < $1::timestamptz - $2::interval
+    UNION ALL
+    SELECT CASE WHEN m.at < $1::timestamptz - $2::interval THEN m.id ELSE s.lo END,
+           CASE WHEN m.at < $1::timestamptz - $2::interval THEN s.hi ELSE s.lo + (s.hi - s.lo) / 2 END,
+           s.step + 1
+    FROM search s
+    CROSS JOIN LATERAL (SELECT a.id, a.at FROM leasestore_audit a
+                        WHERE a.id >= s.lo + (s.hi - s.lo) / 2 ORDER BY a.id LIMIT 1) AS m
+    WHERE s.hi - s.lo > 1 AND s.step < 100
+)
+SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0)`
+
+// timeIndexCheckSQL is the complete start without an index on ids: the
+// first record at or after $1 through the time index, which reads every
+// record since then.
+const timeIndexCheckSQL = `
+SELECT coalesce((SELECT min(a.id) FILTER (WHERE true) - 1 FROM leasestore_audit a WHERE a.at >= $1::timestamptz),
+                (SELECT max(id) FROM leasestore_audit), 0)
+WHERE $2::interval IS NOT NULL`

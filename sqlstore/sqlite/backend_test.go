@@ -320,17 +320,18 @@ func TestSchemaChecked(t *testing.T) {
 		path := migratedFile(t)
 		b := open(t, path, nil)
 		db := rawDB(t, path)
-		// One migration back (version 11 changes nothing on SQLite), two
-		// (version 10, the trail's time index back), three (version 9
-		// changes nothing on SQLite), four (version 8, the prunes' claims
-		// on their request ids, gone) and five (version 7, the marks of
-		// what prunes removed, gone): operations go on, and Health and a
-		// prune (a read from a cursor too, once the marks are gone) name
-		// the versions. Six back (version 6 changes nothing on SQLite):
-		// the same. Seven back (the audit's lock_delay gone): the writes
-		// fail; eight back (the leases' lock-delay columns gone): reads
-		// too.
-		for back := 1; back <= 6; back++ {
+		// One migration back (version 12, the set-aside index and the
+		// trail's steps back, gone), two (version 11 changes nothing on
+		// SQLite), three (version 10, the trail's time index back), four
+		// (version 9 changes nothing on SQLite), five (version 8, the
+		// prunes' claims on their request ids, gone) and six (version 7,
+		// the marks of what prunes removed, gone): operations go on, and
+		// Health and a prune (a read from a cursor too, once the marks are
+		// gone) name the versions. Seven back (version 6 changes nothing
+		// on SQLite): the same. Eight back (the audit's lock_delay gone):
+		// the writes fail; nine back (the leases' lock-delay columns
+		// gone): reads too.
+		for back := 1; back <= 7; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -342,12 +343,12 @@ func TestSchemaChecked(t *testing.T) {
 			expectUnavailable(t, "Health", b.Health(ctx), want)
 			_, err = b.PruneAudit(ctx, audit.PruneRequest{Before: time.Now(), Actor: "ops", RequestID: fmt.Sprint("p", back)})
 			expectUnavailable(t, "prune", err, want)
-			if back >= 5 {
+			if back >= 6 {
 				_, err = b.ReadAudit(ctx, audit.Query{Cursor: audit.EncodeCursor(1)})
 				expectUnavailable(t, "audit read from a cursor", err, want)
 			}
 		}
-		for back := 7; back <= 8; back++ {
+		for back := 8; back <= 9; back++ {
 			if _, err := migrations.Down(ctx, migrations.SQLite, db); err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +356,7 @@ func TestSchemaChecked(t *testing.T) {
 				"leasectl migrate up"}
 			_, err := b.Acquire(ctx, protocol.AcquireRequest{Key: key("x"), Owner: "w", TTL: time.Minute, RequestID: fmt.Sprint("a", back)})
 			expectUnavailable(t, "acquire", err, want...)
-			if back == 8 {
+			if back == 9 {
 				_, err = b.Get(ctx, protocol.GetRequest{Key: key("x"), RequestID: "g"})
 				expectUnavailable(t, "get", err, want...)
 			}

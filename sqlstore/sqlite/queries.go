@@ -357,27 +357,30 @@ ORDER BY id
 LIMIT ?4`
 
 	// qSinceStart finds where a read of the records at or after a time
-	// may start: an id below which every record is older than ?1 (that
-	// time minus sinceSlack, µs), in about 30 probes of the primary key,
-	// however long the trail. A record's time is read inside its write
-	// transaction, and writers take the file's one write lock in turn, so
-	// ids follow time (as far as the clocks of the processes writing the
-	// file do; sinceSlack covers a small step back). A binary search over
-	// ids finds a record older than ?1 close to the boundary and returns
-	// its id (none: 0, the start of the trail); hi is an exclusive bound,
-	// and every step halves [lo, hi).
+	// may start: an id below which no record is at or after ?1 (that time
+	// minus sinceSlack, µs), whatever the clocks that wrote them did, in
+	// about 30 probes of the primary key, however long the trail. The
+	// greatest time of the records up to an id grows with ids: it is the
+	// record's own time or the top of the last step back at or before it
+	// (leasestore_audit_steps, migration 12), whichever is greater. A
+	// binary search over ids finds a record whose greatest time is before
+	// ?1 close to the boundary and returns its id (none: 0, the start of
+	// the trail); hi is an exclusive bound, and every step halves [lo, hi).
 	qSinceStart = `
 WITH RECURSIVE search(lo, hi, step) AS (
     SELECT e.lo, e.hi, 0
     FROM (SELECT (SELECT min(id) FROM leasestore_audit) AS lo, (SELECT max(id) FROM leasestore_audit) + 1 AS hi) AS e
-    WHERE e.lo IS NOT NULL AND (SELECT a.at FROM leasestore_audit a WHERE a.id = e.lo) < ?1
+    JOIN leasestore_audit AS m ON m.id = e.lo
+    LEFT JOIN leasestore_audit_steps AS st ON st.id = (SELECT max(x.id) FROM leasestore_audit_steps x WHERE x.id <= m.id)
+    WHERE max(m.at, coalesce(st.top, m.at)) < ?1
     UNION ALL
-    SELECT CASE WHEN m.at < ?1 THEN m.id ELSE s.lo END,
-           CASE WHEN m.at < ?1 THEN s.hi ELSE s.lo + (s.hi - s.lo) / 2 END,
+    SELECT CASE WHEN max(m.at, coalesce(st.top, m.at)) < ?1 THEN m.id ELSE s.lo END,
+           CASE WHEN max(m.at, coalesce(st.top, m.at)) < ?1 THEN s.hi ELSE s.lo + (s.hi - s.lo) / 2 END,
            s.step + 1
     FROM search AS s
     JOIN leasestore_audit AS m
       ON m.id = (SELECT a.id FROM leasestore_audit a WHERE a.id >= s.lo + (s.hi - s.lo) / 2 ORDER BY a.id LIMIT 1)
+    LEFT JOIN leasestore_audit_steps AS st ON st.id = (SELECT max(x.id) FROM leasestore_audit_steps x WHERE x.id <= m.id)
     WHERE s.hi - s.lo > 1 AND s.step < 100
 )
 SELECT coalesce((SELECT lo FROM search ORDER BY step DESC LIMIT 1), 0)`

@@ -59,14 +59,15 @@ import (
 // SQLITE_BUSY, when its context allows that long.
 const DefaultBusyTimeout = 5 * time.Second
 
-// sinceSlack is how much earlier than its place in the trail a record's
-// time may be: a write reads its time once it holds the file's write lock,
-// but a *sql.DB given to [New] without _txlock=immediate reads it before
-// waiting for the lock (its busy timeout), and the clocks of the processes
-// writing the file may step back a little. A read of the records since T
-// starts at a record older than T - sinceSlack (qSinceStart); a record
-// written more out of order than that may be left out of such a read
-// (cursor and follower reads are exact).
+// sinceSlack is the margin by which a read of the records since T starts
+// before them: it starts at a record before which every record is older
+// than T - sinceSlack (qSinceStart). The trail's steps back (migration 12)
+// make that exact whatever the clocks did, and the margin is kept so that
+// a read starts where it did before them in an ordinary trail: a write
+// reads its time once it holds the file's write lock, but a *sql.DB given
+// to [New] without _txlock=immediate reads it before waiting for the lock
+// (its busy timeout), and the clocks of the processes writing the file may
+// disagree a little.
 const sinceSlack = time.Minute
 
 // maxConns bounds the connections of a *sql.DB from [OpenDB]. Writes use one

@@ -12,7 +12,8 @@ import (
 // TestListsDoNotReadSetAsideRows: a namespace of 5,000 expired rows and 3
 // live leases. Once a sweep has set the expired rows aside (within the
 // grace, so none is removed), lists of live leases, by namespace and by
-// owner, read the live indexes, which hold none of them; a list with
+// owner, read the live indexes, which hold none of them, and of the
+// set-aside rows only those live at the list's now; a list with
 // expired leases still shows every row, and an expired lease still answers
 // as expired.
 func TestListsDoNotReadSetAsideRows(t *testing.T) {
@@ -50,8 +51,15 @@ SELECT 'ns', printf('dead-%06d', i), 'w' || (i % 7), i, ?1 - 60000000, ?1 - 6000
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(plan, "USING INDEX "+index) || strings.Contains(plan, "TEMP B-TREE") {
-			t.Errorf("list %+v: plan %q, want a scan of %s in name order", req, plan, index)
+		// The live rows in name order, unsorted, merged with the set-aside
+		// rows live at the list's now (a sweeper on a faster clock set
+		// them aside: migration 12), read by a range of expiry and sorted:
+		// the expired set-aside rows are read by neither.
+		live, setAside, merged := strings.Cut(plan, "\nRIGHT\n")
+		if !merged || !strings.HasPrefix(live, "MERGE (UNION ALL)\nLEFT\n") ||
+			!strings.Contains(live, "USING INDEX "+index) || strings.Contains(live, "TEMP B-TREE") ||
+			!strings.HasPrefix(setAside, "SEARCH leasestore_leases USING INDEX leasestore_leases_set_aside (namespace=? AND expires_at>?)") {
+			t.Errorf("list %+v: plan %q, want a scan of %s in name order merged with a range of leasestore_leases_set_aside by expiry", req, plan, index)
 		}
 		page, err := b.List(ctxT(t), req)
 		if err != nil || len(page.Leases) != 3 {

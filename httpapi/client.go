@@ -432,7 +432,7 @@ func (c *Client) result(ctx context.Context, op protocol.Op, key protocol.Key, c
 	if err != nil || out.Status == "" {
 		return protocol.Result{}, badAnswer(op, code, body)
 	}
-	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+	if err := answerError(op, code, protocol.Status(out.Status), out.Message, out.ErrorCode); err != nil {
 		return protocol.Result{}, err
 	}
 	if absent != nil {
@@ -554,7 +554,7 @@ func (c *Client) List(ctx context.Context, r protocol.ListRequest) (protocol.Lis
 	if err != nil || out.Status == "" {
 		return protocol.ListResult{}, badAnswer(op, code, body)
 	}
-	if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+	if err := answerError(op, code, protocol.Status(out.Status), out.Message, out.ErrorCode); err != nil {
 		return protocol.ListResult{}, err
 	}
 	if absent != nil {
@@ -585,7 +585,7 @@ func (c *Client) Health(ctx context.Context) error {
 		return badAnswer(op, code, body)
 	}
 	if code != http.StatusOK || out.Status != "healthy" {
-		if err := answerError(op, code, protocol.Status(out.Status), out.Message); err != nil {
+		if err := answerError(op, code, protocol.Status(out.Status), out.Message, out.ErrorCode); err != nil {
 			return err
 		}
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server is not ready: HTTP %d, status %q: %s", code, out.Status, out.Message)
@@ -616,7 +616,7 @@ func (c *Client) checkToken(ctx context.Context) error {
 		code == http.StatusNotImplemented && status == StatusNotImplemented:
 		return nil
 	}
-	if err := answerError(op, code, status, out.Message); err != nil {
+	if err := answerError(op, code, status, out.Message, out.ErrorCode); err != nil {
 		return err
 	}
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "httpapi: the server answered the token check (GET /v1/namespaces) "+
@@ -670,7 +670,7 @@ func (c *Client) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, erro
 		return audit.Page{}, badAnswer(op, code, body)
 	}
 	status := protocol.Status(out.Status)
-	if err := answerError(op, code, status, out.Message); err != nil {
+	if err := answerError(op, code, status, out.Message, out.ErrorCode); err != nil {
 		return audit.Page{}, err
 	}
 	if status != protocol.StatusFound {

@@ -53,7 +53,7 @@ func (c *Client) Namespaces(ctx context.Context, after string, limit int) ([]str
 	if code == http.StatusNotImplemented && status == StatusNotImplemented {
 		return nil, backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", out.Message)
 	}
-	if err := answerError(op, code, status, out.Message); err != nil {
+	if err := answerError(op, code, status, out.Message, out.ErrorCode); err != nil {
 		return nil, err
 	}
 	if status != protocol.StatusFound {
@@ -137,7 +137,7 @@ func (c *Client) renewMany(ctx context.Context, reqs []protocol.RenewRequest) ([
 		return nil, badAnswer(op, code, raw)
 	}
 	status := protocol.Status(out.Status)
-	if err := answerError(op, code, status, out.Message); err != nil {
+	if err := answerError(op, code, status, out.Message, out.ErrorCode); err != nil {
 		return nil, err
 	}
 	if status != protocol.StatusFound {
@@ -196,7 +196,8 @@ func (p *pollBudget) ReadAudit(ctx context.Context, q audit.Query) (audit.Page, 
 // read went, and returns the cursor it reads on from: after the last
 // record yielded, or past the records its reads passed over; ended is set
 // when following must stop (the caller stopped ranging, ctx ended, the
-// cursor is behind a prune, or the client was closed).
+// cursor is behind a prune, the served store needs a restart, or the
+// client was closed).
 func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), yield func(audit.Record, error) bool) (cursor string, ended bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -208,7 +209,8 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 	}}
 	budget := &pollBudget{c: c, left: followRetryPolls, since: q.Since, spent: cancel}
 	for rec, err := range audit.Watch(wctx, budget, q, cfg) {
-		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed {
+		if !yield(rec, err) || errors.Is(err, audit.ErrPruned) || protocol.StatusOf(err) == protocol.StatusClosed ||
+			errors.Is(err, protocol.ErrRestartRequired) {
 			return q.Cursor, true
 		}
 		if err == nil {
@@ -228,7 +230,9 @@ func (c *Client) poll(ctx context.Context, q audit.Query, passed func(string), y
 // after the last record it yielded (pausing 50ms doubling up to 5s), so no
 // record is skipped or repeated; a failure is yielded as (Record{}, err)
 // and the stream goes on, except a refusal (invalid query, 401, 403), a
-// cursor behind a prune (matching audit.ErrPruned), a subscribed,
+// cursor behind a prune (matching audit.ErrPruned), a served store that
+// refuses every operation until the server restarts (matching
+// protocol.ErrRestartRequired: error_code restart_required), a subscribed,
 // record or position event the client cannot read (a protocol error: the
 // server would send it again), and the client's Close (status closed,
 // yielded at once, whether the follow streams, polls or pauses), which
@@ -350,7 +354,8 @@ func (c *Client) followStart(ctx context.Context, q audit.Query, passed func(str
 	cancel()
 	if err != nil {
 		var refused *RefusedError
-		return "", err, protocol.StatusOf(err) == protocol.StatusInvalid || errors.As(err, &refused)
+		return "", err, protocol.StatusOf(err) == protocol.StatusInvalid || errors.As(err, &refused) ||
+			errors.Is(err, protocol.ErrRestartRequired)
 	}
 	for _, rec := range page.Records {
 		if !yield(rec, nil) {
@@ -431,9 +436,9 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 			return cursor, badAnswer(opFollow, resp.StatusCode, body), false
 		}
 		status := protocol.Status(out.Status)
-		if err := answerError(opFollow, resp.StatusCode, status, out.Message); err != nil {
+		if err := answerError(opFollow, resp.StatusCode, status, out.Message, out.ErrorCode); err != nil {
 			var refused *RefusedError
-			return cursor, err, errors.As(err, &refused)
+			return cursor, err, errors.As(err, &refused) || errors.Is(err, protocol.ErrRestartRequired)
 		}
 		return cursor, backendkit.NewError(opFollow, status, nil, "server: %s", out.Message), status == protocol.StatusInvalid
 	}
@@ -505,6 +510,9 @@ func (c *Client) followOnce(ctx context.Context, q audit.Query, passed func(stri
 			}
 			if err := prunedError(opFollow, ev.Message); err != nil && status == protocol.StatusUnavailable {
 				return cursor, err, true // the cursor stays behind the prune: following again cannot help
+			}
+			if ev.ErrorCode == ErrorCodeRestartRequired && status == protocol.StatusUnavailable {
+				return cursor, restartRequired(opFollow, ev.Message), true // the server's store refuses everything until restarted
 			}
 			var err error = backendkit.NewError(opFollow, status, nil, "server: %s", ev.Message)
 			if status == protocol.StatusClosed { // the server's store, not this client: follow again

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/leasestore/leasestore/protocol"
@@ -16,6 +17,25 @@ const (
 	StatusForbidden      protocol.Status = "forbidden"
 	StatusNotImplemented protocol.Status = "not_implemented"
 )
+
+// ErrorCodeRestartRequired is the error_code of an answer (503, status
+// unavailable) or a stream's end event of a served store that refuses
+// every operation until its process restarts: its error matched
+// [protocol.ErrRestartRequired] (a SQLite file put back under it, an etcd
+// cluster whose revision went back). No retry mends it, so the client's
+// error matches protocol.ErrRestartRequired too: a follow ends on it, a
+// holder reports its lease lost. Other answers carry no error_code.
+const ErrorCodeRestartRequired = "restart_required"
+
+// errorCodeOf is the error_code of an answer whose store call failed with
+// err: [ErrorCodeRestartRequired] when err matches
+// protocol.ErrRestartRequired, else none.
+func errorCodeOf(err error) string {
+	if errors.Is(err, protocol.ErrRestartRequired) {
+		return ErrorCodeRestartRequired
+	}
+	return ""
+}
 
 // Header names the API reads.
 const (

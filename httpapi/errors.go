@@ -141,8 +141,10 @@ func (e *RefusedError) Is(target error) bool {
 // request (401, 403; a stream past its token's cap, 429), and for an answer whose code does not go with its
 // status (a proxy's, say). It returns nil for the store's answers: the
 // success statuses and the refusals, invalid included, which a backend
-// reports in its result.
-func answerError(op protocol.Op, code int, status protocol.Status, msg string) error {
+// reports in its result. An unavailable answer with errorCode
+// [ErrorCodeRestartRequired] is an error matching
+// [protocol.ErrRestartRequired].
+func answerError(op protocol.Op, code int, status protocol.Status, msg, errorCode string) error {
 	switch {
 	case refusedStatus(status):
 		if code == StatusCode(status) {
@@ -167,6 +169,9 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 		if err := prunedError(op, msg); err != nil {
 			return err
 		}
+		if errorCode == ErrorCodeRestartRequired {
+			return restartRequired(op, msg)
+		}
 		return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: %s", msg)
 	case protocol.StatusClosed:
 		return serverClosed(op, msg)
@@ -181,6 +186,14 @@ func answerError(op protocol.Op, code int, status protocol.Status, msg string) e
 // own Close answers closed (clientClosed).
 func serverClosed(op protocol.Op, msg string) error {
 	return backendkit.NewError(op, protocol.StatusUnavailable, nil, "server: its store is closed (shutting down?): %s", msg)
+}
+
+// restartRequired returns the error for the server's unavailable answer
+// of error_code [ErrorCodeRestartRequired] (msg its message), in a
+// response or a stream's event: it matches [protocol.ErrRestartRequired],
+// which no retry mends.
+func restartRequired(op protocol.Op, msg string) error {
+	return &protocol.Error{Op: op, Status: protocol.StatusUnavailable, Message: "server: " + msg, Err: protocol.ErrRestartRequired}
 }
 
 // prunedError returns the error matching audit.ErrPruned that the server's
@@ -248,11 +261,12 @@ func isMalformed(err error) bool {
 
 // unmendable reports whether err, of opening a stream, is one that
 // reconnecting cannot mend, since the server would answer it again: a
-// protocol error ([isMalformed]), or a refusal of the bearer token (401 or
-// 403, a [*RefusedError]).
+// protocol error ([isMalformed]), a refusal of the bearer token (401 or
+// 403, a [*RefusedError]), or a served store that needs a restart
+// ([protocol.ErrRestartRequired]).
 func unmendable(err error) bool {
 	var refused *RefusedError
-	return isMalformed(err) || errors.As(err, &refused)
+	return isMalformed(err) || errors.As(err, &refused) || errors.Is(err, protocol.ErrRestartRequired)
 }
 
 // refusedStatus reports whether status, of a stream's end event, is a
@@ -285,7 +299,7 @@ func notifyRefusal(code int, body []byte) error {
 		return badAnswer(opNotify, code, body)
 	}
 	status := protocol.Status(out.Status)
-	if err := answerError(opNotify, code, status, out.Message); err != nil {
+	if err := answerError(opNotify, code, status, out.Message, out.ErrorCode); err != nil {
 		return err
 	}
 	return backendkit.NewError(opNotify, status, nil, "server: %s", out.Message)

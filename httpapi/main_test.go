@@ -7,5 +7,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// A SQLite backend whose file was put back under it leaves its keeper
+	// (a *sql.DB holding the replaced file's lock) open until the process
+	// exits, by design (sqlstore/sqlite identity.go: closing it could
+	// checkpoint the removed log over the file); TestRestartRequiredCrossesHTTP
+	// serves such a backend.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
 }

@@ -127,7 +127,7 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 	defer keepAlive.Stop()
 	end := func(status protocol.Status, msg string) {
 		x.status = status
-		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg})
+		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg, ErrorCode: x.errorCode})
 	}
 	for {
 		var werr error
@@ -158,6 +158,7 @@ func (h *Handler) notify(ctx context.Context, x *exchange, key protocol.Key) {
 			cancel()
 			if err != nil {
 				status := failedStatus(sctx, err)
+				x.errorCode = errorCodeOf(err)
 				scancel()
 				end(status, "the store stopped signalling: "+h.storeMessage(x, status, err.Error()))
 				return

@@ -50,12 +50,12 @@ const (
 // time tells its client where it is once a second, not after every read.
 const positionEvery = time.Second
 
-func namespaceShape(s protocol.Status, msg, _ string) any {
-	return wire.NamespacePage{Status: string(s), Namespaces: []string{}, Message: msg}
+func namespaceShape(s protocol.Status, msg, _, errorCode string) any {
+	return wire.NamespacePage{Status: string(s), Namespaces: []string{}, Message: msg, ErrorCode: errorCode}
 }
 
-func renewManyShape(s protocol.Status, msg, _ string) any {
-	return wire.RenewManyPage{Status: string(s), Results: []wire.Result{}, Message: msg}
+func renewManyShape(s protocol.Status, msg, _, errorCode string) any {
+	return wire.RenewManyPage{Status: string(s), Results: []wire.Result{}, Message: msg, ErrorCode: errorCode}
 }
 
 // namespacesQuery is a request of GET /v1/namespaces.
@@ -276,13 +276,13 @@ func (h *Handler) serveRenewMany(x *exchange) {
 			}
 			status := protocol.StatusFound
 			if err != nil {
-				status = failedStatus(ctx, err)
+				status, x.errorCode = failedStatus(ctx, err), errorCodeOf(err)
 			}
 			if results == nil { // refused as a whole (invalid): nothing was sent
 				h.refusal(x, protocol.StatusOf(err), StatusCode(protocol.StatusOf(err)), h.storeMessage(x, protocol.StatusOf(err), err.Error()), renewManyShape)
 				return
 			}
-			out := wire.RenewManyPage{Status: string(status), Results: make([]wire.Result, len(results))}
+			out := wire.RenewManyPage{Status: string(status), Results: make([]wire.Result, len(results)), ErrorCode: x.errorCode}
 			for i, res := range results {
 				if res.Status == protocol.StatusInvalid && i < len(many.noToken) && many.noToken[i] {
 					res.Message = errTokenRequired.Error()
@@ -411,7 +411,7 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 	defer pos.stop()
 	end := func(status protocol.Status, msg string) {
 		x.status = status
-		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg})
+		_ = es.event(eventEnd, wire.NotifyEvent{Status: string(status), Message: msg, ErrorCode: x.errorCode})
 	}
 	for {
 		var werr error
@@ -450,10 +450,14 @@ func (h *Handler) follow(ctx context.Context, x *exchange, q audit.Query) {
 				continue
 			case it.err != nil:
 				status := failedStatus(x.r.Context(), it.err)
-				if status == protocol.StatusClosed || status == protocol.StatusInvalid || errors.Is(it.err, audit.ErrPruned) {
-					// A closed store answers nothing again, and a cursor
-					// behind a prune (or past the end) stays there: end,
-					// as a notify stream does, rather than report it forever.
+				x.errorCode = errorCodeOf(it.err)
+				if status == protocol.StatusClosed || status == protocol.StatusInvalid || errors.Is(it.err, audit.ErrPruned) ||
+					x.errorCode != "" {
+					// A closed store answers nothing again, a store that
+					// needs a restart refuses everything until then (the
+					// watch ends on it), and a cursor behind a prune (or
+					// past the end) stays there: end, as a notify stream
+					// does, rather than report it forever.
 					end(status, h.errorMessage(x, status, it.err))
 					return
 				}

@@ -58,7 +58,9 @@ func servedPutBack(t *testing.T) (string, string) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
-		_ = rt.Close(context.Background())
+		if err := rt.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
 	})
 	k := protocol.Key{Namespace: "ns", Name: "k"}
 	if _, err := rt.Acquire(ctx, protocol.AcquireRequest{Key: k, Owner: "w", TTL: time.Minute}); err != nil {

@@ -211,6 +211,9 @@ type exchange struct {
 	unread bool
 	// bodyDeadline is when the body must have arrived (with unread).
 	bodyDeadline time.Time
+	// errorCode is the answer's error_code (errorCodeOf the store's
+	// error), "" for none.
+	errorCode string
 }
 
 // ServeHTTP implements [http.Handler]. Paths are routed on their escaped
@@ -449,13 +452,14 @@ func (h *Handler) writeDeadline(x *exchange) {
 // gave when that was read by then (body or Idempotency-Key): a client
 // retries a timeout with it.
 func (h *Handler) refusal(x *exchange, status protocol.Status, code int, msg string, sh shape) {
-	h.write(x, code, status, sh(status, msg, x.requestID))
+	h.write(x, code, status, sh(status, msg, x.requestID, x.errorCode))
 }
 
 // failure answers a store call that failed with err under ctx, with the
 // status [failedStatus] gives it, in the route's shape.
 func (h *Handler) failure(ctx context.Context, x *exchange, err error, sh shape) {
 	status := failedStatus(ctx, err)
+	x.errorCode = errorCodeOf(err)
 	h.refusal(x, status, StatusCode(status), h.errorMessage(x, status, err), sh)
 }
 
@@ -489,15 +493,18 @@ func prunedMessage(err error) (string, bool) {
 // status with message msg. The statuses of a store that did not answer
 // (unavailable, timeout, closed) carry the driver's words, which name the
 // database's user, name and address: those are logged, with the request's
-// route and id, and the caller reads a fixed sentence instead.
+// route and id, and the caller reads a fixed sentence instead (one saying
+// that the server must be restarted when x.errorCode says so).
 func (h *Handler) storeMessage(x *exchange, status protocol.Status, msg string) string {
 	var safe string
-	switch status {
-	case protocol.StatusUnavailable:
+	switch {
+	case status == protocol.StatusUnavailable && x.errorCode == ErrorCodeRestartRequired:
+		safe = "the store refuses every operation until the server is restarted (no retry mends it); the server's log has the cause"
+	case status == protocol.StatusUnavailable:
 		safe = "the store is unavailable; the server's log has the cause"
-	case protocol.StatusTimeout:
+	case status == protocol.StatusTimeout:
 		safe = "the deadline passed before the store answered; the effect is unknown: retry with the same request id to learn it"
-	case protocol.StatusClosed:
+	case status == protocol.StatusClosed:
 		safe = "the store is closed (the server is shutting down)"
 	default:
 		return msg
@@ -671,21 +678,21 @@ func oneHeader(r *http.Request, name string) (string, error) {
 }
 
 // shape makes a route's body for an answer that did not come from the
-// store: its status, message and request id ("" when unknown; only the
-// result shape carries one).
-type shape func(s protocol.Status, msg, requestID string) any
+// store: its status, message, request id ("" when unknown; only the
+// result shape carries one) and error_code ("" for none).
+type shape func(s protocol.Status, msg, requestID, errorCode string) any
 
-func resultShape(s protocol.Status, msg, requestID string) any {
-	return wire.Result{Status: string(s), RequestID: requestID, Message: msg}
+func resultShape(s protocol.Status, msg, requestID, errorCode string) any {
+	return wire.Result{Status: string(s), RequestID: requestID, Message: msg, ErrorCode: errorCode}
 }
-func listShape(s protocol.Status, msg, _ string) any {
-	return wire.ListPage{Status: string(s), Leases: []wire.Lease{}, Message: msg}
+func listShape(s protocol.Status, msg, _, errorCode string) any {
+	return wire.ListPage{Status: string(s), Leases: []wire.Lease{}, Message: msg, ErrorCode: errorCode}
 }
-func auditShape(s protocol.Status, msg, _ string) any {
-	return wire.AuditPage{Status: string(s), Records: []wire.Record{}, Message: msg}
+func auditShape(s protocol.Status, msg, _, errorCode string) any {
+	return wire.AuditPage{Status: string(s), Records: []wire.Record{}, Message: msg, ErrorCode: errorCode}
 }
-func errorShape(s protocol.Status, msg, _ string) any {
-	return wire.Error{Status: string(s), Message: msg}
+func errorShape(s protocol.Status, msg, _, errorCode string) any {
+	return wire.Error{Status: string(s), Message: msg, ErrorCode: errorCode}
 }
 
 // route is one lease route: the operation a token must be allowed (for
@@ -741,7 +748,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 		req, ns, err = rt.decode(x, body, idem)
 	}
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID))
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID, ""))
 		return
 	}
 	if rt.anyNamespace || (rt.nsRequired && ns == "") {
@@ -754,7 +761,7 @@ func serve[Req any](h *Handler, x *exchange, rt route[Req]) {
 	}
 	ctx, cancel, err := h.opContext(x)
 	if err != nil {
-		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID))
+		h.write(x, http.StatusBadRequest, protocol.StatusInvalid, rt.shape(protocol.StatusInvalid, err.Error(), x.requestID, ""))
 		return
 	}
 	defer cancel()
@@ -777,8 +784,8 @@ func change[Req any](h *Handler, x *exchange, op protocol.Op, decode func([]byte
 			return req, key.Namespace, err
 		},
 		run: func(ctx context.Context, x *exchange, req Req) {
-			res, _ := run(ctx, req)
-			h.answer(x, res)
+			res, err := run(ctx, req)
+			h.answer(x, res, err)
 		}})
 }
 
@@ -793,10 +800,13 @@ func noQuery(x *exchange, op protocol.Op) error {
 	return nil
 }
 
-// answer sends a lease operation's result.
-func (h *Handler) answer(x *exchange, res protocol.Result) {
-	x.requestID = res.RequestID
-	h.write(x, StatusCode(res.Status), res.Status, wire.FromResult(res, h.storeMessage(x, res.Status, res.Message)))
+// answer sends a lease operation's result, and the error_code of its
+// error err (nil for a success).
+func (h *Handler) answer(x *exchange, res protocol.Result, err error) {
+	x.requestID, x.errorCode = res.RequestID, errorCodeOf(err)
+	out := wire.FromResult(res, h.storeMessage(x, res.Status, res.Message))
+	out.ErrorCode = x.errorCode
+	h.write(x, StatusCode(res.Status), res.Status, out)
 }
 
 func (h *Handler) serveAcquire(x *exchange) {
@@ -829,8 +839,8 @@ func (h *Handler) serveGet(x *exchange, rest string) {
 			return protocol.GetRequest{Key: protocol.Key{Namespace: ns, Name: key}, RequestID: idem}, ns, err
 		},
 		run: func(ctx context.Context, x *exchange, req protocol.GetRequest) {
-			res, _ := h.store.Get(ctx, req)
-			h.answer(x, res)
+			res, err := h.store.Get(ctx, req)
+			h.answer(x, res, err)
 		}})
 }
 
@@ -850,7 +860,7 @@ func (h *Handler) serveList(x *exchange, rest string) {
 		},
 		run: func(ctx context.Context, x *exchange, req protocol.ListRequest) {
 			res, err := h.store.List(ctx, req)
-			x.requestID = res.RequestID
+			x.requestID, x.errorCode = res.RequestID, errorCodeOf(err)
 			if err != nil || res.Status != protocol.StatusFound {
 				h.refusal(x, res.Status, StatusCode(res.Status), h.storeMessage(x, res.Status, res.Message), listShape)
 				return

@@ -54,7 +54,7 @@ func Decode(data []byte, v any) (absent, err error) {
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, err
 		}
-		*out = ListPage{Status: in.Status.v, Leases: wireAll(in.Leases), NextCursor: in.NextCursor.v, Message: in.Message}
+		*out = ListPage{Status: in.Status.v, Leases: wireAll(in.Leases), NextCursor: in.NextCursor.v, Message: in.Message, ErrorCode: in.ErrorCode}
 		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
@@ -71,7 +71,7 @@ func Decode(data []byte, v any) (absent, err error) {
 			return nil, err
 		}
 		*out = AuditPage{Status: in.Status.v, Records: wireAll(in.Records), NextCursor: in.NextCursor.v, Message: in.Message,
-			HeldBack: in.HeldBack, FollowCursor: in.FollowCursor}
+			HeldBack: in.HeldBack, FollowCursor: in.FollowCursor, ErrorCode: in.ErrorCode}
 		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
@@ -87,7 +87,7 @@ func Decode(data []byte, v any) (absent, err error) {
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, err
 		}
-		*out = NamespacePage{Status: in.Status.v, Namespaces: in.Namespaces, Message: in.Message}
+		*out = NamespacePage{Status: in.Status.v, Namespaces: in.Namespaces, Message: in.Message, ErrorCode: in.ErrorCode}
 		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
@@ -105,7 +105,7 @@ func Decode(data []byte, v any) (absent, err error) {
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, err
 		}
-		*out = RenewManyPage{Status: in.Status.v, Results: wireAll(in.Results), Message: in.Message}
+		*out = RenewManyPage{Status: in.Status.v, Results: wireAll(in.Results), Message: in.Message, ErrorCode: in.ErrorCode}
 		if err := required("", "status", in.Status.got()); err != nil {
 			return err, nil
 		}
@@ -140,12 +140,14 @@ type (
 		RequestID member[string]   `json:"request_id"`
 		Message   member[string]   `json:"message"`
 		Lease     member[*leaseIn] `json:"lease"`
+		ErrorCode string           `json:"error_code,omitempty"`
 	}
 	listPageIn struct {
 		Status     member[string] `json:"status"`
 		Leases     []*leaseIn     `json:"leases"`
 		NextCursor member[string] `json:"next_cursor"`
 		Message    string         `json:"message,omitempty"`
+		ErrorCode  string         `json:"error_code,omitempty"`
 	}
 	recordIn struct {
 		ID        member[int64]  `json:"id"`
@@ -169,16 +171,19 @@ type (
 		Message      string         `json:"message,omitempty"`
 		HeldBack     bool           `json:"held_back,omitempty"`
 		FollowCursor string         `json:"follow_cursor,omitempty"`
+		ErrorCode    string         `json:"error_code,omitempty"`
 	}
 	namespacePageIn struct {
 		Status     member[string] `json:"status"`
 		Namespaces []string       `json:"namespaces"`
 		Message    string         `json:"message,omitempty"`
+		ErrorCode  string         `json:"error_code,omitempty"`
 	}
 	renewManyPageIn struct {
-		Status  member[string] `json:"status"`
-		Results []*resultIn    `json:"results"`
-		Message string         `json:"message,omitempty"`
+		Status    member[string] `json:"status"`
+		Results   []*resultIn    `json:"results"`
+		Message   string         `json:"message,omitempty"`
+		ErrorCode string         `json:"error_code,omitempty"`
 	}
 )
 
@@ -215,7 +220,7 @@ func (r *resultIn) wire() Result {
 	if r == nil {
 		return Result{}
 	}
-	out := Result{Status: r.Status.v, Replayed: r.Replayed.v, RequestID: r.RequestID.v, Message: r.Message.v}
+	out := Result{Status: r.Status.v, Replayed: r.Replayed.v, RequestID: r.RequestID.v, Message: r.Message.v, ErrorCode: r.ErrorCode}
 	if r.Lease.v != nil {
 		l := r.Lease.v.wire()
 		out.Lease = &l

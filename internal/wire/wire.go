@@ -49,6 +49,11 @@ type Result struct {
 	RequestID string `json:"request_id"`
 	Message   string `json:"message"`
 	Lease     *Lease `json:"lease"`
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // ListPage is the answer of list.
@@ -57,6 +62,11 @@ type ListPage struct {
 	Leases     []Lease `json:"leases"`
 	NextCursor string  `json:"next_cursor"`
 	Message    string  `json:"message,omitempty"` // set when the list failed
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // Record is an audit record in JSON.
@@ -92,6 +102,11 @@ type AuditPage struct {
 	// the records it passed over (see audit.Page); the HTTP API sends it,
 	// leasectl does not.
 	FollowCursor string `json:"follow_cursor,omitempty"`
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // NamespacePage is the answer of the HTTP API's namespace listing and
@@ -100,6 +115,11 @@ type NamespacePage struct {
 	Status     string   `json:"status"`
 	Namespaces []string `json:"namespaces"`
 	Message    string   `json:"message,omitempty"` // set when the listing failed
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // RenewManyPage is the answer of the HTTP API's bulk renew: one result per
@@ -110,6 +130,11 @@ type RenewManyPage struct {
 	Status  string   `json:"status"`
 	Results []Result `json:"results"`
 	Message string   `json:"message,omitempty"`
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // Error is the answer of a request that failed outside the shapes above
@@ -118,6 +143,11 @@ type RenewManyPage struct {
 type Error struct {
 	Status  string `json:"status"`
 	Message string `json:"message"`
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // NotifyEvent is the data of one event of the HTTP API's notification
@@ -131,6 +161,11 @@ type NotifyEvent struct {
 	Status    string `json:"status"`
 	Message   string `json:"message"`
 	KeepAlive string `json:"keep_alive,omitempty"`
+	// ErrorCode refines a failure's status for programs, left out when
+	// it has none: "restart_required" on an unavailable answer of a store
+	// that refuses every operation until its process restarts (the HTTP
+	// API sends it; leasectl's output leaves it out).
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // FollowPosition is the data of a position event of the HTTP API's audit

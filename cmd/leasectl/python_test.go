@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/putback"
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 	"github.com/leasestore/leasestore/internal/testkit/testca"
 )
@@ -255,4 +257,32 @@ func lookPython(t *testing.T) string {
 		t.Skipf("python3 is not on PATH: the Python tests need it (%v)", err)
 	}
 	return python
+}
+
+// TestPythonRestartRequired runs examples/python/restart_smoke.py against
+// leasectl serve on a SQLite file that was put back under it (a copy taken
+// before it served anything, renamed over it as a restore does): the
+// served store refuses every operation until restarted, answering 503
+// with error_code restart_required, and the Python client raises
+// LeaseError whose restart_required is true and which is not retryable;
+// its follow raises it at once instead of reconnecting. Without python3 it
+// skips, except in CI.
+func TestPythonRestartRequired(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses to remove or replace a file that is open")
+	}
+	t.Parallel()
+	python := lookPython(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "py.db")
+	if out, err := exec.Command(bin, "migrate", "up", "--dsn", "sqlite:"+db).CombinedOutput(); err != nil {
+		t.Fatalf("migrate up: %v\n%s", err, out)
+	}
+	backup, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, "sqlite:"+db, nil)
+	putback.File(t, db, backup)
+	runPython(t, python, "restart_smoke.py", time.Minute, "LEASESTORE_URL="+s.url)
 }

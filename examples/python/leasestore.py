@@ -17,7 +17,9 @@ carrying that ended lease (expires_at the time it ended, lock_delay set), as
 acquire's conflict does. Answers that say the request did not reach the
 store raise LeaseError: unauthorized (401) and forbidden (403), which a retry
 does not mend, and unavailable, timeout, closed (503, 504), which a retry with
-the same request_id may. An answer the client cannot read (not a JSON object;
+the same request_id may, except an unavailable whose error_code is
+restart_required (LeaseError.restart_required: the served store refuses every
+operation until the server restarts, so it is not retryable). An answer the client cannot read (not a JSON object;
 a result, page, lease or record without a field it needs, or with one of
 another type; a format version other than 1: a server of another release,
 or something in front of it) raises LeaseError unavailable naming what is
@@ -178,21 +180,34 @@ class LeaseError(Exception):
     request_id is the change's request id (None for a read, a stream, and
     renew_many, whose renewals' ids are request_ids, in order): retry with
     it after a retryable error to learn the change's outcome. cursor is set
-    on the error of a follow that gave up reconnecting: follow again from it."""
+    on the error of a follow that gave up reconnecting: follow again from it.
+    error_code is the body's (or end event's) error_code, None without one:
+    "restart_required" when the served store refuses every operation until
+    the server restarts (restart_required)."""
 
     def __init__(self, status: str, code: int, message: str, request_id: Optional[str] = None,
-                 request_ids: Optional[List[str]] = None, cursor: Optional[str] = None):
+                 request_ids: Optional[List[str]] = None, cursor: Optional[str] = None,
+                 error_code: Optional[str] = None):
         where = f", request_id {request_id}" if request_id else ""
         super().__init__(f"{status} (HTTP {code}{where}): {message}")
         self.status, self.code, self.message = status, code, message
         self.request_id = request_id
         self.request_ids = request_ids
         self.cursor = cursor
+        self.error_code = error_code if isinstance(error_code, str) and error_code else None
+
+    @property
+    def restart_required(self) -> bool:
+        """True when the served store refuses every operation until the server is restarted
+        (error_code restart_required): no retry mends it, so stop retrying (a holder takes its
+        lease as lost) and have the server restarted."""
+        return self.status == "unavailable" and self.error_code == "restart_required"
 
     @property
     def retryable(self) -> bool:
-        """True for unavailable, timeout and closed; never for a refused token."""
-        return self.status in ("unavailable", "timeout", "closed")
+        """True for unavailable, timeout and closed; never for a refused token, nor for a store
+        that must be restarted (restart_required)."""
+        return self.status in ("unavailable", "timeout", "closed") and not self.restart_required
 
 
 @dataclass
@@ -423,7 +438,8 @@ class Client:
     def _check(code: int, body: dict, request_id: Optional[str] = None,
                request_ids: Optional[List[str]] = None) -> dict:
         if body.get("status") in _FAILURES:
-            raise LeaseError(body["status"], code, body.get("message", ""), request_id, request_ids)
+            raise LeaseError(body["status"], code, body.get("message", ""), request_id, request_ids,
+                             error_code=body.get("error_code"))
         return body
 
     def _result(self, path: str, body: dict) -> Result:
@@ -501,7 +517,7 @@ class Client:
         what = "the renew-many page"
         status = _field(d, "status", what, str)
         if status != "found":
-            raise LeaseError(status, code, str(d.get("message", "")), request_ids=all_ids)
+            raise LeaseError(status, code, str(d.get("message", "")), request_ids=all_ids, error_code=d.get("error_code"))
         results = _field(d, "results", what, list)
         if len(results) != len(ids):
             raise _Malformed(f"{what} has {len(results)} results for {len(ids)} renewal{'' if len(ids) == 1 else 's'}")
@@ -526,7 +542,7 @@ class Client:
         than found raises LeaseError of it."""
         status = _field(d, "status", what, str)
         if status != "found":
-            raise LeaseError(status, code, str(d.get("message", "")))
+            raise LeaseError(status, code, str(d.get("message", "")), error_code=d.get("error_code"))
         return Page([item(x) for x in _field(d, name, what, list)], _field(d, "next_cursor", what, str))
 
     def namespaces(self, after: str = "", limit: int = 0) -> List[str]:
@@ -540,7 +556,7 @@ class Client:
         what = "the namespace page"
         status = _field(d, "status", what, str)
         if status != "found":
-            raise LeaseError(status, code, str(d.get("message", "")))
+            raise LeaseError(status, code, str(d.get("message", "")), error_code=d.get("error_code"))
         names = _field(d, "namespaces", what, list)
         for n in names:
             if not isinstance(n, str):
@@ -657,7 +673,7 @@ class Client:
         for name, data in self._events(path):
             if name == "end":
                 ev = self._event_object(name, data)
-                raise LeaseError(ev.get("status", "unavailable"), 200, ev.get("message", ""))
+                raise LeaseError(ev.get("status", "unavailable"), 200, ev.get("message", ""), error_code=ev.get("error_code"))
             yield name
 
     def follow(self, namespace: str = "", key: str = "", cursor: str = "", since: str = "",
@@ -673,7 +689,8 @@ class Client:
         shutdown, say) it reconnects from that cursor, pausing 50 ms doubling up to 5 s, at most
         `retries` times in a row; then it raises LeaseError unavailable whose `cursor` is where to
         follow again from. It raises at once when the first request fails, on a refused token, on
-        a cursor behind a prune (the message begins "behind a prune: "), and on an event it cannot
+        a cursor behind a prune (the message begins "behind a prune: "), on a store that must be
+        restarted (restart_required), and on an event it cannot
         read (a protocol error)."""
         resume, tries, opened = cursor, 0, False
         while True:
@@ -714,7 +731,7 @@ class Client:
                         status, message = str(ev.get("status", "")), str(ev.get("message", ""))
                         if status not in _FAILURES:  # as the Go client: an end without a failure's status
                             status = "unavailable"
-                        broke = LeaseError(status, 200, message)
+                        broke = LeaseError(status, 200, message, error_code=ev.get("error_code"))
                         if not broke.retryable or message.startswith(_PRUNED_PREFIX):
                             raise broke
                         break

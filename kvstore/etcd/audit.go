@@ -608,7 +608,10 @@ var ErrTampered = errors.New("etcd: the audit trail was altered outside leasesto
 // refusal of the credentials or their permission at any time (an error
 // matching [protocol.ErrUnauthenticated] or [protocol.ErrForbidden]: the
 // user's password changed, its role's permission revoked, met when the
-// watch is made again), and Close (an error matching protocol.ErrClosed).
+// watch is made again), a cluster whose revision went back, seen by any
+// call of the Backend (an error matching [protocol.ErrRestartRequired]:
+// refused until the process restarts), and Close (an error matching
+// protocol.ErrClosed).
 func (b *Backend) Follow(ctx context.Context, q audit.Query) iter.Seq2[audit.Record, error] {
 	return b.FollowPositions(ctx, q, nil)
 }
@@ -683,9 +686,10 @@ func (b *Backend) FollowPositions(ctx context.Context, q audit.Query, passed fun
 				return
 			}
 			// A refusal of the credentials or their permission is met
-			// again by every new watch: it ends the stream, as on the
-			// first read.
-			if !yield(audit.Record{}, err) || protocol.CredentialsRefused(err) {
+			// again by every new watch, and a cluster whose revision went
+			// back is refused until the process restarts: either ends
+			// the stream, as on the first read (and as audit.Watch ends).
+			if !yield(audit.Record{}, err) || protocol.CredentialsRefused(err) || errors.Is(err, protocol.ErrRestartRequired) {
 				return
 			}
 			select {
@@ -757,6 +761,13 @@ func (b *Backend) watchAudit(ctx context.Context, q audit.Query, rev *int64, ok,
 			return errClosed(protocol.OpAudit)
 		}
 		ask.Reset(quiet)
+		// The watch does not pass through the revision guard: once any
+		// call of the Backend saw the revision go back, the follower
+		// ends too (its cluster's records and tokens cannot be trusted
+		// until the process restarts).
+		if _, err := b.kv.guard.begin(); err != nil {
+			return b.interpret(ctx, protocol.OpAudit, err)
+		}
 		if !open {
 			if ctx.Err() != nil {
 				return errStopped

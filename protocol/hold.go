@@ -49,7 +49,11 @@ type HoldConfig struct {
 // holder that does not know it lost its lease (see docs/holding.md). A renewal the
 // store refuses for the credentials or their permission ([ErrUnauthenticated],
 // [ErrForbidden]) is a refusal too: a retry would be refused again, so
-// the lease is lost at once (it stays in the store until its TTL).
+// the lease is lost at once (it stays in the store until its TTL). So is a
+// renewal a store refuses until its process restarts
+// ([ErrRestartRequired]: a SQLite file put back under it, an etcd cluster
+// whose revision went back, over HTTP too): no lease of such a store can
+// be trusted, and no retry mends it.
 // A [Runtime.Close] of the store it was taken through (a [*Runtime])
 // ends it at once too, with a cause matching [ErrLeaseLost] and
 // [ErrClosed]: nothing renews the lease after that. So does the close of
@@ -518,7 +522,9 @@ func (h *Held) renewLoop(sent time.Time, every, timeout time.Duration) {
 		res, err := renewOn(ctx, h.store, RenewRequest{Key: h.req.Key, Owner: h.req.Owner, Token: h.token, TTL: h.req.TTL, RequestID: id})
 		cancel()
 		st := StatusOf(err)
-		unknown := (st == StatusTimeout || st == StatusUnavailable) && !CredentialsRefused(err)
+		// A refusal of the credentials, or one until the store restarts,
+		// is met again by every retry: the lease is lost at once.
+		unknown := (st == StatusTimeout || st == StatusUnavailable) && !CredentialsRefused(err) && !errors.Is(err, ErrRestartRequired)
 		if !unknown {
 			id = "" // the outcome is known: the next renewal is a new one
 		}

@@ -85,8 +85,11 @@ func CredentialsRefused(err error) bool {
 // running backend (sqlite.ErrFileReplaced), an etcd cluster whose revision
 // went back. The error's message names the fix. audit.Watch and the
 // followers of leasectl (audit --follow, watch) end on it instead of
-// retrying (leasectl exits 5, unavailable). Backends match it by wrapping
-// it in their cause; protocol knows none of them.
+// retrying (leasectl exits 5, unavailable); [Hold] and the scheduler take
+// a renewal so refused as the lease's loss, at once. The HTTP API carries
+// it (error_code restart_required), so the HTTP client's errors match it
+// too. Backends match it by wrapping it in their cause; protocol knows
+// none of them.
 var ErrRestartRequired = errors.New("lease: restart required")
 
 // Success reports whether s means that the operation took effect or answered

@@ -634,7 +634,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 				}
 			}
 			s.mu.Unlock()
-		case refused(out.err) || protocol.CredentialsRefused(out.err): // a renewal refused for its credentials too: no retry mends it
+		case refused(out.err) || final(out.err): // a renewal refused for its credentials, or until the store restarts, too: no retry mends it
 			s.mu.Lock()
 			if l := leaseOf(i); l != nil {
 				s.loseLocked(l, out.err, false)
@@ -652,7 +652,7 @@ func (s *Scheduler) renewAll(ctx context.Context) {
 	unknown := 0
 	var firstErr error
 	for _, out := range outs {
-		if out.err != nil && !refused(out.err) && !protocol.CredentialsRefused(out.err) { // successes and refusals were applied when they came
+		if out.err != nil && !refused(out.err) && !final(out.err) { // successes and refusals were applied when they came
 			unknown++
 			if firstErr == nil {
 				firstErr = out.err
@@ -1083,6 +1083,15 @@ func (s *Scheduler) acquireRequest(key protocol.Key, reqID string) protocol.Acqu
 		req.LockDelay = s.set.lockDelay
 	}
 	return req
+}
+
+// final reports whether err, an unavailable one, is met again by every
+// retry, so that a renewal failing with it loses the lease at once, as
+// [protocol.Hold] takes it: a refusal of the credentials or their
+// permission (protocol.CredentialsRefused), or of a store that refuses
+// every operation until its process restarts (protocol.ErrRestartRequired).
+func final(err error) bool {
+	return protocol.CredentialsRefused(err) || errors.Is(err, protocol.ErrRestartRequired)
 }
 
 // unknown reports whether err leaves the outcome of a change unknown. A

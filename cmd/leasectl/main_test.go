@@ -59,7 +59,9 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+	// The cleanup exits with goleak's code: returning would exit with the
+	// tests' code, and a leak would fail nothing.
+	opts := append(pgtest.LeakOptions(), goleak.Cleanup(func(code int) { _ = os.RemoveAll(dir); os.Exit(code) }))
 	goleak.VerifyTestMain(etcdcluster.WithShared(m), opts...)
 }
 

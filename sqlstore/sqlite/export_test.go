@@ -150,3 +150,14 @@ func WriteWithPanickingAfter(ctx context.Context, b *Backend, ran chan<- struct{
 		return protocol.Result{}, false, nil
 	}, func(protocol.Result, error) (protocol.Result, error) { panic(v) })
 }
+
+// CloseLeftKeepers closes the keepers of replaced files that Backends left
+// open (fileGuard.close), for TestMain once every test ran.
+func CloseLeftKeepers() {
+	leftOpen.mu.Lock()
+	defer leftOpen.mu.Unlock()
+	for _, db := range leftOpen.keepers {
+		_ = db.Close()
+	}
+	leftOpen.keepers = nil
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,10 +129,24 @@ func (g *fileGuard) open(ctx context.Context, db *sql.DB, file string) error {
 func (g *fileGuard) close() error {
 	stale := g.keeper != nil && g.changed(true) != nil
 	g.closed.Store(true)
+	if stale {
+		leftOpen.mu.Lock()
+		leftOpen.keepers = append(leftOpen.keepers, g.keeper)
+		leftOpen.mu.Unlock()
+	}
 	if g.keeper == nil || stale {
 		return nil
 	}
 	return g.keeper.Close()
+}
+
+// leftOpen holds the keepers fileGuard.close left open, so that this
+// package's tests can close them once every test ran and check that no
+// other goroutine outlived its test (export_test.go). The process never
+// closes them: they live until it exits, as they would unrecorded.
+var leftOpen struct {
+	mu      sync.Mutex
+	keepers []*sql.DB
 }
 
 // check returns the refusal of a write transaction (op): nil while the

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/leasestore/leasestore/sqlstore/sqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -27,9 +29,24 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(runWorker(worker))
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+	// A cleanup given to goleak must exit itself with the code it is
+	// given: returning makes TestMain exit with the tests' code, and a
+	// leak would fail nothing.
+	goleak.VerifyTestMain(closingKeepers{m}, goleak.Cleanup(func(code int) {
 		if template.path != "" {
 			_ = os.RemoveAll(filepath.Dir(template.path))
 		}
+		os.Exit(code)
 	}))
+}
+
+// closingKeepers runs the tests, then closes the keepers of replaced files
+// that their Backends left open by design (sqlite.CloseLeftKeepers), so
+// that goleak finds only goroutines that outlived their tests by mistake.
+type closingKeepers struct{ m *testing.M }
+
+func (c closingKeepers) Run() int {
+	code := c.m.Run()
+	sqlite.CloseLeftKeepers()
+	return code
 }

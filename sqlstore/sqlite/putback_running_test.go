@@ -1,13 +1,12 @@
 package sqlite_test
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/putback"
 	"github.com/leasestore/leasestore/protocol"
 )
 
@@ -67,21 +66,5 @@ func TestRunningBackendAfterTheFileIsPutBack(t *testing.T) {
 	}
 }
 
-// putBack puts backup back at path as a restore puts a file back: written
-// beside it and renamed over it, and the old -wal and -shm removed (they
-// belong to the file replaced; left in place, SQLite would lay them over
-// the copy).
-func putBack(t *testing.T, path string, backup []byte) {
-	t.Helper()
-	if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".restore", path); err != nil {
-		t.Fatal(err)
-	}
-	for _, stale := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
-}
+// putBack puts backup back at path as a restore does (putback.File).
+func putBack(t *testing.T, path string, backup []byte) { putback.File(t, path, backup) }

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasestore/leasestore/internal/testkit/putback"
 	"github.com/leasestore/leasestore/internal/testkit/syncbuf"
 )
 
@@ -86,17 +85,7 @@ func TestFollowEndsWhenTheFileIsPutBack(t *testing.T) {
 				}
 			}
 
-			if err := os.WriteFile(path+".restore", backup, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(path+".restore", path); err != nil {
-				t.Fatal(err)
-			}
-			for _, stale := range []string{path + "-wal", path + "-shm"} {
-				if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					t.Fatal(err)
-				}
-			}
+			putback.File(t, path, backup)
 			<-done
 			if code := cmd.ProcessState.ExitCode(); ctx.Err() != nil || code != 5 {
 				t.Fatalf("%v after the file was put back: exit %d (context: %v), want 5 at once\nstderr: %s", full, code, ctx.Err(), stderr.String())
